@@ -1,0 +1,332 @@
+"""The pure rules of bidding: the respond tool, the bid prompt, parsing a bid, picking a speaker.
+
+Nothing here does I/O, so every rule of SPEC §3–§5 can be tested in isolation.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import string
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+RESPOND_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "respond",
+        "description": (
+            "Decide whether to reply in the groupchat. Set score 0..1 for how much you want to "
+            "speak. If you don't want to speak, set message to empty string."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "score": {
+                    "type": "number",
+                    "description": "How much you want to respond (0 = silent, 1 = strongly want to).",
+                    "minimum": 0,
+                    "maximum": 1,
+                },
+                "message": {
+                    "type": "string",
+                    "description": (
+                        "Your reply to the group, or empty string if you don't want to speak."
+                    ),
+                },
+            },
+            "required": ["score", "message"],
+        },
+    },
+}
+
+FORCED_RESPOND_CHOICE: dict[str, Any] = {"type": "function", "function": {"name": "respond"}}
+
+DEFAULT_BID_PROMPT = """\
+You are {agent_name}, taking part in a group conversation with {participants}.
+
+How the floor works: every turn, each participant privately bids for the chance to speak \
+next by calling the `respond` function with a score from 0 to 1 and the exact message they \
+would post. Only the single highest bid is posted, and only a score above {threshold} can take \
+the floor. {recency_rule}
+
+Conversation so far, oldest first:{omitted_note}
+{conversation}
+
+The latest message is from {last_speaker}:
+{last_message}
+
+Call `respond` now. If you have something worth adding, give a score that reflects how much \
+the group needs to hear from you and write your message. Leave the message empty only if you \
+do not want to speak."""
+
+BID_PROMPT_FIELDS: tuple[str, ...] = (
+    "agent_name",
+    "participants",
+    "threshold",
+    "recency_penalty",
+    "recency_window",
+    "recency_rule",
+    "conversation",
+    "omitted_note",
+    "last_speaker",
+    "last_message",
+    "task",
+    "turn",
+)
+
+
+def format_decimal(value: float) -> str:
+    """A number as a plain decimal, as the user typed it: 0.35 -> "0.35", 1e-05 -> "0.00001"."""
+    text = format(Decimal(repr(float(value))), "f")
+    return text if "." in text else text + ".0"
+
+
+def validate_bid_prompt(template: str) -> str:
+    """Reject templates with unknown or positional placeholders before any model call."""
+    if not isinstance(template, str) or not template.strip():
+        raise ValueError("bid_prompt must be a non-empty string template.")
+    def _fields(text: str) -> list[str]:
+        found: list[str] = []
+        for _, field, spec, _ in string.Formatter().parse(text):
+            if field is not None:
+                found.append(field)
+                found.extend(_fields(spec or ""))  # nested, e.g. {threshold:{width}}
+        return found
+
+    try:
+        fields = _fields(template)
+    except ValueError as exc:
+        raise ValueError(f"bid_prompt is not a valid format string: {exc}") from None
+    for field in fields:
+        root = field.split(".")[0].split("[")[0]
+        if root not in BID_PROMPT_FIELDS:
+            allowed = ", ".join("{" + f + "}" for f in BID_PROMPT_FIELDS)
+            raise ValueError(
+                f"bid_prompt has unknown placeholder {{{field}}}; use only {allowed} "
+                "(write {{ and }} for literal braces)."
+            )
+    return template
+
+
+def recency_rule(recency_penalty: float, recency_window: int) -> str:
+    """The recency sentence of the prompt, with the real numbers, or why there is none."""
+    if recency_window <= 0 or recency_penalty == 0:
+        return "There is no penalty for speaking again."
+    who = "the last message" if recency_window == 1 else f"one of the last {recency_window} messages"
+    return (
+        f"A participant who wrote {who} has {format_decimal(recency_penalty)} "
+        "subtracted from their score."
+    )
+
+
+@dataclass(frozen=True)
+class PromptRoom:
+    """Per-chat values of the prompt that do not change between turns."""
+
+    template: str
+    threshold: float
+    recency_penalty: float
+    recency_window: int
+
+
+def render_history(lines: Sequence[str], omitted: int) -> tuple[str, str]:
+    """History block and the note saying how many old messages were left out."""
+    note = "" if omitted == 0 else f" ({omitted} earlier message{'s' * (omitted != 1)} left out)"
+    return "\n".join(lines), note
+
+
+def build_bid_prompt(
+    room: PromptRoom,
+    *,
+    agent_name: str,
+    others: Sequence[str],
+    conversation: str,
+    omitted_note: str,
+    last_speaker: str,
+    last_message: str,
+    task: str,
+    turn: int,
+) -> str:
+    """Fill the (user-replaceable) template for one agent."""
+    return room.template.format(
+        agent_name=agent_name,
+        participants=", ".join(others) if others else "no one else",
+        threshold=format_decimal(room.threshold),
+        recency_penalty=format_decimal(room.recency_penalty),
+        recency_window=room.recency_window,
+        recency_rule=recency_rule(room.recency_penalty, room.recency_window),
+        conversation=conversation,
+        omitted_note=omitted_note,
+        last_speaker=last_speaker,
+        last_message=last_message,
+        task=task,
+        turn=turn,
+    )
+
+
+# --- parsing ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ParsedBid:
+    score: float
+    message: str
+    error: str | None = None
+
+
+SILENT = ParsedBid(0.0, "")
+
+
+def parse_score(raw: Any) -> tuple[float, str | None]:
+    """SPEC §4 score rules: numbers and numeric strings, finite, clamped into [0, 1]."""
+    if isinstance(raw, bool) or raw is None:
+        return 0.0, f"invalid score {raw!r}: not a number"
+    if isinstance(raw, int | float):
+        try:
+            value = float(raw)
+        except OverflowError:  # a JSON integer too large for a float: not finite
+            value = math.inf
+    elif isinstance(raw, str):
+        try:
+            value = float(raw.strip())
+        except ValueError:
+            return 0.0, f"invalid score {raw!r}: not a number"
+    else:
+        return 0.0, f"invalid score {raw!r}: not a number"
+    if not math.isfinite(value):
+        return 0.0, f"invalid score {raw!r}: not finite"
+    return min(1.0, max(0.0, value)), None
+
+
+def parse_message(raw: Any) -> tuple[str, str | None]:
+    """SPEC §4 message rules: strings stripped, null is empty, numbers via str, else invalid."""
+    if raw is None:
+        return "", None
+    if isinstance(raw, str):
+        return raw.strip(), None
+    if isinstance(raw, int | float) and not isinstance(raw, bool):
+        return str(raw), None
+    return "", f"invalid message of type {type(raw).__name__}"
+
+
+def parse_arguments(arguments: Any) -> ParsedBid:
+    """Turn the arguments of a respond call (JSON text or dict) into a bid."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except (ValueError, RecursionError) as exc:
+            return ParsedBid(0.0, "", f"respond arguments are not JSON: {exc}")
+    if not isinstance(arguments, Mapping):
+        return ParsedBid(0.0, "", f"respond arguments are not a JSON object: {arguments!r:.80}")
+    score, score_error = parse_score(arguments.get("score"))
+    message, message_error = parse_message(arguments.get("message"))
+    errors = [e for e in (score_error, message_error) if e]
+    return ParsedBid(score, message, "; ".join(errors) or None)
+
+
+def parse_tool_calls(tool_calls: Sequence[tuple[str, Any]]) -> ParsedBid | None:
+    """Parse the first call named respond; None when there is no such call."""
+    for name, arguments in tool_calls:
+        if name == "respond":
+            return parse_arguments(arguments)
+    return None
+
+
+def find_json_object(text: str) -> dict[str, Any] | None:
+    """The first JSON object in free text that has a score or message key, if any."""
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except ValueError:
+            value = None
+        if isinstance(value, dict) and ("score" in value or "message" in value):
+            return value
+        start = text.find("{", start + 1)
+    return None
+
+
+def parse_text_reply(text: str | None) -> ParsedBid:
+    """A reply without a respond call: a JSON object in the text counts, anything else is silent."""
+    found = find_json_object(text or "")
+    if found is None:
+        return ParsedBid(0.0, "", "reply had no respond call and no JSON bid in its text")
+    return parse_arguments(found)
+
+
+# --- selection ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """What selection needs of one bid."""
+
+    agent: str
+    score: float
+    message: str
+    failed: bool = False
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The outcome of one turn and the reasons behind it, so the UI can explain a turn."""
+
+    winner: int | None
+    adjusted: tuple[float, ...]
+    penalized: tuple[bool, ...]
+    eligible: tuple[bool, ...]
+    winning_adjusted: float | None
+    runner_up_adjusted: float | None
+    margin: float | None
+    reason: str
+    penalty_changed_winner: bool
+
+
+def adjusted_score(score: float, penalized: bool, recency_penalty: float) -> float:
+    """SPEC §5.3: exactly score - recency_penalty for a recent speaker."""
+    return score - recency_penalty if penalized else score
+
+
+def _best(values: Sequence[float], allowed: Sequence[bool]) -> int | None:
+    best: int | None = None
+    for i, (value, ok) in enumerate(zip(values, allowed, strict=True)):
+        if ok and (best is None or value > values[best]):
+            best = i  # strictly greater: ties stay with the earlier agent
+    return best
+
+
+def select_speaker(
+    bids: Sequence[Candidate],
+    recent_speakers: Sequence[str],
+    threshold: float,
+    recency_penalty: float,
+) -> Selection:
+    """Pick the single highest adjusted bid above threshold (SPEC §5.3), with reasons."""
+    recent = set(recent_speakers)
+    penalized = tuple(b.agent in recent for b in bids)
+    adjusted = tuple(adjusted_score(b.score, p, recency_penalty) for b, p in zip(bids, penalized))
+    spoken = tuple(bool(b.message) and not b.failed for b in bids)
+    eligible = tuple(s and a > threshold for s, a in zip(spoken, adjusted))
+    winner = _best(adjusted, eligible)
+    others = [i != winner and s for i, s in enumerate(spoken)]
+    runner_up = _best(adjusted, others)
+    runner_up_adjusted = adjusted[runner_up] if runner_up is not None else None
+    if winner is None:
+        all_failed = bool(bids) and all(b.failed for b in bids)
+        return Selection(None, adjusted, penalized, eligible, None, runner_up_adjusted, None,
+                         "all_failed" if all_failed else "lull", False)
+    raw_winner = _best([b.score for b in bids], [s and b.score > threshold
+                                                  for s, b in zip(spoken, bids)])
+    changed = raw_winner is not None and raw_winner != winner
+    margin = None if runner_up_adjusted is None else adjusted[winner] - runner_up_adjusted
+    reason = "highest_bid"
+    if any(eligible[i] and adjusted[i] == adjusted[winner] for i in range(winner + 1, len(bids))):
+        reason = "tie_by_order"
+    elif changed:
+        reason = "penalty_changed_winner"
+    return Selection(winner, adjusted, penalized, eligible, adjusted[winner], runner_up_adjusted,
+                     margin, reason, changed)
