@@ -21,6 +21,7 @@ run: setup
 		--server.address 127.0.0.1 --server.port $(PORT)
 
 test: setup
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
 lint: setup

@@ -204,7 +204,7 @@ class ChatRun:
 
 
 def _failed(bid: Bid) -> bool:
-    """A bid whose call failed outright (no reply at all), as opposed to a reply that parsed badly."""
+    """A bid whose call failed outright (no reply), as opposed to a reply that parsed badly."""
     return bid.error is not None and bid.path == "none"
 
 

@@ -1,0 +1,382 @@
+"""Offline, seeded, deterministic simulation of bidding group-chat agents.
+
+Why: the lab must run with no API key and no network, reproducibly and fast, so the default
+"model" is a cheap heuristic that bids through the same respond(score, message) contract as a
+real LLM. litellm is only imported lazily (importing it costs seconds).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+DEFAULT_SIM_MODEL = "sim/balanced"
+SIM_PREFIX = "sim/"
+SILENT_BELOW = 0.25  # bids under this are silent ("" message)
+
+# Tuning constants (chosen with a 200-seed loop: 3 agents, threshold 0.5, recency penalty 0.3).
+RELEVANCE_WEIGHT = 0.15
+DECAY_PER_MESSAGE = 0.02
+NOISE_SCALE = 0.4  # noise amplitude = NOISE_SCALE * temperature
+CONTRARIAN_BOOST = 0.25
+RECENT_WINDOW = 3
+
+
+@dataclass(frozen=True)
+class Persona:
+    """How a simulated agent bids: a few knobs instead of a language model."""
+
+    name: str
+    description: str
+    eagerness: float  # base bid before context effects
+    fatigue: float  # penalty for having spoken the last message
+    contrarian: bool = False  # boosted by assertive / agreeing messages
+    expertise: float = 0.0  # weight of role-keyword overlap (experts speak on-topic only)
+
+
+_PERSONA_TABLE = (  # name, eagerness, fatigue, contrarian, expertise, description
+    ("balanced", 0.66, 0.2, False, 0.0, "a moderate participant who joins when relevant."),
+    ("eager", 0.78, 0.12, False, 0.0, "keen to speak, jumps in often and tires slowly."),
+    ("reserved", 0.44, 0.3, False, 0.0, "quiet, speaks only when clearly relevant."),
+    ("contrarian", 0.54, 0.2, True, 0.0, "pushes back on confident or agreeing messages."),
+    ("expert", 0.36, 0.2, False, 0.5, "speaks up strongly only on its role's keywords."),
+)
+PERSONAS: dict[str, Persona] = {
+    n: Persona(n, "Simulated: " + d, e, f, c, x) for n, e, f, c, x, d in _PERSONA_TABLE
+}
+
+_STOPWORDS = frozenset(
+    "the and for are but not you your yours with this that these those from into onto about "
+    "was were has have had will would can could our ours their theirs its it's what which who "
+    "whom how why when where there here them they then than also just very too some any all "
+    "each other such only own same both more most much many should shall may might being "
+    "been does did doing done i'm i'd i'll we're you're let's".split()
+)
+_ASSERTIVE = frozenset(
+    "yes agree agreed exactly absolutely definitely clearly obviously certainly always never "
+    "must undeniably indeed right great".split()
+)
+_WORD_RE = re.compile(r"[a-z][a-z'-]+")
+
+_TEMPLATES: dict[str, tuple[str, ...]] = {
+    "balanced": (
+        "{speaker} raises {echo}; thinking about {role}, I'd weigh both sides first.",
+        "Fair point on {echo}, {speaker}. With {role} in mind, the trade-offs need a closer look.",
+        "I partly agree with {speaker} about {echo}, but my focus on {role} shifts the picture.",
+    ),
+    "eager": (
+        "Yes! Building on what {speaker} said about {echo}, this is where {role} comes in.",
+        "Great point, {speaker}! The bit about {echo} ties straight into {role}.",
+        "Absolutely, {speaker} — and thinking about {role} makes {echo} even more important!",
+    ),
+    "reserved": (
+        "Briefly: on {echo}, the question of {role} deserves a careful look.",
+        "I'll keep it short, {speaker}: keep {role} in mind here.",
+        "One small note on {echo}: consider {role}.",
+    ),
+    "contrarian": (
+        "I disagree with {speaker} on {echo}; looking at {role}, it points the other way.",
+        "Not so fast, {speaker}. The case on {echo} is overstated once you factor in {role}.",
+        "Let me push back: with {role} in view, {speaker} has {echo} backwards.",
+    ),
+    "expert": (
+        "Speaking with {role} in mind, {speaker}'s point on {echo} needs precise handling.",
+        "On {echo}, the details of {role} matter more than {speaker} suggests.",
+        "From experience with {role}, {echo} works only with the right safeguards.",
+    ),
+}
+
+
+@lru_cache(maxsize=8192)
+def _tokens(text: str) -> frozenset[str]:
+    """Content words of a text; cached so a long history is not re-tokenised every bid."""
+    return frozenset(w for w in _WORD_RE.findall(text.lower()) if len(w) > 2) - _STOPWORDS
+
+
+_TEMPLATE_WORDS = frozenset().union(*(_tokens(t) for ts in _TEMPLATES.values() for t in ts))
+
+
+@lru_cache(maxsize=4096)
+def _salient_words(text: str) -> tuple[str, ...]:
+    """Content words of a message, most salient (longest) first, template words excluded."""
+    return tuple(sorted(_tokens(text) - _TEMPLATE_WORDS, key=lambda w: (-len(w), w)))
+
+
+def _echo_word(text: str, exclude: frozenset[str]) -> str:
+    """The most salient word of the answered message that is not the agent's own role/names."""
+    return next((w for w in _salient_words(text) if w not in exclude), "that")
+
+
+@lru_cache(maxsize=1024)
+def _role_phrase(system_prompt: str) -> str:
+    """A short noun phrase for the agent's role: the last one or two content words."""
+    words = _WORD_RE.findall(system_prompt.lower())
+    content = [i for i, w in enumerate(words) if len(w) > 2 and w not in _STOPWORDS]
+    if not content:
+        return "my perspective"
+    last = content[-1]
+    if len(content) > 1 and content[-2] == last - 1:
+        return f"{words[last - 1]} {words[last]}"
+    return words[last]
+
+
+def is_sim_model(model_name: str) -> bool:
+    """True for "sim/<persona>" model names, which never touch the network."""
+    return model_name.startswith(SIM_PREFIX)
+
+
+def persona_for(model_name: str) -> Persona:
+    """Resolve "sim/<persona>" (or a bare persona name) with a helpful error."""
+    name = model_name[len(SIM_PREFIX) :] if is_sim_model(model_name) else model_name
+    try:
+        return PERSONAS[name]
+    except KeyError:
+        valid = ", ".join(sorted(PERSONAS))
+        raise ValueError(f"unknown sim persona {name!r}; choose one of: {valid}") from None
+
+
+@dataclass(frozen=True)
+class SimContext:
+    """Everything a simulated bid depends on (so equal contexts give equal bids)."""
+
+    agent_name: str
+    system_prompt: str
+    persona: str
+    history: Sequence[tuple[str, str]]  # (role, content), oldest first; task first as "User"
+    turn: int  # 1-based
+    seed: int = 0
+    temperature: float = 0.5  # scales the noise amplitude
+
+
+@dataclass(frozen=True)
+class SimBid:
+    """What the respond(score, message) tool call carries."""
+
+    score: float
+    message: str
+
+
+@dataclass(frozen=True)
+class SimOptions:
+    """Test/benchmark knobs that mimic a slow or flaky provider."""
+
+    latency_s: float = 0.0
+    failure_rate: float = 0.0
+
+
+class SimulatedFailure(RuntimeError):
+    """Raised on purpose to exercise the engine's provider-error handling."""
+
+
+def _rng(ctx: SimContext, salt: str = "") -> random.Random:
+    """Seeded from a string (never the salted builtin hash) so runs are reproducible."""
+    return random.Random(f"{salt}{ctx.seed}|{ctx.agent_name}|{ctx.turn}|{len(ctx.history)}")
+
+
+def _persona_effects(ctx: SimContext, persona: Persona, overlap: int) -> float:
+    """Relevance, expertise, contrarianism and fatigue for this context."""
+    closeness = min(1.0, overlap / 2)
+    effect = RELEVANCE_WEIGHT * closeness + persona.expertise * closeness
+    if not ctx.history:
+        return effect
+    last_role, last_text = ctx.history[-1]
+    if persona.contrarian and (_tokens(last_text) & _ASSERTIVE or last_text.endswith("!")):
+        effect += CONTRARIAN_BOOST
+    if last_role == ctx.agent_name:
+        effect -= persona.fatigue
+    elif any(role == ctx.agent_name for role, _ in ctx.history[-RECENT_WINDOW:]):
+        effect -= persona.fatigue * 0.4
+    return effect
+
+
+def _compose(ctx: SimContext, persona: Persona, rng: random.Random) -> str:
+    """A short templated reply naming the message it answers and the agent's role."""
+    fallback = ctx.history[-1] if ctx.history else ("", "")
+    answered = (m for m in reversed(ctx.history) if m[0] != ctx.agent_name)
+    speaker, text = next(answered, fallback)
+    speaker = speaker or "everyone"
+    exclude = _tokens(ctx.system_prompt).union(r.lower() for r, _ in ctx.history)
+    template = rng.choice(_TEMPLATES[persona.name])
+    message = template.format(
+        speaker=speaker, echo=_echo_word(text, exclude), role=_role_phrase(ctx.system_prompt)
+    )
+    return message[0].upper() + message[1:]
+
+
+def simulate_bid(ctx: SimContext) -> SimBid:
+    """Pure, deterministic bid: eagerness + context effects - decay + seeded noise."""
+    persona = persona_for(ctx.persona)
+    rng = _rng(ctx)
+    keywords = _tokens(ctx.system_prompt)
+    overlap = sum(len(keywords & _tokens(t)) for _, t in ctx.history[-RECENT_WINDOW:])
+    agent_messages = max(len(ctx.history) - 1, 0)
+    noise = rng.uniform(-1.0, 1.0) * NOISE_SCALE * max(ctx.temperature, 0.0)
+    raw = (
+        persona.eagerness
+        + _persona_effects(ctx, persona, overlap)
+        - DECAY_PER_MESSAGE * agent_messages
+        + noise
+    )
+    score = round(min(1.0, max(0.0, raw)), 4)
+    message = _compose(ctx, persona, rng) if score >= SILENT_BELOW else ""
+    return SimBid(score=score, message=message)
+
+
+def _maybe_fail(ctx: SimContext, options: SimOptions) -> None:
+    """Raise SimulatedFailure with seeded probability (deterministic per context)."""
+    if options.failure_rate > 0 and _rng(ctx, "fail|").random() < options.failure_rate:
+        raise SimulatedFailure(f"simulated provider failure (failure_rate={options.failure_rate})")
+
+
+async def asimulate_bid(ctx: SimContext, options: SimOptions = SimOptions()) -> SimBid:
+    """Async bid with optional fake latency and seeded failures, like a real provider."""
+    if options.latency_s > 0:
+        await asyncio.sleep(options.latency_s)
+    _maybe_fail(ctx, options)
+    return simulate_bid(ctx)
+
+
+def sim_options_from(kwargs: Mapping[str, Any]) -> SimOptions:
+    """Read sim_latency / sim_failure_rate from an agent's extra kwargs, validating ranges."""
+    latency = float(kwargs.get("sim_latency", 0.0) or 0.0)
+    failure = float(kwargs.get("sim_failure_rate", 0.0) or 0.0)
+    if not 0.0 <= latency <= 60.0:
+        raise ValueError(f"sim_latency must be between 0 and 60 seconds, got {latency}")
+    if not 0.0 <= failure <= 1.0:
+        raise ValueError(f"sim_failure_rate must be between 0 and 1, got {failure}")
+    return SimOptions(latency_s=latency, failure_rate=failure)
+
+
+# --- litellm custom provider (litellm imported lazily) -----------------------------------------
+
+
+def _text_of(content: Any) -> str:
+    """Flatten OpenAI-style content (str, list of parts or None) to text."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+def _context_from_request(
+    model: str, messages: list[dict[str, Any]], optional_params: dict[str, Any], logging_obj: Any
+) -> SimContext:
+    """Map a chat-completions request onto a SimContext (assistant turns = this agent)."""
+    details = getattr(logging_obj, "model_call_details", None) or {}
+    agent = str(optional_params.get("user") or details.get("user") or "sim-agent")
+    system = " ".join(_text_of(m.get("content")) for m in messages if m.get("role") == "system")
+    history: list[tuple[str, str]] = []
+    for m in messages:
+        if m.get("role") == "system":
+            continue
+        role = m.get("name") or m.get("role") or "user"
+        role = agent if role == "assistant" else ("User" if role == "user" else role)
+        history.append((str(role), _text_of(m.get("content"))))
+    temperature = optional_params.get("temperature")
+    return SimContext(
+        agent_name=agent,
+        system_prompt=system,
+        persona=persona_for(model).name,
+        history=history,
+        turn=len(history),
+        seed=int(optional_params.get("seed") or 0),
+        temperature=0.5 if temperature is None else float(temperature),
+    )
+
+
+def _wants_respond_tool(optional_params: dict[str, Any]) -> bool:
+    """True when the request offers a function tool named respond."""
+    tools = optional_params.get("tools") or []
+    return any((t.get("function") or {}).get("name") == "respond" for t in tools)
+
+
+def _fill_response(model_response: Any, ctx: SimContext, bid: SimBid, tool: bool) -> Any:
+    """Write the bid into litellm's ModelResponse as a respond tool call or JSON text."""
+    from litellm.types.utils import ChatCompletionMessageToolCall, Function, Message, Usage
+
+    args = json.dumps({"score": bid.score, "message": bid.message}, ensure_ascii=False)
+    choice = model_response.choices[0]
+    if tool:
+        call_id = "call_sim_" + hashlib.sha1(args.encode()).hexdigest()[:12]
+        function = Function(name="respond", arguments=args)
+        call = ChatCompletionMessageToolCall(id=call_id, type="function", function=function)
+        choice.message = Message(content=None, role="assistant", tool_calls=[call])
+        choice.finish_reason = "tool_calls"
+    else:
+        choice.message = Message(content=args, role="assistant")
+        choice.finish_reason = "stop"
+    prompt = len(ctx.system_prompt.split()) + sum(len(t.split()) for _, t in ctx.history)
+    completion = len(args.split())
+    model_response.model = SIM_PREFIX + ctx.persona
+    model_response.usage = Usage(
+        prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion
+    )
+    return model_response
+
+
+@lru_cache(maxsize=1)
+def _make_handler_class() -> type:
+    """Build SimLLM on first use so importing this module never imports litellm."""
+    import litellm
+
+    class SimLLM(litellm.CustomLLM):  # type: ignore[misc, name-defined]
+        """litellm provider "sim": (a)completion(model="sim/<persona>") runs simulate_bid."""
+
+        def completion(  # same parameters as litellm.CustomLLM.completion (1.106.2)
+            self, model: str, messages: list, api_base: str, custom_prompt_dict: dict,
+            model_response: Any, print_verbose: Any, encoding: Any, api_key: Any,
+            logging_obj: Any, optional_params: dict, acompletion: Any = None,
+            litellm_params: Any = None, logger_fn: Any = None, headers: Any = None,
+            timeout: Any = None, client: Any = None,
+        ) -> Any:
+            ctx = _context_from_request(model, messages, optional_params, logging_obj)
+            options = sim_options_from(optional_params)
+            if options.latency_s > 0:
+                time.sleep(options.latency_s)
+            _maybe_fail(ctx, options)
+            tool = _wants_respond_tool(optional_params)
+            return _fill_response(model_response, ctx, simulate_bid(ctx), tool)
+
+        async def acompletion(  # same parameters as litellm.CustomLLM.acompletion (1.106.2)
+            self, model: str, messages: list, api_base: str, custom_prompt_dict: dict,
+            model_response: Any, print_verbose: Any, encoding: Any, api_key: Any,
+            logging_obj: Any, optional_params: dict, acompletion: Any = None,
+            litellm_params: Any = None, logger_fn: Any = None, headers: Any = None,
+            timeout: Any = None,  # noqa: ASYNC109 - litellm passes it
+            client: Any = None,
+        ) -> Any:
+            ctx = _context_from_request(model, messages, optional_params, logging_obj)
+            bid = await asimulate_bid(ctx, sim_options_from(optional_params))
+            tool = _wants_respond_tool(optional_params)
+            return _fill_response(model_response, ctx, bid, tool)
+
+    SimLLM.__qualname__ = "SimLLM"
+    return SimLLM
+
+
+def register_litellm_provider() -> None:
+    """Idempotently register provider "sim" so litellm.(a)completion(model="sim/...") works."""
+    import litellm
+
+    if not any(e.get("provider") == "sim" for e in litellm.custom_provider_map):
+        handler = _make_handler_class()()
+        litellm.custom_provider_map.append({"provider": "sim", "custom_handler": handler})
+    setup = getattr(litellm.utils, "custom_llm_setup", None)
+    if callable(setup):  # adds "sim" to litellm.provider_list / _custom_providers
+        setup()
+
+
+def __getattr__(name: str) -> Any:
+    """Expose SimLLM lazily as a module attribute (resolving it imports litellm)."""
+    if name == "SimLLM":
+        return _make_handler_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
