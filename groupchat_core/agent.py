@@ -6,6 +6,7 @@ The API key is a secret: excluded from every dump, spec, export and repr.
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any, Literal
 
@@ -25,7 +26,8 @@ _FORBIDDEN_EXTRA_KEYS = frozenset(
 class Agent(BaseModel):
     """One participant. Each bid is a single-shot call; agents keep no memory between bids."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # hide_input_in_errors: a rejected value (e.g. a key put in litellm_kwargs) is never echoed.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, hide_input_in_errors=True)
 
     agent_name: str
     system_prompt: str = ""
@@ -97,7 +99,7 @@ class Agent(BaseModel):
     def equip(self) -> None:
         """Append RESPOND_TOOL once, in place, as the reference's auto_equip does."""
         if not self.has_respond_tool():
-            self.tools_list_dictionary.append(RESPOND_TOOL)
+            self.tools_list_dictionary.append(copy.deepcopy(RESPOND_TOOL))  # never share it
 
     def secret_key(self) -> str | None:
         return self.api_key.get_secret_value() if self.api_key else None

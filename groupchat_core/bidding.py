@@ -26,7 +26,9 @@ RESPOND_TOOL: dict[str, Any] = {
             "properties": {
                 "score": {
                     "type": "number",
-                    "description": "How much you want to respond (0 = silent, 1 = strongly want to).",
+                    "description": (
+                        "How much you want to respond (0 = silent, 1 = strongly want to)."
+                    ),
                     "minimum": 0,
                     "maximum": 1,
                 },
@@ -115,7 +117,9 @@ def recency_rule(recency_penalty: float, recency_window: int) -> str:
     """The recency sentence of the prompt, with the real numbers, or why there is none."""
     if recency_window <= 0 or recency_penalty == 0:
         return "There is no penalty for speaking again."
-    who = "the last message" if recency_window == 1 else f"one of the last {recency_window} messages"
+    who = (
+        "the last message" if recency_window == 1 else f"one of the last {recency_window} messages"
+    )
     return (
         f"A participant who wrote {who} has {format_decimal(recency_penalty)} "
         "subtracted from their score."
@@ -308,9 +312,11 @@ def select_speaker(
     """Pick the single highest adjusted bid above threshold (SPEC §5.3), with reasons."""
     recent = set(recent_speakers)
     penalized = tuple(b.agent in recent for b in bids)
-    adjusted = tuple(adjusted_score(b.score, p, recency_penalty) for b, p in zip(bids, penalized))
+    adjusted = tuple(
+        adjusted_score(b.score, p, recency_penalty) for b, p in zip(bids, penalized, strict=True)
+    )
     spoken = tuple(bool(b.message) and not b.failed for b in bids)
-    eligible = tuple(s and a > threshold for s, a in zip(spoken, adjusted))
+    eligible = tuple(s and a > threshold for s, a in zip(spoken, adjusted, strict=True))
     winner = _best(adjusted, eligible)
     others = [i != winner and s for i, s in enumerate(spoken)]
     runner_up = _best(adjusted, others)
@@ -320,7 +326,7 @@ def select_speaker(
         return Selection(None, adjusted, penalized, eligible, None, runner_up_adjusted, None,
                          "all_failed" if all_failed else "lull", False)
     raw_winner = _best([b.score for b in bids], [s and b.score > threshold
-                                                  for s, b in zip(spoken, bids)])
+                                                  for s, b in zip(spoken, bids, strict=True)])
     changed = raw_winner is not None and raw_winner != winner
     margin = None if runner_up_adjusted is None else adjusted[winner] - runner_up_adjusted
     reason = "highest_bid"

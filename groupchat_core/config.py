@@ -99,6 +99,9 @@ class ChatConfig(BaseModel):
 class ChatSpec(ChatConfig):
     """A full, secret-free chat spec: config plus agents, with a schema version."""
 
+    # Never echo rejected input (it may be a key an agent should not carry) in error messages.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, hide_input_in_errors=True)
+
     schema_version: int = SCHEMA_VERSION
     agents: list[Agent] = Field(default_factory=list)
 

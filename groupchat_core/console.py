@@ -16,6 +16,12 @@ class VerboseConsole:
         from rich.console import Console
 
         self._console = Console()
+        if not logger.handlers and not logging.getLogger().handlers:
+            handler = logging.StreamHandler()  # verbose asked to see the log: give it a sink
+            handler.setFormatter(logging.Formatter("%(levelname)s groupchat: %(message)s"))
+            logger.addHandler(handler)
+        if logger.getEffectiveLevel() > logging.INFO:
+            logger.setLevel(logging.INFO)
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, BidReceived):

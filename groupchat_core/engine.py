@@ -6,7 +6,9 @@ Deliberate differences from the reference are listed in the README ("Differences
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
+import logging
 import queue
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -23,6 +25,7 @@ from .runner import background_loop
 from .turns import ChatRun
 
 Observer = Callable[[Event], None]
+logger = logging.getLogger("groupchat_core")
 _CONFIG_FIELDS = frozenset(ChatConfig.model_fields)
 
 
@@ -136,7 +139,7 @@ class GroupChat:
 
         def emit(event: Event) -> None:
             for observer in observers:
-                dispatch(observer, event)
+                dispatch(_guarded, observer, event)
 
         def post(message: Message) -> None:
             if streaming_callback is not None:
@@ -169,9 +172,15 @@ class GroupChat:
             raise RuntimeError("run() was called on the engine's loop thread; await arun()")
         relay: queue.SimpleQueue[Any] = queue.SimpleQueue()
         done = object()
-        future = runner.submit(self.arun_record(
-            task, streaming_callback, _dispatch=lambda fn, *args: relay.put((fn, args))))
-        future.add_done_callback(lambda _: relay.put(done))
+
+        async def drive() -> RunRecord:
+            try:
+                return await self.arun_record(
+                    task, streaming_callback, _dispatch=lambda fn, *args: relay.put((fn, args)))
+            finally:  # not the future's done-callback: that fires before cancellation finishes
+                relay.put(done)
+
+        future = runner.submit(drive())
         failure: BaseException | None = None
         while True:
             try:
@@ -185,9 +194,10 @@ class GroupChat:
                 future.cancel()
         if failure is not None:
             raise failure
-        if future.cancelled():
+        try:
+            return future.result()
+        except concurrent.futures.CancelledError:  # cancel(): the record says "cancelled"
             return self.last_run  # type: ignore[return-value]
-        return future.result()
 
     def run_batch(self, tasks: Sequence[str]) -> list[Any]:
         """One fresh, independent chat per task, in task order (batch_concurrency runs several)."""
@@ -249,6 +259,14 @@ class GroupChat:
 
 def _call_now(fn: Callable[..., None], *args: Any) -> None:
     fn(*args)
+
+
+def _guarded(observer: Observer, event: Event) -> None:
+    """An observer that raises is logged and skipped: watching a chat never breaks it."""
+    try:
+        observer(event)
+    except Exception:
+        logger.exception("observer %r failed on a %s event", observer, event.kind)
 
 
 def _observer_list(on_event: Observer | Iterable[Observer] | None) -> list[Observer]:

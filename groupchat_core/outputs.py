@@ -38,7 +38,7 @@ def _line(m: Message) -> str:
 
 
 # Characters XML 1.0 cannot hold at all (not even escaped); replaced so the output stays parseable.
-_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+_XML_ILLEGAL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def _to_xml(dicts: Sequence[dict[str, Any]]) -> str:

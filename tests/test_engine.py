@@ -337,3 +337,29 @@ def test_sim_debate_runs_offline_with_the_reference_example():
     again = GroupChat(agents=agents, max_loops=10, threshold=0.5)
     again.run("Should we adopt AI for medical diagnosis?")
     assert [m.content for m in again.last_run.messages] == [m.content for m in record.messages]
+
+
+def test_a_failing_observer_is_logged_and_never_breaks_the_chat(caplog):
+    chat, _ = make_chat({"A": [(0.9, "a"), (0.1, "")], "B": [(0.1, ""), (0.1, "")]})
+
+    def broken(event):
+        raise RuntimeError("observer bug")
+
+    chat.add_observer(broken)
+    chat.run("t")
+    assert chat.last_run.stop_reason == "lull"
+    assert "observer bug" in caplog.text
+
+
+def test_a_raising_streaming_callback_stops_the_run_and_propagates():
+    chat, _ = make_chat({"A": [(0.9, "a"), ScriptedBid(0.9, "b", latency=2)],
+                         "B": [(0.1, ""), ScriptedBid(0.1, "", latency=2)]})
+
+    def callback(agent, chunk, final):
+        if agent == "A":
+            raise KeyError("stop")
+
+    with pytest.raises(KeyError):
+        chat.run("t", streaming_callback=callback)
+    assert chat.last_run.stop_reason == "cancelled"
+    assert [m.role for m in chat.last_run.messages] == ["User", "A"]
