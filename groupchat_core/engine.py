@@ -157,9 +157,52 @@ class GroupChat:
             object.__setattr__(self, "last_run", run.record)
 
     async def arun(self, task: str, streaming_callback: StreamingCallback | None = None) -> Any:
-        """Async twin of run(), for callers that own a loop; observers run on that loop."""
-        record = await self.arun_record(task, streaming_callback)
-        return format_output(record, self.output_type)
+        """Async twin of run(): callbacks and observers run on the caller's loop, in order.
+
+        Model calls still run on the shared background loop, so litellm's per-loop clients and
+        logging worker are never bound to a loop the caller may close (asyncio.run, notebooks).
+        """
+        runner = background_loop()
+        if runner.is_loop_thread():
+            return format_output(await self.arun_record(task, streaming_callback),
+                                 self.output_type)
+        caller = asyncio.get_running_loop()
+        failures: list[BaseException] = []
+
+        def on_caller(fn: Callable[..., None], *args: Any) -> None:
+            if not failures:
+                try:
+                    fn(*args)
+                except Exception as exc:  # a callback raised: stop the run, re-raise below
+                    failures.append(exc)
+                    self.cancel()
+
+        def relay(fn: Callable[..., None], *args: Any) -> None:
+            caller.call_soon_threadsafe(on_caller, fn, *args)
+
+        finished = asyncio.Event()
+
+        async def drive() -> RunRecord:
+            try:
+                return await self.arun_record(task, streaming_callback, _dispatch=relay)
+            finally:  # queued after every relayed callback, so they have all run by then
+                caller.call_soon_threadsafe(finished.set)
+
+        future = runner.submit(drive())
+        try:
+            await asyncio.shield(asyncio.wrap_future(future))
+        except asyncio.CancelledError:
+            future.cancel()
+            await finished.wait()  # the record says "cancelled" before we return or re-raise
+            if failures:
+                raise failures[0] from None
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise
+        await finished.wait()
+        if failures:
+            raise failures[0]
+        return format_output(self.last_run, self.output_type)
 
     def run(self, task: str, streaming_callback: StreamingCallback | None = None) -> Any:
         """Run one chat synchronously; callbacks and observers run on the calling thread."""

@@ -363,3 +363,18 @@ def test_a_raising_streaming_callback_stops_the_run_and_propagates():
         chat.run("t", streaming_callback=callback)
     assert chat.last_run.stop_reason == "cancelled"
     assert [m.role for m in chat.last_run.messages] == ["User", "A"]
+
+
+def test_async_callbacks_run_on_the_callers_loop_and_cancel_returns_what_was_posted():
+    chat, _ = make_chat({"A": [(0.9, "kept"), ScriptedBid(0.9, "never", latency=5)],
+                         "B": [(0.1, ""), ScriptedBid(0.1, "", latency=5)]}, output_type="list")
+    threads: set[str] = set()
+
+    async def main() -> list[str]:
+        asyncio.get_running_loop().call_later(0.3, chat.cancel)
+        return await chat.arun("t", streaming_callback=lambda *a: threads.add(
+            threading.current_thread().name))
+
+    assert asyncio.run(main()) == ["User: t", "A: kept"]
+    assert threads == {threading.current_thread().name}
+    assert chat.last_run.stop_reason == "cancelled"
