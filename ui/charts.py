@@ -1,0 +1,228 @@
+"""Plotly figure builders: DataFrame in, Figure out; no streamlit, so they are unit-testable.
+
+Every agent keeps one colour in every chart (from its place in the agent list), so a reader can
+follow an agent from the live bidding floor to the heatmaps. Empty inputs give a figure with a
+note instead of an exception: a live page renders before the first bid arrives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.colors import qualitative
+
+from groupchat_core.analysis import SpeakerMetrics, agent_order
+from groupchat_core.bidding import format_decimal
+
+PALETTE: tuple[str, ...] = tuple(qualitative.Plotly) + tuple(qualitative.Dark24)
+EMPTY_TEXT = "no bids yet"
+_BELOW, _ABOVE = ("#deebf7", "#6baed6"), ("#fdd0a2", "#d94801")
+
+
+def agent_colors(agents: Sequence[str]) -> dict[str, str]:
+    """A stable colour per agent, by agent-list order (the same agent list, the same colours)."""
+    return {agent: PALETTE[i % len(PALETTE)] for i, agent in enumerate(agents)}
+
+
+def empty_figure(text: str = EMPTY_TEXT, title: str | None = None) -> go.Figure:
+    """A blank figure with a centred note, for frames with nothing to draw yet."""
+    fig = go.Figure()
+    fig.add_annotation(text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
+                       font={"size": 16})
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    fig.update_layout(title=title)
+    return fig
+
+
+def as_bids_frame(bids: pd.DataFrame | Iterable[Any] | None) -> pd.DataFrame:
+    """Accept a bids frame, or Bid models / dicts as the live runtime holds them."""
+    if bids is None:
+        return pd.DataFrame()
+    if isinstance(bids, pd.DataFrame):
+        return bids
+    rows = [b.model_dump() if hasattr(b, "model_dump") else dict(b) for b in bids]
+    return pd.DataFrame(rows)
+
+
+def _order(bids: pd.DataFrame, agents: Sequence[str] | None) -> list[str]:
+    order = list(agents) if agents is not None else []
+    return order + [a for a in agent_order(bids) if a not in order]
+
+
+def _threshold_scale(low: float, high: float, threshold: float) -> list[list[Any]]:
+    """A colour scale that breaks exactly at the threshold: blues at or below, oranges above."""
+    cut = min(1.0, max(0.0, (threshold - low) / (high - low)))
+    return [[0.0, _BELOW[0]], [cut, _BELOW[1]], [cut, _ABOVE[0]], [1.0, _ABOVE[1]]]
+
+
+def bids_heatmap(bids: pd.DataFrame, value: str = "score", threshold: float = 0.5,
+                 agents: Sequence[str] | None = None) -> go.Figure:
+    """Agents x turns, coloured by raw or adjusted score with a break at the threshold."""
+    if value not in ("score", "adjusted"):
+        raise ValueError(f"value must be 'score' or 'adjusted', got {value!r}")
+    if bids.empty:
+        return empty_figure(title="Bids by turn")
+    order = _order(bids, agents)
+    z = bids.pivot_table(index="agent", columns="turn", values=value, aggfunc="first")
+    z = z.reindex(index=order)
+    low = min(0.0, float(bids[value].min()))
+    high = max(1.0, float(bids[value].max()))
+    thr = format_decimal(threshold)
+    fig = go.Figure(go.Heatmap(
+        z=z.to_numpy(), x=list(z.columns), y=order, zmin=low, zmax=high,
+        colorscale=_threshold_scale(low, high, threshold), texttemplate="%{z:.2f}",
+        hovertemplate="%{y}, turn %{x}: %{z:.3f}<extra></extra>", name=value,
+        colorbar={"title": {"text": value}, "tickvals": [low, threshold, high],
+                  "ticktext": [f"{low:g}", f"threshold {thr}", f"{high:g}"]},
+    ))
+    won = bids[bids["winner"].astype(bool)]
+    fig.add_trace(go.Scatter(
+        x=list(won["turn"]), y=list(won["agent"]), mode="markers", name="winner",
+        marker={"symbol": "star", "size": 14, "color": "black", "line": {"color": "white",
+                                                                         "width": 1}},
+        hovertemplate="winner: %{y}, turn %{x}<extra></extra>",
+    ))
+    fig.update_yaxes(autorange="reversed", categoryorder="array", categoryarray=order)
+    fig.update_layout(title=f"Bids by turn ({value}); threshold {thr}", xaxis_title="turn")
+    return fig
+
+
+def _mark_stops(fig: go.Figure, turns: pd.DataFrame) -> None:
+    """A dotted vertical line at each turn without a winner: a lull, or every bid failed."""
+    if turns.empty:
+        return
+    for _, row in turns[turns["winner"].isna()].iterrows():
+        label = "lull" if bool(row.get("lull")) else "every bid failed"
+        fig.add_vline(x=int(row["turn"]), line_dash="dot", line_color="grey",
+                      annotation_text=label, annotation_position="top")
+
+
+def bid_lines(bids: pd.DataFrame, turns: pd.DataFrame, threshold: float,
+              value: str = "adjusted", agents: Sequence[str] | None = None) -> go.Figure:
+    """Each agent's bid per turn, the threshold as a line, winners starred, the lull marked."""
+    if bids.empty:
+        return empty_figure(title="Bids per turn")
+    order = _order(bids, agents)
+    colors = agent_colors(order)
+    fig = go.Figure()
+    for agent in order:
+        mine = bids[bids["agent"] == agent].sort_values("turn")
+        fig.add_trace(go.Scatter(x=list(mine["turn"]), y=list(mine[value]), name=agent,
+                                 mode="lines+markers", line={"color": colors[agent]}))
+    won = bids[bids["winner"].astype(bool)]
+    fig.add_trace(go.Scatter(
+        x=list(won["turn"]), y=list(won[value]), mode="markers", name="winner",
+        marker={"symbol": "star", "size": 14, "color": [colors[a] for a in won["agent"]],
+                "line": {"color": "black", "width": 1}},
+    ))
+    thr = format_decimal(threshold)
+    fig.add_hline(y=threshold, line_dash="dash", line_color="crimson",
+                  annotation_text=f"threshold {thr}", annotation_position="bottom right")
+    _mark_stops(fig, turns)
+    fig.update_layout(title=f"Bids per turn ({value})", xaxis_title="turn", yaxis_title=value)
+    return fig
+
+
+def winner_timeline(turns: pd.DataFrame, agents: Sequence[str] | None = None) -> go.Figure:
+    """Who won each turn, as dots on one row per agent, with lulls marked."""
+    if turns.empty:
+        return empty_figure("no turns yet", title="Speakers over time")
+    won = turns.dropna(subset=["winner"]).sort_values("turn")
+    order = list(agents) if agents is not None else []
+    order += [a for a in dict.fromkeys(won["winner"]) if a not in order]
+    colors = agent_colors(order)
+    fig = go.Figure(go.Scatter(x=list(won["turn"]), y=list(won["winner"]), mode="lines",
+                               line={"color": "lightgrey"}, name="sequence",
+                               hoverinfo="skip"))
+    for agent in order:
+        mine = won[won["winner"] == agent]
+        fig.add_trace(go.Scatter(x=list(mine["turn"]), y=[agent] * len(mine), mode="markers",
+                                 name=agent, marker={"color": colors[agent], "size": 12}))
+    _mark_stops(fig, turns)
+    fig.update_yaxes(categoryorder="array", categoryarray=order, autorange="reversed")
+    fig.update_layout(title="Speakers over time", xaxis_title="turn", showlegend=False)
+    return fig
+
+
+def transition_heatmap(matrix: pd.DataFrame) -> go.Figure:
+    """Speaker -> next speaker counts (from analysis.transition_matrix)."""
+    if matrix.empty:
+        return empty_figure("no messages yet", title="Who follows whom")
+    fig = go.Figure(go.Heatmap(
+        z=matrix.to_numpy(), x=list(matrix.columns), y=list(matrix.index), colorscale="Blues",
+        texttemplate="%{z}", zmin=0,
+        hovertemplate="%{y} then %{x}: %{z}<extra></extra>",
+    ))
+    fig.update_yaxes(autorange="reversed")
+    fig.update_layout(title="Who follows whom", xaxis_title="next speaker",
+                      yaxis_title="speaker")
+    return fig
+
+
+def turn_shares(shares: SpeakerMetrics | Mapping[str, float] | pd.Series) -> go.Figure:
+    """Share of posted messages per agent, with the equal-share level as a reference line."""
+    if isinstance(shares, SpeakerMetrics):
+        shares = shares.shares
+    data = dict(shares.items())
+    if not data:
+        return empty_figure("no messages yet", title="Turn shares")
+    order = list(data)
+    colors = agent_colors(order)
+    fig = go.Figure(go.Bar(x=order, y=[data[a] for a in order], name="share",
+                           marker={"color": [colors[a] for a in order]},
+                           texttemplate="%{y:.0%}", textposition="outside"))
+    fig.add_hline(y=1 / len(order), line_dash="dot", line_color="grey",
+                  annotation_text="equal share")
+    fig.update_yaxes(range=[0, 1.1], tickformat=".0%")
+    fig.update_layout(title="Turn shares", yaxis_title="share of messages")
+    return fig
+
+
+def _floor_label(row: Any, recency_penalty: float) -> str:
+    if row is None:
+        return "waiting…"
+    error, path = row.get("error"), row.get("path", "none")
+    if isinstance(error, str) and error and path == "none":
+        return "failed"
+    if not (isinstance(row.get("message"), str) and row.get("message")):
+        return "silent"
+    if bool(row.get("penalized")):
+        return f"−{format_decimal(recency_penalty)} recency"
+    return ""
+
+
+def bidding_floor(bids: pd.DataFrame | Iterable[Any] | None, threshold: float,
+                  recency_penalty: float, agents: Sequence[str] | None = None) -> go.Figure:
+    """The live turn: raw and adjusted score per agent, penalties hatched, threshold drawn."""
+    frame = as_bids_frame(bids)
+    order = _order(frame, agents)
+    if not order:
+        return empty_figure(title="Bidding floor")
+    by_agent = {r["agent"]: r for r in frame.to_dict("records")} if not frame.empty else {}
+    rows = [by_agent.get(a) for a in order]
+    colors = [agent_colors(order)[a] for a in order]
+    raw = [None if r is None else r["score"] for r in rows]
+    adjusted = [None if r is None else r["adjusted"] for r in rows]
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=order, y=raw, name="raw score", opacity=0.4,
+                         marker={"color": colors}))
+    fig.add_trace(go.Bar(
+        x=order, y=adjusted, name="adjusted", text=[_floor_label(r, recency_penalty)
+                                                    for r in rows],
+        textposition="outside",
+        marker={"color": colors,
+                "pattern": {"shape": ["/" if r and r.get("penalized") else "" for r in rows]},
+                "line": {"color": "black",
+                         "width": [3 if r and r.get("winner") else 0 for r in rows]}},
+    ))
+    fig.add_hline(y=threshold, line_dash="dash", line_color="crimson",
+                  annotation_text=f"threshold {format_decimal(threshold)}")
+    fig.update_yaxes(range=[min([0.0, *(a for a in adjusted if a is not None)]) - 0.05, 1.15])
+    fig.update_layout(barmode="group", title=(
+        f"Bidding floor: threshold {format_decimal(threshold)}, recency penalty "
+        f"{format_decimal(recency_penalty)}"))
+    return fig

@@ -1,0 +1,308 @@
+"""The bridge between Streamlit sessions and the engine's one background loop (no streamlit here).
+
+Why: a chat must outlive the script run that started it (page switches, reruns), stay private to
+the browser session that owns it, and stop within a fraction of a second (DESIGN.md, "Running
+jobs from Streamlit"). So runs are jobs on `groupchat_core.runner.background_loop()`, their state
+lives in a lock-protected registry, and pages render immutable snapshots copied under the lock.
+
+Events reach a job through one router observer per GroupChat that looks up the job in a context
+variable set by the job's own task: the same chat can run several jobs at once (or one after
+another) without any job seeing another's events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
+
+from groupchat_core.engine import GroupChat
+from groupchat_core.records import (
+    Bid,
+    BidReceived,
+    Event,
+    Message,
+    MessagePosted,
+    RunFinished,
+    RunRecord,
+    RunStarted,
+    Turn,
+    TurnCompleted,
+    TurnStarted,
+)
+from groupchat_core.runner import BackgroundLoop, background_loop
+
+JobStatus = Literal["queued", "running", "finished", "cancelled", "error"]
+TERMINAL: frozenset[str] = frozenset({"finished", "cancelled", "error"})
+DEFAULT_TTL_S = 3600.0
+Observer = Callable[[Event], None]
+
+_current_job: contextvars.ContextVar[Job | None] = contextvars.ContextVar(
+    "groupchat_current_job", default=None)
+_routed: weakref.WeakSet[GroupChat] = weakref.WeakSet()  # chats that carry the router observer
+_routed_lock = threading.Lock()
+
+
+@dataclass(eq=False)
+class Job:
+    """Mutable state of one run; only the registry touches it, always under its lock."""
+
+    id: str
+    owner: str
+    chat: GroupChat
+    task: str
+    lock: threading.Lock
+    extra_observers: tuple[Observer, ...] = ()
+    status: JobStatus = "queued"
+    run_id: str | None = None
+    agents: tuple[str, ...] = ()
+    config: Mapping[str, Any] = field(default_factory=dict)
+    events: list[Event] = field(default_factory=list)
+    current_turn: int = 0
+    current_bids: list[Bid] = field(default_factory=list)
+    bids_by_turn: dict[int, list[Bid]] = field(default_factory=dict)
+    turns: list[Turn] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+    record: RunRecord | None = None
+    error: str | None = None
+    created_at: float = field(default_factory=time.time)
+    updated_at: float = field(default_factory=time.time)
+    future: concurrent.futures.Future[None] | None = None
+    started: bool = False
+    settled: threading.Event = field(default_factory=threading.Event)
+
+    def receive(self, event: Event) -> None:
+        """Fold one event into the job; runs on the loop thread, so it only appends under lock."""
+        with self.lock:
+            self.events.append(event)
+            self.updated_at = time.time()
+            if isinstance(event, RunStarted):
+                self.run_id, self.agents = event.run_id, tuple(event.agents)
+                self.config = MappingProxyType(dict(event.config))
+            elif isinstance(event, TurnStarted):
+                self.current_turn, self.current_bids = event.turn, []
+            elif isinstance(event, BidReceived):
+                self.current_bids.append(event.bid)
+                self.bids_by_turn.setdefault(event.bid.turn, []).append(event.bid)
+            elif isinstance(event, TurnCompleted):
+                final = [b.model_copy() for b in event.bids]  # with winner flags set
+                self.current_bids = list(final)
+                self.bids_by_turn[event.turn.turn] = final
+                self.turns.append(event.turn.model_copy())
+            elif isinstance(event, MessagePosted):
+                self.messages.append(event.message.model_copy())
+            elif isinstance(event, RunFinished):
+                self.record = event.record
+
+
+@dataclass(frozen=True)
+class JobSnapshot:
+    """An immutable copy of a job for rendering (the models inside are shared: read-only)."""
+
+    id: str
+    owner: str
+    task: str
+    status: JobStatus
+    run_id: str | None
+    agents: tuple[str, ...]
+    config: Mapping[str, Any]  # the run's ChatConfig as a dict (threshold, ...), once started
+    messages: tuple[Message, ...]
+    turns: tuple[Turn, ...]
+    bids_by_turn: Mapping[int, tuple[Bid, ...]]
+    current_turn: int
+    current_bids: tuple[Bid, ...]
+    event_count: int  # events[:event_count] are reflected here; use as `since` for events()
+    record: RunRecord | None
+    error: str | None
+    created_at: float
+    updated_at: float
+
+    @property
+    def done(self) -> bool:
+        return self.status in TERMINAL
+
+    @property
+    def last_event_index(self) -> int:
+        """Index of the newest event reflected here, -1 before the first event."""
+        return self.event_count - 1
+
+
+def _snapshot(job: Job) -> JobSnapshot:
+    by_turn = {turn: tuple(bids) for turn, bids in job.bids_by_turn.items()}
+    return JobSnapshot(
+        id=job.id, owner=job.owner, task=job.task, status=job.status, run_id=job.run_id,
+        agents=job.agents, config=job.config, messages=tuple(job.messages), turns=tuple(job.turns),
+        bids_by_turn=MappingProxyType(by_turn), current_turn=job.current_turn,
+        current_bids=tuple(job.current_bids), event_count=len(job.events), record=job.record,
+        error=job.error, created_at=job.created_at, updated_at=job.updated_at,
+    )
+
+
+def _install_router(chat: GroupChat) -> None:
+    """Add the router to a chat once, whichever registry runs it, so no event arrives twice."""
+    with _routed_lock:
+        if chat not in _routed:
+            chat.add_observer(_route)
+            _routed.add(chat)
+
+
+def _route(event: Event) -> None:
+    """The one observer installed on a chat: forwards to the job whose task emitted the event."""
+    job = _current_job.get()
+    if job is None:
+        return  # a run of this chat outside the registry (e.g. chat.run() elsewhere)
+    job.receive(event)
+    for observer in job.extra_observers:
+        observer(event)  # an exception here fails the run, and the job shows it as an error
+
+
+class JobRegistry:
+    """Process-wide, thread-safe table of chat jobs with a time-to-live for finished ones."""
+
+    def __init__(self, runner: BackgroundLoop | None = None, ttl_s: float = DEFAULT_TTL_S) -> None:
+        self._runner = runner
+        self._ttl_s = ttl_s
+        self._lock = threading.Lock()
+        self._jobs: dict[str, Job] = {}
+
+    def start_chat(self, chat: GroupChat, task: str, owner: str,
+                   extra_observers: Iterable[Observer] = ()) -> str:
+        """Submit `chat.arun_record(task)` to the background loop; returns the new job id."""
+        self.cleanup()
+        job = Job(id=uuid.uuid4().hex, owner=owner, chat=chat, task=task, lock=self._lock,
+                  extra_observers=tuple(extra_observers))
+        _install_router(chat)
+        runner = self._runner or background_loop()
+        job.future = runner.submit(self._drive(job))
+        with self._lock:
+            self._jobs[job.id] = job
+        return job.id
+
+    async def _drive(self, job: Job) -> None:
+        """The job's task on the loop: run the chat and record how it ended."""
+        _current_job.set(job)  # this task's context only; child bid tasks inherit it
+        job.started = True
+        self._set(job, "running")
+        try:
+            record = await job.chat.arun_record(job.task)
+        except asyncio.CancelledError:
+            self._set(job, "cancelled")
+            raise
+        except BaseException as exc:  # UnexpectedModelCall and friends are BaseExceptions
+            self._set(job, "error", f"{type(exc).__name__}: {exc}")
+            if isinstance(exc, KeyboardInterrupt | SystemExit):
+                raise
+        else:
+            with self._lock:
+                job.record = job.record or record
+            self._set(job, "finished")
+        finally:
+            job.settled.set()
+
+    def _set(self, job: Job, status: JobStatus, error: str | None = None) -> None:
+        with self._lock:
+            if job.status in TERMINAL:
+                return  # cancel() already recorded the outcome the user asked for
+            job.status, job.updated_at = status, time.time()
+            job.error = error or job.error
+
+    def cancel(self, job_id: str) -> bool:
+        """Stop a job now; its status reads `cancelled` as soon as this returns True."""
+        with self._lock:
+            job = self._jobs.get(job_id)
+            if job is None or job.status in TERMINAL or job.future is None:
+                return False
+            future = job.future
+        if not future.cancel():
+            return False
+        self._set(job, "cancelled")
+        return True
+
+    def snapshot(self, job_id: str) -> JobSnapshot:
+        """An immutable copy for one render; KeyError for unknown (or expired) job ids."""
+        with self._lock:
+            job = self._jobs.get(job_id)
+            if job is None:
+                raise KeyError(f"no job {job_id!r} (it may have expired after {self._ttl_s} s)")
+            return _snapshot(job)
+
+    def events(self, job_id: str, since: int = 0) -> list[Event]:
+        """Events from index `since` on, for renderers that consume the stream incrementally."""
+        with self._lock:
+            return list(self._jobs[job_id].events[since:])
+
+    def jobs_for(self, owner: str) -> list[JobSnapshot]:
+        """Snapshots of one session's jobs, oldest first: sessions never see each other's jobs."""
+        self.cleanup()
+        with self._lock:
+            mine = [job for job in self._jobs.values() if job.owner == owner]
+            return [_snapshot(job) for job in sorted(mine, key=lambda j: j.created_at)]
+
+    def cleanup(self, now: float | None = None) -> int:
+        """Forget finished jobs idle for longer than the time-to-live; returns how many."""
+        cutoff = (time.time() if now is None else now) - self._ttl_s
+        with self._lock:
+            stale = [i for i, j in self._jobs.items() if j.status in TERMINAL
+                     and j.updated_at < cutoff]
+            for job_id in stale:
+                del self._jobs[job_id]
+        return len(stale)
+
+    def shutdown(self, timeout: float = 5.0, clear: bool = True) -> int:
+        """Cancel every job (tests, server stop), wait briefly for them to settle; count them."""
+        with self._lock:
+            jobs = list(self._jobs.values())
+        cancelled = sum(self.cancel(job.id) for job in jobs)
+        deadline = time.monotonic() + timeout
+        for job in jobs:
+            if job.started:  # a job cancelled before it started never runs, so never settles
+                job.settled.wait(max(0.0, deadline - time.monotonic()))
+        if clear:
+            with self._lock:
+                self._jobs.clear()
+        return cancelled
+
+
+_registry_lock = threading.Lock()
+_registry: JobRegistry | None = None
+
+
+def registry() -> JobRegistry:
+    """The process-wide registry (pages hold it through st.cache_resource)."""
+    global _registry
+    with _registry_lock:
+        if _registry is None:
+            _registry = JobRegistry()
+        return _registry
+
+
+# Module-level shortcuts for pages and scripts: the same calls on the process-wide registry.
+
+
+def start_chat(chat: GroupChat, task: str, owner: str,
+               extra_observers: Iterable[Observer] = ()) -> str:
+    return registry().start_chat(chat, task, owner, extra_observers)
+
+
+def cancel(job_id: str) -> bool:
+    return registry().cancel(job_id)
+
+
+def snapshot(job_id: str) -> JobSnapshot:
+    return registry().snapshot(job_id)
+
+
+def jobs_for(owner: str) -> list[JobSnapshot]:
+    return registry().jobs_for(owner)
+
+
+def shutdown(timeout: float = 5.0) -> int:
+    return registry().shutdown(timeout)
