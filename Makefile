@@ -5,7 +5,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8501
 
-.PHONY: setup run test lint bench clean
+.PHONY: setup browser run test lint bench clean
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 setup: $(STAMP)
 
@@ -20,7 +21,12 @@ run: setup
 	$(BIN)/streamlit run streamlit_app.py --server.headless true \
 		--server.address 127.0.0.1 --server.port $(PORT)
 
-test: setup
+# Browser tests drive Debian's chromium (never a downloaded browser build).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium fonts-dejavu-core; }
+
+test: setup browser
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
