@@ -261,8 +261,9 @@ def _usage_and_cost(response: Any) -> tuple[int | None, int | None, float | None
     usage = getattr(response, "usage", None)
     prompt = getattr(usage, "prompt_tokens", None)
     completion = getattr(usage, "completion_tokens", None)
-    cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
-    if cost is None:
+    hidden = getattr(response, "_hidden_params", None) or {}
+    cost = hidden.get("response_cost")
+    if cost is None and "response_cost" not in hidden:  # litellm already tried: no price known
         try:
             cost = litellm_module().completion_cost(completion_response=response)
         except Exception:
