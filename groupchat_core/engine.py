@@ -125,7 +125,13 @@ class GroupChat:
         return [m.as_dict() for m in self.last_run.messages] if self.last_run else []
 
     def add_observer(self, observer: Observer) -> None:
+        """Watch every run of this chat. An observer may declare `wants` (a set of event
+        kinds) to skip the rest, and `thread_safe = True` to be called on the engine's loop
+        thread directly instead of on the thread driving the run (it must then be quick)."""
         self._observers.append(observer)
+
+    def remove_observer(self, observer: Observer) -> None:
+        self._observers.remove(observer)
 
     # --- running --------------------------------------------------------------------------
 
@@ -139,7 +145,13 @@ class GroupChat:
 
         def emit(event: Event) -> None:
             for observer in observers:
-                dispatch(_guarded, observer, event)
+                wants = getattr(observer, "wants", None)
+                if wants is not None and event.kind not in wants:
+                    continue
+                if getattr(observer, "thread_safe", False):
+                    _guarded(observer, event)  # quick and thread-safe: no hop to the caller
+                else:
+                    dispatch(_guarded, observer, event)
 
         def post(message: Message) -> None:
             if streaming_callback is not None:
@@ -230,7 +242,7 @@ class GroupChat:
                 item = relay.get()
                 if item is done:
                     break
-                if failure is None:
+                if failure is None or item[0] is _guarded:  # observers still see the end
                     item[0](*item[1])
             except BaseException as exc:  # a callback raised, or Ctrl-C: stop the run, keep it
                 failure = failure or exc

@@ -124,6 +124,7 @@ class RunStarted(_Record):
     task: str
     agents: list[str]
     config: dict[str, Any]
+    started_at: str = Field(default_factory=utc_now)
 
 
 class TurnStarted(_Record):

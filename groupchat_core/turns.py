@@ -78,7 +78,8 @@ class ChatRun:
     async def execute(self) -> RunRecord:
         record = self.record
         self.emit(RunStarted(run_id=record.run_id, task=record.task, config=record.config,
-                             agents=[a.agent_name for a in self.agents]))
+                             agents=[a.agent_name for a in self.agents],
+                             started_at=record.started_at))
         self._post(Message(role="User", content=record.task), turn=0)
         try:
             record.stop_reason = await self._turns()

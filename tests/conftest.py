@@ -38,3 +38,9 @@ def _offline(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
     from groupchat_core import models
 
     monkeypatch.setattr(models, "RETRY_BASE_DELAY", 0.01)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Browser tests last: Playwright's sync API leaves an event loop on the main thread for
+    the rest of the session, which other tests (asyncio.run from a plain thread) must not see."""
+    items.sort(key=lambda item: "/e2e/" in str(item.path).replace("\\", "/"))

@@ -1,0 +1,201 @@
+"""Store benchmarks (issue: run store). Measurement only: nothing here asserts on time.
+
+    python -m bench.store            # full run, about a minute on 2 cores
+    python -m bench.store --quick    # smoke run
+    python -m bench.store --write    # also rewrite the figures between the bench.store markers
+
+1. recording overhead: a 200-turn, 16-agent in-process chat run with and without the store
+   observer (plus a no-op observer, to separate the engine's event relay from the store's work),
+   and the time the store's writer thread spends per turn; also 16 sim/ agents for as long as
+   they keep talking; each run both with run() and as a job on the engine's loop;
+2. reading the bids of a 1,000-turn x 16-agent run into a DataFrame (and the full RunRecord).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from groupchat_core import Agent, GroupChat
+from groupchat_core.records import TurnCompleted
+from groupchat_core.runner import background_loop
+from groupchat_core.store import RunStore
+from groupchat_core.testing import ScriptedBids
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCHMARKS_MD = ROOT / "BENCHMARKS.md"
+BEGIN, END = "<!-- bench.store:begin -->", "<!-- bench.store:end -->"
+TARGETS = {"overhead": 1.25, "read_s": 0.5}
+PERSONAS = ("balanced", "eager", "reserved", "contrarian", "expert")
+
+
+def scripted_chat(agents: int, turns: int, seed: int) -> GroupChat:
+    """In-process bidders with seeded scores and non-empty replies: a chat of exactly `turns`.
+
+    The sim/ personas tire as a chat grows (by design they fall silent after ~40 messages), so
+    a 200-turn chat needs scripted bidders; they take the same in-process path as sim/ models.
+    """
+    rng = random.Random(seed)
+    script = {f"Agent{i:02d}": [(round(rng.uniform(0.3, 1.0), 4), f"Agent{i:02d} on turn {t}")
+                                for t in range(turns)] for i in range(agents)}
+    fake = ScriptedBids(script)
+    members = [Agent(agent_name=name, model_name=fake.model_name) for name in script]
+    return GroupChat(agents=members, max_loops=turns + 1, threshold=0.5)
+
+
+def sim_chat(agents: int, seed: int) -> GroupChat:
+    members = [Agent(agent_name=f"Sim{i:02d}", model_name=f"sim/{PERSONAS[i % 5]}",
+                     system_prompt=f"You care about topic {i} and the budget.")
+               for i in range(agents)]
+    return GroupChat(agents=members, max_loops=201, seed=seed)
+
+
+def _timed(make: Callable[[], GroupChat], mode: str, store: RunStore, spent: list[float],
+           on_loop: bool) -> tuple[float, float, int]:
+    """(wall s, process CPU s, turns) of one chat; the recorder's own time goes to `spent`.
+
+    on_loop: run it as a job on the engine's background loop (as the dashboard and sweeps do),
+    where observers are called on the loop thread; else `run()` from this thread, where every
+    event is relayed to this thread.
+    """
+    chat = make()
+    if mode == "noop":
+        chat.add_observer(lambda event: None)
+    elif mode == "store":
+        recorder = store.recorder(chat)
+        write_turn = recorder._turn  # runs on the store's writer thread
+
+        def timed(event: TurnCompleted) -> None:
+            start = time.perf_counter()
+            write_turn(event)
+            spent.append(time.perf_counter() - start)
+
+        recorder._turn = timed  # type: ignore[method-assign]
+        chat.add_observer(recorder)
+    task = "Plan the offsite and its budget."
+    wall, cpu = time.perf_counter(), time.process_time()
+    if on_loop:
+        background_loop().submit(chat.arun_record(task)).result()
+    else:
+        chat.run(task)
+    turns = len(chat.last_run.turns) if chat.last_run else 0
+    return time.perf_counter() - wall, time.process_time() - cpu, turns
+
+
+def bench_overhead(store: RunStore, make: Callable[[int], GroupChat], reps: int,
+                   on_loop: bool = False) -> dict[str, Any]:
+    modes = ("none", "noop", "store")
+    wall: dict[str, list[float]] = {m: [] for m in modes}
+    cpu: dict[str, list[float]] = {m: [] for m in modes}
+    spent: list[float] = []
+    turns = 0
+    _timed(lambda: make(999), "store", store, [], on_loop)  # warm-up: statements, caches
+    for rep in range(reps):
+        order = modes if rep % 2 == 0 else modes[::-1]
+        for mode in order:
+            w, c, turns = _timed(lambda rep=rep: make(rep), mode, store, spent, on_loop)
+            wall[mode].append(w)
+            cpu[mode].append(c)
+    med = {m: statistics.median(wall[m]) for m in modes}
+    per_turn = sorted(spent)
+
+    def paired(a: dict[str, list[float]], x: str, y: str) -> float:
+        """Median of per-rep ratios: robust to the machine's load drifting during the run."""
+        return statistics.median(p / q for p, q in zip(a[x], a[y], strict=True))
+
+    return {
+        "turns": turns, "wall": med, "cpu": {m: statistics.median(cpu[m]) for m in modes},
+        "ratio": paired(wall, "store", "none"), "ratio_noop": paired(wall, "store", "noop"),
+        "cpu_ratio": paired(cpu, "store", "none"),
+        "write_ms": statistics.median(per_turn) * 1000,
+        "write_p99_ms": per_turn[int(len(per_turn) * 0.99)] * 1000,
+    }
+
+
+def bench_read(store: RunStore, turns: int, reps: int) -> dict[str, Any]:
+    chat = scripted_chat(16, turns, seed=7)
+    store.attach(chat)
+    chat.run("A long one.")
+    run_id = chat.last_run.run_id
+    frame_s, record_s = [], []
+    for _ in range(reps):
+        start = time.perf_counter()
+        frame = store.bids(run_id)
+        frame_s.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        store.load_run(run_id)
+        record_s.append(time.perf_counter() - start)
+    return {"rows": len(frame), "turns": len(chat.last_run.turns),
+            "frame_s": statistics.median(frame_s), "record_s": statistics.median(record_s)}
+
+
+def report(rows: list[tuple[str, dict[str, Any]]], read: dict[str, Any], quick: bool) -> str:
+    def row(name: str, r: dict[str, Any]) -> str:
+        w = r["wall"]
+        return (f"| {name} | {r['turns']} | {w['none'] * 1000:.0f} | {w['noop'] * 1000:.0f} | "
+                f"{w['store'] * 1000:.0f} | **{r['ratio']:.2f}×** | {r['ratio_noop']:.2f}× | "
+                f"{r['cpu_ratio']:.2f}× | {r['write_ms']:.2f} / {r['write_p99_ms']:.2f} |")
+
+    ok = "meets" if read["frame_s"] < TARGETS["read_s"] else "misses"
+    return "\n".join([
+        f"### Store figures\n\nMeasured {dt.date.today()}{' (quick run)' if quick else ''}; "
+        f"Python {platform.python_version()}, SQLite file in WAL mode on local disk.\n",
+        "| 16-agent chat, how it is run | turns | no observer ms | no-op observer ms | store ms | "
+        "store / none (target ≤ 1.25×) | store / no-op | CPU store / none | "
+        "writer thread ms per turn (median / p99) |",
+        "|---|---|---|---|---|---|---|---|---|",
+        *(row(name, r) for name, r in rows),
+        "",
+        f"Reading the bids of a {read['turns']:,}-turn × 16-agent run ({read['rows']:,} rows) "
+        f"into a DataFrame: **{read['frame_s'] * 1000:.0f} ms** (target < 500 ms: {ok}); the "
+        f"whole RunRecord (`load_run`, validated models): {read['record_s'] * 1000:.0f} ms.\n",
+    ])
+
+
+def write_section(figures: str, path: Path = BENCHMARKS_MD) -> None:
+    """Replace only the text between this benchmark's markers (re-read just before writing)."""
+    text = path.read_text()
+    block = f"{BEGIN}\n{figures}{END}"
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + block + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    path.write_text(text)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.store")
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--write", action="store_true")
+    args = parser.parse_args(argv)
+    reps = 3 if args.quick else 21
+    with tempfile.TemporaryDirectory() as folder:
+        store = RunStore(f"sqlite:///{folder}/bench.db")
+        rows = []
+        for name, make in (("200 turns, scripted bidders", lambda s: scripted_chat(16, 200, s)),
+                           ("sim/ personas, until they tire", lambda s: sim_chat(16, s))):
+            for on_loop in (False, True):
+                how = "job on the engine loop" if on_loop else "`run()`"
+                print(f"[1] {name}, {how}: {reps} reps per mode ...", flush=True)
+                rows.append((f"{name}, {how}", bench_overhead(store, make, reps, on_loop)))
+        print("[2] read a 1,000-turn x 16-agent run ...", flush=True)
+        read = bench_read(store, 200 if args.quick else 1000, 3 if args.quick else 9)
+    figures = report(rows, read, args.quick)
+    print(figures)
+    if args.write:
+        write_section(figures)
+        print(f"wrote {BENCHMARKS_MD}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

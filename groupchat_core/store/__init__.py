@@ -1,0 +1,19 @@
+"""Persistence: every run and its bid log, saved as it happens (SQLite by default, any URL).
+
+    from groupchat_core.store import RunStore
+"""
+
+from .connect import ENV_VAR, default_url, dispose_engines
+from .recorder import StoreRecorder
+from .runstore import RunStore
+from .schema import RUN_STATUSES, SCHEMA_VERSION
+
+__all__ = [
+    "ENV_VAR",
+    "RUN_STATUSES",
+    "SCHEMA_VERSION",
+    "RunStore",
+    "StoreRecorder",
+    "default_url",
+    "dispose_engines",
+]

@@ -1,0 +1,378 @@
+"""The run store: runs recorded as they happen, read back exactly, filtered, secret-free."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from sqlalchemy import insert, select, text
+
+from groupchat_core import Agent, GroupChat, StoreError
+from groupchat_core.records import Bid, Message, Turn, TurnCompleted
+from groupchat_core.store import RunStore, default_url, dispose_engines
+from groupchat_core.store.migrations import forget_checked
+from groupchat_core.store.process import this_writer
+from groupchat_core.store.schema import messages, runs
+from groupchat_core.testing import ScriptedBid, ScriptedBids
+
+KEY = "sk-store-test-never-stored-0123456789"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_engines():
+    yield
+    dispose_engines()
+    forget_checked()
+
+
+@pytest.fixture
+def store() -> RunStore:
+    return RunStore()
+
+
+def make_chat(script: dict, **kwargs) -> GroupChat:
+    fake = ScriptedBids(script)
+    agents = [Agent(agent_name=name, model_name=fake.model_name) for name in script]
+    return GroupChat(agents=agents, **kwargs)
+
+
+def three_turns(**kwargs) -> GroupChat:
+    return make_chat({
+        "Alice": [(0.9, "A1"), (0.9, "A2"), (0.2, "")],
+        "Bob": [(0.7, "B1"), (0.7, "B2"), (0.4, "B3")],
+        "Cara": [(0.1, ""), (0.65, "C1"), (0.3, "C2")],
+    }, max_loops=10, **kwargs)
+
+
+def test_recorded_run_reads_back_exactly(store):
+    chat = three_turns(name="debate", threshold=0.5)
+    store.attach(chat)
+    chat.run("Debate the plan.")
+    record = chat.last_run
+    assert store.load_run(record.run_id) == record
+    info = store.run_info(record.run_id)
+    assert (info["status"], info["stop_reason"], info["turns"]) == ("finished", "lull", 3)
+    assert info["spec"]["agents"][0]["agent_name"] == "Alice"
+    assert info["pid"] == os.getpid()
+    frame = store.bids(record.run_id)
+    assert list(frame.columns) == ["run_id", *Bid.model_fields]
+    pd.testing.assert_frame_equal(frame.drop(columns="run_id"), record.bids_frame())
+    pd.testing.assert_frame_equal(store.turns(record.run_id).drop(columns="run_id"),
+                                  record.turns_frame())
+    posted = store.messages(record.run_id)
+    assert list(posted.columns) == ["run_id", "position", "turn", *Message.model_fields]
+    assert posted[["position", "turn", "role"]].values.tolist() == [
+        [0, 0, "User"], [1, 1, "Alice"], [2, 2, "Bob"]]
+
+
+def test_each_turn_is_written_on_its_own_as_soon_as_it_completes(store):
+    chat = three_turns()
+    recorder = store.attach(chat)
+    seen: list[tuple[int, int, int, str]] = []
+
+    def check(event):
+        if isinstance(event, TurnCompleted):
+            recorder.flush()  # the writer thread has caught up with this event
+            seen.append((event.turn.turn, len(store.bids(event.run_id)),
+                         len(store.turns(event.run_id)),
+                         store.run_info(event.run_id)["status"]))
+
+    chat.add_observer(check)
+    chat.run("Debate the plan.")
+    assert seen == [(1, 3, 1, "running"), (2, 6, 2, "running"), (3, 9, 3, "running")]
+
+
+def test_the_run_is_fully_recorded_when_run_returns(store):
+    for _ in range(5):
+        chat = three_turns()
+        store.attach(chat)
+        chat.run("go")
+        assert store.load_run(chat.last_run.run_id) == chat.last_run
+        assert store.run_info(chat.last_run.run_id)["status"] == "finished"
+
+
+def test_a_run_whose_bids_all_fail_is_recorded_as_error(store):
+    chat = make_chat({"A": [RuntimeError("boom")], "B": [RuntimeError("bang")]})
+    store.attach(chat)
+    chat.run("task")
+    info = store.run_info(chat.last_run.run_id)
+    assert (info["status"], info["stop_reason"]) == ("error", "error")
+    assert "boom" in info["error"] and "bang" in info["error"]
+    assert store.bids(chat.last_run.run_id)["error"].str.contains("RuntimeError").all()
+
+
+def test_a_cancelled_run_keeps_what_was_posted(store):
+    slow = [ScriptedBid(0.9, f"m{i}", latency=0.05) for i in range(6)]
+    chat = make_chat({"A": slow, "B": [ScriptedBid(0.1, "", latency=0.05)] * 6})
+    store.attach(chat)
+
+    def cancel_after_first_turn(event):
+        if isinstance(event, TurnCompleted) and event.turn.turn == 1:
+            chat.cancel()
+
+    chat.add_observer(cancel_after_first_turn)
+    chat.run("task")
+    run_id = chat.last_run.run_id
+    assert store.run_info(run_id)["status"] == "cancelled"
+    assert store.load_run(run_id) == chat.last_run
+    assert store.turns(run_id)["turn"].tolist() == [1]
+
+
+def test_abandon_closes_runs_the_engine_never_finished(store):
+    chat = three_turns()
+    recorder = store.recorder(chat)
+    from groupchat_core.records import RunStarted
+
+    recorder(RunStarted(run_id="r1", task="t", agents=["Alice", "Bob", "Cara"],
+                        config=chat.to_dict()))
+    recorder.abandon("KeyError: boom")
+    info = store.run_info("r1")
+    assert (info["status"], info["error"]) == ("error", "KeyError: boom")
+
+
+def test_run_batch_records_every_run(store):
+    chat = make_chat({"A": [(0.1, "")] * 3, "B": [(0.1, "")] * 3})
+    recorder = store.attach(chat)
+    chat.run_batch(["one", "two", "three"])
+    assert len(recorder.run_ids) == 3
+    assert sorted(store.list_runs()["task"]) == ["one", "three", "two"]
+
+
+def _insert_running(store: RunStore, run_id: str, pid: int, proc_start: str,
+                    hostname: str | None = None) -> None:
+    with store.write("test") as conn:
+        conn.execute(insert(runs).values(
+            run_id=run_id, name="n", task="t", status="running", spec_json="{}", agents="",
+            threshold=0.5, recency_penalty=0.3, recency_window=1, max_loops=5,
+            started_at="2025-01-01T00:00:00+00:00", pid=pid, proc_start=proc_start,
+            hostname=hostname or this_writer().hostname))
+
+
+def _status(store: RunStore, run_id: str) -> str:
+    with store.read("test") as conn:
+        return conn.execute(select(runs.c.status).where(runs.c.run_id == run_id)).scalar()
+
+
+def test_runs_of_dead_writers_on_this_host_become_interrupted(store):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        start = Path(f"/proc/{alive.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+        me = this_writer()
+        _insert_running(store, "dead", dead.pid, "1")
+        _insert_running(store, "alive", alive.pid, start)
+        _insert_running(store, "reused-pid", alive.pid, "not-its-start-time")
+        _insert_running(store, "mine", me.pid, me.proc_start)
+        _insert_running(store, "other-host", dead.pid, "1", hostname="elsewhere.example")
+        reopened = RunStore()
+        assert sorted(reopened.interrupted) == ["dead", "reused-pid"]
+        assert [_status(store, r) for r in ("dead", "alive", "reused-pid", "mine",
+                                            "other-host")] == [
+            "interrupted", "running", "interrupted", "running", "running"]
+    finally:
+        alive.kill()
+        alive.wait()
+
+
+def test_list_runs_filters_combine(store):
+    for name, agents in (("first", ["Ann", "Ben"]), ("second", ["Ann", "Cy"])):
+        fake = ScriptedBids({a: [(0.1, "")] for a in agents})
+        chat = GroupChat(name=name, agents=[Agent(agent_name=a, model_name=fake.model_name)
+                                            for a in agents])
+        store.attach(chat)
+        chat.run(f"task {name}")
+    every = store.list_runs()
+    assert every["name"].tolist() == ["second", "first"]  # newest first
+    assert every["turns"].tolist() == [1, 1]
+    assert store.list_runs(agent="Cy")["name"].tolist() == ["second"]
+    assert store.list_runs(agent="C").empty  # exact names, not substrings
+    assert store.list_runs(status="finished", limit=1)["name"].tolist() == ["second"]
+    assert store.list_runs(status="interrupted").empty
+    assert len(store.list_runs(since="2000-01-01")) == 2
+    assert store.list_runs(since="2999-01-01T00:00:00").empty
+    first = every["run_id"].iloc[1]
+    store.set_tags(first, ["baseline", "100%_sure"])
+    assert store.list_runs(tag="100%_sure")["name"].tolist() == ["first"]
+    assert store.list_runs(tag="100%").empty
+    with pytest.raises(StoreError, match="status must be one of"):
+        store.list_runs(status="done")
+    with pytest.raises(StoreError, match="ISO-8601"):
+        store.list_runs(since="last tuesday")
+
+
+def test_frames_of_many_runs_keep_the_order_asked(store):
+    ids = []
+    for _ in range(3):
+        chat = three_turns()
+        store.attach(chat)
+        chat.run("go")
+        ids.append(chat.last_run.run_id)
+    frame = store.bids([ids[2], ids[0]])
+    assert frame["run_id"].drop_duplicates().tolist() == [ids[2], ids[0]]
+    assert frame.groupby("run_id")["turn"].apply(list).loc[ids[0]] == [1, 1, 1, 2, 2, 2, 3, 3, 3]
+    assert len(store.bids()) == 27
+    empty = store.turns([])
+    assert empty.empty and list(empty.columns) == ["run_id", *Turn.model_fields]
+
+
+def test_delete_run_removes_its_log(store):
+    chat = three_turns()
+    store.attach(chat)
+    chat.run("go")
+    run_id = chat.last_run.run_id
+    assert store.delete_run(run_id) is True
+    assert store.bids(run_id).empty and store.messages(run_id).empty
+    assert store.delete_run(run_id) is False
+    with pytest.raises(StoreError, match="no run"):
+        store.load_run(run_id)
+
+
+def test_resolve_accepts_a_unique_prefix(store):
+    chat = three_turns()
+    store.attach(chat)
+    chat.run("go")
+    run_id = chat.last_run.run_id
+    assert store.resolve(run_id[:6]) == run_id
+    with pytest.raises(StoreError, match="no run"):
+        store.resolve("zz%")
+    with pytest.raises(StoreError, match="no run"):
+        store.resolve("")
+
+
+def test_no_key_ever_reaches_the_database(store, tmp_path):
+    fake = ScriptedBids({"A": [(0.9, "hi"), (0.1, "")], "B": [(0.1, ""), (0.1, "")]})
+    agents = [Agent(agent_name=n, model_name=fake.model_name, api_key=KEY) for n in "AB"]
+    chat = GroupChat(agents=agents)
+    store.attach(chat)
+    chat.run("task")
+    store.save_agent(agents[0])
+    store.save_preset("room", chat.to_spec())
+    dispose_engines()  # checkpoint and close, so every byte is in the files
+    raw = b"".join(p.read_bytes() for p in tmp_path.glob("groupchat.db*"))
+    assert b"sk-store-test" not in raw and b"api_key" not in raw
+    assert RunStore().get_agent("A").api_key is None
+
+
+def test_saved_agents_and_presets(store):
+    a = Agent(agent_name="Critic", system_prompt="Find flaws.", model_name="sim/contrarian")
+    b = Agent(agent_name="Fan", model_name="sim/eager", temperature=0.9)
+    store.save_agents([a, b])
+    store.save_agent(a.model_copy(update={"system_prompt": "Find more flaws."}))
+    assert [x.agent_name for x in store.list_agents()] == ["Critic", "Fan"]
+    assert store.get_agent("Critic").system_prompt == "Find more flaws."
+    assert store.get_agent("Fan") == b
+    assert store.delete_agent("Fan") and not store.delete_agent("Fan")
+    with pytest.raises(StoreError, match="no saved agent"):
+        store.get_agent("Fan")
+    store.save_preset("pair", [a, b])
+    spec = GroupChat(agents=[a, b], threshold=0.35).to_spec()
+    store.save_preset("tuned", spec)
+    assert store.list_presets() == ["pair", "tuned"]
+    assert store.load_preset("tuned") == spec
+    assert GroupChat.from_spec(store.load_preset("pair")).threshold == 0.5
+    with pytest.raises(StoreError, match="no preset"):
+        store.load_preset("nope")
+    with pytest.raises(StoreError, match="name must be"):
+        store.save_preset(" ", [a, b])
+
+
+def test_sweeps_group_runs(store):
+    sweep_id = store.create_sweep("thresholds", {"threshold": [0.3, 0.5]})
+    for cell in ("threshold=0.3", "threshold=0.5"):
+        chat = three_turns()
+        store.attach(chat, sweep_id=sweep_id, cell=cell)
+        chat.run("go")
+    store.finish_sweep(sweep_id)
+    sweeps = store.list_sweeps()
+    assert sweeps[["name", "status", "runs"]].values.tolist() == [["thresholds", "finished", 2]]
+    assert sorted(store.list_runs(sweep_id=sweep_id)["cell"]) == [
+        "threshold=0.3", "threshold=0.5"]
+
+
+def test_sqlite_connections_use_wal_foreign_keys_and_a_busy_timeout(store):
+    with store.read("test") as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 10000
+        assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL
+
+
+def test_a_failed_write_changes_nothing(store):
+    chat = three_turns()
+    store.attach(chat)
+    chat.run("go")
+    run_id = chat.last_run.run_id
+    with pytest.raises(StoreError, match="could not test"):
+        with store.write("test") as conn:
+            conn.execute(messages.delete().where(messages.c.run_id == run_id))
+            conn.execute(text("INSERT INTO no_such_table VALUES (1)"))
+    assert len(store.messages(run_id)) == 3
+
+
+def test_default_location_is_the_repo_data_folder(monkeypatch):
+    monkeypatch.delenv("GROUPCHAT_DB")
+    repo = Path(__file__).resolve().parents[1]
+    assert default_url() == f"sqlite:///{repo / 'data' / 'groupchat.db'}"
+    monkeypatch.setenv("GROUPCHAT_DB", "postgresql+psycopg://u:p@db/lab")
+    assert default_url() == "postgresql+psycopg://u:p@db/lab"
+
+
+def test_the_sqlite_folder_is_created_and_memory_urls_work(tmp_path):
+    RunStore(f"sqlite:///{tmp_path}/deep/er/lab.db")
+    assert (tmp_path / "deep" / "er" / "lab.db").exists()
+    memory = RunStore("sqlite://")
+    chat = three_turns()
+    memory.attach(chat)
+    chat.run("go")
+    assert memory.load_run(chat.last_run.run_id) == chat.last_run
+
+
+@pytest.mark.parametrize(("url", "message"), [
+    ("not a url", "not a valid SQLAlchemy URL"),
+    ("nosuchdb://x/y", "no SQLAlchemy dialect"),
+    ("postgresql+psycopg://user:hunter2@127.0.0.1:1/lab", "driver"),
+])
+def test_bad_urls_are_one_clear_error_without_the_password(url, message):
+    with pytest.raises(StoreError, match=message) as caught:
+        RunStore(url)
+    assert "hunter2" not in str(caught.value)
+
+
+def test_a_database_that_is_not_a_store_is_refused(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "other.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE runs (id INTEGER)")
+    with pytest.raises(StoreError, match="not a GroupChat Lab store"):
+        RunStore(f"sqlite:///{path}")
+
+
+def test_a_turn_that_cannot_be_written_stops_recording_and_flags_the_run(
+        store, monkeypatch, caplog):
+    import sqlite3
+
+    chat = three_turns()
+    recorder = store.attach(chat)
+    real_write = store.turn_writer.write
+
+    def failing_on_turn_2(conn, run_id, turn, bids, message):
+        if turn.turn == 2:
+            raise sqlite3.OperationalError("disk I/O error")
+        real_write(conn, run_id, turn, bids, message)
+
+    monkeypatch.setattr(store.turn_writer, "write", failing_on_turn_2)
+    chat.run("go")
+    run_id = chat.last_run.run_id
+    assert len(chat.last_run.turns) == 3  # watching never breaks the chat
+    assert store.turns(run_id)["turn"].tolist() == [1]  # a consistent prefix: no gap at 2
+    info = store.run_info(run_id)
+    assert info["status"] == "error" and info["stop_reason"] == "lull"
+    assert "recording failed" in info["error"] and "record turn 2" in info["error"]
+    assert "disk I/O error" in recorder.failures[run_id]
+    assert "could not record turn 2" in caplog.text and "stops here" in caplog.text

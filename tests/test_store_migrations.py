@@ -1,0 +1,127 @@
+"""Schema versions: a file made by the first schema is upgraded in place, keeping its runs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sqlalchemy import create_engine, insert, inspect, select
+
+from groupchat_core import StoreError
+from groupchat_core.store import SCHEMA_VERSION, RunStore, dispose_engines
+from groupchat_core.store.connect import get_engine
+from groupchat_core.store.migrations import create_version, forget_checked
+from groupchat_core.store.schema import metadata_for, schema_version
+
+SPEC = {"name": "old", "description": "d", "max_loops": 5, "threshold": 0.5,
+        "recency_penalty": 0.3, "recency_window": 1, "idle_timeout": 8.0,
+        "output_type": "str-all-except-first", "verbose": False, "auto_equip": True,
+        "bid_prompt": None, "seed": 0, "bid_timeout": 120.0, "batch_concurrency": 1,
+        "schema_version": 1, "agents": [{"agent_name": "A", "model_name": "sim/eager"},
+                                        {"agent_name": "B", "model_name": "sim/eager"}]}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_engines():
+    yield
+    dispose_engines()
+    forget_checked()
+
+
+def _v1_file(url: str) -> None:
+    """A store written by schema version 1, holding one finished run with a two-agent turn."""
+    engine = get_engine(url)
+    create_version(engine, 1)
+    t = metadata_for(1).tables
+    bid = {"run_id": "old-run", "turn": 1, "score": 0.9, "adjusted": 0.9, "penalized": False,
+           "eligible": True, "message": "hello", "latency_ms": 1.5, "prompt_tokens": None,
+           "completion_tokens": None, "cost_usd": None, "path": "simulation", "error": None,
+           "calls": 1}
+    with engine.begin() as conn:
+        conn.execute(insert(t["runs"]).values(
+            run_id="old-run", name="old", task="Plan it.", status="finished",
+            stop_reason="max_loops", spec_json=json.dumps(SPEC), agents="A, B", threshold=0.5,
+            recency_penalty=0.3, recency_window=1, max_loops=2,
+            started_at="2025-01-01T00:00:00+00:00", ended_at="2025-01-01T00:00:01+00:00",
+            total_calls=2))
+        conn.execute(insert(t["run_agents"]), [
+            {"run_id": "old-run", "position": i, "agent": n, "model_name": "sim/eager"}
+            for i, n in enumerate("AB")])
+        conn.execute(insert(t["messages"]), [
+            {"run_id": "old-run", "position": 0, "turn": 0, "role": "User",
+             "content": "Plan it.", "timestamp": "2025-01-01T00:00:00+00:00", "score": None},
+            {"run_id": "old-run", "position": 1, "turn": 1, "role": "A", "content": "hello",
+             "timestamp": "2025-01-01T00:00:01+00:00", "score": 0.9}])
+        conn.execute(insert(t["bids"]), [
+            {**bid, "position": 0, "agent": "A", "winner": True},
+            {**bid, "position": 1, "agent": "B", "winner": False, "score": 0.2,
+             "adjusted": 0.2, "eligible": False, "message": ""}])
+        conn.execute(insert(t["turns"]).values(
+            run_id="old-run", turn=1, winner="A", winning_adjusted=0.9, runner_up_adjusted=None,
+            margin=None, lull=False, reason="highest_bid", penalty_changed_winner=False,
+            failed_bids=0))
+    dispose_engines()
+    forget_checked()
+
+
+def test_a_version_1_file_is_upgraded_in_place_and_keeps_its_runs(tmp_path):
+    url = f"sqlite:///{tmp_path}/v1.db"
+    _v1_file(url)
+    raw = create_engine(url)
+    assert "tags" not in [c["name"] for c in inspect(raw).get_columns("runs")]
+    raw.dispose()
+
+    store = RunStore(url)
+
+    with store.read("test") as conn:
+        assert conn.execute(select(schema_version.c.version)).scalar() == SCHEMA_VERSION == 2
+        columns = [c["name"] for c in inspect(conn).get_columns("runs")]
+        indexes = [i["name"] for i in inspect(conn).get_indexes("runs")]
+    assert {"tags", "notes"} <= set(columns) and "ix_runs_started_at" in indexes
+    record = store.load_run("old-run")
+    assert [m.content for m in record.messages] == ["Plan it.", "hello"]
+    assert [(b.agent, b.winner) for b in record.bids] == [("A", True), ("B", False)]
+    assert record.turns[0].winner == "A" and record.stop_reason == "max_loops"
+    row = store.list_runs().iloc[0]
+    assert (row["run_id"], row["tags"], row["notes"], row["turns"]) == ("old-run", "", "", 1)
+    store.set_tags("old-run", ["from-v1"])  # the new columns work on upgraded rows
+    assert store.list_runs(tag="from-v1")["run_id"].tolist() == ["old-run"]
+
+
+def test_reopening_an_upgraded_file_changes_nothing(tmp_path):
+    url = f"sqlite:///{tmp_path}/v1.db"
+    _v1_file(url)
+    RunStore(url)
+    dispose_engines()
+    forget_checked()
+    assert RunStore(url).load_run("old-run").task == "Plan it."
+
+
+def test_a_file_from_newer_code_is_refused(tmp_path):
+    url = f"sqlite:///{tmp_path}/future.db"
+    RunStore(url)
+    with get_engine(url).begin() as conn:
+        conn.execute(schema_version.update().values(version=SCHEMA_VERSION + 1))
+    forget_checked()
+    with pytest.raises(StoreError, match="newer than this code"):
+        RunStore(url)
+
+
+def test_a_failed_upgrade_leaves_the_file_at_its_old_version(tmp_path, monkeypatch):
+    from groupchat_core.store import migrations
+
+    url = f"sqlite:///{tmp_path}/v1.db"
+    _v1_file(url)
+
+    def broken(conn):
+        migrations._v1_to_v2(conn)
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setitem(migrations.STEPS, 1, broken)
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        RunStore(url)
+    raw = create_engine(url)
+    with raw.connect() as conn:
+        assert conn.execute(select(schema_version.c.version)).scalar() == 1
+        assert "tags" not in [c["name"] for c in inspect(conn).get_columns("runs")]
+    raw.dispose()

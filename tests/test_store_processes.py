@@ -1,0 +1,137 @@
+"""The store across processes: a SIGKILLed chat keeps its completed turns; two writers share a file.
+
+Both tests run real child processes (`python -m groupchat_core run ...` and a small script), the
+first against the local OpenAI-compatible server over 127.0.0.1 with slow replies.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from groupchat_core.fake_server import FakeOpenAIServer, tool_call
+from groupchat_core.store import RunStore, dispose_engines
+from groupchat_core.store.migrations import forget_checked
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_engines():
+    yield
+    dispose_engines()
+    forget_checked()
+
+
+def _child_env(url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.update(GROUPCHAT_DB=url, GROUPCHAT_BLOCK_REMOTE_CALLS="1", PYTHONPATH=str(REPO),
+               OPENAI_API_KEY="sk-local-fake-server", LITELLM_LOCAL_MODEL_COST_MAP="True")
+    return env
+
+
+def _completed_turns(path: Path) -> int:
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as conn:
+            return conn.execute("SELECT count(*) FROM turns").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0  # not created yet
+
+
+def _wait_for_turns(child: subprocess.Popen, path: Path, turns: int) -> None:
+    deadline = time.monotonic() + 90
+    while _completed_turns(path) < turns:
+        if child.poll() is not None:
+            pytest.fail(f"the chat exited early: {child.stderr.read().decode()[-2000:]}")
+        if time.monotonic() > deadline:
+            pytest.fail("the chat recorded no turns in 90 s")
+        time.sleep(0.05)
+
+
+def test_sigkill_mid_run_keeps_every_completed_turn_and_reads_as_interrupted(tmp_path):
+    db = tmp_path / "crash.db"
+    with FakeOpenAIServer() as server:
+        # Both always bid 0.9; the recency penalty makes Alice and Bob alternate forever.
+        server.set_responder(None, lambda body: tool_call(
+            0.9, f"{body['model']} has more to say", latency=0.3))
+        spec = {"schema_version": 1, "name": "crash", "max_loops": 1000, "agents": [
+            {"agent_name": name, "model_name": f"openai/{name.lower()}",
+             "api_base": server.base_url, "num_retries": 0} for name in ("Alice", "Bob")]}
+        spec_path = tmp_path / "spec.json"
+        spec_path.write_text(json.dumps(spec))
+        child = subprocess.Popen(
+            [sys.executable, "-m", "groupchat_core", "run", str(spec_path), "--task",
+             "Keep talking."], env=_child_env(f"sqlite:///{db}"), cwd=tmp_path,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            _wait_for_turns(child, db, 2)
+            child.send_signal(signal.SIGKILL)
+            assert child.wait(timeout=10) == -signal.SIGKILL
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+
+    store = RunStore(f"sqlite:///{db}")
+    runs = store.list_runs()
+    assert len(runs) == 1 and store.interrupted == runs["run_id"].tolist()
+    run_id = runs["run_id"].iloc[0]
+    info = store.run_info(run_id)
+    assert (info["status"], info["stop_reason"], info["ended_at"]) == ("interrupted", None, None)
+    record = store.load_run(run_id)
+    n = len(record.turns)
+    assert n >= 2 and [t.turn for t in record.turns] == list(range(1, n + 1))
+    assert [(b.turn, b.agent) for b in record.bids] == [
+        (t, name) for t in range(1, n + 1) for name in ("Alice", "Bob")]
+    assert [t.winner for t in record.turns] == ["Alice", "Bob"] * (n // 2) + ["Alice"] * (n % 2)
+    assert [m.role for m in record.messages] == ["User"] + [t.winner for t in record.turns]
+    assert all(m.content.endswith("has more to say") for m in record.messages[1:])
+    assert all(b.path == "tool_call" and b.error is None for b in record.bids)
+
+
+WRITER = """
+import pathlib, sys, time
+from groupchat_core import Agent, GroupChat
+from groupchat_core.store import RunStore
+tag, folder = sys.argv[1], pathlib.Path(sys.argv[2])
+(folder / f"ready-{tag}").touch()
+while len(list(folder.glob("ready-*"))) < 2:
+    time.sleep(0.005)
+store = RunStore()
+totals = [0, 0, 0]
+for i in range(25):
+    agents = [Agent(agent_name=f"{tag}{j}", system_prompt=f"You talk about topic {j}.",
+                    model_name="sim/eager") for j in range(5)]
+    chat = GroupChat(agents=agents, max_loops=15, seed=i)
+    store.attach(chat)
+    chat.run(f"{tag} task {i}: talk about topic {i % 5}")
+    r = chat.last_run
+    totals = [totals[0] + len(r.bids), totals[1] + len(r.turns), totals[2] + len(r.messages)]
+print(*totals)
+"""
+
+
+def test_two_processes_writing_one_sqlite_file_both_keep_every_row(tmp_path):
+    url = f"sqlite:///{tmp_path}/shared.db"
+    children = [subprocess.Popen(
+        [sys.executable, "-c", WRITER, tag, str(tmp_path)], env=_child_env(url),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for tag in ("P", "Q")]
+    outputs = [child.communicate(timeout=120) for child in children]
+    for child, (_, err) in zip(children, outputs, strict=True):
+        assert child.returncode == 0, err[-2000:]
+    store = RunStore(url)
+    runs = store.list_runs()
+    assert len(runs) == 50 and set(runs["status"]) == {"finished"}
+    for tag, (out, _) in zip("PQ", outputs, strict=True):
+        ids = runs.loc[runs["task"].str.startswith(f"{tag} task"), "run_id"].tolist()
+        assert len(ids) == 25
+        stored = [len(store.bids(ids)), len(store.turns(ids)), len(store.messages(ids))]
+        assert stored == [int(x) for x in out.split()]
