@@ -378,3 +378,40 @@ def test_async_callbacks_run_on_the_callers_loop_and_cancel_returns_what_was_pos
     assert asyncio.run(main()) == ["User: t", "A: kept"]
     assert threads == {threading.current_thread().name}
     assert chat.last_run.stop_reason == "cancelled"
+
+
+def test_observer_wants_filters_event_kinds_and_thread_safe_runs_on_the_loop():
+    chat, _ = make_chat({"A": [(0.9, "a"), (0.1, "")], "B": [(0.1, ""), (0.1, "")]})
+
+    class Picky:
+        wants = frozenset({"run_finished", "turn_completed"})
+        thread_safe = True
+
+        def __init__(self):
+            self.seen: list[tuple[str, str]] = []
+
+        def __call__(self, event):
+            self.seen.append((event.kind, threading.current_thread().name))
+
+    picky = Picky()
+    chat.add_observer(picky)
+    chat.run("t")
+    assert [k for k, _ in picky.seen] == ["turn_completed", "turn_completed", "run_finished"]
+    assert {t for _, t in picky.seen} == {"groupchat-loop"}
+    chat.remove_observer(picky)
+    assert picky not in chat._observers
+
+
+def test_observers_still_see_run_finished_after_the_caller_interrupts():
+    chat, _ = make_chat({"A": [(0.9, "a"), ScriptedBid(0.9, "b", latency=2)],
+                         "B": [(0.1, ""), ScriptedBid(0.1, "", latency=2)]})
+    kinds: list[str] = []
+    chat.add_observer(lambda e: kinds.append(e.kind))
+
+    def callback(agent, chunk, final):
+        if agent == "A" and final:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        chat.run("t", streaming_callback=callback)
+    assert kinds[-1] == "run_finished" and chat.last_run.stop_reason == "cancelled"
