@@ -35,6 +35,7 @@ lint: setup
 
 bench: setup
 	$(BIN)/python -m bench.engine
+	$(BIN)/python -m bench.store
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
