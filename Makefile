@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8501
 
-.PHONY: setup browser run test lint bench clean
+.PHONY: setup browser postgres run test lint bench clean
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 setup: $(STAMP)
@@ -24,9 +24,18 @@ run: setup
 # Browser tests drive Debian's chromium (never a downloaded browser build).
 browser:
 	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium fonts-dejavu-core; }
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-dejavu-core; }
 
-test: setup browser
+# The store's PostgreSQL tests start a throwaway server of their own from Debian's binaries
+# (tests/pg.py). The packaged cluster and its service are never used: where the package cannot
+# start its service (a container without systemd), the install still counts once initdb is in.
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+		{ $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends postgresql || \
+		ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; }; }
+
+test: setup browser postgres
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 

@@ -23,6 +23,17 @@ _FORBIDDEN_EXTRA_KEYS = frozenset(
 )
 
 
+MAX_NAME_LENGTH = 200  # names are identifiers (stored, charted, filtered), not prose
+
+
+def _short_name(field: str, value: str) -> str:
+    if len(value) > MAX_NAME_LENGTH:
+        raise ValueError(f"{field} is {len(value)} characters long; keep it to {MAX_NAME_LENGTH}")
+    if any(ord(c) < 32 for c in value):
+        raise ValueError(f"{field} must not contain control characters (newlines, tabs, NUL)")
+    return value
+
+
 class Agent(BaseModel):
     """One participant. Each bid is a single-shot call; agents keep no memory between bids."""
 
@@ -49,14 +60,14 @@ class Agent(BaseModel):
     def _name_not_blank(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("agent_name must not be empty")
-        return value
+        return _short_name("agent_name", value)
 
     @field_validator("model_name")
     @classmethod
     def _model_not_blank(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("model_name must not be empty (e.g. 'sim/balanced' or 'gpt-4o-mini')")
-        return value.strip()
+        return _short_name("model_name", value.strip())
 
     @field_validator("temperature")
     @classmethod

@@ -210,7 +210,8 @@ def parse_message(raw: Any) -> tuple[str, str | None]:
     if raw is None:
         return "", None
     if isinstance(raw, str):
-        return raw.strip(), None
+        # NUL fits no database text type (PostgreSQL rejects it); keep the message, mark the spot
+        return raw.strip().replace("\x00", "\ufffd"), None
     if isinstance(raw, int | float) and not isinstance(raw, bool):
         return str(raw), None
     return "", f"invalid message of type {type(raw).__name__}"

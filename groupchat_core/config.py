@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .agent import Agent
+from .agent import Agent, _short_name
 from .bidding import DEFAULT_BID_PROMPT, validate_bid_prompt
 from .errors import ConfigError
 from .outputs import OUTPUT_TYPES
@@ -55,6 +55,11 @@ class ChatConfig(BaseModel):
     seed: int = 0
     bid_timeout: float | None = 120.0
     batch_concurrency: int = 1
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        return _short_name("name", v)
 
     @field_validator("max_loops", mode="before")
     @classmethod

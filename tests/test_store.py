@@ -335,7 +335,8 @@ def test_the_sqlite_folder_is_created_and_memory_urls_work(tmp_path):
 @pytest.mark.parametrize(("url", "message"), [
     ("not a url", "not a valid SQLAlchemy URL"),
     ("nosuchdb://x/y", "no SQLAlchemy dialect"),
-    ("postgresql+psycopg://user:hunter2@127.0.0.1:1/lab", "driver"),
+    ("postgresql+pg8000://user:hunter2@127.0.0.1:1/lab", "driver .*not installed"),
+    ("postgresql+psycopg://user:hunter2@127.0.0.1:1/lab", "could not open the store in .*1/lab"),
 ])
 def test_bad_urls_are_one_clear_error_without_the_password(url, message):
     with pytest.raises(StoreError, match=message) as caught:
