@@ -19,11 +19,14 @@ from .bidding import Candidate, format_decimal, select_speaker
 
 __all__ = [
     "Counterfactual",
+    "RecordedTurn",
     "SpeakerMetrics",
     "agent_order",
     "counterfactual",
     "explain_turn",
     "gini",
+    "recorded_turns",
+    "replay",
     "speaker_metrics",
     "speakers",
     "transition_matrix",
@@ -267,40 +270,67 @@ def _missing(value: Any) -> bool:
 # --- counterfactual re-selection ----------------------------------------------------------
 
 
-def _candidates(group: pd.DataFrame) -> list[Candidate]:
-    return [Candidate(str(r["agent"]), float(r["score"]),
+@dataclass(frozen=True)
+class RecordedTurn:
+    """One recorded turn reduced to what re-selection needs (prepare once, replay often)."""
+
+    turn: int
+    candidates: tuple[Candidate, ...]  # in agent-list order
+    actual_winner: str | None
+
+
+def recorded_turns(bids: pd.DataFrame) -> list[RecordedTurn]:
+    """The bid log as RecordedTurns, in turn order (for many counterfactuals over one run)."""
+    ordered = bids.sort_values(["turn", "position"], kind="stable")
+    prepared = []
+    for turn, group in ordered.groupby("turn", sort=True):
+        candidates = tuple(
+            Candidate(str(r["agent"]), float(r["score"]),
                       r["message"] if isinstance(r["message"], str) else "", failed=_failed(r))
-            for _, r in group.iterrows()]
+            for r in group.to_dict("records"))
+        won = [str(a) for a, w in zip(group["agent"], group["winner"], strict=True) if bool(w)]
+        prepared.append(RecordedTurn(int(turn), candidates, won[0] if won else None))
+    return prepared
+
+
+def replay(turns: Sequence[RecordedTurn], threshold: float, recency_penalty: float,
+           recency_window: int) -> list[dict[str, Any]]:
+    """Counterfactual rows (see `counterfactual`) up to the first divergence or lull."""
+    rows: list[dict[str, Any]] = []
+    spoken: list[str] = []
+    for recorded in turns:
+        recent = spoken[-recency_window:] if recency_window > 0 else []
+        choice = select_speaker(list(recorded.candidates), recent, threshold, recency_penalty)
+        alt = recorded.candidates[choice.winner].agent if choice.winner is not None else None
+        actual = recorded.actual_winner
+        rows.append({"turn": recorded.turn, "actual_winner": actual,
+                     "counterfactual_winner": alt, "diverged": alt != actual,
+                     "reason": choice.reason})
+        if alt != actual or alt is None:
+            break
+        spoken.append(alt)
+    return rows
 
 
 def counterfactual(
-    bids: pd.DataFrame, threshold: float, recency_penalty: float, recency_window: int
+    bids: pd.DataFrame, threshold: float, recency_penalty: float, recency_window: int,
+    *, prepared: Sequence[RecordedTurn] | None = None,
 ) -> Counterfactual:
     """Re-select each recorded turn under other parameters while the history is unchanged.
 
     Bids are taken as recorded: the bids of turn t depend on the messages before it, so the
     comparison stops at the first turn whose winner differs (later bids would have been made
     against another conversation) or where the counterfactual would lull. An LLM shown other
-    numbers in its prompt might also bid differently; this assumes it would not.
+    numbers in its prompt might also bid differently; this assumes it would not. Pass
+    `prepared=recorded_turns(bids)` when asking many questions of one run.
     """
     columns = ["turn", "actual_winner", "counterfactual_winner", "diverged", "reason"]
-    rows: list[dict[str, Any]] = []
-    spoken: list[str] = []
+    rows = replay(recorded_turns(bids) if prepared is None else prepared,
+                  threshold, recency_penalty, recency_window)
     stopped: str | None = None
-    ordered = bids.sort_values(["turn", "position"], kind="stable")
-    for turn, group in ordered.groupby("turn", sort=True):
-        recent = spoken[-recency_window:] if recency_window > 0 else []
-        choice = select_speaker(_candidates(group), recent, threshold, recency_penalty)
-        alt = str(group["agent"].iloc[choice.winner]) if choice.winner is not None else None
-        won = group[group["winner"].astype(bool)]
-        actual = str(won["agent"].iloc[0]) if not won.empty else None
-        rows.append({"turn": int(turn), "actual_winner": actual, "counterfactual_winner": alt,
-                     "diverged": alt != actual, "reason": choice.reason})
-        if alt != actual or alt is None:
-            stopped = choice.reason if alt is None else "diverged"
-            break
-        spoken.append(alt)
+    if rows and (rows[-1]["diverged"] or rows[-1]["counterfactual_winner"] is None):
+        last = rows[-1]
+        stopped = last["reason"] if last["counterfactual_winner"] is None else "diverged"
     frame = pd.DataFrame(rows, columns=columns)
-    diverged = frame[frame["diverged"].astype(bool)]
-    first = int(diverged["turn"].iloc[0]) if not diverged.empty else None
+    first = next((r["turn"] for r in rows if r["diverged"]), None)
     return Counterfactual(frame=frame, first_divergence=first, stopped=stopped)

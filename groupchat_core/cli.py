@@ -6,6 +6,7 @@
     export RUN             as a JSON bundle, the bid log as CSV, or the transcript as Markdown
     import FILE            add a run bundle to the store
     agents list|import|export   saved agents
+    sweep SPEC [--resume SWEEP] [--max-usd N]   a parameter sweep (see sweeps/cli.py)
 
 stdout carries only results (pipeable); progress and the run id go to stderr. Every error is one
 line `error: ...` on stderr and exit status 2.
@@ -53,8 +54,9 @@ class TurnPrinter:
             print(f"turn {row.turn}: {outcome} | {scores}", file=self.stream, flush=True)
         elif isinstance(event, RunFinished):
             r = event.record
+            cached = f" ({r.cache_hits} bids cached)" if r.cache_hits else ""
             print(f"stopped: {r.stop_reason} after {len(r.turns)} turns, {r.total_calls} calls"
-                  + (f" ({r.error})" if r.error else ""), file=self.stream, flush=True)
+                  + cached + (f" ({r.error})" if r.error else ""), file=self.stream, flush=True)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -91,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     imp = sub.add_parser("import", help="add a run bundle (JSON) to the store")
     imp.add_argument("file")
     _agents_parser(sub)
+    from .sweeps.cli import add_parser as add_sweep_parser
+
+    add_sweep_parser(sub)
     return parser
 
 
@@ -266,8 +271,14 @@ def _emit(text: str, output: str | None) -> None:
     print(f"wrote {output}", file=sys.stderr)
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from .sweeps.cli import cmd_sweep as run
+
+    return run(args, _store(args))
+
+
 COMMANDS = {"run": cmd_run, "list": cmd_list, "show": cmd_show, "export": cmd_export,
-            "import": cmd_import, "agents": cmd_agents}
+            "import": cmd_import, "agents": cmd_agents, "sweep": cmd_sweep}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

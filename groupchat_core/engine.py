@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .agent import Agent
+from .bidcache import BidCache, resolve_cache
 from .config import ChatConfig, ChatSpec, explain, parse_spec
 from .errors import ConfigError
 from .outputs import StreamingCallback, format_output, replay
@@ -78,8 +79,13 @@ class GroupChat:
         auto_equip: bool = True,
         *,
         on_event: Observer | Iterable[Observer] | None = None,
+        bid_cache: BidCache | bool | None = None,
         **extensions: Any,
     ) -> None:
+        """`bid_cache`: None (default) answers repeated requests of deterministic agents (sim/
+        models, temperature 0) from the process's memory cache; True caches every agent's bids
+        (opt-in where answers vary); False turns caching off; a BidCache (e.g. store-backed)
+        is used as given. See bidcache.py."""
         try:
             config = ChatConfig(
                 name=name, description=description, max_loops=max_loops, threshold=threshold,
@@ -99,6 +105,7 @@ class GroupChat:
         object.__setattr__(self, "_observers", _observer_list(on_event))
         object.__setattr__(self, "_active", set())
         object.__setattr__(self, "_lock", threading.Lock())
+        object.__setattr__(self, "_bid_cache", resolve_cache(bid_cache))
 
     # Config fields read and write through to the validated config, like the reference's attrs.
     def __getattr__(self, item: str) -> Any:
@@ -114,6 +121,15 @@ class GroupChat:
                 raise explain(exc, "GroupChat argument") from None
             return
         object.__setattr__(self, key, value)
+
+    @property
+    def bid_cache(self) -> BidCache | None:
+        """The cache answering this chat's repeated bid requests (None: caching is off)."""
+        return self._bid_cache
+
+    @bid_cache.setter
+    def bid_cache(self, value: BidCache | bool | None) -> None:
+        object.__setattr__(self, "_bid_cache", resolve_cache(value))
 
     @property
     def config(self) -> ChatConfig:
@@ -140,6 +156,7 @@ class GroupChat:
         """Run one chat on the running loop and return its full typed record."""
         if not isinstance(task, str) or not task.strip():
             raise ConfigError("task must be a non-empty string")
+        task = task.replace("\x00", "\ufffd")  # as for replies: no database stores NUL
         dispatch = _dispatch or _call_now
         observers = [*self._observers, *self._console()]
 
@@ -157,7 +174,7 @@ class GroupChat:
             if streaming_callback is not None:
                 dispatch(replay, streaming_callback, message)
 
-        run = ChatRun(self.agents, self._config.model_copy(), task, emit, post)
+        run = ChatRun(self.agents, self._config.model_copy(), task, emit, post, self._bid_cache)
         current = asyncio.current_task()
         with self._lock:
             self._active.add((asyncio.get_running_loop(), current))

@@ -65,6 +65,7 @@ class ModelReply:
     completion_tokens: int | None = None
     cost_usd: float | None = None
     calls: int = 1
+    cached: bool = False  # served by the bid cache (see bidcache.py): no call was made
 
 
 class InProcessModel(Protocol):

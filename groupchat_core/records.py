@@ -67,6 +67,7 @@ class Bid(_Record):
     path: BidPath = "none"
     error: str | None = None
     calls: int = 0
+    cached: bool = False  # answered by the bid cache: no model call (calls == 0)
 
 
 class Turn(_Record):
@@ -96,6 +97,11 @@ class RunRecord(_Record):
     total_prompt_tokens: int = 0
     total_completion_tokens: int = 0
     total_cost_usd: float = 0.0
+
+    @property
+    def cache_hits(self) -> int:
+        """Bids answered by the bid cache (no model call was made for them)."""
+        return sum(b.cached for b in self.bids)
 
     def bids_frame(self) -> Any:
         """The bid log as a pandas DataFrame with SPEC §7 column names."""

@@ -6,11 +6,12 @@ Observers get typed events as things happen; a stop reason is data on the record
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .agent import Agent
 from .bidding import Candidate, PromptRoom, Selection, build_bid_prompt, select_speaker
@@ -35,6 +36,9 @@ from .records import (
 )
 from .transcript import Transcript
 
+if TYPE_CHECKING:
+    from .bidcache import BidCache
+
 Emit = Callable[[Event], None]
 Post = Callable[[Message], None]
 
@@ -43,9 +47,11 @@ class ChatRun:
     """The state of one run; `execute` drives it to a stop reason."""
 
     def __init__(
-        self, agents: Sequence[Agent], config: ChatConfig, task: str, emit: Emit, post: Post
+        self, agents: Sequence[Agent], config: ChatConfig, task: str, emit: Emit, post: Post,
+        bid_cache: BidCache | None = None,
     ) -> None:
         self.agents = list(agents)
+        self.bid_cache = bid_cache
         self.config = config
         self.emit = emit
         self._post_hook = post
@@ -199,9 +205,14 @@ class ChatRun:
     async def _call(self, turn: int, agent: Agent,
                     history: tuple[tuple[str, str], ...]) -> ModelReply:
         local = in_process_model(agent.model_name)
+        request = self._request(turn, agent, history, local is None or local.needs_prompt)
         if local is not None:
-            return await local(self._request(turn, agent, history, local.needs_prompt))
-        return await _call_litellm(agent, self._messages_for(turn, agent, history))
+            call = functools.partial(local, request)
+        else:
+            call = functools.partial(_call_litellm, agent, request.messages)
+        if self.bid_cache is not None and self.bid_cache.applies(agent, local):
+            return await self.bid_cache.fetch(request, call)
+        return await call()
 
 
 def _failed(bid: Bid) -> bool:
@@ -213,7 +224,7 @@ def _apply_reply(bid: Bid, reply: ModelReply) -> None:
     bid.score, bid.message, bid.error = reply.bid.score, reply.bid.message, reply.bid.error
     bid.path, bid.calls = reply.path, reply.calls
     bid.prompt_tokens, bid.completion_tokens = reply.prompt_tokens, reply.completion_tokens
-    bid.cost_usd = reply.cost_usd
+    bid.cost_usd, bid.cached = reply.cost_usd, reply.cached
 
 
 def _turn_row(turn: int, bids: list[Bid], s: Selection) -> Turn:

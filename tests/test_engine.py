@@ -415,3 +415,19 @@ def test_observers_still_see_run_finished_after_the_caller_interrupts():
     with pytest.raises(KeyboardInterrupt):
         chat.run("t", streaming_callback=callback)
     assert kinds[-1] == "run_finished" and chat.last_run.stop_reason == "cancelled"
+
+
+def test_nul_characters_never_reach_the_record():
+    chat, _ = make_chat({"A": [(0.9, "a\x00b"), (0.1, "")], "B": [(0.1, ""), (0.1, "")]})
+    chat.run("task\x00")
+    assert [m.content for m in chat.last_run.messages] == ["task\ufffd", "a\ufffdb"]
+
+
+@pytest.mark.parametrize(("name", "problem"), [
+    ("x" * 201, "201 characters long; keep it to 200"),
+    ("two\nlines", "must not contain control characters"),
+])
+def test_agent_names_are_short_single_line_identifiers(name, problem):
+    with pytest.raises(ValueError, match=problem):
+        Agent(agent_name=name)
+    Agent(agent_name="x" * 200)

@@ -74,7 +74,7 @@ def test_a_version_1_file_is_upgraded_in_place_and_keeps_its_runs(tmp_path):
     store = RunStore(url)
 
     with store.read("test") as conn:
-        assert conn.execute(select(schema_version.c.version)).scalar() == SCHEMA_VERSION == 2
+        assert conn.execute(select(schema_version.c.version)).scalar() == SCHEMA_VERSION == 3
         columns = [c["name"] for c in inspect(conn).get_columns("runs")]
         indexes = [i["name"] for i in inspect(conn).get_indexes("runs")]
     assert {"tags", "notes"} <= set(columns) and "ix_runs_started_at" in indexes

@@ -20,7 +20,7 @@ from ..errors import StoreError
 from ..records import utc_now
 from .schema import agents, presets, runs, sweeps
 
-SWEEP_STATUSES = ("running", "finished", "cancelled", "error", "interrupted")
+SWEEP_STATUSES = ("running", "finished", "cancelled", "error", "interrupted", "stopped_budget")
 
 
 def _upsert(conn: Connection, table: Table, name: str, spec: dict[str, Any]) -> None:
@@ -108,15 +108,37 @@ class Library:
         with self.write("create a sweep") as conn:
             conn.execute(insert(sweeps).values(
                 sweep_id=sweep_id, name=_check_name("sweep", name), grid_json=json.dumps(grid),
-                status="running", created_at=utc_now()))
+                status="running", created_at=utc_now(), **_owner()))
         return sweep_id
 
-    def finish_sweep(self, sweep_id: str, status: str = "finished") -> None:
+    def finish_sweep(self, sweep_id: str, status: str = "finished",
+                     reason: str | None = None) -> None:
+        """Record how a sweep ended; `reason` says why (e.g. which budget cap stopped it)."""
         if status not in SWEEP_STATUSES:
             raise StoreError(f"sweep status must be one of {SWEEP_STATUSES}, got {status!r}")
         with self.write("finish a sweep") as conn:
             conn.execute(update(sweeps).where(sweeps.c.sweep_id == sweep_id).values(
-                status=status, ended_at=utc_now()))
+                status=status, reason=reason, ended_at=utc_now()))
+
+    def get_sweep(self, sweep_id: str) -> dict[str, Any]:
+        """A sweep's row (by id or a unique id prefix), its grid JSON parsed as `grid`."""
+        escaped = sweep_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        query = select(sweeps).where(sweeps.c.sweep_id.like(f"{escaped}%", escape="\\")).limit(2)
+        with self.read("read a sweep") as conn:
+            found = [dict(r) for r in conn.execute(query).mappings()] if sweep_id else []
+        exact = [r for r in found if r["sweep_id"] == sweep_id]
+        if not found or (len(found) > 1 and not exact):
+            raise StoreError(f"no sweep {sweep_id!r}" if not found else
+                             f"sweep id {sweep_id!r} is ambiguous: give more characters")
+        row = (exact or found)[0]
+        row["grid"] = json.loads(row.pop("grid_json"))
+        return row
+
+    def reopen_sweep(self, sweep_id: str) -> None:
+        """Mark a sweep running again, owned by this process (to resume it)."""
+        with self.write("reopen a sweep") as conn:
+            conn.execute(update(sweeps).where(sweeps.c.sweep_id == sweep_id).values(
+                status="running", reason=None, ended_at=None, **_owner()))
 
     def list_sweeps(self) -> Any:
         """Sweeps, newest first, with how many runs each has recorded."""
@@ -128,6 +150,13 @@ class Library:
         with self.read("list sweeps") as conn:
             result = conn.execute(query)
             return pd.DataFrame(result.all(), columns=list(result.keys()))
+
+
+def _owner() -> dict[str, Any]:
+    from .process import this_writer
+
+    me = this_writer()
+    return {"pid": me.pid, "hostname": me.hostname, "proc_start": me.proc_start}
 
 
 def _agent(name: str, raw: str) -> Agent:

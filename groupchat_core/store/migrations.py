@@ -35,7 +35,27 @@ def _v1_to_v2(conn: Connection) -> None:
             index.create(conn)
 
 
-STEPS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2}  # from version -> next
+def _add_columns(conn: Connection, table: str, names: tuple[str, ...], version: int) -> None:
+    """ALTER TABLE ADD COLUMN for columns of `table` as schema `version` defines them."""
+    target = metadata_for(version).tables[table]
+    for name in names:
+        column = target.c[name]
+        sql = f"ALTER TABLE {table} ADD COLUMN {name} {column.type.compile(dialect=conn.dialect)}"
+        if column.server_default is not None:
+            default = column.server_default.arg.compile(dialect=conn.dialect)  # type: ignore
+            sql += f" NOT NULL DEFAULT {default}"
+        conn.exec_driver_sql(sql)
+
+
+def _v2_to_v3(conn: Connection) -> None:
+    """v3: bids.cached, the bid_cache table, sweeps.reason and the sweep's writer columns."""
+    _add_columns(conn, "bids", ("cached",), 3)
+    _add_columns(conn, "sweeps", ("reason", "pid", "hostname", "proc_start"), 3)
+    metadata_for(3).tables["bid_cache"].create(conn)
+
+
+STEPS: dict[int, Callable[[Connection], None]] = {  # from version -> next
+    1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def ensure_schema(engine: Engine) -> None:

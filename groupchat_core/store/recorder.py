@@ -93,6 +93,27 @@ def flush_all(timeout: float = FLUSH_AT_EXIT_S) -> None:
         _thread.flush(timeout)
 
 
+HELD_CONNECTIONS = 4  # runs that keep their write connection between turns, process-wide
+_held = 0
+_held_lock = threading.Lock()
+
+
+def _hold() -> bool:
+    """Take one of the held-connection slots, if one is free."""
+    global _held
+    with _held_lock:
+        if _held >= HELD_CONNECTIONS:
+            return False
+        _held += 1
+        return True
+
+
+def _unhold() -> None:
+    global _held
+    with _held_lock:
+        _held -= 1
+
+
 class StoreRecorder:
     """Engine observer writing each run to a RunStore as it happens.
 
@@ -210,20 +231,32 @@ class StoreRecorder:
 
         Checking a pooled connection out per turn costs more than the turn's inserts; holding
         one keeps recording overhead small. Between turns it holds no transaction or lock.
+        At most HELD_CONNECTIONS runs (over every recorder) hold one: the pool has a bounded
+        size, and a writer thread waiting for a connection that only it could give back
+        would stall every run's recording (a sweep easily has 16 runs in flight). Other runs
+        check a connection out per transaction (one at a time: writes are serialised here).
         """
         conn = self._connections.get(run_id)
+        transient = False
         try:
             if conn is None:
-                conn = self._connections[run_id] = self.store.write_connection()
+                conn = self.store.write_connection()
+                transient = not _hold()
+                if not transient:
+                    self._connections[run_id] = conn
             with db_errors(what, self.store.url, self.store.driver_error), conn.begin():
                 yield conn
         except BaseException:
             self._release(run_id)
             raise
+        finally:
+            if transient and conn is not None:
+                conn.close()
 
     def _release(self, run_id: str) -> None:
         conn = self._connections.pop(run_id, None)
         if conn is not None:
+            _unhold()
             conn.close()
 
     def abandon(self, error: str, status: str = "error") -> None:

@@ -25,7 +25,7 @@ from .library import Library
 from .migrations import ensure_schema
 from .process import is_alive, this_writer
 from .recorder import StoreRecorder, writer_thread
-from .schema import RUN_STATUSES, run_agents, runs, turns
+from .schema import RUN_STATUSES, run_agents, runs, sweeps, turns
 from .writer import TurnWriter
 
 LIST_COLUMNS = (
@@ -100,7 +100,23 @@ class RunStore(Library):
                 conn.execute(update(runs).where(runs.c.run_id.in_(dead),
                                                 runs.c.status == "running")
                              .values(status="interrupted"))
+        self._mark_interrupted_sweeps(me)
         return dead
+
+    def _mark_interrupted_sweeps(self, me: Any) -> None:
+        """Sweeps left `running` by a dead process on this host become `interrupted` (a sweep
+        without a recorded writer predates schema v3: it is left alone)."""
+        query = select(sweeps.c.sweep_id, sweeps.c.pid, sweeps.c.proc_start).where(
+            sweeps.c.status == "running", sweeps.c.hostname == me.hostname)
+        with self.read("look for interrupted sweeps") as conn:
+            rows = conn.execute(query).all()
+        dead = [r.sweep_id for r in rows
+                if r.pid is not None and not _alive(r.pid, r.proc_start, me)]
+        if dead:
+            with self.write("mark interrupted sweeps") as conn:
+                conn.execute(update(sweeps).where(sweeps.c.sweep_id.in_(dead),
+                                                  sweeps.c.status == "running")
+                             .values(status="interrupted", reason="its process ended"))
 
     # --- reading --------------------------------------------------------------------------
 

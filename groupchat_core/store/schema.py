@@ -11,6 +11,9 @@ a turn and keeps a run's rows together for reading. Other databases ignore the o
 Version history (see migrations.py):
     1  agents, presets, sweeps, runs, run_agents, messages, bids, turns, schema_version
     2  runs.tags and runs.notes (label runs in the dashboard), index on runs.started_at
+    3  bids.cached (answered by the bid cache), the bid_cache table, and on sweeps: reason
+       (why a sweep stopped, e.g. a budget cap) and its writer (pid, hostname, proc_start),
+       so a sweep left `running` by a dead process reads as interrupted
 """
 
 from __future__ import annotations
@@ -26,9 +29,10 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    false,
 )
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 RUN_STATUSES = ("running", "finished", "cancelled", "error", "interrupted")
 
 
@@ -48,7 +52,10 @@ def _library(md: MetaData) -> None:
         )
 
 
-def _sweeps(md: MetaData) -> None:
+def _sweeps(md: MetaData, version: int) -> None:
+    extra = [] if version < 3 else [  # why it stopped, and who runs it (as on runs)
+        Column("reason", Text), Column("pid", Integer), Column("hostname", String(255)),
+        Column("proc_start", String(40))]
     Table(
         "sweeps", md,
         Column("sweep_id", String(64), primary_key=True),
@@ -57,6 +64,19 @@ def _sweeps(md: MetaData) -> None:
         Column("status", String(20), nullable=False),
         Column("created_at", String(40), nullable=False),
         Column("ended_at", String(40)),
+        *extra,
+    )
+
+
+def _bid_cache(md: MetaData) -> None:
+    """Answers to bid requests, by the sha256 of the request (see groupchat_core.bidcache)."""
+    Table(
+        "bid_cache", md,
+        Column("key", String(64), primary_key=True),
+        Column("model_name", String(200), nullable=False),
+        Column("value_json", Text, nullable=False),
+        Column("created_at", String(40), nullable=False),
+        sqlite_with_rowid=False,
     )
 
 
@@ -118,7 +138,9 @@ def _messages(md: MetaData) -> None:
     )
 
 
-def _bids(md: MetaData) -> None:
+def _bids(md: MetaData, version: int) -> None:
+    extra = [] if version < 3 else [
+        Column("cached", Boolean, nullable=False, server_default=false())]
     Table(
         "bids", md,
         Column("run_id", String(64), _run_fk(), primary_key=True),
@@ -138,6 +160,7 @@ def _bids(md: MetaData) -> None:
         Column("path", String(40), nullable=False),
         Column("error", Text),
         Column("calls", Integer, nullable=False),
+        *extra,
         sqlite_with_rowid=False,
     )
 
@@ -171,10 +194,13 @@ def metadata_for(version: int = SCHEMA_VERSION) -> MetaData:
         Column("updated_at", String(40), nullable=False),
     )
     _library(md)
-    _sweeps(md)
+    _sweeps(md, version)
     _runs(md, version)
-    for add in (_messages, _bids, _turns):
-        add(md)
+    _messages(md)
+    _bids(md, version)
+    _turns(md)
+    if version >= 3:
+        _bid_cache(md)
     return md
 
 
@@ -184,3 +210,4 @@ schema_version, agents, presets, sweeps = (
     _T["schema_version"], _T["agents"], _T["presets"], _T["sweeps"])
 runs, run_agents, messages, bids, turns = (
     _T["runs"], _T["run_agents"], _T["messages"], _T["bids"], _T["turns"])
+bid_cache = _T["bid_cache"]

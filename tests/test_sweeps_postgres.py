@@ -1,0 +1,86 @@
+"""Sweeps and the bid cache on PostgreSQL (a throwaway local server, as the store's PG tests).
+
+The SQL is portable Core, but a few parts are dialect-specific (ON CONFLICT DO NOTHING for
+cache inserts, booleans summed as hit counts, the v3 migration's defaults): this runs them on
+a real server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+pg = pytest.importorskip("pg", reason="tests/pg.py (the local PostgreSQL helper) is absent")
+
+from groupchat_core import Agent, GroupChat  # noqa: E402
+from groupchat_core.bidcache import BidCache, cache_stats  # noqa: E402
+from groupchat_core.store import RunStore, cachetable, dispose_engines  # noqa: E402
+from groupchat_core.store.migrations import forget_checked  # noqa: E402
+from groupchat_core.store.recorder import writer_thread  # noqa: E402
+from groupchat_core.sweeps import (  # noqa: E402
+    finished_cells,
+    parse_sweep,
+    run_sweep,
+    sweep_results,
+)
+
+AGENTS = [{"agent_name": n, "model_name": "sim/balanced", "system_prompt": p} for n, p in (
+    ("Optimist", "You argue for the benefits."), ("Pessimist", "You argue for the risks."))]
+
+
+@pytest.fixture(scope="module")
+def databases() -> Iterator[object]:
+    try:
+        server = pg.LocalPostgres.start()
+    except pg.PostgresUnavailable as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        yield pg.Databases(server.url())
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def store(databases) -> Iterator[RunStore]:
+    url = databases.create()
+    yield RunStore(url)
+    writer_thread().flush(10)
+    dispose_engines()
+    forget_checked()
+    databases.drop(url)
+
+
+def test_a_sweep_with_its_bid_cache_runs_and_resumes_on_postgresql(store):
+    spec = parse_sweep({"base": {"max_loops": 10, "agents": AGENTS},
+                        "grid": {"threshold": [0.3, 0.5, 0.7]}, "tasks": ["Plan it."],
+                        "repeats": 2, "max_calls": 25})
+    stopped = run_sweep(spec, store)
+    assert stopped.status == "stopped_budget"
+    done = finished_cells(store, stopped.sweep_id)
+    outcome = run_sweep(spec, store, resume=stopped.sweep_id, max_calls=10_000)
+    assert outcome.status == "finished" and outcome.cells_done == 6
+    assert {k: finished_cells(store, stopped.sweep_id)[k] for k in done} == done
+
+    results = sweep_results(store, stopped.sweep_id)
+    assert set(results["status"]) == {"finished"} and results["cache_hits"].sum() > 0
+    every_run = cache_stats(store, sweep_id=stopped.sweep_id)  # the cancelled runs too
+    chosen = every_run[every_run["run_id"].isin(results["run_id"])]
+    assert chosen["cache_hits"].sum() == results["cache_hits"].sum()
+    assert len(every_run) > len(chosen)
+    assert cachetable.count(store) > 0
+
+
+def test_a_new_cache_reads_answers_back_and_duplicates_are_ignored(store):
+    first = GroupChat(agents=[Agent(**a) for a in AGENTS], max_loops=5,
+                      bid_cache=BidCache(store))
+    first.run("Plan it.")
+    first.bid_cache.flush()
+    stored = cachetable.count(store)
+    other = BidCache(store)
+    second = GroupChat(agents=[Agent(**a) for a in AGENTS], max_loops=5, bid_cache=other)
+    second.run("Plan it.")
+    assert second.last_run.cache_hits == len(second.last_run.bids) == stored
+    batch = {k: ("sim/balanced", v) for k, v in list(other._backing.memory.items())[:2]}
+    cachetable.insert_many(store, batch)  # already there: ignored, not an error
+    assert cachetable.count(store) == stored
