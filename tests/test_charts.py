@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
@@ -152,9 +148,3 @@ def test_every_figure_serialises(record: RunRecord):
                                                                     0.5, 0.3)):
         assert fig.to_json()
 
-
-def test_charts_runtime_and_analysis_do_not_import_streamlit():
-    code = ("import sys, ui.charts, ui.runtime, groupchat_core.analysis; "
-            "sys.exit('streamlit' in sys.modules)")
-    root = Path(__file__).resolve().parents[1]
-    assert subprocess.run([sys.executable, "-c", code], cwd=root, check=False).returncode == 0

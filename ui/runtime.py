@@ -61,6 +61,7 @@ class Job:
     task: str
     lock: threading.Lock
     extra_observers: tuple[Observer, ...] = ()
+    models: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
     status: JobStatus = "queued"
     run_id: str | None = None
     agents: tuple[str, ...] = ()
@@ -124,6 +125,7 @@ class JobSnapshot:
     error: str | None
     created_at: float
     updated_at: float
+    models: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)  # (model, base)
 
     @property
     def done(self) -> bool:
@@ -143,6 +145,7 @@ def _snapshot(job: Job) -> JobSnapshot:
         bids_by_turn=MappingProxyType(by_turn), current_turn=job.current_turn,
         current_bids=tuple(job.current_bids), event_count=len(job.events), record=job.record,
         error=job.error, created_at=job.created_at, updated_at=job.updated_at,
+        models=job.models,
     )
 
 
@@ -177,8 +180,9 @@ class JobRegistry:
                    extra_observers: Iterable[Observer] = ()) -> str:
         """Submit `chat.arun_record(task)` to the background loop; returns the new job id."""
         self.cleanup()
+        models = {a.agent_name: (a.model_name, a.api_base) for a in chat.agents}
         job = Job(id=uuid.uuid4().hex, owner=owner, chat=chat, task=task, lock=self._lock,
-                  extra_observers=tuple(extra_observers))
+                  extra_observers=tuple(extra_observers), models=MappingProxyType(models))
         _install_router(chat)
         runner = self._runner or background_loop()
         job.future = runner.submit(self._drive(job))

@@ -2,18 +2,26 @@
 
 Never downloads a browser: Playwright drives /usr/bin/chromium. Screenshots go to
 artifacts/screenshots/ (git-ignored).
+
+Locating things: Streamlit 1.67 gives every keyed widget's container an `st-key-<key>` class
+(`.st-key-start_run button`), and its elements `data-testid`s (`stChatMessage`,
+`stPlotlyChart`, `stMetric`). The Run page prints a machine-readable status line
+(`status: running · job <id> · turn 3 · messages 2`); tests wait on it, never on time.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,6 +32,17 @@ CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
+VIEWPORT = {"width": 1280, "height": 1000}
+WAIT_MS = 60_000  # generous: a loaded 2-core machine, plotly's first load, a cold server
+STATUS = re.compile(r"^status: ")
+# Every plotly chart on the page has drawn its SVG with at least one trace layer in it.
+PLOTS_DRAWN = """(min) => {
+  const plots = [...document.querySelectorAll('.js-plotly-plot')]
+    .filter(p => p.offsetParent !== null);
+  const drawn = plots.filter(p => p.querySelector('svg.main-svg')
+    && p.querySelector('g.trace, g.hm, image, g.heatmaplayer *, g.barlayer *'));
+  return drawn.length >= min;
+}"""
 
 
 def free_port() -> int:
@@ -46,35 +65,51 @@ def wait_healthy(url: str, proc: subprocess.Popen[bytes], deadline_s: float = 60
     raise RuntimeError(f"streamlit did not become healthy at {url}")
 
 
-@pytest.fixture(scope="session")
-def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The dashboard as `make run` starts it, on a free port with its own SQLite file."""
+@contextmanager
+def serve_app(db_url: str, log_path: Path) -> Iterator[str]:
+    """`streamlit run streamlit_app.py` as `make run` starts it, on a free port; yields its URL."""
     port = free_port()
-    data = tmp_path_factory.mktemp("appdata")
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env.update(GROUPCHAT_DB=f"sqlite:///{data}/groupchat.db", GROUPCHAT_BLOCK_REMOTE_CALLS="1",
+    env.update(GROUPCHAT_DB=db_url, GROUPCHAT_BLOCK_REMOTE_CALLS="1",
                LITELLM_LOCAL_MODEL_COST_MAP="True")
-    log = open(data / "streamlit.log", "wb")  # noqa: SIM115 - closed in teardown
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "streamlit_app.py"),
-         "--server.headless", "true", "--server.address", "127.0.0.1",
-         "--server.port", str(port), "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(url, proc)
-        yield url
-    finally:
-        proc.terminate()
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(ROOT / "streamlit_app.py"),
+             "--server.headless", "true", "--server.address", "127.0.0.1",
+             "--server.port", str(port), "--browser.gatherUsageStats", "false"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+            wait_healthy(url, proc)
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 @pytest.fixture(scope="session")
-def browser() -> Iterator[object]:
+def app_db_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The SQLAlchemy URL of the served app's own SQLite file (tests may read or write it)."""
+    return f"sqlite:///{tmp_path_factory.mktemp('appdata')}/groupchat.db"
+
+
+@pytest.fixture(scope="session")
+def app_server(app_db_url: str) -> Iterator[str]:
+    """The dashboard as `make run` starts it, on a free port with its own SQLite file."""
+    db_file = Path(app_db_url.removeprefix("sqlite:///"))
+    with serve_app(app_db_url, db_file.parent / "streamlit.log") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Chromium for one test module. Not session-wide: while Playwright's sync API is open it
+    leaves an event loop running on the main thread, and later (non-browser) tests that call
+    asyncio.run or GroupChat.run from the main thread would see it."""
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: run `make browser` (installs Debian's chromium)")
     from playwright.sync_api import sync_playwright
@@ -86,15 +121,129 @@ def browser() -> Iterator[object]:
 
 
 @pytest.fixture
-def page(browser: object) -> Iterator[object]:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
+def page(browser: Any) -> Iterator[Any]:
+    """A page in a fresh browser context: a browser session of its own in the app."""
+    context = browser.new_context(viewport=VIEWPORT)
     pg = context.new_page()
     yield pg
     context.close()
 
 
-def screenshot(page: object, name: str) -> Path:
+def screenshot(page: Any, name: str) -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)  # type: ignore[attr-defined]
+    page.screenshot(path=str(path), full_page=True)
     return path
+
+
+# --- steps shared by the browser tests ------------------------------------------------------
+
+
+def expect(locator: Any) -> Any:
+    from playwright.sync_api import expect as pw_expect
+
+    return pw_expect(locator)
+
+
+def open_page(page: Any, title: str) -> None:
+    """Navigate with the sidebar, as a user does (keeps the browser session)."""
+    page.get_by_test_id("stSidebarNav").get_by_text(title, exact=True).click()
+    expect(page.get_by_role("heading", name=title, exact=True)).to_be_visible(timeout=WAIT_MS)
+
+
+def wait_idle(page: Any) -> None:
+    """Wait until no script run is in flight (not for pages with a live fragment's timer)."""
+    expect(page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]')
+           ).to_be_attached(timeout=WAIT_MS)
+
+
+def choose(page: Any, widget: Any, option: Any) -> None:
+    """Open a selectbox/multiselect and click an option. A rerun that lands just after the
+    click re-renders the widget and closes its list, so opening is retried until it stays."""
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while True:
+        wait_idle(page)
+        if not option.is_visible():
+            widget.click()
+        try:
+            option.click(timeout=3_000)
+            return
+        except Exception:  # playwright's TimeoutError: the list closed (or never opened)
+            if time.monotonic() > deadline:
+                raise
+            page.keyboard.press("Escape")
+
+
+def create_agent(page: Any, name: str, model: str, role: str = "",
+                 latency_s: float | None = None) -> None:
+    """Fill the Agents page's form and save; waits for the saved agent's row."""
+    form = page.get_by_test_id("stForm").filter(has=page.locator(".st-key-save_agent"))
+    wait_idle(page)
+    expect(fresh(page, ".st-key-agent_form_name input")).to_have_value("", timeout=WAIT_MS)
+    choose(page, form.locator(".st-key-agent_form_model"),
+           page.get_by_role("option", name=f"{model} (simulated)", exact=True))
+    form.locator(".st-key-agent_form_name input").fill(name)
+    form.locator(".st-key-agent_form_role textarea").fill(role)
+    if latency_s is not None:
+        latency = form.locator(".st-key-agent_form_sim_latency input")
+        if not latency.is_visible():
+            form.get_by_test_id("stExpander").get_by_text("Advanced").click()
+        latency.fill(str(latency_s))
+    form.locator(".st-key-save_agent button").click()
+    expect(page.get_by_test_id("stAlertContentSuccess").filter(
+        has_text=f"Saved agent {name}.")).to_be_visible(timeout=WAIT_MS)
+    expect(page.locator(f".st-key-agent_edit_{css_key(name)}")).to_be_visible(timeout=WAIT_MS)
+    wait_idle(page)
+    page.locator(".st-key-new_agent button").click()  # a blank form for the next one
+    expect(fresh(page, ".st-key-agent_form_name input")).to_have_value("", timeout=WAIT_MS)
+
+
+def css_key(name: str) -> str:
+    """A widget key as it appears in `st-key-...` classes (Streamlit trims it and keeps
+    [A-Za-z0-9_-], replacing anything else with `-`)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "-", name.strip())
+
+
+def pick_roster(page: Any, names: Sequence[str]) -> None:
+    """Choose agents, in order, in the Run page's multiselect."""
+    box = page.locator(".st-key-run_roster")
+    for name in names:
+        literal = re.escape(name).replace("/", r"\/")  # playwright's selector ends at a `/`
+        option = page.get_by_role("option", name=re.compile(f"^{literal} · "))
+        choose(page, box, option)
+        expect(box.get_by_text(name + " · ", exact=False)).to_be_visible(timeout=WAIT_MS)
+    page.keyboard.press("Escape")
+    wait_idle(page)  # a rerun in flight would redraw the form below and drop what is typed
+
+
+def set_number(page: Any, key: str, value: float | int) -> None:
+    """Type into a keyed number input and leave it (a form takes the value on blur)."""
+    field = page.locator(f".st-key-{key} input")
+    field.fill(str(value))
+    field.press("Tab")
+    page.wait_for_function(
+        "([sel, v]) => Math.abs(parseFloat(document.querySelector(sel).value) - v) < 1e-9",
+        arg=[f".st-key-{key} input", value], timeout=WAIT_MS)
+
+
+def fresh(page: Any, css: str) -> Any:
+    """Elements matching `css` that are not left over from the previous script run. While a
+    rerun is in flight, Streamlit keeps the old elements (marked `data-stale="true"`) until it
+    replaces them; when the layout above shifts (a notice shown once, a button gone), old and
+    new copies are briefly both in the page."""
+    return page.locator(f'{css}:not([data-stale="true"]):not([data-stale="true"] *)')
+
+
+def status_line(page: Any) -> Any:
+    return fresh(page, '[data-testid="stCaptionContainer"]').filter(has_text=STATUS)
+
+
+def job_id(page: Any) -> str:
+    found = re.search(r"· job ([0-9a-f]{32}) ·", status_line(page).inner_text())
+    assert found, status_line(page).inner_text()
+    return found.group(1)
+
+
+def wait_plots(page: Any, count: int) -> None:
+    """Wait until at least `count` visible plotly charts have drawn SVG with traces."""
+    page.wait_for_function(PLOTS_DRAWN, arg=count, timeout=WAIT_MS)

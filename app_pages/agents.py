@@ -1,0 +1,54 @@
+"""Agents: create, edit, duplicate, reorder and delete the agents rooms are made of."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from groupchat_core.bundles import dump_agents
+from ui import actions, components, forms, pickers, state, store_access
+from ui.presets import PRESETS
+
+session = state.get()
+st.title("Agents")
+components.notices(session)
+agents = store_access.agents()
+left, right = st.columns([3, 2], gap="large")
+
+with left:
+    st.subheader("Saved agents")
+    if not agents:
+        st.info("No agents yet: load a preset below, or create one with the form.")
+    names = pickers.agent_rows(agents, session)
+
+    st.subheader("Start from a preset")
+    choice = st.selectbox("Preset", list(PRESETS), key="preset_choice",
+                          format_func=lambda n: f"{n}: {PRESETS[n].description}",
+                          help="Saves the preset's agents (replacing agents with the same "
+                               "names) and prepares the Run page with its settings and task.")
+    st.button("Load preset", key="load_preset", on_click=actions.load_preset,
+              args=("preset_choice",))
+
+    st.subheader("Import and export")
+    with st.form("import_agents_form", clear_on_submit=True):
+        st.file_uploader("Agents file (JSON or YAML)", type=["json", "yaml", "yml"],
+                         key="agents_upload",
+                         help="{schema_version: 1, agents: [...]} as exported here, or a chat "
+                              "spec file. Files never carry API keys.")
+        st.form_submit_button("Import agents", key="import_agents",
+                              on_click=actions.import_agents)
+    by_name = {a.agent_name: a for a in agents}
+    in_order = [by_name[n] for n in names]
+    cols = st.columns(2)
+    cols[0].download_button("Export JSON", dump_agents(in_order, "json") if in_order else "",
+                            "agents.json", "application/json", key="export_json",
+                            on_click="ignore", disabled=not in_order)
+    cols[1].download_button("Export YAML", dump_agents(in_order, "yaml") if in_order else "",
+                            "agents.yaml", "application/yaml", key="export_yaml",
+                            on_click="ignore", disabled=not in_order)
+
+with right:
+    title = f"Edit {components.escape_markdown(session.editing)}" if session.editing else (
+        "New agent")
+    forms.agent_form(title, session.form_errors, on_save=actions.save_agent)
+    st.button("New agent", key="new_agent", icon=":material/person_add:",
+              on_click=actions.new_agent)

@@ -1,0 +1,57 @@
+"""Runs: every stored run, filtered; open one, compare two, delete, import a bundle."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from groupchat_core.store import RUN_STATUSES
+from ui import actions, analysis_view, components, state, store_access, views
+
+COLUMNS = ["name", "started_at", "status", "stop_reason", "agents", "turns", "threshold",
+           "recency_penalty", "recency_window", "max_loops", "total_cost_usd", "task", "run_id"]
+
+session = state.get()
+st.title("Runs")
+components.notices(session)
+every = store_access.runs()
+names = sorted({n.strip() for row in every["agents"].dropna() for n in row.split(",")})
+with st.form("runs_filters"):
+    c = st.columns(4)
+    status = c[0].selectbox("Status", ["any", *RUN_STATUSES], key="filter_status")
+    agent = c[1].selectbox("Agent", ["any", *names], key="filter_agent")
+    since = c[2].date_input("Since", value=None, key="filter_since")
+    text = c[3].text_input("Name or task contains", key="filter_text")
+    c = st.columns(2)
+    threshold = c[0].slider("threshold", -1.0, 2.0, (-1.0, 2.0), 0.05, key="filter_threshold")
+    loops = c[1].slider("max_loops", 1, 1000, (1, 1000), key="filter_max_loops")
+    st.form_submit_button("Apply filters", key="apply_filters")
+
+runs = store_access.runs(None if status == "any" else status, None if agent == "any" else agent,
+                         since.isoformat() if since else None)
+runs = views.filter_runs(runs, text=text, threshold=threshold, max_loops=loops)
+st.caption(f"{len(runs)} run(s)")
+table = st.dataframe(runs[COLUMNS], key="runs_table", on_select="rerun", hide_index=True,
+                     selection_mode="multi-row")
+picked = [runs.iloc[i]["run_id"] for i in table.selection.rows if i < len(runs)]
+
+c = st.columns(3)
+if c[0].button("Open in Analysis", key="open_run", disabled=len(picked) != 1):
+    actions.select_run(picked[0])
+    st.switch_page("app_pages/analysis.py", query_params={"run": picked[0]})
+compare = c[1].toggle("Compare the two selected", key="compare_runs", disabled=len(picked) != 2)
+c[2].button("Delete selected", key="delete_runs", disabled=not picked,
+            on_click=actions.ask_delete, args=(picked,))
+if session.confirm_delete:
+    st.warning(f"Delete {len(session.confirm_delete)} run(s) and their bid logs for good?")
+    c = st.columns(2)
+    c[0].button("Yes, delete", key="confirm_delete", type="primary",
+                on_click=actions.confirm_delete, args=(True,))
+    c[1].button("Cancel", key="cancel_delete", on_click=actions.confirm_delete, args=(False,))
+if compare and len(picked) == 2:
+    analysis_view.compare(store_access.run_data(picked[0]), store_access.run_data(picked[1]))
+
+with st.form("import_bundle_form", clear_on_submit=True):
+    st.file_uploader("Import a run bundle (.json)", type=["json"], key="bundle_upload",
+                     help="A bundle exported from the Analysis page. It is checked completely "
+                          "first: a bad file changes nothing.")
+    st.form_submit_button("Import bundle", key="import_bundle", on_click=actions.import_bundle)

@@ -1,0 +1,48 @@
+"""Settings: provider keys for this browser session only, defaults, and where data lives."""
+
+from __future__ import annotations
+
+import os
+
+import streamlit as st
+
+from groupchat_core.limiter import CALL_LIMITER
+from ui import actions, components, state, store_access
+from ui.providers import PROVIDER_KEYS, SIM_MODELS, model_label
+
+session = state.get()
+st.title("Settings")
+components.notices(session)
+
+st.subheader("Provider keys (this browser session only)")
+st.caption("Keys typed here stay in this session's server memory: never saved to the store, "
+           "exports, logs or the environment, never shown again, gone when the tab closes. "
+           "Keys in the server's environment apply to every session.")
+with st.form("keys_form", clear_on_submit=True):
+    cols = st.columns(2)
+    for i, (env, label) in enumerate(PROVIDER_KEYS.items()):
+        where = ("set ✓ (this session)" if env in session.provider_keys
+                 else "set ✓ (server environment)" if os.environ.get(env) else "not set")
+        cols[i % 2].text_input(f"{env} ({label}): {where}", type="password", key=f"key_{env}",
+                               autocomplete="off", placeholder="paste a key to set it")
+    st.form_submit_button("Save keys for this session", key="save_keys",
+                          on_click=actions.save_keys)
+for env in list(session.provider_keys):
+    st.button(f"Forget {env}", key=f"forget_{env}", on_click=actions.forget_key, args=(env,))
+
+st.subheader("Defaults")
+with st.form("preferences_form"):
+    st.selectbox("Default model for new agents", SIM_MODELS, format_func=model_label,
+                 index=SIM_MODELS.index(session.default_model)
+                 if session.default_model in SIM_MODELS else 0, key="pref_default_model")
+    st.number_input("In-flight model call limit", 1, 1024, value=CALL_LIMITER.limit,
+                    key="pref_inflight",
+                    help="How many model calls may be in flight at once, across every chat "
+                         "and session of this server (sim/ models are not limited).")
+    st.form_submit_button("Save preferences", key="save_preferences",
+                          on_click=actions.save_preferences)
+
+st.subheader("Data")
+st.markdown(f"Runs, agents and presets are stored at `{store_access.data_location()}`. "
+            "Set the `GROUPCHAT_DB` environment variable (any SQLAlchemy URL) before starting "
+            "the server to keep them elsewhere.")

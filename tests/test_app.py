@@ -1,0 +1,427 @@
+"""The dashboard through Streamlit's AppTest: every page renders, and each page does its job.
+
+AppTest never fires `run_every`, so live runs are followed by polling with short sleeps and
+`at.run()`. The job registry lives for the whole test process: every test cancels its jobs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from groupchat_core import Agent
+from groupchat_core.bundles import bundle_json, dump_agents
+from groupchat_core.store import RunStore
+from ui import runtime, services, store_access
+from ui.state import STATE_KEY, SessionState
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = ("agents", "run", "analysis", "runs", "settings")
+DEADLINE_S = 30.0
+SECRET = "sk-test-0123456789abcdefSECRET"
+
+
+@pytest.fixture
+def app() -> Iterator[AppTest]:
+    at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    yield at
+    runtime.registry().shutdown()
+
+
+@pytest.fixture
+def store() -> RunStore:
+    return RunStore()  # GROUPCHAT_DB points into this test's tmp_path (tests/conftest.py)
+
+
+def save_agents(store: RunStore, agents: list[Agent]) -> None:
+    """Write agents behind the dashboard's back, then drop its cached reads (as its own
+    writes do)."""
+    store.save_agents(agents)
+    store_access.invalidate()
+
+
+def goto(at: AppTest, page: str) -> AppTest:
+    at.switch_page(f"app_pages/{page}.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def session(at: AppTest) -> SessionState:
+    return at.session_state[STATE_KEY]
+
+
+def status(at: AppTest) -> str:
+    return next((c.value for c in at.caption if c.value.startswith("status:")), "")
+
+
+def turn(at: AppTest) -> int:
+    found = re.search(r"turn (\d+)", status(at))
+    return int(found.group(1)) if found else 0
+
+
+def poll(at: AppTest, check: Callable[[AppTest], bool], what: str) -> None:
+    deadline = time.monotonic() + DEADLINE_S
+    while not check(at):
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}; last status: {status(at)!r}")
+        time.sleep(0.2)
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+
+
+def rendered_text(at: AppTest) -> str:
+    """Everything sent to the browser in the last run (every element's protobuf, as text)."""
+    parts: list[str] = []
+
+    def walk(node: Any) -> None:
+        proto = getattr(node, "proto", None)
+        if proto is not None:
+            parts.append(str(proto))
+        for child in getattr(node, "children", {}).values():
+            walk(child)
+
+    walk(at._tree)
+    return "\n".join(parts)
+
+
+def test_every_page_renders_without_an_exception(app: AppTest):
+    assert app.title[0].value == "Run"  # the landing page
+    for page in PAGES:
+        goto(app, page)
+        assert app.title[0].value == page.capitalize()
+    assert any("Data:" in c.value for c in app.sidebar.caption)
+
+
+# --- agents -------------------------------------------------------------------------------
+
+
+def fill_agent(at: AppTest, name: str, role: str = "", model: str | None = None,
+               custom: str = "") -> None:
+    at.text_input(key="agent_form_name").set_value(name)
+    at.text_area(key="agent_form_role").set_value(role)
+    if model is not None:
+        at.selectbox(key="agent_form_model").set_value(model)
+    at.text_input(key="agent_form_custom_model").set_value(custom)
+
+
+def test_agents_page_creates_edits_and_deletes_an_agent(app: AppTest, store: RunStore):
+    goto(app, "agents")
+    fill_agent(app, "Ada", "You are a careful mathematician.", "sim/reserved")
+    app.button(key="save_agent").click().run()
+    assert [a.agent_name for a in store.list_agents()] == ["Ada"]
+    assert store.get_agent("Ada").model_name == "sim/reserved"
+    assert "sim/reserved (simulated)" in rendered_text(app)
+
+    app.button(key="agent_edit_Ada").click().run()
+    assert app.text_input(key="agent_form_name").value == "Ada"
+    app.number_input(key="agent_form_temperature").set_value(1.2)
+    app.text_input(key="agent_form_name").set_value("Ada L.")
+    app.button(key="save_agent").click().run()
+    assert [(a.agent_name, a.temperature) for a in store.list_agents()] == [("Ada L.", 1.2)]
+
+    app.button(key="agent_delete_Ada L.").click().run()
+    assert store.list_agents() == []
+    assert not app.exception
+
+
+def test_agent_form_shows_inline_errors_and_saves_nothing(app: AppTest, store: RunStore):
+    goto(app, "agents")
+    fill_agent(app, "   ")
+    app.button(key="save_agent").click().run()
+    assert any("agent_name must not be empty" in e.value for e in app.error)
+    fill_agent(app, "Remote", model="other: a litellm model string", custom="")
+    app.button(key="save_agent").click().run()
+    assert any("litellm model string" in e.value for e in app.error)
+    assert store.list_agents() == []
+
+    fill_agent(app, "Remote", model="other: a litellm model string", custom="gpt-4o-mini")
+    app.button(key="save_agent").click().run()
+    assert store.get_agent("Remote").model_name == "gpt-4o-mini"
+    app.button(key="new_agent").click().run()
+    fill_agent(app, "Remote", model="sim/eager")  # a second agent with a taken name
+    app.button(key="save_agent").click().run()
+    assert any("already exists" in e.value for e in app.error)
+    assert store.get_agent("Remote").model_name == "gpt-4o-mini"
+
+
+@pytest.mark.parametrize("preset, names", [
+    ("Debate trio", ["Optimist", "Pessimist", "Realist"]),
+    ("Five-expert panel", ["Economist", "Ethicist", "Engineer", "Clinician", "Lawyer"]),
+])
+def test_presets_save_their_agents_and_prepare_the_run(app: AppTest, store: RunStore,
+                                                       preset: str, names: list[str]):
+    goto(app, "agents")
+    app.selectbox(key="preset_choice").set_value(preset)
+    app.button(key="load_preset").click().run()
+    assert sorted(a.agent_name for a in store.list_agents()) == sorted(names)
+    assert store.list_presets() == [preset]
+    goto(app, "run")
+    assert app.multiselect(key="run_roster").value == names
+    assert app.text_area(key="run_task").value
+    assert app.text_input(key="run_param_name").value == preset
+
+
+def test_agents_duplicate_reorder_import_and_export(app: AppTest, store: RunStore,
+                                                   tmp_path: Path):
+    goto(app, "agents")
+    app.button(key="load_preset").click().run()
+    app.button(key="agent_dup_Optimist").click().run()
+    assert "Optimist (copy)" in [a.agent_name for a in store.list_agents()]
+    app.button(key="agent_up_Realist").click().run()
+    order = session(app).agent_order
+    assert order.index("Realist") < order.index("Pessimist")
+    assert order.index("Optimist (copy)") == order.index("Optimist") + 1
+    assert {b.label for b in app.get("download_button")} >= {"Export JSON", "Export YAML"}
+
+    extra = dump_agents([Agent(agent_name="Newcomer", model_name="sim/eager")], "json")
+    app.file_uploader(key="agents_upload").set_value(("agents.json", extra.encode(), "x"))
+    app.button(key="import_agents").click().run()
+    assert store.get_agent("Newcomer").model_name == "sim/eager"
+    bad = json.dumps({"schema_version": 1, "agents": [{"agent_name": "Evil", "api_key": "x"}]})
+    app.file_uploader(key="agents_upload").set_value(("bad.json", bad.encode(), "x"))
+    app.button(key="import_agents").click().run()
+    assert any("Nothing was imported" in e.value for e in app.error)
+    assert "Evil" not in [a.agent_name for a in store.list_agents()]
+
+
+# --- run ----------------------------------------------------------------------------------
+
+
+def start(app: AppTest, max_loops: int) -> None:
+    goto(app, "agents")
+    app.button(key="load_preset").click().run()
+    goto(app, "run")
+    app.number_input(key="run_param_max_loops").set_value(max_loops)
+    app.button(key="start_run").click().run()
+    assert not app.error, [e.value for e in app.error]
+
+
+def test_run_page_runs_a_sim_chat_live_and_ends_with_a_summary(app: AppTest, store: RunStore):
+    start(app, max_loops=5)
+    assert status(app).startswith(("status: running", "status: queued", "status: finished"))
+    poll(app, lambda at: status(at).startswith("status: finished"), "the run to finish")
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["Stop reason"] == "max_loops" and metrics["Turns"] == "4"
+    assert len(app.chat_message) == 5  # the task and four replies
+    assert "(simulated)" in rendered_text(app)
+    job_id = session(app).current_job
+    assert app.query_params["job"] == job_id
+    run_id = runtime.registry().snapshot(job_id).run_id
+    store.flush()
+    assert store.run_info(run_id)["status"] == "finished"
+    assert len(store.bids(run_id)) == 12
+
+
+def test_stop_cancels_a_slow_chat_and_keeps_what_was_posted(app: AppTest, store: RunStore):
+    slow = {"sim_latency": 0.5}
+    save_agents(store, [Agent(agent_name=n, model_name="sim/eager", litellm_kwargs=slow)
+                       for n in ("Ann", "Ben")])
+    goto(app, "run")
+    app.multiselect(key="run_roster").set_value(["Ann", "Ben"])
+    app.text_area(key="run_task").set_value("Talk about the weather.")
+    app.number_input(key="run_param_threshold").set_value(0.0)
+    app.number_input(key="run_param_max_loops").set_value(60)
+    app.button(key="start_run").click().run()
+    poll(app, lambda at: turn(at) >= 2 or "running" not in status(at), "a few turns")
+    assert status(app).startswith("status: running"), [e.value for e in app.error]
+    app.button(key="stop_run").click().run()
+    poll(app, lambda at: status(at).startswith("status: cancelled"), "the cancellation")
+    assert any("Stopped" in i.value for i in app.info)
+    snap = runtime.registry().snapshot(session(app).current_job)
+    assert snap.status == "cancelled" and len(snap.messages) < 60
+    store.flush()
+    deadline = time.monotonic() + DEADLINE_S
+    while store.run_info(snap.run_id)["status"] == "running":
+        assert time.monotonic() < deadline, "the store never recorded the cancellation"
+        time.sleep(0.1)
+    assert store.run_info(snap.run_id)["status"] == "cancelled"
+
+
+def test_several_runs_at_once_each_with_its_own_view(app: AppTest):
+    start(app, max_loops=40)
+    app.button(key="start_run").click().run()
+    jobs = session(app).job_ids
+    assert len(jobs) == 2 and app.selectbox(key="job_select").value == jobs[1]
+    assert sum(not j.done for j in runtime.registry().jobs_for(session(app).owner)) >= 1
+    app.selectbox(key="job_select").set_value(jobs[0]).run()
+    assert jobs[0] in status(app) and app.query_params["job"] == jobs[0]
+
+
+def test_sessions_see_only_their_own_jobs_but_a_reload_finds_its_job_by_url(app: AppTest):
+    start(app, max_loops=3)
+    job_id = session(app).current_job
+    other = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60).run()
+    assert session(other).owner != session(app).owner
+    assert "0 in all" in " ".join(c.value for c in other.sidebar.caption)
+    assert status(other).startswith("status: idle")
+    reloaded = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
+    reloaded.query_params["job"] = job_id
+    reloaded.run()
+    assert job_id in status(reloaded)
+
+
+def test_run_page_warns_about_missing_keys_and_explains_provider_failures(
+        app: AppTest, store: RunStore):
+    save_agents(store, [Agent(agent_name="Gpt", model_name="gpt-4o-mini"),
+                       Agent(agent_name="Claude", model_name="anthropic/claude-3-5-haiku")])
+    goto(app, "run")
+    app.multiselect(key="run_roster").set_value(["Gpt", "Claude"]).run()
+    warnings = " ".join(w.value for w in app.warning)
+    assert "OPENAI\\_API\\_KEY" in warnings and "ANTHROPIC\\_API\\_KEY" in warnings
+    app.text_area(key="run_task").set_value("Say hello.")
+    app.button(key="start_run").click().run()  # allowed despite the warning
+    poll(app, lambda at: status(at).startswith("status: finished"), "the failed run")
+    errors = " ".join(e.value for e in app.error)
+    assert "**Gpt**" in errors and "**Claude**" in errors
+    assert "blocked" in errors  # tests block real calls; the hint says what to do
+    assert {m.label: m.value for m in app.metric}["Stop reason"] == "error"
+
+
+def test_run_needs_two_agents_and_a_task(app: AppTest, store: RunStore):
+    save_agents(store, [Agent(agent_name="Solo")])
+    goto(app, "run")
+    app.multiselect(key="run_roster").set_value(["Solo"])
+    app.text_area(key="run_task").set_value("Hello?")
+    app.button(key="start_run").click().run()
+    assert any("at least two agents" in e.value for e in app.error)
+    assert session(app).job_ids == []
+
+
+# --- analysis and runs --------------------------------------------------------------------
+
+
+def test_analysis_offers_a_demo_on_an_empty_store_then_shows_it(app: AppTest, store: RunStore):
+    goto(app, "analysis")
+    assert store.list_runs().empty
+    app.button(key="demo_run").click().run()
+    assert not app.exception
+    run_id = store.list_runs()["run_id"][0]
+    assert app.selectbox(key="analysis_run").value == run_id
+    assert app.query_params["run"] == run_id
+    labels = [m.label for m in app.metric]
+    for label in ("Turns", "Lull turn", "Speaker entropy", "Evenness", "Gini",
+                  "Longest monologue", "Mean margin", "Penalty flips", "Failed bids"):
+        assert label in labels
+    assert len(app.get("plotly_chart")) == 5
+    assert app.info[0].value.startswith("Turn 1:")  # the explainer
+    assert {b.label for b in app.get("download_button")} == {
+        "Bundle (JSON)", "Bids (CSV)", "Transcript (Markdown)"}
+    assert len(app.expander) == len(store.turns(run_id))
+
+
+def test_analysis_opens_the_run_named_in_the_url(app: AppTest, store: RunStore):
+    first, second = services.run_demo(store), services.run_demo(store)
+    app.query_params["run"] = first
+    goto(app, "analysis")
+    assert app.selectbox(key="analysis_run").value == first
+    app.selectbox(key="explain_turn").set_value(2).run()
+    assert app.info[0].value.startswith("Turn 2:")
+    app.selectbox(key="analysis_run").set_value(second).run()
+    assert app.query_params["run"] == second
+
+
+def select_rows(at: AppTest, rows: list[int]) -> None:
+    at.session_state["runs_table"] = {"selection": {"rows": rows, "columns": [], "cells": []}}
+    at.run()
+
+
+def test_runs_page_lists_compares_deletes_and_imports(app: AppTest, store: RunStore,
+                                                     tmp_path: Path):
+    first, second = services.run_demo(store), services.run_demo(store)
+    goto(app, "runs")
+    assert set(app.dataframe[0].value["run_id"]) == {first, second}
+    select_rows(app, [0, 1])
+    app.toggle(key="compare_runs").set_value(True).run()
+    frames = [d.value for d in app.dataframe]
+    speakers = next(f for f in frames if "same" in f.columns)
+    assert len(speakers) > 1 and speakers["same"].all()  # the demo is deterministic
+    metrics = next(f for f in frames if "metric" in f.columns)
+    assert "Gini" in list(metrics["metric"])
+
+    bundle = bundle_json(store, first)
+    app.button(key="delete_runs").click().run()
+    app.button(key="confirm_delete").click().run()
+    assert store.list_runs().empty
+
+    broken = bundle.replace('"turns"', '"turnz"', 1).encode()
+    app.file_uploader(key="bundle_upload").set_value(("broken.json", broken, "x"))
+    app.button(key="import_bundle").click().run()
+    assert any("Nothing was imported" in e.value for e in app.error)
+    assert store.list_runs().empty
+    app.file_uploader(key="bundle_upload").set_value(("run.json", bundle.encode(), "x"))
+    app.button(key="import_bundle").click().run()
+    assert list(store.list_runs()["run_id"]) == [first]
+
+
+def test_runs_page_filters_and_opens_a_run_in_analysis(app: AppTest, store: RunStore):
+    run_id = services.run_demo(store)
+    goto(app, "runs")
+    app.text_input(key="filter_text").set_value("no such words")
+    app.button(key="apply_filters").click().run()
+    assert app.dataframe[0].value.empty
+    app.text_input(key="filter_text").set_value("demo")
+    app.selectbox(key="filter_status").set_value("finished")
+    app.selectbox(key="filter_agent").set_value("Realist")
+    app.button(key="apply_filters").click().run()
+    assert list(app.dataframe[0].value["run_id"]) == [run_id]
+    select_rows(app, [0])
+    app.button(key="open_run").click().run()
+    assert app.title[0].value == "Analysis"
+    assert app.selectbox(key="analysis_run").value == run_id
+
+
+# --- settings -----------------------------------------------------------------------------
+
+
+def test_settings_keeps_a_key_in_this_session_only(app: AppTest, store: RunStore,
+                                                   tmp_path: Path):
+    goto(app, "settings")
+    app.text_input(key="key_OPENAI_API_KEY").set_value(SECRET)
+    app.button(key="save_keys").click().run()
+    assert session(app).provider_keys == {"OPENAI_API_KEY": SECRET}
+    assert "OPENAI_API_KEY" not in os.environ
+    assert any("set ✓ (this session)" in t.label for t in app.text_input)
+    assert SECRET not in rendered_text(app)
+    assert SECRET not in repr(session(app))
+
+    save_agents(store, [Agent(agent_name="Gpt", model_name="gpt-4o-mini"),
+                       Agent(agent_name="Sim", model_name="sim/balanced")])
+    goto(app, "run")
+    app.multiselect(key="run_roster").set_value(["Gpt", "Sim"]).run()
+    assert not any("OPENAI" in w.value for w in app.warning)  # the session key counts
+    app.text_area(key="run_task").set_value("Plan the offsite.")
+    app.number_input(key="run_param_max_loops").set_value(3)
+    app.button(key="start_run").click().run()
+    poll(app, lambda at: status(at).startswith("status: finished"), "the run")
+    assert SECRET not in rendered_text(app)
+    store.flush()
+    data = b"".join(p.read_bytes() for p in tmp_path.glob("groupchat.db*"))
+    assert data and SECRET.encode() not in data
+
+    goto(app, "settings")
+    app.button(key="forget_OPENAI_API_KEY").click().run()
+    assert session(app).provider_keys == {}
+
+
+def test_settings_preferences_and_data_location(app: AppTest, tmp_path: Path):
+    goto(app, "settings")
+    assert any(str(tmp_path) in m.value for m in app.markdown)
+    app.selectbox(key="pref_default_model").set_value("sim/eager")
+    app.number_input(key="pref_inflight").set_value(8)
+    app.button(key="save_preferences").click().run()
+    from groupchat_core.limiter import CALL_LIMITER, DEFAULT_MAX_INFLIGHT
+
+    try:
+        assert session(app).default_model == "sim/eager" and CALL_LIMITER.limit == 8
+    finally:
+        CALL_LIMITER.set_limit(DEFAULT_MAX_INFLIGHT)

@@ -1,0 +1,106 @@
+"""Untrusted text stays inert: what safe_markdown and escape_markdown produce, checked by parsing
+it with a CommonMark parser (markdown-it, HTML enabled: stricter than Streamlit's renderer)."""
+
+from __future__ import annotations
+
+import html
+import itertools
+import re
+
+import pytest
+from markdown_it import MarkdownIt
+
+from ui.components import escape_markdown, safe_markdown
+from ui.safety import redact
+
+MD = MarkdownIt("commonmark").enable("strikethrough")
+
+
+def tokens(text: str) -> list[str]:
+    """Every token type, inline children included."""
+    out = []
+    for token in MD.parse(text):
+        out.append(token.type)
+        out.extend(child.type for child in token.children or [])
+    return out
+
+
+def assert_inert(source: str) -> str:
+    rendered = safe_markdown(source)
+    kinds = tokens(rendered)
+    assert "image" not in kinds, (source, rendered)
+    assert "html_inline" not in kinds and "html_block" not in kinds, (source, rendered)
+    assert "<img" not in MD.render(rendered)
+    return rendered
+
+
+ATTACKS = [
+    "![](http://attacker.example/pixel.png)",
+    "Look: ![tracking pixel](http://127.0.0.1:9/x.png \"title\") and more",
+    "![ref image][r]\n\n[r]: http://attacker.example/r.png",
+    "![shortcut]\n\n[shortcut]: http://attacker.example/s.png",
+    "[![nested](http://attacker.example/n.png)](http://attacker.example/link)",
+    "\\![already escaped](http://a/e.png)",
+    "\\\\![escaped backslash, live image](http://a/b.png)",
+    "<img src=http://attacker.example/raw.png>",
+    "<p onclick=alert(1)>hi</p>",
+    "<script>alert(1)</script>",
+    "text\n\n<div>\n<img src=http://a/block.png>\n</div>",
+    "```\ncode ![in](http://a/code.png) <img src=x>\n```\n![after](http://a/after.png)",
+    "`code` ![x](http://a/x.png) `more`",
+    "lone ` backtick ![x](http://a/x.png)",
+    "<x y=\"`\">![x](http://a/prec.png)`\"",
+    "~~~\nunclosed fence ![x](http://a/u.png)",
+]
+
+
+@pytest.mark.parametrize("source", ATTACKS)
+def test_safe_markdown_never_loads_an_image_or_renders_html(source: str):
+    assert_inert(source)
+
+
+def test_safe_markdown_inertness_holds_for_combinations_of_tricky_pieces():
+    pieces = ["![a](http://h/i.png)", "`", "``", "\\", "<img src=x>", "```\n", "\n", "[r]: u",
+              "![b][r]", "$", "<"]
+    for combo in itertools.product(pieces, repeat=3):
+        assert_inert("".join(combo))
+
+
+def test_safe_markdown_keeps_ordinary_formatting_and_code():
+    text = "**Bold** and _italic_, a [link](https://example.org), a list:\n\n- one\n- two"
+    assert safe_markdown(text) == text
+    assert safe_markdown("use `a<b` here") == "use `a<b` here"  # code is literal anyway
+    fenced = "```python\nif a < b:\n    print('$x')\n```"
+    assert safe_markdown(fenced) == fenced
+    assert safe_markdown(42) == "42"  # type: ignore[arg-type]
+
+
+def test_safe_markdown_escapes_math_and_html_outside_code():
+    assert safe_markdown("costs $5 and $6") == "costs \\$5 and \\$6"
+    assert safe_markdown("\\$5") == "\\$5"  # already escaped: left alone
+    assert safe_markdown("a <b>bold</b> tag") == "a &lt;b>bold&lt;/b> tag"
+    rendered = MD.render(safe_markdown("a <b>bold</b>"))
+    assert "&lt;b&gt;bold&lt;/b&gt;" in rendered  # shown as text, not as markup
+
+
+@pytest.mark.parametrize("label", [
+    "**Bob**", "[x](http://y)", ":red[alarm]", "![i](http://h/i.png)", "<b>hi</b>", "$x$",
+    "~~gone~~", "a|b", "# Heading", "1. first", "- item", "> quote", "snake_case_name",
+    "`code`", "back\\slash",
+])
+def test_escape_markdown_shows_a_label_literally(label: str):
+    escaped = escape_markdown(label)
+    rendered = MD.renderInline(escaped) if not escaped.startswith("\\") else MD.render(escaped)
+    assert not re.search(r"<(?!/?p>)[a-z]", rendered), (label, escaped, rendered)
+    assert html.unescape(re.sub(r"</?p>\n?", "", rendered)).strip() == label
+
+
+def test_escape_markdown_flattens_to_one_line():
+    assert escape_markdown("two\nlines\t here") == "two lines here"
+
+
+def test_redact_replaces_every_secret_longest_first():
+    secrets = ["sk-abc", "sk-abcdef"]
+    assert redact("key sk-abcdef and sk-abc", secrets) == "key *** and ***"
+    assert redact(None, secrets) == ""
+    assert redact("tiny a key", ["a", ""]) == "tiny a key"  # too short to redact safely

@@ -1,0 +1,322 @@
+"""The dashboard's logic without a script run: provider keys, tables the pages show, and the
+services the pages call (saving agents, presets, imports, starting recorded runs)."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+
+import pandas as pd
+import pytest
+from pydantic import ValidationError
+
+from groupchat_core import Agent, GroupChat, RunRecord
+from groupchat_core.analysis import speaker_metrics
+from groupchat_core.bundles import dump_agents
+from groupchat_core.config import ChatSpec, dump_spec
+from groupchat_core.errors import ConfigError
+from groupchat_core.records import Bid, BidReceived
+from groupchat_core.store import RunStore
+from groupchat_core.testing import ScriptedBids
+from ui import presets, providers, services, views
+from ui.runtime import JobRegistry
+
+SECRET = "sk-unit-0123456789SECRET"
+
+
+@pytest.fixture
+def store() -> RunStore:
+    return RunStore()
+
+
+@pytest.fixture
+def record() -> RunRecord:
+    """Alice wins, Bob wins (Alice penalised), then a lull on turn 3."""
+    fake = ScriptedBids({
+        "Alice": [(0.9, "A1"), (0.9, "A2"), (0.2, "")],
+        "Bob": [(0.7, "B1"), (0.7, "B2"), (0.4, "B3")],
+        "Cara": [(0.1, ""), (0.65, "C1"), (0.3, "C2")],
+    })
+    agents = [Agent(agent_name=n, model_name=fake.model_name) for n in ("Alice", "Bob", "Cara")]
+    return GroupChat(agents=agents, max_loops=10, output_type="basemodel").run("Debate.")
+
+
+# --- providers ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("model, api_base, need", [
+    ("sim/eager", None, (None, True)),
+    ("gpt-4o-mini", None, ("OPENAI_API_KEY", True)),
+    ("o3-mini", None, ("OPENAI_API_KEY", True)),
+    ("anthropic/claude-3-5-haiku-latest", None, ("ANTHROPIC_API_KEY", True)),
+    ("claude-3-opus", None, ("ANTHROPIC_API_KEY", True)),
+    ("groq/llama-3.1-8b", None, ("GROQ_API_KEY", True)),
+    ("ollama/llama3.2", None, (None, True)),
+    ("openai/my-model", "http://127.0.0.1:8000/v1", ("OPENAI_API_KEY", True)),
+    ("hosted_vllm/my-model", "http://127.0.0.1:8000/v1", (None, True)),
+    ("openai/my-model", "https://api.example.com/v1", ("OPENAI_API_KEY", True)),
+    ("mystery-model", None, (None, False)),
+])
+def test_key_need_names_the_providers_variable(model, api_base, need):
+    found = providers.key_need(model, api_base)
+    assert (found.env, found.known) == need
+
+
+def test_missing_keys_counts_session_and_environment_keys():
+    agents = [Agent(agent_name="A", model_name="gpt-4o-mini"),
+              Agent(agent_name="B", model_name="anthropic/claude-3"),
+              Agent(agent_name="C", model_name="sim/balanced"),
+              Agent(agent_name="D", model_name="mystery-model")]
+    warnings = providers.missing_keys(agents, {"OPENAI_API_KEY": "k"}, {})
+    assert [(w.agent, w.env) for w in warnings] == [("B", "ANTHROPIC_API_KEY"), ("D", None)]
+    assert "ANTHROPIC_API_KEY" in warnings[0].text and "Settings" in warnings[0].text
+    assert "model string" in warnings[1].text
+    assert providers.missing_keys(agents[:2], {}, {"OPENAI_API_KEY": "e",
+                                                   "ANTHROPIC_API_KEY": "e"}) == []
+
+
+def test_session_keys_go_on_per_job_copies_only():
+    original = Agent(agent_name="A", model_name="gpt-4o-mini")
+    sim = Agent(agent_name="S", model_name="sim/eager")
+    copies = providers.with_session_keys([original, sim], {"OPENAI_API_KEY": SECRET})
+    assert copies[0].secret_key() == SECRET and copies[1].secret_key() is None
+    assert original.api_key is None  # the saved agent never holds the key
+    assert SECRET not in str(copies[0].to_spec()) and SECRET not in repr(copies[0])
+
+
+@pytest.mark.parametrize("error, expected", [
+    ("AuthenticationError: Incorrect API key provided", "Add OPENAI_API_KEY in Settings"),
+    ("InternalServerError: OpenAIException - Missing credentials. Please pass an `api_key`",
+     "accepts any value"),
+    ("NotFoundError: The model `gpt-9` does not exist", "Check the model string 'gpt-4o-mini'"),
+    ("BadRequestError: LLM Provider NOT provided. Pass in the LLM provider", "model string"),
+    ("BadRequestError: this model does not support tools", "Tool choice mode to json"),
+    ("APIConnectionError: Connection refused", "at http://127.0.0.1:1/v1"),
+    ("RateLimitError: 429", "in-flight call limit"),
+    ("TimeoutError: no bid within 120 s", "timeout"),
+    ("ModelCallError: real model calls are blocked (GROUPCHAT_BLOCK_REMOTE_CALLS is set)",
+     "blocked"),
+    ("Something else", "Check the agent's model string"),
+])
+def test_failure_hint_says_what_to_do(error, expected):
+    assert expected in providers.failure_hint(error, "gpt-4o-mini", "http://127.0.0.1:1/v1")
+
+
+def test_model_labels_mark_simulations():
+    assert providers.model_label("sim/eager") == "sim/eager (simulated)"
+    assert providers.model_label("gpt-4o-mini") == "gpt-4o-mini"
+    assert "sim/balanced" in providers.SIM_MODELS
+
+
+# --- views --------------------------------------------------------------------------------
+
+
+def test_reveal_streams_a_new_reply_word_by_word():
+    posted = datetime(2026, 1, 1, tzinfo=UTC)
+    content = "one two three four five six seven eight nine ten " * 3
+    first, done = views.reveal(content, posted.isoformat(), posted)
+    assert first == "one" and not done
+    later, done = views.reveal(content, posted.isoformat(), posted + timedelta(seconds=1))
+    assert len(later.split(" ")) == int(views.WORDS_PER_SECOND) + 1 and not done
+    assert content.startswith(later)
+    assert views.reveal(content, posted.isoformat(), posted + timedelta(minutes=1)) == (
+        content, True)
+    assert views.reveal("x", None, posted) == ("x", True)
+
+
+def test_past_turns_shows_each_turn_newest_first_with_every_bid(record: RunRecord):
+    by_turn = {t.turn: [b for b in record.bids if b.turn == t.turn] for t in record.turns}
+    table = views.past_turns(record.turns, by_turn, ["Alice", "Bob", "Cara"])
+    assert list(table["turn"]) == [3, 2, 1]
+    assert list(table["spoke"]) == ["lull", "Bob", "Alice"]
+    assert table.iloc[2]["Alice"] == "0.90 ★" and table.iloc[2]["Cara"] == "0.10 silent"
+    assert table.iloc[1]["Alice"] == "0.90 → 0.60" and table.iloc[1]["Bob"] == "0.70 ★"
+    failed = Bid(turn=1, agent="X", position=0, error="boom", path="none")
+    assert views.failures([failed, failed.model_copy(update={"error": "later"})]) == {
+        "X": "boom"}
+
+
+def test_summary_and_metric_cards(record: RunRecord):
+    pairs = {label: value for label, value, _ in views.summary(record)}
+    assert pairs["Stop reason"] == "lull" and pairs["Turns"] == "3" and pairs["Messages"] == "2"
+    assert pairs["Cost"] == "$0" and pairs["Time"].endswith(" s")
+    m = speaker_metrics(record.turns_frame(), record.bids_frame(), stop_reason="lull")
+    cards = {c[0]: c for c in views.metric_cards(m)}
+    assert cards["Lull turn"][1] == "3" and cards["Turns"][3] == "lull"
+    assert cards["Longest monologue"][1:4:2] == ("1", "Alice")
+    assert set(cards) >= {"Speaker entropy", "Evenness", "Gini", "Mean margin",
+                          "Penalty flips", "Failed bids"}
+
+
+def test_comparison_aligns_speakers_by_turn(record: RunRecord):
+    turns = record.turns_frame()
+    other = turns.copy()
+    other.loc[other["turn"] == 2, "winner"] = "Cara"
+    aligned = views.aligned_speakers(turns, other, ("A", "B"))
+    assert list(aligned["same"]) == [True, False, True]
+    assert list(aligned["A"]) == ["Alice", "Bob", "(lull)"]
+    m = speaker_metrics(turns, record.bids_frame())
+    table = views.compare_metrics(m, m, ("A", "B"))
+    assert list(table.columns) == ["metric", "A", "B"] and (table["A"] == table["B"]).all()
+
+
+def test_filter_runs_by_text_and_parameters():
+    runs = pd.DataFrame({"name": ["Demo", "Panel"], "task": ["AI?", "Budget"],
+                         "threshold": [0.5, 0.7], "max_loops": [10, 30]})
+    assert list(views.filter_runs(runs, text="budget")["name"]) == ["Panel"]
+    assert list(views.filter_runs(runs, threshold=(0.6, 1.0))["name"]) == ["Panel"]
+    assert list(views.filter_runs(runs, max_loops=(1, 20))["name"]) == ["Demo"]
+
+
+# --- services -----------------------------------------------------------------------------
+
+
+def test_agent_from_form_values_and_field_errors():
+    agent = services.agent_from_values({
+        "agent_name": "  Ada ", "system_prompt": "Maths.", "model_name": "sim/eager",
+        "temperature": 0.2, "max_tokens": 100, "api_base": " ", "timeout": 30.0,
+        "tool_choice_mode": "", "sim_latency": 0.4})
+    assert agent.agent_name == "Ada" and agent.api_base is None
+    assert agent.tool_choice_mode is None and agent.litellm_kwargs == {"sim_latency": 0.4}
+    remote = services.agent_from_values({"agent_name": "R", "model_name": "gpt-4o-mini",
+                                         "sim_latency": 0.4, "tool_choice_mode": "json"})
+    assert remote.litellm_kwargs == {} and remote.tool_choice_mode == "json"
+    with pytest.raises(ValidationError) as caught:
+        services.agent_from_values({"agent_name": "", "model_name": "sim/eager",
+                                    "temperature": 5.0})
+    errors = services.field_errors(caught.value)
+    assert "must not be empty" in errors["agent_name"] and "between 0 and 2" in errors[
+        "temperature"]
+
+
+def test_save_agent_renames_and_refuses_clashes(store: RunStore):
+    services.save_agent(store, Agent(agent_name="Ada"), None, [])
+    services.save_agent(store, Agent(agent_name="Bea"), None, ["Ada"])
+    with pytest.raises(ConfigError, match="already exists"):
+        services.save_agent(store, Agent(agent_name="Bea"), None, ["Ada", "Bea"])
+    with pytest.raises(ConfigError, match="already exists"):
+        services.save_agent(store, Agent(agent_name="Bea"), "Ada", ["Ada", "Bea"])
+    services.save_agent(store, Agent(agent_name="Cy", temperature=1.0), "Ada", ["Ada", "Bea"])
+    assert [a.agent_name for a in store.list_agents()] == ["Bea", "Cy"]
+    assert services.copy_name("Cy", ["Cy", "Cy (copy)"]) == "Cy (copy 2)"
+    assert services.duplicate_agent(store, "Cy", ["Bea", "Cy"]) == "Cy (copy)"
+    assert store.get_agent("Cy (copy)").temperature == 1.0
+
+
+def test_presets_are_valid_rooms_with_staggered_sim_latency(store: RunStore):
+    trio = presets.PRESETS["Debate trio"]
+    latencies = [a.litellm_kwargs["sim_latency"] for a in trio.build_agents()]
+    assert latencies == sorted(latencies) and latencies[0] == presets.PRESET_LATENCY_S
+    assert all(not a.litellm_kwargs for a in trio.build_agents(latency_s=0.0))
+    for preset in presets.PRESETS.values():
+        assert preset.spec().agents and preset.task
+        names = services.load_preset(store, preset)
+        assert names == [a[0] for a in preset.agents]
+    assert sorted(store.list_presets()) == sorted(presets.PRESETS)
+    assert [a.agent_name for a in store.load_preset("Five-expert panel").agents][0] == (
+        "Economist")
+
+
+def test_import_agents_from_an_agents_file_or_a_spec_all_or_nothing(store: RunStore):
+    text = dump_agents([Agent(agent_name="A"), Agent(agent_name="B")], "yaml")
+    assert services.import_agents(store, text.encode(), "agents.yaml") == ["A", "B"]
+    spec = dump_spec(ChatSpec(agents=[Agent(agent_name="C"), Agent(agent_name="D")]), "json")
+    assert services.import_agents(store, spec, "room.json") == ["C", "D"]
+    bad = "schema_version: 1\nagents:\n  - agent_name: E\n  - agent_name: F\n    temperature: 9\n"
+    with pytest.raises(ConfigError, match="temperature"):
+        services.import_agents(store, bad, "bad.yaml")
+    assert [a.agent_name for a in store.list_agents()] == ["A", "B", "C", "D"]
+
+
+def test_start_run_records_the_run_without_the_session_key(store: RunStore):
+    registry = JobRegistry()
+    agents = [Agent(agent_name="Ann", model_name="sim/eager"),
+              Agent(agent_name="Ben", model_name="sim/balanced")]
+    try:
+        job_id = services.start_run(store, registry, "owner-1", agents, "Plan the offsite.",
+                                    {"max_loops": 4, "threshold": 0.3, "name": "unit"},
+                                    {"OPENAI_API_KEY": SECRET})
+        deadline = time.monotonic() + 20
+        while not registry.snapshot(job_id).done:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+    finally:
+        registry.shutdown()
+    snap = registry.snapshot(job_id) if registry.jobs_for("owner-1") else None
+    run_id = store.list_runs()["run_id"][0]
+    store.flush()
+    info = store.run_info(run_id)
+    assert info["status"] == "finished" and info["name"] == "unit" and info["turns"] == 3
+    assert SECRET not in str(info) and snap is None  # shutdown cleared the registry
+    with pytest.raises(ConfigError, match="at least two agents"):
+        services.start_run(store, registry, "o", agents[:1], "t", {}, {})
+    with pytest.raises(ConfigError, match="task"):
+        services.start_run(store, registry, "o", agents, "  ", {}, {})
+
+
+def test_redacting_observer_scrubs_keys_from_events():
+    seen = []
+    observer = services.redacting(seen.append, [SECRET])
+    bid = Bid(turn=1, agent="A", position=0, error=f"AuthenticationError: bad key {SECRET}")
+    observer(BidReceived(run_id="r", bid=bid))
+    observer(BidReceived(run_id="r", bid=bid.model_copy(update={"error": "fine"})))
+    assert seen[0].bid.error == "AuthenticationError: bad key ***"
+    assert seen[1].bid.error == "fine"
+
+
+def test_run_demo_records_a_finished_offline_debate(store: RunStore):
+    run_id = services.run_demo(store)
+    info = store.run_info(run_id)
+    assert info["status"] == "finished" and info["name"] == services.DEMO_NAME
+    assert info["turns"] >= 2
+    assert [a["model_name"].startswith("sim/") for a in info["spec"]["agents"]] == [True] * 3
+
+
+def test_dashboard_runs_ask_every_agent_afresh_unless_told_to_reuse_bids():
+    agents = [Agent(agent_name="A"), Agent(agent_name="B")]
+    params = services.default_params()
+    assert params["bid_cache"] is False and params["threshold"] == 0.5
+    assert services.build_chat(agents, params, {}).bid_cache is None
+    reuse = services.build_chat(agents, {**params, "bid_cache": True}, {})
+    assert reuse.bid_cache is not None and reuse.bid_cache.applies(agents[0], None) is False
+
+
+def _run_job(store: RunStore, agents: list[Agent], keys: dict[str, str]) -> str:
+    registry = JobRegistry()
+    try:
+        job_id = services.start_run(store, registry, "owner", agents, "Plan the offsite.",
+                                    {"max_loops": 3, "threshold": 0.3}, keys)
+        deadline = time.monotonic() + 30
+        while not registry.snapshot(job_id).done:
+            assert time.monotonic() < deadline, "the job did not finish"
+            time.sleep(0.02)
+        run_id = registry.snapshot(job_id).run_id
+    finally:
+        registry.shutdown()
+    store.flush()
+    return str(run_id)
+
+
+def _store_bytes(tmp_path) -> bytes:
+    return b"".join(p.read_bytes() for p in tmp_path.glob("groupchat.db*"))
+
+
+def test_a_session_key_reaches_the_provider_but_never_the_store(store: RunStore, tmp_path):
+    from groupchat_core.fake_server import FakeOpenAIServer, error, tool_call
+
+    with FakeOpenAIServer() as server:
+        server.script("kind", [tool_call(0.9, "Hello"), tool_call(0.1, "")])
+        # A provider that echoes the key in its error text (some do, partly masked or not).
+        server.set_responder("leaky", lambda body: error(401, f"Incorrect API key {SECRET}"))
+        agents = [Agent(agent_name="Kind", model_name="openai/kind", api_base=server.base_url,
+                        num_retries=0),
+                  Agent(agent_name="Leaky", model_name="openai/leaky",
+                        api_base=server.base_url, num_retries=0)]
+        run_id = _run_job(store, agents, {"OPENAI_API_KEY": SECRET})
+        auth = {r.headers.get("authorization") for r in server.requests}
+    assert auth == {f"Bearer {SECRET}"}  # the copies carried the session key
+    bids = store.bids(run_id)
+    leaky = bids[bids["agent"] == "Leaky"]["error"].iloc[0]
+    assert "AuthenticationError" in leaky and "***" in leaky and SECRET not in leaky
+    assert SECRET.encode() not in _store_bytes(tmp_path)
+    assert all(a.api_key is None for a in agents)  # the saved agents never held it

@@ -1,0 +1,118 @@
+"""The Analysis page's body and the Runs page's comparison, built from one stored run's data.
+
+Why here and not in the page: the same metric cards and speaker sequences appear in the
+single-run view and in the side-by-side comparison, and the page should stay a thin script.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from groupchat_core.analysis import explain_turn, speaker_metrics, transition_matrix
+from groupchat_core.records import Message
+
+from . import charts, views
+from .components import bubble, metric_cards
+from .providers import model_label
+from .safety import escape_markdown
+from .store_access import RunData, downloads
+
+_CHART = {"config": {"displayModeBar": False}}
+
+
+def header(data: RunData) -> None:
+    info = data.info
+    agents = ", ".join(f"{escape_markdown(a['agent_name'])} "
+                       f"({escape_markdown(model_label(a['model_name']))})"
+                       for a in info["spec"].get("agents", []))
+    st.markdown(f"**{escape_markdown(info['name'])}** · status {info['status']} · stop reason "
+                f"{info['stop_reason'] or 'none'} · threshold {data.threshold:g}  \n"
+                f"Task: {escape_markdown(data.record.task)}  \nAgents: {agents}")
+
+
+def metrics(data: RunData) -> None:
+    m = speaker_metrics(data.turns, data.bids, stop_reason=data.record.stop_reason)
+    metric_cards(views.metric_cards(m))
+
+
+def bid_charts(data: RunData) -> None:
+    value = st.segmented_control("Heatmap values", ["score", "adjusted"], default="adjusted",
+                                 key="heatmap_value", format_func=lambda v: {
+                                     "score": "raw score", "adjusted": "adjusted"}[v])
+    st.plotly_chart(charts.bids_heatmap(data.bids, value or "adjusted", data.threshold,
+                                        data.agents), key="bids_heatmap", **_CHART)
+    st.plotly_chart(charts.bid_lines(data.bids, data.turns, data.threshold, "adjusted",
+                                     data.agents), key="bid_lines", **_CHART)
+
+
+def speaker_charts(data: RunData) -> None:
+    st.plotly_chart(charts.winner_timeline(data.turns, data.agents), key="winner_timeline",
+                    **_CHART)
+    m = speaker_metrics(data.turns, data.bids)
+    left, right = st.columns(2)
+    left.plotly_chart(charts.transition_heatmap(transition_matrix(data.turns, data.agents)),
+                      key="transitions", **_CHART)
+    right.plotly_chart(charts.turn_shares(m), key="turn_shares", **_CHART)
+
+
+def explainer(data: RunData) -> None:
+    turns = [int(t) for t in data.turns["turn"]] if not data.turns.empty else []
+    if not turns:
+        st.info("No turn was completed.")
+        return
+    turn = st.selectbox("Why did this turn go the way it did?", turns, key="explain_turn",
+                        format_func=lambda t: f"turn {t}: {_outcome(data.turns, t)}")
+    text = explain_turn(data.bids, data.turns, int(turn or turns[0]), data.threshold)
+    st.info(escape_markdown(text), icon=":material/lightbulb:")
+
+
+def _outcome(turns: pd.DataFrame, turn: int) -> str:
+    row = turns[turns["turn"] == turn].iloc[0]
+    if isinstance(row["winner"], str):
+        return f"{row['winner']} spoke"
+    return "lull" if bool(row["lull"]) else "every bid failed"
+
+
+def transcript(data: RunData) -> None:
+    """The task, then each turn with what was said and every bid behind it."""
+    messages = data.messages
+    models = {a["agent_name"]: a["model_name"] for a in data.info["spec"].get("agents", [])}
+    if not messages.empty:
+        bubble(Message(role=messages.iloc[0]["role"], content=messages.iloc[0]["content"]))
+    by_turn = {int(r["turn"]): r for r in messages.to_dict("records")[1:]}
+    for turn in [int(t) for t in data.turns["turn"]]:
+        label = f"Turn {turn}: {escape_markdown(_outcome(data.turns, turn))}"  # markdown
+        with st.expander(label, expanded=turn <= 3):
+            row = by_turn.get(turn)
+            if row is not None:
+                bubble(Message(role=row["role"], content=row["content"], score=row["score"]),
+                       model=models.get(row["role"]), turn=turn)
+            st.dataframe(views.turn_bids(data.bids, turn), hide_index=True,
+                         key=f"turn_bids_{turn}")
+
+
+def download_buttons(run_id: str) -> None:
+    files = downloads(run_id)
+    cols = st.columns(3)
+    cols[0].download_button("Bundle (JSON)", files["bundle"], f"run-{run_id[:8]}.json",
+                            "application/json", key="download_bundle", on_click="ignore",
+                            help="The whole run; import it on the Runs page of any lab.")
+    cols[1].download_button("Bids (CSV)", files["csv"], f"bids-{run_id[:8]}.csv", "text/csv",
+                            key="download_csv", on_click="ignore")
+    cols[2].download_button("Transcript (Markdown)", files["markdown"],
+                            f"transcript-{run_id[:8]}.md", "text/markdown",
+                            key="download_md", on_click="ignore")
+
+
+def compare(a: RunData, b: RunData) -> None:
+    """Two runs side by side: metrics, then the speaker of every turn aligned by turn."""
+    labels = (f"A: {a.info['name']} ({a.info['run_id'][:8]})",
+              f"B: {b.info['name']} ({b.info['run_id'][:8]})")
+    ma = speaker_metrics(a.turns, a.bids, stop_reason=a.record.stop_reason)
+    mb = speaker_metrics(b.turns, b.bids, stop_reason=b.record.stop_reason)
+    st.dataframe(views.compare_metrics(ma, mb, labels), hide_index=True, key="compare_metrics")
+    aligned = views.aligned_speakers(a.turns, b.turns, labels)
+    same = int(aligned["same"].sum()) if not aligned.empty else 0
+    st.caption(f"Same speaker on {same} of {len(aligned)} turns.")
+    st.dataframe(aligned, hide_index=True, key="compare_speakers")

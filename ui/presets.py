@@ -1,0 +1,76 @@
+"""Built-in rooms to start from: agents plus the settings and task they suit (pure data).
+
+Why offline sims with a little simulated latency: a new user gets a working room with no key,
+and the live view has something to show (a sim bid otherwise takes microseconds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from groupchat_core.agent import Agent
+from groupchat_core.config import ChatSpec
+
+PRESET_LATENCY_S = 0.25
+
+
+def _latency(seconds: float, model: str) -> dict[str, Any]:
+    return {"sim_latency": round(seconds, 3)} if seconds and model.startswith("sim/") else {}
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A room: agents in order (ties go to the earlier one), settings and a sample task."""
+
+    name: str
+    description: str
+    task: str
+    agents: tuple[tuple[str, str, str], ...]  # (name, role, model)
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    def build_agents(self, latency_s: float = PRESET_LATENCY_S) -> list[Agent]:
+        """The agents; sims answer after latency_s, 1.5x, 2x, ... so bids arrive one by one."""
+        return [Agent(agent_name=n, system_prompt=role, model_name=model,
+                      litellm_kwargs=_latency(latency_s * (1 + i / 2), model))
+                for i, (n, role, model) in enumerate(self.agents)]
+
+    def spec(self) -> ChatSpec:
+        return ChatSpec(name=self.name, description=self.description,
+                        agents=self.build_agents(), **dict(self.settings))
+
+
+DEBATE_TRIO = Preset(
+    name="Debate trio",
+    description="Optimist, Pessimist and Realist argue a question (the reference example).",
+    task="Should we adopt AI for medical diagnosis?",
+    agents=(
+        ("Optimist", "You argue for the benefits.", "sim/eager"),
+        ("Pessimist", "You argue for the risks.", "sim/contrarian"),
+        ("Realist", "You seek a balanced analysis.", "sim/balanced"),
+    ),
+    settings={"max_loops": 12, "threshold": 0.5, "recency_penalty": 0.3, "recency_window": 1},
+)
+
+EXPERT_PANEL = Preset(
+    name="Five-expert panel",
+    description="Five specialists who speak up when the discussion reaches their field.",
+    task="Should hospitals deploy AI diagnosis systems for patients, given costs, liability "
+         "and safety?",
+    agents=(
+        ("Economist", "You are an economist: costs, budgets, markets, incentives and prices.",
+         "sim/expert"),
+        ("Ethicist", "You are an ethicist: fairness, consent, harm, rights and responsibility.",
+         "sim/balanced"),
+        ("Engineer", "You are an engineer: systems, reliability, safety, data and deployment.",
+         "sim/expert"),
+        ("Clinician", "You are a clinician: patients, diagnosis, treatment and clinical care.",
+         "sim/balanced"),
+        ("Lawyer", "You are a lawyer: liability, regulation, compliance, contracts and privacy.",
+         "sim/expert"),
+    ),
+    settings={"max_loops": 14, "threshold": 0.45, "recency_penalty": 0.3, "recency_window": 2},
+)
+
+PRESETS: dict[str, Preset] = {p.name: p for p in (DEBATE_TRIO, EXPERT_PANEL)}

@@ -1,0 +1,166 @@
+"""Which provider key a model needs, session-only keys on agent copies, and failure hints.
+
+Why (no streamlit, no litellm import: both checks run on every render of the Run page):
+- pre-flight: warn before a run that an agent's provider has no key in this session or the
+  server environment, instead of a chat that silently lulls on failed bids;
+- keys: a key typed in Settings lives in one browser session; it reaches the engine only on
+  per-job copies of the agents (`Agent.api_key`, which no dump, spec or store row includes),
+  never `os.environ`, which every other session would share;
+- failures: a failed bid's error text becomes a message naming the agent and the fix.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from urllib.parse import urlparse
+
+from pydantic import SecretStr
+
+from groupchat_core.agent import Agent
+from groupchat_core.sim import PERSONAS, SIM_PREFIX
+
+# Environment variables litellm reads, with a label for the Settings page.
+PROVIDER_KEYS: dict[str, str] = {
+    "OPENAI_API_KEY": "OpenAI",
+    "ANTHROPIC_API_KEY": "Anthropic",
+    "GEMINI_API_KEY": "Google Gemini",
+    "MISTRAL_API_KEY": "Mistral",
+    "GROQ_API_KEY": "Groq",
+    "OPENROUTER_API_KEY": "OpenRouter",
+    "DEEPSEEK_API_KEY": "DeepSeek",
+    "XAI_API_KEY": "xAI",
+    "TOGETHERAI_API_KEY": "Together AI",
+    "COHERE_API_KEY": "Cohere",
+}
+_PREFIX_ENV = {
+    "openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY",
+    "mistral": "MISTRAL_API_KEY", "groq": "GROQ_API_KEY", "openrouter": "OPENROUTER_API_KEY",
+    "deepseek": "DEEPSEEK_API_KEY", "xai": "XAI_API_KEY", "together_ai": "TOGETHERAI_API_KEY",
+    "cohere": "COHERE_API_KEY", "cohere_chat": "COHERE_API_KEY",
+}
+_LOCAL_PREFIXES = frozenset({"ollama", "ollama_chat", "hosted_vllm", "lm_studio", "llamafile",
+                             "vllm"})
+_BARE_MODELS = ((r"^(gpt-|o\d|chatgpt-)", "OPENAI_API_KEY"), (r"^claude", "ANTHROPIC_API_KEY"),
+                (r"^(mistral-|open-mistral)", "MISTRAL_API_KEY"), (r"^command", "COHERE_API_KEY"))
+MODEL_HINT = ("any litellm model string: gpt-4o-mini, anthropic/claude-3-5-haiku-latest, "
+              "ollama/llama3.2, or openai/<name> with an api_base for an OpenAI-compatible "
+              "server (vLLM, llama.cpp, LM Studio)")
+SIM_MODELS: tuple[str, ...] = tuple(f"{SIM_PREFIX}{name}" for name in PERSONAS)
+
+
+def is_sim(model: str) -> bool:
+    return model.startswith(SIM_PREFIX)
+
+
+def model_label(model: str) -> str:
+    """How a model is shown everywhere: simulations say so."""
+    return f"{model} (simulated)" if is_sim(model) else model
+
+
+@dataclass(frozen=True)
+class KeyNeed:
+    """The key a model needs: `env` names it; None with `known` means no key is needed."""
+
+    env: str | None
+    known: bool
+
+
+def key_need(model: str, api_base: str | None = None) -> KeyNeed:
+    """Which environment variable holds the key for this model (a best guess, no litellm)."""
+    if is_sim(model):
+        return KeyNeed(None, True)
+    prefix, sep, _ = model.partition("/")
+    if sep and prefix in _LOCAL_PREFIXES:
+        return KeyNeed(None, True)
+    if sep and prefix in _PREFIX_ENV:  # openai/ + a local api_base needs one too (any value)
+        return KeyNeed(_PREFIX_ENV[prefix], True)
+    for pattern, env in _BARE_MODELS:
+        if re.match(pattern, model):
+            return KeyNeed(env, True)
+    return KeyNeed(None, False)
+
+
+def is_local(api_base: str | None) -> bool:
+    host = urlparse(api_base).hostname or ""
+    return host in ("localhost", "127.0.0.1", "::1") or host.endswith(".local")
+
+
+@dataclass(frozen=True)
+class KeyWarning:
+    agent: str
+    model: str
+    env: str | None
+    api_base: str | None = None
+
+    @property
+    def text(self) -> str:
+        if self.env is None:
+            return (f"{self.agent} uses {self.model!r}: cannot tell which provider key it needs. "
+                    f"Check the model string ({MODEL_HINT}); without a key its bids will fail.")
+        local = (" A local server that does not check keys accepts any value, e.g. 'none'."
+                 if is_local(self.api_base) else "")
+        return (f"{self.agent} uses {self.model!r}, and no {self.env} is set in Settings or the "
+                "server environment: its bids will fail. Add the key in Settings (this browser "
+                "session only) or start the server with it in the environment." + local)
+
+
+def missing_keys(agents: Sequence[Agent], session_keys: Mapping[str, str],
+                 environ: Mapping[str, str]) -> list[KeyWarning]:
+    """Agents whose provider key is known neither to this session nor to the environment."""
+    warnings = []
+    for agent in agents:
+        if agent.api_key is not None:
+            continue
+        need = key_need(agent.model_name, agent.api_base)
+        if need.env is None and need.known:
+            continue
+        if need.env is not None and (session_keys.get(need.env) or environ.get(need.env)):
+            continue
+        warnings.append(KeyWarning(agent.agent_name, agent.model_name, need.env, agent.api_base))
+    return warnings
+
+
+def with_session_keys(agents: Iterable[Agent], session_keys: Mapping[str, str]) -> list[Agent]:
+    """Deep copies for one job, each carrying its provider's session key (if any) as api_key."""
+    copies = []
+    for agent in agents:
+        copy = agent.model_copy(deep=True)
+        env = key_need(agent.model_name, agent.api_base).env
+        key = session_keys.get(env or "")
+        if key:
+            copy.api_key = SecretStr(key)
+        copies.append(copy)
+    return copies
+
+
+_HINTS: tuple[tuple[str, str], ...] = (
+    (r"GROUPCHAT_BLOCK_REMOTE_CALLS", "Real model calls are blocked in this process: use a sim/ "
+     "model or a local api_base."),
+    (r"AuthenticationError|api[ _-]?key|\b401\b|unauthori[sz]ed|credentials", "{key_fix}"),
+    (r"NotFoundError|LLM Provider NOT provided|model[ _]not[ _]found|does not exist|"
+     r"Unknown model|\b404\b", "Check the model string {model!r}: " + MODEL_HINT + "."),
+    (r"tool|function", "This model or server does not support tool calls: edit the agent and "
+     "set Tool choice mode to json (a plain-text JSON reply)."),
+    (r"APIConnectionError|Connection ?(refused|error)|ConnectError|getaddrinfo",
+     "Could not reach the provider{base}: check that the server runs and the api_base URL."),
+    (r"RateLimit|\b429\b", "The provider is rate limiting: lower the in-flight call limit in "
+     "Settings, or wait and run again."),
+    (r"Timeout|timed out", "The call timed out: raise the agent's timeout or the chat's bid "
+     "timeout."),
+)
+
+
+def failure_hint(error: str, model: str, api_base: str | None = None) -> str:
+    """What to do about a failed bid, from its error text (missing key, unknown model, tools)."""
+    need = key_need(model)  # a server that asks for a key wants the provider's, local or not
+    key_fix = (f"Add {need.env} in Settings (this browser session) or the server environment."
+               if need.env else "Set the provider's API key in Settings or the environment.")
+    if is_local(api_base):
+        key_fix += " A local server that does not check keys accepts any value, e.g. 'none'."
+    base = f" at {api_base}" if api_base else ""
+    for pattern, hint in _HINTS:
+        if re.search(pattern, error, flags=re.IGNORECASE):
+            return hint.format(key_fix=key_fix, model=model, base=base)
+    return f"Check the agent's model string {model!r} and its provider key."

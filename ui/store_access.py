@@ -1,0 +1,123 @@
+"""Shared resources and cached reads for the pages.
+
+Why: `st.cache_resource` holds the thread-safe, process-wide objects (the RunStore for the
+configured URL, the JobRegistry); `st.cache_data` holds reads, keyed on the store URL (so a test
+that points GROUPCHAT_DB elsewhere gets fresh data) and on a freshness token for runs (status,
+end time and turn count: a running run's data is never served stale). Writes call
+`invalidate()`; short lifetimes bound what writers outside this process can leave stale.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from groupchat_core.agent import Agent
+from groupchat_core.bundles import bundle_json
+from groupchat_core.exports import bids_csv, transcript_markdown
+from groupchat_core.records import RunRecord
+from groupchat_core.store import RunStore, default_url
+from groupchat_core.store.connect import safe_url
+
+from . import runtime
+from .runtime import JobRegistry
+
+
+@st.cache_resource(show_spinner=False)
+def _store_at(url: str) -> RunStore:
+    return RunStore(url)
+
+
+def store() -> RunStore:
+    """The RunStore at GROUPCHAT_DB (or the default SQLite file), one per URL per process."""
+    return _store_at(default_url())
+
+
+def data_location() -> str:
+    return safe_url(default_url())
+
+
+@st.cache_resource(show_spinner=False)
+def job_registry() -> JobRegistry:
+    """The process-wide job registry: one background runner for every session."""
+    return runtime.registry()
+
+
+@st.cache_data(show_spinner=False, ttl=10, max_entries=8)
+def _agent_specs(url: str) -> list[dict[str, Any]]:
+    return [a.to_spec() for a in _store_at(url).list_agents()]
+
+
+def agents() -> list[Agent]:
+    """Saved agents (by name); never carry a key. Writers elsewhere (the CLI, another server)
+    show up within the 10-second cache lifetime; this dashboard's own writes at once."""
+    return [Agent.model_validate(spec) for spec in _agent_specs(default_url())]
+
+
+@st.cache_data(show_spinner=False, ttl=2, max_entries=16)
+def _runs(url: str, status: str | None, agent: str | None, since: str | None) -> pd.DataFrame:
+    return _store_at(url).list_runs(status=status, agent=agent, since=since)
+
+
+def runs(status: str | None = None, agent: str | None = None,
+         since: str | None = None) -> pd.DataFrame:
+    """Runs, newest first (a 2-second cache: running runs change)."""
+    return _runs(default_url(), status, agent, since)
+
+
+@dataclass(frozen=True)
+class RunData:
+    """One run ready for analysis: its row, its record and the three frames."""
+
+    info: dict[str, Any]
+    record: RunRecord
+    bids: pd.DataFrame
+    turns: pd.DataFrame
+    messages: pd.DataFrame
+
+    @property
+    def threshold(self) -> float:
+        return float(self.info["spec"].get("threshold", 0.5))
+
+    @property
+    def agents(self) -> list[str]:
+        return [a["agent_name"] for a in self.info["spec"].get("agents", [])]
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _run_data(url: str, run_id: str, token: tuple[Any, ...]) -> RunData:
+    s = _store_at(url)
+    record = s.load_run(run_id)
+    return RunData(s.run_info(run_id), record, record.bids_frame(), record.turns_frame(),
+                   s.messages(run_id))
+
+
+def _token(info: dict[str, Any]) -> tuple[Any, ...]:
+    return info["status"], info["ended_at"], info["turns"]
+
+
+def run_data(run_id: str) -> RunData:
+    """A stored run (StoreError if it is gone), re-read whenever it has changed."""
+    info = store().run_info(run_id)
+    return _run_data(default_url(), run_id, _token(info))
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _downloads(url: str, run_id: str, token: tuple[Any, ...]) -> dict[str, str]:
+    s = _store_at(url)
+    return {"bundle": bundle_json(s, run_id), "csv": bids_csv(s, run_id),
+            "markdown": transcript_markdown(s, run_id)}
+
+
+def downloads(run_id: str) -> dict[str, str]:
+    """The bundle JSON, bids CSV and Markdown transcript of a run (built once per change)."""
+    return _downloads(default_url(), run_id, _token(store().run_info(run_id)))
+
+
+def invalidate() -> None:
+    """Forget cached reads after a write (agents saved, runs deleted or imported)."""
+    for cached in (_agent_specs, _runs, _run_data, _downloads):
+        cached.clear()
