@@ -20,6 +20,7 @@ from .agent import Agent
 from .bidcache import BidCache, resolve_cache
 from .config import ChatConfig, ChatSpec, explain, parse_spec
 from .errors import ConfigError
+from .models import in_process_model, load_litellm_off_loop
 from .outputs import StreamingCallback, format_output, replay
 from .records import Event, Message, RunRecord
 from .runner import background_loop
@@ -174,6 +175,8 @@ class GroupChat:
             if streaming_callback is not None:
                 dispatch(replay, streaming_callback, message)
 
+        if any(in_process_model(a.model_name) is None for a in self.agents):
+            await load_litellm_off_loop()  # token counting needs it; never import on the loop
         run = ChatRun(self.agents, self._config.model_copy(), task, emit, post, self._bid_cache)
         current = asyncio.current_task()
         with self._lock:

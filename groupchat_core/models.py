@@ -115,6 +115,18 @@ def litellm_module() -> Any:
     return litellm
 
 
+_litellm_ready = False
+
+
+async def load_litellm_off_loop() -> None:
+    """Import litellm (seconds) on a worker thread, so the shared loop keeps serving other chats
+    (a dashboard's live views, sim runs) while the first real-model chat starts."""
+    global _litellm_ready
+    if not _litellm_ready:
+        await asyncio.to_thread(litellm_module)
+        _litellm_ready = True
+
+
 def remote_calls_blocked() -> bool:
     """Tests set GROUPCHAT_BLOCK_REMOTE_CALLS=1: only loopback api_base hosts may be called."""
     return os.environ.get("GROUPCHAT_BLOCK_REMOTE_CALLS", "") not in ("", "0", "false")
@@ -210,6 +222,9 @@ def _rejection(exc: Exception, mode: str) -> str | None:
 
 def _retryable(exc: Exception) -> bool:
     litellm = litellm_module()
+    text = str(exc).lower()
+    if "api_key" in text or "credentials" in text or "api key" in text:
+        return False  # a missing or bad key is reported as a server error; retrying cannot help
     return isinstance(
         exc,
         litellm.RateLimitError
@@ -284,6 +299,7 @@ class ModelCallFailed(Exception):
 async def call_litellm(agent: Agent, messages: list[dict[str, Any]]) -> ModelReply:
     """One bid through litellm, stepping down the fallback ladder only on call-time rejection."""
     _check_allowed(agent)
+    await load_litellm_off_loop()
     cache_key = (agent.model_name, agent.api_base)
     mode = agent.tool_choice_mode or _accepted_mode.get(cache_key, "forced")
     attempts = _Attempts(retries_left=agent.num_retries)

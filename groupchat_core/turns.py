@@ -194,6 +194,7 @@ class ChatRun:
             bid.error = f"{type(exc).__name__}: {exc}"
             if isinstance(exc, TimeoutError) and deadline.expired():
                 bid.error = f"TimeoutError: no bid within {self.config.bid_timeout} s"
+        bid.error = _scrub(bid.error, agent)
         bid.latency_ms = (time.perf_counter() - start) * 1000.0
         bid.penalized = agent.agent_name in recent
         bid.adjusted = bid.score - self.config.recency_penalty if bid.penalized else bid.score
@@ -213,6 +214,14 @@ class ChatRun:
         if self.bid_cache is not None and self.bid_cache.applies(agent, local):
             return await self.bid_cache.fetch(request, call)
         return await call()
+
+
+def _scrub(error: str | None, agent: Agent) -> str | None:
+    """A provider error may echo the key it was sent; records, logs and exports never hold it."""
+    key = agent.secret_key()
+    if error and key and key in error:
+        return error.replace(key, "***")
+    return error
 
 
 def _failed(bid: Bid) -> bool:

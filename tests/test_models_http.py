@@ -188,3 +188,42 @@ def test_real_model_calls_are_blocked_in_tests():
     record = chat.last_run
     assert record.stop_reason == "error"
     assert all("blocked" in b.error for b in record.bids)
+
+
+def test_a_provider_error_echoing_the_key_is_scrubbed_and_not_retried(server):
+    server.script("a", [error(500, f"Missing credentials: api_key {KEY} was rejected")])
+    server.script("b", [error(401, "no")])
+    chat = GroupChat(agents=[http_agent(server, "A"), http_agent(server, "B")])
+    chat.run("t")
+    bid = chat.last_run.bids[0]
+    assert KEY not in bid.error and "***" in bid.error
+    assert bid.calls == 1 and len(server.requests_for("a")) == 1
+
+
+def test_litellm_is_never_imported_on_the_shared_loop_thread(server):
+    import ast
+    import subprocess
+    import sys
+
+    code = f"""
+import sys, threading
+import builtins
+real_import = builtins.__import__
+threads = set()
+def spy(name, *a, **k):
+    if name == "litellm" and "litellm" not in sys.modules:
+        threads.add(threading.current_thread().name)
+    return real_import(name, *a, **k)
+builtins.__import__ = spy
+from groupchat_core import Agent, GroupChat
+agents = [Agent(agent_name=n, model_name="openai/x", api_base="{server.base_url}", api_key="k")
+          for n in "AB"]
+GroupChat(agents=agents).run("t")
+print(sorted(threads))
+"""
+    server.set_responder(None, lambda body: tool_call(0.0, ""))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, env={"GROUPCHAT_BLOCK_REMOTE_CALLS": "1", "PATH": ""})
+    assert out.returncode == 0, out.stderr
+    threads = ast.literal_eval(out.stdout.strip().splitlines()[-1])
+    assert threads and "groupchat-loop" not in threads
