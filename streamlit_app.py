@@ -27,6 +27,7 @@ PAGES = [
     ("run", "Run", "play_circle"),
     ("analysis", "Analysis", "monitoring"),
     ("runs", "Runs", "table_rows"),
+    ("sweeps", "Sweeps", "grid_on"),
     ("settings", "Settings", "settings"),
 ]
 pages = [st.Page(f"app_pages/{slug}.py", title=title, icon=f":material/{icon}:", url_path=slug,

@@ -161,3 +161,28 @@ def test_module_functions_use_one_process_wide_registry():
         assert runtime.cancel(job) is False
     finally:
         runtime.shutdown()
+
+
+def test_a_generic_job_reports_events_and_cancels_cleanly(reg: JobRegistry):
+    import asyncio
+
+    async def work(emit: Callable[[object], None]) -> str:
+        for i in range(3):
+            emit(i)
+        return "done"
+
+    async def forever(emit: Callable[[object], None]) -> None:
+        emit("started")
+        await asyncio.sleep(60)
+
+    job = reg.start_job(work, owner="ann", kind="sweep")
+    wait_for(lambda: reg.task_snapshot(job).done, "the job to finish")
+    snap = reg.task_snapshot(job)
+    assert (snap.status, snap.events, snap.result) == ("finished", (0, 1, 2), "done")
+    slow = reg.start_job(forever, owner="ann")
+    wait_for(lambda: reg.task_snapshot(slow).events, "the slow job to start")
+    assert reg.cancel(slow)
+    wait_for(lambda: reg.task_snapshot(slow).done, "the cancel to settle")
+    assert reg.task_snapshot(slow).status == "cancelled"
+    assert [s.id for s in reg.tasks_for("ann", "sweep")] == [job, slow]
+    assert reg.tasks_for("ben") == [] and reg.jobs_for("ann") == []

@@ -40,6 +40,8 @@ from groupchat_core.records import (
 )
 from groupchat_core.runner import BackgroundLoop, background_loop
 
+from .jobs import CoroFactory, TaskSnapshot, TaskTable
+
 JobStatus = Literal["queued", "running", "finished", "cancelled", "error"]
 TERMINAL: frozenset[str] = frozenset({"finished", "cancelled", "error"})
 DEFAULT_TTL_S = 3600.0
@@ -175,6 +177,7 @@ class JobRegistry:
         self._ttl_s = ttl_s
         self._lock = threading.Lock()
         self._jobs: dict[str, Job] = {}
+        self._tasks = TaskTable(runner)  # generic jobs (sweeps), same owner rules
 
     def start_chat(self, chat: GroupChat, task: str, owner: str,
                    extra_observers: Iterable[Observer] = ()) -> str:
@@ -189,6 +192,19 @@ class JobRegistry:
         with self._lock:
             self._jobs[job.id] = job
         return job.id
+
+    def start_job(self, coro_factory: CoroFactory, owner: str, kind: str = "sweep") -> str:
+        """Run `coro_factory(emit)` on the background loop as a generic job; returns its id."""
+        self.cleanup()
+        return self._tasks.start(coro_factory, owner, kind)
+
+    def task_snapshot(self, job_id: str) -> TaskSnapshot:
+        """A generic job's immutable snapshot; KeyError for unknown (or expired) ids."""
+        return self._tasks.snapshot(job_id)
+
+    def tasks_for(self, owner: str, kind: str | None = None) -> list[TaskSnapshot]:
+        """One session's generic jobs, oldest first."""
+        return self._tasks.for_owner(owner, kind)
 
     async def _drive(self, job: Job) -> None:
         """The job's task on the loop: run the chat and record how it ended."""
@@ -222,6 +238,8 @@ class JobRegistry:
         """Stop a job now; its status reads `cancelled` as soon as this returns True."""
         with self._lock:
             job = self._jobs.get(job_id)
+            if job is None and self._tasks.has(job_id):
+                return self._tasks.cancel(job_id)
             if job is None or job.status in TERMINAL or job.future is None:
                 return False
             future = job.future
@@ -258,13 +276,14 @@ class JobRegistry:
                      and j.updated_at < cutoff]
             for job_id in stale:
                 del self._jobs[job_id]
-        return len(stale)
+        return len(stale) + self._tasks.cleanup(cutoff)
 
     def shutdown(self, timeout: float = 5.0, clear: bool = True) -> int:
         """Cancel every job (tests, server stop), wait briefly for them to settle; count them."""
         with self._lock:
             jobs = list(self._jobs.values())
         cancelled = sum(self.cancel(job.id) for job in jobs)
+        cancelled += self._tasks.shutdown(timeout, clear)
         deadline = time.monotonic() + timeout
         for job in jobs:
             if job.started:  # a job cancelled before it started never runs, so never settles

@@ -29,6 +29,7 @@ class SessionState:
     provider_keys: dict[str, str] = field(default_factory=dict, repr=False)  # env name -> key
     job_ids: list[str] = field(default_factory=list)  # this session's jobs, oldest first
     current_job: str | None = None
+    sweep_jobs: list[str] = field(default_factory=list)  # this session's sweep jobs, oldest first
     roster: list[str] = field(default_factory=list)  # agents of the next run, in order
     agent_order: list[str] = field(default_factory=list)  # order of the Agents page list
     editing: str | None = None  # agent shown in the form (None: a new agent)

@@ -1,0 +1,118 @@
+"""The Sweeps page through AppTest: empty store, a small sim sweep to heatmaps, bad input,
+stop then resume (every cell finished exactly once).
+
+AppTest never fires `run_every`, so running sweeps are followed by polling with short sleeps
+and `at.run()`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from groupchat_core.store import RunStore
+from groupchat_core.sweeps import sweep_results
+from ui import runtime, store_access
+from ui.presets import DEBATE_TRIO
+
+ROOT = Path(__file__).resolve().parents[1]
+DEADLINE_S = 60.0
+
+
+@pytest.fixture
+def at() -> Iterator[AppTest]:
+    app = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
+    app.run()
+    app.switch_page("app_pages/sweeps.py").run()
+    assert not app.exception, [e.value for e in app.exception]
+    yield app
+    runtime.registry().shutdown()
+
+
+def status(at: AppTest) -> str:
+    return next((c.value for c in at.caption if c.value.startswith("sweep status:")), "")
+
+
+def poll(at: AppTest, check: Callable[[AppTest], bool], what: str) -> None:
+    deadline = time.monotonic() + DEADLINE_S
+    while not check(at):
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}; last status: {status(at)!r}")
+        time.sleep(0.2)
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+
+
+def small_grid(at: AppTest, repeats: int = 2, max_loops: int = 6) -> None:
+    at.text_input(key="sw_threshold").input("0.4, 0.6")
+    at.text_input(key="sw_recency_penalty").input("0.0, 0.3")
+    at.text_input(key="sw_recency_window").input("1")
+    at.number_input(key="sw_repeats").set_value(repeats)
+    at.number_input(key="sw_max_loops").set_value(max_loops)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def test_the_page_renders_on_an_empty_store(at: AppTest):
+    assert at.title[0].value == "Sweeps"
+    assert any("simulations" in i.value for i in at.info)
+    assert any("No sweeps in the store yet" in i.value for i in at.info)
+    assert "sweep status: idle" in status(at)
+    assert any("cells" in m.value for m in at.markdown)  # the live count for the defaults
+
+
+def test_a_small_sim_sweep_finishes_and_its_heatmaps_render(at: AppTest):
+    small_grid(at)
+    assert any("**8 cells**" in m.value for m in at.markdown)
+    at.button(key="sw_start").click().run()
+    poll(at, lambda a: status(a).startswith("sweep status: finished"), "the sweep to finish")
+    assert "8 / 8 cells" in status(at)
+    sweep = at.query_params["sweep"]
+    assert at.selectbox(key="sw_pick").value == (sweep if isinstance(sweep, str) else sweep[0])
+    assert len(at.get("plotly_chart")) >= 1
+    store = RunStore()
+    frame = sweep_results(store, at.selectbox(key="sw_pick").value)
+    assert (frame["status"] == "finished").all() and len(frame) == 8
+
+
+def test_bad_grid_input_shows_an_error_and_starts_nothing(at: AppTest):
+    at.text_input(key="sw_threshold").input("0.4, abc").run()
+    assert any("'abc' is not a number" in e.value for e in at.error)
+    assert at.button(key="sw_start").disabled  # a browser cannot click it
+    assert "sweep status: idle" in status(at)
+    at.text_input(key="sw_threshold").input("0.4, 1.5").run()
+    assert any("1.5 is outside" in e.value for e in at.error)
+    assert RunStore().list_sweeps().empty
+
+
+def test_stop_then_resume_finishes_every_cell_exactly_once(at: AppTest):
+    at.selectbox(key="sw_room").select("Saved agents").run()  # none saved: no agents
+    assert at.error  # a chat needs at least 2 agents
+    store = RunStore()
+    store.save_agents(DEBATE_TRIO.build_agents(latency_s=0.02))  # slow enough to stop midway
+    store_access.invalidate()
+    at.run()
+    at.multiselect(key="sw_saved").set_value(["Optimist", "Pessimist", "Realist"]).run()
+    assert not at.error, [e.value for e in at.error]
+    small_grid(at, repeats=6, max_loops=12)
+    at.number_input(key="sw_concurrency").set_value(1).run()
+    at.button(key="sw_start").click().run()
+    poll(at, lambda a: status(a).startswith("sweep status: running"), "the sweep to start")
+    at.button(key="sw_stop").click().run()
+    poll(at, lambda a: status(a).startswith("sweep status: cancelled"), "the stop")
+    poll(at, lambda a: len(a.button) and any(b.key == "sw_resume" for b in a.button),
+         "the Resume button")
+    sweep_id = at.selectbox(key="sw_pick").value
+    assert store.get_sweep(sweep_id)["status"] == "cancelled"
+    stopped_at = len(store.list_runs(sweep_id=sweep_id, status="finished"))
+    assert stopped_at < 24
+    at.button(key="sw_resume").click().run()
+    poll(at, lambda a: status(a).startswith("sweep status: finished"), "the resumed sweep")
+    runs = store.list_runs(sweep_id=sweep_id)
+    finished = runs[runs["status"] == "finished"]
+    assert len(finished) == 24 and finished["cell"].is_unique
+    assert store.get_sweep(sweep_id)["status"] == "finished"

@@ -1,0 +1,133 @@
+"""The Sweeps page's results: a sweep picker (`?sweep=<id>`), heatmaps, 95 % intervals,
+parallel coordinates, click-through to a cell's runs, CSV export, and a what-if for one run.
+
+Why read from the store, not the job: results of a sweep stopped, resumed or run by the CLI
+read the same way (sweeps/results.py). The what-if replays a recorded run's bids under other
+thresholds and penalties, with no model calls (groupchat_core/whatif.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from groupchat_core.errors import StoreError
+from groupchat_core.store import RunStore
+from groupchat_core.sweeps import aggregate, sweep_results, sweep_summary
+from groupchat_core.whatif import whatif_pivot, whatif_run
+
+from . import sweep_charts as charts
+from . import sweep_services as svc
+from .safety import escape_markdown
+
+BY = ["threshold", "recency_penalty", "recency_window"]
+METRICS = list(charts.METRIC_LABELS)
+
+
+def pick(store: RunStore) -> str | None:
+    """A stored sweep: `?sweep=<id>` first, then this session's choice, then the newest."""
+    sweeps = store.list_sweeps()
+    if sweeps.empty:
+        st.info("No sweeps in the store yet: define a grid above and start one (the presets "
+                "are offline sim/ agents: simulations, no key needed).")
+        return None
+    rows = {r["sweep_id"]: r for r in sweeps.to_dict("records")}
+    wanted = st.query_params.get("sweep")
+    if wanted in rows and st.session_state.get("sw_pick") != wanted:
+        st.session_state["sw_pick"] = wanted
+    elif st.session_state.get("sw_pick") not in rows:
+        st.session_state["sw_pick"] = next(iter(rows))
+    sweep_id: str = st.selectbox("Sweep", list(rows), key="sw_pick",
+                                 format_func=lambda i: svc.sweep_label(rows[i]))
+    st.query_params["sweep"] = sweep_id
+    return sweep_id
+
+
+def header(store: RunStore, sweep_id: str) -> dict[str, Any]:
+    """The sweep's totals as one caption, and the sim note when its agents are sims."""
+    info = sweep_summary(store, sweep_id)
+    st.caption(f"{escape_markdown(info['name'])} · {info['status']} · {info['cells_done']} / "
+               f"{info['cells_total']} cells finished · {info['runs']} runs · {info['calls']} "
+               f"model calls · ${info['cost_usd']:.4f}"
+               + (f" · {escape_markdown(info['reason'])}" if info.get("reason") else ""))
+    agents = store.get_sweep(sweep_id)["grid"].get("base", {}).get("agents", [])
+    if svc.is_sim(agents):
+        st.caption(f":material/science: {svc.SIM_NOTE}")
+    return info
+
+
+def results(store: RunStore, sweep_id: str) -> None:
+    """Tabs over one sweep's results."""
+    frame = sweep_results(store, sweep_id)
+    by = [c for c in BY if c in frame]
+    agg = aggregate(frame, by=by, metrics=METRICS)
+    tabs = st.tabs(["Heatmaps", "95% intervals", "Parallel coordinates", "Cells & runs",
+                    "What-if"])
+    with tabs[0]:
+        metric = st.selectbox("Metric", METRICS, key="sw_metric",
+                              format_func=charts.METRIC_LABELS.get)
+        st.plotly_chart(charts.sweep_heatmaps(agg, metric), key="sw_heatmap")
+        st.caption("Mean over finished cells (all repeats and tasks) per threshold × penalty; "
+                   "one panel per recency_window.")
+    with tabs[1]:
+        _intervals(agg, frame)
+    with tabs[2]:
+        st.plotly_chart(charts.parcoords(frame, by, METRICS), key="sw_parcoords")
+    with tabs[3]:
+        _cells(frame, sweep_id)
+    with tabs[4]:
+        whatif(store, frame)
+
+
+def _intervals(agg: pd.DataFrame, frame: pd.DataFrame) -> None:
+    cols = st.columns(2)
+    metric = cols[0].selectbox("Metric", METRICS, key="sw_ci_metric",
+                               format_func=charts.METRIC_LABELS.get)
+    windows = sorted(frame["recency_window"].dropna().unique().tolist())
+    window = cols[1].selectbox("recency_window", windows, key="sw_ci_window")
+    st.plotly_chart(charts.ci_chart(agg, frame, metric, window), key="sw_ci")
+    st.caption("Lines: mean with a two-sided 95% Student-t interval over repeats (none for a "
+               "single repeat); dots: each repeat's own value.")
+
+
+def _cells(frame: pd.DataFrame, sweep_id: str) -> None:
+    st.dataframe(frame, hide_index=True, key="sw_results_table", height=280)
+    st.download_button("Download results CSV", frame.to_csv(index=False),
+                       file_name=f"sweep-{sweep_id[:8]}.csv", mime="text/csv",
+                       icon=":material/download:", key="sw_csv")
+    runs = {r["run_id"]: r for r in frame.to_dict("records") if isinstance(r["run_id"], str)}
+    if not runs:
+        st.caption("No cell has a run yet.")
+        return
+    run_id = st.selectbox("A cell's run", list(runs), key="sw_cell_run",
+                          format_func=lambda i: f"{svc.cell_label(runs[i])} · {i[:8]}")
+    st.page_link("app_pages/analysis.py", label="Open this run in Analysis",
+                 icon=":material/monitoring:", query_params={"run": run_id})
+
+
+def whatif(store: RunStore, frame: pd.DataFrame) -> None:
+    """Threshold × penalty heatmaps of a recorded run's first divergence and lull turn."""
+    runs = {r["run_id"]: r for r in frame.to_dict("records")
+            if isinstance(r["run_id"], str) and r["status"] == "finished"}
+    if not runs:
+        st.caption("What-if needs a finished run.")
+        return
+    run_id = st.selectbox("Recorded run", list(runs), key="sw_whatif_run",
+                          format_func=lambda i: f"{svc.cell_label(runs[i])} · {i[:8]}")
+    try:
+        grid = whatif_run(store, run_id)
+    except (StoreError, ValueError) as exc:
+        st.error(escape_markdown(str(exc)))
+        return
+    left, right = st.columns(2)
+    left.plotly_chart(charts.matrix_heatmap(
+        whatif_pivot(grid, "first_divergence"), "first divergence turn", "turn"),
+        key="sw_whatif_div")
+    right.plotly_chart(charts.matrix_heatmap(
+        whatif_pivot(grid, "lull_turn"), "lull turn (before any divergence)", "turn"),
+        key="sw_whatif_lull")
+    st.caption("No model calls: each turn is re-selected from the recorded bids. Exact up to "
+               "the first divergence (blank: the run would have gone the same way); assumes bids "
+               "do not depend on the numbers in the prompt, true for sim/ agents.")

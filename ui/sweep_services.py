@@ -1,0 +1,173 @@
+"""The Sweeps page's logic without streamlit: grid input, spec, launch, progress, results.
+
+Why pure: the page parses comma-separated numbers, builds a SweepSpec, launches it as a job on
+the engine loop and folds its events into a progress table; all of that is testable without a
+script run. Offline by default: the presets' agents are `sim/` simulations, not language models.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from groupchat_core.agent import Agent
+from groupchat_core.errors import ConfigError
+from groupchat_core.store import RunStore
+from groupchat_core.sweeps import (
+    Cell,
+    CellFinished,
+    CellStarted,
+    SweepFinished,
+    SweepPlan,
+    SweepSpec,
+    SweepStarted,
+    arun_sweep,
+    parse_sweep,
+    plan_sweep,
+)
+
+from .runtime import JobRegistry
+
+GRID_AXES = ("threshold", "recency_penalty", "recency_window")
+DEFAULT_GRID = {"threshold": "0.3, 0.4, 0.5, 0.6, 0.7", "recency_penalty": "0.0, 0.15, 0.3, 0.45",
+                "recency_window": "1"}
+BOUNDS = {"threshold": (0.0, 1.0), "recency_penalty": (0.0, 1.0), "recency_window": (0, 1000)}
+MAX_CHECKED_COMBOS = 500
+RESUMABLE = frozenset({"cancelled", "interrupted", "stopped_budget", "error"})
+SIM_NOTE = ("sim/ agents are simulations: scripted bidders with seeded randomness, not language "
+            "models. Their results describe the simulator, not how LLMs behave.")
+
+
+def parse_numbers(text: str, name: str, *, integer: bool = False,
+                  bounds: tuple[float, float] | None = None) -> list[float] | list[int]:
+    """'0.3, 0.5' -> [0.3, 0.5]; ValueError naming the axis and the bad value."""
+    parts = [p.strip() for p in text.replace(";", ",").split(",") if p.strip()]
+    if not parts:
+        raise ValueError(f"{name}: give at least one value (comma-separated)")
+    values: list[Any] = []
+    for part in parts:
+        try:
+            value = float(part)
+        except ValueError:
+            raise ValueError(f"{name}: {part!r} is not a number") from None
+        if integer and not value.is_integer():
+            raise ValueError(f"{name}: {part!r} is not a whole number")
+        if bounds is not None and not bounds[0] <= value <= bounds[1]:
+            raise ValueError(f"{name}: {part} is outside {bounds[0]:g} to {bounds[1]:g}")
+        values.append(int(value) if integer else value)
+    if len(set(values)) != len(values):
+        raise ValueError(f"{name}: a value is listed twice in {text!r}")
+    return values
+
+
+def is_sim(agents: Sequence[Agent] | Sequence[Mapping[str, Any]]) -> bool:
+    """True when every agent is a `sim/` simulation."""
+    names = [a.model_name if isinstance(a, Agent) else str(a.get("model_name", ""))
+             for a in agents]
+    return bool(names) and all(n.startswith("sim/") for n in names)
+
+
+def build_spec(agents: Sequence[Agent], tasks: Sequence[str], grid_text: Mapping[str, str],
+               options: Mapping[str, Any]) -> SweepSpec:
+    """A SweepSpec from the page's inputs; ValueError/ConfigError name the bad value."""
+    grid = {axis: parse_numbers(grid_text.get(axis, ""), axis, integer=axis == "recency_window",
+                                bounds=BOUNDS[axis]) for axis in GRID_AXES}
+    base = {"agents": [a.to_spec() for a in agents], "max_loops": int(options["max_loops"]),
+            "seed": int(options.get("seed", 0))}
+    caps = {k: options[k] for k in ("max_calls", "max_usd") if options.get(k)}
+    spec = parse_sweep({"name": options.get("name") or "sweep", "base": base, "grid": grid,
+                        "tasks": [t for t in tasks if t.strip()],
+                        "repeats": int(options["repeats"]),
+                        "concurrency": int(options["concurrency"]), **caps}, "sweep")
+    _check_values(spec)
+    return spec
+
+
+def _check_values(spec: SweepSpec) -> None:
+    """Every threshold/penalty/window combination must make a valid chat (ranges checked)."""
+    axes = spec.grid.axes()
+    for combo in itertools.islice(itertools.product(*axes.values()), MAX_CHECKED_COMBOS):
+        params = dict(zip(axes, combo, strict=True))
+        try:
+            spec.chat_spec(Cell(0, params, 0, 0))
+        except ConfigError as exc:
+            raise ConfigError(str(exc).replace("cell ", "grid values ", 1)) from None
+
+
+def preflight(spec: SweepSpec, store: RunStore) -> tuple[int, str]:
+    """The number of cells and the pre-flight estimate text."""
+    plan: SweepPlan = plan_sweep(spec, store)
+    text = plan.estimate.summary() if plan.estimate is not None else ""
+    return len(plan.cells), text
+
+
+def start_sweep(registry: JobRegistry, store: RunStore, owner: str,
+                spec: SweepSpec | None = None, resume: str | None = None) -> str:
+    """Launch a new sweep (or the rest of sweep `resume`) as a job; returns the job id."""
+    if spec is None and resume is None:
+        raise ConfigError("a sweep needs a spec, or a sweep id to resume")
+
+    def factory(emit: Any) -> Any:
+        return arun_sweep(spec, store, resume=resume, on_event=emit)
+
+    return registry.start_job(factory, owner, kind="sweep")
+
+
+@dataclass
+class Progress:
+    """A sweep job's progress, folded from its events."""
+
+    sweep_id: str | None = None
+    name: str = ""
+    done: int = 0
+    total: int = 0
+    cells: dict[str, dict[str, Any]] = field(default_factory=dict)
+    outcome: Any = None
+
+    @property
+    def fraction(self) -> float:
+        return min(1.0, self.done / self.total) if self.total else 0.0
+
+    def table(self) -> pd.DataFrame:
+        columns = ["index", "cell", "status", "messages", "turns", "stop_reason", "run_id"]
+        rows = sorted(self.cells.values(), key=lambda r: r["index"])
+        return pd.DataFrame(rows, columns=columns)
+
+
+def progress(events: Sequence[Any]) -> Progress:
+    """Fold SweepStarted/CellStarted/CellFinished/SweepFinished events into a Progress."""
+    out = Progress()
+    for event in events:
+        if isinstance(event, SweepStarted):
+            out.sweep_id, out.name = event.sweep_id, event.name
+            out.done, out.total = event.cells_done, event.cells_total
+        elif isinstance(event, CellStarted):
+            out.cells[event.cell] = {"index": event.index, "cell": event.cell,
+                                     "status": "running"}
+        elif isinstance(event, CellFinished):
+            out.done, out.total = event.cells_done, event.cells_total
+            out.cells[event.cell] = {"index": event.index, "cell": event.cell,
+                                     "status": event.status, "messages": event.messages,
+                                     "turns": event.turns, "stop_reason": event.stop_reason,
+                                     "run_id": event.run_id}
+        elif isinstance(event, SweepFinished):
+            out.outcome = event.outcome
+            out.done, out.total = event.outcome.cells_done, event.outcome.cells_total
+    return out
+
+
+def sweep_label(row: Mapping[str, Any]) -> str:
+    """'name · created · id' for the sweep picker (the status is in the caption below it:
+    a label that changes while the sweep runs would not refresh in an open picker)."""
+    created = str(row.get("created_at") or "")[:19].replace("T", " ")
+    return f"{row['name']} · {created} · {str(row['sweep_id'])[:8]}"
+
+
+def cell_label(row: Mapping[str, Any]) -> str:
+    """'threshold 0.5 · penalty 0.3 · window 1 · task 0 · repeat 1' for the run picker."""
+    return (f"threshold {row['threshold']:g} · penalty {row['recency_penalty']:g} · window "
+            f"{row['recency_window']} · task {row['task_index']} · repeat {row['repeat']}")

@@ -1,0 +1,149 @@
+"""The Sweeps page's grid definition and live view (DESIGN.md, "Running jobs from Streamlit").
+
+Why plain widgets, not a form: the cell count and the pre-flight estimate update as the grid is
+typed. A sweep runs as a generic job on the engine loop (JobRegistry.start_job); its progress is
+folded from the job's events inside a fragment that redraws every half second only while the
+sweep runs, like the Run page's live view.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from groupchat_core.agent import Agent
+from groupchat_core.store import RunStore
+from groupchat_core.sweeps import SweepSpec
+
+from . import sweep_services as svc
+from .presets import PRESETS
+from .runtime import JobRegistry
+from .safety import escape_markdown
+from .state import SessionState
+
+REFRESH_S = 0.5
+SAVED = "Saved agents"
+
+
+def _room(agents: list[Agent]) -> tuple[list[Agent], str]:
+    """The chosen agents (a preset's sims, or saved agents) and a sample task."""
+    room = st.selectbox("Agents", [*PRESETS, SAVED], key="sw_room",
+                        help="Presets are offline sim/ agents (simulations, no key needed).")
+    if room != SAVED:
+        preset = PRESETS[room]
+        return preset.build_agents(latency_s=0), preset.task
+    names = [a.agent_name for a in agents]
+    chosen = st.multiselect("Saved agents (in order)", names, default=names[:3], key="sw_saved")
+    return [a for a in agents if a.agent_name in chosen], ""
+
+
+def _options() -> dict[str, Any]:
+    cols = st.columns(6)
+    return {
+        "max_loops": cols[0].number_input("max_loops", 2, 200, 12, key="sw_max_loops"),
+        "repeats": cols[1].number_input("repeats", 1, 1000, 3, key="sw_repeats",
+                                        help="Repeat r runs with seed r."),
+        "concurrency": cols[2].number_input("concurrency", 1, 64, 4, key="sw_concurrency"),
+        "max_calls": cols[3].number_input("max_calls (0: none)", 0, None, 0, key="sw_max_calls"),
+        "max_usd": cols[4].number_input("max_usd (0: none)", 0.0, None, 0.0, step=0.5,
+                                        key="sw_max_usd"),
+        "name": cols[5].text_input("Name", "sweep", key="sw_name"),
+    }
+
+
+def define(store: RunStore, agents: list[Agent]) -> SweepSpec | None:
+    """The grid inputs with the live cell count and estimate; the spec, or None if invalid."""
+    chosen, task = _room(agents)
+    tasks = st.text_area("Tasks (one per line)", task, key="sw_tasks", height=68)
+    cols = st.columns(3)
+    grid = {axis: cols[i].text_input(f"{axis} values (comma-separated)",
+                                     svc.DEFAULT_GRID[axis], key=f"sw_{axis}")
+            for i, axis in enumerate(svc.GRID_AXES)}
+    options = _options()
+    if chosen and svc.is_sim(chosen):
+        st.caption(f":material/science: {svc.SIM_NOTE}")
+    try:
+        spec = svc.build_spec(chosen, tasks.splitlines(), grid, options)
+        cells, text = svc.preflight(spec, store)
+    except ValueError as exc:
+        st.error(f"Fix the grid: {escape_markdown(str(exc))}", icon=":material/error:")
+        return None
+    st.markdown(f"**{cells:,} cells** ({len(spec.tasks)} task(s) × {spec.repeats} repeat(s) "
+                "× grid)")
+    st.code(text, language=None, wrap_lines=True)
+    return spec
+
+
+def launch(registry: JobRegistry, store: RunStore, session: SessionState,
+           spec: SweepSpec | None) -> None:
+    """The Start button: starts nothing unless the grid is valid."""
+    if st.button("Start sweep", key="sw_start", type="primary", icon=":material/play_arrow:",
+                 disabled=spec is None):
+        if spec is not None:
+            session.sweep_jobs.append(svc.start_sweep(registry, store, session.owner, spec))
+            st.rerun()
+
+
+def resume_button(registry: JobRegistry, store: RunStore, session: SessionState,
+                  sweep_id: str, key: str) -> None:
+    """Resume a stopped or interrupted sweep: only its unfinished cells run."""
+    if st.button("Resume", key=key, icon=":material/resume:",
+                 help="Run the cells that did not finish; finished cells are never rerun."):
+        session.sweep_jobs.append(svc.start_sweep(registry, store, session.owner,
+                                                  resume=sweep_id))
+        st.rerun()
+
+
+def _latest(registry: JobRegistry, session: SessionState) -> Any:
+    for job_id in reversed(session.sweep_jobs):
+        try:
+            return registry.task_snapshot(job_id)
+        except KeyError:
+            continue
+    return None
+
+
+def live(registry: JobRegistry, store: RunStore, session: SessionState) -> None:
+    """This session's latest sweep job: progress, live cells, Stop; Resume once stopped."""
+    snap = _latest(registry, session)
+    if snap is None:
+        st.caption("sweep status: idle · no sweep yet in this session")
+        return
+    _focus(snap)
+    running = not snap.done
+
+    @st.fragment(run_every=REFRESH_S if running else None)
+    def panel() -> None:
+        now = registry.task_snapshot(snap.id)
+        if running and now.done:
+            st.rerun()
+        _render(registry, store, session, now)
+
+    panel()
+
+
+def _focus(snap: Any) -> None:
+    """Once per job, show its sweep in the results picker (before the picker is drawn)."""
+    seen: set[str] = st.session_state.setdefault("sw_focused", set())
+    sweep_id = svc.progress(snap.events).sweep_id
+    if sweep_id and snap.id not in seen:
+        seen.add(snap.id)
+        st.session_state["sw_pick"] = sweep_id
+        st.query_params["sweep"] = sweep_id
+
+
+def _render(registry: JobRegistry, store: RunStore, session: SessionState, snap: Any) -> None:
+    prog = svc.progress(snap.events)
+    st.caption(f"sweep status: {snap.status} · {prog.done} / {prog.total} cells · "
+               f"{escape_markdown(prog.name)} · {(prog.sweep_id or '')[:8]}")
+    st.progress(prog.fraction, text=f"{prog.done} of {prog.total} cells done")
+    if not snap.done:
+        st.button("Stop", key="sw_stop", type="primary", icon=":material/stop_circle:",
+                  on_click=registry.cancel, args=(snap.id,))
+    elif snap.status == "error":
+        st.error(f"The sweep failed: {escape_markdown(snap.error or '')}")
+    elif prog.outcome is not None and prog.outcome.status != "finished":
+        st.info(f"Sweep {prog.outcome.status}: {escape_markdown(prog.outcome.reason or '')}. "
+                "Finished cells are kept; Resume (under Results) runs only the rest.")
+    st.dataframe(prog.table(), hide_index=True, key=f"sw_cells_{snap.id}", height=240)
