@@ -61,35 +61,51 @@ def explainer(data: RunData) -> None:
     if not turns:
         st.info("No turn was completed.")
         return
+    outcomes = _outcomes(data.turns)
     turn = st.selectbox("Why did this turn go the way it did?", turns, key="explain_turn",
-                        format_func=lambda t: f"turn {t}: {_outcome(data.turns, t)}")
+                        format_func=lambda t: f"turn {t}: {outcomes[t]}")
     text = explain_turn(data.bids, data.turns, int(turn or turns[0]), data.threshold)
     st.info(escape_markdown(text), icon=":material/lightbulb:")
 
 
-def _outcome(turns: pd.DataFrame, turn: int) -> str:
-    row = turns[turns["turn"] == turn].iloc[0]
-    if isinstance(row["winner"], str):
-        return f"{row['winner']} spoke"
-    return "lull" if bool(row["lull"]) else "every bid failed"
+def _outcomes(turns: pd.DataFrame) -> dict[int, str]:
+    """Who spoke on each turn (or why nobody did), in one pass over the turns."""
+    return {int(turn): f"{winner} spoke" if isinstance(winner, str) else
+            "lull" if bool(lull) else "every bid failed"
+            for turn, winner, lull in zip(turns["turn"], turns["winner"], turns["lull"],
+                                          strict=True)}
+
+
+TRANSCRIPT_PAGE = 25  # turns per page: a 1,000-turn run must not draw 1,000 tables at once
 
 
 def transcript(data: RunData) -> None:
-    """The task, then each turn with what was said and every bid behind it."""
+    """The task, then each turn with what was said and every bid behind it (a page of turns
+    at a time)."""
     messages = data.messages
     models = {a["agent_name"]: a["model_name"] for a in data.info["spec"].get("agents", [])}
     if not messages.empty:
         bubble(Message(role=messages.iloc[0]["role"], content=messages.iloc[0]["content"]))
+    turns = [int(t) for t in data.turns["turn"]]
+    outcomes = _outcomes(data.turns)
+    starts = list(range(0, len(turns), TRANSCRIPT_PAGE))
+    start = 0
+    if len(starts) > 1:
+        if st.session_state.get("transcript_page") not in starts:  # another run was shorter
+            st.session_state["transcript_page"] = 0
+        start = st.selectbox("Turns", starts, key="transcript_page", format_func=lambda i: (
+            f"turns {turns[i]}–{turns[min(i + TRANSCRIPT_PAGE, len(turns)) - 1]}")) or 0
+    shown = turns[start:start + TRANSCRIPT_PAGE]
+    bids = data.bids[data.bids["turn"].isin(shown)]
     by_turn = {int(r["turn"]): r for r in messages.to_dict("records")[1:]}
-    for turn in [int(t) for t in data.turns["turn"]]:
-        label = f"Turn {turn}: {escape_markdown(_outcome(data.turns, turn))}"  # markdown
+    for turn in shown:
+        label = f"Turn {turn}: {escape_markdown(outcomes[turn])}"  # labels are markdown
         with st.expander(label, expanded=turn <= 3):
             row = by_turn.get(turn)
             if row is not None:
                 bubble(Message(role=row["role"], content=row["content"], score=row["score"]),
                        model=models.get(row["role"]), turn=turn)
-            st.dataframe(views.turn_bids(data.bids, turn), hide_index=True,
-                         key=f"turn_bids_{turn}")
+            st.dataframe(views.turn_bids(bids, turn), hide_index=True, key=f"turn_bids_{turn}")
 
 
 def download_buttons(run_id: str) -> None:

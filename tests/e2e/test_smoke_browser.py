@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .conftest import screenshot
 
-PAGES = ("Agents", "Run", "Analysis", "Runs", "Settings")
+PAGES = ("Agents", "Run", "Analysis", "Runs", "Sweeps", "Settings")
 
 
 def test_app_loads_with_all_five_pages(app_server, page):

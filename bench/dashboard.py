@@ -1,0 +1,319 @@
+"""Dashboard benchmarks (issue: dashboard). Measurement only: nothing here asserts on time.
+
+    python -m bench.dashboard            # full run, about two minutes on 2 cores
+    python -m bench.dashboard --quick    # smoke run (a 200-turn run, fewer repetitions)
+    python -m bench.dashboard --write    # also rewrite the figures between the markers
+
+1. the Analysis page for a 1,000-turn x 16-agent run, server side: the data and figure work the
+   page does (no Streamlit), the page script under AppTest (whole, and without its transcript
+   tab), and its script runs inside a real `streamlit run` server (a timer around each run);
+2. the first page load in a fresh browser (Debian's chromium, never a downloaded one) after
+   `make run`, warm: the landing page, and the Analysis page of that big run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from bench.store import scripted_chat  # noqa: E402
+from groupchat_core.store import RunStore  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCHMARKS_MD = ROOT / "BENCHMARKS.md"
+BEGIN, END = "<!-- bench.dashboard:begin -->", "<!-- bench.dashboard:end -->"
+CHROMIUM = "/usr/bin/chromium"
+TARGETS = {"analysis_s": 2.0, "first_load_s": 5.0}
+METRICS = '[data-testid="stMetric"]'
+IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+DRAWN = "() => document.querySelectorAll('.js-plotly-plot svg.main-svg').length >= 2"
+
+
+def median_time(fn: Callable[[], Any], reps: int) -> float:
+    fn()  # warm-up
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def build_run(url: str, turns: int) -> str:
+    """A finished run of `turns` turns x 16 agents (scripted, one speaker per turn)."""
+    store = RunStore(url)
+    chat = scripted_chat(16, turns, seed=7)
+    store.attach(chat)
+    chat.run("A long one.")
+    store.flush()
+    return str(chat.last_run.run_id)
+
+
+# --- 1. server side -------------------------------------------------------------------------
+
+
+def bench_functions(url: str, run_id: str, reps: int) -> dict[str, float]:
+    """The page's data and figure work without Streamlit: what its cached reads and charts cost."""
+    from groupchat_core.analysis import speaker_metrics, transition_matrix
+    from groupchat_core.bundles import bundle_json
+    from groupchat_core.exports import bids_csv, transcript_markdown
+    from ui import charts, views
+    from ui.analysis_view import TRANSCRIPT_PAGE
+
+    store = RunStore(url)
+    record = store.load_run(run_id)
+    bids, turns = record.bids_frame(), record.turns_frame()
+    agents = [a["agent_name"] for a in store.run_info(run_id)["spec"]["agents"]]
+    m = speaker_metrics(turns, bids)
+    page = [int(t) for t in turns["turn"]][:TRANSCRIPT_PAGE]
+
+    def figures() -> None:
+        for fig in (charts.bids_heatmap(bids, "adjusted", 0.5, agents),
+                    charts.bid_lines(bids, turns, 0.5, "adjusted", agents),
+                    charts.winner_timeline(turns, agents),
+                    charts.transition_heatmap(transition_matrix(turns, agents)),
+                    charts.turn_shares(m)):
+            fig.to_json()  # st.plotly_chart sends the figure as JSON
+
+    return {
+        "load (record, bids, turns, messages)": median_time(lambda: (
+            store.load_run(run_id).bids_frame(), record.turns_frame(),
+            store.messages(run_id)), reps),
+        "speaker metrics": median_time(lambda: speaker_metrics(turns, bids), reps),
+        "five figures, built and as JSON": median_time(figures, reps),
+        f"transcript: one page's bid tables ({TRANSCRIPT_PAGE} turns)": median_time(
+            lambda: [views.turn_bids(bids[bids["turn"].isin(page)], t) for t in page], reps),
+        "downloads (bundle, CSV, Markdown)": median_time(lambda: (
+            bundle_json(store, run_id), bids_csv(store, run_id),
+            transcript_markdown(store, run_id)), reps),
+    }
+
+
+def bench_apptest(reps: int) -> dict[str, float]:
+    """The Analysis page under AppTest (GROUPCHAT_DB points at the big run), whole and with the
+    transcript tab left empty; after one warm-up, so the cached reads are warm."""
+    from streamlit.testing.v1 import AppTest
+
+    from ui import analysis_view
+
+    def render() -> None:
+        at = AppTest.from_file(str(ROOT / "app_pages" / "analysis.py"), default_timeout=600)
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+
+    whole = median_time(render, reps)
+    transcript = analysis_view.transcript
+    analysis_view.transcript = lambda data: None
+    try:
+        without = median_time(render, reps)
+    finally:
+        analysis_view.transcript = transcript
+    return {"whole page": whole, "without the transcript tab": without}
+
+
+# --- 2. in a browser ------------------------------------------------------------------------
+
+# `streamlit run` exactly as the CLI does it, plus a timer around each script run written to
+# BENCH_SCRIPT_LOG (ScriptRunner._run_script is private API of the pinned Streamlit 1.67).
+TIMED_BOOT = """
+import os, sys, time
+from streamlit.runtime.scriptrunner import script_runner
+run = script_runner.ScriptRunner._run_script
+def timed(self, rerun_data):
+    start = time.perf_counter()
+    try:
+        return run(self, rerun_data)
+    finally:
+        with open(os.environ["BENCH_SCRIPT_LOG"], "a") as log:
+            log.write(f"{time.perf_counter() - start}\\n")
+script_runner.ScriptRunner._run_script = timed
+from streamlit.web.cli import main
+sys.argv = ["streamlit", *sys.argv[1:]]
+main()
+"""
+
+
+@contextmanager
+def make_run(url: str, script_log: Path | None = None) -> Any:
+    """The server as `make run` starts it (its command line, GROUPCHAT_DB set); with
+    `script_log`, the same CLI with each script run's duration appended to that file."""
+    from tests.e2e.conftest import free_port, wait_healthy
+
+    port = free_port()
+    args = ["run", "streamlit_app.py", "--server.headless", "true",
+            "--server.address", "127.0.0.1", "--server.port", str(port)]
+    env = {**os.environ, "GROUPCHAT_DB": url}
+    if script_log is None:
+        cmd = [str(Path(sys.executable).parent / "streamlit"), *args]
+    else:
+        cmd = [sys.executable, "-c", TIMED_BOOT, *args]
+        env["BENCH_SCRIPT_LOG"] = str(script_log)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", proc)  # type: ignore[arg-type]
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def load(browser: Any, address: str, ready: Callable[[Any], None]) -> dict[str, float]:
+    """One page load in a fresh browser context (no cache, a new session): seconds from
+    `goto` until `ready` and until no script is running."""
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    page = context.new_page()
+    start = time.perf_counter()
+    page.goto(address)
+    ready(page)
+    shown = time.perf_counter() - start
+    page.locator(IDLE).wait_for(state="attached", timeout=120_000)
+    idle = time.perf_counter() - start
+    context.close()
+    return {"shown": shown, "idle": idle}
+
+
+def landing(page: Any) -> None:
+    page.get_by_text("status: idle").wait_for(timeout=120_000)
+
+
+def cards(page: Any) -> None:
+    page.locator(METRICS).first.wait_for(timeout=120_000)
+
+
+def charts_drawn(page: Any) -> None:
+    cards(page)
+    page.wait_for_function(DRAWN, timeout=120_000)
+
+
+def bench_browser(url: str, run_id: str, reps: int) -> dict[str, Any]:
+    """Page loads after one warm-up load each (median of `reps` fresh contexts), then the
+    Analysis page's script runs timed inside an instrumented server."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.e2e.conftest import CHROMIUM_ARGS
+
+    analysis = f"/analysis?run={run_id}"
+    cases = [("Run (landing page): status line shown", "/", landing),
+             ("Analysis, big run: metric cards shown", analysis, cards),
+             ("Analysis, big run: first two charts drawn", analysis, charts_drawn)]
+    out: dict[str, Any] = {}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                     args=CHROMIUM_ARGS)
+        with make_run(url) as base:
+            for name, path, ready in cases:
+                load(browser, base + path, ready)  # warm-up: imports, caches, the server
+                runs = [load(browser, base + path, ready) for _ in range(reps)]
+                out[name] = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+        with tempfile.TemporaryDirectory() as folder:
+            log = Path(folder) / "script_runs.txt"
+            with make_run(url, log) as base:
+                for _ in range(reps + 1):
+                    load(browser, base + analysis, cards)
+                runs = [float(x) for x in log.read_text().split()]
+            out["script"] = statistics.median(runs[-reps:])  # one run per load; warm-up first
+        browser.close()
+    return out
+
+
+# --- report ---------------------------------------------------------------------------------
+
+
+def machine() -> str:
+    import streamlit
+
+    cpu = next((line.split(":", 1)[1].strip() for line in
+                Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    chromium = subprocess.run([CHROMIUM, "--version"], capture_output=True, text=True,
+                              check=False).stdout.strip()
+    return (f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, "
+            f"Streamlit {streamlit.__version__}, {chromium}")
+
+
+def report(turns: int, rows: int, functions: dict[str, float], apptest: dict[str, float],
+           browser: dict[str, Any], reps: int, quick: bool) -> str:
+    def verdict(value: float, target: float) -> str:
+        return "meets" if value < target else "misses"
+
+    target, script = TARGETS["analysis_s"], browser.pop("script")
+    lines = [
+        "### Dashboard figures\n",
+        f"Measured {dt.date.today()}{' (quick run)' if quick else ''} on {machine()}. "
+        f"The big run: {turns:,} turns × 16 agents ({rows:,} bids), in a SQLite file.\n",
+        f"| Analysis page of the big run, server side (median of {reps}, warm) | seconds | "
+        f"target < {target:g} s |",
+        "|---|---:|---|",
+        f"| page script under AppTest | {apptest['whole page']:.2f} | "
+        f"{verdict(apptest['whole page'], target)} |",
+        f"| page script under AppTest, transcript tab left empty | "
+        f"{apptest['without the transcript tab']:.2f} | — |",
+        f"| one script run in the real server, a browser rendering it on the same machine | "
+        f"{script:.2f} | {verdict(script, target)} |",
+        *(f"| its work alone, no Streamlit, uncached: {name} | {value:.3f} | — |"
+          for name, value in functions.items()),
+        "",
+        "| page load in a fresh browser context after `make run`, warm (median of "
+        f"{reps}) | "
+        f"until shown (s) | until no script runs (s) | target < {TARGETS['first_load_s']:g} s |",
+        "|---|---:|---:|---|",
+        *(f"| {name} | {r['shown']:.2f} | {r['idle']:.2f} | "
+          f"{verdict(r['shown'], TARGETS['first_load_s']) if name.startswith('Run') else '—'} |"
+          for name, r in browser.items()),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_section(figures: str, path: Path = BENCHMARKS_MD) -> None:
+    """Replace only the text between this benchmark's markers (re-read just before writing)."""
+    text = path.read_text()
+    block = f"{BEGIN}\n{figures}{END}"
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + block + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    path.write_text(text)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.dashboard")
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--write", action="store_true")
+    args = parser.parse_args(argv)
+    turns, reps = (200, 3) if args.quick else (1000, 5)
+    with tempfile.TemporaryDirectory() as folder:
+        url = f"sqlite:///{folder}/dashboard.db"
+        os.environ["GROUPCHAT_DB"] = url  # for AppTest and the server
+        print(f"[0] record a {turns}-turn x 16-agent run ...", flush=True)
+        run_id = build_run(url, turns)
+        rows = len(RunStore(url).bids(run_id))
+        print("[1] the Analysis page's work, then the page under AppTest ...", flush=True)
+        functions = bench_functions(url, run_id, reps)
+        apptest = bench_apptest(reps)
+        print("[2] page loads in fresh browser contexts ...", flush=True)
+        browser = bench_browser(url, run_id, reps)
+    figures = report(turns, rows, functions, apptest, browser, reps, args.quick)
+    print(figures)
+    if args.write:
+        write_section(figures)
+        print(f"wrote {BENCHMARKS_MD}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

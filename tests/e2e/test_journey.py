@@ -1,0 +1,115 @@
+"""The main journey in a real browser: agents → a live run → its analysis.
+
+Create two offline agents with the Agents form, start a chat with them on the Run page, watch
+the chat bubbles and the live bidding floor while the status line says `running`, see it turn
+`finished`, then open the run in Analysis and see its charts and metric cards drawn.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from groupchat_core.store import RunStore
+
+from .conftest import (
+    WAIT_MS,
+    create_agent,
+    expect,
+    job_id,
+    open_page,
+    pick_roster,
+    screenshot,
+    set_number,
+    status_line,
+    wait_plots,
+)
+
+TASK = "Should we adopt AI for medical diagnosis?"
+# The floor's plotly figure as data (traces and notes), or null unless the status line says
+# `running` and the chart has drawn: two different values mean it redrew during the run.
+FLOOR_WHILE_RUNNING = """(jobId) => {
+  const line = [...document.querySelectorAll('[data-testid="stCaptionContainer"]')]
+    .map(e => e.innerText).find(t => t.startsWith('status: '));
+  if (!line || !line.startsWith('status: running')) return null;
+  const g = document.querySelector(`.st-key-floor_${jobId} .js-plotly-plot`);
+  if (!g || !g.data || !g.querySelector('svg.main-svg g.cartesianlayer')) return null;
+  return JSON.stringify([g.data.map(t => [t.name, t.x, t.y]),
+                         ((g.layout || {}).annotations || []).map(a => a.text)]);
+}"""
+FLOOR_CHANGED = ("([jobId, first]) => { const now = (" + FLOOR_WHILE_RUNNING + ")(jobId);"
+                 " return now !== null && now !== first; }")
+
+
+def test_agents_run_live_then_analysis(app_server, app_db_url, page):
+    suffix = uuid.uuid4().hex[:6]
+    ann, bob = f"Ann-{suffix}", f"Bob-{suffix}"
+
+    page.goto(app_server)
+    expect(status_line(page)).to_have_text(re.compile(r"^status: idle"), timeout=WAIT_MS)
+    screenshot(page, "journey-1-run-idle")
+
+    # Agents: two offline agents, each bid taking 0.5 s, so the live view has time to show.
+    open_page(page, "Agents")
+    create_agent(page, ann, "sim/eager", "You argue for the benefits.", latency_s=0.5)
+    create_agent(page, bob, "sim/contrarian", "You argue for the risks.", latency_s=0.5)
+    expect(page.get_by_text(f"{bob} · sim/contrarian (simulated)")).to_be_visible()
+    screenshot(page, "journey-2-agents")
+
+    # Run: pick them, a task, a low threshold (the two keep talking until max_loops), start.
+    open_page(page, "Run")
+    pick_roster(page, [ann, bob])
+    page.locator(".st-key-run_task textarea").fill(TASK)
+    set_number(page, "run_param_max_loops", 16)
+    set_number(page, "run_param_threshold", 0.2)
+    screenshot(page, "journey-3-run-form")
+    page.locator(".st-key-start_run button").click()
+
+    expect(status_line(page)).to_have_text(re.compile(r"^status: running · job [0-9a-f]{32}"),
+                                           timeout=WAIT_MS)
+    job = job_id(page)
+    user = page.get_by_test_id("stChatMessage").filter(has_text=TASK)
+    expect(user.first).to_be_visible(timeout=WAIT_MS)
+    agent_bubbles = page.get_by_test_id("stChatMessage").filter(
+        has_text=re.compile(rf"({ann}|{bob}) · sim/\w+ \(simulated\) · score \d\.\d\d"))
+    expect(agent_bubbles.first).to_be_visible(timeout=WAIT_MS)
+    first = page.wait_for_function(FLOOR_WHILE_RUNNING, arg=job, timeout=WAIT_MS).json_value()
+    page.wait_for_function(FLOOR_CHANGED, arg=[job, first], timeout=WAIT_MS)
+    expect(status_line(page)).to_have_text(re.compile(r"^status: running"))
+    screenshot(page, "journey-4-running")
+
+    expect(status_line(page)).to_have_text(
+        re.compile(rf"^status: finished · job {job} · turn \d+ · messages \d+"), timeout=WAIT_MS)
+    expect(page.locator(".st-key-stop_run")).to_have_count(0)
+    screenshot(page, "journey-5-finished")
+
+    # What the bubbles show is what the store recorded, message for message.
+    runs = RunStore(app_db_url).list_runs(agent=ann)
+    assert len(runs) == 1, runs
+    row = runs.iloc[0]
+    assert (row["status"], row["max_loops"], row["threshold"]) == ("finished", 16, 0.2), row
+    run_id = row["run_id"]
+    messages = RunStore(app_db_url).messages(run_id)
+    assert len(messages) >= 3, messages
+    expect(page.get_by_test_id("stChatMessage")).to_have_count(len(messages))
+    said = messages.iloc[1]
+    bubble = page.get_by_test_id("stChatMessage").nth(1)
+    expect(bubble).to_contain_text(said["role"])
+    expect(bubble).to_contain_text(said["content"])
+
+    # Analysis of that run: metric cards, then the charts of two tabs, drawn as SVG.
+    page.get_by_test_id("stPageLink").filter(has_text="Open this run in Analysis").click()
+    expect(page.get_by_role("heading", name="Analysis", exact=True)).to_be_visible(
+        timeout=WAIT_MS)
+    expect(page.locator(".st-key-analysis_run input")).to_have_value(
+        re.compile(rf"{ann}, {bob} · finished · {run_id[:8]}$"), timeout=WAIT_MS)
+    assert f"run={run_id}" in page.url
+    metrics = page.get_by_test_id("stMetric")
+    for label in ("Turns", "Speaker entropy", "Evenness", "Gini", "Longest monologue"):
+        expect(metrics.filter(has_text=label).first).to_be_visible(timeout=WAIT_MS)
+    assert metrics.count() >= 9
+    wait_plots(page, 2)  # Bids: the heatmap and the bid lines
+    screenshot(page, "journey-6-analysis-bids")
+    page.get_by_role("tab", name="Speakers").click()
+    wait_plots(page, 3)  # winner timeline, transitions, turn shares
+    screenshot(page, "journey-7-analysis-speakers")
