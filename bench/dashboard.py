@@ -33,8 +33,10 @@ from bench.store import scripted_chat  # noqa: E402
 from groupchat_core.store import RunStore  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+
+from bench.report import write_section  # noqa: E402
+
 BENCHMARKS_MD = ROOT / "BENCHMARKS.md"
-BEGIN, END = "<!-- bench.dashboard:begin -->", "<!-- bench.dashboard:end -->"
 CHROMIUM = "/usr/bin/chromium"
 TARGETS = {"analysis_s": 2.0, "first_load_s": 5.0}
 METRICS = '[data-testid="stMetric"]'
@@ -279,18 +281,6 @@ def report(turns: int, rows: int, functions: dict[str, float], apptest: dict[str
     return "\n".join(lines)
 
 
-def write_section(figures: str, path: Path = BENCHMARKS_MD) -> None:
-    """Replace only the text between this benchmark's markers (re-read just before writing)."""
-    text = path.read_text()
-    block = f"{BEGIN}\n{figures}{END}"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text)
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.dashboard")
     parser.add_argument("--quick", action="store_true")
@@ -311,7 +301,7 @@ def main(argv: list[str] | None = None) -> None:
     figures = report(turns, rows, functions, apptest, browser, reps, args.quick)
     print(figures)
     if args.write:
-        write_section(figures)
+        write_section("dashboard", figures)
         print(f"wrote {BENCHMARKS_MD}", file=sys.stderr)
 
 

@@ -32,8 +32,10 @@ from groupchat_core.store import RunStore
 from groupchat_core.testing import ScriptedBids
 
 ROOT = Path(__file__).resolve().parent.parent
+
+from bench.report import write_section  # noqa: E402
+
 BENCHMARKS_MD = ROOT / "BENCHMARKS.md"
-BEGIN, END = "<!-- bench.store:begin -->", "<!-- bench.store:end -->"
 TARGETS = {"overhead": 1.25, "read_s": 0.5}
 PERSONAS = ("balanced", "eager", "reserved", "contrarian", "expert")
 
@@ -161,18 +163,6 @@ def report(rows: list[tuple[str, dict[str, Any]]], read: dict[str, Any], quick: 
     ])
 
 
-def write_section(figures: str, path: Path = BENCHMARKS_MD) -> None:
-    """Replace only the text between this benchmark's markers (re-read just before writing)."""
-    text = path.read_text()
-    block = f"{BEGIN}\n{figures}{END}"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text)
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.store")
     parser.add_argument("--quick", action="store_true")
@@ -193,7 +183,7 @@ def main(argv: list[str] | None = None) -> None:
     figures = report(rows, read, args.quick)
     print(figures)
     if args.write:
-        write_section(figures)
+        write_section("store", figures)
         print(f"wrote {BENCHMARKS_MD}", file=sys.stderr)
 
 

@@ -30,8 +30,10 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("OPENAI_API_KEY", "sk-local")  # only ever sent to 127.0.0.1 here
 
 ROOT = Path(__file__).resolve().parent.parent
+
+from bench.report import write_section  # noqa: E402
+
 BENCHMARKS_MD = ROOT / "BENCHMARKS.md"
-BEGIN, END = "<!-- bench.sweeps:begin -->", "<!-- bench.sweeps:end -->"
 TASK = "Should hospitals adopt AI diagnosis? Weigh the benefits, the risks and the costs."
 DEBATE = [{"agent_name": n, "system_prompt": p, "model_name": "sim/balanced"} for n, p in (
     ("Optimist", "You argue for the benefits."), ("Pessimist", "You argue for the risks."),
@@ -218,18 +220,6 @@ def report(grid: list[dict[str, Any]], sharing: list[dict[str, Any]],
     return "\n".join(lines) + "\n"
 
 
-def write_section(figures: str, path: Path = BENCHMARKS_MD) -> None:
-    """Replace only the text between this benchmark's markers (re-read just before writing)."""
-    text = path.read_text()
-    block = f"{BEGIN}\n{figures}{END}"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text)
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.sweeps")
     parser.add_argument("--quick", action="store_true")
@@ -247,7 +237,7 @@ def main(argv: list[str] | None = None) -> None:
     figures = report(grid, sharing, http, bare, args.quick)
     print(figures)
     if args.write:
-        write_section(figures)
+        write_section("sweeps", figures)
         print(f"wrote {BENCHMARKS_MD}", file=sys.stderr)
 
 
