@@ -2,7 +2,7 @@
 
 Tests talk to it through litellm (``model="openai/<name>"``, ``api_base=server.base_url``) so
 the whole HTTP/SDK path is exercised, while replies, latencies and provider quirks stay
-scripted and deterministic. Standard library only.
+scripted and deterministic. Standard library only. Reply builders live in fake_replies.py.
 """
 
 from __future__ import annotations
@@ -13,172 +13,31 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal
+from typing import Any
 
-CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
-MODELS_PATHS = frozenset({"/v1/models", "/models"})
-_REDACTED_HEADERS = frozenset({"authorization", "api-key", "x-api-key"})
-_ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    404: "not_found_error",
-    429: "rate_limit_exceeded",
-    500: "server_error",
-}
+from .fake_replies import (
+    _ERROR_TYPES,
+    CHAT_PATHS,
+    MODELS_PATHS,
+    ModelConfig,
+    RecordedRequest,
+    Reply,
+    Responder,
+    _completion,
+    _error,
+    _parse_object,
+    _rejection,
+    _Response,
+    error,
+    text,
+    tool_call,
+)
 
-
-@dataclass(frozen=True)
-class Reply:
-    """What the server answers to one request; build it with tool_call(), text() or error()."""
-
-    kind: Literal["tool_call", "text", "error"]
-    content: str | None = None  # assistant text, or the error message for kind "error"
-    tool_name: str = "respond"
-    arguments: str = ""
-    status: int = 200
-    err_type: str | None = None
-    retry_after: float | None = None
-    latency: float = 0.0
-
-
-Responder = Callable[[dict[str, Any]], Reply]
-
-
-def tool_call(
-    score: Any,
-    message: Any,
-    *,
-    name: str = "respond",
-    arguments_raw: str | None = None,
-    latency: float = 0.0,
-) -> Reply:
-    """A single function call; arguments_raw lets tests send malformed arguments verbatim."""
-    if arguments_raw is None:
-        arguments_raw = json.dumps({"score": score, "message": message})
-    return Reply("tool_call", tool_name=name, arguments=arguments_raw, latency=latency)
-
-
-def text(content: str, *, latency: float = 0.0) -> Reply:
-    """Plain assistant content, as a model that ignores tools would answer."""
-    return Reply("text", content=content, latency=latency)
-
-
-def error(
-    status: int,
-    message: str = "FakeOpenAIServer scripted error",
-    *,
-    err_type: str | None = None,
-    latency: float = 0.0,
-    retry_after: float | None = None,
-) -> Reply:
-    """An HTTP error in OpenAI's error format, to drive client error handling."""
-    fallback = "server_error" if status >= 500 else "invalid_request_error"
-    err_type = err_type or _ERROR_TYPES.get(status, fallback)
-    return Reply(
-        "error", message, status=status, err_type=err_type, retry_after=retry_after, latency=latency
-    )
-
-
-@dataclass(frozen=True)
-class RecordedRequest:
-    """One request as received; header names are lower-cased, repr hides credentials."""
-
-    path: str
-    model: str
-    body: dict[str, Any]
-    headers: dict[str, str]
-    status: int
-    received_at: float  # time.monotonic() on arrival
-
-    def __repr__(self) -> str:
-        shown = {k: "<redacted>" if k in _REDACTED_HEADERS else v for k, v in self.headers.items()}
-        return (
-            f"RecordedRequest(path={self.path!r}, model={self.model!r}, body={self.body!r}, "
-            f"headers={shown!r}, status={self.status}, received_at={self.received_at!r})"
-        )
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """Provider quirks for one model name (each makes matching requests fail with 400)."""
-
-    reject_forced_tool_choice: bool = False
-    reject_tools: bool = False
-    reject_required_tool_choice: bool = False
-
-
-@dataclass
-class _Response:
-    status: int
-    payload: dict[str, Any]
-    delay: float = 0.0
-    headers: dict[str, str] = field(default_factory=dict)
-
-
-def _error(status: int, message: str, err_type: str, delay: float = 0.0) -> _Response:
-    payload = {"error": {"message": message, "type": err_type, "param": None, "code": err_type}}
-    return _Response(status, payload, delay)
-
-
-def _count_words(content: Any) -> int:
-    """Deterministic token stand-in: whitespace words in string or text-part content."""
-    if isinstance(content, str):
-        return len(content.split())
-    if isinstance(content, list):
-        return sum(_count_words(p.get("text")) for p in content if isinstance(p, dict))
-    return 0
-
-
-def _parse_object(raw: bytes) -> dict[str, Any] | None:
-    """The request body as a JSON object, or None if it is not one."""
-    try:
-        parsed = json.loads(raw or b"{}")
-    except ValueError:
-        return None
-    return parsed if isinstance(parsed, dict) else None
-
-
-def _rejection(body: dict[str, Any], config: ModelConfig) -> str | None:
-    """The 400 message a picky provider would send for this request, if any."""
-    choice = body.get("tool_choice")
-    if body.get("stream"):
-        return "FakeOpenAIServer does not support stream=True"
-    if config.reject_tools and body.get("tools"):
-        return "tools are not supported by this model"
-    if config.reject_forced_tool_choice and isinstance(choice, dict):
-        return "tool_choice of type 'function' is not supported by this model"
-    if config.reject_required_tool_choice and choice == "required":
-        return "tool_choice 'required' is not supported by this model"
-    return None
-
-
-def _completion(body: dict[str, Any], reply: Reply, n: int) -> dict[str, Any]:
-    """A chat.completion object the openai SDK parses, with word-count usage."""
-    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
-    finish_reason, completion_tokens = "stop", _count_words(reply.content)
-    if reply.kind == "tool_call":
-        function = {"name": reply.tool_name, "arguments": reply.arguments}
-        message["tool_calls"] = [{"id": f"call_{n}", "type": "function", "function": function}]
-        finish_reason, completion_tokens = "tool_calls", _count_words(reply.arguments)
-    messages = body.get("messages")
-    messages = messages if isinstance(messages, list) else []
-    prompt_tokens = sum(_count_words(m.get("content")) for m in messages if isinstance(m, dict))
-    choice = {"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}
-    return {
-        "id": f"chatcmpl-fake-{n}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": body.get("model", ""),
-        "choices": [choice],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
-    }
+__all__ = [
+    "CHAT_PATHS", "MODELS_PATHS", "FakeOpenAIServer", "ModelConfig", "RecordedRequest", "Reply",
+    "Responder", "error", "text", "tool_call",
+]
 
 
 class FakeOpenAIServer:
