@@ -216,14 +216,22 @@ def pick_roster(page: Any, names: Sequence[str]) -> None:
     wait_idle(page)  # a rerun in flight would redraw the form below and drop what is typed
 
 
-def set_number(page: Any, key: str, value: float | int) -> None:
-    """Type into a keyed number input and leave it (a form takes the value on blur)."""
+def set_number(page: Any, key: str, value: float | int, attempts: int = 3) -> None:
+    """Type into a keyed number input and leave it (a form takes the value on blur). A rerun
+    that lands while typing redraws the input with its old value, so type again if it did."""
     field = page.locator(f".st-key-{key} input")
-    field.fill(str(value))
-    field.press("Tab")
-    page.wait_for_function(
-        "([sel, v]) => Math.abs(parseFloat(document.querySelector(sel).value) - v) < 1e-9",
-        arg=[f".st-key-{key} input", value], timeout=WAIT_MS)
+    check = "([sel, v]) => Math.abs(parseFloat(document.querySelector(sel).value) - v) < 1e-9"
+    for attempt in range(attempts):
+        wait_idle(page)
+        field.fill(str(value))
+        field.press("Tab")
+        try:
+            page.wait_for_function(check, arg=[f".st-key-{key} input", value],
+                                   timeout=WAIT_MS // attempts)
+            return
+        except Exception:
+            if attempt == attempts - 1:
+                raise
 
 
 def fresh(page: Any, css: str) -> Any:
