@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -118,7 +119,7 @@ def _sqlite_setup(engine: Engine) -> None:
             cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             cursor.execute("PRAGMA foreign_keys=ON")
             if engine.url.database not in (None, "", ":memory:"):
-                cursor.execute("PRAGMA journal_mode=WAL")
+                _switch_to_wal(cursor)
             cursor.execute("PRAGMA synchronous=NORMAL")
         finally:
             cursor.close()
@@ -127,6 +128,19 @@ def _sqlite_setup(engine: Engine) -> None:
     def _on_begin(conn: Any) -> None:
         immediate = conn.get_execution_options().get(_WRITE, False)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def _switch_to_wal(cursor: Any, attempts: int = 100) -> None:
+    """Switching a new file to WAL needs an exclusive lock and SQLite does not wait for it under
+    busy_timeout: when several processes open a fresh store at once, retry for a few seconds."""
+    for attempt in range(attempts):
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except Exception as exc:  # sqlite3.OperationalError: database is locked
+            if "locked" not in str(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(0.05)
 
 
 def write_engine(engine: Engine) -> Engine:
