@@ -164,13 +164,9 @@ def load_spec_text(text: str | bytes, source: str = "spec") -> ChatSpec:
 
 
 def load_spec(path: str | Path) -> ChatSpec:
-    p = Path(path)
-    try:
-        with p.open("rb") as handle:
-            data = handle.read(MAX_SPEC_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(f"cannot read spec file {str(p)!r}: {exc.strerror or exc}") from None
-    return load_spec_text(data, source=p.name)
+    from .safeload import read_limited
+
+    return load_spec_text(read_limited(path, MAX_SPEC_BYTES, "spec file"), Path(path).name)
 
 
 def dump_spec(spec: ChatSpec, fmt: str = "yaml") -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -68,6 +69,17 @@ def parse_text(text: str | bytes, source: str, max_bytes: int) -> Any:
         raise ConfigError(f"{source} is not valid JSON or YAML: {detail}") from None
     check_plain(data, source)
     return data
+
+
+def read_limited(path: str | Path, limit: int, what: str) -> bytes:
+    """At most limit + 1 bytes of a file (enough for parse_text to report it as oversized),
+    so a huge or endless file is never read whole."""
+    p = Path(path)
+    try:
+        with p.open("rb") as handle:
+            return handle.read(limit + 1)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {what} {str(p)!r}: {exc.strerror or exc}") from None
 
 
 def check_plain(data: Any, source: str) -> None:

@@ -281,10 +281,6 @@ def load_sweep_text(text: str | bytes, source: str = "sweep spec") -> SweepSpec:
 
 
 def load_sweep(path: str | Path) -> SweepSpec:
-    p = Path(path)
-    try:
-        with p.open("rb") as handle:
-            data = handle.read(MAX_SPEC_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(f"cannot read sweep file {str(p)!r}: {exc.strerror or exc}") from None
-    return load_sweep_text(data, source=p.name)
+    from ..safeload import read_limited
+
+    return load_sweep_text(read_limited(path, MAX_SPEC_BYTES, "sweep file"), Path(path).name)
