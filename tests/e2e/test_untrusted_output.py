@@ -179,7 +179,7 @@ def test_payload_in_a_live_run_is_inert(app_server, app_db_url, page, beacon):
     set_number(page, "run_param_max_loops", 6)
     set_number(page, "run_param_threshold", 0.2)
     page.locator(".st-key-start_run button").click()
-    expect(status_line(page)).to_have_text(re.compile(r"^status: running"), timeout=WAIT_MS)
+    # a six-message run can finish between two refreshes of the live view: running may be skipped
     expect(status_line(page)).to_have_text(re.compile(r"^status: finished"), timeout=WAIT_MS)
 
     # The store confirms an agent reply really carries the payload (Ann quoting Eve's name).
