@@ -6,7 +6,7 @@ import os
 
 import streamlit as st
 
-from groupchat_core.limiter import CALL_LIMITER
+from groupchat_core._limiter import CALL_LIMITER
 from ui import actions, components, state, store_access
 from ui.providers import PROVIDER_KEYS, SIM_MODELS, model_label
 

@@ -69,9 +69,9 @@ def build_run(url: str, turns: int) -> str:
 
 def bench_functions(url: str, run_id: str, reps: int) -> dict[str, float]:
     """The page's data and figure work without Streamlit: what its cached reads and charts cost."""
+    from groupchat_core._bundles import bundle_json
+    from groupchat_core._exports import bids_csv, transcript_markdown
     from groupchat_core.analysis import speaker_metrics, transition_matrix
-    from groupchat_core.bundles import bundle_json
-    from groupchat_core.exports import bids_csv, transcript_markdown
     from ui import charts, views
     from ui.analysis_view import TRANSCRIPT_PAGE
 

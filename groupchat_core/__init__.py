@@ -3,14 +3,14 @@
     from groupchat_core import Agent, GroupChat, RESPOND_TOOL
 """
 
-from .agent import DEFAULT_MODEL, Agent
-from .bidding import DEFAULT_BID_PROMPT, RESPOND_TOOL, select_speaker
-from .config import ChatConfig, ChatSpec, dump_spec, load_spec, load_spec_text
-from .engine import GroupChat
-from .errors import ConfigError, GroupChatError, ModelCallError, StoreError
-from .limiter import set_max_inflight_calls
-from .outputs import OUTPUT_TYPES
-from .records import Bid, Event, Message, RunRecord, Turn
+from ._agent import DEFAULT_MODEL, Agent
+from ._bidding import DEFAULT_BID_PROMPT, RESPOND_TOOL, select_speaker
+from ._config import ChatConfig, ChatSpec, dump_spec, load_spec, load_spec_text
+from ._errors import ConfigError, GroupChatError, ModelCallError, StoreError
+from ._groupchat import GroupChat
+from ._limiter import set_max_inflight_calls
+from ._outputs import OUTPUT_TYPES
+from ._records import Bid, Event, Message, RunRecord, Turn
 
 __all__ = [
     "DEFAULT_BID_PROMPT",

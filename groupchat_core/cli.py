@@ -22,10 +22,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from .engine import GroupChat
-from .errors import ConfigError, GroupChatError
-from .outputs import OUTPUT_TYPES
-from .records import Event, RunFinished, RunStarted, TurnCompleted
+from ._errors import ConfigError, GroupChatError
+from ._groupchat import GroupChat
+from ._outputs import OUTPUT_TYPES
+from ._records import Event, RunFinished, RunStarted, TurnCompleted
 
 
 class CliError(GroupChatError):
@@ -93,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     imp = sub.add_parser("import", help="add a run bundle (JSON) to the store")
     imp.add_argument("file")
     _agents_parser(sub)
-    from .sweeps.cli import add_parser as add_sweep_parser
+    from .sweeps._cli import add_parser as add_sweep_parser
 
     add_sweep_parser(sub)
     return parser
@@ -173,7 +173,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     frame = store.list_runs(status=args.status, agent=args.agent, since=args.since,
                             tag=args.tag, limit=args.limit)
     if frame.empty:
-        from .store.connect import safe_url
+        from .store._connect import safe_url
 
         print(f"no runs in {safe_url(store.url)}", file=sys.stderr)
         return 0
@@ -191,7 +191,7 @@ def _shorten(text: str, width: int = 40) -> str:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from .exports import transcript_markdown
+    from ._exports import transcript_markdown
 
     store = _store(args)
     run_id = store.resolve(args.run)
@@ -202,8 +202,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from .bundles import bundle_json
-    from .exports import bids_csv, transcript_markdown
+    from ._bundles import bundle_json
+    from ._exports import bids_csv, transcript_markdown
 
     store = _store(args)
     run_id = store.resolve(args.run)
@@ -213,7 +213,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from .bundles import MAX_BUNDLE_BYTES, import_bundle
+    from ._bundles import MAX_BUNDLE_BYTES, import_bundle
 
     data = _read(args.file, MAX_BUNDLE_BYTES)
     run_id = import_bundle(_store(args), data, source=Path(args.file).name)
@@ -222,8 +222,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_agents(args: argparse.Namespace) -> int:
-    from .bundles import dump_agents, load_agents_text
-    from .config import MAX_SPEC_BYTES
+    from ._bundles import dump_agents, load_agents_text
+    from ._config import MAX_SPEC_BYTES
 
     store = _store(args)
     if args.verb == "import":
@@ -242,7 +242,7 @@ def cmd_agents(args: argparse.Namespace) -> int:
 
 def _load_spec(path: str) -> Any:
     """A chat spec file, read as untrusted data: bounded, no YAML aliases, no secret fields."""
-    from .config import load_spec
+    from ._config import load_spec
 
     return load_spec(path)
 
@@ -272,7 +272,7 @@ def _emit(text: str, output: str | None) -> None:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from .sweeps.cli import cmd_sweep as run
+    from .sweeps._cli import cmd_sweep as run
 
     return run(args, _store(args))
 

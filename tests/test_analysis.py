@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from groupchat_core import Agent, GroupChat, RunRecord
+from groupchat_core._records import Bid, Message, Turn
 from groupchat_core.analysis import (
     agent_order,
     counterfactual,
@@ -17,7 +18,6 @@ from groupchat_core.analysis import (
     speakers,
     transition_matrix,
 )
-from groupchat_core.records import Bid, Message, Turn
 from groupchat_core.testing import ScriptedBids
 
 

@@ -18,7 +18,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from groupchat_core import Agent
-from groupchat_core.bundles import bundle_json, dump_agents
+from groupchat_core._bundles import bundle_json, dump_agents
 from groupchat_core.store import RunStore
 from ui import runtime, services, store_access
 from ui.state import STATE_KEY, SessionState
@@ -232,7 +232,9 @@ def test_stop_cancels_a_slow_chat_and_keeps_what_was_posted(app: AppTest, store:
     app.number_input(key="run_param_threshold").set_value(0.0)
     app.number_input(key="run_param_max_loops").set_value(60)
     app.button(key="start_run").click().run()
-    poll(app, lambda at: turn(at) >= 2 or "running" not in status(at), "a few turns")
+    poll(app, lambda at: turn(at) >= 2 or not status(at).startswith(("status: running",
+                                                                    "status: queued")),
+         "a few turns")
     assert status(app).startswith("status: running"), [e.value for e in app.error]
     app.button(key="stop_run").click().run()
     poll(app, lambda at: status(at).startswith("status: cancelled"), "the cancellation")
@@ -419,7 +421,7 @@ def test_settings_preferences_and_data_location(app: AppTest, tmp_path: Path):
     app.selectbox(key="pref_default_model").set_value("sim/eager")
     app.number_input(key="pref_inflight").set_value(8)
     app.button(key="save_preferences").click().run()
-    from groupchat_core.limiter import CALL_LIMITER, DEFAULT_MAX_INFLIGHT
+    from groupchat_core._limiter import CALL_LIMITER, DEFAULT_MAX_INFLIGHT
 
     try:
         assert session(app).default_model == "sim/eager" and CALL_LIMITER.limit == 8

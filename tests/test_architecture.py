@@ -40,8 +40,8 @@ def test_ui_never_imports_pages_and_pure_modules_never_import_streamlit():
 
 def test_importing_the_engine_and_pure_ui_loads_no_streamlit():
     modules = ", ".join([
-        "groupchat_core", "groupchat_core.analysis", "groupchat_core.bundles",
-        "groupchat_core.exports", "groupchat_core.cli", "groupchat_core.store",
+        "groupchat_core", "groupchat_core.analysis", "groupchat_core._bundles",
+        "groupchat_core._exports", "groupchat_core.cli", "groupchat_core.store",
         *(f"ui.{name}" for name in PURE_UI)])
     code = f"import sys, {modules}; sys.exit('streamlit' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=False).returncode == 0

@@ -9,16 +9,17 @@ import pytest
 from sqlalchemy import inspect, select
 
 from groupchat_core import Agent, ConfigError, GroupChat
-from groupchat_core.bidcache import BidCache, cache_stats, request_key, resolve_cache
-from groupchat_core.bidding import ParsedBid
-from groupchat_core.fake_server import FakeOpenAIServer, tool_call
-from groupchat_core.models import BidRequest, ModelReply
-from groupchat_core.runner import background_loop
-from groupchat_core.store import SCHEMA_VERSION, RunStore, cachetable, dispose_engines
-from groupchat_core.store.connect import get_engine
-from groupchat_core.store.migrations import create_version, forget_checked
-from groupchat_core.store.schema import metadata_for, schema_version
+from groupchat_core._bidcache import BidCache, cache_stats, request_key, resolve_cache
+from groupchat_core._bidding import ParsedBid
+from groupchat_core._loop import background_loop
+from groupchat_core._model_calls import BidRequest, ModelReply
+from groupchat_core.store import SCHEMA_VERSION, RunStore, dispose_engines
+from groupchat_core.store import _cachetable as cachetable
+from groupchat_core.store._connect import get_engine
+from groupchat_core.store._migrations import create_version, forget_checked
+from groupchat_core.store._schema import metadata_for, schema_version
 from groupchat_core.testing import ScriptedBids
+from groupchat_core.testing._fake_server import FakeOpenAIServer, tool_call
 
 TASK = "Should hospitals adopt AI diagnosis?"
 

@@ -1,4 +1,4 @@
-"""Specification tests for groupchat_core.bidding (SPEC §1, §3, §4, §5.3)."""
+"""Specification tests for groupchat_core._bidding (SPEC §1, §3, §4, §5.3)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections import OrderedDict
 
 import pytest
 
-from groupchat_core.bidding import (
+from groupchat_core._bidding import (
     DEFAULT_BID_PROMPT,
     RESPOND_TOOL,
     Candidate,

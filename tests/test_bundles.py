@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from groupchat_core import Agent, ConfigError, GroupChat, StoreError
-from groupchat_core.bundles import (
+from groupchat_core._bundles import (
     MAX_BUNDLE_BYTES,
     BundleRun,
     bundle_json,
@@ -24,9 +24,9 @@ from groupchat_core.bundles import (
     load_agents_text,
     read_bundle,
 )
-from groupchat_core.exports import bids_csv, transcript_markdown
+from groupchat_core._exports import bids_csv, transcript_markdown
 from groupchat_core.store import RUN_STATUSES, RunStore, dispose_engines
-from groupchat_core.store.migrations import forget_checked
+from groupchat_core.store._migrations import forget_checked
 from groupchat_core.testing import ScriptedBids
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from groupchat_core.bundles import load_agents_text
+from groupchat_core._bundles import load_agents_text
 from groupchat_core.cli import main
 from groupchat_core.store import RunStore, dispose_engines
-from groupchat_core.store.migrations import forget_checked
+from groupchat_core.store._migrations import forget_checked
 
 REPO = Path(__file__).resolve().parents[1]
 DEBATE = str(REPO / "examples" / "debate.yaml")

@@ -1,4 +1,4 @@
-"""Specification tests for groupchat_core.config and groupchat_core.agent (SPEC §1, §2, §6)."""
+"""Specification tests for groupchat_core._config and groupchat_core._agent (SPEC §1, §2, §6)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from groupchat_core.agent import Agent
-from groupchat_core.bidding import RESPOND_TOOL
-from groupchat_core.config import (
+from groupchat_core._agent import Agent
+from groupchat_core._bidding import RESPOND_TOOL
+from groupchat_core._config import (
     MAX_SPEC_BYTES,
     ChatConfig,
     ChatSpec,
@@ -20,7 +20,7 @@ from groupchat_core.config import (
     load_spec,
     load_spec_text,
 )
-from groupchat_core.errors import ConfigError
+from groupchat_core._errors import ConfigError
 
 REFERENCE_DEFAULTS = {
     "name": "dynamic-groupchat",

@@ -10,7 +10,7 @@ import pytest
 
 import groupchat_core
 from groupchat_core import RESPOND_TOOL, Agent, ConfigError, GroupChat
-from groupchat_core.records import (
+from groupchat_core._records import (
     BidReceived,
     LullReached,
     MessagePosted,

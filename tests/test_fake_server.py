@@ -15,7 +15,7 @@ os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 import litellm  # noqa: E402
 import pytest  # noqa: E402
 
-from groupchat_core.fake_server import (  # noqa: E402
+from groupchat_core.testing._fake_server import (  # noqa: E402
     FakeOpenAIServer,
     RecordedRequest,
     Reply,

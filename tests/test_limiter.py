@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from groupchat_core.limiter import CallLimiter
+from groupchat_core._limiter import CallLimiter
 
 
 def test_limit_holds_across_two_loops_in_two_threads():

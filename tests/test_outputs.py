@@ -1,4 +1,4 @@
-"""Specification tests for groupchat_core.outputs (SPEC §6)."""
+"""Specification tests for groupchat_core._outputs (SPEC §6)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from xml.etree import ElementTree as ET
 import pytest
 import yaml
 
-from groupchat_core.outputs import OUTPUT_TYPES, chunks, format_output, replay
-from groupchat_core.records import Message, RunRecord
+from groupchat_core._outputs import OUTPUT_TYPES, chunks, format_output, stream_message
+from groupchat_core._records import Message, RunRecord
 
 T0 = "2024-05-01T12:00:00+00:00"
 T1 = "2024-05-01T12:00:01.500000+00:00"
@@ -212,7 +212,7 @@ def test_every_output_type_works_with_only_the_task(quiet: RunRecord, output_typ
     assert out is not None
 
 
-# --- streaming replay -------------------------------------------------------------------------
+# --- streaming a posted message ------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -257,9 +257,9 @@ def test_chunks_randomized() -> None:
         _check_chunk_rules(content)
 
 
-def test_replay_calls_back_in_order_then_final() -> None:
+def test_stream_message_calls_back_in_order_then_final() -> None:
     calls: list[tuple[str, str, bool]] = []
-    replay(lambda *args: calls.append(args), Message(role="Alice", content="hi  there all"))
+    stream_message(lambda *args: calls.append(args), Message(role="Alice", content="hi  there all"))
     assert calls == [
         ("Alice", "hi ", False),
         ("Alice", " ", False),
@@ -269,16 +269,16 @@ def test_replay_calls_back_in_order_then_final() -> None:
     ]
 
 
-def test_replay_of_empty_content_is_only_the_final_marker() -> None:
+def test_stream_message_of_empty_content_is_only_the_final_marker() -> None:
     calls: list[tuple[str, str, bool]] = []
-    replay(lambda *args: calls.append(args), Message(role="User", content=""))
+    stream_message(lambda *args: calls.append(args), Message(role="User", content=""))
     assert calls == [("User", "", True)]
 
 
-def test_replay_concatenation_equals_content() -> None:
+def test_stream_message_concatenation_equals_content() -> None:
     content = "  Multi-line\nreply  with  odd   spacing "
     calls: list[tuple[str, str, bool]] = []
-    replay(lambda *args: calls.append(args), Message(role="Bob", content=content))
+    stream_message(lambda *args: calls.append(args), Message(role="Bob", content=content))
     assert "".join(chunk for _, chunk, final in calls if not final) == content
     assert [final for _, _, final in calls].count(True) == 1
     assert calls[-1] == ("Bob", "", True)

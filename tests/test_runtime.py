@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from groupchat_core import Agent, GroupChat
-from groupchat_core.records import RunStarted
+from groupchat_core._records import RunStarted
 from groupchat_core.testing import ScriptedBid, ScriptedBids
 from ui import runtime
 from ui.runtime import JobRegistry, JobSnapshot

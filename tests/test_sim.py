@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from groupchat_core.sim import (
+from groupchat_core._sim import (
     DEFAULT_SIM_MODEL,
     PERSONAS,
     SimBid,
@@ -266,5 +266,5 @@ def test_litellm_passes_sim_failure_rate(litellm_mod) -> None:  # type: ignore[n
 
 
 def test_import_does_not_import_litellm() -> None:
-    code = "import sys, groupchat_core.sim; assert 'litellm' not in sys.modules"
+    code = "import sys, groupchat_core._sim; assert 'litellm' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

@@ -12,11 +12,11 @@ import pytest
 from sqlalchemy import insert, select, text
 
 from groupchat_core import Agent, GroupChat, StoreError
-from groupchat_core.records import Bid, Message, Turn, TurnCompleted
+from groupchat_core._records import Bid, Message, Turn, TurnCompleted
 from groupchat_core.store import RunStore, default_url, dispose_engines
-from groupchat_core.store.migrations import forget_checked
-from groupchat_core.store.process import this_writer
-from groupchat_core.store.schema import messages, runs
+from groupchat_core.store._migrations import forget_checked
+from groupchat_core.store._process import this_writer
+from groupchat_core.store._schema import messages, runs
 from groupchat_core.testing import ScriptedBid, ScriptedBids
 
 KEY = "sk-store-test-never-stored-0123456789"
@@ -125,7 +125,7 @@ def test_a_cancelled_run_keeps_what_was_posted(store):
 def test_abandon_closes_runs_the_engine_never_finished(store):
     chat = three_turns()
     recorder = store.recorder(chat)
-    from groupchat_core.records import RunStarted
+    from groupchat_core._records import RunStarted
 
     recorder(RunStarted(run_id="r1", task="t", agents=["Alice", "Bob", "Cara"],
                         config=chat.to_dict()))

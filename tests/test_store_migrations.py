@@ -9,9 +9,9 @@ from sqlalchemy import create_engine, insert, inspect, select
 
 from groupchat_core import StoreError
 from groupchat_core.store import SCHEMA_VERSION, RunStore, dispose_engines
-from groupchat_core.store.connect import get_engine
-from groupchat_core.store.migrations import create_version, forget_checked
-from groupchat_core.store.schema import metadata_for, schema_version
+from groupchat_core.store._connect import get_engine
+from groupchat_core.store._migrations import create_version, forget_checked
+from groupchat_core.store._schema import metadata_for, schema_version
 
 SPEC = {"name": "old", "description": "d", "max_loops": 5, "threshold": 0.5,
         "recency_penalty": 0.3, "recency_window": 1, "idle_timeout": 8.0,
@@ -108,7 +108,7 @@ def test_a_file_from_newer_code_is_refused(tmp_path):
 
 
 def test_a_failed_upgrade_leaves_the_file_at_its_old_version(tmp_path, monkeypatch):
-    from groupchat_core.store import migrations
+    from groupchat_core.store import _migrations as migrations
 
     url = f"sqlite:///{tmp_path}/v1.db"
     _v1_file(url)

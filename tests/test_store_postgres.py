@@ -52,14 +52,14 @@ from test_store_migrations import _v1_file
 from test_store_processes import WRITER, _child_env
 
 from groupchat_core import Agent, GroupChat, StoreError
-from groupchat_core.bundles import export_bundle, import_bundle
-from groupchat_core.fake_server import FakeOpenAIServer, tool_call
-from groupchat_core.records import Bid
+from groupchat_core._bundles import export_bundle, import_bundle
+from groupchat_core._records import Bid
 from groupchat_core.store import SCHEMA_VERSION, RunStore, dispose_engines
-from groupchat_core.store.connect import get_engine
-from groupchat_core.store.migrations import forget_checked
-from groupchat_core.store.recorder import writer_thread
-from groupchat_core.store.schema import METADATA, runs, schema_version
+from groupchat_core.store._connect import get_engine
+from groupchat_core.store._migrations import forget_checked
+from groupchat_core.store._recorder import writer_thread
+from groupchat_core.store._schema import METADATA, runs, schema_version
+from groupchat_core.testing._fake_server import FakeOpenAIServer, tool_call
 
 KEY = "sk-postgres-test-never-stored-0123456789"
 
@@ -308,7 +308,7 @@ def test_a_version_1_database_is_upgraded_in_place_and_keeps_its_runs(pg_url):
 
 
 def test_a_failed_upgrade_is_rolled_back_whole_ddl_included(pg_url, monkeypatch):
-    from groupchat_core.store import migrations
+    from groupchat_core.store import _migrations as migrations
 
     _v1_file(pg_url)
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from groupchat_core.fake_server import FakeOpenAIServer, tool_call
 from groupchat_core.store import RunStore, dispose_engines
-from groupchat_core.store.migrations import forget_checked
+from groupchat_core.store._migrations import forget_checked
+from groupchat_core.testing._fake_server import FakeOpenAIServer, tool_call
 
 REPO = Path(__file__).resolve().parents[1]
 

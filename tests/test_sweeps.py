@@ -8,10 +8,9 @@ import math
 import pytest
 
 from groupchat_core import ConfigError, StoreError
-from groupchat_core.fake_server import FakeOpenAIServer, tool_call
-from groupchat_core.runner import background_loop
+from groupchat_core._loop import background_loop
 from groupchat_core.store import RunStore, dispose_engines
-from groupchat_core.store.migrations import forget_checked
+from groupchat_core.store._migrations import forget_checked
 from groupchat_core.sweeps import (
     BudgetStopped,
     CellFinished,
@@ -30,6 +29,7 @@ from groupchat_core.sweeps import (
     sweep_summary,
     t95,
 )
+from groupchat_core.testing._fake_server import FakeOpenAIServer, tool_call
 
 AGENTS = [{"agent_name": n, "system_prompt": p, "model_name": "sim/balanced"} for n, p in (
     ("Optimist", "You argue for the benefits."), ("Pessimist", "You argue for the risks."),

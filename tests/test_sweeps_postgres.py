@@ -14,10 +14,11 @@ import pytest
 pg = pytest.importorskip("pg", reason="tests/pg.py (the local PostgreSQL helper) is absent")
 
 from groupchat_core import Agent, GroupChat  # noqa: E402
-from groupchat_core.bidcache import BidCache, cache_stats  # noqa: E402
-from groupchat_core.store import RunStore, cachetable, dispose_engines  # noqa: E402
-from groupchat_core.store.migrations import forget_checked  # noqa: E402
-from groupchat_core.store.recorder import writer_thread  # noqa: E402
+from groupchat_core._bidcache import BidCache, cache_stats  # noqa: E402
+from groupchat_core.store import RunStore, dispose_engines  # noqa: E402
+from groupchat_core.store import _cachetable as cachetable  # noqa: E402
+from groupchat_core.store._migrations import forget_checked  # noqa: E402
+from groupchat_core.store._recorder import writer_thread  # noqa: E402
 from groupchat_core.sweeps import (  # noqa: E402
     finished_cells,
     parse_sweep,

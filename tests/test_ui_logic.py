@@ -11,11 +11,11 @@ import pytest
 from pydantic import ValidationError
 
 from groupchat_core import Agent, GroupChat, RunRecord
+from groupchat_core._bundles import dump_agents
+from groupchat_core._config import ChatSpec, dump_spec
+from groupchat_core._errors import ConfigError
+from groupchat_core._records import Bid, BidReceived
 from groupchat_core.analysis import speaker_metrics
-from groupchat_core.bundles import dump_agents
-from groupchat_core.config import ChatSpec, dump_spec
-from groupchat_core.errors import ConfigError
-from groupchat_core.records import Bid, BidReceived
 from groupchat_core.store import RunStore
 from groupchat_core.testing import ScriptedBids
 from ui import presets, providers, services, views
@@ -302,7 +302,7 @@ def _store_bytes(tmp_path) -> bytes:
 
 
 def test_a_session_key_reaches_the_provider_but_never_the_store(store: RunStore, tmp_path):
-    from groupchat_core.fake_server import FakeOpenAIServer, error, tool_call
+    from groupchat_core.testing._fake_server import FakeOpenAIServer, error, tool_call
 
     with FakeOpenAIServer() as server:
         server.script("kind", [tool_call(0.9, "Hello"), tool_call(0.1, "")])

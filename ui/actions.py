@@ -12,8 +12,8 @@ from typing import Any
 import streamlit as st
 from pydantic import ValidationError
 
-from groupchat_core.errors import ConfigError, StoreError
-from groupchat_core.limiter import set_max_inflight_calls
+from groupchat_core._errors import ConfigError, StoreError
+from groupchat_core._limiter import set_max_inflight_calls
 
 from . import forms, services, store_access
 from .presets import PRESETS

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from groupchat_core._records import Message
 from groupchat_core.analysis import explain_turn, speaker_metrics, transition_matrix
-from groupchat_core.records import Message
 
 from . import charts, views
 from .components import bubble, metric_cards

@@ -14,8 +14,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
+from groupchat_core._bidding import format_decimal
 from groupchat_core.analysis import SpeakerMetrics, agent_order
-from groupchat_core.bidding import format_decimal
 
 PALETTE: tuple[str, ...] = tuple(qualitative.Plotly) + tuple(qualitative.Dark24)
 EMPTY_TEXT = "no bids yet"

@@ -13,8 +13,8 @@ from typing import Any
 
 import streamlit as st
 
-from groupchat_core.agent import Agent
-from groupchat_core.outputs import OUTPUT_TYPES
+from groupchat_core._agent import Agent
+from groupchat_core._outputs import OUTPUT_TYPES
 
 from .providers import MODEL_HINT, SIM_MODELS, model_label
 

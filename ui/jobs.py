@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from groupchat_core.runner import BackgroundLoop, background_loop
+from groupchat_core._loop import BackgroundLoop, background_loop
 
 Emit = Callable[[Any], None]
 CoroFactory = Callable[[Emit], Awaitable[Any]]

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from groupchat_core.agent import Agent
-from groupchat_core.config import ChatSpec
+from groupchat_core._agent import Agent
+from groupchat_core._config import ChatSpec
 
 PRESET_LATENCY_S = 0.25
 

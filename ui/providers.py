@@ -18,8 +18,8 @@ from urllib.parse import urlparse
 
 from pydantic import SecretStr
 
-from groupchat_core.agent import Agent
-from groupchat_core.sim import PERSONAS, SIM_PREFIX
+from groupchat_core._agent import Agent
+from groupchat_core._sim import PERSONAS, SIM_PREFIX
 
 # Environment variables litellm reads, with a label for the Settings page.
 PROVIDER_KEYS: dict[str, str] = {

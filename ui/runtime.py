@@ -2,7 +2,7 @@
 
 Why: a chat must outlive the script run that started it (page switches, reruns), stay private to
 the browser session that owns it, and stop within a fraction of a second (DESIGN.md, "Running
-jobs from Streamlit"). So runs are jobs on `groupchat_core.runner.background_loop()`, their state
+jobs from Streamlit"). So runs are jobs on `groupchat_core._loop.background_loop()`, their state
 lives in a lock-protected registry, and pages render immutable snapshots copied under the lock.
 
 Events reach a job through one router observer per GroupChat that looks up the job in a context
@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
-from groupchat_core.engine import GroupChat
-from groupchat_core.records import (
+from groupchat_core._groupchat import GroupChat
+from groupchat_core._loop import BackgroundLoop, background_loop
+from groupchat_core._records import (
     Bid,
     BidReceived,
     Event,
@@ -38,7 +39,6 @@ from groupchat_core.records import (
     TurnCompleted,
     TurnStarted,
 )
-from groupchat_core.runner import BackgroundLoop, background_loop
 
 from .jobs import CoroFactory, TaskSnapshot, TaskTable
 

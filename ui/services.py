@@ -12,13 +12,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from groupchat_core.agent import Agent
-from groupchat_core.bundles import import_bundle, load_agents_text
-from groupchat_core.config import ChatConfig, load_spec_text
-from groupchat_core.engine import GroupChat
-from groupchat_core.errors import ConfigError
-from groupchat_core.models import litellm_module
-from groupchat_core.records import Event
+from groupchat_core._agent import Agent
+from groupchat_core._bundles import import_bundle, load_agents_text
+from groupchat_core._config import ChatConfig, load_spec_text
+from groupchat_core._errors import ConfigError
+from groupchat_core._groupchat import GroupChat
+from groupchat_core._model_calls import litellm_module
+from groupchat_core._records import Event
 from groupchat_core.store import RunStore
 
 from .presets import DEBATE_TRIO, Preset

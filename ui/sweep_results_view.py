@@ -3,7 +3,7 @@ parallel coordinates, click-through to a cell's runs, CSV export, and a what-if 
 
 Why read from the store, not the job: results of a sweep stopped, resumed or run by the CLI
 read the same way (sweeps/results.py). The what-if replays a recorded run's bids under other
-thresholds and penalties, with no model calls (groupchat_core/whatif.py).
+thresholds and penalties, with no model calls (groupchat_core.analysis, what-if).
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from groupchat_core.errors import StoreError
+from groupchat_core._errors import StoreError
+from groupchat_core.analysis._whatif import whatif_pivot, whatif_run
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import aggregate, sweep_results, sweep_summary
-from groupchat_core.whatif import whatif_pivot, whatif_run
 
 from . import sweep_charts as charts
 from . import sweep_services as svc

@@ -14,8 +14,8 @@ from typing import Any
 
 import pandas as pd
 
-from groupchat_core.agent import Agent
-from groupchat_core.errors import ConfigError
+from groupchat_core._agent import Agent
+from groupchat_core._errors import ConfigError
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import (
     Cell,

@@ -12,7 +12,7 @@ from typing import Any
 
 import streamlit as st
 
-from groupchat_core.agent import Agent
+from groupchat_core._agent import Agent
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import SweepSpec
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pandas as pd
 
+from groupchat_core._records import Bid, RunRecord, Turn
 from groupchat_core.analysis import SpeakerMetrics, speakers
-from groupchat_core.records import Bid, RunRecord, Turn
 
 WORDS_PER_SECOND = 14.0
 

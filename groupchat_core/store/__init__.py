@@ -3,10 +3,10 @@
     from groupchat_core.store import RunStore
 """
 
-from .connect import ENV_VAR, default_url, dispose_engines
-from .recorder import StoreRecorder
-from .runstore import RunStore
-from .schema import RUN_STATUSES, SCHEMA_VERSION
+from ._connect import ENV_VAR, default_url, dispose_engines
+from ._recorder import StoreRecorder
+from ._runstore import RunStore
+from ._schema import RUN_STATUSES, SCHEMA_VERSION
 
 __all__ = [
     "ENV_VAR",

@@ -9,14 +9,14 @@
     frame = sweep_results(store, outcome.sweep_id)
     aggregate(frame)                         # mean, std, n, 95 % CI per parameter combination
 
-Modules: spec (the file format and cells), estimate (calls, tokens, cost), plan (new or
-resumed: what is done and what is left), executor (where a cell runs), runner (concurrency,
-budget caps, events), events (what observers get), results (DataFrames for tables and
-heatmaps).
+Private modules: _spec (the file format and cells), _estimate (calls, tokens, cost), _plan (new
+or resumed: what is done and what is left), _executor (where a cell runs), _scheduler
+(concurrency, budget caps, events), _events (what observers get), _results (DataFrames for
+tables and heatmaps), _cli (the `sweep` subcommand).
 """
 
-from .estimate import Estimate, estimate
-from .events import (
+from ._estimate import Estimate, estimate
+from ._events import (
     BudgetStopped,
     CellFinished,
     CellStarted,
@@ -25,11 +25,11 @@ from .events import (
     SweepOutcome,
     SweepStarted,
 )
-from .executor import CellJob, CellResult, Executor, LocalExecutor, UsageHook
-from .plan import SweepPlan, finished_cells, plan_sweep
-from .results import aggregate, heatmap_frame, sweep_results, sweep_summary, t95
-from .runner import SweepRunner, arun_sweep, run_sweep
-from .spec import (
+from ._executor import CellJob, CellResult, Executor, LocalExecutor, UsageHook
+from ._plan import SweepPlan, finished_cells, plan_sweep
+from ._results import aggregate, heatmap_frame, sweep_results, sweep_summary, t95
+from ._scheduler import SweepRunner, arun_sweep, run_sweep
+from ._spec import (
     AXES,
     MAX_CELLS,
     SWEEP_SCHEMA_VERSION,

@@ -1,0 +1,180 @@
+"""Chat configuration: validation at the edge, and the flat JSON/YAML spec format.
+
+A spec is the GroupChat constructor's parameters as top-level keys, `agents` as a list of Agent
+fields, and `schema_version`. Missing keys take defaults; unknown keys and secrets are errors.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ._agent import Agent, _short_name
+from ._bidding import DEFAULT_BID_PROMPT, validate_bid_prompt
+from ._errors import ConfigError
+from ._outputs import OUTPUT_TYPES
+
+SCHEMA_VERSION = 1
+MAX_SPEC_BYTES = 1_000_000
+
+
+def _check_int(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _check_number(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
+
+
+class ChatConfig(BaseModel):
+    """Everything about a chat except its agents and conversation (what to_dict() returns)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    name: str = "dynamic-groupchat"
+    description: str = "Agents take turns; one speaker per turn."
+    max_loops: Any = 20
+    threshold: Any = 0.5
+    recency_penalty: Any = 0.3
+    recency_window: Any = 1
+    idle_timeout: float = 8.0  # accepted and stored for compatibility; never ends a chat
+    output_type: str = "str-all-except-first"
+    verbose: bool = False
+    auto_equip: bool = True
+    # extensions (keyword-only in GroupChat)
+    bid_prompt: str = DEFAULT_BID_PROMPT
+    seed: int = 0
+    bid_timeout: float | None = 120.0
+    batch_concurrency: int = 1
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        return _short_name("name", v)
+
+    @field_validator("max_loops", mode="before")
+    @classmethod
+    def _max_loops(cls, v: Any) -> int:
+        return _check_int("max_loops", v, 1)
+
+    @field_validator("recency_window", mode="before")
+    @classmethod
+    def _window(cls, v: Any) -> int:
+        return _check_int("recency_window", v, 0)
+
+    @field_validator("batch_concurrency", mode="before")
+    @classmethod
+    def _batch(cls, v: Any) -> int:
+        return _check_int("batch_concurrency", v, 1)
+
+    @field_validator("threshold", "recency_penalty", mode="before")
+    @classmethod
+    def _finite(cls, v: Any, info: Any) -> float:
+        return _check_number(info.field_name, v)
+
+    @field_validator("output_type")
+    @classmethod
+    def _output_type(cls, v: str) -> str:
+        if v not in OUTPUT_TYPES:
+            raise ValueError(f"output_type {v!r} is not one of: {', '.join(OUTPUT_TYPES)}")
+        return v
+
+    @field_validator("bid_prompt")
+    @classmethod
+    def _template(cls, v: str) -> str:
+        return validate_bid_prompt(v)
+
+    @field_validator("bid_timeout")
+    @classmethod
+    def _timeout(cls, v: float | None) -> float | None:
+        if v is not None and (not math.isfinite(v) or v <= 0):
+            raise ValueError(f"bid_timeout must be a positive number of seconds, got {v!r}")
+        return v
+
+
+class ChatSpec(ChatConfig):
+    """A full, secret-free chat spec: config plus agents, with a schema version."""
+
+    # Never echo rejected input (it may be a key an agent should not carry) in error messages.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, hide_input_in_errors=True)
+
+    schema_version: int = SCHEMA_VERSION
+    agents: list[Agent] = Field(default_factory=list)
+
+    @field_validator("schema_version")
+    @classmethod
+    def _version(cls, v: int) -> int:
+        if v != SCHEMA_VERSION:
+            raise ValueError(f"schema_version {v!r} is not supported (expected {SCHEMA_VERSION})")
+        return v
+
+    @field_validator("agents", mode="before")
+    @classmethod
+    def _no_keys(cls, v: Any) -> Any:
+        for item in v if isinstance(v, list) else []:
+            if isinstance(item, Mapping) and "api_key" in item:
+                raise ValueError(
+                    "agents must not carry api_key in a spec file; set the provider key in the "
+                    "environment (e.g. OPENAI_API_KEY) or the dashboard's Settings page"
+                )
+        return v
+
+    def to_data(self) -> dict[str, Any]:
+        data = self.model_dump(exclude={"agents"})
+        data["agents"] = [agent.to_spec() for agent in self.agents]
+        return data
+
+
+def explain(exc: ValidationError, what: str = "config") -> ConfigError:
+    """One readable ConfigError from a pydantic ValidationError: where, what, and the bad value."""
+    parts = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in err["loc"]) or what
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key (remove it or check its spelling)"
+        parts.append(f"{where}: {msg}")
+    return ConfigError(f"invalid {what}: " + "; ".join(parts))
+
+
+def parse_spec(data: Any, source: str = "spec") -> ChatSpec:
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{source} must be a mapping of settings, got {type(data).__name__}")
+    try:
+        return ChatSpec.model_validate(dict(data))
+    except ValidationError as exc:
+        raise explain(exc, source) from None
+
+
+def load_spec_text(text: str | bytes, source: str = "spec") -> ChatSpec:
+    """Parse untrusted JSON or YAML into a ChatSpec: bounded size and depth, no object-building
+    tags, no aliases (billion laughs), no NaN, no secret fields."""
+    from ._safeload import parse_text
+
+    return parse_spec(parse_text(text, source, MAX_SPEC_BYTES), source)
+
+
+def load_spec(path: str | Path) -> ChatSpec:
+    from ._safeload import read_limited
+
+    return load_spec_text(read_limited(path, MAX_SPEC_BYTES, "spec file"), Path(path).name)
+
+
+def dump_spec(spec: ChatSpec, fmt: str = "yaml") -> str:
+    import yaml
+
+    data = spec.to_data()
+    if fmt == "json":
+        return json.dumps(data, indent=2)
+    if fmt == "yaml":
+        return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    raise ConfigError(f"unknown spec format {fmt!r}; use 'json' or 'yaml'")

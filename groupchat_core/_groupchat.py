@@ -1,0 +1,352 @@
+"""GroupChat: the public facade. Validates once, runs chats on one long-lived loop, keeps records.
+
+Deliberate differences from the reference are listed in the README ("Differences").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import logging
+import queue
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from ._agent import Agent
+from ._bidcache import BidCache, resolve_cache
+from ._config import ChatConfig, ChatSpec, explain, parse_spec
+from ._errors import ConfigError
+from ._loop import background_loop
+from ._model_calls import in_process_model, load_litellm_off_loop
+from ._outputs import StreamingCallback, format_output, stream_message
+from ._records import Event, Message, RunRecord
+from ._turn_loop import ChatRun
+
+Observer = Callable[[Event], None]
+logger = logging.getLogger("groupchat_core")
+_CONFIG_FIELDS = frozenset(ChatConfig.model_fields)
+
+
+def _check_agents(agents: Sequence[Agent] | None, auto_equip: bool) -> list[Agent]:
+    if agents is None or len(agents) < 2:
+        raise ConfigError("GroupChat requires at least 2 agents.")
+    seen: set[str] = set()
+    for i, agent in enumerate(agents):
+        if not isinstance(agent, Agent):
+            raise ConfigError(
+                f"agents[{i}] is a {type(agent).__name__}, not a groupchat_core.Agent")
+        if agent.agent_name in seen:
+            raise ConfigError(
+                f"duplicate agent_name {agent.agent_name!r}: names identify speakers, so each "
+                "agent needs a unique name")
+        seen.add(agent.agent_name)
+        _check_model(agent)
+        if not auto_equip and not agent.has_respond_tool():
+            raise ConfigError(
+                f"agent {agent.agent_name!r} has no 'respond' tool and auto_equip=False: add "
+                "RESPOND_TOOL to its tools_list_dictionary or pass auto_equip=True")
+    return list(agents)
+
+
+def _check_model(agent: Agent) -> None:
+    if agent.model_name.startswith("sim/"):
+        from ._sim import persona_for
+
+        try:
+            persona_for(agent.model_name)
+        except ValueError as exc:
+            raise ConfigError(f"agent {agent.agent_name!r}: {exc}") from None
+
+
+class GroupChat:
+    """Turn-based bidding chat: every agent bids each turn; the best bid above threshold speaks."""
+
+    def __init__(
+        self,
+        name: str = "dynamic-groupchat",
+        description: str = "Agents take turns; one speaker per turn.",
+        agents: Sequence[Agent] | None = None,
+        max_loops: int = 20,
+        threshold: float = 0.5,
+        recency_penalty: float = 0.3,
+        recency_window: int = 1,
+        idle_timeout: float = 8.0,
+        output_type: str = "str-all-except-first",
+        verbose: bool = False,
+        auto_equip: bool = True,
+        *,
+        on_event: Observer | Iterable[Observer] | None = None,
+        bid_cache: BidCache | bool | None = None,
+        **extensions: Any,
+    ) -> None:
+        """`bid_cache`: None (default) answers repeated requests of deterministic agents (sim/
+        models, temperature 0) from the process's memory cache; True caches every agent's bids
+        (opt-in where answers vary); False turns caching off; a BidCache (e.g. store-backed)
+        is used as given. See _bidcache.py."""
+        try:
+            config = ChatConfig(
+                name=name, description=description, max_loops=max_loops, threshold=threshold,
+                recency_penalty=recency_penalty, recency_window=recency_window,
+                idle_timeout=idle_timeout, output_type=output_type, verbose=verbose,
+                auto_equip=auto_equip, **extensions,
+            )
+        except ValidationError as exc:
+            raise explain(exc, "GroupChat argument") from None
+        agent_list = _check_agents(agents, config.auto_equip)
+        if config.auto_equip:
+            for agent in agent_list:
+                agent.equip()
+        object.__setattr__(self, "_config", config)
+        object.__setattr__(self, "agents", agent_list)
+        object.__setattr__(self, "last_run", None)
+        object.__setattr__(self, "_observers", _observer_list(on_event))
+        object.__setattr__(self, "_active", set())
+        object.__setattr__(self, "_lock", threading.Lock())
+        object.__setattr__(self, "_bid_cache", resolve_cache(bid_cache))
+
+    # Config fields read and write through to the validated config, like the reference's attrs.
+    def __getattr__(self, item: str) -> Any:
+        if item in _CONFIG_FIELDS:
+            return getattr(self.__dict__["_config"], item)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {item!r}")
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        if key in _CONFIG_FIELDS:
+            try:
+                setattr(self._config, key, value)
+            except ValidationError as exc:
+                raise explain(exc, "GroupChat argument") from None
+            return
+        object.__setattr__(self, key, value)
+
+    @property
+    def bid_cache(self) -> BidCache | None:
+        """The cache answering this chat's repeated bid requests (None: caching is off)."""
+        return self._bid_cache
+
+    @bid_cache.setter
+    def bid_cache(self, value: BidCache | bool | None) -> None:
+        object.__setattr__(self, "_bid_cache", resolve_cache(value))
+
+    @property
+    def config(self) -> ChatConfig:
+        return self._config.model_copy()
+
+    @property
+    def conversation(self) -> list[dict[str, Any]]:
+        """Messages of the last run as dicts (empty before the first run)."""
+        return [m.as_dict() for m in self.last_run.messages] if self.last_run else []
+
+    def add_observer(self, observer: Observer) -> None:
+        """Watch every run of this chat. An observer may declare `wants` (a set of event
+        kinds) to skip the rest, and `thread_safe = True` to be called on the engine's loop
+        thread directly instead of on the thread driving the run (it must then be quick)."""
+        self._observers.append(observer)
+
+    def remove_observer(self, observer: Observer) -> None:
+        self._observers.remove(observer)
+
+    # --- running --------------------------------------------------------------------------
+
+    async def arun_record(self, task: str, streaming_callback: StreamingCallback | None = None,
+                          *, _dispatch: Callable[..., None] | None = None) -> RunRecord:
+        """Run one chat on the running loop and return its full typed record."""
+        if not isinstance(task, str) or not task.strip():
+            raise ConfigError("task must be a non-empty string")
+        task = task.replace("\x00", "\ufffd")  # as for replies: no database stores NUL
+        dispatch = _dispatch or _call_now
+        observers = [*self._observers, *self._console()]
+
+        def emit(event: Event) -> None:
+            for observer in observers:
+                wants = getattr(observer, "wants", None)
+                if wants is not None and event.kind not in wants:
+                    continue
+                if getattr(observer, "thread_safe", False):
+                    _guarded(observer, event)  # quick and thread-safe: no hop to the caller
+                else:
+                    dispatch(_guarded, observer, event)
+
+        def post(message: Message) -> None:
+            if streaming_callback is not None:
+                dispatch(stream_message, streaming_callback, message)
+
+        if any(in_process_model(a.model_name) is None for a in self.agents):
+            await load_litellm_off_loop()  # token counting needs it; never import on the loop
+        run = ChatRun(self.agents, self._config.model_copy(), task, emit, post, self._bid_cache)
+        current = asyncio.current_task()
+        with self._lock:
+            self._active.add((asyncio.get_running_loop(), current))
+        try:
+            return await run.execute()
+        finally:
+            with self._lock:
+                self._active.discard((asyncio.get_running_loop(), current))
+            object.__setattr__(self, "last_run", run.record)
+
+    async def arun(self, task: str, streaming_callback: StreamingCallback | None = None) -> Any:
+        """Async twin of run(): callbacks and observers run on the caller's loop, in order.
+
+        Model calls still run on the shared background loop, so litellm's per-loop clients and
+        logging worker are never bound to a loop the caller may close (asyncio.run, notebooks).
+        """
+        runner = background_loop()
+        if runner.is_loop_thread():
+            return format_output(await self.arun_record(task, streaming_callback),
+                                 self.output_type)
+        caller = asyncio.get_running_loop()
+        failures: list[BaseException] = []
+
+        def on_caller(fn: Callable[..., None], *args: Any) -> None:
+            if not failures:
+                try:
+                    fn(*args)
+                except Exception as exc:  # a callback raised: stop the run, re-raise below
+                    failures.append(exc)
+                    self.cancel()
+
+        def relay(fn: Callable[..., None], *args: Any) -> None:
+            caller.call_soon_threadsafe(on_caller, fn, *args)
+
+        finished = asyncio.Event()
+
+        async def drive() -> RunRecord:
+            try:
+                return await self.arun_record(task, streaming_callback, _dispatch=relay)
+            finally:  # queued after every relayed callback, so they have all run by then
+                caller.call_soon_threadsafe(finished.set)
+
+        future = runner.submit(drive())
+        try:
+            await asyncio.shield(asyncio.wrap_future(future))
+        except asyncio.CancelledError:
+            future.cancel()
+            await finished.wait()  # the record says "cancelled" before we return or re-raise
+            if failures:
+                raise failures[0] from None
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise
+        await finished.wait()
+        if failures:
+            raise failures[0]
+        return format_output(self.last_run, self.output_type)
+
+    def run(self, task: str, streaming_callback: StreamingCallback | None = None) -> Any:
+        """Run one chat synchronously; callbacks and observers run on the calling thread."""
+        record = self._run_sync(task, streaming_callback)
+        return format_output(record, self.output_type)
+
+    def _run_sync(self, task: str, streaming_callback: StreamingCallback | None) -> RunRecord:
+        runner = background_loop()
+        if runner.is_loop_thread():
+            raise RuntimeError("run() was called on the engine's loop thread; await arun()")
+        relay: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        done = object()
+
+        async def drive() -> RunRecord:
+            try:
+                return await self.arun_record(
+                    task, streaming_callback, _dispatch=lambda fn, *args: relay.put((fn, args)))
+            finally:  # not the future's done-callback: that fires before cancellation finishes
+                relay.put(done)
+
+        future = runner.submit(drive())
+        failure: BaseException | None = None
+        while True:
+            try:
+                item = relay.get()
+                if item is done:
+                    break
+                if failure is None or item[0] is _guarded:  # observers still see the end
+                    item[0](*item[1])
+            except BaseException as exc:  # a callback raised, or Ctrl-C: stop the run, keep it
+                failure = failure or exc
+                future.cancel()
+        if failure is not None:
+            raise failure
+        try:
+            return future.result()
+        except concurrent.futures.CancelledError:  # cancel(): the record says "cancelled"
+            return self.last_run  # type: ignore[return-value]
+
+    def run_batch(self, tasks: Sequence[str]) -> list[Any]:
+        """One fresh, independent chat per task, in task order (batch_concurrency runs several)."""
+        tasks = list(tasks)
+        if self.batch_concurrency <= 1:
+            return [self.run(task) for task in tasks]
+        future = background_loop().submit(self._batch(tasks))
+        return future.result()
+
+    async def _batch(self, tasks: list[str]) -> list[Any]:
+        gate = asyncio.Semaphore(self.batch_concurrency)
+
+        async def one(task: str) -> Any:
+            async with gate:
+                return format_output(await self.arun_record(task), self.output_type)
+
+        return list(await asyncio.gather(*(one(t) for t in tasks)))
+
+    def cancel(self) -> None:
+        """Stop every run of this chat in progress; what was posted is kept (stop: cancelled)."""
+        with self._lock:
+            active = list(self._active)
+        for loop, task in active:
+            if task is not None:
+                loop.call_soon_threadsafe(task.cancel)
+
+    def _console(self) -> list[Observer]:
+        if not self.verbose:
+            return []
+        from ._console import VerboseConsole
+
+        return [VerboseConsole()]
+
+    # --- serialization --------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """The chat configuration, without agents and conversation (as the reference)."""
+        return self._config.model_dump()
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def to_spec(self) -> ChatSpec:
+        """The full, secret-free spec (config plus agents) for JSON/YAML files."""
+        return ChatSpec(**self._config.model_dump(), agents=[
+            Agent(**a.to_spec()) for a in self.agents])
+
+    @classmethod
+    def from_spec(cls, spec: ChatSpec | dict[str, Any], **overrides: Any) -> GroupChat:
+        parsed = spec if isinstance(spec, ChatSpec) else parse_spec(spec)
+        data = parsed.model_dump(exclude={"agents", "schema_version"})
+        data.update(overrides)
+        return cls(agents=[a.model_copy(deep=True) for a in parsed.agents], **data)
+
+    def __repr__(self) -> str:
+        names = ", ".join(a.agent_name for a in self.agents)
+        return f"GroupChat(name={self.name!r}, agents=[{names}], threshold={self.threshold!r})"
+
+
+def _call_now(fn: Callable[..., None], *args: Any) -> None:
+    fn(*args)
+
+
+def _guarded(observer: Observer, event: Event) -> None:
+    """An observer that raises is logged and skipped: watching a chat never breaks it."""
+    try:
+        observer(event)
+    except Exception:
+        logger.exception("observer %r failed on a %s event", observer, event.kind)
+
+
+def _observer_list(on_event: Observer | Iterable[Observer] | None) -> list[Observer]:
+    if on_event is None:
+        return []
+    if callable(on_event):
+        return [on_event]
+    return list(on_event)

@@ -1,0 +1,339 @@
+"""The one seam for model calls: litellm requests, tool-choice fallbacks, retries, usage, cost.
+
+Only this module imports litellm, lazily (it takes seconds to import). In-process providers
+(`sim/...`, scripted fakes) plug in by model prefix and skip litellm's request path for speed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import random
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import urlparse
+
+from ._bidding import (
+    FORCED_RESPOND_CHOICE,
+    ParsedBid,
+    parse_arguments,
+    parse_text_reply,
+    parse_tool_calls,
+)
+from ._errors import ModelCallError
+from ._limiter import CALL_LIMITER
+from ._records import BidPath
+
+if TYPE_CHECKING:
+    from ._agent import Agent
+
+DEFAULT_INPUT_BUDGET = 8192
+RETRY_BASE_DELAY = 0.5  # seconds; doubled per attempt, capped below
+RETRY_MAX_DELAY = 8.0
+JSON_TEXT_INSTRUCTION = (
+    "\n\nYou cannot call functions here. Answer with only a JSON object of the form "
+    '{"score": <number from 0 to 1>, "message": "<your reply, or empty to stay silent>"}.'
+)
+_LADDER: tuple[str, ...] = ("forced", "required", "auto", "json")
+_PATHS: dict[str, BidPath] = {
+    "forced": "tool_call",
+    "required": "tool_call:required",
+    "auto": "tool_call:auto",
+    "json": "json_text",
+}
+
+
+@dataclass(frozen=True)
+class BidRequest:
+    """Everything a provider may need for one bid; in-process models use the structured parts."""
+
+    agent: Agent
+    messages: list[dict[str, Any]]
+    history: Sequence[tuple[str, str]]
+    turn: int
+    seed: int = 0
+
+
+@dataclass
+class ModelReply:
+    bid: ParsedBid
+    path: BidPath
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_usd: float | None = None
+    calls: int = 1
+    cached: bool = False  # served by the bid cache (see _bidcache.py): no call was made
+
+
+class InProcessModel(Protocol):
+    """A provider run inside the engine (sims, scripted fakes): no litellm, no network."""
+
+    needs_prompt: bool
+
+    def __call__(self, request: BidRequest) -> Awaitable[ModelReply]: ...
+
+
+_IN_PROCESS: dict[str, InProcessModel] = {}
+
+
+def register_in_process(prefix: str, model: InProcessModel) -> None:
+    """Route every model named '<prefix>/...' to `model` instead of litellm."""
+    _IN_PROCESS[prefix] = model
+
+
+def unregister_in_process(prefix: str) -> None:
+    _IN_PROCESS.pop(prefix, None)
+
+
+def in_process_model(model_name: str) -> InProcessModel | None:
+    prefix, sep, _ = model_name.partition("/")
+    if not sep:
+        return None
+    if prefix == "sim" and "sim" not in _IN_PROCESS:
+        from ._sim_provider import SimProvider
+
+        _IN_PROCESS["sim"] = SimProvider()
+    return _IN_PROCESS.get(prefix)
+
+
+# --- litellm loading and the test guard ---------------------------------------------------
+
+
+@functools.cache
+def litellm_module() -> Any:
+    """Import litellm once, offline-friendly: local price map, no debug banner, sim registered."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True
+    from ._sim import register_litellm_provider
+
+    register_litellm_provider()
+    return litellm
+
+
+_litellm_ready = False
+
+
+async def load_litellm_off_loop() -> None:
+    """Import litellm (seconds) on a worker thread, so the shared loop keeps serving other chats
+    (a dashboard's live views, sim runs) while the first real-model chat starts."""
+    global _litellm_ready
+    if not _litellm_ready:
+        await asyncio.to_thread(litellm_module)
+        _litellm_ready = True
+
+
+def remote_calls_blocked() -> bool:
+    """Tests set GROUPCHAT_BLOCK_REMOTE_CALLS=1: only loopback api_base hosts may be called."""
+    return os.environ.get("GROUPCHAT_BLOCK_REMOTE_CALLS", "") not in ("", "0", "false")
+
+
+def _check_allowed(agent: Agent) -> None:
+    if not remote_calls_blocked():
+        return
+    host = urlparse(agent.api_base or "").hostname
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        raise ModelCallError(
+            f"real model calls are blocked (GROUPCHAT_BLOCK_REMOTE_CALLS is set): agent "
+            f"{agent.agent_name!r} would call {agent.model_name!r}; use a sim/ model or a local "
+            "api_base"
+        )
+
+
+@functools.cache
+def input_budget(model_name: str) -> int:
+    """The model's input token budget from litellm's model info; 8,192 when unknown."""
+    if in_process_model(model_name) is not None:
+        return DEFAULT_INPUT_BUDGET
+    try:
+        info = litellm_module().get_model_info(model_name)
+        return int(info.get("max_input_tokens") or DEFAULT_INPUT_BUDGET)
+    except Exception:
+        return DEFAULT_INPUT_BUDGET
+
+
+def approximate_tokens(text: str) -> int:
+    """A fast, slightly pessimistic token estimate (about 3.5 characters per token)."""
+    return len(text) * 2 // 7 + 1
+
+
+@functools.lru_cache(maxsize=65536)
+def count_tokens(model_name: str, text: str) -> int:
+    """Tokens of one text for one model; cached because history lines repeat every turn."""
+    if in_process_model(model_name) is not None:
+        return approximate_tokens(text)
+    try:
+        return int(litellm_module().token_counter(model=model_name, text=text))
+    except Exception:
+        return approximate_tokens(text)
+
+
+# --- the litellm path ---------------------------------------------------------------------
+
+# Remembers, per (model, api_base), the first mode the provider accepted, so a model that
+# rejects forced tool_choice costs one rejected call per process, not one per bid.
+_accepted_mode: dict[tuple[str, str | None], str] = {}
+
+
+def _request_kwargs(agent: Agent, messages: list[dict[str, Any]], mode: str) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {
+        **agent.litellm_kwargs,
+        "model": agent.model_name,
+        "messages": messages,
+        "temperature": agent.temperature,
+        "max_tokens": agent.max_tokens,
+        "timeout": agent.timeout,
+        "num_retries": 0,  # retries are ours (below), so they are counted and bounded
+        "max_retries": 0,
+    }
+    if agent.api_base:
+        kwargs["api_base"] = agent.api_base
+    key = agent.secret_key()
+    if key:
+        kwargs["api_key"] = key
+    if mode == "json":
+        last = dict(messages[-1])
+        last["content"] = str(last.get("content", "")) + JSON_TEXT_INSTRUCTION
+        kwargs["messages"] = [*messages[:-1], last]
+        return kwargs
+    kwargs["tools"] = agent.tools_list_dictionary
+    kwargs["tool_choice"] = {"forced": FORCED_RESPOND_CHOICE}.get(mode, mode)
+    return kwargs
+
+
+def _rejection(exc: Exception, mode: str) -> str | None:
+    """The next mode when a provider rejected this one at call time, else None."""
+    litellm = litellm_module()
+    if not isinstance(exc, litellm.BadRequestError | litellm.UnsupportedParamsError):
+        return None
+    text = str(exc).lower()
+    if "tool" not in text and "function" not in text:
+        return None
+    if mode == "json":
+        return None
+    if "tool_choice" in text or "tool choice" in text:
+        return _LADDER[_LADDER.index(mode) + 1]
+    return "json"
+
+
+def _retryable(exc: Exception) -> bool:
+    litellm = litellm_module()
+    text = str(exc).lower()
+    if "api_key" in text or "credentials" in text or "api key" in text:
+        return False  # a missing or bad key is reported as a server error; retrying cannot help
+    return isinstance(
+        exc,
+        litellm.RateLimitError
+        | litellm.InternalServerError
+        | litellm.ServiceUnavailableError
+        | litellm.APIConnectionError
+        | litellm.BadGatewayError,
+    )
+
+
+def _retry_delay(attempt: int) -> float:
+    delay = min(RETRY_MAX_DELAY, RETRY_BASE_DELAY * 2**attempt)
+    return delay * (0.5 + random.random() / 2)
+
+
+@dataclass
+class _Attempts:
+    calls: int = 0
+    retries_left: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+async def _call_with_retries(kwargs: dict[str, Any], attempts: _Attempts) -> Any:
+    litellm = litellm_module()
+    while True:
+        attempts.calls += 1
+        try:
+            async with CALL_LIMITER:
+                return await litellm.acompletion(**kwargs)
+        except Exception as exc:
+            if not _retryable(exc) or attempts.retries_left <= 0:
+                raise
+            delay = _retry_delay(attempts.calls - 1)
+            attempts.retries_left -= 1
+            await asyncio.sleep(delay)
+
+
+def _parse_response(response: Any, mode: str) -> tuple[ParsedBid, BidPath]:
+    message = response.choices[0].message
+    calls = [(c.function.name, c.function.arguments) for c in (message.tool_calls or [])]
+    if mode != "json":
+        parsed = parse_tool_calls(calls)
+        if parsed is not None:
+            return parsed, _PATHS[mode]
+        return parse_text_reply(message.content), "text_fallback"
+    return parse_text_reply(message.content), "json_text"
+
+
+def _usage_and_cost(response: Any) -> tuple[int | None, int | None, float | None]:
+    usage = getattr(response, "usage", None)
+    prompt = getattr(usage, "prompt_tokens", None)
+    completion = getattr(usage, "completion_tokens", None)
+    hidden = getattr(response, "_hidden_params", None) or {}
+    cost = hidden.get("response_cost")
+    if cost is None and "response_cost" not in hidden:  # litellm already tried: no price known
+        try:
+            cost = litellm_module().completion_cost(completion_response=response)
+        except Exception:
+            cost = None
+    return prompt, completion, (float(cost) if cost is not None else None)
+
+
+class ModelCallFailed(Exception):
+    """A bid call that failed for good; carries how many HTTP calls it took."""
+
+    def __init__(self, cause: BaseException, calls: int) -> None:
+        super().__init__(f"{type(cause).__name__}: {cause}")
+        self.cause = cause
+        self.calls = calls
+
+
+async def call_litellm(agent: Agent, messages: list[dict[str, Any]]) -> ModelReply:
+    """One bid through litellm, stepping down the fallback ladder only on call-time rejection."""
+    _check_allowed(agent)
+    await load_litellm_off_loop()
+    cache_key = (agent.model_name, agent.api_base)
+    mode = agent.tool_choice_mode or _accepted_mode.get(cache_key, "forced")
+    attempts = _Attempts(retries_left=agent.num_retries)
+    while True:
+        try:
+            response = await _call_with_retries(_request_kwargs(agent, messages, mode), attempts)
+        except Exception as exc:
+            next_mode = None if agent.tool_choice_mode else _rejection(exc, mode)
+            if next_mode is None:
+                raise ModelCallFailed(exc, attempts.calls) from exc
+            mode = next_mode
+            continue
+        if agent.tool_choice_mode is None:
+            _accepted_mode[cache_key] = mode
+        parsed, path = _parse_response(response, mode)
+        prompt, completion, cost = _usage_and_cost(response)
+        return ModelReply(parsed, path, prompt, completion, cost, calls=attempts.calls)
+
+
+async def request_bid(request: BidRequest) -> ModelReply:
+    """Route a bid to an in-process model or to litellm."""
+    local = in_process_model(request.agent.model_name)
+    if local is not None:
+        return await local(request)
+    return await call_litellm(request.agent, request.messages)
+
+
+def reply_from_arguments(arguments: Any, path: BidPath) -> ModelReply:
+    """For in-process models: parse respond-style arguments with the same rules as the wire."""
+    return ModelReply(parse_arguments(arguments), path, calls=1)
+
+
+def monotonic_ms(start: float) -> float:
+    return (time.perf_counter() - start) * 1000.0
+
+
+ProgressHook = Callable[[str], None]

@@ -1,0 +1,26 @@
+"""Runs sim/<persona> models in-process: the same bids as the litellm provider, minus its cost."""
+
+from __future__ import annotations
+
+from ._model_calls import BidRequest, ModelReply, reply_from_arguments
+from ._sim import SimContext, asimulate_bid, persona_for, sim_options_from
+
+
+class SimProvider:
+    """In-process provider for `sim/...` models (SPEC §2 allows skipping litellm for sims)."""
+
+    needs_prompt = False
+
+    async def __call__(self, request: BidRequest) -> ModelReply:
+        agent = request.agent
+        context = SimContext(
+            agent_name=agent.agent_name,
+            system_prompt=agent.system_prompt,
+            persona=persona_for(agent.model_name).name,
+            history=request.history,
+            turn=request.turn,
+            seed=request.seed,
+            temperature=agent.temperature,
+        )
+        bid = await asimulate_bid(context, sim_options_from(agent.litellm_kwargs))
+        return reply_from_arguments({"score": bid.score, "message": bid.message}, "simulation")

@@ -1,0 +1,250 @@
+"""One run of a chat: post the task, collect concurrent bids each turn, select, post, stop.
+
+Observers get typed events as things happen; a stop reason is data on the record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ._agent import Agent
+from ._bidding import Candidate, PromptRoom, Selection, build_bid_prompt, select_speaker
+from ._config import ChatConfig
+from ._model_calls import BidRequest, ModelCallFailed, ModelReply, count_tokens, in_process_model
+from ._model_calls import call_litellm as _call_litellm
+from ._records import (
+    Bid,
+    BidReceived,
+    Event,
+    LullReached,
+    Message,
+    MessagePosted,
+    RunFinished,
+    RunRecord,
+    RunStarted,
+    SpeakerSelected,
+    Turn,
+    TurnCompleted,
+    TurnStarted,
+    utc_now,
+)
+from ._transcript import Transcript
+
+if TYPE_CHECKING:
+    from ._bidcache import BidCache
+
+Emit = Callable[[Event], None]
+Post = Callable[[Message], None]
+
+
+class ChatRun:
+    """The state of one run; `execute` drives it to a stop reason."""
+
+    def __init__(
+        self, agents: Sequence[Agent], config: ChatConfig, task: str, emit: Emit, post: Post,
+        bid_cache: BidCache | None = None,
+    ) -> None:
+        self.agents = list(agents)
+        self.bid_cache = bid_cache
+        self.config = config
+        self.emit = emit
+        self._post_hook = post
+        self.record = RunRecord(
+            run_id=uuid.uuid4().hex, config=config.model_dump(), task=task
+        )
+        self.transcript = Transcript()
+        self.history: list[tuple[str, str]] = []
+        window = config.recency_window
+        self.recent: deque[str] = deque(maxlen=window) if window > 0 else deque(maxlen=0)
+        self.room = PromptRoom(
+            config.bid_prompt, config.threshold, config.recency_penalty, window
+        )
+        self._overhead = {a.agent_name: self._prompt_overhead(a) for a in self.agents}
+
+    def _prompt_overhead(self, agent: Agent) -> int:
+        return count_tokens(agent.model_name, agent.system_prompt) + count_tokens(
+            agent.model_name, self.config.bid_prompt
+        )
+
+    # --- posting and the loop -------------------------------------------------------------
+
+    def _post(self, message: Message, turn: int) -> None:
+        self.record.messages.append(message)
+        self.transcript.append(message.role, message.content)
+        self.history.append((message.role, message.content))
+        self._post_hook(message)
+        self.emit(MessagePosted(run_id=self.record.run_id, turn=turn, message=message))
+
+    async def execute(self) -> RunRecord:
+        record = self.record
+        self.emit(RunStarted(run_id=record.run_id, task=record.task, config=record.config,
+                             agents=[a.agent_name for a in self.agents],
+                             started_at=record.started_at))
+        self._post(Message(role="User", content=record.task), turn=0)
+        try:
+            record.stop_reason = await self._turns()
+        except asyncio.CancelledError:
+            record.stop_reason = "cancelled"
+            self._finish()
+            raise
+        self._finish()
+        return record
+
+    async def _turns(self) -> Any:
+        turn = 0
+        while len(self.record.messages) < self.config.max_loops:
+            turn += 1
+            self.emit(TurnStarted(run_id=self.record.run_id, turn=turn))
+            bids = await self._collect_bids(turn)
+            outcome = self._settle(turn, bids)
+            if outcome is not None:
+                return outcome
+        return "max_loops"
+
+    def _finish(self) -> None:
+        record = self.record
+        record.ended_at = utc_now()
+        record.total_calls = sum(b.calls for b in record.bids)
+        record.total_prompt_tokens = sum(b.prompt_tokens or 0 for b in record.bids)
+        record.total_completion_tokens = sum(b.completion_tokens or 0 for b in record.bids)
+        record.total_cost_usd = sum(b.cost_usd or 0.0 for b in record.bids)
+        self.emit(RunFinished(run_id=record.run_id, record=record.model_copy(deep=True)))
+
+    # --- one turn -------------------------------------------------------------------------
+
+    def _settle(self, turn: int, bids: list[Bid]) -> str | None:
+        """Select the speaker, record the turn, post the winner; return a stop reason or None."""
+        selection = select_speaker(
+            [Candidate(b.agent, b.score, b.message, failed=_failed(b)) for b in bids],
+            list(self.recent), self.config.threshold, self.config.recency_penalty,
+        )
+        if selection.winner is not None:
+            bids[selection.winner].winner = True
+        row = _turn_row(turn, bids, selection)
+        self.record.bids.extend(bids)
+        self.record.turns.append(row)
+        run_id = self.record.run_id
+        if selection.winner is None:
+            if selection.reason == "all_failed":
+                self.record.error = "every bid failed on turn {}: {}".format(
+                    turn, "; ".join(f"{b.agent}: {b.error}" for b in bids))
+            else:
+                self.emit(LullReached(run_id=run_id, turn=row))
+            self.emit(TurnCompleted(run_id=run_id, turn=row, bids=bids, message=None))
+            return "error" if selection.reason == "all_failed" else "lull"
+        won = bids[selection.winner]
+        self.emit(SpeakerSelected(run_id=run_id, turn=row))
+        message = Message(role=won.agent, content=won.message, score=won.score)
+        self._post(message, turn)
+        self.recent.append(won.agent)
+        self.emit(TurnCompleted(run_id=run_id, turn=row, bids=bids, message=message))
+        return None
+
+    async def _collect_bids(self, turn: int) -> list[Bid]:
+        """Every agent bids concurrently on the same snapshot; a turn lasts as its slowest bid."""
+        history = tuple(self.history)
+        recent = set(self.recent)
+        return list(await asyncio.gather(
+            *(self._bid(turn, pos, agent, history, recent) for pos, agent in
+              enumerate(self.agents))
+        ))
+
+    def _request(self, turn: int, agent: Agent, history: tuple[tuple[str, str], ...],
+                 with_prompt: bool) -> BidRequest:
+        messages: list[dict[str, Any]] = []
+        if with_prompt:
+            messages = self._messages_for(turn, agent, history)
+        return BidRequest(agent, messages, history, turn, self.config.seed)
+
+    def _messages_for(self, turn: int, agent: Agent,
+                      history: tuple[tuple[str, str], ...]) -> list[dict[str, Any]]:
+        last_speaker, last_message = history[-1]
+        overhead = self._overhead[agent.agent_name] + count_tokens(agent.model_name, last_message)
+        conversation, omitted = self.transcript.window(agent.model_name, overhead)
+        note = "" if not omitted else (
+            f" ({omitted} earlier message{'s' if omitted != 1 else ''} left out)")
+        prompt = build_bid_prompt(
+            self.room, agent_name=agent.agent_name,
+            others=[a.agent_name for a in self.agents if a is not agent],
+            conversation=conversation, omitted_note=note, last_speaker=last_speaker,
+            last_message=last_message, task=self.record.task, turn=turn,
+        )
+        system = [{"role": "system", "content": agent.system_prompt}] if agent.system_prompt else []
+        return [*system, {"role": "user", "content": prompt}]
+
+    async def _bid(self, turn: int, pos: int, agent: Agent,
+                   history: tuple[tuple[str, str], ...], recent: set[str]) -> Bid:
+        start = time.perf_counter()
+        bid = Bid(turn=turn, agent=agent.agent_name, position=pos)
+        deadline = asyncio.timeout(self.config.bid_timeout)
+        try:
+            async with deadline:
+                reply = await self._call(turn, agent, history)
+            _apply_reply(bid, reply)
+        except ModelCallFailed as exc:
+            bid.error, bid.calls = str(exc), exc.calls
+        except Exception as exc:  # one agent's failure never fails the turn (SPEC §4)
+            bid.calls = 1
+            bid.error = f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, TimeoutError) and deadline.expired():
+                bid.error = f"TimeoutError: no bid within {self.config.bid_timeout} s"
+        bid.error = _scrub(bid.error, agent)
+        bid.latency_ms = (time.perf_counter() - start) * 1000.0
+        bid.penalized = agent.agent_name in recent
+        bid.adjusted = bid.score - self.config.recency_penalty if bid.penalized else bid.score
+        bid.eligible = bool(bid.message) and not _failed(bid) and bid.adjusted > \
+            self.config.threshold
+        self.emit(BidReceived(run_id=self.record.run_id, bid=bid.model_copy()))
+        return bid
+
+    async def _call(self, turn: int, agent: Agent,
+                    history: tuple[tuple[str, str], ...]) -> ModelReply:
+        local = in_process_model(agent.model_name)
+        request = self._request(turn, agent, history, local is None or local.needs_prompt)
+        if local is not None:
+            call = functools.partial(local, request)
+        else:
+            call = functools.partial(_call_litellm, agent, request.messages)
+        if self.bid_cache is not None and self.bid_cache.applies(agent, local):
+            return await self.bid_cache.fetch(request, call)
+        return await call()
+
+
+def _scrub(error: str | None, agent: Agent) -> str | None:
+    """A provider error may echo the key it was sent; records, logs and exports never hold it."""
+    key = agent.secret_key()
+    if error and key and key in error:
+        return error.replace(key, "***")
+    return error
+
+
+def _failed(bid: Bid) -> bool:
+    """A bid whose call failed outright (no reply), as opposed to a reply that parsed badly."""
+    return bid.error is not None and bid.path == "none"
+
+
+def _apply_reply(bid: Bid, reply: ModelReply) -> None:
+    bid.score, bid.message, bid.error = reply.bid.score, reply.bid.message, reply.bid.error
+    bid.path, bid.calls = reply.path, reply.calls
+    bid.prompt_tokens, bid.completion_tokens = reply.prompt_tokens, reply.completion_tokens
+    bid.cost_usd, bid.cached = reply.cost_usd, reply.cached
+
+
+def _turn_row(turn: int, bids: list[Bid], s: Selection) -> Turn:
+    return Turn(
+        turn=turn,
+        winner=bids[s.winner].agent if s.winner is not None else None,
+        winning_adjusted=s.winning_adjusted,
+        runner_up_adjusted=s.runner_up_adjusted,
+        margin=s.margin,
+        lull=s.winner is None and s.reason == "lull",
+        reason=s.reason,
+        penalty_changed_winner=s.penalty_changed_winner,
+        failed_bids=sum(_failed(b) for b in bids),
+    )

@@ -1,0 +1,53 @@
+"""Speaker dynamics from recorded bid logs: metrics, transitions, why-explanations, what-if.
+
+    from groupchat_core.analysis import speaker_metrics, explain_turn, whatif_grid
+
+Everything here reads DataFrames or records; nothing calls a model. Re-selection reuses the
+engine's own `select_speaker`, so "what if" answers follow the same rules as a live run.
+"""
+
+from ._metrics import (
+    Counterfactual,
+    RecordedTurn,
+    SpeakerMetrics,
+    agent_order,
+    counterfactual,
+    explain_turn,
+    gini,
+    recorded_turns,
+    reselect,
+    speaker_metrics,
+    speakers,
+    transition_matrix,
+)
+from ._whatif import (
+    DEFAULT_PENALTIES,
+    DEFAULT_THRESHOLDS,
+    WHATIF_COLUMNS,
+    whatif_grid,
+    whatif_pivot,
+    whatif_record,
+    whatif_run,
+)
+
+__all__ = [
+    "DEFAULT_PENALTIES",
+    "DEFAULT_THRESHOLDS",
+    "WHATIF_COLUMNS",
+    "Counterfactual",
+    "RecordedTurn",
+    "SpeakerMetrics",
+    "agent_order",
+    "counterfactual",
+    "explain_turn",
+    "gini",
+    "recorded_turns",
+    "reselect",
+    "speaker_metrics",
+    "speakers",
+    "transition_matrix",
+    "whatif_grid",
+    "whatif_pivot",
+    "whatif_record",
+    "whatif_run",
+]

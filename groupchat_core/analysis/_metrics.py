@@ -1,0 +1,321 @@
+"""Speaker metrics, transitions, turn explanations and counterfactual re-selection over bid logs.
+
+Why a module of pure functions over the SPEC §7 frames (RunRecord.bids_frame() and friends): the
+dashboard, the CLI and the sweeps ask the same questions of a run ("who dominated?", "why did X
+speak?", "what if the threshold were higher?"), whether the run is live, stored or replayed.
+Counterfactuals reuse the engine's own `select_speaker`, so they can never disagree with it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import pandas as pd
+
+from .._bidding import Candidate, format_decimal, select_speaker
+
+
+@dataclass(frozen=True)
+class SpeakerMetrics:
+    """Who spoke how much in one run; None where a value is undefined (e.g. nobody spoke)."""
+
+    turns: int
+    messages_posted: int  # agent messages (the task is not counted)
+    agents: tuple[str, ...]  # every agent that bid, in agent-list order
+    shares: dict[str, float]  # fraction of posted messages per agent (0 for the silent)
+    entropy_bits: float
+    evenness: float | None  # entropy / log2(len(agents)); 1 means perfectly even
+    gini: float | None  # 0 equal shares, (n-1)/n a single speaker
+    longest_monologue: int
+    longest_monologue_agent: str | None
+    mean_margin: float | None
+    penalty_changed_winner: int
+    penalty_changed_rate: float | None  # per turn with a winner
+    failed_bids: int
+    lull_turn: int | None = None
+    stop_reason: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Counterfactual:
+    """Re-selection under other parameters, valid only while the history stays identical."""
+
+    frame: pd.DataFrame  # turn, actual_winner, counterfactual_winner, diverged, reason
+    first_divergence: int | None
+    stopped: str | None  # "lull"/"all_failed" (no counterfactual winner), "diverged", or None
+
+
+def agent_order(bids: pd.DataFrame | None) -> list[str]:
+    """Agents in agent-list order (by `position`), the order every chart and table uses."""
+    if bids is None or bids.empty:
+        return []
+    ordered = bids.sort_values("position", kind="stable") if "position" in bids else bids
+    return list(dict.fromkeys(ordered["agent"]))
+
+
+def speakers(log: pd.DataFrame) -> list[str]:
+    """Posted speakers in order, from a turns, bids or messages frame (the task excluded)."""
+    if log.empty:
+        return []
+    if "agent" in log and "winner" in log:  # bids frame: winner is a flag
+        won = log[log["winner"].astype(bool)].sort_values("turn", kind="stable")
+        return [str(a) for a in won["agent"]]
+    if "winner" in log:  # turns frame: winner is a name or None
+        ordered = log.sort_values("turn", kind="stable")
+        return [w for w in ordered["winner"] if isinstance(w, str)]
+    return [str(r) for r in log["role"].iloc[1:]]  # messages frame: the first one is the task
+
+
+def gini(values: Sequence[float]) -> float | None:
+    """Gini coefficient (mean absolute difference / twice the mean); None for an all-zero set."""
+    n, total = len(values), float(sum(values))
+    if n == 0 or total <= 0:
+        return None
+    spread = sum(abs(a - b) for a in values for b in values)
+    return spread / (2 * n * total)
+
+
+def _longest_run(sequence: Sequence[str]) -> tuple[str | None, int]:
+    best: tuple[str | None, int] = (None, 0)
+    current, length = None, 0
+    for item in sequence:
+        length = length + 1 if item == current else 1
+        current = item
+        if length > best[1]:
+            best = (item, length)
+    return best
+
+
+def _entropy(shares: Sequence[float]) -> float:
+    return -sum(p * math.log2(p) for p in shares if p > 0) + 0.0  # + 0.0 turns -0.0 into 0.0
+
+
+def _first_lull(turns: pd.DataFrame) -> int | None:
+    if turns.empty or "lull" not in turns:
+        return None
+    lulls = turns[turns["lull"].astype(bool)]
+    return int(lulls["turn"].min()) if not lulls.empty else None
+
+
+def speaker_metrics(
+    turns: pd.DataFrame,
+    bids: pd.DataFrame | None = None,
+    *,
+    stop_reason: str | None = None,
+) -> SpeakerMetrics:
+    """Balance and dynamics of one run; agents come from the bids so the silent count too."""
+    order = speakers(turns)
+    agents = agent_order(bids)
+    agents += [s for s in dict.fromkeys(order) if s not in agents]
+    posted = len(order)
+    shares = {a: (order.count(a) / posted if posted else 0.0) for a in agents}
+    entropy = _entropy(list(shares.values()))
+    who, longest = _longest_run(order)
+    margins = turns["margin"].dropna() if "margin" in turns else pd.Series(dtype=float)
+    changed = int(turns["penalty_changed_winner"].astype(bool).sum()) if not turns.empty else 0
+    return SpeakerMetrics(
+        turns=len(turns),
+        messages_posted=posted,
+        agents=tuple(agents),
+        shares=shares,
+        entropy_bits=entropy,
+        evenness=entropy / math.log2(len(agents)) if len(agents) > 1 and posted else None,
+        gini=gini(list(shares.values())),
+        longest_monologue=longest,
+        longest_monologue_agent=who,
+        mean_margin=float(margins.mean()) if not margins.empty else None,
+        penalty_changed_winner=changed,
+        penalty_changed_rate=changed / posted if posted else None,
+        failed_bids=int(turns["failed_bids"].sum()) if "failed_bids" in turns else 0,
+        lull_turn=_first_lull(turns),
+        stop_reason=stop_reason,
+    )
+
+
+def transition_matrix(log: pd.DataFrame, agents: Sequence[str] | None = None) -> pd.DataFrame:
+    """Counts of speaker -> next speaker over consecutive posted messages, all agents both ways."""
+    order = speakers(log)
+    names = list(agents) if agents is not None else []
+    names += [s for s in dict.fromkeys(order) if s not in names]
+    matrix = pd.DataFrame(
+        0,
+        index=pd.Index(names, name="speaker"),
+        columns=pd.Index(names, name="next_speaker"),
+        dtype=int,
+    )
+    for current, following in zip(order, order[1:], strict=False):
+        matrix.loc[current, following] += 1
+    return matrix
+
+
+# --- explaining one turn ----------------------------------------------------------------
+
+
+def _num(value: float) -> str:
+    return f"{round(float(value), 4):g}"
+
+
+def _failed(row: Any) -> bool:
+    """The engine's rule: a call that failed outright (no reply), not a reply that parsed badly."""
+    error = row.get("error")
+    has_error = isinstance(error, str) and bool(error)
+    return has_error and row.get("path", "none") == "none"
+
+
+def _speaking(rows: pd.DataFrame) -> pd.DataFrame:
+    """Bids that offered a message and did not fail: the only ones selection considers."""
+    mask = [isinstance(r["message"], str) and bool(r["message"]) and not _failed(r)
+            for _, r in rows.iterrows()]
+    return rows[mask]
+
+
+def _bid_text(row: Any) -> str:
+    if bool(row["penalized"]):
+        return f"{_num(row['adjusted'])} (raw {_num(row['score'])} minus the recency penalty)"
+    return _num(row["adjusted"])
+
+
+def _explain_winner(rows: pd.DataFrame, info: Any, threshold: float) -> list[str]:
+    speaking = _speaking(rows)
+    won = rows[rows["winner"].astype(bool)].iloc[0]
+    name = won["agent"]
+    parts = [f"{name} spoke with an adjusted bid of {_bid_text(won)}, above the threshold "
+             f"{format_decimal(threshold)}."]
+    others = speaking[speaking["agent"] != name]
+    if others.empty:
+        parts.append("No other agent offered a message, so there was no runner-up.")
+    else:
+        runner = others.sort_values(["adjusted", "position"], ascending=[False, True]).iloc[0]
+        margin = info.get("margin")
+        margin = float(won["adjusted"] - runner["adjusted"]) if margin is None else margin
+        parts.append(f"The runner-up was {runner['agent']} at {_bid_text(runner)}, "
+                     f"a margin of {_num(margin)}.")
+    if info.get("reason") == "tie_by_order":
+        tied = [a for a in speaking[speaking["adjusted"] == won["adjusted"]]["agent"] if a != name]
+        parts.append(f"It was a tie with {', '.join(tied)}; ties go to the agent earliest in "
+                     f"the list, {name}.")
+    if bool(info.get("penalty_changed_winner")):
+        raw = speaking[speaking["score"] > threshold].sort_values(
+            ["score", "position"], ascending=[False, True]).iloc[0]
+        parts.append(f"The recency penalty changed the outcome: on raw scores {raw['agent']} "
+                     f"({_num(raw['score'])}) would have won.")
+    elif rows["penalized"].astype(bool).any():
+        hit = ", ".join(rows[rows["penalized"].astype(bool)]["agent"])
+        parts.append(f"The recency penalty applied to {hit} but did not change the winner.")
+    return parts
+
+
+def _explain_no_winner(rows: pd.DataFrame, info: Any, threshold: float) -> list[str]:
+    if info.get("reason") == "all_failed":
+        errors = "; ".join(f"{r['agent']}: {r['error']}" for _, r in rows.iterrows())
+        return ["Every bid failed, so the run stopped with an error (this is not a lull).",
+                f"Errors: {errors}."]
+    speaking = _speaking(rows)
+    parts = ["Nobody spoke: a lull, which ends the run."]
+    if speaking.empty:
+        parts.append("Every agent stayed silent or failed, so no bid could take the floor.")
+        return parts
+    best = speaking.sort_values(["adjusted", "position"], ascending=[False, True]).iloc[0]
+    relation = "equal to" if best["adjusted"] == threshold else "not above"
+    parts.append(f"The best adjusted bid with a message was {best['agent']}'s {_bid_text(best)}, "
+                 f"{relation} the threshold {format_decimal(threshold)} (a bid must be strictly "
+                 "above it).")
+    return parts
+
+
+def explain_turn(bids: pd.DataFrame, turns: pd.DataFrame, turn: int, threshold: float) -> str:
+    """One paragraph on why a turn went the way it did: winner, runner-up, margin, penalty, lull."""
+    rows = bids[bids["turn"] == turn].sort_values("position", kind="stable")
+    found = turns[turns["turn"] == turn]
+    if rows.empty or found.empty:
+        known = sorted(int(t) for t in turns["turn"]) if not turns.empty else []
+        raise ValueError(f"turn {turn!r} is not in this run; recorded turns: {known}")
+    info = {k: (None if _missing(v) else v) for k, v in found.iloc[0].items()}
+    if rows["winner"].astype(bool).any():
+        parts = _explain_winner(rows, info, threshold)
+    else:
+        parts = _explain_no_winner(rows, info, threshold)
+    silent = sum(not (isinstance(m, str) and m) for m in rows["message"])
+    failed = sum(_failed(r) for _, r in rows.iterrows())
+    if silent and info.get("reason") != "all_failed":
+        parts.append(f"{silent} of {len(rows)} bids had an empty message ({failed} failed).")
+    return f"Turn {turn}: " + " ".join(parts)
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+# --- counterfactual re-selection ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RecordedTurn:
+    """One recorded turn reduced to what re-selection needs (prepare once, re-select often)."""
+
+    turn: int
+    candidates: tuple[Candidate, ...]  # in agent-list order
+    actual_winner: str | None
+
+
+def recorded_turns(bids: pd.DataFrame) -> list[RecordedTurn]:
+    """The bid log as RecordedTurns, in turn order (for many counterfactuals over one run)."""
+    ordered = bids.sort_values(["turn", "position"], kind="stable")
+    prepared = []
+    for turn, group in ordered.groupby("turn", sort=True):
+        candidates = tuple(
+            Candidate(str(r["agent"]), float(r["score"]),
+                      r["message"] if isinstance(r["message"], str) else "", failed=_failed(r))
+            for r in group.to_dict("records"))
+        won = [str(a) for a, w in zip(group["agent"], group["winner"], strict=True) if bool(w)]
+        prepared.append(RecordedTurn(int(turn), candidates, won[0] if won else None))
+    return prepared
+
+
+def reselect(turns: Sequence[RecordedTurn], threshold: float, recency_penalty: float,
+           recency_window: int) -> list[dict[str, Any]]:
+    """Counterfactual rows (see `counterfactual`) up to the first divergence or lull."""
+    rows: list[dict[str, Any]] = []
+    spoken: list[str] = []
+    for recorded in turns:
+        recent = spoken[-recency_window:] if recency_window > 0 else []
+        choice = select_speaker(list(recorded.candidates), recent, threshold, recency_penalty)
+        alt = recorded.candidates[choice.winner].agent if choice.winner is not None else None
+        actual = recorded.actual_winner
+        rows.append({"turn": recorded.turn, "actual_winner": actual,
+                     "counterfactual_winner": alt, "diverged": alt != actual,
+                     "reason": choice.reason})
+        if alt != actual or alt is None:
+            break
+        spoken.append(alt)
+    return rows
+
+
+def counterfactual(
+    bids: pd.DataFrame, threshold: float, recency_penalty: float, recency_window: int,
+    *, prepared: Sequence[RecordedTurn] | None = None,
+) -> Counterfactual:
+    """Re-select each recorded turn under other parameters while the history is unchanged.
+
+    Bids are taken as recorded: the bids of turn t depend on the messages before it, so the
+    comparison stops at the first turn whose winner differs (later bids would have been made
+    against another conversation) or where the counterfactual would lull. An LLM shown other
+    numbers in its prompt might also bid differently; this assumes it would not. Pass
+    `prepared=recorded_turns(bids)` when asking many questions of one run.
+    """
+    columns = ["turn", "actual_winner", "counterfactual_winner", "diverged", "reason"]
+    rows = reselect(recorded_turns(bids) if prepared is None else prepared,
+                  threshold, recency_penalty, recency_window)
+    stopped: str | None = None
+    if rows and (rows[-1]["diverged"] or rows[-1]["counterfactual_winner"] is None):
+        last = rows[-1]
+        stopped = last["reason"] if last["counterfactual_winner"] is None else "diverged"
+    frame = pd.DataFrame(rows, columns=columns)
+    first = next((r["turn"] for r in rows if r["diverged"]), None)
+    return Counterfactual(frame=frame, first_divergence=first, stopped=stopped)

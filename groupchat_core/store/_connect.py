@@ -1,0 +1,164 @@
+"""Where the store lives and how to connect: one SQLAlchemy Engine per URL, per process.
+
+The default is a SQLite file in the repo's git-ignored `data/` folder; `GROUPCHAT_DB` takes any
+SQLAlchemy URL (e.g. `postgresql+psycopg://user:pass@host/db` for a team sharing one dashboard).
+Only the SQLite pragmas below are SQLite-specific; every query is portable Core.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
+from sqlalchemy.pool import StaticPool
+
+from .._errors import StoreError
+
+ENV_VAR = "GROUPCHAT_DB"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+BUSY_TIMEOUT_MS = 10_000
+_WRITE = "groupchat_write"  # execution option: this transaction will write (BEGIN IMMEDIATE)
+
+_engines: dict[str, Engine] = {}
+_lock = threading.Lock()
+
+
+def default_url() -> str:
+    """`GROUPCHAT_DB` if set, else the SQLite file `<repo>/data/groupchat.db`."""
+    configured = os.environ.get(ENV_VAR, "").strip()
+    if configured:
+        return configured
+    return f"sqlite:///{REPO_ROOT / 'data' / 'groupchat.db'}"
+
+
+def safe_url(url: str | URL) -> str:
+    """The URL with any password masked, for messages and logs."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "<unparseable URL>"
+
+
+def get_engine(url: str) -> Engine:
+    """The process-wide Engine for this URL, created on first use (with the SQLite folder)."""
+    with _lock:
+        engine = _engines.get(url)
+        if engine is None:
+            engine = _engines[url] = _create(url)
+        return engine
+
+
+def dispose_engines() -> None:
+    """Close every pooled connection (tests and long-lived processes switching databases)."""
+    with _lock:
+        engines = list(_engines.values())
+        _engines.clear()
+    for engine in engines:
+        engine.dispose()
+
+
+def _create(url: str) -> Engine:
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise StoreError(
+            f"{ENV_VAR} is not a valid SQLAlchemy URL: {url!r} (e.g. sqlite:///data/groupchat.db "
+            "or postgresql+psycopg://user:pass@host/db)") from None
+    kwargs: dict[str, Any] = {}
+    if parsed.get_backend_name() == "sqlite":
+        kwargs["connect_args"] = {"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000}
+        if parsed.database in (None, "", ":memory:"):
+            kwargs["poolclass"] = StaticPool  # one shared in-memory database, not one per conn
+        else:
+            _make_folder(parsed.database)
+    try:
+        engine = create_engine(parsed, **kwargs)
+    except NoSuchModuleError:
+        raise StoreError(f"no SQLAlchemy dialect for {safe_url(parsed)!r}") from None
+    except ImportError as exc:
+        raise StoreError(
+            f"the database driver for {safe_url(parsed)!r} is not installed ({exc.name}); "
+            "for PostgreSQL: pip install 'psycopg[binary]'") from None
+    if engine.dialect.name == "sqlite":
+        _sqlite_setup(engine)
+    return engine
+
+
+def _make_folder(database: str) -> None:
+    if database.startswith("file:"):
+        return  # a URI filename: the caller manages it
+    folder = Path(database).expanduser().parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create the database folder {str(folder)!r}: "
+                         f"{exc.strerror}") from None
+
+
+def _sqlite_setup(engine: Engine) -> None:
+    """Pragmas on every connection, and explicit BEGINs so transactions (and DDL) are real.
+
+    Python's sqlite3 only opens a transaction before INSERT/UPDATE/DELETE; we take control of
+    BEGIN (SQLAlchemy's documented recipe) and use BEGIN IMMEDIATE for writes, so a writer
+    waits for the lock under busy_timeout instead of failing on a stale read snapshot.
+    """
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            if engine.url.database not in (None, "", ":memory:"):
+                _switch_to_wal(cursor)
+            cursor.execute("PRAGMA synchronous=NORMAL")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        immediate = conn.get_execution_options().get(_WRITE, False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def _switch_to_wal(cursor: Any, attempts: int = 100) -> None:
+    """Switching a new file to WAL needs an exclusive lock and SQLite does not wait for it under
+    busy_timeout: when several processes open a fresh store at once, retry for a few seconds."""
+    for attempt in range(attempts):
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except Exception as exc:  # sqlite3.OperationalError: database is locked
+            if "locked" not in str(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(0.05)
+
+
+def write_engine(engine: Engine) -> Engine:
+    """The engine for transactions that write: on SQLite they start with BEGIN IMMEDIATE."""
+    return engine.execution_options(**{_WRITE: True})
+
+
+@contextmanager
+def db_errors(what: str, url: str, driver_error: type[BaseException] | None = None
+              ) -> Iterator[None]:
+    """Turn database errors into one readable StoreError naming what failed, and where.
+
+    `driver_error` is the DBAPI's base exception, for code that talks to the driver directly.
+    """
+    caught: tuple[type[BaseException], ...] = (SQLAlchemyError,) + (
+        (driver_error,) if driver_error is not None else ())
+    try:
+        yield
+    except caught as exc:
+        detail = str(getattr(exc, "orig", None) or exc).splitlines()[0]
+        raise StoreError(f"could not {what} in {safe_url(url)}: {detail}") from None

@@ -1,0 +1,110 @@
+"""Schema versions and in-place upgrades.
+
+A database records its version in `schema_version`. Opening it with newer code runs each step
+from its version up to SCHEMA_VERSION inside one write transaction (SQLite and PostgreSQL both
+have transactional DDL), so an upgrade is all or nothing, and a second process opening the
+same file at the same moment waits for the first instead of racing it. A database written by
+newer code is refused rather than guessed at.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from sqlalchemy import Connection, Engine, insert, inspect, select, update
+
+from .._errors import StoreError
+from .._records import utc_now
+from ._connect import safe_url, write_engine
+from ._schema import METADATA, SCHEMA_VERSION, metadata_for, schema_version
+
+_checked: set[str] = set()
+_lock = threading.Lock()
+_PG_LOCK_KEY = 0x6763_6C61  # "gcla": serialises schema setup across PostgreSQL clients
+
+
+def _v1_to_v2(conn: Connection) -> None:
+    """v2: runs.tags and runs.notes, and an index on runs.started_at for newest-first lists."""
+    runs_v2 = metadata_for(2).tables["runs"]
+    for name in ("tags", "notes"):
+        sql_type = runs_v2.c[name].type.compile(dialect=conn.dialect)
+        conn.exec_driver_sql(f"ALTER TABLE runs ADD COLUMN {name} {sql_type} NOT NULL DEFAULT ''")
+    for index in runs_v2.indexes:
+        if index.name == "ix_runs_started_at":
+            index.create(conn)
+
+
+def _add_columns(conn: Connection, table: str, names: tuple[str, ...], version: int) -> None:
+    """ALTER TABLE ADD COLUMN for columns of `table` as schema `version` defines them."""
+    target = metadata_for(version).tables[table]
+    for name in names:
+        column = target.c[name]
+        sql = f"ALTER TABLE {table} ADD COLUMN {name} {column.type.compile(dialect=conn.dialect)}"
+        if column.server_default is not None:
+            default = column.server_default.arg.compile(dialect=conn.dialect)  # type: ignore
+            sql += f" NOT NULL DEFAULT {default}"
+        conn.exec_driver_sql(sql)
+
+
+def _v2_to_v3(conn: Connection) -> None:
+    """v3: bids.cached, the bid_cache table, sweeps.reason and the sweep's writer columns."""
+    _add_columns(conn, "bids", ("cached",), 3)
+    _add_columns(conn, "sweeps", ("reason", "pid", "hostname", "proc_start"), 3)
+    metadata_for(3).tables["bid_cache"].create(conn)
+
+
+STEPS: dict[int, Callable[[Connection], None]] = {  # from version -> next
+    1: _v1_to_v2, 2: _v2_to_v3}
+
+
+def ensure_schema(engine: Engine) -> None:
+    """Create the tables on first use, or upgrade an older database in place (once per process)."""
+    key = str(engine.url)
+    with _lock:
+        if key in _checked:
+            return
+        with write_engine(engine).begin() as conn:
+            if conn.dialect.name == "postgresql":
+                conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_LOCK_KEY})")
+            _create_or_upgrade(conn, engine)
+        _checked.add(key)
+
+
+def forget_checked() -> None:
+    """Let the next ensure_schema look again (after dispose_engines, in tests)."""
+    with _lock:
+        _checked.clear()
+
+
+def read_version(conn: Connection) -> int | None:
+    if not inspect(conn).has_table("schema_version"):
+        return None
+    return conn.execute(select(schema_version.c.version)).scalar()
+
+
+def _create_or_upgrade(conn: Connection, engine: Engine) -> None:
+    found = read_version(conn)
+    where = safe_url(engine.url)
+    if found is None:
+        if inspect(conn).has_table("runs"):
+            raise StoreError(f"{where} has a 'runs' table but no schema_version: it is not a "
+                             "GroupChat Lab store (point GROUPCHAT_DB at another database)")
+        METADATA.create_all(conn)
+        conn.execute(insert(schema_version).values(
+            id=1, version=SCHEMA_VERSION, updated_at=utc_now()))
+        return
+    if found > SCHEMA_VERSION:
+        raise StoreError(f"{where} has schema version {found}, newer than this code's "
+                         f"{SCHEMA_VERSION}: update GroupChat Lab to open it")
+    for version in range(found, SCHEMA_VERSION):
+        STEPS[version](conn)
+    if found != SCHEMA_VERSION:
+        conn.execute(update(schema_version).values(version=SCHEMA_VERSION, updated_at=utc_now()))
+
+
+def create_version(engine: Engine, version: int) -> None:
+    """Build an empty store exactly as schema `version` made it (to test upgrades of old files)."""
+    with write_engine(engine).begin() as conn:
+        metadata_for(version).create_all(conn)
+        conn.execute(insert(schema_version).values(id=1, version=version, updated_at=utc_now()))

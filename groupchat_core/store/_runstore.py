@@ -1,0 +1,258 @@
+"""RunStore: every run and its bid log, saved as it happens, read back as frames or records.
+
+    store = RunStore()                     # GROUPCHAT_DB, else <repo>/data/groupchat.db
+    store.attach(chat)                     # record every run of this chat
+    chat.run("Plan the offsite.")
+    store.list_runs(status="finished")     # pandas DataFrame
+    store.bids(chat.last_run.run_id)       # the bid log, SPEC §7 column names
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection, Select, delete, func, literal, select, update
+
+from .._config import ChatSpec, parse_spec
+from .._errors import StoreError
+from .._records import RunRecord
+from . import _reader as reader
+from ._connect import db_errors, default_url, get_engine, safe_url, write_engine
+from ._library import Library
+from ._migrations import ensure_schema
+from ._process import is_alive, this_writer
+from ._recorder import StoreRecorder, writer_thread
+from ._schema import RUN_STATUSES, run_agents, runs, sweeps, turns
+from ._writer import TurnWriter
+
+LIST_COLUMNS = (
+    "run_id", "name", "status", "stop_reason", "task", "agents", "threshold", "recency_penalty",
+    "recency_window", "max_loops", "total_calls", "total_prompt_tokens",
+    "total_completion_tokens", "total_cost_usd", "started_at", "ended_at", "sweep_id", "cell",
+    "tags", "notes", "error",
+)
+RunIds = str | Sequence[str] | None
+
+
+class RunStore(Library):
+    """A run store at one SQLAlchemy URL; cheap to create (engines are shared per URL)."""
+
+    def __init__(self, url: str | None = None) -> None:
+        self.url = url or default_url()
+        self.engine = get_engine(self.url)
+        self._write_engine = write_engine(self.engine)
+        self.turn_writer = TurnWriter(self.engine.dialect)
+        self.driver_error: type[BaseException] = self.engine.dialect.loaded_dbapi.Error
+        with db_errors("open the store", self.url):
+            ensure_schema(self.engine)
+        self.interrupted: list[str] = self.mark_interrupted()
+
+    def __repr__(self) -> str:
+        return f"RunStore({safe_url(self.url)!r})"
+
+    @contextmanager
+    def write(self, what: str) -> Iterator[Connection]:
+        """One write transaction; any database error becomes a StoreError naming `what`."""
+        with db_errors(what, self.url), self._write_engine.begin() as conn:
+            yield conn
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every run event received so far is written; False on timeout."""
+        return writer_thread().flush(timeout)
+
+    def write_connection(self) -> Connection:
+        """A connection whose transactions write (BEGIN IMMEDIATE on SQLite); close it after."""
+        with db_errors("connect", self.url):
+            return self._write_engine.connect()
+
+    @contextmanager
+    def read(self, what: str) -> Iterator[Connection]:
+        with db_errors(what, self.url), self.engine.connect() as conn:
+            yield conn
+
+    # --- recording ------------------------------------------------------------------------
+
+    def recorder(self, chat: Any, *, sweep_id: str | None = None,
+                 cell: str | None = None) -> StoreRecorder:
+        """An observer recording the runs of `chat` (a GroupChat, or anything with .agents)."""
+        return StoreRecorder(self, chat, sweep_id=sweep_id, cell=cell)
+
+    def attach(self, chat: Any, *, sweep_id: str | None = None,
+               cell: str | None = None) -> StoreRecorder:
+        """Record every run of this GroupChat from now on; returns the recorder."""
+        recorder = self.recorder(chat, sweep_id=sweep_id, cell=cell)
+        chat.add_observer(recorder)
+        return recorder
+
+    def mark_interrupted(self) -> list[str]:
+        """Runs left `running` by a dead process on this host become `interrupted`."""
+        me = this_writer()
+        query = select(runs.c.run_id, runs.c.pid, runs.c.proc_start).where(
+            runs.c.status == "running", runs.c.hostname == me.hostname)
+        with self.read("look for interrupted runs") as conn:
+            rows = conn.execute(query).all()
+        dead = [r.run_id for r in rows if r.pid is None or not _alive(r.pid, r.proc_start, me)]
+        if dead:
+            with self.write("mark interrupted runs") as conn:
+                conn.execute(update(runs).where(runs.c.run_id.in_(dead),
+                                                runs.c.status == "running")
+                             .values(status="interrupted"))
+        self._mark_interrupted_sweeps(me)
+        return dead
+
+    def _mark_interrupted_sweeps(self, me: Any) -> None:
+        """Sweeps left `running` by a dead process on this host become `interrupted` (a sweep
+        without a recorded writer predates schema v3: it is left alone)."""
+        query = select(sweeps.c.sweep_id, sweeps.c.pid, sweeps.c.proc_start).where(
+            sweeps.c.status == "running", sweeps.c.hostname == me.hostname)
+        with self.read("look for interrupted sweeps") as conn:
+            rows = conn.execute(query).all()
+        dead = [r.sweep_id for r in rows
+                if r.pid is not None and not _alive(r.pid, r.proc_start, me)]
+        if dead:
+            with self.write("mark interrupted sweeps") as conn:
+                conn.execute(update(sweeps).where(sweeps.c.sweep_id.in_(dead),
+                                                  sweeps.c.status == "running")
+                             .values(status="interrupted", reason="its process ended"))
+
+    # --- reading --------------------------------------------------------------------------
+
+    def list_runs(self, *, status: str | None = None, agent: str | None = None,
+                  since: str | datetime | None = None, sweep_id: str | None = None,
+                  tag: str | None = None, limit: int | None = None) -> Any:
+        """Runs, newest first, as a DataFrame (plus a `turns` count); all filters combine."""
+        import pandas as pd
+
+        query = _filtered(status, agent, since, sweep_id, tag)
+        if limit is not None:
+            query = query.limit(max(int(limit), 0))
+        with self.read("list runs") as conn:
+            rows = conn.execute(query).all()
+        return pd.DataFrame.from_records(rows, columns=[*LIST_COLUMNS, "turns"])
+
+    def run_ids(self) -> list[str]:
+        with self.read("list runs") as conn:
+            return list(conn.execute(select(runs.c.run_id)).scalars())
+
+    def resolve(self, prefix: str) -> str:
+        """The full id of the one run whose id starts with `prefix` (ids are long to type)."""
+        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        query = select(runs.c.run_id).where(
+            runs.c.run_id.like(f"{escaped}%", escape="\\")).limit(2)
+        with self.read("find a run") as conn:
+            found = list(conn.execute(query).scalars()) if prefix else []
+        if not found:
+            raise StoreError(f"no run {prefix!r} in {safe_url(self.url)}")
+        if len(found) > 1:
+            raise StoreError(f"run id {prefix!r} is ambiguous: give more characters")
+        return str(found[0])
+
+    def run_info(self, run_id: str) -> dict[str, Any]:
+        """The run's row: status, stop reason, timings, totals, spec (as a dict), tags, ..."""
+        with self.read("read a run") as conn:
+            row = reader.run_row(conn, run_id)
+            if row is None:
+                raise StoreError(f"no run {run_id!r} in {safe_url(self.url)}")
+            info = dict(row)
+            info["turns"] = conn.execute(select(func.count()).select_from(turns)
+                                         .where(turns.c.run_id == run_id)).scalar()
+        info["spec"] = reader.spec_of(info.pop("spec_json"))
+        return info
+
+    def spec(self, run_id: str) -> ChatSpec:
+        """The run's chat spec, ready for GroupChat.from_spec (to re-run it)."""
+        return parse_spec(self.run_info(run_id)["spec"], f"spec of run {run_id}")
+
+    def load_run(self, run_id: str) -> RunRecord:
+        """The run's RunRecord, exactly as the engine produced it (so far, if unfinished)."""
+        with self.read("read a run") as conn:
+            row = reader.run_row(conn, run_id)
+            if row is None:
+                raise StoreError(f"no run {run_id!r} in {safe_url(self.url)}")
+            return reader.record_from(conn, row)
+
+    def bids(self, run_ids: RunIds = None) -> Any:
+        """Bid log of one run, several, or all (None), as a DataFrame."""
+        return self._log("bids", run_ids)
+
+    def turns(self, run_ids: RunIds = None) -> Any:
+        return self._log("turns", run_ids)
+
+    def messages(self, run_ids: RunIds = None) -> Any:
+        return self._log("messages", run_ids)
+
+    def _log(self, kind: str, run_ids: RunIds) -> Any:
+        ids = [run_ids] if isinstance(run_ids, str) else run_ids
+        with self.read(f"read {kind}") as conn:
+            return reader.log_frame(conn, kind, None if ids is None else list(ids))
+
+    # --- editing --------------------------------------------------------------------------
+
+    def delete_run(self, run_id: str) -> bool:
+        """Delete a run and its log (foreign keys cascade); True if it existed."""
+        with self.write("delete a run") as conn:
+            return bool(conn.execute(delete(runs).where(runs.c.run_id == run_id)).rowcount)
+
+    def set_notes(self, run_id: str, notes: str) -> None:
+        self._update_run(run_id, "set notes", notes=notes)
+
+    def set_tags(self, run_id: str, tags: Sequence[str]) -> None:
+        """Replace a run's tags (short labels without commas)."""
+        clean = [_check_tag(t) for t in tags]
+        self._update_run(run_id, "set tags", tags=",".join(dict.fromkeys(clean)))
+
+    def _update_run(self, run_id: str, what: str, **values: Any) -> None:
+        with self.write(what) as conn:
+            if not conn.execute(update(runs).where(runs.c.run_id == run_id)
+                                .values(**values)).rowcount:
+                raise StoreError(f"no run {run_id!r} in {safe_url(self.url)}")
+
+
+def _alive(pid: int, proc_start: str | None, me: Any) -> bool:
+    if pid == me.pid:
+        return not proc_start or proc_start == me.proc_start
+    return is_alive(pid, proc_start)
+
+
+def _check_tag(tag: str) -> str:
+    tag = tag.strip() if isinstance(tag, str) else ""
+    if not tag or "," in tag or len(tag) > 50:
+        raise StoreError(f"a tag must be 1-50 characters without commas, got {tag!r}")
+    return tag
+
+
+def _since(value: str | datetime) -> str:
+    """An ISO-8601 UTC bound comparable with stored times (naive values are taken as UTC)."""
+    try:
+        moment = value if isinstance(value, datetime) else datetime.fromisoformat(value)
+    except ValueError:
+        raise StoreError(f"since must be an ISO-8601 date or time, got {value!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat()
+
+
+def _filtered(status: str | None, agent: str | None, since: str | datetime | None,
+              sweep_id: str | None, tag: str | None) -> Select[Any]:
+    count = select(func.count()).where(turns.c.run_id == runs.c.run_id).scalar_subquery()
+    query = select(*(runs.c[c] for c in LIST_COLUMNS), count.label("turns")).order_by(
+        runs.c.started_at.desc(), runs.c.run_id)
+    if status is not None:
+        if status not in RUN_STATUSES:
+            raise StoreError(f"status must be one of {', '.join(RUN_STATUSES)}; got {status!r}")
+        query = query.where(runs.c.status == status)
+    if agent is not None:
+        query = query.where(runs.c.run_id.in_(
+            select(run_agents.c.run_id).where(run_agents.c.agent == agent)))
+    if since is not None:
+        query = query.where(runs.c.started_at >= _since(since))
+    if sweep_id is not None:
+        query = query.where(runs.c.sweep_id == sweep_id)
+    if tag is not None:
+        pattern = "%," + _check_tag(tag).replace("\\", "\\\\").replace("%", "\\%").replace(
+            "_", "\\_") + ",%"
+        query = query.where((literal(",") + runs.c.tags + literal(",")).like(pattern, escape="\\"))
+    return query

@@ -1,0 +1,213 @@
+"""The store's tables, per schema version, in portable SQLAlchemy Core.
+
+Column names of `messages`, `bids` and `turns` are the SPEC §7 record fields, so frames read
+from the store look exactly like `RunRecord.bids_frame()` plus `run_id`. Times are ISO-8601 UTC
+text (as in the records), so a run reads back byte-for-byte; floats are doubles.
+
+The three log tables are clustered by their primary key (run_id, ...) on SQLite (WITHOUT ROWID):
+one B-tree per table instead of a table plus its key index, which halves the work of recording
+a turn and keeps a run's rows together for reading. Other databases ignore the option.
+
+Version history (see migrations.py):
+    1  agents, presets, sweeps, runs, run_agents, messages, bids, turns, schema_version
+    2  runs.tags and runs.notes (label runs in the dashboard), index on runs.started_at
+    3  bids.cached (answered by the bid cache), the bid_cache table, and on sweeps: reason
+       (why a sweep stopped, e.g. a budget cap) and its writer (pid, hostname, proc_start),
+       so a sweep left `running` by a dead process reads as interrupted
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Double,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    false,
+)
+
+SCHEMA_VERSION = 3
+RUN_STATUSES = ("running", "finished", "cancelled", "error", "interrupted")
+
+
+def _run_fk() -> ForeignKey:
+    return ForeignKey("runs.run_id", ondelete="CASCADE")
+
+
+def _library(md: MetaData) -> None:
+    """Saved agents and presets: specs as JSON text, never an api_key."""
+    for name, key in (("agents", "name"), ("presets", "name")):
+        Table(
+            name, md,
+            Column(key, String(200), primary_key=True),
+            Column("spec_json", Text, nullable=False),
+            Column("created_at", String(40), nullable=False),
+            Column("updated_at", String(40), nullable=False),
+        )
+
+
+def _sweeps(md: MetaData, version: int) -> None:
+    extra = [] if version < 3 else [  # why it stopped, and who runs it (as on runs)
+        Column("reason", Text), Column("pid", Integer), Column("hostname", String(255)),
+        Column("proc_start", String(40))]
+    Table(
+        "sweeps", md,
+        Column("sweep_id", String(64), primary_key=True),
+        Column("name", String(200), nullable=False),
+        Column("grid_json", Text, nullable=False),
+        Column("status", String(20), nullable=False),
+        Column("created_at", String(40), nullable=False),
+        Column("ended_at", String(40)),
+        *extra,
+    )
+
+
+def _bid_cache(md: MetaData) -> None:
+    """Answers to bid requests, by the sha256 of the request (see groupchat_core._bidcache)."""
+    Table(
+        "bid_cache", md,
+        Column("key", String(64), primary_key=True),
+        Column("model_name", String(200), nullable=False),
+        Column("value_json", Text, nullable=False),
+        Column("created_at", String(40), nullable=False),
+        sqlite_with_rowid=False,
+    )
+
+
+def _runs(md: MetaData, version: int) -> None:
+    extra = [] if version < 2 else [
+        Column("tags", Text, nullable=False, server_default=""),
+        Column("notes", Text, nullable=False, server_default=""),
+    ]
+    runs = Table(
+        "runs", md,
+        Column("run_id", String(64), primary_key=True),
+        Column("name", String(200), nullable=False),
+        Column("task", Text, nullable=False),
+        Column("status", String(20), nullable=False, index=True),
+        Column("stop_reason", String(20)),
+        Column("error", Text),
+        Column("spec_json", Text, nullable=False),
+        Column("agents", Text, nullable=False),  # comma list, for display
+        Column("threshold", Double, nullable=False),
+        Column("recency_penalty", Double, nullable=False),
+        Column("recency_window", Integer, nullable=False),
+        Column("max_loops", Integer, nullable=False),
+        Column("started_at", String(40), nullable=False),
+        Column("ended_at", String(40)),
+        Column("total_calls", Integer, nullable=False, server_default="0"),
+        Column("total_prompt_tokens", Integer, nullable=False, server_default="0"),
+        Column("total_completion_tokens", Integer, nullable=False, server_default="0"),
+        Column("total_cost_usd", Double, nullable=False, server_default="0"),
+        Column("sweep_id", String(64), ForeignKey("sweeps.sweep_id", ondelete="SET NULL"),
+               index=True),
+        Column("cell", Text),
+        Column("pid", Integer),
+        Column("hostname", String(255)),
+        Column("proc_start", String(40)),  # the writer's start time, so a reused pid is not it
+        *extra,
+    )
+    if version >= 2:
+        Index("ix_runs_started_at", runs.c.started_at)
+    Table(
+        "run_agents", md,  # who took part, for exact agent filters
+        Column("run_id", String(64), _run_fk(), primary_key=True),
+        Column("position", Integer, primary_key=True),
+        Column("agent", String(200), nullable=False, index=True),
+        Column("model_name", String(200), nullable=False),
+    )
+
+
+def _messages(md: MetaData) -> None:
+    Table(
+        "messages", md,
+        Column("run_id", String(64), _run_fk(), primary_key=True),
+        Column("position", Integer, primary_key=True),  # 0 is the task
+        Column("turn", Integer, nullable=False),  # 0 for the task
+        Column("role", String(200), nullable=False),
+        Column("content", Text, nullable=False),
+        Column("timestamp", String(40), nullable=False),
+        Column("score", Double),
+        sqlite_with_rowid=False,
+    )
+
+
+def _bids(md: MetaData, version: int) -> None:
+    extra = [] if version < 3 else [
+        Column("cached", Boolean, nullable=False, server_default=false())]
+    Table(
+        "bids", md,
+        Column("run_id", String(64), _run_fk(), primary_key=True),
+        Column("turn", Integer, primary_key=True),
+        Column("position", Integer, primary_key=True),
+        Column("agent", String(200), nullable=False),
+        Column("score", Double, nullable=False),
+        Column("adjusted", Double, nullable=False),
+        Column("penalized", Boolean, nullable=False),
+        Column("eligible", Boolean, nullable=False),
+        Column("winner", Boolean, nullable=False),
+        Column("message", Text, nullable=False),
+        Column("latency_ms", Double, nullable=False),
+        Column("prompt_tokens", Integer),
+        Column("completion_tokens", Integer),
+        Column("cost_usd", Double),
+        Column("path", String(40), nullable=False),
+        Column("error", Text),
+        Column("calls", Integer, nullable=False),
+        *extra,
+        sqlite_with_rowid=False,
+    )
+
+
+def _turns(md: MetaData) -> None:
+    Table(
+        "turns", md,
+        Column("run_id", String(64), _run_fk(), primary_key=True),
+        Column("turn", Integer, primary_key=True),
+        Column("winner", String(200)),
+        Column("winning_adjusted", Double),
+        Column("runner_up_adjusted", Double),
+        Column("margin", Double),
+        Column("lull", Boolean, nullable=False),
+        Column("reason", String(40), nullable=False),
+        Column("penalty_changed_winner", Boolean, nullable=False),
+        Column("failed_bids", Integer, nullable=False),
+        sqlite_with_rowid=False,
+    )
+
+
+def metadata_for(version: int = SCHEMA_VERSION) -> MetaData:
+    """The tables as they were at `version` (older versions are kept to test upgrades)."""
+    if not 1 <= version <= SCHEMA_VERSION:
+        raise ValueError(f"no schema version {version}")
+    md = MetaData()
+    Table(
+        "schema_version", md,
+        Column("id", Integer, primary_key=True, autoincrement=False),  # always 1: one row
+        Column("version", Integer, nullable=False),
+        Column("updated_at", String(40), nullable=False),
+    )
+    _library(md)
+    _sweeps(md, version)
+    _runs(md, version)
+    _messages(md)
+    _bids(md, version)
+    _turns(md)
+    if version >= 3:
+        _bid_cache(md)
+    return md
+
+
+METADATA = metadata_for()
+_T = METADATA.tables
+schema_version, agents, presets, sweeps = (
+    _T["schema_version"], _T["agents"], _T["presets"], _T["sweeps"])
+runs, run_agents, messages, bids, turns = (
+    _T["runs"], _T["run_agents"], _T["messages"], _T["bids"], _T["turns"])
+bid_cache = _T["bid_cache"]

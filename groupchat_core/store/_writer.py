@@ -1,0 +1,114 @@
+"""The rows a recorded run is made of, and the fast per-turn insert (see recorder.py)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from operator import attrgetter
+from typing import Any
+
+from sqlalchemy import Connection, Dialect, Table, insert
+
+from .._config import SCHEMA_VERSION as SPEC_SCHEMA_VERSION
+from .._records import Bid, Message, RunRecord, Turn
+from ._schema import bids, messages, run_agents, runs, turns
+
+_STATUS = {"cancelled": "cancelled", "error": "error"}
+
+
+def status_for(record: RunRecord) -> str:
+    """The final status of a run that reported its end: finished, cancelled or error."""
+    return _STATUS.get(record.stop_reason or "", "finished")
+
+
+def agent_specs(source: Any) -> list[dict[str, Any]]:
+    """Secret-free agent specs from a GroupChat, a ChatSpec or a list of Agents."""
+    agents = getattr(source, "agents", source)
+    return [a.to_spec() if hasattr(a, "to_spec") else dict(a) for a in agents]
+
+
+def spec_data(config: dict[str, Any], specs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run's full spec (config + agents), as ChatSpec.to_data() lays it out."""
+    return {**config, "schema_version": SPEC_SCHEMA_VERSION, "agents": specs}
+
+
+def run_row(run_id: str, task: str, spec: dict[str, Any], started_at: str) -> dict[str, Any]:
+    names = [a["agent_name"] for a in spec["agents"]]
+    return {
+        "run_id": run_id, "name": spec["name"], "task": task, "status": "running",
+        "spec_json": json.dumps(spec), "agents": ", ".join(names),
+        "threshold": spec["threshold"], "recency_penalty": spec["recency_penalty"],
+        "recency_window": spec["recency_window"], "max_loops": spec["max_loops"],
+        "started_at": started_at,
+    }
+
+
+def insert_run(conn: Connection, row: dict[str, Any], specs: list[dict[str, Any]]) -> None:
+    conn.execute(insert(runs), [row])
+    conn.execute(insert(run_agents), [
+        {"run_id": row["run_id"], "position": i, "agent": a["agent_name"],
+         "model_name": a["model_name"]} for i, a in enumerate(specs)])
+
+
+def message_row(run_id: str, position: int, turn: int, message: Message) -> dict[str, Any]:
+    return {"run_id": run_id, "position": position, "turn": turn, "role": message.role,
+            "content": message.content, "timestamp": message.timestamp, "score": message.score}
+
+
+class CompiledInsert:
+    """A Core INSERT compiled once for the dialect and handed straight to the driver.
+
+    Recording a turn is the store's hot path: SQLAlchemy's per-execute bookkeeping costs more
+    than SQLite's work for 16 rows, so the per-turn inserts skip it (still portable: the SQL
+    and its parameter style come from the dialect; values are plain str/int/float/bool/None).
+    """
+
+    def __init__(self, table: Table, dialect: Dialect) -> None:
+        compiled = insert(table).compile(dialect=dialect)
+        self.sql = str(compiled)
+        self.columns = list(compiled.positiontup or []) if dialect.positional else [
+            c.key for c in table.columns]
+        self.positional = bool(dialect.positional)
+
+    def params(self, values: Sequence[Any]) -> Any:
+        return tuple(values) if self.positional else dict(zip(self.columns, values, strict=True))
+
+
+class TurnWriter:
+    """Writes one turn's rows (bids, turn, message) inside the caller's transaction."""
+
+    def __init__(self, dialect: Dialect) -> None:
+        self.bids, self.turns, self.messages = (
+            CompiledInsert(t, dialect) for t in (bids, turns, messages))
+        self._bid_values = attrgetter(*self.bids.columns[1:]) if self.bids.positional else None
+        self._bid_fields = [c for c in bids.c.keys() if c != "run_id"]
+        self._turn_fields = [c for c in turns.c.keys() if c != "run_id"]
+
+    def _bid_row(self, run_id: str, bid: Bid) -> Any:
+        if self._bid_values is not None:
+            return (run_id, *self._bid_values(bid))
+        return {"run_id": run_id, **{k: getattr(bid, k) for k in self._bid_fields}}
+
+    def write(self, conn: Connection, run_id: str, turn: Turn, turn_bids: Sequence[Bid],
+              message: dict[str, Any] | None) -> None:
+        cursor = conn.connection.cursor()
+        try:
+            cursor.executemany(self.bids.sql, [self._bid_row(run_id, b) for b in turn_bids])
+            row = {"run_id": run_id, **{k: getattr(turn, k) for k in self._turn_fields}}
+            cursor.execute(self.turns.sql, self.turns.params(
+                [row[c] for c in self.turns.columns]))
+            if message is not None:
+                cursor.execute(self.messages.sql, self.messages.params(
+                    [message[c] for c in self.messages.columns]))
+        finally:
+            cursor.close()
+
+
+def finish_values(record: RunRecord, status: str) -> dict[str, Any]:
+    return {
+        "status": status, "stop_reason": record.stop_reason, "error": record.error,
+        "started_at": record.started_at, "ended_at": record.ended_at,
+        "total_calls": record.total_calls, "total_prompt_tokens": record.total_prompt_tokens,
+        "total_completion_tokens": record.total_completion_tokens,
+        "total_cost_usd": record.total_cost_usd,
+    }

@@ -1,0 +1,133 @@
+"""`python -m groupchat_core sweep SPEC [--resume SWEEP] [--max-usd N]`: a sweep, headless.
+
+The pre-flight estimate and progress go to stderr (a progress bar on a terminal, a line per
+~5 % of cells otherwise); stdout gets one summary line at the end. Runs, cells and the sweep's
+status land in the store, exactly as the dashboard reads them. Exit status: 0 finished,
+1 stopped by a budget cap or with failed cells (resume to continue), 130 on Ctrl-C (the
+sweep is recorded `cancelled` and can be resumed), 2 for errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, TextIO
+
+from .._errors import ConfigError
+from ._events import BudgetStopped, CellFinished, SweepEvent, SweepFinished, SweepStarted
+
+EXIT = {"finished": 0, "stopped_budget": 1, "error": 1, "cancelled": 130}
+
+
+def add_parser(sub: Any) -> None:
+    sweep = sub.add_parser("sweep", help="run a parameter sweep (JSON/YAML sweep spec) into "
+                                         "the store; resumable")
+    sweep.add_argument("spec", nargs="?", help="sweep spec file (optional with --resume)")
+    sweep.add_argument("--resume", metavar="SWEEP", help="finish sweep SWEEP (id or prefix): "
+                       "cells with a finished run are skipped")
+    sweep.add_argument("--max-usd", type=float, default=None, metavar="N",
+                       help="stop cleanly once the sweep's calls cost N USD (priced models)")
+    sweep.add_argument("--max-calls", type=int, default=None, metavar="N",
+                       help="stop cleanly after N model calls")
+    sweep.add_argument("--concurrency", type=int, default=None, metavar="N",
+                       help="cells in flight (overrides the spec)")
+    sweep.add_argument("--estimate", action="store_true",
+                       help="print the pre-flight estimate and exit without running")
+    sweep.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
+class SweepProgress:
+    """Observer printing the estimate, progress and the end of a sweep on `stream`."""
+
+    def __init__(self, stream: TextIO, *, bar: bool) -> None:
+        self.stream = stream
+        self.bar = bar
+        self._progress: Any = None
+        self._task: Any = None
+        self._step = 1
+
+    def __call__(self, event: SweepEvent) -> None:
+        if isinstance(event, SweepStarted):
+            self._started(event)
+        elif isinstance(event, CellFinished):
+            self._cell(event)
+        elif isinstance(event, BudgetStopped):
+            self._print(f"budget cap: {event.reason}; stopping")
+        elif isinstance(event, SweepFinished):
+            self.close()
+
+    def _started(self, event: SweepStarted) -> None:
+        verb = "resumed" if event.resumed else "started"
+        self._print(f"sweep {event.sweep_id} {verb} ({event.name}): {event.cells_total} cells, "
+                    f"{event.cells_done} already done")
+        self._print(event.estimate.summary())
+        self._step = max(1, event.cells_total // 20)
+        if self.bar:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+            self._progress = Progress("[progress.description]{task.description}", BarColumn(),
+                                      MofNCompleteColumn(), TimeElapsedColumn(),
+                                      console=Console(file=self.stream), transient=False)
+            self._progress.start()
+            self._task = self._progress.add_task("cells", total=event.cells_total,
+                                                 completed=event.cells_done)
+
+    def _cell(self, event: CellFinished) -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, completed=event.cells_done)
+            return
+        if event.status != "finished":
+            self._print(f"cell {event.index} {event.status}" +
+                        (f": {event.error}" if event.error else ""))
+        elif event.cells_done % self._step == 0 or event.cells_done == event.cells_total:
+            self._print(f"{event.cells_done}/{event.cells_total} cells done")
+
+    def _print(self, text: str) -> None:
+        if self._progress is not None:
+            self._progress.console.print(text, markup=False, highlight=False)
+        else:
+            print(text, file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+
+def _positive(value: float | None, name: str, integer: bool = False) -> None:
+    if value is not None and (value <= 0 or (integer and value < 1)):
+        raise ConfigError(f"{name} must be positive, got {value!r}")
+
+
+def cmd_sweep(args: argparse.Namespace, store: Any) -> int:
+    from ._plan import plan_sweep
+    from ._scheduler import run_sweep
+    from ._spec import load_sweep, parse_sweep
+
+    if args.spec is None and args.resume is None:
+        raise ConfigError("give a sweep spec file, or --resume SWEEP")
+    _positive(args.max_usd, "--max-usd")
+    _positive(args.max_calls, "--max-calls", integer=True)
+    _positive(args.concurrency, "--concurrency", integer=True)
+    spec = load_sweep(args.spec) if args.spec else None
+    plan = plan_sweep(spec, store, resume=args.resume)
+    if args.concurrency is not None:
+        plan.spec = parse_sweep({**plan.spec.to_data(), "concurrency": args.concurrency})
+    if args.estimate:
+        assert plan.estimate is not None
+        print(plan.estimate.summary())
+        return 0
+    progress = SweepProgress(sys.stderr, bar=sys.stderr.isatty())
+    observers = [] if args.quiet else [progress]
+    try:
+        outcome = run_sweep(plan=plan, store=store, on_event=observers,
+                            max_calls=args.max_calls, max_usd=args.max_usd)
+    finally:
+        progress.close()
+    rate = "" if outcome.hit_rate is None else f", {outcome.hit_rate:.0%} of bids cached"
+    print(f"sweep {outcome.sweep_id} {outcome.status}: {outcome.cells_done}/"
+          f"{outcome.cells_total} cells done; this session {outcome.cells_run} cells, "
+          f"{outcome.calls} model calls{rate}, ${outcome.cost_usd:.4f}"
+          + (f" ({outcome.reason})" if outcome.reason else ""))
+    return EXIT.get(outcome.status, 1)

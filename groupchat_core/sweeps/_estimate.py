@@ -1,0 +1,173 @@
+"""Pre-flight estimate of a sweep: calls, tokens and cost, with the assumptions spelled out.
+
+Why: a sweep over real models can cost real money; the user sees what it may cost before it
+starts, and a budget cap (_scheduler.py) stops it if the guess was wrong. The estimate is an upper
+bound (no chat stops early) plus, where earlier runs of the same agents exist, a typical figure
+scaled by how long those runs actually were. Prices come from litellm's cost map, imported only
+when a sweep uses a non-sim model: sim models cost nothing and never load litellm.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, Field
+
+from .._model_calls import count_tokens, in_process_model
+from ._spec import Cell, SweepSpec
+
+if TYPE_CHECKING:
+    from ..store import RunStore
+
+MESSAGE_TOKENS = 80  # assumed size of one posted message in later prompts
+TYPICAL_COMPLETION_TOKENS = 60  # a respond call with a short message
+_PRIOR_RUNS = 500
+
+
+class Estimate(BaseModel):
+    """What a sweep (or what is left of it) may cost. None means unknown."""
+
+    cells: int
+    cells_done: int = 0
+    calls_upper: int = 0
+    calls_typical: int | None = None
+    prompt_tokens_upper: int = 0
+    completion_tokens_upper: int = 0
+    cost_usd_upper: float | None = 0.0
+    cost_usd_typical: float | None = None
+    models: list[str] = Field(default_factory=list)
+    unpriced_models: list[str] = Field(default_factory=list)
+    assumptions: list[str] = Field(default_factory=list)
+
+    def summary(self) -> str:
+        """A few lines for a terminal or a dashboard caption."""
+        cost = "unknown" if self.cost_usd_upper is None else f"${self.cost_usd_upper:,.4f}"
+        lines = [f"{self.cells:,} cells to run ({self.cells_done:,} already done): up to "
+                 f"{self.calls_upper:,} model calls, {self.prompt_tokens_upper:,} prompt + "
+                 f"{self.completion_tokens_upper:,} completion tokens, cost up to {cost}"]
+        if self.calls_typical is not None:
+            typical = "" if self.cost_usd_typical is None else \
+                f", about ${self.cost_usd_typical:,.4f}"
+            lines.append(f"typical: about {self.calls_typical:,} calls{typical}")
+        lines += [f"- {a}" for a in self.assumptions]
+        return "\n".join(lines)
+
+
+class _Tally:
+    def __init__(self) -> None:
+        self.calls = 0
+        self.prompt: dict[str, int] = defaultdict(int)
+        self.completion_upper: dict[str, int] = defaultdict(int)
+        self.completion_typical: dict[str, int] = defaultdict(int)
+
+    def add_cell(self, spec: SweepSpec, cell: Cell) -> None:
+        chat = spec.chat_spec(cell)
+        turns = max(chat.max_loops - 1, 0)
+        task = spec.tasks[cell.task_index]
+        for agent in chat.agents:
+            model = agent.model_name
+            fixed = (count_tokens(model, agent.system_prompt) + count_tokens(model, chat.bid_prompt)
+                     + count_tokens(model, task))
+            self.calls += turns
+            self.prompt[model] += turns * fixed + MESSAGE_TOKENS * turns * (turns - 1) // 2
+            self.completion_upper[model] += turns * agent.max_tokens
+            self.completion_typical[model] += turns * TYPICAL_COMPLETION_TOKENS
+
+
+def _price(model: str, prompt: int, completion: int) -> float | None:
+    """USD from litellm's cost map; 0 for in-process models; None when no price is known."""
+    if in_process_model(model) is not None:
+        return 0.0
+    from .._model_calls import litellm_module
+
+    try:
+        prompt_cost, completion_cost = litellm_module().cost_per_token(
+            model=model, prompt_tokens=prompt, completion_tokens=completion)
+    except Exception:
+        return None
+    return float(prompt_cost) + float(completion_cost)
+
+
+def _cost(tally: _Tally, completion: dict[str, int]) -> tuple[float | None, list[str]]:
+    total: float | None = 0.0
+    unpriced = []
+    for model, prompt in tally.prompt.items():
+        price = _price(model, prompt, completion[model])
+        if price is None:
+            unpriced.append(model)
+            total = None
+        elif total is not None:
+            total += price
+    return total, unpriced
+
+
+def typical_fraction(store: RunStore | None, spec: SweepSpec,
+                     sweep_id: str | None = None) -> tuple[float, int] | None:
+    """Mean share of the possible turns that earlier finished runs of these agents used."""
+    if store is None:
+        return None
+    names = ", ".join(a.agent_name for a in spec.base.agents)
+    runs = store.list_runs(sweep_id=sweep_id, status="finished", limit=_PRIOR_RUNS)
+    if sweep_id is None or runs.empty:
+        runs = store.list_runs(status="finished", limit=_PRIOR_RUNS)
+        runs = runs[runs["agents"] == names]
+    runs = runs[runs["max_loops"] > 1]
+    if runs.empty:
+        return None
+    shares = (runs["turns"] / (runs["max_loops"] - 1)).clip(upper=1.0)
+    return float(shares.mean()), len(runs)
+
+
+def estimate(spec: SweepSpec, cells: Iterable[Cell] | None = None, *,
+             store: RunStore | None = None, sweep_id: str | None = None,
+             cells_done: int = 0) -> Estimate:
+    """Estimate the cells still to run (all of them by default)."""
+    tally = _Tally()
+    count = 0
+    for cell in spec.cells() if cells is None else cells:
+        tally.add_cell(spec, cell)
+        count += 1
+    upper, unpriced = _cost(tally, tally.completion_upper)
+    result = Estimate(cells=count, cells_done=cells_done, calls_upper=tally.calls,
+                      prompt_tokens_upper=sum(tally.prompt.values()),
+                      completion_tokens_upper=sum(tally.completion_upper.values()),
+                      cost_usd_upper=upper, models=sorted(tally.prompt),
+                      unpriced_models=unpriced)
+    prior = typical_fraction(store, spec, sweep_id)
+    if prior is not None:
+        share = prior[0]
+        typical, _ = _cost(tally, tally.completion_typical)
+        result.calls_typical = round(tally.calls * share)
+        result.cost_usd_typical = None if typical is None else typical * share
+    result.assumptions = _assumptions(result, prior)
+    return result
+
+
+def _assumptions(result: Estimate, prior: tuple[float, int] | None) -> list[str]:
+    notes = [
+        "upper bound: every chat runs max_loops - 1 turns (no lull) and every agent bids on "
+        "every turn, one model call per bid",
+        "retries and tool-choice fallbacks add calls; bid-cache hits remove them (not predicted)",
+        f"prompt tokens: system prompt + bid prompt + task + {MESSAGE_TOKENS} tokens per earlier "
+        "message (litellm's tokenizer for LLMs, ~3.5 characters per token for sims)",
+        f"completion tokens: max_tokens per call (upper), about {TYPICAL_COMPLETION_TOKENS} "
+        "per call (typical)",
+    ]
+    sims = [m for m in result.models if in_process_model(m) is not None]
+    priced = [m for m in result.models if m not in sims and m not in result.unpriced_models]
+    if sims:
+        notes.append(f"{', '.join(sims)}: offline simulations, no cost")
+    if priced:
+        notes.append(f"prices from litellm's cost map for {', '.join(priced)}")
+    if result.unpriced_models:
+        notes.append(f"no price known for {', '.join(result.unpriced_models)}: its cost is "
+                     "not estimated, and max_usd cannot see it (use max_calls)")
+    if prior is None:
+        notes.append("no earlier finished runs of these agents: no typical estimate")
+    else:
+        notes.append(f"typical: earlier finished runs of these agents ({prior[1]}) used "
+                     f"{prior[0]:.0%} of their possible turns")
+    return notes
+

@@ -1,0 +1,116 @@
+"""Where a cell runs: the Executor seam, and the default in-process executor.
+
+Why a seam: the runner only decides *which* cells run and when (concurrency, budget, resume);
+*how* a cell's chat runs sits behind `Executor.submit(job, usage)`. The default runs it on the
+current event loop (the engine's background loop), recorded into the run store; a later
+executor can ship the same serialisable `CellJob` to workers on a cluster that write to a shared
+store (PostgreSQL), without changing the sweep code.
+
+Contract: `submit` returns an awaitable CellResult; cancelling that awaitable must stop the
+cell (its run then reads `cancelled` in the store); `usage(calls, cost_usd)` must be called as
+model calls complete (at the latest when the cell ends), since budget caps count through it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from .._errors import StoreError
+from .._records import BidReceived, Event, RunRecord
+from ..store._writer import status_for
+
+if TYPE_CHECKING:
+    from .._bidcache import BidCache
+    from ..store import RunStore
+
+
+class UsageHook(Protocol):
+    def __call__(self, calls: int, cost_usd: float) -> None: ...
+
+
+class CellJob(BaseModel):
+    """Everything needed to run one cell anywhere (plain data, no secrets: specs never hold
+    keys; workers take provider keys from their own environment)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sweep_id: str
+    cell: str  # the cell key, stored on the run
+    index: int
+    spec: dict[str, Any]  # the cell's chat spec (ChatSpec.to_data())
+    task: str
+
+
+class CellResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    cell: str
+    run_id: str
+    status: str  # the run's status in the store: finished, cancelled or error
+    stop_reason: str | None
+    messages: int
+    turns: int
+    calls: int
+    bids: int
+    cache_hits: int
+    cost_usd: float
+    error: str | None = None
+
+    @classmethod
+    def from_record(cls, cell: str, record: RunRecord, error: str | None = None) -> CellResult:
+        return cls(cell=cell, run_id=record.run_id,
+                   status="error" if error else status_for(record),
+                   stop_reason=record.stop_reason, messages=max(len(record.messages) - 1, 0),
+                   turns=len(record.turns), calls=record.total_calls, bids=len(record.bids),
+                   cache_hits=record.cache_hits, cost_usd=record.total_cost_usd,
+                   error=error or record.error)
+
+
+class Executor(Protocol):
+    def submit(self, job: CellJob, usage: UsageHook) -> Awaitable[CellResult]: ...
+
+
+class _UsageObserver:
+    """Counts each bid's calls and cost as it arrives, on the engine's loop thread."""
+
+    wants = frozenset({"bid"})
+    thread_safe = True
+
+    def __init__(self, usage: UsageHook) -> None:
+        self.usage = usage
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, BidReceived):
+            self.usage(event.bid.calls, event.bid.cost_usd or 0.0)
+
+
+class LocalExecutor:
+    """Runs cells as chats on the running event loop, each recorded into `store`."""
+
+    def __init__(self, store: RunStore, bid_cache: BidCache | bool | None = None) -> None:
+        self.store = store
+        self.bid_cache = bid_cache
+
+    async def submit(self, job: CellJob, usage: UsageHook) -> CellResult:
+        from .._groupchat import GroupChat
+
+        chat = GroupChat.from_spec(job.spec, bid_cache=self.bid_cache)
+        recorder = self.store.attach(chat, sweep_id=job.sweep_id, cell=job.cell)
+        chat.add_observer(_UsageObserver(usage))
+        try:
+            record = await chat.arun_record(job.task)
+        except BaseException as exc:
+            if not recorder.run_ids:
+                raise
+            cancelled = isinstance(exc, asyncio.CancelledError)
+            recorder.abandon(f"{type(exc).__name__}: {exc}",
+                             status="cancelled" if cancelled else "error")
+            raise
+        if recorder.failures:
+            raise StoreError(f"run {record.run_id} was not fully recorded: "
+                             + next(iter(recorder.failures.values())))
+        return CellResult.from_record(job.cell, record)

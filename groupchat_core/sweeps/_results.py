@@ -1,0 +1,196 @@
+"""Sweep results as DataFrames: one row per cell, aggregates with confidence intervals.
+
+Why here and not in the dashboard: the Sweeps page, the CLI and notebooks ask the same
+questions ("how does the lull turn move with the threshold?"), so the frames are pure data and
+the page only charts them. Everything is read from the store, so results of a sweep still
+running, stopped by a budget cap or resumed later read the same way.
+
+Confidence intervals are two-sided 95 % Student-t intervals, mean ± t(0.975, n−1)·s/√n, with t
+from a small table (exact to 3 decimals for n−1 ≤ 30, then the next lower tabulated df, which
+errs wide; 1.96 beyond 120). No scipy needed. n = 1 gives no interval.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from ..analysis._metrics import speaker_metrics
+from ._plan import stored_spec
+from ._spec import Cell, SweepSpec
+
+if TYPE_CHECKING:
+    from ..store import RunStore
+
+NUMERIC_PARAMS = ("threshold", "recency_penalty", "recency_window", "max_loops")
+PARAM_COLUMNS = [*NUMERIC_PARAMS, "model", "temperature", "bid_prompt"]
+METRICS = ("messages", "turns", "lull_turn", "lulled", "entropy_bits", "evenness", "gini",
+           "longest_monologue", "total_calls", "hit_rate", "total_cost_usd")
+_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+        2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+_T95_WIDE = ((120, 1.980), (60, 2.000), (40, 2.021), (30, 2.042))
+_PREFERENCE = {"finished": 0, "error": 1, "cancelled": 2, "interrupted": 3, "running": 4}
+
+
+def t95(df: int) -> float:
+    """Two-sided 95 % Student-t critical value for `df` degrees of freedom (df >= 1)."""
+    if df <= len(_T95):
+        return _T95[df - 1]
+    return next((t for limit, t in _T95_WIDE if df >= limit), 1.96) if df <= 1000 else 1.96
+
+
+def _cell_row(spec: SweepSpec, cell: Cell) -> dict[str, Any]:
+    row: dict[str, Any] = {"cell": cell.key, "index": cell.index, "task_index": cell.task_index,
+                           "task": spec.tasks[cell.task_index], "repeat": cell.repeat,
+                           "seed": spec.base.seed + cell.repeat}
+    for name in NUMERIC_PARAMS:
+        row[name] = cell.params.get(name, getattr(spec.base, name))
+    for name in ("model", "temperature", "bid_prompt"):
+        row[name] = cell.params.get(name)
+    return row
+
+
+def _chosen_runs(store: RunStore, sweep_id: str) -> pd.DataFrame:
+    """Per cell, the run that speaks for it: finished first, then the latest."""
+    runs = store.list_runs(sweep_id=sweep_id)
+    runs = runs[runs["cell"].notna()].copy()
+    runs["_rank"] = runs["status"].map(_PREFERENCE).fillna(9)
+    runs = runs.sort_values(["_rank", "started_at"], ascending=[True, False])
+    return runs.drop_duplicates("cell").drop(columns="_rank")
+
+
+def _duration(start: Any, end: Any) -> float | None:
+    if not isinstance(start, str) or not isinstance(end, str):
+        return None
+    return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+
+
+def _metrics(store: RunStore, runs: pd.DataFrame, agents: list[str]) -> pd.DataFrame:
+    """Speaker metrics per run from one read of the turns of every run."""
+    turns = store.turns(list(runs["run_id"]))
+    order = pd.DataFrame({"agent": agents, "position": range(len(agents))})
+    stops = dict(zip(runs["run_id"], runs["stop_reason"], strict=True))
+    rows = []
+    for run_id, group in turns.groupby("run_id", sort=False):
+        m = speaker_metrics(group, order, stop_reason=stops.get(run_id))
+        rows.append({"run_id": run_id, "messages": m.messages_posted, "lull_turn": m.lull_turn,
+                     "lulled": float(m.lull_turn is not None), "entropy_bits": m.entropy_bits,
+                     "evenness": m.evenness, "gini": m.gini,
+                     "longest_monologue": m.longest_monologue,
+                     "penalty_changed_winner": m.penalty_changed_winner,
+                     "mean_margin": m.mean_margin})
+    return pd.DataFrame(rows, columns=["run_id", "messages", "lull_turn", "lulled",
+                                       "entropy_bits", "evenness", "gini",
+                                       "longest_monologue", "penalty_changed_winner",
+                                       "mean_margin"])
+
+
+def sweep_results(store: RunStore, sweep_id: str) -> pd.DataFrame:
+    """One row per cell (in cell order): its parameters, task, repeat and seed, and its run:
+    status ("pending" before it ran), stop reason, messages, turns, lull turn, speaker balance
+    (entropy, evenness, Gini), bids, cache hits and hit rate, calls, tokens, cost, duration."""
+    from .._bidcache import cache_stats
+
+    sweep_id, spec = stored_spec(store, sweep_id)
+    cells = pd.DataFrame([_cell_row(spec, c) for c in spec.cells()])
+    runs = _chosen_runs(store, sweep_id)
+    keep = ["cell", "run_id", "status", "stop_reason", "turns", "total_calls",
+            "total_prompt_tokens", "total_completion_tokens", "total_cost_usd", "started_at",
+            "ended_at", "error"]
+    frame = cells.merge(runs[keep], on="cell", how="left")
+    frame["status"] = frame["status"].fillna("pending")
+    agents = [a.agent_name for a in spec.base.agents]
+    chosen = runs[runs["run_id"].notna()]
+    frame = frame.merge(_metrics(store, chosen, agents), on="run_id", how="left")
+    stats = cache_stats(store, list(chosen["run_id"]))[["run_id", "bids", "cache_hits",
+                                                         "hit_rate"]]
+    frame = frame.merge(stats, on="run_id", how="left")
+    frame["duration_s"] = [_duration(s, e) for s, e in zip(frame["started_at"],
+                                                          frame["ended_at"], strict=True)]
+    for column in ("lull_turn", "messages", "turns", "bids", "cache_hits", "total_calls"):
+        frame[column] = frame[column].astype("Int64")
+    return frame
+
+
+def _varying(results: pd.DataFrame) -> list[str]:
+    candidates = [*PARAM_COLUMNS, "task_index"]
+    return [c for c in candidates if c in results and results[c].nunique(dropna=True) > 1]
+
+
+def aggregate(results: pd.DataFrame, by: Sequence[str] | None = None,
+              metrics: Sequence[str] = METRICS) -> pd.DataFrame:
+    """Mean, std, n and a 95 % t-interval per group and metric, over finished cells.
+
+    Long format, one row per (group, metric): `by` columns, metric, n, mean, std, sem,
+    ci_low, ci_high. `by` defaults to the parameters that vary in the sweep. A metric's n
+    counts the cells where it is defined (e.g. lull_turn only for chats that lulled).
+    """
+    by = list(by) if by is not None else _varying(results)
+    done = results[results["status"] == "finished"]
+    missing = [c for c in [*by, *metrics] if c not in results]
+    if missing:
+        raise ValueError(f"unknown result columns {missing}; columns: {list(results.columns)}")
+    rows: list[dict[str, Any]] = []
+    groups = done.groupby(by, sort=True, dropna=False) if by else [((), done)]
+    for key, group in groups:
+        labels = dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True))
+        for metric in metrics:
+            values = pd.to_numeric(group[metric], errors="coerce").dropna().astype(float)
+            rows.append({**labels, "metric": metric, **_interval(values)})
+    return pd.DataFrame(rows, columns=[*by, "metric", "n", "mean", "std", "sem", "ci_low",
+                                       "ci_high"])
+
+
+def _interval(values: pd.Series) -> dict[str, Any]:
+    n = len(values)
+    mean = float(values.mean()) if n else math.nan
+    if n < 2:
+        return {"n": n, "mean": mean, "std": math.nan, "sem": math.nan, "ci_low": math.nan,
+                "ci_high": math.nan}
+    std = float(values.std(ddof=1))
+    sem = std / math.sqrt(n)
+    half = t95(n - 1) * sem
+    return {"n": n, "mean": mean, "std": std, "sem": sem, "ci_low": mean - half,
+            "ci_high": mean + half}
+
+
+def heatmap_frame(aggregated: pd.DataFrame, metric: str, x: str = "threshold",
+                  y: str = "recency_penalty", value: str = "mean") -> pd.DataFrame:
+    """One metric as a y × x matrix (e.g. mean lull turn over threshold × penalty)."""
+    part = aggregated[aggregated["metric"] == metric]
+    if part.empty:
+        raise ValueError(f"no metric {metric!r} in the aggregate")
+    others = [c for c in part.columns[:list(part.columns).index("metric")]
+              if c not in (x, y) and part[c].nunique(dropna=False) > 1]
+    if others:
+        raise ValueError(f"the aggregate also varies {others}: filter them to one value or "
+                         "aggregate by x and y only")
+    return part.pivot_table(index=y, columns=x, values=value, aggfunc="first")
+
+
+def sweep_summary(store: RunStore, sweep_id: str) -> dict[str, Any]:
+    """The sweep's row plus totals: cells, runs, bids, cache hits and hit rate, calls, cost."""
+    from .._bidcache import cache_stats
+    from ._plan import finished_cells
+
+    row = store.get_sweep(sweep_id)
+    sweep_id = row["sweep_id"]
+    _, spec = stored_spec(store, sweep_id)
+    stats = cache_stats(store, sweep_id=sweep_id)
+    bids, hits = int(stats["bids"].sum()), int(stats["cache_hits"].sum())
+    keys = {c.key for c in spec.cells()}
+    return {
+        **{k: row[k] for k in ("sweep_id", "name", "status", "reason", "created_at",
+                               "ended_at")},
+        "cells_total": len(keys),
+        "cells_done": len(keys & set(finished_cells(store, sweep_id))),
+        "runs": int(len(store.list_runs(sweep_id=sweep_id))), "bids": bids,
+        "cache_hits": hits, "hit_rate": hits / bids if bids else None,
+        "calls": int(stats["calls"].sum()), "cost_usd": float(stats["cost_usd"].sum()),
+        "axes": list(spec.grid.axes()),
+    }

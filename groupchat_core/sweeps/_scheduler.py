@@ -1,0 +1,279 @@
+"""Running a sweep: cells concurrently, budget caps, progress events, a clean record of the end.
+
+The runner decides which cells run and when; an Executor (executor.py) runs each one. Up to
+`concurrency` cells are in flight; their model calls are further limited by the process-wide
+in-flight call limit (limiter.CALL_LIMITER), so many small cells keep the limit busy.
+
+Budget caps count model calls and their cost (priced models only) over every session of the
+sweep, bid by bid as they arrive. When a cap is reached the runner launches no more cells,
+cancels the cells in flight (their runs read `cancelled`) and records the sweep as
+`stopped_budget` with the reason. Calls in flight when the cap is reached are cancelled too;
+their results are never seen (a provider may still bill them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from .._bidcache import BidCache
+from .._loop import background_loop
+from ._estimate import estimate
+from ._events import (
+    BudgetStopped,
+    CellFinished,
+    CellStarted,
+    SweepEvent,
+    SweepFinished,
+    SweepOutcome,
+    SweepStarted,
+)
+from ._executor import CellJob, CellResult, Executor, LocalExecutor
+from ._plan import SweepPlan, plan_sweep
+from ._spec import Cell, SweepSpec
+
+if TYPE_CHECKING:
+    from ..store import RunStore
+
+SweepObserver = Callable[[SweepEvent], None]
+logger = logging.getLogger("groupchat_core")
+
+
+class SweepRunner:
+    """One session of a sweep (a new sweep, or the rest of a resumed one)."""
+
+    def __init__(self, plan: SweepPlan, store: RunStore, *, executor: Executor | None = None,
+                 observers: Iterable[SweepObserver] = (), max_calls: int | None = None,
+                 max_usd: float | None = None) -> None:
+        self.plan, self.spec, self.store = plan, plan.spec, store
+        self.executor = executor or LocalExecutor(store, _cache_for(plan.spec, store))
+        self.observers = list(observers)
+        self.max_calls = max_calls if max_calls is not None else plan.spec.max_calls
+        self.max_usd = max_usd if max_usd is not None else plan.spec.max_usd
+        self.sweep_id = plan.sweep_id or ""
+        self.status: str | None = None
+        self.reason: str | None = None
+        self.running: set[asyncio.Task[None]] = set()
+        self.outcome: SweepOutcome | None = None
+        self._session = {"calls": 0, "bids": 0, "hits": 0, "run": 0, "cost": 0.0}
+        self._done = len(plan.done)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+
+    # --- the session ------------------------------------------------------------------------
+
+    async def run(self) -> SweepOutcome:
+        started = time.perf_counter()
+        self._loop, self._loop_thread = asyncio.get_running_loop(), threading.get_ident()
+        self._open()
+        try:
+            self._check_budget()
+            await self._launch()
+        except asyncio.CancelledError:
+            self._stop("cancelled", "cancelled by the user")
+            await self._drain()
+            await self._close(started)
+            raise
+        return await self._close(started)
+
+    def _open(self) -> None:
+        spec, plan = self.spec, self.plan
+        resumed = plan.resumed
+        if plan.estimate is None:
+            plan.estimate = estimate(spec, plan.todo, store=self.store, sweep_id=plan.sweep_id,
+                                     cells_done=len(plan.done))
+        if plan.sweep_id is None:
+            self.sweep_id = plan.sweep_id = self.store.create_sweep(spec.name, spec.to_data())
+        else:
+            self.store.reopen_sweep(plan.sweep_id)
+        self._emit(SweepStarted(sweep_id=self.sweep_id, name=spec.name,
+                                cells_total=len(plan.cells), cells_done=self._done,
+                                resumed=resumed, estimate=plan.estimate))
+
+    async def _launch(self) -> None:
+        gate = asyncio.Semaphore(self.spec.concurrency)
+        for cell in self.plan.todo:
+            await gate.acquire()
+            if self.status is not None:
+                gate.release()
+                break
+            task = asyncio.create_task(self._cell(cell, gate))
+            self.running.add(task)
+            task.add_done_callback(self.running.discard)
+        await self._drain()
+
+    async def _drain(self) -> None:
+        while self.running:
+            await asyncio.gather(*list(self.running), return_exceptions=True)
+
+    async def _close(self, started: float) -> SweepOutcome:
+        executor_cache = getattr(self.executor, "bid_cache", None)
+        if isinstance(executor_cache, BidCache):
+            await asyncio.to_thread(executor_cache.flush)
+        total = len(self.plan.cells)
+        status, reason = self.status, self.reason
+        if status is None:
+            status = "finished" if self._done == total else "error"
+            if status == "error":
+                reason = (f"{total - self._done} cells did not finish (their runs ended in "
+                          "error); resume the sweep to retry them")
+        self.store.finish_sweep(self.sweep_id, status, reason)
+        s = self._session
+        self.outcome = SweepOutcome(
+            sweep_id=self.sweep_id, name=self.spec.name, status=status,  # type: ignore[arg-type]
+            reason=reason, cells_total=total, cells_done=self._done, cells_run=int(s["run"]),
+            calls=int(s["calls"]), bids=int(s["bids"]), cache_hits=int(s["hits"]),
+            cost_usd=float(s["cost"]), calls_total=self.plan.spent_calls + int(s["calls"]),
+            cost_usd_total=self.plan.spent_usd + float(s["cost"]),
+            elapsed_s=time.perf_counter() - started)
+        self._emit(SweepFinished(sweep_id=self.sweep_id, outcome=self.outcome))
+        return self.outcome
+
+    # --- cells ------------------------------------------------------------------------------
+
+    async def _cell(self, cell: Cell, gate: asyncio.Semaphore) -> None:
+        try:
+            self._emit(CellStarted(sweep_id=self.sweep_id, cell=cell.key, index=cell.index))
+            job = CellJob(sweep_id=self.sweep_id, cell=cell.key, index=cell.index,
+                          spec=self.spec.chat_spec(cell).to_data(),
+                          task=self.spec.tasks[cell.task_index])
+            try:
+                result = await self.executor.submit(job, self._usage)
+            except asyncio.CancelledError:  # a cap or the user stopped the sweep
+                self._cell_end(cell, None, "cancelled")
+                return
+            except Exception as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                self._stop("error", f"cell {cell.key} failed: {error}")
+                self._cell_end(cell, None, "error", error)
+                return
+            self._cell_end(cell, result, result.status)
+        finally:
+            gate.release()
+
+    def _cell_end(self, cell: Cell, result: CellResult | None, status: str,
+                  error: str | None = None) -> None:
+        if result is not None:
+            s = self._session
+            s["bids"] += result.bids
+            s["hits"] += result.cache_hits
+            if status == "finished":
+                self._done += 1
+                s["run"] += 1
+        fields = {} if result is None else result.model_dump(exclude={"cell", "status"})
+        if error is not None:
+            fields["error"] = error
+        self._emit(CellFinished(sweep_id=self.sweep_id, cell=cell.key, index=cell.index,
+                                status=status, cells_done=self._done,
+                                cells_total=len(self.plan.cells),
+                                **{"run_id": None, **fields}))
+
+    # --- budget -----------------------------------------------------------------------------
+
+    def _usage(self, calls: int, cost_usd: float) -> None:
+        """Called as bids arrive (on the loop; hopped onto it from another thread)."""
+        loop = self._loop
+        if loop is not None and threading.get_ident() != self._loop_thread:
+            loop.call_soon_threadsafe(self._usage_on_loop, calls, cost_usd)
+        else:
+            self._usage_on_loop(calls, cost_usd)
+
+    def _usage_on_loop(self, calls: int, cost_usd: float) -> None:
+        self._session["calls"] += calls
+        self._session["cost"] += cost_usd
+        self._check_budget()
+
+    def _check_budget(self) -> None:
+        calls = self.plan.spent_calls + int(self._session["calls"])
+        cost = self.plan.spent_usd + float(self._session["cost"])
+        reason = None
+        if self.max_calls is not None and calls >= self.max_calls:
+            reason = f"max_calls {self.max_calls} reached ({calls} calls)"
+        elif self.max_usd is not None and cost >= self.max_usd:
+            reason = f"max_usd {self.max_usd:g} reached (${cost:.4f})"
+        if reason is not None and self.status is None:
+            self._stop("stopped_budget", reason)
+            self._emit(BudgetStopped(sweep_id=self.sweep_id, reason=reason, calls_total=calls,
+                                     cost_usd_total=cost))
+
+    def _stop(self, status: str, reason: str) -> None:
+        """Launch nothing more and cancel the cells in flight (first stop reason wins)."""
+        if self.status is None:
+            self.status, self.reason = status, reason
+        for task in list(self.running):
+            task.cancel()
+
+    def _emit(self, event: SweepEvent) -> None:
+        for observer in self.observers:
+            try:
+                observer(event)
+            except Exception:  # watching a sweep never breaks it
+                logger.exception("sweep observer %r failed on a %s event", observer, event.kind)
+
+
+def _cache_for(spec: SweepSpec, store: RunStore) -> BidCache | bool:
+    """The sweep's store-backed cache under the spec's policy (False: off)."""
+    if spec.bid_cache is False:
+        return False
+    return BidCache(store, cache_all=spec.bid_cache is True)
+
+
+async def arun_sweep(spec: SweepSpec | None = None, store: RunStore | None = None, *,
+                     resume: str | None = None, plan: SweepPlan | None = None,
+                     executor: Executor | None = None,
+                     on_event: SweepObserver | Iterable[SweepObserver] | None = None,
+                     max_calls: int | None = None, max_usd: float | None = None
+                     ) -> SweepOutcome:
+    """Run a sweep (or the rest of sweep `resume`) on the running loop; observers are called
+    on the loop's thread. Run it on the engine's background loop (`run_sweep` does; the
+    dashboard submits it as a job there), where litellm's clients live."""
+    if store is None:
+        from ..store import RunStore
+
+        store = RunStore()
+    plan = plan or plan_sweep(spec, store, resume=resume)
+    observers = [] if on_event is None else ([on_event] if callable(on_event) else list(on_event))
+    runner = SweepRunner(plan, store, executor=executor, observers=observers,
+                         max_calls=max_calls, max_usd=max_usd)
+    return await runner.run()
+
+
+def run_sweep(spec: SweepSpec | None = None, store: RunStore | None = None, *,
+              on_event: SweepObserver | Iterable[SweepObserver] | None = None,
+              **options: object) -> SweepOutcome:
+    """arun_sweep from synchronous code; observers run on the calling thread, in order.
+
+    Ctrl-C (KeyboardInterrupt) cancels the sweep, waits until it is recorded `cancelled`,
+    then re-raises.
+    """
+    observers = [] if on_event is None else ([on_event] if callable(on_event) else list(on_event))
+    relay: queue.SimpleQueue[object] = queue.SimpleQueue()
+    done = object()
+
+    async def drive() -> SweepOutcome:
+        try:
+            return await arun_sweep(spec, store, on_event=relay.put, **options)  # type: ignore
+        finally:
+            relay.put(done)
+
+    future = background_loop().submit(drive())
+    failure: BaseException | None = None
+    while True:
+        try:
+            item = relay.get()
+            if item is done:
+                break
+            if failure is None or isinstance(item, SweepFinished):  # the end is always seen
+                for observer in observers:
+                    observer(item)  # type: ignore[arg-type]
+        except BaseException as exc:  # Ctrl-C or an observer raised: stop, keep the record
+            failure = failure or exc
+            future.cancel()
+    if failure is not None:
+        raise failure
+    return future.result()

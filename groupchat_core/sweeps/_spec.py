@@ -1,0 +1,286 @@
+"""The sweep spec: a base chat, a grid of parameters, tasks and repeats; and its cells.
+
+A sweep file is untrusted data (JSON or YAML, schema-versioned), read like a chat spec: bounded
+size and depth, no YAML aliases, no secret-like keys, unknown keys are errors. `base` is a chat
+spec in the usual flat format (config.ChatSpec); `grid` lists values per parameter; a cell is
+one combination × one task × one repeat, and repeat r runs with seed `base.seed + r`.
+
+Every cell has a stable key, the canonical JSON of its grid values, task index and repeat; runs
+are stored with it (runs.cell), which is how a resumed sweep knows what is done.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .._config import MAX_SPEC_BYTES, ChatSpec, explain, parse_spec
+from .._errors import ConfigError
+
+SWEEP_SCHEMA_VERSION = 1
+MAX_CELLS = 100_000
+MAX_AXIS = 1_000
+AXES = ("threshold", "recency_penalty", "recency_window", "max_loops", "bid_prompt", "model",
+        "temperature")
+
+
+def _number(name: str, value: Any, *, integer: bool = False, low: float | None = None,
+            high: float | None = None) -> Any:
+    bad = isinstance(value, bool) or not isinstance(value, int | float) or (
+        isinstance(value, float) and not math.isfinite(value))
+    if not bad and integer and not isinstance(value, int):
+        bad = True
+    if not bad and ((low is not None and value < low) or (high is not None and value > high)):
+        bad = True
+    if bad:
+        kind = "an integer" if integer else "a finite number"
+        bounds = "" if low is None else f" >= {low}" + ("" if high is None else f" and <= {high}")
+        raise ValueError(f"{name} must be {kind}{bounds}, got {value!r}")
+    return value if integer else float(value)
+
+
+def _axis(name: str, values: Any, check: Any) -> list[Any]:
+    if not isinstance(values, list) or not values:
+        raise ValueError(f"grid.{name} must be a non-empty list of values")
+    if len(values) > MAX_AXIS:
+        raise ValueError(f"grid.{name} has {len(values)} values; at most {MAX_AXIS}")
+    checked = [check(f"grid.{name}[{i}]", v) for i, v in enumerate(values)]
+    if len(set(map(json.dumps, checked))) != len(checked):
+        raise ValueError(f"grid.{name} lists a value twice: {values!r}")
+    return checked
+
+
+def _text(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+    return value
+
+
+class Grid(BaseModel):
+    """Values to sweep per parameter; a parameter left out keeps the base chat's value.
+
+    `model` and `temperature` apply to every agent; `bid_prompt` maps short labels to
+    templates (the labels go into cell keys and result tables, the templates into the runs).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    threshold: list[float] | None = None
+    recency_penalty: list[float] | None = None
+    recency_window: list[int] | None = None
+    max_loops: list[int] | None = None
+    bid_prompt: dict[str, str] | None = None
+    model: list[str] | None = None
+    temperature: list[float] | None = None
+
+    @field_validator("threshold", "recency_penalty", mode="before")
+    @classmethod
+    def _floats(cls, v: Any, info: Any) -> Any:
+        return None if v is None else _axis(info.field_name, v, _number)
+
+    @field_validator("recency_window", "max_loops", mode="before")
+    @classmethod
+    def _ints(cls, v: Any, info: Any) -> Any:
+        low = 0 if info.field_name == "recency_window" else 1
+        return None if v is None else _axis(
+            info.field_name, v, lambda n, x: _number(n, x, integer=True, low=low))
+
+    @field_validator("temperature", mode="before")
+    @classmethod
+    def _temperatures(cls, v: Any) -> Any:
+        return None if v is None else _axis(
+            "temperature", v, lambda n, x: _number(n, x, low=0, high=2))
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _models(cls, v: Any) -> Any:
+        return None if v is None else _axis("model", v, _text)
+
+    @field_validator("bid_prompt", mode="before")
+    @classmethod
+    def _prompts(cls, v: Any) -> Any:
+        if v is None:
+            return None
+        if not isinstance(v, Mapping) or not v:
+            raise ValueError("grid.bid_prompt must map labels to templates, e.g. "
+                             "{plain: '...', strict: '...'}")
+        from .._bidding import validate_bid_prompt
+
+        return {_text("grid.bid_prompt label", k)[:60]: validate_bid_prompt(t)
+                for k, t in v.items()}
+
+    def axes(self) -> dict[str, list[Any]]:
+        """The swept parameters in a fixed order, each with its values (labels for prompts)."""
+        values = self.model_dump(exclude_none=True)
+        if "bid_prompt" in values:
+            values["bid_prompt"] = list(values["bid_prompt"])
+        return {name: values[name] for name in AXES if name in values}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One chat of a sweep: grid values, a task and a repeat."""
+
+    index: int
+    params: dict[str, Any]  # only the swept parameters (bid_prompt as its label)
+    task_index: int
+    repeat: int
+
+    @property
+    def key(self) -> str:
+        return json.dumps({**self.params, "task": self.task_index, "repeat": self.repeat},
+                          sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+class SweepSpec(BaseModel):
+    """A sweep file. Budget caps stop the sweep cleanly when reached (see _scheduler.py)."""
+
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    schema_version: int = SWEEP_SCHEMA_VERSION
+    name: str = "sweep"
+    base: ChatSpec
+    grid: Grid = Field(default_factory=Grid)
+    tasks: list[str]
+    repeats: int = 1
+    concurrency: int = 4
+    max_calls: int | None = None
+    max_usd: float | None = None
+    bid_cache: bool | None = None  # None: deterministic agents only; True: all; False: off
+
+    @field_validator("schema_version")
+    @classmethod
+    def _version(cls, v: int) -> int:
+        if v != SWEEP_SCHEMA_VERSION:
+            raise ValueError(f"schema_version {v!r} is not supported (expected "
+                             f"{SWEEP_SCHEMA_VERSION})")
+        return v
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not v.strip() or len(v) > 200:
+            raise ValueError("name must be 1-200 characters")
+        return v
+
+    @field_validator("base", mode="before")
+    @classmethod
+    def _base(cls, v: Any) -> Any:
+        return v if isinstance(v, ChatSpec) else parse_spec(v, "base")
+
+    @field_validator("tasks", mode="before")
+    @classmethod
+    def _tasks(cls, v: Any) -> Any:
+        if not isinstance(v, list) or not v or len(v) > MAX_AXIS:
+            raise ValueError(f"tasks must be a list of 1 to {MAX_AXIS} task strings")
+        return [_text(f"tasks[{i}]", t) for i, t in enumerate(v)]
+
+    @field_validator("repeats", "concurrency", "max_calls", mode="before")
+    @classmethod
+    def _counts(cls, v: Any, info: Any) -> Any:
+        high = {"repeats": 10_000, "concurrency": 256}.get(info.field_name)
+        return None if v is None else _number(info.field_name, v, integer=True, low=1, high=high)
+
+    @field_validator("max_usd", mode="before")
+    @classmethod
+    def _usd(cls, v: Any) -> Any:
+        if v is not None and _number("max_usd", v) <= 0:
+            raise ValueError(f"max_usd must be a positive amount, got {v!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _size(self) -> SweepSpec:
+        if self.cell_count() > MAX_CELLS:
+            raise ValueError(f"the sweep has {self.cell_count():,} cells, over the "
+                             f"{MAX_CELLS:,} limit: fewer grid values, tasks or repeats")
+        if len(self.base.agents) < 2:
+            raise ValueError("base.agents: a chat needs at least 2 agents")
+        return self
+
+    def cell_count(self) -> int:
+        return math.prod(len(v) for v in self.grid.axes().values()) * len(self.tasks) * \
+            self.repeats
+
+    def cells(self) -> Iterator[Cell]:
+        """Every cell, in a stable order: grid (first axis slowest), then task, then repeat."""
+        axes = self.grid.axes()
+        combos = itertools.product(*axes.values())
+        index = 0
+        for combo in combos:
+            params = dict(zip(axes, combo, strict=True))
+            for task_index in range(len(self.tasks)):
+                for repeat in range(self.repeats):
+                    yield Cell(index, params, task_index, repeat)
+                    index += 1
+
+    def chat_spec(self, cell: Cell) -> ChatSpec:
+        """The base chat with the cell's values applied and its repeat's seed."""
+        data = self.base.to_data()
+        params = dict(cell.params)
+        for agent in data["agents"]:
+            if "model" in params:
+                agent["model_name"] = params["model"]
+            if "temperature" in params:
+                agent["temperature"] = params["temperature"]
+        if "bid_prompt" in params:
+            data["bid_prompt"] = (self.grid.bid_prompt or {})[params["bid_prompt"]]
+        for name in ("threshold", "recency_penalty", "recency_window", "max_loops"):
+            if name in params:
+                data[name] = params[name]
+        data["seed"] = self.base.seed + cell.repeat
+        return parse_spec(data, f"cell {cell.key}")
+
+    def to_data(self) -> dict[str, Any]:
+        data = self.model_dump(exclude={"base"})
+        data["base"] = self.base.to_data()
+        data["grid"] = self.grid.model_dump(exclude_none=True)
+        return data
+
+    def same_cells(self, other: SweepSpec) -> bool:
+        """True when both specs define the same cells (caps and concurrency may differ)."""
+        keep = {"max_calls", "max_usd", "concurrency"}
+        mine = {k: v for k, v in self.to_data().items() if k not in keep}
+        theirs = {k: v for k, v in other.to_data().items() if k not in keep}
+        return mine == theirs
+
+
+def parse_sweep(data: Any, source: str = "sweep spec") -> SweepSpec:
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{source} must be a mapping of settings, got {type(data).__name__}")
+    try:
+        spec = SweepSpec.model_validate(dict(data))
+    except ValidationError as exc:
+        raise explain(exc, source) from None
+    _check_chats(spec)
+    return spec
+
+
+def _check_chats(spec: SweepSpec) -> None:
+    """Build one chat per model/temperature/prompt combination: every cell must be runnable."""
+    from .._groupchat import GroupChat
+
+    axes = {k: v for k, v in spec.grid.axes().items()
+            if k in ("model", "temperature", "bid_prompt")}
+    for combo in itertools.product(*axes.values()):
+        cell = Cell(0, dict(zip(axes, combo, strict=True)), 0, 0)
+        GroupChat.from_spec(spec.chat_spec(cell), bid_cache=False)
+
+
+def load_sweep_text(text: str | bytes, source: str = "sweep spec") -> SweepSpec:
+    """Parse untrusted JSON or YAML (bounded, no aliases, no secrets) into a SweepSpec."""
+    from .._safeload import parse_text
+
+    return parse_sweep(parse_text(text, source, MAX_SPEC_BYTES), source)
+
+
+def load_sweep(path: str | Path) -> SweepSpec:
+    from .._safeload import read_limited
+
+    return load_sweep_text(read_limited(path, MAX_SPEC_BYTES, "sweep file"), Path(path).name)
