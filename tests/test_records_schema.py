@@ -4,13 +4,14 @@ carries them; fixed value sets are Literals that match what the engine produces.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, get_args
 
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from groupchat_core import Bid, Message, RunRecord, Turn
+from groupchat_core import RESPOND_TOOL, Bid, Message, RunRecord, Turn
 from groupchat_core._bidding import Candidate, select_speaker
 from groupchat_core._records import BidPath, RunStatus, StopReason, TurnReason
 from groupchat_core.store._schema import RUN_STATUSES
@@ -93,3 +94,11 @@ def test_engine_doc_lists_every_record_field() -> None:
     for model in RECORD_MODELS:
         for name in model.model_fields:
             assert f"`{name}`" in section, f"§9 does not mention {model.__name__}.{name}"
+
+
+def test_engine_doc_shows_the_respond_tool_exactly() -> None:
+    """The JSON block of docs/engine.md §4 is RESPOND_TOOL, keys and their order included."""
+    text = ENGINE_DOC.read_text(encoding="utf-8")
+    section = text[text.index("## 4. "):text.index("## 5. ")]
+    block = section.split("```json\n", 1)[1].split("```", 1)[0]
+    assert json.dumps(json.loads(block)) == json.dumps(RESPOND_TOOL)
