@@ -29,8 +29,9 @@ def test_every_field_has_a_description(model: type[BaseModel]) -> None:
 
 def _properties(schema: dict[str, Any], name: str) -> dict[str, Any]:
     """The properties of one model in a JSON schema (the root, or one of its $defs)."""
-    node = schema if schema.get("title") == name else schema["$defs"][name]
-    return node["properties"]
+    node: dict[str, Any] = schema if schema.get("title") == name else schema["$defs"][name]
+    properties: dict[str, Any] = node["properties"]
+    return properties
 
 
 @pytest.mark.parametrize("model", RECORD_MODELS, ids=lambda m: m.__name__)
@@ -63,7 +64,7 @@ def test_schema_lists_the_fixed_value_sets() -> None:
 
 def test_turn_reason_rejects_values_outside_the_set() -> None:
     with pytest.raises(ValidationError):
-        Turn(turn=1, reason="because")
+        Turn(turn=1, reason="because")  # type: ignore[arg-type]
     assert Turn(turn=1, reason="tie_by_order").reason == "tie_by_order"
 
 
@@ -80,7 +81,7 @@ def test_each_turn_reason_is_produced_and_accepted_by_turn(
 ) -> None:
     selection = select_speaker(bids, recent, threshold=0.5, recency_penalty=0.3)
     assert selection.reason == reason
-    assert Turn(turn=1, reason=selection.reason).reason == reason
+    assert Turn.model_validate({"turn": 1, "reason": selection.reason}).reason == reason
 
 
 def test_run_status_matches_the_store() -> None:
