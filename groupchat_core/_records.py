@@ -1,6 +1,8 @@
 """Typed records of a run (messages, bids, turns) and the events observers receive.
 
-Field names follow SPEC §7 exactly: the store, the dashboard and the pandas frames all use them.
+Field names are the contract of docs/engine.md §9: the store, the bundles, the exports and the
+pandas frames all use them. Every field of Message, Bid, Turn and RunRecord carries a
+description, so an exported JSON schema of a run explains itself.
 """
 
 from __future__ import annotations
@@ -21,6 +23,15 @@ BidPath = Literal[
     "scripted",  # a scripted fake from groupchat_core.testing._scripted
     "none",  # no call was completed (e.g. cancelled, blocked)
 ]
+TurnReason = Literal[
+    "highest_bid",  # a clear winner
+    "tie_by_order",  # a later eligible bid had the same adjusted score: list order decided
+    "penalty_changed_winner",  # on raw scores a different bid would have won
+    "lull",  # no eligible bid, and not every call failed
+    "all_failed",  # every bid's call failed: the run stops with "error"
+]
+# The store's run statuses (store/_schema.py RUN_STATUSES holds the same values).
+RunStatus = Literal["running", "finished", "cancelled", "error", "interrupted"]
 
 
 def utc_now() -> str:
@@ -33,13 +44,21 @@ class _Record(BaseModel):
 
 
 class Message(_Record):
-    role: str
-    content: str
-    timestamp: str = Field(default_factory=utc_now)
-    score: float | None = None
+    """One posted message: the task first, then each turn's winning reply (docs/engine.md §9)."""
+
+    role: str = Field(
+        description='Who posted it: "User" for the task, else the speaking agent\'s agent_name.')
+    content: str = Field(description="The posted text (the task, or the winning bid's message).")
+    timestamp: str = Field(
+        default_factory=utc_now,
+        description="When the message was posted, ISO-8601 in UTC "
+        "(e.g. 2026-01-01T12:00:00+00:00).")
+    score: float | None = Field(
+        default=None,
+        description="The winning bid's raw (unpenalized) score in [0, 1]; null for the task.")
 
     def as_dict(self) -> dict[str, Any]:
-        """SPEC §6 message dict: role, content, timestamp, plus score on agent replies."""
+        """Message dict of docs/engine.md §8: role, content, timestamp, plus score on replies."""
         out: dict[str, Any] = {
             "role": self.role,
             "content": self.content,
@@ -51,52 +70,139 @@ class Message(_Record):
 
 
 class Bid(_Record):
-    turn: int
-    agent: str
-    position: int
-    score: float = 0.0
-    adjusted: float = 0.0
-    penalized: bool = False
-    eligible: bool = False
-    winner: bool = False
-    message: str = ""
-    latency_ms: float = 0.0
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    cost_usd: float | None = None
-    path: BidPath = "none"
-    error: str | None = None
-    calls: int = 0
-    cached: bool = False  # answered by the bid cache: no model call (calls == 0)
+    """One agent's bid on one turn, whether or not it won (docs/engine.md §5, §6, §9)."""
+
+    turn: int = Field(description="The turn the bid was placed on, from 1.")
+    agent: str = Field(description="The bidding agent's agent_name.")
+    position: int = Field(
+        description="The agent's index in the chat's agent list, from 0 (it breaks ties).")
+    score: float = Field(
+        default=0.0,
+        description="The parsed score, clamped into [0, 1]; 0.0 when the call failed or the "
+        "score was invalid.")
+    adjusted: float = Field(
+        default=0.0,
+        description="The score used for selection: score - recency_penalty when penalized, "
+        "else score (not clamped).")
+    penalized: bool = Field(
+        default=False,
+        description="Whether the agent was among the recent speakers (the authors of the last "
+        "recency_window posted agent messages), so the recency penalty applied.")
+    eligible: bool = Field(
+        default=False,
+        description="Whether the bid could win: non-empty message, the call did not fail, and "
+        "adjusted > threshold.")
+    winner: bool = Field(
+        default=False, description="Whether this bid won the turn and its message was posted.")
+    message: str = Field(
+        default="",
+        description="The message the agent would have posted (stripped); empty means the agent "
+        "stayed silent. Only the winner's message enters the conversation.")
+    latency_ms: float = Field(
+        default=0.0,
+        description="Wall time of the whole bid in milliseconds: waiting for the in-flight "
+        "limit, retries and fallbacks included.")
+    prompt_tokens: int | None = Field(
+        default=None,
+        description="Prompt tokens as the provider reported them; null when not reported "
+        "(simulations, cache hits).")
+    completion_tokens: int | None = Field(
+        default=None,
+        description="Completion tokens as the provider reported them; null when not reported.")
+    cost_usd: float | None = Field(
+        default=None,
+        description="Cost of the bid in US dollars from litellm's prices; null when unknown "
+        "(not 0); 0.0 for a cache hit of a priced reply.")
+    path: BidPath = Field(
+        default="none",
+        description="How the bid was obtained: tool_call (forced respond call), "
+        "tool_call:required / tool_call:auto (after the provider rejected a forced "
+        "tool_choice), json_text (tools rejected; JSON asked for in plain text), text_fallback "
+        "(tools sent, text reply), simulation (sim/ model), scripted (test fake), none (no "
+        "reply: the call failed).")
+    error: str | None = Field(
+        default=None,
+        description="Null, or what went wrong: the failed call's exception type and text, or "
+        "why the reply did not parse (the bid then counts as silent or as score 0.0).")
+    calls: int = Field(
+        default=0,
+        description="Model requests made for this bid, retries and rejected fallback requests "
+        "included; 1 for an in-process model; 0 for a cache hit.")
+    cached: bool = Field(
+        default=False,
+        description="Whether the bid cache answered it: no model call was made (calls == 0).")
 
 
 class Turn(_Record):
-    turn: int
-    winner: str | None = None
-    winning_adjusted: float | None = None
-    runner_up_adjusted: float | None = None
-    margin: float | None = None
-    lull: bool = False
-    reason: str = ""
-    penalty_changed_winner: bool = False
-    failed_bids: int = 0
+    """The outcome of one turn and the reasons behind it (docs/engine.md §6, §9)."""
+
+    turn: int = Field(description="The turn number, from 1.")
+    winner: str | None = Field(
+        default=None, description="The agent_name of the speaker; null when nobody won.")
+    winning_adjusted: float | None = Field(
+        default=None, description="The winner's adjusted score; null when nobody won.")
+    runner_up_adjusted: float | None = Field(
+        default=None,
+        description="The highest adjusted score among the other bids with a message from a "
+        "completed call, eligible or not; null when there is none.")
+    margin: float | None = Field(
+        default=None,
+        description="winning_adjusted - runner_up_adjusted; null when either is null.")
+    lull: bool = Field(
+        default=False,
+        description='True exactly when reason is "lull": no bid could take the floor.')
+    reason: TurnReason | Literal[""] = Field(
+        default="",
+        description="Why the turn ended as it did: highest_bid, tie_by_order (list order broke a "
+        "tie), penalty_changed_winner (on raw scores another bid would have won), lull (no "
+        'eligible bid), all_failed (every call failed). "" only on hand-built turns.')
+    penalty_changed_winner: bool = Field(
+        default=False,
+        description="Whether the recency penalty changed who spoke (true even when the reason "
+        "is tie_by_order); false on a turn without a winner.")
+    failed_bids: int = Field(
+        default=0, description="How many bids of the turn were calls that failed (path none).")
 
 
 class RunRecord(_Record):
-    run_id: str
-    config: dict[str, Any]
-    task: str
-    messages: list[Message] = Field(default_factory=list)
-    bids: list[Bid] = Field(default_factory=list)
-    turns: list[Turn] = Field(default_factory=list)
-    stop_reason: StopReason | None = None
-    error: str | None = None
-    started_at: str = Field(default_factory=utc_now)
-    ended_at: str | None = None
-    total_calls: int = 0
-    total_prompt_tokens: int = 0
-    total_completion_tokens: int = 0
-    total_cost_usd: float = 0.0
+    """Everything one run produced: the typed record of docs/engine.md §9."""
+
+    run_id: str = Field(description="The run's id (a uuid4 as hex for engine runs).")
+    config: dict[str, Any] = Field(
+        description="The chat configuration the run used (ChatConfig fields: threshold, "
+        "recency_penalty, recency_window, max_loops, bid_prompt, ...; no agents).")
+    task: str = Field(description="The task, posted as the first message.")
+    messages: list[Message] = Field(
+        default_factory=list, description="The posted messages in order, the task first.")
+    bids: list[Bid] = Field(
+        default_factory=list,
+        description="Every bid of every completed turn: one per agent per turn, in turn then "
+        "agent-list order.")
+    turns: list[Turn] = Field(
+        default_factory=list, description="One row per completed turn, in order.")
+    stop_reason: StopReason | None = Field(
+        default=None,
+        description="Why the run stopped: max_loops (the message cap, task included, was "
+        "reached), lull (a turn nobody won), error (every call of a turn failed), cancelled; "
+        "null while running.")
+    error: str | None = Field(
+        default=None,
+        description="For stop_reason error: every failed bid of the last turn with its error; "
+        "else null.")
+    started_at: str = Field(
+        default_factory=utc_now, description="When the run started, ISO-8601 in UTC.")
+    ended_at: str | None = Field(
+        default=None, description="When the run stopped, ISO-8601 in UTC; null while running.")
+    total_calls: int = Field(
+        default=0, description="Model requests over all bids (the sum of Bid.calls).")
+    total_prompt_tokens: int = Field(
+        default=0, description="Prompt tokens over all bids (unreported counts add 0).")
+    total_completion_tokens: int = Field(
+        default=0, description="Completion tokens over all bids (unreported counts add 0).")
+    total_cost_usd: float = Field(
+        default=0.0,
+        description="Sum of the known bid costs in US dollars; unknown costs add 0, so 0.0 can "
+        "also mean that nothing could be priced.")
 
     @property
     def cache_hits(self) -> int:
@@ -104,7 +210,7 @@ class RunRecord(_Record):
         return sum(b.cached for b in self.bids)
 
     def bids_frame(self) -> Any:
-        """The bid log as a pandas DataFrame with SPEC §7 column names."""
+        """The bid log as a pandas DataFrame; columns are the Bid fields (docs/engine.md §9)."""
         return _frame(self.bids, Bid)
 
     def turns_frame(self) -> Any:
