@@ -24,7 +24,7 @@ from ._loop import background_loop
 from ._model_calls import in_process_model, load_litellm_off_loop
 from ._outputs import StreamingCallback, format_output, stream_message
 from ._records import Event, Message, RunRecord
-from ._turn_loop import ChatRun
+from ._turn_loop import TurnLoop
 
 Observer = Callable[[Event], None]
 logger = logging.getLogger("groupchat_core")
@@ -177,7 +177,7 @@ class GroupChat:
 
         if any(in_process_model(a.model_name) is None for a in self.agents):
             await load_litellm_off_loop()  # token counting needs it; never import on the loop
-        run = ChatRun(self.agents, self._config.model_copy(), task, emit, post, self._bid_cache)
+        run = TurnLoop(self.agents, self._config.model_copy(), task, emit, post, self._bid_cache)
         current = asyncio.current_task()
         with self._lock:
             self._active.add((asyncio.get_running_loop(), current))
