@@ -370,6 +370,22 @@ def test_a_raising_streaming_callback_stops_the_run_and_propagates():
     assert [m.role for m in chat.last_run.messages] == ["User", "A"]
 
 
+def test_a_raising_async_callback_stops_the_run_and_propagates():
+    chat, _ = make_chat({"A": [(0.9, "a"), ScriptedBid(0.9, "b", latency=2)],
+                         "B": [(0.1, ""), ScriptedBid(0.1, "", latency=2)]})
+
+    def callback(agent, chunk, final):
+        if agent == "A":
+            raise KeyError("stop")
+
+    started = time.perf_counter()
+    with pytest.raises(KeyError):
+        asyncio.run(chat.arun("t", streaming_callback=callback))
+    assert time.perf_counter() - started < 1.5  # the slow second turn was cancelled
+    assert chat.last_run.stop_reason == "cancelled"
+    assert [m.role for m in chat.last_run.messages] == ["User", "A"]
+
+
 def test_async_callbacks_run_on_the_callers_loop_and_cancel_returns_what_was_posted():
     chat, _ = make_chat({"A": [(0.9, "kept"), ScriptedBid(0.9, "never", latency=5)],
                          "B": [(0.1, ""), ScriptedBid(0.1, "", latency=5)]}, output_type="list")
