@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 from ._agent import Agent
 from ._bidding import PromptRoom, build_bid_prompt
 from ._config import ChatConfig
-from ._model_calls import BidRequest, ModelCallFailed, ModelReply, count_tokens, in_process_model
+from ._model_calls import ModelCallFailed, count_tokens, in_process_model
 from ._model_calls import call_litellm as _call_litellm
+from ._providers import BidRequest, ModelReply
 from ._records import (
     Bid,
     BidReceived,

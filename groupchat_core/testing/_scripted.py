@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._model_calls import BidRequest, ModelReply, register_in_process, reply_from_arguments
+from .._providers import BidRequest, ModelReply, register_in_process, reply_from_arguments
 
 
 class UnexpectedModelCall(BaseException):  # noqa: N818 - BaseException so the engine re-raises
