@@ -171,12 +171,11 @@ def build_bid_prompt(
 
 @dataclass(frozen=True)
 class ParsedBid:
+    """A bid as parsed from a reply; `error` says why it was read as silent or changed."""
+
     score: float
     message: str
     error: str | None = None
-
-
-SILENT = ParsedBid(0.0, "")
 
 
 def parse_score(raw: Any) -> tuple[float, str | None]:
