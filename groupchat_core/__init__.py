@@ -4,13 +4,14 @@
 """
 
 from ._agent import DEFAULT_MODEL, Agent
-from ._bidding import DEFAULT_BID_PROMPT, RESPOND_TOOL, select_speaker
+from ._bidding import DEFAULT_BID_PROMPT, RESPOND_TOOL
 from ._config import ChatConfig, ChatSpec, dump_spec, load_spec, load_spec_text
 from ._errors import ConfigError, GroupChatError, ModelCallError, StoreError
 from ._groupchat import GroupChat
 from ._limiter import set_max_inflight_calls
 from ._outputs import OUTPUT_TYPES
 from ._records import Bid, Event, Message, RunRecord, Turn
+from ._selection import select_speaker
 
 __all__ = [
     "DEFAULT_BID_PROMPT",

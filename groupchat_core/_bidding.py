@@ -1,6 +1,7 @@
-"""The pure rules of bidding: the respond tool, the bid prompt, parsing a bid, picking a speaker.
+"""The pure rules of bidding: the respond tool, the bid prompt and parsing a bid.
 
-Nothing here does I/O, so every rule of SPEC §3–§5 can be tested in isolation.
+Nothing here does I/O, so every rule of SPEC §3–§4 can be tested in isolation. Picking the
+speaker (SPEC §5) lives in `_selection.py`.
 """
 
 from __future__ import annotations
@@ -136,12 +137,6 @@ class PromptRoom:
     recency_window: int
 
 
-def render_history(lines: Sequence[str], omitted: int) -> tuple[str, str]:
-    """History block and the note saying how many old messages were left out."""
-    note = "" if omitted == 0 else f" ({omitted} earlier message{'s' * (omitted != 1)} left out)"
-    return "\n".join(lines), note
-
-
 def build_bid_prompt(
     room: PromptRoom,
     *,
@@ -176,12 +171,11 @@ def build_bid_prompt(
 
 @dataclass(frozen=True)
 class ParsedBid:
+    """A bid as parsed from a reply; `error` says why it was read as silent or changed."""
+
     score: float
     message: str
     error: str | None = None
-
-
-SILENT = ParsedBid(0.0, "")
 
 
 def parse_score(raw: Any) -> tuple[float, str | None]:
@@ -261,79 +255,3 @@ def parse_text_reply(text: str | None) -> ParsedBid:
     if found is None:
         return ParsedBid(0.0, "", "reply had no respond call and no JSON bid in its text")
     return parse_arguments(found)
-
-
-# --- selection ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """What selection needs of one bid."""
-
-    agent: str
-    score: float
-    message: str
-    failed: bool = False
-
-
-@dataclass(frozen=True)
-class Selection:
-    """The outcome of one turn and the reasons behind it, so the UI can explain a turn."""
-
-    winner: int | None
-    adjusted: tuple[float, ...]
-    penalized: tuple[bool, ...]
-    eligible: tuple[bool, ...]
-    winning_adjusted: float | None
-    runner_up_adjusted: float | None
-    margin: float | None
-    reason: str
-    penalty_changed_winner: bool
-
-
-def adjusted_score(score: float, penalized: bool, recency_penalty: float) -> float:
-    """SPEC §5.3: exactly score - recency_penalty for a recent speaker."""
-    return score - recency_penalty if penalized else score
-
-
-def _best(values: Sequence[float], allowed: Sequence[bool]) -> int | None:
-    best: int | None = None
-    for i, (value, ok) in enumerate(zip(values, allowed, strict=True)):
-        if ok and (best is None or value > values[best]):
-            best = i  # strictly greater: ties stay with the earlier agent
-    return best
-
-
-def select_speaker(
-    bids: Sequence[Candidate],
-    recent_speakers: Sequence[str],
-    threshold: float,
-    recency_penalty: float,
-) -> Selection:
-    """Pick the single highest adjusted bid above threshold (SPEC §5.3), with reasons."""
-    recent = set(recent_speakers)
-    penalized = tuple(b.agent in recent for b in bids)
-    adjusted = tuple(
-        adjusted_score(b.score, p, recency_penalty) for b, p in zip(bids, penalized, strict=True)
-    )
-    spoken = tuple(bool(b.message) and not b.failed for b in bids)
-    eligible = tuple(s and a > threshold for s, a in zip(spoken, adjusted, strict=True))
-    winner = _best(adjusted, eligible)
-    others = [i != winner and s for i, s in enumerate(spoken)]
-    runner_up = _best(adjusted, others)
-    runner_up_adjusted = adjusted[runner_up] if runner_up is not None else None
-    if winner is None:
-        all_failed = bool(bids) and all(b.failed for b in bids)
-        return Selection(None, adjusted, penalized, eligible, None, runner_up_adjusted, None,
-                         "all_failed" if all_failed else "lull", False)
-    raw_winner = _best([b.score for b in bids], [s and b.score > threshold
-                                                  for s, b in zip(spoken, bids, strict=True)])
-    changed = raw_winner is not None and raw_winner != winner
-    margin = None if runner_up_adjusted is None else adjusted[winner] - runner_up_adjusted
-    reason = "highest_bid"
-    if any(eligible[i] and adjusted[i] == adjusted[winner] for i in range(winner + 1, len(bids))):
-        reason = "tie_by_order"
-    elif changed:
-        reason = "penalty_changed_winner"
-    return Selection(winner, adjusted, penalized, eligible, adjusted[winner], runner_up_adjusted,
-                     margin, reason, changed)

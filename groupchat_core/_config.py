@@ -36,7 +36,10 @@ def _check_number(name: str, value: Any) -> float:
 
 
 class ChatConfig(BaseModel):
-    """Everything about a chat except its agents and conversation (what to_dict() returns)."""
+    """Everything about a chat except its agents and conversation (what to_dict() returns).
+
+    The one declaration of each setting's default: GroupChat's signature reads them from here.
+    """
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 

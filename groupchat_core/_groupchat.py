@@ -9,7 +9,6 @@ import asyncio
 import concurrent.futures
 import json
 import logging
-import queue
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -24,11 +23,17 @@ from ._loop import background_loop
 from ._model_calls import in_process_model, load_litellm_off_loop
 from ._outputs import StreamingCallback, format_output, stream_message
 from ._records import Event, Message, RunRecord
-from ._turn_loop import ChatRun
+from ._sim import is_sim_model, persona_for
+from ._turn_loop import TurnLoop
 
 Observer = Callable[[Event], None]
 logger = logging.getLogger("groupchat_core")
 _CONFIG_FIELDS = frozenset(ChatConfig.model_fields)
+
+
+def _default(field: str) -> Any:
+    """ChatConfig's default for a setting: declared once there, shown in this signature."""
+    return ChatConfig.model_fields[field].default
 
 
 def _check_agents(agents: Sequence[Agent] | None, auto_equip: bool) -> list[Agent]:
@@ -53,9 +58,8 @@ def _check_agents(agents: Sequence[Agent] | None, auto_equip: bool) -> list[Agen
 
 
 def _check_model(agent: Agent) -> None:
-    if agent.model_name.startswith("sim/"):
-        from ._sim import persona_for
-
+    """A sim/ model must name a known persona: say so before the run, not on the first bid."""
+    if is_sim_model(agent.model_name):
         try:
             persona_for(agent.model_name)
         except ValueError as exc:
@@ -67,23 +71,25 @@ class GroupChat:
 
     def __init__(
         self,
-        name: str = "dynamic-groupchat",
-        description: str = "Agents take turns; one speaker per turn.",
+        name: str = _default("name"),
+        description: str = _default("description"),
         agents: Sequence[Agent] | None = None,
-        max_loops: int = 20,
-        threshold: float = 0.5,
-        recency_penalty: float = 0.3,
-        recency_window: int = 1,
-        idle_timeout: float = 8.0,
-        output_type: str = "str-all-except-first",
-        verbose: bool = False,
-        auto_equip: bool = True,
+        max_loops: int = _default("max_loops"),
+        threshold: float = _default("threshold"),
+        recency_penalty: float = _default("recency_penalty"),
+        recency_window: int = _default("recency_window"),
+        idle_timeout: float = _default("idle_timeout"),
+        output_type: str = _default("output_type"),
+        verbose: bool = _default("verbose"),
+        auto_equip: bool = _default("auto_equip"),
         *,
         on_event: Observer | Iterable[Observer] | None = None,
         bid_cache: BidCache | bool | None = None,
         **extensions: Any,
     ) -> None:
-        """`bid_cache`: None (default) answers repeated requests of deterministic agents (sim/
+        """The reference's signature; every default is ChatConfig's (see _config.py).
+
+        `bid_cache`: None (default) answers repeated requests of deterministic agents (sim/
         models, temperature 0) from the process's memory cache; True caches every agent's bids
         (opt-in where answers vary); False turns caching off; a BidCache (e.g. store-backed)
         is used as given. See _bidcache.py."""
@@ -177,7 +183,7 @@ class GroupChat:
 
         if any(in_process_model(a.model_name) is None for a in self.agents):
             await load_litellm_off_loop()  # token counting needs it; never import on the loop
-        run = ChatRun(self.agents, self._config.model_copy(), task, emit, post, self._bid_cache)
+        run = TurnLoop(self.agents, self._config.model_copy(), task, emit, post, self._bid_cache)
         current = asyncio.current_task()
         with self._lock:
             self._active.add((asyncio.get_running_loop(), current))
@@ -194,47 +200,12 @@ class GroupChat:
         Model calls still run on the shared background loop, so litellm's per-loop clients and
         logging worker are never bound to a loop the caller may close (asyncio.run, notebooks).
         """
-        runner = background_loop()
-        if runner.is_loop_thread():
-            return format_output(await self.arun_record(task, streaming_callback),
-                                 self.output_type)
-        caller = asyncio.get_running_loop()
-        failures: list[BaseException] = []
-
-        def on_caller(fn: Callable[..., None], *args: Any) -> None:
-            if not failures:
-                try:
-                    fn(*args)
-                except Exception as exc:  # a callback raised: stop the run, re-raise below
-                    failures.append(exc)
-                    self.cancel()
-
-        def relay(fn: Callable[..., None], *args: Any) -> None:
-            caller.call_soon_threadsafe(on_caller, fn, *args)
-
-        finished = asyncio.Event()
-
-        async def drive() -> RunRecord:
-            try:
-                return await self.arun_record(task, streaming_callback, _dispatch=relay)
-            finally:  # queued after every relayed callback, so they have all run by then
-                caller.call_soon_threadsafe(finished.set)
-
-        future = runner.submit(drive())
         try:
-            await asyncio.shield(asyncio.wrap_future(future))
-        except asyncio.CancelledError:
-            future.cancel()
-            await finished.wait()  # the record says "cancelled" before we return or re-raise
-            if failures:
-                raise failures[0] from None
-            current = asyncio.current_task()
-            if current is not None and current.cancelling():
-                raise
-        await finished.wait()
-        if failures:
-            raise failures[0]
-        return format_output(self.last_run, self.output_type)
+            record = await background_loop().arun_relaying(
+                lambda relay: self.arun_record(task, streaming_callback, _dispatch=relay))
+        except concurrent.futures.CancelledError:  # cancel(): the record says "cancelled"
+            record = self.last_run
+        return format_output(record, self.output_type)
 
     def run(self, task: str, streaming_callback: StreamingCallback | None = None) -> Any:
         """Run one chat synchronously; callbacks and observers run on the calling thread."""
@@ -242,35 +213,10 @@ class GroupChat:
         return format_output(record, self.output_type)
 
     def _run_sync(self, task: str, streaming_callback: StreamingCallback | None) -> RunRecord:
-        runner = background_loop()
-        if runner.is_loop_thread():
-            raise RuntimeError("run() was called on the engine's loop thread; await arun()")
-        relay: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        done = object()
-
-        async def drive() -> RunRecord:
-            try:
-                return await self.arun_record(
-                    task, streaming_callback, _dispatch=lambda fn, *args: relay.put((fn, args)))
-            finally:  # not the future's done-callback: that fires before cancellation finishes
-                relay.put(done)
-
-        future = runner.submit(drive())
-        failure: BaseException | None = None
-        while True:
-            try:
-                item = relay.get()
-                if item is done:
-                    break
-                if failure is None or item[0] is _guarded:  # observers still see the end
-                    item[0](*item[1])
-            except BaseException as exc:  # a callback raised, or Ctrl-C: stop the run, keep it
-                failure = failure or exc
-                future.cancel()
-        if failure is not None:
-            raise failure
         try:
-            return future.result()
+            return background_loop().run_relaying(
+                lambda relay: self.arun_record(task, streaming_callback, _dispatch=relay),
+                keep=lambda fn, args: fn is _guarded)  # observers still see the end
         except concurrent.futures.CancelledError:  # cancel(): the record says "cancelled"
             return self.last_run  # type: ignore[return-value]
 

@@ -1,7 +1,9 @@
 """The one seam for model calls: litellm requests, tool-choice fallbacks, retries, usage, cost.
 
-Only this module imports litellm, lazily (it takes seconds to import). In-process providers
-(`sim/...`, scripted fakes) plug in by model prefix and skip litellm's request path for speed.
+litellm is imported only by this module and _sim_litellm.py (the sim provider litellm can call),
+always lazily, inside functions: it takes seconds to import (tests/test_imports_litellm.py pins
+the rule). In-process providers (`sim/...`, scripted fakes; see _providers.py) plug in by model
+prefix and skip litellm's request path for speed.
 """
 
 from __future__ import annotations
@@ -10,22 +12,18 @@ import asyncio
 import functools
 import os
 import random
-import time
-from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from ._bidding import (
-    FORCED_RESPOND_CHOICE,
-    ParsedBid,
-    parse_arguments,
-    parse_text_reply,
-    parse_tool_calls,
-)
+from ._bidding import FORCED_RESPOND_CHOICE, ParsedBid, parse_text_reply, parse_tool_calls
 from ._errors import ModelCallError
 from ._limiter import CALL_LIMITER
+from ._providers import BidRequest as BidRequest  # re-exported: callers route bids via here
+from ._providers import InProcessModel, ModelReply, register_in_process, registered_in_process
 from ._records import BidPath
+from ._sim import is_sim_model
+from ._sim_provider import SimProvider
 
 if TYPE_CHECKING:
     from ._agent import Agent
@@ -46,57 +44,16 @@ _PATHS: dict[str, BidPath] = {
 }
 
 
-@dataclass(frozen=True)
-class BidRequest:
-    """Everything a provider may need for one bid; in-process models use the structured parts."""
-
-    agent: Agent
-    messages: list[dict[str, Any]]
-    history: Sequence[tuple[str, str]]
-    turn: int
-    seed: int = 0
-
-
-@dataclass
-class ModelReply:
-    bid: ParsedBid
-    path: BidPath
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    cost_usd: float | None = None
-    calls: int = 1
-    cached: bool = False  # served by the bid cache (see _bidcache.py): no call was made
-
-
-class InProcessModel(Protocol):
-    """A provider run inside the engine (sims, scripted fakes): no litellm, no network."""
-
-    needs_prompt: bool
-
-    def __call__(self, request: BidRequest) -> Awaitable[ModelReply]: ...
-
-
-_IN_PROCESS: dict[str, InProcessModel] = {}
-
-
-def register_in_process(prefix: str, model: InProcessModel) -> None:
-    """Route every model named '<prefix>/...' to `model` instead of litellm."""
-    _IN_PROCESS[prefix] = model
-
-
-def unregister_in_process(prefix: str) -> None:
-    _IN_PROCESS.pop(prefix, None)
-
-
 def in_process_model(model_name: str) -> InProcessModel | None:
+    """The in-process provider for a model name, or None for litellm; sim/ is built in."""
     prefix, sep, _ = model_name.partition("/")
     if not sep:
         return None
-    if prefix == "sim" and "sim" not in _IN_PROCESS:
-        from ._sim_provider import SimProvider
-
-        _IN_PROCESS["sim"] = SimProvider()
-    return _IN_PROCESS.get(prefix)
+    local = registered_in_process(prefix)
+    if local is None and is_sim_model(model_name):
+        local = SimProvider()
+        register_in_process(prefix, local)
+    return local
 
 
 # --- litellm loading and the test guard ---------------------------------------------------
@@ -109,7 +66,7 @@ def litellm_module() -> Any:
     import litellm
 
     litellm.suppress_debug_info = True
-    from ._sim import register_litellm_provider
+    from ._sim_litellm import register_litellm_provider
 
     register_litellm_provider()
     return litellm
@@ -317,23 +274,3 @@ async def call_litellm(agent: Agent, messages: list[dict[str, Any]]) -> ModelRep
         parsed, path = _parse_response(response, mode)
         prompt, completion, cost = _usage_and_cost(response)
         return ModelReply(parsed, path, prompt, completion, cost, calls=attempts.calls)
-
-
-async def request_bid(request: BidRequest) -> ModelReply:
-    """Route a bid to an in-process model or to litellm."""
-    local = in_process_model(request.agent.model_name)
-    if local is not None:
-        return await local(request)
-    return await call_litellm(request.agent, request.messages)
-
-
-def reply_from_arguments(arguments: Any, path: BidPath) -> ModelReply:
-    """For in-process models: parse respond-style arguments with the same rules as the wire."""
-    return ModelReply(parse_arguments(arguments), path, calls=1)
-
-
-def monotonic_ms(start: float) -> float:
-    return (time.perf_counter() - start) * 1000.0
-
-
-ProgressHook = Callable[[str], None]

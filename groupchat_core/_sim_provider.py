@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._model_calls import BidRequest, ModelReply, reply_from_arguments
+from ._providers import BidRequest, ModelReply, reply_from_arguments
 from ._sim import SimContext, asimulate_bid, persona_for, sim_options_from
 
 

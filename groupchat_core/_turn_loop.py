@@ -14,10 +14,11 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._agent import Agent
-from ._bidding import Candidate, PromptRoom, Selection, build_bid_prompt, select_speaker
+from ._bidding import PromptRoom, build_bid_prompt
 from ._config import ChatConfig
-from ._model_calls import BidRequest, ModelCallFailed, ModelReply, count_tokens, in_process_model
+from ._model_calls import ModelCallFailed, count_tokens, in_process_model
 from ._model_calls import call_litellm as _call_litellm
+from ._providers import BidRequest, ModelReply
 from ._records import (
     Bid,
     BidReceived,
@@ -34,6 +35,7 @@ from ._records import (
     TurnStarted,
     utc_now,
 )
+from ._selection import Candidate, Selection, select_speaker, standing
 from ._transcript import Transcript
 
 if TYPE_CHECKING:
@@ -43,8 +45,8 @@ Emit = Callable[[Event], None]
 Post = Callable[[Message], None]
 
 
-class ChatRun:
-    """The state of one run; `execute` drives it to a stop reason."""
+class TurnLoop:
+    """The state of one run; `execute` drives it turn by turn to a stop reason."""
 
     def __init__(
         self, agents: Sequence[Agent], config: ChatConfig, task: str, emit: Emit, post: Post,
@@ -119,11 +121,19 @@ class ChatRun:
     # --- one turn -------------------------------------------------------------------------
 
     def _settle(self, turn: int, bids: list[Bid]) -> str | None:
-        """Select the speaker, record the turn, post the winner; return a stop reason or None."""
+        """Select the speaker, record the turn, post the winner; return a stop reason or None.
+
+        Each bid's penalized / adjusted / eligible is written from the Selection: selection is
+        the only place those values are computed (see _selection.py).
+        """
         selection = select_speaker(
-            [Candidate(b.agent, b.score, b.message, failed=_failed(b)) for b in bids],
-            list(self.recent), self.config.threshold, self.config.recency_penalty,
+            [_candidate(b) for b in bids], list(self.recent), self.config.threshold,
+            self.config.recency_penalty,
         )
+        for i, bid in enumerate(bids):
+            bid.penalized = selection.penalized[i]
+            bid.adjusted = selection.adjusted[i]
+            bid.eligible = selection.eligible[i]
         if selection.winner is not None:
             bids[selection.winner].winner = True
         row = _turn_row(turn, bids, selection)
@@ -196,11 +206,13 @@ class ChatRun:
                 bid.error = f"TimeoutError: no bid within {self.config.bid_timeout} s"
         bid.error = _scrub(bid.error, agent)
         bid.latency_ms = (time.perf_counter() - start) * 1000.0
-        bid.penalized = agent.agent_name in recent
-        bid.adjusted = bid.score - self.config.recency_penalty if bid.penalized else bid.score
-        bid.eligible = bool(bid.message) and not _failed(bid) and bid.adjusted > \
-            self.config.threshold
-        self.emit(BidReceived(run_id=self.record.run_id, bid=bid.model_copy()))
+        # The live floor shows a bid before the turn is settled; a bid's standing depends on no
+        # other bid, so the selection rule's own `standing` gives the values _settle will write.
+        early = standing(_candidate(bid), recent, self.config.threshold,
+                         self.config.recency_penalty)
+        live = bid.model_copy(update={"penalized": early.penalized, "adjusted": early.adjusted,
+                                      "eligible": early.eligible})
+        self.emit(BidReceived(run_id=self.record.run_id, bid=live))
         return bid
 
     async def _call(self, turn: int, agent: Agent,
@@ -222,6 +234,10 @@ def _scrub(error: str | None, agent: Agent) -> str | None:
     if error and key and key in error:
         return error.replace(key, "***")
     return error
+
+
+def _candidate(bid: Bid) -> Candidate:
+    return Candidate(bid.agent, bid.score, bid.message, failed=_failed(bid))
 
 
 def _failed(bid: Bid) -> bool:

@@ -6,6 +6,7 @@ import math
 
 import pandas as pd
 import pytest
+from scripted_trio import trio_record
 
 from groupchat_core import Agent, GroupChat, RunRecord
 from groupchat_core._records import Bid, Message, Turn
@@ -39,13 +40,6 @@ def scripted_run(script: dict, **kwargs) -> RunRecord:
     fake = ScriptedBids(script)
     agents = [Agent(agent_name=name, model_name=fake.model_name) for name in script]
     return GroupChat(agents=agents, output_type="basemodel", **kwargs).run("Debate the plan.")
-
-
-DEBATE = {  # the engine's specification run: Alice, Bob, then a lull on turn 3
-    "Alice": [(0.9, "A1"), (0.9, "A2"), (0.2, "")],
-    "Bob": [(0.7, "B1"), (0.7, "B2"), (0.4, "B3")],
-    "Cara": [(0.1, ""), (0.65, "C1"), (0.3, "C2")],
-}
 
 
 # --- metrics ------------------------------------------------------------------------------
@@ -97,7 +91,7 @@ def test_margins_penalty_changes_failures_lull_and_stop_reason():
 
 
 def test_metrics_of_the_scripted_specification_run():
-    record = scripted_run(DEBATE, max_loops=10)
+    record = trio_record()
     m = speaker_metrics(record.turns_frame(), record.bids_frame(), stop_reason=record.stop_reason)
     assert m.agents == ("Alice", "Bob", "Cara")  # Cara never spoke but still counts
     assert m.shares == {"Alice": 0.5, "Bob": 0.5, "Cara": 0.0}
@@ -145,20 +139,20 @@ def explain(record: RunRecord, turn: int, threshold: float = 0.5) -> str:
 
 
 def test_explain_names_runner_up_and_margin():
-    text = explain(scripted_run(DEBATE, max_loops=10), 1)
+    text = explain(trio_record(), 1)
     assert text.startswith("Turn 1: Alice spoke")
     assert "runner-up was Bob at 0.7" in text and "margin of 0.2" in text
     assert "1 of 3 bids had an empty message" in text
 
 
 def test_explain_says_when_the_penalty_changed_the_winner():
-    text = explain(scripted_run(DEBATE, max_loops=10), 2)
+    text = explain(trio_record(), 2)
     assert "Bob spoke" in text and "runner-up was Cara" in text and "margin of 0.05" in text
     assert "penalty changed the outcome" in text and "Alice (0.9) would have won" in text
 
 
 def test_explain_a_lull_compares_the_best_bid_with_the_threshold():
-    text = explain(scripted_run(DEBATE, max_loops=10), 3)
+    text = explain(trio_record(), 3)
     assert "lull" in text and "Cara's 0.3" in text and "not above the threshold 0.5" in text
 
 
@@ -193,7 +187,7 @@ def test_explain_a_turn_where_every_bid_failed_is_not_a_lull():
 
 def test_explain_an_unknown_turn_raises_with_the_known_turns():
     with pytest.raises(ValueError, match=r"turn 9 .* \[1, 2, 3\]"):
-        explain(scripted_run(DEBATE, max_loops=10), 9)
+        explain(trio_record(), 9)
 
 
 # --- counterfactuals ----------------------------------------------------------------------

@@ -11,7 +11,6 @@ import pytest
 from groupchat_core._bidding import (
     DEFAULT_BID_PROMPT,
     RESPOND_TOOL,
-    Candidate,
     ParsedBid,
     PromptRoom,
     build_bid_prompt,
@@ -21,10 +20,9 @@ from groupchat_core._bidding import (
     parse_score,
     parse_text_reply,
     parse_tool_calls,
-    render_history,
-    select_speaker,
     validate_bid_prompt,
 )
+from groupchat_core._selection import Candidate, select_speaker
 
 # --- SPEC §1: the respond tool ----------------------------------------------------------------
 
@@ -583,16 +581,6 @@ def test_prompt_does_not_reinterpret_braces_in_the_conversation() -> None:
     prompt = _prompt(conversation=f"User: {text}", last_message=text)
     assert f"User: {text}" in prompt
     assert prompt.count(text) == 2
-
-
-def test_render_history_one_block_per_message_and_omitted_note() -> None:
-    history, note = render_history(["User: hi", "Bob: hello\nthere"], 0)
-    assert history == "User: hi\nBob: hello\nthere"
-    assert note == ""
-    _, note = render_history(["Bob: x"], 3)
-    assert "3" in note
-    prompt = _prompt(omitted_note=note)
-    assert note in prompt
 
 
 @pytest.mark.parametrize(

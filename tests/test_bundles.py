@@ -12,6 +12,7 @@ import json
 
 import pandas as pd
 import pytest
+from scripted_trio import trio_script
 
 from groupchat_core import Agent, ConfigError, GroupChat, StoreError
 from groupchat_core._bundles import (
@@ -48,13 +49,10 @@ def other(tmp_path) -> RunStore:
 
 
 def recorded_run(store: RunStore, script: dict | None = None, **kwargs) -> str:
-    fake = ScriptedBids(script or {
-        "Alice": [(0.9, "A1"), (0.9, "A2"), (0.2, "")],
-        "Bob": [(0.7, "B1"), (0.7, "B2"), (0.4, "B3")],
-        "Cara": [(0.1, ""), (0.65, "C1"), (0.3, "C2")],
-    })
+    script = script or trio_script()
+    fake = ScriptedBids(script)
     agents = [Agent(agent_name=n, model_name=fake.model_name, system_prompt=f"I am {n}.")
-              for n in (script or {"Alice": 0, "Bob": 0, "Cara": 0})]
+              for n in script]
     chat = GroupChat(name="bundle-test", agents=agents, max_loops=10, **kwargs)
     store.attach(chat)
     chat.run("Debate the plan.")

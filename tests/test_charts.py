@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
+from scripted_trio import trio_record
 
 from groupchat_core import Agent, GroupChat, RunRecord
 from groupchat_core.analysis import speaker_metrics, transition_matrix
@@ -15,13 +16,7 @@ from ui import charts
 @pytest.fixture(scope="module")
 def record() -> RunRecord:
     """Alice wins, Bob wins (Alice penalised), then a lull on turn 3."""
-    fake = ScriptedBids({
-        "Alice": [(0.9, "A1"), (0.9, "A2"), (0.2, "")],
-        "Bob": [(0.7, "B1"), (0.7, "B2"), (0.4, "B3")],
-        "Cara": [(0.1, ""), (0.65, "C1"), (0.3, "C2")],
-    })
-    agents = [Agent(agent_name=n, model_name=fake.model_name) for n in ("Alice", "Bob", "Cara")]
-    return GroupChat(agents=agents, max_loops=10, output_type="basemodel").run("Debate.")
+    return trio_record("Debate.")
 
 
 def lines_at(fig: go.Figure, **coords: float) -> list:

@@ -7,6 +7,7 @@ import threading
 import time
 
 import pytest
+from scripted_trio import trio_chat, trio_record
 
 import groupchat_core
 from groupchat_core import RESPOND_TOOL, Agent, ConfigError, GroupChat
@@ -15,7 +16,6 @@ from groupchat_core._records import (
     LullReached,
     MessagePosted,
     RunFinished,
-    RunRecord,
     RunStarted,
     SpeakerSelected,
     TurnCompleted,
@@ -40,13 +40,7 @@ def test_public_api_is_pinned():
 
 
 def test_three_agents_exact_speakers_stop_reason_and_bid_table():
-    chat, _ = make_chat({
-        "Alice": [(0.9, "A1"), (0.9, "A2"), (0.2, "")],
-        "Bob": [(0.7, "B1"), (0.7, "B2"), (0.4, "B3")],
-        "Cara": [(0.1, ""), (0.65, "C1"), (0.3, "C2")],
-    }, max_loops=10, output_type="basemodel")
-    record = chat.run("Debate the plan.")
-    assert isinstance(record, RunRecord)
+    record = trio_record("Debate the plan.")  # also checks every scripted bid was used
     assert [m.role for m in record.messages] == ["User", "Alice", "Bob"]
     assert [m.content for m in record.messages] == ["Debate the plan.", "A1", "B2"]
     assert record.stop_reason == "lull"
@@ -98,18 +92,29 @@ def test_max_loops_one_posts_only_the_task_and_calls_no_model():
 ])
 def test_recency_window(window, expected):
     script = {"A": [(0.9, "a")] * 4, "B": [(0.85, "b")] * 4, "C": [(0.8, "c")] * 4}
-    chat, _ = make_chat(script, max_loops=5, recency_window=window, recency_penalty=0.35)
+    chat, fake = make_chat(script, max_loops=5, recency_window=window, recency_penalty=0.35)
     chat.run("t")
     assert [m.role for m in chat.last_run.messages[1:]] == expected
+    fake.assert_complete()
 
 
 def test_recency_resets_every_run():
     script = {"A": [(0.9, "a"), (0.9, "a")], "B": [(0.7, "b"), (0.7, "b")]}
-    chat, _ = make_chat(script, max_loops=2)
+    chat, fake = make_chat(script, max_loops=2)
     chat.run("first")
     chat.run("second")  # A spoke last in run one; a fresh run must not penalise it
     assert [b.penalized for b in chat.last_run.bids] == [False, False]
     assert chat.last_run.messages[1].role == "A"
+    fake.assert_complete()
+
+
+def test_assert_complete_names_each_agent_with_unused_bids():
+    chat, fake = make_chat({"A": [(0.9, "a"), (0.1, ""), (0.1, "")], "B": [(0.1, "")] * 3,
+                            "C": [(0.1, "")] * 2})
+    chat.run("t")  # A speaks, then a lull on turn 2: A and B keep one bid each, C none
+    with pytest.raises(AssertionError) as caught:
+        fake.assert_complete()
+    assert str(caught.value) == "scripted bids left over ('A': 1 unused, 'B': 1 unused)"
 
 
 def test_every_bid_failing_stops_with_error_not_lull():
@@ -365,6 +370,22 @@ def test_a_raising_streaming_callback_stops_the_run_and_propagates():
     assert [m.role for m in chat.last_run.messages] == ["User", "A"]
 
 
+def test_a_raising_async_callback_stops_the_run_and_propagates():
+    chat, _ = make_chat({"A": [(0.9, "a"), ScriptedBid(0.9, "b", latency=2)],
+                         "B": [(0.1, ""), ScriptedBid(0.1, "", latency=2)]})
+
+    def callback(agent, chunk, final):
+        if agent == "A":
+            raise KeyError("stop")
+
+    started = time.perf_counter()
+    with pytest.raises(KeyError):
+        asyncio.run(chat.arun("t", streaming_callback=callback))
+    assert time.perf_counter() - started < 1.5  # the slow second turn was cancelled
+    assert chat.last_run.stop_reason == "cancelled"
+    assert [m.role for m in chat.last_run.messages] == ["User", "A"]
+
+
 def test_async_callbacks_run_on_the_callers_loop_and_cancel_returns_what_was_posted():
     chat, _ = make_chat({"A": [(0.9, "kept"), ScriptedBid(0.9, "never", latency=5)],
                          "B": [(0.1, ""), ScriptedBid(0.1, "", latency=5)]}, output_type="list")
@@ -431,3 +452,17 @@ def test_agent_names_are_short_single_line_identifiers(name, problem):
     with pytest.raises(ValueError, match=problem):
         Agent(agent_name=name)
     Agent(agent_name="x" * 200)
+
+
+def test_live_bids_carry_the_standing_selection_later_records():
+    events: list = []
+    chat, fake = trio_chat(on_event=events.append)
+    chat.run("Debate the plan.")
+    fake.assert_complete()
+    live = [e.bid for e in events if isinstance(e, BidReceived)]
+
+    def standing(b):
+        return (b.turn, b.agent, b.penalized, round(b.adjusted, 10), b.eligible)
+
+    assert sorted(map(standing, live)) == sorted(map(standing, chat.last_run.bids))
+    assert (2, "Alice", True, 0.6, True) in map(standing, live)  # the penalty shows live

@@ -206,10 +206,34 @@ def test_basemodel_is_an_independent_copy(record: RunRecord) -> None:
     assert record.config == {"threshold": 0.5}
 
 
+ONLY_THE_TASK = {  # a run that never got past the task, in every output type
+    "list": [f"User: {TASK}"],
+    "dict": [TASK_DICT],
+    "dictionary": [TASK_DICT],
+    "str": f"[{T0}] User: {TASK}",
+    "string": f"[{T0}] User: {TASK}",
+    "all": f"[{T0}] User: {TASK}",
+    "final": TASK,
+    "last": TASK,
+    "json": f'[{{"role": "User", "content": "{TASK}", "timestamp": "{T0}"}}]',
+    "yaml": f"- role: User\n  content: {TASK}\n  timestamp: '{T0}'\n",
+    "xml": (f"<messages><message><role>User</role><content>{TASK}</content>"
+            f"<timestamp>{T0}</timestamp></message></messages>"),
+    "dict-all-except-first": [],
+    "str-all-except-first": "",
+    "dict-final": TASK_DICT,
+    "list-final": [TASK],
+}
+
+
 @pytest.mark.parametrize("output_type", OUTPUT_TYPES)
 def test_every_output_type_works_with_only_the_task(quiet: RunRecord, output_type: str) -> None:
     out = format_output(quiet, output_type)
-    assert out is not None
+    if output_type == "basemodel":
+        assert out == quiet and out is not quiet
+    else:
+        assert out == ONLY_THE_TASK[output_type]
+    assert set(ONLY_THE_TASK) | {"basemodel"} == set(OUTPUT_TYPES)
 
 
 # --- streaming a posted message ------------------------------------------------------------

@@ -26,10 +26,10 @@ from groupchat_core._sim import (
     asimulate_bid,
     is_sim_model,
     persona_for,
-    register_litellm_provider,
     sim_options_from,
     simulate_bid,
 )
+from groupchat_core._sim_litellm import register_litellm_provider
 
 TASK = ("User", "Should our school adopt AI tutoring tools for homework help?")
 RESPOND_TOOL = {

@@ -285,3 +285,20 @@ def test_llm_prompts_state_the_threshold_so_only_other_parameters_share(monkeypa
     assert by_threshold.cache_hits == 0 and by_threshold.calls == by_threshold.bids
     assert by_length.calls == 3 * (6 - 1)  # the longest cell's bids, shared by the others
     assert by_length.bids == 3 * (2 + 3 + 4 + 5)
+
+
+def test_a_raising_observer_cancels_a_sync_sweep_which_still_reports_its_end(store):
+    sweep = spec(bid_cache=False, concurrency=1, base={"max_loops": 8, "agents": [
+        {**a, "litellm_kwargs": {"sim_latency": 0.01}} for a in AGENTS]})
+    seen: list[str] = []
+
+    def observer(event):
+        seen.append(event.kind)
+        if isinstance(event, CellFinished):
+            raise KeyError("stop")
+
+    with pytest.raises(KeyError):
+        run_sweep(sweep, store, on_event=observer)
+    assert seen[-1] == "sweep_finished" and seen.count("cell_finished") == 1
+    row = store.get_sweep(store.list_sweeps()["sweep_id"].iloc[0])
+    assert row["status"] == "cancelled"

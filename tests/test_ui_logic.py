@@ -9,15 +9,15 @@ from datetime import UTC, datetime, timedelta
 import pandas as pd
 import pytest
 from pydantic import ValidationError
+from scripted_trio import trio_record
 
-from groupchat_core import Agent, GroupChat, RunRecord
+from groupchat_core import Agent, RunRecord
 from groupchat_core._bundles import dump_agents
 from groupchat_core._config import ChatSpec, dump_spec
 from groupchat_core._errors import ConfigError
 from groupchat_core._records import Bid, BidReceived
 from groupchat_core.analysis import speaker_metrics
 from groupchat_core.store import RunStore
-from groupchat_core.testing import ScriptedBids
 from ui import presets, providers, services, views
 from ui.runtime import JobRegistry
 
@@ -32,13 +32,7 @@ def store() -> RunStore:
 @pytest.fixture
 def record() -> RunRecord:
     """Alice wins, Bob wins (Alice penalised), then a lull on turn 3."""
-    fake = ScriptedBids({
-        "Alice": [(0.9, "A1"), (0.9, "A2"), (0.2, "")],
-        "Bob": [(0.7, "B1"), (0.7, "B2"), (0.4, "B3")],
-        "Cara": [(0.1, ""), (0.65, "C1"), (0.3, "C2")],
-    })
-    agents = [Agent(agent_name=n, model_name=fake.model_name) for n in ("Alice", "Bob", "Cara")]
-    return GroupChat(agents=agents, max_loops=10, output_type="basemodel").run("Debate.")
+    return trio_record("Debate.")
 
 
 # --- providers ----------------------------------------------------------------------------

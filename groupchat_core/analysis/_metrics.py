@@ -15,7 +15,8 @@ from typing import Any
 
 import pandas as pd
 
-from .._bidding import Candidate, format_decimal, select_speaker
+from .._bidding import format_decimal
+from .._selection import Candidate, select_speaker
 
 
 @dataclass(frozen=True)

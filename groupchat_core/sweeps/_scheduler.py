@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -252,28 +251,12 @@ def run_sweep(spec: SweepSpec | None = None, store: RunStore | None = None, *,
     then re-raises.
     """
     observers = [] if on_event is None else ([on_event] if callable(on_event) else list(on_event))
-    relay: queue.SimpleQueue[object] = queue.SimpleQueue()
-    done = object()
 
-    async def drive() -> SweepOutcome:
-        try:
-            return await arun_sweep(spec, store, on_event=relay.put, **options)  # type: ignore
-        finally:
-            relay.put(done)
+    def notify(event: SweepEvent) -> None:
+        for observer in observers:
+            observer(event)
 
-    future = background_loop().submit(drive())
-    failure: BaseException | None = None
-    while True:
-        try:
-            item = relay.get()
-            if item is done:
-                break
-            if failure is None or isinstance(item, SweepFinished):  # the end is always seen
-                for observer in observers:
-                    observer(item)  # type: ignore[arg-type]
-        except BaseException as exc:  # Ctrl-C or an observer raised: stop, keep the record
-            failure = failure or exc
-            future.cancel()
-    if failure is not None:
-        raise failure
-    return future.result()
+    return background_loop().run_relaying(
+        lambda relay: arun_sweep(spec, store, on_event=lambda event: relay(notify, event),
+                                 **options),  # type: ignore[arg-type]
+        keep=lambda fn, args: isinstance(args[0], SweepFinished))  # the end is always seen

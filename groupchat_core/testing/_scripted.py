@@ -5,7 +5,8 @@
 
 Each agent's entries are consumed one per turn. An entry is (score, message), a dict of raw
 respond arguments, an Exception (a failed call), or a ScriptedBid for latency. A call beyond the
-script raises UnexpectedModelCall, which the engine does not swallow: the test fails loudly.
+script raises UnexpectedModelCall, which the engine does not swallow: the test fails loudly;
+`assert_complete()` catches the opposite mistake, a script the run did not use up.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._model_calls import BidRequest, ModelReply, register_in_process, reply_from_arguments
+from .._providers import BidRequest, ModelReply, register_in_process, reply_from_arguments
 
 
 class UnexpectedModelCall(BaseException):  # noqa: N818 - BaseException so the engine re-raises
@@ -53,12 +54,18 @@ class ScriptedBids:
     def model_name(self) -> str:
         return f"{self._prefix}/model"
 
-    def prompts_for(self, agent_name: str) -> list[str]:
-        """The user prompts an agent received, in order."""
-        return [c.messages[-1]["content"] for c in self.calls if c.agent.agent_name == agent_name]
-
     def remaining(self) -> dict[str, int]:
-        return {name: len(self._script[name]) - used for name, used in self._used.items()}
+        """Scripted bids not yet used, per agent."""
+        with self._lock:
+            return {name: len(self._script[name]) - used for name, used in self._used.items()}
+
+    def assert_complete(self) -> None:
+        """Fail unless every scripted bid was used: a script longer than the run it drives
+        means the run stopped earlier than the test believes."""
+        unused = {name: left for name, left in self.remaining().items() if left}
+        if unused:
+            listing = ", ".join(f"{name!r}: {left} unused" for name, left in unused.items())
+            raise AssertionError(f"scripted bids left over ({listing})")
 
     async def __call__(self, request: BidRequest) -> ModelReply:
         name = request.agent.agent_name

@@ -1,0 +1,106 @@
+"""Who speaks: the pure selection rule (SPEC §5.3), the one place a bid's standing is worked out.
+
+A bid's `penalized`, `adjusted` and `eligible` are computed here and nowhere else: the turn
+loop writes them onto its bids from `select_speaker`'s result (the live bidding floor gets the
+same values early from `standing`), and the what-if analysis re-runs `select_speaker` itself, so
+the bid table, who speaks and the counterfactuals can never disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """What selection needs of one bid."""
+
+    agent: str
+    score: float
+    message: str
+    failed: bool = False
+
+
+@dataclass(frozen=True)
+class Standing:
+    """One bid's place in the rule: recency penalty applied, adjusted score, may it win."""
+
+    penalized: bool
+    adjusted: float
+    eligible: bool
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The outcome of one turn and the reasons behind it, so the UI can explain a turn."""
+
+    winner: int | None
+    adjusted: tuple[float, ...]
+    penalized: tuple[bool, ...]
+    eligible: tuple[bool, ...]
+    winning_adjusted: float | None
+    runner_up_adjusted: float | None
+    margin: float | None
+    reason: str
+    penalty_changed_winner: bool
+
+
+def adjusted_score(score: float, penalized: bool, recency_penalty: float) -> float:
+    """SPEC §5.3: exactly score - recency_penalty for a recent speaker."""
+    return score - recency_penalty if penalized else score
+
+
+def _speaks(bid: Candidate) -> bool:
+    """A bid with a message whose call did not fail: it could be posted."""
+    return bool(bid.message) and not bid.failed
+
+
+def standing(bid: Candidate, recent_speakers: Collection[str], threshold: float,
+             recency_penalty: float) -> Standing:
+    """One bid's standing; depends on no other bid, so it is final as soon as the bid arrives."""
+    penalized = bid.agent in recent_speakers
+    adjusted = adjusted_score(bid.score, penalized, recency_penalty)
+    return Standing(penalized, adjusted, _speaks(bid) and adjusted > threshold)
+
+
+def _best(values: Sequence[float], allowed: Sequence[bool]) -> int | None:
+    best: int | None = None
+    for i, (value, ok) in enumerate(zip(values, allowed, strict=True)):
+        if ok and (best is None or value > values[best]):
+            best = i  # strictly greater: ties stay with the earlier agent
+    return best
+
+
+def select_speaker(
+    bids: Sequence[Candidate],
+    recent_speakers: Sequence[str],
+    threshold: float,
+    recency_penalty: float,
+) -> Selection:
+    """Pick the single highest adjusted bid above threshold (SPEC §5.3), with reasons."""
+    recent = set(recent_speakers)
+    standings = [standing(b, recent, threshold, recency_penalty) for b in bids]
+    penalized = tuple(s.penalized for s in standings)
+    adjusted = tuple(s.adjusted for s in standings)
+    eligible = tuple(s.eligible for s in standings)
+    spoken = tuple(_speaks(b) for b in bids)
+    winner = _best(adjusted, eligible)
+    others = [i != winner and s for i, s in enumerate(spoken)]
+    runner_up = _best(adjusted, others)
+    runner_up_adjusted = adjusted[runner_up] if runner_up is not None else None
+    if winner is None:
+        all_failed = bool(bids) and all(b.failed for b in bids)
+        return Selection(None, adjusted, penalized, eligible, None, runner_up_adjusted, None,
+                         "all_failed" if all_failed else "lull", False)
+    raw_winner = _best([b.score for b in bids], [s and b.score > threshold
+                                                  for s, b in zip(spoken, bids, strict=True)])
+    changed = raw_winner is not None and raw_winner != winner
+    margin = None if runner_up_adjusted is None else adjusted[winner] - runner_up_adjusted
+    reason = "highest_bid"
+    if any(eligible[i] and adjusted[i] == adjusted[winner] for i in range(winner + 1, len(bids))):
+        reason = "tie_by_order"
+    elif changed:
+        reason = "penalty_changed_winner"
+    return Selection(winner, adjusted, penalized, eligible, adjusted[winner], runner_up_adjusted,
+                     margin, reason, changed)
