@@ -14,7 +14,6 @@ from groupchat_core._bidding import ParsedBid
 from groupchat_core._loop import background_loop
 from groupchat_core._model_calls import BidRequest, ModelReply
 from groupchat_core.store import SCHEMA_VERSION, RunStore, dispose_engines
-from groupchat_core.store import _cachetable as cachetable
 from groupchat_core.store._connect import get_engine
 from groupchat_core.store._migrations import create_version, forget_checked
 from groupchat_core.store._schema import metadata_for, schema_version
@@ -150,7 +149,7 @@ def test_answers_live_in_the_store_and_a_new_cache_finds_them(store):
     store.attach(first)
     first.run(TASK)
     first.bid_cache.flush()
-    assert cachetable.count(store) == len(first.last_run.bids)
+    assert store.cache_count() == len(first.last_run.bids)
 
     fresh = BidCache(store)  # an empty memory, as in another process
     second = GroupChat(agents=trio(), max_loops=6, bid_cache=fresh)
@@ -166,7 +165,7 @@ def test_answers_live_in_the_store_and_a_new_cache_finds_them(store):
     assert store.bids(second.last_run.run_id)["cached"].all()
 
     fresh.clear(persistent=True)
-    assert cachetable.count(store) == 0
+    assert store.cache_count() == 0
 
 
 def test_concurrent_identical_chats_share_each_call():

@@ -16,7 +16,6 @@ pg = pytest.importorskip("pg", reason="tests/pg.py (the local PostgreSQL helper)
 from groupchat_core import Agent, GroupChat  # noqa: E402
 from groupchat_core._bidcache import BidCache, cache_stats  # noqa: E402
 from groupchat_core.store import RunStore, dispose_engines  # noqa: E402
-from groupchat_core.store import _cachetable as cachetable  # noqa: E402
 from groupchat_core.store._migrations import forget_checked  # noqa: E402
 from groupchat_core.store._recorder import writer_thread  # noqa: E402
 from groupchat_core.sweeps import (  # noqa: E402
@@ -69,7 +68,7 @@ def test_a_sweep_with_its_bid_cache_runs_and_resumes_on_postgresql(store):
     chosen = every_run[every_run["run_id"].isin(results["run_id"])]
     assert chosen["cache_hits"].sum() == results["cache_hits"].sum()
     assert len(every_run) > len(chosen)
-    assert cachetable.count(store) > 0
+    assert store.cache_count() > 0
 
 
 def test_a_new_cache_reads_answers_back_and_duplicates_are_ignored(store):
@@ -77,11 +76,11 @@ def test_a_new_cache_reads_answers_back_and_duplicates_are_ignored(store):
                       bid_cache=BidCache(store))
     first.run("Plan it.")
     first.bid_cache.flush()
-    stored = cachetable.count(store)
+    stored = store.cache_count()
     other = BidCache(store)
     second = GroupChat(agents=[Agent(**a) for a in AGENTS], max_loops=5, bid_cache=other)
     second.run("Plan it.")
     assert second.last_run.cache_hits == len(second.last_run.bids) == stored
     batch = {k: ("sim/balanced", v) for k, v in list(other._backing.memory.items())[:2]}
-    cachetable.insert_many(store, batch)  # already there: ignored, not an error
-    assert cachetable.count(store) == stored
+    store.cache_put(batch)  # already there: ignored, not an error
+    assert store.cache_count() == stored
