@@ -1,4 +1,7 @@
-"""The bid cache: identical requests answered once; errors never cached; store-backed."""
+"""The bid cache: identical requests answered once; errors never cached; store-backed.
+
+Tests taking `store` or `store_url` run on SQLite and on PostgreSQL (tests/conftest.py).
+"""
 
 from __future__ import annotations
 
@@ -31,13 +34,6 @@ def trio(**kw) -> list[Agent]:
 
 def contents(record) -> list[str]:
     return [f"{m.role}: {m.content}" for m in record.messages]
-
-
-@pytest.fixture
-def store(tmp_path):
-    yield RunStore(f"sqlite:///{tmp_path}/cache.db")
-    dispose_engines()
-    forget_checked()
 
 
 def test_a_repeated_sim_chat_is_answered_from_the_cache_with_the_same_transcript():
@@ -229,8 +225,8 @@ def test_llm_bids_are_cached_at_temperature_zero_or_when_asked(server, temperatu
     assert chat.last_run.cache_hits == (2 if cached else 0)
 
 
-def test_a_version_2_store_is_upgraded_to_version_3(tmp_path):
-    url = f"sqlite:///{tmp_path}/v2.db"
+def test_a_version_2_store_is_upgraded_to_version_3(store_url):
+    url = store_url
     engine = get_engine(url)
     create_version(engine, 2)
     tables = metadata_for(2).tables
