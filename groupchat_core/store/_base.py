@@ -22,6 +22,3 @@ class StoreBase:
 
     def read(self, what: str) -> AbstractContextManager[Connection]:
         raise NotImplementedError
-
-    def flush(self, timeout: float | None = None) -> bool:
-        raise NotImplementedError
