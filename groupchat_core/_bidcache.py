@@ -37,6 +37,7 @@ from ._agent import Agent
 from ._bidding import ParsedBid
 from ._errors import ConfigError, StoreError
 from ._model_calls import BidRequest, InProcessModel, ModelReply
+from ._sim import is_sim_model
 
 if TYPE_CHECKING:
     from .store import RunStore
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger("groupchat_core")
 KEY_VERSION = 1  # bump when what a key covers changes: old entries then simply stop matching
 DEFAULT_MEMORY_ENTRIES = 50_000
-_DETERMINISTIC_IN_PROCESS = ("sim/",)
 
 
 def request_key(request: BidRequest) -> str:
@@ -166,7 +166,7 @@ class BidCache:
     def applies(self, agent: Agent, local: InProcessModel | None) -> bool:
         """Whether this agent's bids may be cached under this policy."""
         if local is not None:
-            return agent.model_name.startswith(_DETERMINISTIC_IN_PROCESS)
+            return is_sim_model(agent.model_name)
         return self.cache_all or agent.temperature == 0
 
     async def fetch(self, request: BidRequest,
@@ -235,38 +235,30 @@ class BidCache:
             backing.pending[key] = (model_name, entry)
             schedule, backing.scheduled = not backing.scheduled, True
         if schedule:
-            from .store._recorder import writer_thread
-
-            writer_thread().submit(self._persist)
+            backing.store.queue_write(self._persist)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every answer put so far is in the store."""
         if self.store is None:
             return True
-        from .store._recorder import writer_thread
-
-        return writer_thread().flush(timeout)
+        return self.store.flush(timeout)
 
     def clear(self, *, persistent: bool = False) -> None:
         """Forget the answers in memory (and in the store's table, when asked)."""
         with self._backing.lock:
             self._backing.memory.clear()
         if persistent and self.store is not None:
-            from .store import _cachetable as cachetable
-
             self.flush()
-            cachetable.delete_all(self.store)
+            self.store.cache_clear()
 
     async def _load(self, key: str, *, in_process: bool) -> dict[str, Any] | None:
         """A store lookup: inline for in-process sims (CPU-bound anyway, a primary-key read),
         on a thread for network models so a slow database never stalls the event loop."""
-        from .store import _cachetable as cachetable
-
         store = self.store
         assert store is not None
         backing = self._backing
         if backing.lookup is None:
-            backing.lookup = cachetable.lookup_for(store)
+            backing.lookup = store.cache_reader()
         try:
             if in_process:
                 entry = backing.lookup(key)
@@ -281,14 +273,12 @@ class BidCache:
 
     def _persist(self) -> None:
         """On the store's writer thread: write the queued answers in one transaction."""
-        from .store import _cachetable as cachetable
-
         backing = self._backing
         with backing.lock:
             batch, backing.pending, backing.scheduled = backing.pending, {}, False
         if batch and backing.store is not None:
             try:
-                cachetable.insert_many(backing.store, batch)
+                backing.store.cache_put(batch)
             except StoreError as exc:  # an optimisation only: losing entries costs calls
                 logger.warning("bid cache: could not store %d answers: %s", len(batch), exc)
 
@@ -322,6 +312,4 @@ def resolve_cache(value: BidCache | bool | None) -> BidCache | None:
 def cache_stats(store: RunStore, run_ids: Sequence[str] | None = None, *,
                 sweep_id: str | None = None) -> Any:
     """Per run: bids, cache hits, model calls and hit rate, as a DataFrame (from the store)."""
-    from .store import _cachetable as cachetable
-
-    return cachetable.run_stats(store, run_ids, sweep_id)
+    return store.cache_stats(run_ids, sweep_id=sweep_id)

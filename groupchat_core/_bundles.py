@@ -16,17 +16,13 @@ from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from sqlalchemy import insert, select
 
 from ._agent import Agent
 from ._config import MAX_SPEC_BYTES, ChatSpec, explain, parse_spec
-from ._errors import ConfigError, StoreError
+from ._errors import ConfigError
 from ._records import Bid, Message, StopReason, Turn, utc_now
 from ._safeload import check_plain, parse_text
 from .store import RunStore
-from .store._reader import message_turns
-from .store._schema import bids, messages, run_agents, runs, turns
-from .store._writer import run_row
 
 BUNDLE_FORMAT = "groupchat-run"
 BUNDLE_VERSION = 1
@@ -95,8 +91,7 @@ def export_bundle(store: RunStore, run_id: str) -> dict[str, Any]:
     """The run as plain data: format, schema_version, run, spec, messages, bids, turns."""
     info = store.run_info(run_id)
     record = store.load_run(run_id)
-    with store.read("read a run") as conn:
-        posted_on = message_turns(conn, run_id)
+    posted_on = store.message_turns(run_id)
     run = {k: info[k] for k in BundleRun.model_fields if k != "tags"}
     run["tags"] = [t for t in (info.get("tags") or "").split(",") if t]
     return {
@@ -156,30 +151,13 @@ def import_bundle(store: RunStore, data: str | bytes | Mapping[str, Any],
     """Add the bundle's run to the store, all or nothing; returns its run id."""
     bundle = read_bundle(data, source)
     spec = parse_spec(bundle.spec, f"{source} spec").to_data()
-    run = bundle.run
-    row = run_row(run.run_id, run.task, spec, run.started_at)
-    row.update(run.model_dump(exclude={"tags", "run_id", "task"}), tags=",".join(run.tags))
-    if row["status"] == "running":
-        row["status"] = "interrupted"  # no process here is writing it
-    with store.write(f"import run {run.run_id}") as conn:
-        if conn.execute(select(runs.c.run_id).where(runs.c.run_id == run.run_id)).first():
-            raise StoreError(f"run {run.run_id} is already in the store; delete it first to "
-                             "import it again")
-        conn.execute(insert(runs), [row])
-        conn.execute(insert(run_agents), [
-            {"run_id": run.run_id, "position": i, "agent": a["agent_name"],
-             "model_name": a["model_name"]} for i, a in enumerate(spec["agents"])])
-        conn.execute(insert(messages), [
-            {**m.model_dump(), "run_id": run.run_id, "position": i}
-            for i, m in enumerate(bundle.messages)])
-        if bundle.bids:
-            conn.execute(insert(bids), [{**b.model_dump(), "run_id": run.run_id}
-                                        for b in bundle.bids])
-        if bundle.turns:
-            conn.execute(insert(turns), [{**t.model_dump(), "run_id": run.run_id}
-                                         for t in bundle.turns])
-    return run.run_id
-
+    run = bundle.run.model_dump()
+    if run["status"] == "running":
+        run["status"] = "interrupted"  # no process here is writing it
+    store.import_run(run, spec, message_rows=[m.model_dump() for m in bundle.messages],
+                     bid_rows=[b.model_dump() for b in bundle.bids],
+                     turn_rows=[t.model_dump() for t in bundle.turns])
+    return bundle.run.run_id
 
 
 # --- agent files ---------------------------------------------------------------------------

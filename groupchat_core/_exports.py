@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from ._records import Bid, RunRecord, Turn
+from ._sim import is_sim_model
 from .store import RunStore
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -74,7 +75,7 @@ def _header(info: dict[str, Any], record: RunRecord) -> list[str]:
     spec = info["spec"]
     agents = ", ".join(
         f"{_safe_md(a['agent_name'])} ({a['model_name']}"
-        + (", simulated" if a["model_name"].startswith("sim/") else "") + ")"
+        + (", simulated" if is_sim_model(a["model_name"]) else "") + ")"
         for a in spec["agents"])
     return [
         f"# {_safe_md(info['name'])}", "",

@@ -173,7 +173,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     frame = store.list_runs(status=args.status, agent=args.agent, since=args.since,
                             tag=args.tag, limit=args.limit)
     if frame.empty:
-        from .store._connect import safe_url
+        from .store import safe_url
 
         print(f"no runs in {safe_url(store.url)}", file=sys.stderr)
         return 0

@@ -1,12 +1,21 @@
-"""Suite-wide guards: no real model calls, no provider keys, no network beyond loopback."""
+"""Suite-wide guards (no real model calls, no provider keys, no network beyond loopback) and
+the store fixtures, parametrised over SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
 import ipaddress
 import os
 import socket
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 import pytest
+
+if TYPE_CHECKING:
+    from pg import Databases
+
+    from groupchat_core.store import RunStore
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ["GROUPCHAT_BLOCK_REMOTE_CALLS"] = "1"
@@ -44,3 +53,140 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Browser tests last: Playwright's sync API leaves an event loop on the main thread for
     the rest of the session, which other tests (asyncio.run from a plain thread) must not see."""
     items.sort(key=lambda item: "/e2e/" in str(item.path).replace("\\", "/"))
+
+
+# --- databases: one `store` fixture over SQLite and PostgreSQL ----------------------------------
+#
+# Backend-agnostic store tests take `store` (or `store_url`, `other_store`, `new_database`) and run
+# once per backend. PostgreSQL is a throwaway server started once per session from the machine's
+# binaries (tests/pg.py; `make postgres` installs them), or the server at
+# GROUPCHAT_TEST_POSTGRES_URL; every test gets new, empty databases of its own, dropped after it.
+# Missing binaries or psycopg fail the PostgreSQL variants with what to install: they never skip.
+
+BACKENDS = ("sqlite", "postgresql")
+
+
+def _fail_unavailable(problem: str) -> NoReturn:
+    pytest.fail(problem, pytrace=False)  # outside the except block: one message, no chained trace
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[str]:
+    """A URL of the server's admin database: the env's server, else a throwaway local one."""
+    from pg import ENV_URL, LocalPostgres, PostgresUnavailable
+
+    external = os.environ.get(ENV_URL, "").strip()
+    if external:
+        yield external
+        return
+    try:
+        server = LocalPostgres.start()
+    except PostgresUnavailable as exc:
+        problem = str(exc)
+    else:
+        problem = ""
+    if problem:
+        _fail_unavailable(problem)
+    try:
+        yield server.url()
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_databases(pg_server: str) -> Databases:
+    from pg import Databases, PostgresUnavailable
+
+    try:
+        return Databases(pg_server)
+    except PostgresUnavailable as exc:
+        problem = str(exc)
+    _fail_unavailable(problem)
+
+
+def release_store_engines() -> None:
+    """No write of this test still queued, no pooled connection left, schema checks forgotten."""
+    from groupchat_core.store import dispose_engines
+    from groupchat_core.store._migrations import forget_checked
+    from groupchat_core.store._recorder import writer_thread
+
+    writer_thread().flush(10)
+    dispose_engines()
+    forget_checked()
+
+
+@pytest.fixture
+def pg_url(pg_databases: Databases, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A new empty PostgreSQL database for this test only; GROUPCHAT_DB points at it."""
+    url = pg_databases.create()
+    monkeypatch.setenv("GROUPCHAT_DB", url)
+    yield url
+    release_store_engines()
+    pg_databases.drop(url)
+
+
+@pytest.fixture
+def pg_store(pg_url: str) -> RunStore:
+    """A store on PostgreSQL only, for what only a server shows."""
+    from groupchat_core.store import RunStore
+
+    return RunStore(pg_url)
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def store_url(backend: str, request: pytest.FixtureRequest) -> str:
+    """A new empty database on this test's backend, not opened yet; GROUPCHAT_DB (so
+    RunStore() and child processes) points at it."""
+    if backend == "postgresql":
+        return str(request.getfixturevalue("pg_url"))
+    return os.environ["GROUPCHAT_DB"]  # a file in tmp_path (see _offline)
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[RunStore]:
+    """The run store every backend-agnostic test uses: once on SQLite, once on PostgreSQL."""
+    from groupchat_core.store import RunStore
+
+    yield RunStore(store_url)
+    release_store_engines()
+
+
+@pytest.fixture
+def new_database(backend: str, request: pytest.FixtureRequest,
+                 tmp_path: Path) -> Iterator[Callable[[], str]]:
+    """Makes further empty databases on this test's backend (URLs), dropped after the test."""
+    made: list[str] = []
+    databases = request.getfixturevalue("pg_databases") if backend == "postgresql" else None
+
+    def make() -> str:
+        url = (databases.create() if databases is not None
+               else f"sqlite:///{tmp_path}/other-{len(made)}.db")
+        made.append(url)
+        return url
+
+    yield make
+    release_store_engines()
+    for url in made if databases is not None else ():
+        databases.drop(url)
+
+
+@pytest.fixture
+def other_store(new_database: Callable[[], str]) -> RunStore:
+    """A second store on the same backend (bundles move runs between stores)."""
+    from groupchat_core.store import RunStore
+
+    return RunStore(new_database())
+
+
+@pytest.fixture
+def sqlite_store() -> Iterator[RunStore]:
+    """A store in tmp_path's SQLite file, for what only SQLite has (WAL, files, pragmas)."""
+    from groupchat_core.store import RunStore
+
+    yield RunStore()
+    release_store_engines()

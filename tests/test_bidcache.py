@@ -1,4 +1,7 @@
-"""The bid cache: identical requests answered once; errors never cached; store-backed."""
+"""The bid cache: identical requests answered once; errors never cached; store-backed.
+
+Tests taking `store` or `store_url` run on SQLite and on PostgreSQL (tests/conftest.py).
+"""
 
 from __future__ import annotations
 
@@ -14,7 +17,6 @@ from groupchat_core._bidding import ParsedBid
 from groupchat_core._loop import background_loop
 from groupchat_core._model_calls import BidRequest, ModelReply
 from groupchat_core.store import SCHEMA_VERSION, RunStore, dispose_engines
-from groupchat_core.store import _cachetable as cachetable
 from groupchat_core.store._connect import get_engine
 from groupchat_core.store._migrations import create_version, forget_checked
 from groupchat_core.store._schema import metadata_for, schema_version
@@ -32,13 +34,6 @@ def trio(**kw) -> list[Agent]:
 
 def contents(record) -> list[str]:
     return [f"{m.role}: {m.content}" for m in record.messages]
-
-
-@pytest.fixture
-def store(tmp_path):
-    yield RunStore(f"sqlite:///{tmp_path}/cache.db")
-    dispose_engines()
-    forget_checked()
 
 
 def test_a_repeated_sim_chat_is_answered_from_the_cache_with_the_same_transcript():
@@ -150,7 +145,7 @@ def test_answers_live_in_the_store_and_a_new_cache_finds_them(store):
     store.attach(first)
     first.run(TASK)
     first.bid_cache.flush()
-    assert cachetable.count(store) == len(first.last_run.bids)
+    assert store.cache_count() == len(first.last_run.bids)
 
     fresh = BidCache(store)  # an empty memory, as in another process
     second = GroupChat(agents=trio(), max_loops=6, bid_cache=fresh)
@@ -166,7 +161,7 @@ def test_answers_live_in_the_store_and_a_new_cache_finds_them(store):
     assert store.bids(second.last_run.run_id)["cached"].all()
 
     fresh.clear(persistent=True)
-    assert cachetable.count(store) == 0
+    assert store.cache_count() == 0
 
 
 def test_concurrent_identical_chats_share_each_call():
@@ -230,8 +225,8 @@ def test_llm_bids_are_cached_at_temperature_zero_or_when_asked(server, temperatu
     assert chat.last_run.cache_hits == (2 if cached else 0)
 
 
-def test_a_version_2_store_is_upgraded_to_version_3(tmp_path):
-    url = f"sqlite:///{tmp_path}/v2.db"
+def test_a_version_2_store_is_upgraded_to_version_3(store_url):
+    url = store_url
     engine = get_engine(url)
     create_version(engine, 2)
     tables = metadata_for(2).tables

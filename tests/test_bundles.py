@@ -1,7 +1,8 @@
 """Portable files: run bundles (exact round trip), bid CSV, Markdown transcripts, agent files.
 
 Hostile input (unknown fields, wrong types, keys, object-building YAML tags, aliases, huge or
-deep files) is refused with one clear error and changes nothing.
+deep files) is refused with one clear error and changes nothing. Tests taking `store` and
+`other_store` run on SQLite and on PostgreSQL (tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -38,16 +39,6 @@ def _fresh_engines():
     forget_checked()
 
 
-@pytest.fixture
-def store() -> RunStore:
-    return RunStore()
-
-
-@pytest.fixture
-def other(tmp_path) -> RunStore:
-    return RunStore(f"sqlite:///{tmp_path}/other.db")
-
-
 def recorded_run(store: RunStore, script: dict | None = None, **kwargs) -> str:
     script = script or trio_script()
     fake = ScriptedBids(script)
@@ -63,7 +54,7 @@ def _row_counts(store: RunStore) -> tuple[int, int, int, int]:
     return (len(store.list_runs()), len(store.messages()), len(store.bids()), len(store.turns()))
 
 
-def test_a_bundle_imported_elsewhere_reproduces_the_run_exactly(store, other):
+def test_a_bundle_imported_elsewhere_reproduces_the_run_exactly(store, other_store):
     run_id = recorded_run(store)
     store.set_tags(run_id, ["baseline"])
     store.set_notes(run_id, "first try")
@@ -71,25 +62,25 @@ def test_a_bundle_imported_elsewhere_reproduces_the_run_exactly(store, other):
     assert data["format"] == "groupchat-run" and data["schema_version"] == 1
     assert data["run"]["task"] == "Debate the plan." and len(data["bids"]) == 9
 
-    assert import_bundle(other, json.loads(json.dumps(data))) == run_id
+    assert import_bundle(other_store, json.loads(json.dumps(data))) == run_id
 
-    assert other.load_run(run_id) == store.load_run(run_id)
-    again = export_bundle(other, run_id)
+    assert other_store.load_run(run_id) == store.load_run(run_id)
+    again = export_bundle(other_store, run_id)
     assert {**again, "exported_at": None} == {**data, "exported_at": None}
-    mine, theirs = store.run_info(run_id), other.run_info(run_id)
+    mine, theirs = store.run_info(run_id), other_store.run_info(run_id)
     for key in ("status", "stop_reason", "started_at", "ended_at", "tags", "notes", "spec"):
         assert mine[key] == theirs[key]
-    pd.testing.assert_frame_equal(other.bids(run_id), store.bids(run_id))
+    pd.testing.assert_frame_equal(other_store.bids(run_id), store.bids(run_id))
 
 
-def test_bundle_text_round_trip_and_a_second_import_is_refused(store, other):
+def test_bundle_text_round_trip_and_a_second_import_is_refused(store, other_store):
     run_id = recorded_run(store)
     text = bundle_json(store, run_id)
-    import_bundle(other, text)
-    before = _row_counts(other)
+    import_bundle(other_store, text)
+    before = _row_counts(other_store)
     with pytest.raises(StoreError, match="already in the store"):
-        import_bundle(other, text)
-    assert _row_counts(other) == before
+        import_bundle(other_store, text)
+    assert _row_counts(other_store) == before
 
 
 def test_a_bundle_never_holds_a_key(store):
@@ -103,11 +94,11 @@ def test_a_bundle_never_holds_a_key(store):
     assert "sk-secret-bundle" not in text and "api_key" not in text
 
 
-def test_a_run_exported_while_running_imports_as_interrupted(store, other):
+def test_a_run_exported_while_running_imports_as_interrupted(store, other_store):
     data = export_bundle(store, recorded_run(store))
     data["run"]["status"] = "running"
-    run_id = import_bundle(other, data)
-    assert other.run_info(run_id)["status"] == "interrupted"
+    run_id = import_bundle(other_store, data)
+    assert other_store.run_info(run_id)["status"] == "interrupted"
 
 
 def test_bundle_run_statuses_match_the_store():
@@ -146,16 +137,16 @@ def _mutations():
 
 
 @pytest.mark.parametrize("case", list(_mutations()))
-def test_a_hostile_or_broken_bundle_is_refused_and_changes_nothing(store, other, case):
+def test_a_hostile_or_broken_bundle_is_refused_and_changes_nothing(store, other_store, case):
     mutate, message = _mutations()[case]
     data = copy.deepcopy(export_bundle(store, recorded_run(store)))
     mutate(data)
-    before = _row_counts(other)
+    before = _row_counts(other_store)
     with pytest.raises(ConfigError, match=message) as caught:
-        import_bundle(other, json.dumps(data))
+        import_bundle(other_store, json.dumps(data))
     assert "sk-x" not in str(caught.value)
     assert "\n" not in str(caught.value)
-    assert _row_counts(other) == before
+    assert _row_counts(other_store) == before
 
 
 @pytest.mark.parametrize(("text", "message"), [

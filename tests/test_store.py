@@ -1,10 +1,15 @@
-"""The run store: runs recorded as they happen, read back exactly, filtered, secret-free."""
+"""The run store: runs recorded as they happen, read back exactly, filtered, secret-free.
+
+Tests taking `store` (or `store_url`) run on SQLite and on PostgreSQL (tests/conftest.py); the
+few that test what only SQLite has say so in their names and take `sqlite_store`.
+"""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -16,7 +21,7 @@ from groupchat_core._records import Bid, Message, Turn, TurnCompleted
 from groupchat_core.store import RunStore, default_url, dispose_engines
 from groupchat_core.store._migrations import forget_checked
 from groupchat_core.store._process import this_writer
-from groupchat_core.store._schema import messages, runs
+from groupchat_core.store._schema import METADATA, messages, runs
 from groupchat_core.testing import ScriptedBid, ScriptedBids
 
 KEY = "sk-store-test-never-stored-0123456789"
@@ -27,11 +32,6 @@ def _fresh_engines():
     yield
     dispose_engines()
     forget_checked()
-
-
-@pytest.fixture
-def store() -> RunStore:
-    return RunStore()
 
 
 def make_chat(script: dict, **kwargs) -> GroupChat:
@@ -46,6 +46,18 @@ def three_turns(**kwargs) -> GroupChat:
         "Bob": [(0.7, "B1"), (0.7, "B2"), (0.4, "B3")],
         "Cara": [(0.1, ""), (0.65, "C1"), (0.3, "C2")],
     }, max_loops=10, **kwargs)
+
+
+def sim_chat(**kwargs) -> GroupChat:
+    personas = ("eager", "balanced", "contrarian")
+    agents = [Agent(agent_name=f"Sim{p.title()}", model_name=f"sim/{p}",
+                    system_prompt=f"You care about {p} budgets.") for p in personas]
+    return GroupChat(agents=agents, max_loops=8, seed=7, **kwargs)
+
+
+def test_the_parametrised_store_fixture_runs_on_each_backend(store, backend):
+    """The fixture every backend-agnostic test uses really gives a store on its backend."""
+    assert store.engine.dialect.name == backend
 
 
 def test_recorded_run_reads_back_exactly(store):
@@ -67,6 +79,29 @@ def test_recorded_run_reads_back_exactly(store):
     assert list(posted.columns) == ["run_id", "position", "turn", *Message.model_fields]
     assert posted[["position", "turn", "role"]].values.tolist() == [
         [0, 0, "User"], [1, 1, "Alice"], [2, 2, "Bob"]]
+
+
+def test_a_sim_chat_recorded_by_a_recorder_reads_back_exactly(store):
+    chat = sim_chat(name="budget")
+    recorder = store.recorder(chat)
+    chat.add_observer(recorder)
+    records = []
+    for task in ("Discuss the budget.", "Now the timeline."):
+        chat.run(task)
+        records.append(chat.last_run)
+    assert recorder.failures == {} and len(recorder.run_ids) == 2
+    for run_id, record in zip(recorder.run_ids, records, strict=True):
+        assert store.load_run(run_id) == record
+        pd.testing.assert_frame_equal(store.bids(run_id).drop(columns="run_id"),
+                                      record.bids_frame())
+        pd.testing.assert_frame_equal(store.turns(run_id).drop(columns="run_id"),
+                                      record.turns_frame())
+        info = store.run_info(run_id)
+        assert info["status"] == "finished" and info["turns"] == len(record.turns) > 0
+        assert info["spec"]["agents"][1]["model_name"] == "sim/balanced"
+    frame = store.bids(recorder.run_ids)
+    assert frame["penalized"].dtype == bool and frame["score"].dtype == float
+    assert list(frame.columns) == ["run_id", *Bid.model_fields]
 
 
 def test_each_turn_is_written_on_its_own_as_soon_as_it_completes(store):
@@ -205,6 +240,38 @@ def test_list_runs_filters_combine(store):
         store.list_runs(since="last tuesday")
 
 
+def test_list_runs_filters_orders_and_counts_sim_runs(store):
+    ids = []
+    for name, task in (("alpha", "one"), ("beta", "two"), ("gamma", "three")):
+        chat = sim_chat(name=name)
+        store.attach(chat)
+        chat.run(task)
+        ids.append(chat.last_run.run_id)
+        time.sleep(0.002)  # distinct started_at
+    every = store.list_runs()
+    assert every["name"].tolist() == ["gamma", "beta", "alpha"]
+    assert every["turns"].tolist() == [len(store.load_run(r).turns) for r in reversed(ids)]
+    assert store.list_runs(limit=2)["run_id"].tolist() == ids[:0:-1]
+    assert store.list_runs(limit=0).empty
+    assert store.list_runs(agent="SimEager", status="finished")["run_id"].tolist() == ids[::-1]
+    assert store.list_runs(agent="simeager").empty  # exact and case-sensitive
+    middle = store.run_info(ids[1])["started_at"]
+    assert store.list_runs(since=middle)["name"].tolist() == ["gamma", "beta"]
+    store.set_tags(ids[0], ["a_b", "x%"])
+    store.set_notes(ids[0], "ünïcödé notes ✓")
+    assert store.list_runs(tag="a_b")["run_id"].tolist() == [ids[0]]
+    assert store.list_runs(tag="aXb").empty and store.list_runs(tag="x").empty
+    assert store.run_info(ids[0])["notes"] == "ünïcödé notes ✓"
+    sweep = store.create_sweep("s", {"threshold": [0.5]})
+    chat = sim_chat(name="swept")
+    store.attach(chat, sweep_id=sweep, cell="threshold=0.5")
+    chat.run("four")
+    assert store.list_runs(sweep_id=sweep)["cell"].tolist() == ["threshold=0.5"]
+    assert store.resolve(ids[2][:8]) == ids[2]
+    with pytest.raises(StoreError, match="no run"):
+        store.resolve("%")
+
+
 def test_frames_of_many_runs_keep_the_order_asked(store):
     ids = []
     for _ in range(3):
@@ -244,18 +311,30 @@ def test_resolve_accepts_a_unique_prefix(store):
         store.resolve("")
 
 
-def test_no_key_ever_reaches_the_database(store, tmp_path):
-    fake = ScriptedBids({"A": [(0.9, "hi"), (0.1, "")], "B": [(0.1, ""), (0.1, "")]})
-    agents = [Agent(agent_name=n, model_name=fake.model_name, api_key=KEY) for n in "AB"]
-    chat = GroupChat(agents=agents)
+def _everything_stored(store: RunStore, backend: str, tmp_path: Path) -> str:
+    """Every byte the database holds, as text: the SQLite files, or every PostgreSQL row."""
+    if backend == "sqlite":
+        dispose_engines()  # checkpoint and close, so every byte is in the files
+        raw = b"".join(p.read_bytes() for p in tmp_path.glob("groupchat.db*"))
+        return raw.decode("latin-1")
+    with store.read("test") as conn:
+        return "".join(
+            str(conn.exec_driver_sql(f'SELECT t::text FROM "{name}" t').scalars().all())
+            for name in METADATA.tables)
+
+
+def test_no_key_ever_reaches_the_database(store, store_url, backend, tmp_path):
+    agents = [Agent(agent_name=n, model_name="sim/eager", api_key=KEY) for n in "AB"]
+    chat = GroupChat(agents=agents, max_loops=3)
     store.attach(chat)
     chat.run("task")
     store.save_agent(agents[0])
     store.save_preset("room", chat.to_spec())
-    dispose_engines()  # checkpoint and close, so every byte is in the files
-    raw = b"".join(p.read_bytes() for p in tmp_path.glob("groupchat.db*"))
-    assert b"sk-store-test" not in raw and b"api_key" not in raw
-    assert RunStore().get_agent("A").api_key is None
+    store.flush()
+    dump = _everything_stored(store, backend, tmp_path)
+    assert chat.last_run.run_id in dump and "sim/eager" in dump  # the scan does see the data
+    assert "sk-store-test" not in dump and "api_key" not in dump
+    assert RunStore(store_url).get_agent("A").api_key is None
 
 
 def test_saved_agents_and_presets(store):
@@ -294,8 +373,8 @@ def test_sweeps_group_runs(store):
         "threshold=0.3", "threshold=0.5"]
 
 
-def test_sqlite_connections_use_wal_foreign_keys_and_a_busy_timeout(store):
-    with store.read("test") as conn:
+def test_sqlite_connections_use_wal_foreign_keys_and_a_busy_timeout(sqlite_store):
+    with sqlite_store.read("test") as conn:
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
         assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 10000
@@ -344,27 +423,28 @@ def test_bad_urls_are_one_clear_error_without_the_password(url, message):
     assert "hunter2" not in str(caught.value)
 
 
-def test_a_database_that_is_not_a_store_is_refused(tmp_path):
+def _disk_error(backend: str) -> tuple[Exception, str]:
+    """The driver's own error for a full or broken disk, and a phrase of its message."""
+    if backend == "postgresql":
+        import psycopg
+
+        return psycopg.errors.DiskFull("could not extend file: No space left on device"), \
+            "No space left"
     import sqlite3
 
-    path = tmp_path / "other.db"
-    with sqlite3.connect(path) as conn:
-        conn.execute("CREATE TABLE runs (id INTEGER)")
-    with pytest.raises(StoreError, match="not a GroupChat Lab store"):
-        RunStore(f"sqlite:///{path}")
+    return sqlite3.OperationalError("disk I/O error"), "disk I/O error"
 
 
 def test_a_turn_that_cannot_be_written_stops_recording_and_flags_the_run(
-        store, monkeypatch, caplog):
-    import sqlite3
-
+        store, backend, monkeypatch, caplog):
+    error, phrase = _disk_error(backend)
     chat = three_turns()
     recorder = store.attach(chat)
     real_write = store.turn_writer.write
 
     def failing_on_turn_2(conn, run_id, turn, bids, message):
         if turn.turn == 2:
-            raise sqlite3.OperationalError("disk I/O error")
+            raise error
         real_write(conn, run_id, turn, bids, message)
 
     monkeypatch.setattr(store.turn_writer, "write", failing_on_turn_2)
@@ -375,5 +455,5 @@ def test_a_turn_that_cannot_be_written_stops_recording_and_flags_the_run(
     info = store.run_info(run_id)
     assert info["status"] == "error" and info["stop_reason"] == "lull"
     assert "recording failed" in info["error"] and "record turn 2" in info["error"]
-    assert "disk I/O error" in recorder.failures[run_id]
+    assert phrase in recorder.failures[run_id]
     assert "could not record turn 2" in caplog.text and "stops here" in caplog.text

@@ -1,4 +1,8 @@
-"""Schema versions: a file made by the first schema is upgraded in place, keeping its runs."""
+"""Schema versions: a store made by the first schema is upgraded in place, keeping its runs; a
+failed upgrade changes nothing; stores from newer code or other programs are refused.
+
+Each test runs on SQLite and on PostgreSQL (the `store_url` fixture, tests/conftest.py).
+"""
 
 from __future__ import annotations
 
@@ -64,54 +68,55 @@ def _v1_file(url: str) -> None:
     forget_checked()
 
 
-def test_a_version_1_file_is_upgraded_in_place_and_keeps_its_runs(tmp_path):
-    url = f"sqlite:///{tmp_path}/v1.db"
-    _v1_file(url)
-    raw = create_engine(url)
-    assert "tags" not in [c["name"] for c in inspect(raw).get_columns("runs")]
-    raw.dispose()
+def _columns_and_indexes(url: str) -> tuple[list[str], list[str]]:
+    """The runs table's columns and indexes, read on a connection of its own."""
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            inspector = inspect(conn)
+            return ([c["name"] for c in inspector.get_columns("runs")],
+                    [i["name"] for i in inspector.get_indexes("runs")])
+    finally:
+        engine.dispose()
 
-    store = RunStore(url)
+
+def _version(url: str) -> int:
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return conn.execute(select(schema_version.c.version)).scalar()
+    finally:
+        engine.dispose()
+
+
+def test_a_version_1_store_is_upgraded_in_place_and_keeps_its_runs(store_url):
+    _v1_file(store_url)
+    columns, indexes = _columns_and_indexes(store_url)
+    assert "tags" not in columns and "ix_runs_started_at" not in indexes
+
+    store = RunStore(store_url)
 
     with store.read("test") as conn:
         assert conn.execute(select(schema_version.c.version)).scalar() == SCHEMA_VERSION == 3
-        columns = [c["name"] for c in inspect(conn).get_columns("runs")]
-        indexes = [i["name"] for i in inspect(conn).get_indexes("runs")]
+    columns, indexes = _columns_and_indexes(store_url)
     assert {"tags", "notes"} <= set(columns) and "ix_runs_started_at" in indexes
     record = store.load_run("old-run")
     assert [m.content for m in record.messages] == ["Plan it.", "hello"]
     assert [(b.agent, b.winner) for b in record.bids] == [("A", True), ("B", False)]
     assert record.turns[0].winner == "A" and record.stop_reason == "max_loops"
-    row = store.list_runs().iloc[0]
-    assert (row["run_id"], row["tags"], row["notes"], row["turns"]) == ("old-run", "", "", 1)
+    assert store.list_runs()[["run_id", "tags", "notes", "turns"]].values.tolist() == [
+        ["old-run", "", "", 1]]
     store.set_tags("old-run", ["from-v1"])  # the new columns work on upgraded rows
     assert store.list_runs(tag="from-v1")["run_id"].tolist() == ["old-run"]
-
-
-def test_reopening_an_upgraded_file_changes_nothing(tmp_path):
-    url = f"sqlite:///{tmp_path}/v1.db"
-    _v1_file(url)
-    RunStore(url)
     dispose_engines()
     forget_checked()
-    assert RunStore(url).load_run("old-run").task == "Plan it."
+    assert RunStore(store_url).load_run("old-run") == record  # reopening changes nothing
 
 
-def test_a_file_from_newer_code_is_refused(tmp_path):
-    url = f"sqlite:///{tmp_path}/future.db"
-    RunStore(url)
-    with get_engine(url).begin() as conn:
-        conn.execute(schema_version.update().values(version=SCHEMA_VERSION + 1))
-    forget_checked()
-    with pytest.raises(StoreError, match="newer than this code"):
-        RunStore(url)
-
-
-def test_a_failed_upgrade_leaves_the_file_at_its_old_version(tmp_path, monkeypatch):
+def test_a_failed_upgrade_is_rolled_back_whole_ddl_included(store_url, monkeypatch):
     from groupchat_core.store import _migrations as migrations
 
-    url = f"sqlite:///{tmp_path}/v1.db"
-    _v1_file(url)
+    _v1_file(store_url)
 
     def broken(conn):
         migrations._v1_to_v2(conn)
@@ -119,9 +124,30 @@ def test_a_failed_upgrade_leaves_the_file_at_its_old_version(tmp_path, monkeypat
 
     monkeypatch.setitem(migrations.STEPS, 1, broken)
     with pytest.raises(RuntimeError, match="disk on fire"):
-        RunStore(url)
-    raw = create_engine(url)
-    with raw.connect() as conn:
-        assert conn.execute(select(schema_version.c.version)).scalar() == 1
-        assert "tags" not in [c["name"] for c in inspect(conn).get_columns("runs")]
-    raw.dispose()
+        RunStore(store_url)
+    dispose_engines()
+    assert _version(store_url) == 1
+    columns, indexes = _columns_and_indexes(store_url)
+    assert "tags" not in columns and "ix_runs_started_at" not in indexes  # transactional DDL
+    monkeypatch.setitem(migrations.STEPS, 1, migrations._v1_to_v2)
+    forget_checked()
+    assert RunStore(store_url).load_run("old-run").task == "Plan it."
+
+
+def test_a_store_from_newer_code_is_refused(store_url):
+    RunStore(store_url)
+    with get_engine(store_url).begin() as conn:
+        conn.execute(schema_version.update().values(version=SCHEMA_VERSION + 1))
+    forget_checked()
+    with pytest.raises(StoreError, match="newer than this code"):
+        RunStore(store_url)
+
+
+def test_a_database_of_another_program_is_refused(new_database):
+    foreign = new_database()
+    engine = create_engine(foreign)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE runs (id integer)")
+    engine.dispose()
+    with pytest.raises(StoreError, match="not a GroupChat Lab store"):
+        RunStore(foreign)

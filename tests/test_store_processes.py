@@ -1,7 +1,9 @@
-"""The store across processes: a SIGKILLed chat keeps its completed turns; two writers share a file.
+"""The store across processes: a SIGKILLed chat keeps its completed turns; two writers share a
+database, creating its schema at the same moment.
 
 Both tests run real child processes (`python -m groupchat_core run ...` and a small script), the
-first against the local OpenAI-compatible server over 127.0.0.1 with slow replies.
+first against the local OpenAI-compatible server over 127.0.0.1 with slow replies; each runs on
+SQLite (one file) and on PostgreSQL (the `store_url` fixture, tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -16,9 +18,12 @@ import time
 from pathlib import Path
 
 import pytest
+from sqlalchemy import create_engine, inspect, select, text
+from sqlalchemy.engine import make_url
 
-from groupchat_core.store import RunStore, dispose_engines
+from groupchat_core.store import SCHEMA_VERSION, RunStore, dispose_engines
 from groupchat_core.store._migrations import forget_checked
+from groupchat_core.store._schema import schema_version
 from groupchat_core.testing._fake_server import FakeOpenAIServer, tool_call
 
 REPO = Path(__file__).resolve().parents[1]
@@ -38,17 +43,28 @@ def _child_env(url: str) -> dict[str, str]:
     return env
 
 
-def _completed_turns(path: Path) -> int:
+def _completed_turns(url: str) -> int:
+    """Turns recorded so far, read without creating or locking anything the child needs."""
+    if url.startswith("sqlite"):
+        path = make_url(url).database
+        try:
+            with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as conn:
+                return conn.execute("SELECT count(*) FROM turns").fetchone()[0]
+        except sqlite3.OperationalError:
+            return 0  # not created yet
+    engine = create_engine(url)
     try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as conn:
-            return conn.execute("SELECT count(*) FROM turns").fetchone()[0]
-    except sqlite3.OperationalError:
-        return 0  # not created yet
+        with engine.connect() as conn:
+            if not inspect(conn).has_table("turns"):
+                return 0
+            return conn.execute(text("SELECT count(*) FROM turns")).scalar()
+    finally:
+        engine.dispose()
 
 
-def _wait_for_turns(child: subprocess.Popen, path: Path, turns: int) -> None:
+def _wait_for_turns(child: subprocess.Popen, url: str, turns: int) -> None:
     deadline = time.monotonic() + 90
-    while _completed_turns(path) < turns:
+    while _completed_turns(url) < turns:
         if child.poll() is not None:
             pytest.fail(f"the chat exited early: {child.stderr.read().decode()[-2000:]}")
         if time.monotonic() > deadline:
@@ -56,8 +72,7 @@ def _wait_for_turns(child: subprocess.Popen, path: Path, turns: int) -> None:
         time.sleep(0.05)
 
 
-def test_sigkill_mid_run_keeps_every_completed_turn_and_reads_as_interrupted(tmp_path):
-    db = tmp_path / "crash.db"
+def test_sigkill_mid_run_keeps_every_completed_turn_and_reads_as_interrupted(store_url, tmp_path):
     with FakeOpenAIServer() as server:
         # Both always bid 0.9; the recency penalty makes Alice and Bob alternate forever.
         server.set_responder(None, lambda body: tool_call(
@@ -69,10 +84,10 @@ def test_sigkill_mid_run_keeps_every_completed_turn_and_reads_as_interrupted(tmp
         spec_path.write_text(json.dumps(spec))
         child = subprocess.Popen(
             [sys.executable, "-m", "groupchat_core", "run", str(spec_path), "--task",
-             "Keep talking."], env=_child_env(f"sqlite:///{db}"), cwd=tmp_path,
+             "Keep talking."], env=_child_env(store_url), cwd=tmp_path,
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
-            _wait_for_turns(child, db, 2)
+            _wait_for_turns(child, store_url, 2)
             child.send_signal(signal.SIGKILL)
             assert child.wait(timeout=10) == -signal.SIGKILL
         finally:
@@ -80,7 +95,7 @@ def test_sigkill_mid_run_keeps_every_completed_turn_and_reads_as_interrupted(tmp
                 child.kill()
                 child.wait()
 
-    store = RunStore(f"sqlite:///{db}")
+    store = RunStore(store_url)
     runs = store.list_runs()
     assert len(runs) == 1 and store.interrupted == runs["run_id"].tolist()
     run_id = runs["run_id"].iloc[0]
@@ -95,6 +110,9 @@ def test_sigkill_mid_run_keeps_every_completed_turn_and_reads_as_interrupted(tmp
     assert [m.role for m in record.messages] == ["User"] + [t.winner for t in record.turns]
     assert all(m.content.endswith("has more to say") for m in record.messages[1:])
     assert all(b.path == "tool_call" and b.error is None for b in record.bids)
+    dispose_engines()
+    forget_checked()
+    assert RunStore(store_url).interrupted == []  # marked once, not again
 
 
 WRITER = """
@@ -119,8 +137,11 @@ print(*totals)
 """
 
 
-def test_two_processes_writing_one_sqlite_file_both_keep_every_row(tmp_path):
-    url = f"sqlite:///{tmp_path}/shared.db"
+def test_two_processes_create_the_schema_and_write_at_once_keeping_every_row(store_url, tmp_path):
+    """Both children open the empty database at the same moment (the schema setup is
+    serialised: an advisory lock on PostgreSQL, the file lock on SQLite), then record 25 runs
+    each, interleaved."""
+    url = store_url
     children = [subprocess.Popen(
         [sys.executable, "-c", WRITER, tag, str(tmp_path)], env=_child_env(url),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for tag in ("P", "Q")]
@@ -128,6 +149,8 @@ def test_two_processes_writing_one_sqlite_file_both_keep_every_row(tmp_path):
     for child, (_, err) in zip(children, outputs, strict=True):
         assert child.returncode == 0, err[-2000:]
     store = RunStore(url)
+    with store.read("test") as conn:
+        assert conn.execute(select(schema_version)).all()[0].version == SCHEMA_VERSION
     runs = store.list_runs()
     assert len(runs) == 50 and set(runs["status"]) == {"finished"}
     for tag, (out, _) in zip("PQ", outputs, strict=True):

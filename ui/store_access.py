@@ -19,8 +19,7 @@ from groupchat_core._agent import Agent
 from groupchat_core._bundles import bundle_json
 from groupchat_core._exports import bids_csv, transcript_markdown
 from groupchat_core._records import RunRecord
-from groupchat_core.store import RunStore, default_url
-from groupchat_core.store._connect import safe_url
+from groupchat_core.store import RunStore, default_url, safe_url
 
 from . import runtime
 from .runtime import JobRegistry

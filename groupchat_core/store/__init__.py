@@ -1,19 +1,27 @@
 """Persistence: every run and its bid log, saved as it happens (SQLite by default, any URL).
 
     from groupchat_core.store import RunStore
+
+Every SQL statement of the package lives in this subpackage, behind RunStore's methods; no
+module outside it imports SQLAlchemy or a private `store._*` module (tests/test_store_boundary.py).
 """
 
-from ._connect import ENV_VAR, default_url, dispose_engines
+from ._connect import ENV_VAR, default_url, dispose_engines, safe_url
 from ._recorder import StoreRecorder
 from ._runstore import RunStore
 from ._schema import RUN_STATUSES, SCHEMA_VERSION
+from ._sweeps import SWEEP_STATUSES
+from ._writer import status_for
 
 __all__ = [
     "ENV_VAR",
     "RUN_STATUSES",
     "SCHEMA_VERSION",
+    "SWEEP_STATUSES",
     "RunStore",
     "StoreRecorder",
     "default_url",
     "dispose_engines",
+    "safe_url",
+    "status_for",
 ]

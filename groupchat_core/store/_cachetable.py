@@ -1,35 +1,28 @@
 """The bid cache's table (schema v3) and hit-rate queries; the policy lives in _bidcache.py.
 
+RunStore exposes them as its `cache_*` methods, so the cache never touches SQL or tables.
+
 Portable Core, like the rest of the store. Inserts ignore keys already present (another process
 may have stored the same answer first: both are the same answer).
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import sqlite3
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import Connection, Integer, case, delete, func, insert, select
 
 from .._errors import StoreError
 from .._records import utc_now
+from ._base import StoreBase
 from ._connect import safe_url
 from ._schema import bid_cache, bids, runs
 
-if TYPE_CHECKING:
-    from ._runstore import RunStore
-
 STATS_COLUMNS = ["run_id", "bids", "cache_hits", "calls", "cost_usd", "hit_rate"]
-
-
-def lookup(store: RunStore, key: str) -> dict[str, Any] | None:
-    with store.read("read the bid cache") as conn:
-        raw = conn.execute(select(bid_cache.c.value_json).where(bid_cache.c.key == key)).scalar()
-    return None if raw is None else json.loads(raw)
 
 
 class _SqliteLookup:
@@ -59,23 +52,69 @@ class _SqliteLookup:
         return None if row is None else json.loads(row[0])
 
 
-def lookup_for(store: RunStore) -> Callable[[str], dict[str, Any] | None]:
-    """The fastest lookup this store allows (a private connection for SQLite files)."""
-    url = store.engine.url
-    database = url.database or ""
-    if store.engine.dialect.name == "sqlite" and database not in ("", ":memory:") \
-            and not database.startswith("file:"):
-        return _SqliteLookup(database, store.url)
-    return functools.partial(lookup, store)
+class BidCacheTable(StoreBase):
+    """Mixin for RunStore: the `bid_cache` table, and cache hit rates read from the bid log."""
 
+    def cache_get(self, key: str) -> dict[str, Any] | None:
+        """The cached answer under `key` (one read through the store's engine), else None."""
+        with self.read("read the bid cache") as conn:
+            raw = conn.execute(select(bid_cache.c.value_json)
+                               .where(bid_cache.c.key == key)).scalar()
+        return None if raw is None else json.loads(raw)
 
-def insert_many(store: RunStore, batch: Mapping[str, tuple[str, dict[str, Any]]]) -> None:
-    """Store answers (key -> (model name, entry)) in one transaction, skipping known keys."""
-    now = utc_now()
-    rows = [{"key": key, "model_name": model[:200], "value_json": json.dumps(entry),
-             "created_at": now} for key, (model, entry) in batch.items()]
-    with store.write("store cached bids") as conn:
-        _insert_new(conn, rows)
+    def cache_reader(self) -> Callable[[str], dict[str, Any] | None]:
+        """The fastest lookup this store allows (a private connection for SQLite files)."""
+        url = self.engine.url
+        database = url.database or ""
+        if self.engine.dialect.name == "sqlite" and database not in ("", ":memory:") \
+                and not database.startswith("file:"):
+            return _SqliteLookup(database, self.url)
+        return self.cache_get
+
+    def cache_put(self, batch: Mapping[str, tuple[str, dict[str, Any]]]) -> None:
+        """Store answers (key -> (model name, entry)) in one transaction, skipping known keys."""
+        now = utc_now()
+        rows = [{"key": key, "model_name": model[:200], "value_json": json.dumps(entry),
+                 "created_at": now} for key, (model, entry) in batch.items()]
+        with self.write("store cached bids") as conn:
+            _insert_new(conn, rows)
+
+    def cache_clear(self) -> int:
+        """Delete every stored answer; returns how many there were."""
+        with self.write("clear the bid cache") as conn:
+            return int(conn.execute(delete(bid_cache)).rowcount or 0)
+
+    def cache_count(self) -> int:
+        with self.read("count the bid cache") as conn:
+            return int(conn.execute(select(func.count()).select_from(bid_cache)).scalar() or 0)
+
+    def cache_stats(self, run_ids: Sequence[str] | None = None, *,
+                    sweep_id: str | None = None) -> Any:
+        """Bids, cache hits, model calls, cost (of priced calls) and hit rate per run, as a
+        DataFrame (runs without bids are left out); all runs, these runs, or a sweep's."""
+        import pandas as pd
+
+        hits = func.sum(case((bids.c.cached, 1), else_=0)).label("cache_hits")
+        query = select(bids.c.run_id, func.count().label("bids"), hits,
+                       func.sum(bids.c.calls.cast(Integer)).label("calls"),
+                       func.sum(bids.c.cost_usd).label("cost_usd")).group_by(bids.c.run_id)
+        if sweep_id is not None:
+            query = query.where(bids.c.run_id.in_(
+                select(runs.c.run_id).where(runs.c.sweep_id == sweep_id)))
+        rows: list[Any] = []
+        with self.read("read cache hit rates") as conn:
+            if run_ids is None:
+                rows = list(conn.execute(query))
+            else:
+                ids = list(dict.fromkeys(run_ids))
+                for start in range(0, len(ids), 500):
+                    rows.extend(conn.execute(
+                        query.where(bids.c.run_id.in_(ids[start:start + 500]))))
+        frame = pd.DataFrame.from_records(rows, columns=STATS_COLUMNS[:-1])
+        frame = frame.astype({"bids": "int64", "cache_hits": "int64", "calls": "int64",
+                              "cost_usd": "float64"}).fillna({"cost_usd": 0.0})
+        frame["hit_rate"] = frame["cache_hits"] / frame["bids"].where(frame["bids"] > 0)
+        return frame
 
 
 def _insert_new(conn: Connection, rows: list[dict[str, Any]]) -> None:
@@ -92,40 +131,3 @@ def _insert_new(conn: Connection, rows: list[dict[str, Any]]) -> None:
     fresh = [r for r in rows if r["key"] not in known]
     if fresh:
         conn.execute(insert(bid_cache), fresh)
-
-
-def delete_all(store: RunStore) -> int:
-    with store.write("clear the bid cache") as conn:
-        return int(conn.execute(delete(bid_cache)).rowcount or 0)
-
-
-def count(store: RunStore) -> int:
-    with store.read("count the bid cache") as conn:
-        return int(conn.execute(select(func.count()).select_from(bid_cache)).scalar() or 0)
-
-
-def run_stats(store: RunStore, run_ids: Sequence[str] | None, sweep_id: str | None) -> Any:
-    """Bids, cache hits, model calls, cost (of priced calls) and hit rate per run (runs
-    without bids are left out)."""
-    import pandas as pd
-
-    hits = func.sum(case((bids.c.cached, 1), else_=0)).label("cache_hits")
-    query = select(bids.c.run_id, func.count().label("bids"), hits,
-                   func.sum(bids.c.calls.cast(Integer)).label("calls"),
-                   func.sum(bids.c.cost_usd).label("cost_usd")).group_by(bids.c.run_id)
-    if sweep_id is not None:
-        query = query.where(bids.c.run_id.in_(
-            select(runs.c.run_id).where(runs.c.sweep_id == sweep_id)))
-    rows: list[Any] = []
-    with store.read("read cache hit rates") as conn:
-        if run_ids is None:
-            rows = list(conn.execute(query))
-        else:
-            ids = list(dict.fromkeys(run_ids))
-            for start in range(0, len(ids), 500):
-                rows.extend(conn.execute(query.where(bids.c.run_id.in_(ids[start:start + 500]))))
-    frame = pd.DataFrame.from_records(rows, columns=STATS_COLUMNS[:-1])
-    frame = frame.astype({"bids": "int64", "cache_hits": "int64", "calls": "int64",
-                          "cost_usd": "float64"}).fillna({"cost_usd": 0.0})
-    frame["hit_rate"] = frame["cache_hits"] / frame["bids"].where(frame["bids"] > 0)
-    return frame

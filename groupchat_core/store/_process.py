@@ -60,3 +60,10 @@ def is_alive(pid: int, proc_start: str | None) -> bool:
     if state in ("Z", "X"):
         return False  # killed, not yet reaped
     return not proc_start or started == proc_start
+
+
+def writer_alive(pid: int, proc_start: str | None, me: Writer) -> bool:
+    """Whether the writer of a run or sweep on this host still runs (this process included)."""
+    if pid == me.pid:
+        return not proc_start or proc_start == me.proc_start
+    return is_alive(pid, proc_start)

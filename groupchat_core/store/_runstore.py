@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -20,13 +20,15 @@ from .._config import ChatSpec, parse_spec
 from .._errors import StoreError
 from .._records import RunRecord
 from . import _reader as reader
+from ._cachetable import BidCacheTable
 from ._connect import db_errors, default_url, get_engine, safe_url, write_engine
 from ._library import Library
 from ._migrations import ensure_schema
-from ._process import is_alive, this_writer
+from ._process import this_writer, writer_alive
 from ._recorder import StoreRecorder, writer_thread
-from ._schema import RUN_STATUSES, run_agents, runs, sweeps, turns
-from ._writer import TurnWriter
+from ._schema import RUN_STATUSES, run_agents, runs, turns
+from ._sweeps import SweepBook
+from ._writer import TurnWriter, insert_imported, run_row
 
 LIST_COLUMNS = (
     "run_id", "name", "status", "stop_reason", "task", "agents", "threshold", "recency_penalty",
@@ -37,8 +39,12 @@ LIST_COLUMNS = (
 RunIds = str | Sequence[str] | None
 
 
-class RunStore(Library):
-    """A run store at one SQLAlchemy URL; cheap to create (engines are shared per URL)."""
+class RunStore(Library, SweepBook, BidCacheTable):
+    """A run store at one SQLAlchemy URL; cheap to create (engines are shared per URL).
+
+    All SQL lives in this package: runs here, saved agents and presets in _library.py, sweeps
+    in _sweeps.py, the bid cache's table in _cachetable.py (mixins, one public object).
+    """
 
     def __init__(self, url: str | None = None) -> None:
         self.url = url or default_url()
@@ -62,6 +68,11 @@ class RunStore(Library):
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every run event received so far is written; False on timeout."""
         return writer_thread().flush(timeout)
+
+    def queue_write(self, fn: Callable[[], None]) -> None:
+        """Run `fn()` on the store's writer thread, after every write queued so far (the bid
+        cache stores its answers this way, off the event loop)."""
+        writer_thread().submit(fn)
 
     def write_connection(self) -> Connection:
         """A connection whose transactions write (BEGIN IMMEDIATE on SQLite); close it after."""
@@ -94,7 +105,8 @@ class RunStore(Library):
             runs.c.status == "running", runs.c.hostname == me.hostname)
         with self.read("look for interrupted runs") as conn:
             rows = conn.execute(query).all()
-        dead = [r.run_id for r in rows if r.pid is None or not _alive(r.pid, r.proc_start, me)]
+        dead = [r.run_id for r in rows
+                if r.pid is None or not writer_alive(r.pid, r.proc_start, me)]
         if dead:
             with self.write("mark interrupted runs") as conn:
                 conn.execute(update(runs).where(runs.c.run_id.in_(dead),
@@ -102,21 +114,6 @@ class RunStore(Library):
                              .values(status="interrupted"))
         self._mark_interrupted_sweeps(me)
         return dead
-
-    def _mark_interrupted_sweeps(self, me: Any) -> None:
-        """Sweeps left `running` by a dead process on this host become `interrupted` (a sweep
-        without a recorded writer predates schema v3: it is left alone)."""
-        query = select(sweeps.c.sweep_id, sweeps.c.pid, sweeps.c.proc_start).where(
-            sweeps.c.status == "running", sweeps.c.hostname == me.hostname)
-        with self.read("look for interrupted sweeps") as conn:
-            rows = conn.execute(query).all()
-        dead = [r.sweep_id for r in rows
-                if r.pid is not None and not _alive(r.pid, r.proc_start, me)]
-        if dead:
-            with self.write("mark interrupted sweeps") as conn:
-                conn.execute(update(sweeps).where(sweeps.c.sweep_id.in_(dead),
-                                                  sweeps.c.status == "running")
-                             .values(status="interrupted", reason="its process ended"))
 
     # --- reading --------------------------------------------------------------------------
 
@@ -184,10 +181,39 @@ class RunStore(Library):
     def messages(self, run_ids: RunIds = None) -> Any:
         return self._log("messages", run_ids)
 
+    def message_turns(self, run_id: str) -> list[int]:
+        """The turn each message of the run was posted on (0 for the task), in posting order."""
+        with self.read("read a run") as conn:
+            return reader.message_turns(conn, run_id)
+
     def _log(self, kind: str, run_ids: RunIds) -> Any:
         ids = [run_ids] if isinstance(run_ids, str) else run_ids
         with self.read(f"read {kind}") as conn:
             return reader.log_frame(conn, kind, None if ids is None else list(ids))
+
+    # --- importing ------------------------------------------------------------------------
+
+    def import_run(self, run: Mapping[str, Any], spec: dict[str, Any], *,
+                   message_rows: Sequence[Mapping[str, Any]],
+                   bid_rows: Sequence[Mapping[str, Any]] = (),
+                   turn_rows: Sequence[Mapping[str, Any]] = ()) -> None:
+        """Add a whole run made elsewhere (a bundle) in one transaction: all of it or nothing.
+
+        `run`: run_id, task, started_at and the other stored run columns (name, status,
+        stop_reason, error, ended_at, totals, notes), with `tags` as a list. `spec`:
+        ChatSpec.to_data(). Each message row carries the `turn` it was posted on; bid and turn
+        rows are Bid and Turn fields. A run id already in the store is refused (StoreError).
+        """
+        run_id = run["run_id"]
+        row = run_row(run_id, run["task"], spec, run["started_at"])
+        row.update({k: v for k, v in run.items() if k not in ("tags", "run_id", "task")},
+                   tags=",".join(run.get("tags") or ()))
+        with self.write(f"import run {run_id}") as conn:
+            if conn.execute(select(runs.c.run_id).where(runs.c.run_id == run_id)).first():
+                raise StoreError(f"run {run_id} is already in the store; delete it first to "
+                                 "import it again")
+            insert_imported(conn, row, spec["agents"], [dict(m) for m in message_rows],
+                            [dict(b) for b in bid_rows], [dict(t) for t in turn_rows])
 
     # --- editing --------------------------------------------------------------------------
 
@@ -209,12 +235,6 @@ class RunStore(Library):
             if not conn.execute(update(runs).where(runs.c.run_id == run_id)
                                 .values(**values)).rowcount:
                 raise StoreError(f"no run {run_id!r} in {safe_url(self.url)}")
-
-
-def _alive(pid: int, proc_start: str | None, me: Any) -> bool:
-    if pid == me.pid:
-        return not proc_start or proc_start == me.proc_start
-    return is_alive(pid, proc_start)
 
 
 def _check_tag(tag: str) -> str:

@@ -50,6 +50,21 @@ def insert_run(conn: Connection, row: dict[str, Any], specs: list[dict[str, Any]
          "model_name": a["model_name"]} for i, a in enumerate(specs)])
 
 
+def insert_imported(conn: Connection, row: dict[str, Any], specs: list[dict[str, Any]],
+                    messages_posted: Sequence[dict[str, Any]], bid_rows: Sequence[dict[str, Any]],
+                    turn_rows: Sequence[dict[str, Any]]) -> None:
+    """Every row of a whole run at once (a bundle import), inside the caller's transaction:
+    the run and its agents, then its messages in posting order, bids and turns."""
+    run_id = row["run_id"]
+    insert_run(conn, row, specs)
+    conn.execute(insert(messages), [{**m, "run_id": run_id, "position": i}
+                                    for i, m in enumerate(messages_posted)])
+    if bid_rows:
+        conn.execute(insert(bids), [{**b, "run_id": run_id} for b in bid_rows])
+    if turn_rows:
+        conn.execute(insert(turns), [{**t, "run_id": run_id} for t in turn_rows])
+
+
 def message_row(run_id: str, position: int, turn: int, message: Message) -> dict[str, Any]:
     return {"run_id": run_id, "position": position, "turn": turn, "role": message.role,
             "content": message.content, "timestamp": message.timestamp, "score": message.score}

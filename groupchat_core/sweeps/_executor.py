@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict
 
 from .._errors import StoreError
 from .._records import BidReceived, Event, RunRecord
-from ..store._writer import status_for
+from ..store import status_for
 
 if TYPE_CHECKING:
     from .._bidcache import BidCache

@@ -84,8 +84,6 @@ def plan_sweep(spec: SweepSpec | None, store: RunStore, *, resume: str | None = 
 
 
 def _spent(plan: SweepPlan, store: RunStore, sweep_id: str) -> None:
-    from .._bidcache import cache_stats
-
-    stats = cache_stats(store, sweep_id=sweep_id)
+    stats = store.cache_stats(sweep_id=sweep_id)
     plan.spent_calls = int(stats["calls"].sum()) if not stats.empty else 0
     plan.spent_usd = float(stats["cost_usd"].sum()) if not stats.empty else 0.0

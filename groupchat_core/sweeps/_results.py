@@ -94,8 +94,6 @@ def sweep_results(store: RunStore, sweep_id: str) -> pd.DataFrame:
     """One row per cell (in cell order): its parameters, task, repeat and seed, and its run:
     status ("pending" before it ran), stop reason, messages, turns, lull turn, speaker balance
     (entropy, evenness, Gini), bids, cache hits and hit rate, calls, tokens, cost, duration."""
-    from .._bidcache import cache_stats
-
     sweep_id, spec = stored_spec(store, sweep_id)
     cells = pd.DataFrame([_cell_row(spec, c) for c in spec.cells()])
     runs = _chosen_runs(store, sweep_id)
@@ -107,7 +105,7 @@ def sweep_results(store: RunStore, sweep_id: str) -> pd.DataFrame:
     agents = [a.agent_name for a in spec.base.agents]
     chosen = runs[runs["run_id"].notna()]
     frame = frame.merge(_metrics(store, chosen, agents), on="run_id", how="left")
-    stats = cache_stats(store, list(chosen["run_id"]))[["run_id", "bids", "cache_hits",
+    stats = store.cache_stats(list(chosen["run_id"]))[["run_id", "bids", "cache_hits",
                                                          "hit_rate"]]
     frame = frame.merge(stats, on="run_id", how="left")
     frame["duration_s"] = [_duration(s, e) for s, e in zip(frame["started_at"],
@@ -175,13 +173,12 @@ def heatmap_frame(aggregated: pd.DataFrame, metric: str, x: str = "threshold",
 
 def sweep_summary(store: RunStore, sweep_id: str) -> dict[str, Any]:
     """The sweep's row plus totals: cells, runs, bids, cache hits and hit rate, calls, cost."""
-    from .._bidcache import cache_stats
     from ._plan import finished_cells
 
     row = store.get_sweep(sweep_id)
     sweep_id = row["sweep_id"]
     _, spec = stored_spec(store, sweep_id)
-    stats = cache_stats(store, sweep_id=sweep_id)
+    stats = store.cache_stats(sweep_id=sweep_id)
     bids, hits = int(stats["bids"].sum()), int(stats["cache_hits"].sum())
     keys = {c.key for c in spec.cells()}
     return {

@@ -1,0 +1,24 @@
+"""What the RunStore mixins (saved library, sweeps, bid cache) need from RunStore itself.
+
+Why mixins: each part of the store keeps its SQL in its own module, while callers see one
+object with one public API (`RunStore`), so nothing outside `store/` touches tables or SQL.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+
+from sqlalchemy import Connection, Engine
+
+
+class StoreBase:
+    """The store's URL, engine and transaction contexts, implemented by RunStore."""
+
+    url: str
+    engine: Engine
+
+    def write(self, what: str) -> AbstractContextManager[Connection]:
+        raise NotImplementedError
+
+    def read(self, what: str) -> AbstractContextManager[Connection]:
+        raise NotImplementedError
