@@ -3,7 +3,7 @@
     from groupchat_core.store import RunStore
 """
 
-from ._connect import ENV_VAR, default_url, dispose_engines
+from ._connect import ENV_VAR, default_url, dispose_engines, safe_url
 from ._recorder import StoreRecorder
 from ._runstore import RunStore
 from ._schema import RUN_STATUSES, SCHEMA_VERSION
@@ -16,4 +16,5 @@ __all__ = [
     "StoreRecorder",
     "default_url",
     "dispose_engines",
+    "safe_url",
 ]
