@@ -3,8 +3,10 @@
     from groupchat_core import Agent, GroupChat, RESPOND_TOOL
 
 The public surface is this package and its documented subpackages `groupchat_core.store`,
-`.sweeps`, `.analysis` and `.testing` (each lists its names in `__all__`), plus `.cli`. Modules
-whose names start with an underscore are private and move without notice (httpx style).
+`.sweeps`, `.analysis` and `.testing`, each listing its names in `__all__`; `groupchat_core.cli`
+is the command line (`python -m groupchat_core`). Modules whose names start with an underscore
+are private and move without notice (httpx style); tests/test_public_api.py keeps the dashboard
+and the benchmarks off them.
 """
 
 from __future__ import annotations
