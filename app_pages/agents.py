@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from groupchat_core._bundles import dump_agents
+from groupchat_core import dump_agents
 from ui import actions, components, forms, pickers, state, store_access
 from ui.presets import PRESETS
 

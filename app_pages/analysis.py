@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from groupchat_core._errors import StoreError
+from groupchat_core import StoreError
 from ui import actions, analysis_view, components, pickers, state, store_access
 
 session = state.get()

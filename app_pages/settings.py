@@ -6,9 +6,9 @@ import os
 
 import streamlit as st
 
-from groupchat_core._limiter import CALL_LIMITER
+from groupchat_core import SIM_MODELS, max_inflight_calls
 from ui import actions, components, state, store_access
-from ui.providers import PROVIDER_KEYS, SIM_MODELS, model_label
+from ui.providers import PROVIDER_KEYS, model_label
 
 session = state.get()
 st.title("Settings")
@@ -35,7 +35,7 @@ with st.form("preferences_form"):
     st.selectbox("Default model for new agents", SIM_MODELS, format_func=model_label,
                  index=SIM_MODELS.index(session.default_model)
                  if session.default_model in SIM_MODELS else 0, key="pref_default_model")
-    st.number_input("In-flight model call limit", 1, 1024, value=CALL_LIMITER.limit,
+    st.number_input("In-flight model call limit", 1, 1024, value=max_inflight_calls(),
                     key="pref_inflight",
                     help="How many model calls may be in flight at once, across every chat "
                          "and session of this server (sim/ models are not limited).")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from groupchat_core._errors import StoreError
+from groupchat_core import StoreError
 from ui import components, state, store_access
 from ui import sweep_results_view as results_view
 from ui import sweeps_view as view

@@ -69,8 +69,7 @@ def build_run(url: str, turns: int) -> str:
 
 def bench_functions(url: str, run_id: str, reps: int) -> dict[str, float]:
     """The page's data and figure work without Streamlit: what its cached reads and charts cost."""
-    from groupchat_core._bundles import bundle_json
-    from groupchat_core._exports import bids_csv, transcript_markdown
+    from groupchat_core import bids_csv, bundle_json, transcript_markdown
     from groupchat_core.analysis import speaker_metrics, transition_matrix
     from ui import charts, views
     from ui.analysis_view import TRANSCRIPT_PAGE

@@ -73,7 +73,7 @@ QUICK = Plan(sizes=(2, 8), reps=2, cpu_pairs=10, profile_calls=40, setting_pairs
 
 def _serve(conn: Any, latency: float) -> None:
     """Child process: a silent-bid FakeOpenAIServer; answers commands over the pipe."""
-    from groupchat_core.testing._fake_server import FakeOpenAIServer, tool_call
+    from groupchat_core.testing import FakeOpenAIServer, tool_call
 
     server = FakeOpenAIServer(default_latency=latency).start()
     server.set_responder(None, lambda body: tool_call(0.0, ""))
@@ -132,8 +132,7 @@ def _one_lull_turn(chat: Any, n: int) -> bool:
 async def _gather_calls(litellm: Any, base_url: str, model: str, batch: Sequence[Any],
                         drain: bool = False, api_key: str = API_KEY) -> list[Any]:
     """The bare baseline: the engine's request for each agent, sent with one asyncio.gather."""
-    from groupchat_core import RESPOND_TOOL
-    from groupchat_core._bidding import FORCED_RESPOND_CHOICE
+    from groupchat_core import FORCED_RESPOND_CHOICE, RESPOND_TOOL
 
     replies = await asyncio.gather(*(litellm.acompletion(
         model=model, messages=messages, tools=[RESPOND_TOOL], tool_choice=FORCED_RESPOND_CHOICE,
@@ -146,7 +145,7 @@ async def _gather_calls(litellm: Any, base_url: str, model: str, batch: Sequence
 
 def _bare(litellm: Any, base_url: str, model: str, batch: Sequence[Any], times: int = 1,
           drain: bool = False, api_key: str = API_KEY) -> list[Any]:
-    from groupchat_core._loop import background_loop
+    from groupchat_core import background_loop
 
     async def repeat() -> list[Any]:
         replies: list[Any] = []
@@ -250,7 +249,7 @@ class CpuRow:
 
 def _settled_cpu(fn: Callable[[], Any]) -> float:
     """CPU of fn plus the loop work it leaves behind (litellm's post-call logging tasks)."""
-    from groupchat_core._loop import background_loop
+    from groupchat_core import background_loop
 
     start = time.process_time()
     fn()
@@ -341,7 +340,7 @@ def _cumulative(stats: pstats.Stats, fragment: str, name: str) -> float:
 
 
 def profile_litellm(server: ServerProcess, litellm: Any, plan: Plan) -> Profile:
-    from groupchat_core._loop import background_loop
+    from groupchat_core import background_loop
 
     server.ask("latency", 0.0)
     batch = server.ask("messages", 8)
@@ -735,9 +734,7 @@ def run(plan: Plan, quick: bool) -> Results:
     groupchat_core.set_max_inflight_calls(64)  # >= 32, so N=32 is never throttled
     with ServerProcess() as server:
         start = time.perf_counter()
-        from groupchat_core._model_calls import litellm_module
-
-        litellm = litellm_module()
+        litellm = groupchat_core.prepare_litellm()
         results.litellm_import_s = time.perf_counter() - start
         results.first_chat_s = _wall(lambda: _http_chat(server.base_url, 2, MODEL).run(TASK))
         print("[1] turn wall time ...", flush=True)

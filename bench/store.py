@@ -25,9 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from groupchat_core import Agent, GroupChat
-from groupchat_core._loop import background_loop
-from groupchat_core._records import TurnCompleted
+from groupchat_core import Agent, GroupChat, TurnCompleted, background_loop
 from groupchat_core.store import RunStore
 from groupchat_core.testing import ScriptedBids
 

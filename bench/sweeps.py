@@ -43,14 +43,14 @@ LATENCY_S, INFLIGHT = 0.2, 16
 
 def _bid(body: dict[str, Any]) -> Any:
     """Deterministic in the request, like a model at temperature 0: a speaking bid."""
-    from groupchat_core.testing._fake_server import tool_call
+    from groupchat_core.testing import tool_call
 
     digest = hashlib.sha256(str(body.get("messages")).encode()).digest()
     return tool_call(round(0.35 + 0.6 * digest[0] / 255, 3), f"Point {digest[1]}.")
 
 
 def _serve(conn: Any) -> None:
-    from groupchat_core.testing._fake_server import FakeOpenAIServer
+    from groupchat_core.testing import FakeOpenAIServer
 
     server = FakeOpenAIServer(default_latency=LATENCY_S).start()
     server.set_responder(None, _bid)
@@ -155,10 +155,9 @@ def bench_http(server: ServerProcess, cells: int, concurrency: int = 8) -> dict[
 
 
 async def _bare_caller(base_url: str, index: int, stop: float, latencies: list[float]) -> None:
-    from groupchat_core._bidding import FORCED_RESPOND_CHOICE, RESPOND_TOOL
-    from groupchat_core._model_calls import litellm_module
+    from groupchat_core import FORCED_RESPOND_CHOICE, RESPOND_TOOL, prepare_litellm
 
-    litellm = litellm_module()
+    litellm = prepare_litellm()
     while time.perf_counter() < stop:
         start = time.perf_counter()
         await litellm.acompletion(
@@ -171,7 +170,7 @@ async def _bare_caller(base_url: str, index: int, stop: float, latencies: list[f
 
 def bench_bare(server: ServerProcess, seconds: float) -> dict[str, Any]:
     """The ceiling: 16 callers awaiting litellm.acompletion back to back, no engine at all."""
-    from groupchat_core._loop import background_loop
+    from groupchat_core import background_loop
 
     async def run() -> dict[str, Any]:
         latencies: list[float] = []

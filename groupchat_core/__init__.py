@@ -1,39 +1,142 @@
-"""groupchat_core: a turn-based bidding GroupChat engine, exact to SPEC.md.
+"""groupchat_core: a turn-based bidding GroupChat engine (a re-creation of the reference GroupChat).
 
     from groupchat_core import Agent, GroupChat, RESPOND_TOOL
+
+The engine's contract (bidding, the bid prompt, parsing, selection, stopping, outputs, the run
+record, events, and the deliberate differences from the reference) is docs/engine.md in the
+repository; code comments cite its sections as `docs/engine.md §N`.
+
+The public surface is this package and its documented subpackages `groupchat_core.store`,
+`.sweeps`, `.analysis` and `.testing`, each listing its names in `__all__`; `groupchat_core.cli`
+is the command line (`python -m groupchat_core`). Modules whose names start with an underscore
+are private and move without notice (httpx style); tests/test_public_api.py keeps the dashboard
+and the benchmarks off them.
 """
 
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
 from ._agent import DEFAULT_MODEL, Agent
-from ._bidding import DEFAULT_BID_PROMPT, RESPOND_TOOL
+from ._bidding import (
+    DEFAULT_BID_PROMPT,
+    FORCED_RESPOND_CHOICE,
+    RESPOND_TOOL,
+    format_decimal,
+)
 from ._config import ChatConfig, ChatSpec, dump_spec, load_spec, load_spec_text
-from ._errors import ConfigError, GroupChatError, ModelCallError, StoreError
+from ._errors import CliError, ConfigError, GroupChatError, ModelCallError, StoreError
 from ._groupchat import GroupChat
-from ._limiter import set_max_inflight_calls
+from ._limiter import max_inflight_calls, set_max_inflight_calls
+from ._loop import BackgroundLoop, background_loop
+from ._model_calls import litellm_module as _litellm_module
 from ._outputs import OUTPUT_TYPES
-from ._records import Bid, Event, Message, RunRecord, Turn
+from ._records import (
+    Bid,
+    BidReceived,
+    Event,
+    LullReached,
+    Message,
+    MessagePosted,
+    RunFinished,
+    RunRecord,
+    RunStarted,
+    SpeakerSelected,
+    Turn,
+    TurnCompleted,
+    TurnStarted,
+)
 from ._selection import select_speaker
+from ._sim import PERSONAS as _PERSONAS
+from ._sim import SIM_PREFIX as _SIM_PREFIX
+from ._sim import is_sim_model
+
+if TYPE_CHECKING:
+    from ._bundles import bundle_json, dump_agents, import_bundle, load_agents_text
+    from ._exports import bids_csv, transcript_markdown
+
+# Every simulated model name, "sim/balanced" first (the dashboard's model picker offers these).
+SIM_MODELS: tuple[str, ...] = tuple(_SIM_PREFIX + name for name in _PERSONAS)
+
+
+def prepare_litellm() -> ModuleType:
+    """Import and configure litellm now (seconds; offline price map, sim/ provider); return it."""
+    module: ModuleType = _litellm_module()
+    return module
+
+
+# Exports and bundles need the store (SQLAlchemy); they load on first use so that
+# `import groupchat_core` stays fast (the cold-start benchmark counts it).
+_LAZY = {
+    "bids_csv": "._exports",
+    "transcript_markdown": "._exports",
+    "bundle_json": "._bundles",
+    "import_bundle": "._bundles",
+    "dump_agents": "._bundles",
+    "load_agents_text": "._bundles",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Resolve a lazily loaded export on first access (PEP 562)."""
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The module's names, lazy exports included."""
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "DEFAULT_BID_PROMPT",
     "DEFAULT_MODEL",
+    "FORCED_RESPOND_CHOICE",
     "OUTPUT_TYPES",
     "RESPOND_TOOL",
+    "SIM_MODELS",
     "Agent",
+    "BackgroundLoop",
     "Bid",
+    "BidReceived",
     "ChatConfig",
     "ChatSpec",
+    "CliError",
     "ConfigError",
     "Event",
     "GroupChat",
     "GroupChatError",
+    "LullReached",
     "Message",
+    "MessagePosted",
     "ModelCallError",
+    "RunFinished",
     "RunRecord",
+    "RunStarted",
+    "SpeakerSelected",
     "StoreError",
     "Turn",
+    "TurnCompleted",
+    "TurnStarted",
+    "background_loop",
+    "bids_csv",
+    "bundle_json",
+    "dump_agents",
     "dump_spec",
+    "format_decimal",
+    "import_bundle",
+    "is_sim_model",
+    "load_agents_text",
     "load_spec",
     "load_spec_text",
+    "max_inflight_calls",
+    "prepare_litellm",
     "select_speaker",
     "set_max_inflight_calls",
+    "transcript_markdown",
 ]

@@ -45,6 +45,7 @@ RESPOND_TOOL: dict[str, Any] = {
     },
 }
 
+# The tool_choice that forces a call of RESPOND_TOOL (the first rung of the fallback ladder).
 FORCED_RESPOND_CHOICE: dict[str, Any] = {"type": "function", "function": {"name": "respond"}}
 
 DEFAULT_BID_PROMPT = """\

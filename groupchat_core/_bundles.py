@@ -105,6 +105,7 @@ def export_bundle(store: RunStore, run_id: str) -> dict[str, Any]:
 
 
 def bundle_json(store: RunStore, run_id: str) -> str:
+    """The run's bundle as JSON text, ready for a file or a download (import_bundle reads it)."""
     return json.dumps(export_bundle(store, run_id), indent=1, ensure_ascii=False)
 
 

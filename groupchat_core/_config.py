@@ -167,12 +167,14 @@ def load_spec_text(text: str | bytes, source: str = "spec") -> ChatSpec:
 
 
 def load_spec(path: str | Path) -> ChatSpec:
+    """A chat spec from a JSON or YAML file, read as untrusted data (see load_spec_text)."""
     from ._safeload import read_limited
 
     return load_spec_text(read_limited(path, MAX_SPEC_BYTES, "spec file"), Path(path).name)
 
 
 def dump_spec(spec: ChatSpec, fmt: str = "yaml") -> str:
+    """A chat spec as JSON or YAML text that load_spec_text reads back (never an API key)."""
     import yaml
 
     data = spec.to_data()

@@ -12,6 +12,8 @@ import threading
 from collections import deque
 from types import TracebackType
 
+from ._errors import ConfigError
+
 DEFAULT_MAX_INFLIGHT = 32
 
 
@@ -26,15 +28,18 @@ class CallLimiter:
 
     @property
     def limit(self) -> int:
+        """How many calls may be in flight at once."""
         return self._limit
 
     @property
     def in_use(self) -> int:
+        """How many calls hold a slot right now."""
         return self._in_use
 
     def set_limit(self, limit: int) -> None:
+        """Change the limit; waiters get newly free slots at once (ConfigError unless >= 1)."""
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValueError(f"the in-flight call limit must be an integer >= 1, got {limit!r}")
+            raise ConfigError(f"the in-flight call limit must be an integer >= 1, got {limit!r}")
         with self._lock:
             self._limit = limit
         self._wake()
@@ -105,5 +110,10 @@ CALL_LIMITER = CallLimiter(_default_limit())
 
 
 def set_max_inflight_calls(limit: int) -> None:
-    """Change the process-wide limit on concurrent model calls (default 32)."""
+    """Change the process-wide limit on concurrent model calls (default 32); ConfigError if < 1."""
     CALL_LIMITER.set_limit(limit)
+
+
+def max_inflight_calls() -> int:
+    """The process-wide limit on concurrent model calls, as the Settings page shows it."""
+    return CALL_LIMITER.limit

@@ -231,6 +231,8 @@ def _frame(rows: list[Any], model: type[BaseModel]) -> Any:
 
 
 class RunStarted(_Record):
+    """A run began: its id, task, agents in order and the ChatConfig as a dict."""
+
     kind: Literal["run_started"] = "run_started"
     run_id: str
     task: str
@@ -240,6 +242,8 @@ class RunStarted(_Record):
 
 
 class TurnStarted(_Record):
+    """A turn began; its bids follow as BidReceived events."""
+
     kind: Literal["turn_started"] = "turn_started"
     run_id: str
     turn: int
@@ -254,18 +258,24 @@ class BidReceived(_Record):
 
 
 class SpeakerSelected(_Record):
+    """A turn has a winner (`turn.winner`); its message is posted next."""
+
     kind: Literal["speaker_selected"] = "speaker_selected"
     run_id: str
     turn: Turn
 
 
 class LullReached(_Record):
+    """A turn nobody won (no failure): the run stops with stop_reason "lull"."""
+
     kind: Literal["lull"] = "lull"
     run_id: str
     turn: Turn
 
 
 class MessagePosted(_Record):
+    """A message joined the transcript (the task first, as turn 0)."""
+
     kind: Literal["message_posted"] = "message_posted"
     run_id: str
     turn: int  # 0 for the task
@@ -283,6 +293,8 @@ class TurnCompleted(_Record):
 
 
 class RunFinished(_Record):
+    """The run ended; `record` is the complete RunRecord."""
+
     kind: Literal["run_finished"] = "run_finished"
     run_id: str
     record: RunRecord

@@ -6,7 +6,7 @@
     export RUN             as a JSON bundle, the bid log as CSV, or the transcript as Markdown
     import FILE            add a run bundle to the store
     agents list|import|export   saved agents
-    sweep SPEC [--resume SWEEP] [--max-usd N]   a parameter sweep (see sweeps/cli.py)
+    sweep SPEC [--resume SWEEP] [--max-usd N]   a parameter sweep (see sweeps/_cli.py)
 
 stdout carries only results (pipeable); progress and the run id go to stderr. Every error is one
 line `error: ...` on stderr and exit status 2.
@@ -22,14 +22,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from ._errors import ConfigError, GroupChatError
+from ._errors import CliError, ConfigError, GroupChatError
 from ._groupchat import GroupChat
 from ._outputs import OUTPUT_TYPES
 from ._records import Event, RunFinished, RunStarted, TurnCompleted
-
-
-class CliError(GroupChatError):
-    """A usage error, reported like every other error: one line, exit 2."""
+from ._sim import is_sim_model
 
 
 class TurnPrinter:
@@ -134,7 +131,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     recorder = None if args.no_store else _store(args).attach(chat)
     if not args.quiet:
         chat.add_observer(TurnPrinter(sys.stderr))
-        if any(a.model_name.startswith("sim/") for a in chat.agents):
+        if any(is_sim_model(a.model_name) for a in chat.agents):
             print("note: sim/ agents are offline simulations, not language models",
                   file=sys.stderr)
     try:

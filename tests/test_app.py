@@ -17,10 +17,15 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from groupchat_core import Agent
-from groupchat_core._bundles import bundle_json, dump_agents
+from groupchat_core import (
+    Agent,
+    bundle_json,
+    dump_agents,
+    max_inflight_calls,
+    set_max_inflight_calls,
+)
 from groupchat_core.store import RunStore
-from ui import runtime, services, store_access
+from ui import job_registry, services, store_access
 from ui.state import STATE_KEY, SessionState
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,7 +40,7 @@ def app() -> Iterator[AppTest]:
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     yield at
-    runtime.registry().shutdown()
+    job_registry.registry().shutdown()
 
 
 @pytest.fixture
@@ -216,7 +221,7 @@ def test_run_page_runs_a_sim_chat_live_and_ends_with_a_summary(app: AppTest, sto
     assert "(simulated)" in rendered_text(app)
     job_id = session(app).current_job
     assert app.query_params["job"] == job_id
-    run_id = runtime.registry().snapshot(job_id).run_id
+    run_id = job_registry.registry().snapshot(job_id).run_id
     store.flush()
     assert store.run_info(run_id)["status"] == "finished"
     assert len(store.bids(run_id)) == 12
@@ -239,7 +244,7 @@ def test_stop_cancels_a_slow_chat_and_keeps_what_was_posted(app: AppTest, store:
     app.button(key="stop_run").click().run()
     poll(app, lambda at: status(at).startswith("status: cancelled"), "the cancellation")
     assert any("Stopped" in i.value for i in app.info)
-    snap = runtime.registry().snapshot(session(app).current_job)
+    snap = job_registry.registry().snapshot(session(app).current_job)
     assert snap.status == "cancelled" and len(snap.messages) < 60
     store.flush()
     deadline = time.monotonic() + DEADLINE_S
@@ -254,7 +259,7 @@ def test_several_runs_at_once_each_with_its_own_view(app: AppTest):
     app.button(key="start_run").click().run()
     jobs = session(app).job_ids
     assert len(jobs) == 2 and app.selectbox(key="job_select").value == jobs[1]
-    assert sum(not j.done for j in runtime.registry().jobs_for(session(app).owner)) >= 1
+    assert sum(not j.done for j in job_registry.registry().jobs_for(session(app).owner)) >= 1
     app.selectbox(key="job_select").set_value(jobs[0]).run()
     assert jobs[0] in status(app) and app.query_params["job"] == jobs[0]
 
@@ -416,14 +421,13 @@ def test_settings_keeps_a_key_in_this_session_only(app: AppTest, store: RunStore
 
 
 def test_settings_preferences_and_data_location(app: AppTest, tmp_path: Path):
+    before = max_inflight_calls()
     goto(app, "settings")
     assert any(str(tmp_path) in m.value for m in app.markdown)
     app.selectbox(key="pref_default_model").set_value("sim/eager")
     app.number_input(key="pref_inflight").set_value(8)
     app.button(key="save_preferences").click().run()
-    from groupchat_core._limiter import CALL_LIMITER, DEFAULT_MAX_INFLIGHT
-
     try:
-        assert session(app).default_model == "sim/eager" and CALL_LIMITER.limit == 8
+        assert session(app).default_model == "sim/eager" and max_inflight_calls() == 8
     finally:
-        CALL_LIMITER.set_limit(DEFAULT_MAX_INFLIGHT)
+        set_max_inflight_calls(before)

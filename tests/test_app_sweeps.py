@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import sweep_results
-from ui import runtime, store_access
+from ui import job_registry, store_access
 from ui.presets import DEBATE_TRIO
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,7 +30,7 @@ def at() -> Iterator[AppTest]:
     app.switch_page("app_pages/sweeps.py").run()
     assert not app.exception, [e.value for e in app.exception]
     yield app
-    runtime.registry().shutdown()
+    job_registry.registry().shutdown()
 
 
 def status(at: AppTest) -> str:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from groupchat_core._bundles import load_agents_text
-from groupchat_core.cli import main
+from groupchat_core import CliError, GroupChatError, load_agents_text
+from groupchat_core.cli import COMMANDS, build_parser, main
 from groupchat_core.store import RunStore, dispose_engines
 from groupchat_core.store._migrations import forget_checked
 
@@ -135,6 +135,15 @@ def test_every_error_is_one_line_and_exit_2(capsys, argv):
     code, out, err = run_cli(capsys, *argv)
     assert code == 2 and out == ""
     assert err.startswith("error: ") and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("argv", [["frobnicate"], ["run", DEBATE], ["sweep"],
+                                  ["sweep", "x.yaml", "--max-calls", "0"]])
+def test_usage_errors_are_cli_errors_in_the_tree(argv):
+    with pytest.raises(CliError) as caught:
+        args = build_parser().parse_args(argv)
+        COMMANDS[args.command](args)
+    assert isinstance(caught.value, GroupChatError) and not isinstance(caught.value, ValueError)
 
 
 def test_hostile_files_are_refused_with_one_line(capsys, tmp_path):

@@ -9,7 +9,6 @@ import time
 import pytest
 from scripted_trio import trio_chat, trio_record
 
-import groupchat_core
 from groupchat_core import RESPOND_TOOL, Agent, ConfigError, GroupChat
 from groupchat_core._records import (
     BidReceived,
@@ -28,15 +27,6 @@ def make_chat(script: dict, **kwargs) -> tuple[GroupChat, ScriptedBids]:
     fake = ScriptedBids(script)
     agents = [Agent(agent_name=name, model_name=fake.model_name) for name in script]
     return GroupChat(agents=agents, **kwargs), fake
-
-
-def test_public_api_is_pinned():
-    assert sorted(groupchat_core.__all__) == sorted([
-        "DEFAULT_BID_PROMPT", "DEFAULT_MODEL", "OUTPUT_TYPES", "RESPOND_TOOL", "Agent", "Bid",
-        "ChatConfig", "ChatSpec", "ConfigError", "Event", "GroupChat", "GroupChatError",
-        "Message", "ModelCallError", "RunRecord", "StoreError", "Turn", "dump_spec",
-        "load_spec", "load_spec_text", "select_speaker", "set_max_inflight_calls",
-    ])
 
 
 def test_three_agents_exact_speakers_stop_reason_and_bid_table():

@@ -7,6 +7,7 @@ import threading
 
 import pytest
 
+from groupchat_core import ConfigError, max_inflight_calls, set_max_inflight_calls
 from groupchat_core._limiter import CallLimiter
 
 
@@ -54,5 +55,17 @@ def test_cancelled_waiters_do_not_leak_slots():
 
 
 def test_limit_must_be_a_positive_integer():
-    with pytest.raises(ValueError, match="integer >= 1, got 0"):
+    with pytest.raises(ConfigError, match="integer >= 1, got 0"):
         CallLimiter(2).set_limit(0)
+
+
+def test_the_process_wide_limit_is_read_and_set_through_the_public_api():
+    before = max_inflight_calls()
+    try:
+        set_max_inflight_calls(before + 3)
+        assert max_inflight_calls() == before + 3
+        with pytest.raises(ConfigError):
+            set_max_inflight_calls(True)  # a bool is not a count
+        assert max_inflight_calls() == before + 3
+    finally:
+        set_max_inflight_calls(before)

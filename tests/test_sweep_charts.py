@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from groupchat_core import ConfigError
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import aggregate, run_sweep, sweep_results
 from ui import sweep_charts as charts
@@ -58,10 +59,10 @@ def test_parse_numbers_names_the_bad_value():
     assert svc.parse_numbers("0, 2", "recency_window", integer=True) == [0, 2]
     for text, message in [("0.3, x", "'x' is not a number"), ("", "at least one value"),
                           ("1.5", "not a whole number"), ("0.3, 0.3", "listed twice")]:
-        with pytest.raises(ValueError, match=message):
+        with pytest.raises(ConfigError, match=message):
             svc.parse_numbers(text, "recency_window" if text == "1.5" else "threshold",
                               integer=text == "1.5")
-    with pytest.raises(ValueError, match="1.5 is outside"):
+    with pytest.raises(ConfigError, match="1.5 is outside"):
         svc.parse_numbers("1.5", "threshold", bounds=(0.0, 1.0))
 
 
@@ -74,4 +75,4 @@ def test_progress_folds_events_into_a_cell_table():
     prog = svc.progress(events)
     assert (prog.done, prog.total, prog.fraction) == (2, 2, 1.0)
     assert list(prog.table()["status"]) == ["finished", "finished"]
-    assert prog.outcome.status == "finished" and svc.is_sim(spec.base.agents)
+    assert prog.outcome.status == "finished" and svc.all_sim(spec.base.agents)

@@ -11,15 +11,21 @@ import pytest
 from pydantic import ValidationError
 from scripted_trio import trio_record
 
-from groupchat_core import Agent, RunRecord
-from groupchat_core._bundles import dump_agents
-from groupchat_core._config import ChatSpec, dump_spec
-from groupchat_core._errors import ConfigError
-from groupchat_core._records import Bid, BidReceived
+import groupchat_core
+from groupchat_core import (
+    Agent,
+    Bid,
+    BidReceived,
+    ChatSpec,
+    ConfigError,
+    RunRecord,
+    dump_agents,
+    dump_spec,
+)
 from groupchat_core.analysis import speaker_metrics
 from groupchat_core.store import RunStore
 from ui import presets, providers, services, views
-from ui.runtime import JobRegistry
+from ui.job_registry import JobRegistry
 
 SECRET = "sk-unit-0123456789SECRET"
 
@@ -99,7 +105,7 @@ def test_failure_hint_says_what_to_do(error, expected):
 def test_model_labels_mark_simulations():
     assert providers.model_label("sim/eager") == "sim/eager (simulated)"
     assert providers.model_label("gpt-4o-mini") == "gpt-4o-mini"
-    assert "sim/balanced" in providers.SIM_MODELS
+    assert "sim/balanced" in groupchat_core.SIM_MODELS
 
 
 # --- views --------------------------------------------------------------------------------

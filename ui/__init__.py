@@ -1,4 +1,4 @@
-"""Dashboard support: charts and the job runtime are pure; only page-facing modules use streamlit.
+"""Dashboard support; only page-facing modules import streamlit (see tests/test_architecture.py).
 
 Nothing is imported here, so `import ui.charts` stays free of streamlit for tests and the CLI.
 """

@@ -12,8 +12,7 @@ from typing import Any
 import streamlit as st
 from pydantic import ValidationError
 
-from groupchat_core._errors import ConfigError, StoreError
-from groupchat_core._limiter import set_max_inflight_calls
+from groupchat_core import ConfigError, StoreError, set_max_inflight_calls
 
 from . import forms, services, store_access
 from .presets import PRESETS
@@ -171,7 +170,7 @@ def start_run() -> None:
             store, store_access.job_registry(), session.owner, [by_name[n] for n in roster],
             str(st.session_state.get("run_task") or ""), forms.param_values(),
             session.provider_keys)
-    except (ConfigError, StoreError, ValueError) as exc:
+    except (ConfigError, StoreError) as exc:
         session.notify("error", f"The run did not start: {exc}")
         return
     session.add_job(job_id)
@@ -263,7 +262,7 @@ def save_preferences() -> None:
     limit: Any = st.session_state["pref_inflight"]
     try:
         set_max_inflight_calls(int(limit))
-    except ValueError as exc:
+    except ConfigError as exc:
         session.notify("error", str(exc))
         return
     session.notify("success", "Preferences saved.")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from groupchat_core._records import Message
+from groupchat_core import Message
 from groupchat_core.analysis import explain_turn, speaker_metrics, transition_matrix
 
 from . import charts, views

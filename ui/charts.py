@@ -14,7 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
-from groupchat_core._bidding import format_decimal
+from groupchat_core import format_decimal
 from groupchat_core.analysis import SpeakerMetrics, agent_order
 
 PALETTE: tuple[str, ...] = tuple(qualitative.Plotly) + tuple(qualitative.Dark24)
@@ -39,7 +39,7 @@ def empty_figure(text: str = EMPTY_TEXT, title: str | None = None) -> go.Figure:
 
 
 def as_bids_frame(bids: pd.DataFrame | Iterable[Any] | None) -> pd.DataFrame:
-    """Accept a bids frame, or Bid models / dicts as the live runtime holds them."""
+    """Accept a bids frame, or Bid models / dicts as the job registry holds them."""
     if bids is None:
         return pd.DataFrame()
     if isinstance(bids, pd.DataFrame):

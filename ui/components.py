@@ -12,7 +12,7 @@ from typing import Any
 
 import streamlit as st
 
-from groupchat_core._records import Bid, Message, RunRecord
+from groupchat_core import Bid, Message, RunRecord
 
 from . import charts, views
 from .providers import KeyWarning, failure_hint, model_label

@@ -13,10 +13,9 @@ from typing import Any
 
 import streamlit as st
 
-from groupchat_core._agent import Agent
-from groupchat_core._outputs import OUTPUT_TYPES
+from groupchat_core import OUTPUT_TYPES, SIM_MODELS, Agent
 
-from .providers import MODEL_HINT, SIM_MODELS, model_label
+from .providers import MODEL_HINT, model_label
 
 OTHER_MODEL = "other: a litellm model string"
 TOOL_MODES = ("", "forced", "required", "auto", "json")

@@ -2,7 +2,7 @@
 
 Why separate from chat jobs: a chat job folds engine events into a transcript, while a generic
 job is any coroutine that reports events through an `emit` callback. Both live in JobRegistry
-(runtime.py) under the same owner rules: a session sees only its own jobs, and snapshots are
+(job_registry.py) under the same owner rules: a session sees only its own jobs, and snapshots are
 immutable copies taken under a lock.
 """
 
@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from groupchat_core._loop import BackgroundLoop, background_loop
+from groupchat_core import BackgroundLoop, background_loop
 
 Emit = Callable[[Any], None]
 CoroFactory = Callable[[Emit], Awaitable[Any]]

@@ -20,7 +20,7 @@ from .components import (
     summary,
     transcript,
 )
-from .runtime import JobRegistry, JobSnapshot
+from .job_registry import JobRegistry, JobSnapshot
 from .safety import escape_markdown, redact
 from .state import SessionState
 from .views import failures, past_turns

@@ -12,7 +12,7 @@ import pandas as pd
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from groupchat_core._agent import Agent
+from groupchat_core import Agent
 
 from . import actions
 from .providers import model_label

@@ -10,14 +10,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from groupchat_core._agent import Agent
-from groupchat_core._config import ChatSpec
+from groupchat_core import Agent, ChatSpec, is_sim_model
 
 PRESET_LATENCY_S = 0.25
 
 
 def _latency(seconds: float, model: str) -> dict[str, Any]:
-    return {"sim_latency": round(seconds, 3)} if seconds and model.startswith("sim/") else {}
+    return {"sim_latency": round(seconds, 3)} if seconds and is_sim_model(model) else {}
 
 
 @dataclass(frozen=True)

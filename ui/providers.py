@@ -18,8 +18,7 @@ from urllib.parse import urlparse
 
 from pydantic import SecretStr
 
-from groupchat_core._agent import Agent
-from groupchat_core._sim import PERSONAS, SIM_PREFIX
+from groupchat_core import Agent, is_sim_model
 
 # Environment variables litellm reads, with a label for the Settings page.
 PROVIDER_KEYS: dict[str, str] = {
@@ -47,16 +46,11 @@ _BARE_MODELS = ((r"^(gpt-|o\d|chatgpt-)", "OPENAI_API_KEY"), (r"^claude", "ANTHR
 MODEL_HINT = ("any litellm model string: gpt-4o-mini, anthropic/claude-3-5-haiku-latest, "
               "ollama/llama3.2, or openai/<name> with an api_base for an OpenAI-compatible "
               "server (vLLM, llama.cpp, LM Studio)")
-SIM_MODELS: tuple[str, ...] = tuple(f"{SIM_PREFIX}{name}" for name in PERSONAS)
-
-
-def is_sim(model: str) -> bool:
-    return model.startswith(SIM_PREFIX)
 
 
 def model_label(model: str) -> str:
     """How a model is shown everywhere: simulations say so."""
-    return f"{model} (simulated)" if is_sim(model) else model
+    return f"{model} (simulated)" if is_sim_model(model) else model
 
 
 @dataclass(frozen=True)
@@ -69,7 +63,7 @@ class KeyNeed:
 
 def key_need(model: str, api_base: str | None = None) -> KeyNeed:
     """Which environment variable holds the key for this model (a best guess, no litellm)."""
-    if is_sim(model):
+    if is_sim_model(model):
         return KeyNeed(None, True)
     prefix, sep, _ = model.partition("/")
     if sep and prefix in _LOCAL_PREFIXES:

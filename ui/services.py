@@ -12,18 +12,23 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from groupchat_core._agent import Agent
-from groupchat_core._bundles import import_bundle, load_agents_text
-from groupchat_core._config import ChatConfig, load_spec_text
-from groupchat_core._errors import ConfigError
-from groupchat_core._groupchat import GroupChat
-from groupchat_core._model_calls import litellm_module
-from groupchat_core._records import Event
+from groupchat_core import (
+    Agent,
+    ChatConfig,
+    ConfigError,
+    Event,
+    GroupChat,
+    import_bundle,
+    is_sim_model,
+    load_agents_text,
+    load_spec_text,
+    prepare_litellm,
+)
 from groupchat_core.store import RunStore
 
+from .job_registry import JobRegistry
 from .presets import DEBATE_TRIO, Preset
 from .providers import with_session_keys
-from .runtime import JobRegistry
 from .safety import redact
 
 AGENT_FIELDS = ("agent_name", "system_prompt", "model_name", "temperature", "max_tokens",
@@ -45,8 +50,7 @@ def agent_from_values(values: Mapping[str, Any]) -> Agent:
     data["tool_choice_mode"] = data.get("tool_choice_mode") or None
     latency = float(values.get("sim_latency") or 0.0)
     model = str(data.get("model_name") or "")
-    data["litellm_kwargs"] = {"sim_latency": latency} if latency and model.startswith(
-        "sim/") else {}
+    data["litellm_kwargs"] = {"sim_latency": latency} if latency and is_sim_model(model) else {}
     return Agent.model_validate(data)
 
 
@@ -147,12 +151,12 @@ def warm_up_litellm(agents: Iterable[Agent]) -> bool:
     Its import takes seconds; done lazily inside a run, it would happen on the engine's shared
     loop thread and stall every other session's live chat meanwhile.
     """
-    if all(a.model_name.startswith("sim/") for a in agents):
+    if all(is_sim_model(a.model_name) for a in agents):
         return False
     with _warm:
         if _warming:
             return False
-        thread = threading.Thread(target=litellm_module, name="litellm-import", daemon=True)
+        thread = threading.Thread(target=prepare_litellm, name="litellm-import", daemon=True)
         _warming.append(thread)
     thread.start()
     return True

@@ -6,7 +6,7 @@ from datetime import datetime
 
 import streamlit as st
 
-from .runtime import JobRegistry
+from .job_registry import JobRegistry
 from .safety import escape_markdown
 from .state import SessionState
 

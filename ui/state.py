@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from groupchat_core._agent import DEFAULT_MODEL
+from groupchat_core import DEFAULT_MODEL
 
 STATE_KEY = "groupchat_lab"
 

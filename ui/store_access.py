@@ -15,14 +15,11 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from groupchat_core._agent import Agent
-from groupchat_core._bundles import bundle_json
-from groupchat_core._exports import bids_csv, transcript_markdown
-from groupchat_core._records import RunRecord
+from groupchat_core import Agent, RunRecord, bids_csv, bundle_json, transcript_markdown
 from groupchat_core.store import RunStore, default_url, safe_url
 
-from . import runtime
-from .runtime import JobRegistry
+from .job_registry import JobRegistry
+from .job_registry import registry as process_registry
 
 
 @st.cache_resource(show_spinner=False)
@@ -42,7 +39,7 @@ def data_location() -> str:
 @st.cache_resource(show_spinner=False)
 def job_registry() -> JobRegistry:
     """The process-wide job registry: one background runner for every session."""
-    return runtime.registry()
+    return process_registry()
 
 
 @st.cache_data(show_spinner=False, ttl=10, max_entries=8)

@@ -13,8 +13,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from groupchat_core._errors import StoreError
-from groupchat_core.analysis._whatif import whatif_pivot, whatif_run
+from groupchat_core import ConfigError, StoreError
+from groupchat_core.analysis import whatif_pivot, whatif_run
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import aggregate, sweep_results, sweep_summary
 
@@ -53,7 +53,7 @@ def header(store: RunStore, sweep_id: str) -> dict[str, Any]:
                f"model calls · ${info['cost_usd']:.4f}"
                + (f" · {escape_markdown(info['reason'])}" if info.get("reason") else ""))
     agents = store.get_sweep(sweep_id)["grid"].get("base", {}).get("agents", [])
-    if svc.is_sim(agents):
+    if svc.all_sim(agents):
         st.caption(f":material/science: {svc.SIM_NOTE}")
     return info
 
@@ -118,7 +118,7 @@ def whatif(store: RunStore, frame: pd.DataFrame) -> None:
                           format_func=lambda i: f"{svc.cell_label(runs[i])} · {i[:8]}")
     try:
         grid = whatif_run(store, run_id)
-    except (StoreError, ValueError) as exc:
+    except (StoreError, ConfigError) as exc:
         st.error(escape_markdown(str(exc)))
         return
     left, right = st.columns(2)

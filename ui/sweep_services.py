@@ -14,8 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from groupchat_core._agent import Agent
-from groupchat_core._errors import ConfigError
+from groupchat_core import Agent, ConfigError, is_sim_model
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import (
     Cell,
@@ -30,7 +29,7 @@ from groupchat_core.sweeps import (
     plan_sweep,
 )
 
-from .runtime import JobRegistry
+from .job_registry import JobRegistry
 
 GRID_AXES = ("threshold", "recency_penalty", "recency_window")
 DEFAULT_GRID = {"threshold": "0.3, 0.4, 0.5, 0.6, 0.7", "recency_penalty": "0.0, 0.15, 0.3, 0.45",
@@ -44,36 +43,36 @@ SIM_NOTE = ("sim/ agents are simulations: scripted bidders with seeded randomnes
 
 def parse_numbers(text: str, name: str, *, integer: bool = False,
                   bounds: tuple[float, float] | None = None) -> list[float] | list[int]:
-    """'0.3, 0.5' -> [0.3, 0.5]; ValueError naming the axis and the bad value."""
+    """'0.3, 0.5' -> [0.3, 0.5]; ConfigError naming the axis and the bad value."""
     parts = [p.strip() for p in text.replace(";", ",").split(",") if p.strip()]
     if not parts:
-        raise ValueError(f"{name}: give at least one value (comma-separated)")
+        raise ConfigError(f"{name}: give at least one value (comma-separated)")
     values: list[Any] = []
     for part in parts:
         try:
             value = float(part)
         except ValueError:
-            raise ValueError(f"{name}: {part!r} is not a number") from None
+            raise ConfigError(f"{name}: {part!r} is not a number") from None
         if integer and not value.is_integer():
-            raise ValueError(f"{name}: {part!r} is not a whole number")
+            raise ConfigError(f"{name}: {part!r} is not a whole number")
         if bounds is not None and not bounds[0] <= value <= bounds[1]:
-            raise ValueError(f"{name}: {part} is outside {bounds[0]:g} to {bounds[1]:g}")
+            raise ConfigError(f"{name}: {part} is outside {bounds[0]:g} to {bounds[1]:g}")
         values.append(int(value) if integer else value)
     if len(set(values)) != len(values):
-        raise ValueError(f"{name}: a value is listed twice in {text!r}")
+        raise ConfigError(f"{name}: a value is listed twice in {text!r}")
     return values
 
 
-def is_sim(agents: Sequence[Agent] | Sequence[Mapping[str, Any]]) -> bool:
+def all_sim(agents: Sequence[Agent] | Sequence[Mapping[str, Any]]) -> bool:
     """True when every agent is a `sim/` simulation."""
     names = [a.model_name if isinstance(a, Agent) else str(a.get("model_name", ""))
              for a in agents]
-    return bool(names) and all(n.startswith("sim/") for n in names)
+    return bool(names) and all(is_sim_model(n) for n in names)
 
 
 def build_spec(agents: Sequence[Agent], tasks: Sequence[str], grid_text: Mapping[str, str],
                options: Mapping[str, Any]) -> SweepSpec:
-    """A SweepSpec from the page's inputs; ValueError/ConfigError name the bad value."""
+    """A SweepSpec from the page's inputs; a ConfigError names the bad value."""
     grid = {axis: parse_numbers(grid_text.get(axis, ""), axis, integer=axis == "recency_window",
                                 bounds=BOUNDS[axis]) for axis in GRID_AXES}
     base = {"agents": [a.to_spec() for a in agents], "max_loops": int(options["max_loops"]),

@@ -12,13 +12,13 @@ from typing import Any
 
 import streamlit as st
 
-from groupchat_core._agent import Agent
+from groupchat_core import Agent, ConfigError
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import SweepSpec
 
 from . import sweep_services as svc
+from .job_registry import JobRegistry
 from .presets import PRESETS
-from .runtime import JobRegistry
 from .safety import escape_markdown
 from .state import SessionState
 
@@ -61,12 +61,12 @@ def define(store: RunStore, agents: list[Agent]) -> SweepSpec | None:
                                      svc.DEFAULT_GRID[axis], key=f"sw_{axis}")
             for i, axis in enumerate(svc.GRID_AXES)}
     options = _options()
-    if chosen and svc.is_sim(chosen):
+    if chosen and svc.all_sim(chosen):
         st.caption(f":material/science: {svc.SIM_NOTE}")
     try:
         spec = svc.build_spec(chosen, tasks.splitlines(), grid, options)
         cells, text = svc.preflight(spec, store)
-    except ValueError as exc:
+    except ConfigError as exc:
         st.error(f"Fix the grid: {escape_markdown(str(exc))}", icon=":material/error:")
         return None
     st.markdown(f"**{cells:,} cells** ({len(spec.tasks)} task(s) × {spec.repeats} repeat(s) "

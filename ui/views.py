@@ -13,8 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-from groupchat_core._records import Bid, RunRecord, Turn
-from groupchat_core.analysis import SpeakerMetrics, speakers
+from groupchat_core import Bid, RunRecord, Turn
+from groupchat_core.analysis import SpeakerMetrics
 
 WORDS_PER_SECOND = 14.0
 
@@ -171,10 +171,6 @@ def turn_bids(bids: pd.DataFrame, turn: int) -> pd.DataFrame:
                "error", "latency_ms", "path"]
     rows = bids[bids["turn"] == turn].sort_values("position", kind="stable")
     return rows[columns].reset_index(drop=True)
-
-
-def speaker_sequence(turns: pd.DataFrame) -> str:
-    return " → ".join(speakers(turns)) or "nobody spoke"
 
 
 def filter_runs(runs: pd.DataFrame, *, text: str = "", threshold: tuple[float, float] | None = None,

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from .._errors import ConfigError
 from ._metrics import RecordedTurn, recorded_turns, reselect
 
 if TYPE_CHECKING:
@@ -103,10 +104,10 @@ def whatif_pivot(grid: pd.DataFrame, value: str = "exact_through",
                  window: int | None = None) -> pd.DataFrame:
     """A penalty (rows) × threshold (columns) matrix of one column, ready for a heatmap."""
     if value not in grid.columns:
-        raise ValueError(f"{value!r} is not a what-if column; use one of {WHATIF_COLUMNS}")
+        raise ConfigError(f"{value!r} is not a what-if column; use one of {WHATIF_COLUMNS}")
     windows = sorted(set(grid["recency_window"]))
     if window is None and len(windows) > 1:
-        raise ValueError(f"the grid has several recency windows {windows}: pass window=")
+        raise ConfigError(f"the grid has several recency windows {windows}: pass window=")
     part = grid if window is None else grid[grid["recency_window"] == window]
     return part.pivot(index="recency_penalty", columns="threshold", values=value)
 
@@ -121,10 +122,10 @@ def _with(values: Iterable[float] | None, default: Sequence[float],
 def _values(values: Iterable[Any], name: str, kind: type) -> list[Any]:
     out = list(dict.fromkeys(values))
     if not out:
-        raise ValueError(f"{name} must not be empty")
+        raise ConfigError(f"{name} must not be empty")
     for value in out:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError(f"{name} must be numbers, got {value!r}")
+            raise ConfigError(f"{name} must be numbers, got {value!r}")
         if kind is int and (not float(value).is_integer() or value < 0):
-            raise ValueError(f"{name} must be integers >= 0, got {value!r}")
+            raise ConfigError(f"{name} must be integers >= 0, got {value!r}")
     return [kind(v) for v in out]

@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import Any, TextIO
 
-from .._errors import ConfigError
+from .._errors import CliError
 from ._events import BudgetStopped, CellFinished, SweepEvent, SweepFinished, SweepStarted
 
 EXIT = {"finished": 0, "stopped_budget": 1, "error": 1, "cancelled": 130}
@@ -97,7 +97,7 @@ class SweepProgress:
 
 def _positive(value: float | None, name: str, integer: bool = False) -> None:
     if value is not None and (value <= 0 or (integer and value < 1)):
-        raise ConfigError(f"{name} must be positive, got {value!r}")
+        raise CliError(f"{name} must be positive, got {value!r}")
 
 
 def cmd_sweep(args: argparse.Namespace, store: Any) -> int:
@@ -106,7 +106,7 @@ def cmd_sweep(args: argparse.Namespace, store: Any) -> int:
     from ._spec import load_sweep, parse_sweep
 
     if args.spec is None and args.resume is None:
-        raise ConfigError("give a sweep spec file, or --resume SWEEP")
+        raise CliError("give a sweep spec file, or --resume SWEEP")
     _positive(args.max_usd, "--max-usd")
     _positive(args.max_calls, "--max-calls", integer=True)
     _positive(args.concurrency, "--concurrency", integer=True)

@@ -1,8 +1,8 @@
-"""The bridge between Streamlit sessions and the engine's one background loop (no streamlit here).
+"""Job registry: each session's chats and sweeps as jobs on the engine's loop (no streamlit).
 
 Why: a chat must outlive the script run that started it (page switches, reruns), stay private to
 the browser session that owns it, and stop within a fraction of a second (DESIGN.md, "Running
-jobs from Streamlit"). So runs are jobs on `groupchat_core._loop.background_loop()`, their state
+jobs from Streamlit"). So runs are jobs on `groupchat_core.background_loop()`, their state
 lives in a lock-protected registry, and pages render immutable snapshots copied under the lock.
 
 Events reach a job through one router observer per GroupChat that looks up the job in a context
@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
-from groupchat_core._groupchat import GroupChat
-from groupchat_core._loop import BackgroundLoop, background_loop
-from groupchat_core._records import (
+from groupchat_core import (
+    BackgroundLoop,
     Bid,
     BidReceived,
     Event,
+    GroupChat,
     Message,
     MessagePosted,
     RunFinished,
@@ -38,6 +38,7 @@ from groupchat_core._records import (
     Turn,
     TurnCompleted,
     TurnStarted,
+    background_loop,
 )
 
 from .jobs import CoroFactory, TaskSnapshot, TaskTable
@@ -306,26 +307,3 @@ def registry() -> JobRegistry:
             _registry = JobRegistry()
         return _registry
 
-
-# Module-level shortcuts for pages and scripts: the same calls on the process-wide registry.
-
-
-def start_chat(chat: GroupChat, task: str, owner: str,
-               extra_observers: Iterable[Observer] = ()) -> str:
-    return registry().start_chat(chat, task, owner, extra_observers)
-
-
-def cancel(job_id: str) -> bool:
-    return registry().cancel(job_id)
-
-
-def snapshot(job_id: str) -> JobSnapshot:
-    return registry().snapshot(job_id)
-
-
-def jobs_for(owner: str) -> list[JobSnapshot]:
-    return registry().jobs_for(owner)
-
-
-def shutdown(timeout: float = 5.0) -> int:
-    return registry().shutdown(timeout)

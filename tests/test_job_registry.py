@@ -7,11 +7,10 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from groupchat_core import Agent, GroupChat
-from groupchat_core._records import RunStarted
+from groupchat_core import Agent, GroupChat, RunStarted
 from groupchat_core.testing import ScriptedBid, ScriptedBids
-from ui import runtime
-from ui.runtime import JobRegistry, JobSnapshot
+from ui import job_registry
+from ui.job_registry import JobRegistry, JobSnapshot
 
 DEADLINE_S = 20.0
 
@@ -145,22 +144,23 @@ def test_finished_jobs_expire_after_their_time_to_live(reg: JobRegistry):
     done = reg.start_chat(sim_chat(max_loops=3), "Short.", "alice")
     wait_for(lambda: reg.snapshot(done).done, "the short job")
     running = reg.start_chat(slow_chat(latency=0.2), "Long.", "alice")
-    assert reg.cleanup(now=time.time() + runtime.DEFAULT_TTL_S + 1) == 1
+    assert reg.cleanup(now=time.time() + job_registry.DEFAULT_TTL_S + 1) == 1
     with pytest.raises(KeyError, match="expired"):
         reg.snapshot(done)
     assert reg.snapshot(running).status in ("queued", "running")
 
 
-def test_module_functions_use_one_process_wide_registry():
-    assert runtime.registry() is runtime.registry()
-    job = runtime.start_chat(sim_chat(max_loops=3), "Hello.", owner="module-test")
+def test_the_process_wide_registry_is_one_instance_that_runs_jobs():
+    shared = job_registry.registry()
+    assert job_registry.registry() is shared
+    job = shared.start_chat(sim_chat(max_loops=3), "Hello.", owner="module-test")
     try:
-        assert [s.id for s in runtime.jobs_for("module-test")] == [job]
-        wait_for(lambda: runtime.snapshot(job).done, "the job")
-        assert runtime.snapshot(job).status == "finished"
-        assert runtime.cancel(job) is False
+        assert [s.id for s in shared.jobs_for("module-test")] == [job]
+        wait_for(lambda: shared.snapshot(job).done, "the job")
+        assert shared.snapshot(job).status == "finished"
+        assert shared.cancel(job) is False
     finally:
-        runtime.shutdown()
+        shared.shutdown()
 
 
 def test_a_generic_job_reports_events_and_cancels_cleanly(reg: JobRegistry):
