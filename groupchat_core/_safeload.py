@@ -30,7 +30,7 @@ class _NoAliasLoader(yaml.SafeLoader):
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
-            mark = self.peek_event().start_mark
+            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
             raise yaml.YAMLError(f"YAML aliases are not allowed (line {mark.line + 1})")
         return super().compose_node(parent, index)
 

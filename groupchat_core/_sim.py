@@ -123,7 +123,7 @@ def _role_phrase(system_prompt: str) -> str:
     last = content[-1]
     if len(content) > 1 and content[-2] == last - 1:
         return f"{words[last - 1]} {words[last]}"
-    return words[last]
+    return str(words[last])
 
 
 def is_sim_model(model_name: str) -> bool:

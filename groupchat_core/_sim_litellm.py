@@ -100,9 +100,10 @@ def _make_handler_class() -> type:
         """litellm provider "sim": (a)completion(model="sim/<persona>") runs simulate_bid."""
 
         def completion(  # same parameters as litellm.CustomLLM.completion (1.106.2)
-            self, model: str, messages: list, api_base: str, custom_prompt_dict: dict,
+            self, model: str, messages: list[dict[str, Any]], api_base: str,
+            custom_prompt_dict: dict[str, Any],
             model_response: Any, print_verbose: Any, encoding: Any, api_key: Any,
-            logging_obj: Any, optional_params: dict, acompletion: Any = None,
+            logging_obj: Any, optional_params: dict[str, Any], acompletion: Any = None,
             litellm_params: Any = None, logger_fn: Any = None, headers: Any = None,
             timeout: Any = None, client: Any = None,
         ) -> Any:
@@ -115,9 +116,10 @@ def _make_handler_class() -> type:
             return _fill_response(model_response, ctx, simulate_bid(ctx), tool)
 
         async def acompletion(  # same parameters as litellm.CustomLLM.acompletion (1.106.2)
-            self, model: str, messages: list, api_base: str, custom_prompt_dict: dict,
+            self, model: str, messages: list[dict[str, Any]], api_base: str,
+            custom_prompt_dict: dict[str, Any],
             model_response: Any, print_verbose: Any, encoding: Any, api_key: Any,
-            logging_obj: Any, optional_params: dict, acompletion: Any = None,
+            logging_obj: Any, optional_params: dict[str, Any], acompletion: Any = None,
             litellm_params: Any = None, logger_fn: Any = None, headers: Any = None,
             timeout: Any = None,  # noqa: ASYNC109 - litellm passes it
             client: Any = None,

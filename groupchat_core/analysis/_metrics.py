@@ -9,6 +9,7 @@ Counterfactuals reuse the engine's own `select_speaker`, so they can never disag
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -150,8 +151,8 @@ def transition_matrix(log: pd.DataFrame, agents: Sequence[str] | None = None) ->
         columns=pd.Index(names, name="next_speaker"),
         dtype=int,
     )
-    for current, following in zip(order, order[1:], strict=False):
-        matrix.loc[current, following] += 1
+    for (current, following), count in Counter(zip(order, order[1:], strict=False)).items():
+        matrix.at[current, following] = count
     return matrix
 
 
@@ -275,7 +276,7 @@ def recorded_turns(bids: pd.DataFrame) -> list[RecordedTurn]:
                       r["message"] if isinstance(r["message"], str) else "", failed=_failed(r))
             for r in group.to_dict("records"))
         won = [str(a) for a, w in zip(group["agent"], group["winner"], strict=True) if bool(w)]
-        prepared.append(RecordedTurn(int(turn), candidates, won[0] if won else None))
+        prepared.append(RecordedTurn(int(str(turn)), candidates, won[0] if won else None))
     return prepared
 
 

@@ -121,10 +121,13 @@ def _insert_new(conn: Connection, rows: list[dict[str, Any]]) -> None:
     name = conn.dialect.name
     if name in ("sqlite", "postgresql"):
         if name == "sqlite":
-            from sqlalchemy.dialects.sqlite import insert as dialect_insert
+            from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+            conn.execute(sqlite_insert(bid_cache).on_conflict_do_nothing(), rows)
         else:
-            from sqlalchemy.dialects.postgresql import insert as dialect_insert
-        conn.execute(dialect_insert(bid_cache).on_conflict_do_nothing(), rows)
+            from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+
+            conn.execute(postgresql_insert(bid_cache).on_conflict_do_nothing(), rows)
         return
     known = set(conn.execute(select(bid_cache.c.key).where(
         bid_cache.c.key.in_([r["key"] for r in rows]))).scalars())

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Select, Table, select
+from sqlalchemy import Connection, RowMapping, Select, Table, select
 
 from .._records import Bid, Message, RunRecord, Turn
 from ._schema import bids, messages, runs, turns
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 BID_COLUMNS = ["run_id", *Bid.model_fields]
 TURN_COLUMNS = ["run_id", *Turn.model_fields]
@@ -52,7 +55,7 @@ def log_rows(conn: Connection, kind: str,
     return rows, columns
 
 
-def log_frame(conn: Connection, kind: str, run_ids: Sequence[str] | None) -> Any:
+def log_frame(conn: Connection, kind: str, run_ids: Sequence[str] | None) -> pd.DataFrame:
     import pandas as pd
 
     rows, columns = log_rows(conn, kind, run_ids)
@@ -60,7 +63,8 @@ def log_frame(conn: Connection, kind: str, run_ids: Sequence[str] | None) -> Any
 
 
 def spec_of(spec_json: str) -> dict[str, Any]:
-    return json.loads(spec_json)
+    spec: dict[str, Any] = json.loads(spec_json)
+    return spec
 
 
 def config_of(spec: dict[str, Any]) -> dict[str, Any]:
@@ -68,7 +72,7 @@ def config_of(spec: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in spec.items() if k not in _SPEC_ONLY}
 
 
-def run_row(conn: Connection, run_id: str) -> Any:
+def run_row(conn: Connection, run_id: str) -> RowMapping | None:
     return conn.execute(select(runs).where(runs.c.run_id == run_id)).mappings().first()
 
 

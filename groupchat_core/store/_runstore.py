@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Select, delete, func, literal, select, update
 
@@ -29,6 +29,9 @@ from ._recorder import StoreRecorder, writer_thread
 from ._schema import RUN_STATUSES, run_agents, runs, turns
 from ._sweeps import SweepBook
 from ._writer import TurnWriter, insert_imported, run_row
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 LIST_COLUMNS = (
     "run_id", "name", "status", "stop_reason", "task", "agents", "threshold", "recency_penalty",
@@ -119,7 +122,7 @@ class RunStore(Library, SweepBook, BidCacheTable):
 
     def list_runs(self, *, status: str | None = None, agent: str | None = None,
                   since: str | datetime | None = None, sweep_id: str | None = None,
-                  tag: str | None = None, limit: int | None = None) -> Any:
+                  tag: str | None = None, limit: int | None = None) -> pd.DataFrame:
         """Runs, newest first, as a DataFrame (plus a `turns` count); all filters combine."""
         import pandas as pd
 
@@ -171,14 +174,16 @@ class RunStore(Library, SweepBook, BidCacheTable):
                 raise StoreError(f"no run {run_id!r} in {safe_url(self.url)}")
             return reader.record_from(conn, row)
 
-    def bids(self, run_ids: RunIds = None) -> Any:
+    def bids(self, run_ids: RunIds = None) -> pd.DataFrame:
         """Bid log of one run, several, or all (None), as a DataFrame."""
         return self._log("bids", run_ids)
 
-    def turns(self, run_ids: RunIds = None) -> Any:
+    def turns(self, run_ids: RunIds = None) -> pd.DataFrame:
+        """Turn rows (winner, margins, reasons) of one run, several, or all, as a DataFrame."""
         return self._log("turns", run_ids)
 
-    def messages(self, run_ids: RunIds = None) -> Any:
+    def messages(self, run_ids: RunIds = None) -> pd.DataFrame:
+        """Posted messages of one run, several, or all, as a DataFrame."""
         return self._log("messages", run_ids)
 
     def message_turns(self, run_id: str) -> list[int]:
@@ -186,7 +191,7 @@ class RunStore(Library, SweepBook, BidCacheTable):
         with self.read("read a run") as conn:
             return reader.message_turns(conn, run_id)
 
-    def _log(self, kind: str, run_ids: RunIds) -> Any:
+    def _log(self, kind: str, run_ids: RunIds) -> pd.DataFrame:
         ids = [run_ids] if isinstance(run_ids, str) else run_ids
         with self.read(f"read {kind}") as conn:
             return reader.log_frame(conn, kind, None if ids is None else list(ids))

@@ -18,6 +18,8 @@ Version history (see migrations.py):
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (
     Boolean,
     Column,
@@ -53,7 +55,8 @@ def _library(md: MetaData) -> None:
 
 
 def _sweeps(md: MetaData, version: int) -> None:
-    extra = [] if version < 3 else [  # why it stopped, and who runs it (as on runs)
+    # why it stopped, and who runs it (as on runs)
+    extra: list[Column[Any]] = [] if version < 3 else [
         Column("reason", Text), Column("pid", Integer), Column("hostname", String(255)),
         Column("proc_start", String(40))]
     Table(
@@ -139,7 +142,7 @@ def _messages(md: MetaData) -> None:
 
 
 def _bids(md: MetaData, version: int) -> None:
-    extra = [] if version < 3 else [
+    extra: list[Column[Any]] = [] if version < 3 else [
         Column("cached", Boolean, nullable=False, server_default=false())]
     Table(
         "bids", md,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, insert, select, update
 
@@ -19,6 +19,9 @@ from ._base import StoreBase
 from ._library import check_name
 from ._process import Writer, this_writer, writer_alive
 from ._schema import runs, sweeps
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SWEEP_STATUSES = ("running", "finished", "cancelled", "error", "interrupted", "stopped_budget")
 
@@ -64,7 +67,7 @@ class SweepBook(StoreBase):
             conn.execute(update(sweeps).where(sweeps.c.sweep_id == sweep_id).values(
                 status="running", reason=None, ended_at=None, **_owner()))
 
-    def list_sweeps(self) -> Any:
+    def list_sweeps(self) -> pd.DataFrame:
         """Sweeps, newest first, with how many runs each has recorded."""
         import pandas as pd
 

@@ -57,7 +57,7 @@ def _cell_row(spec: SweepSpec, cell: Cell) -> dict[str, Any]:
 
 def _chosen_runs(store: RunStore, sweep_id: str) -> pd.DataFrame:
     """Per cell, the run that speaks for it: finished first, then the latest."""
-    runs = store.list_runs(sweep_id=sweep_id)
+    runs: pd.DataFrame = store.list_runs(sweep_id=sweep_id)
     runs = runs[runs["cell"].notna()].copy()
     runs["_rank"] = runs["status"].map(_PREFERENCE).fillna(9)
     runs = runs.sort_values(["_rank", "started_at"], ascending=[True, False])
