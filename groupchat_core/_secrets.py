@@ -37,7 +37,8 @@ _CREDENTIAL_PARTS = frozenset({
 })
 _SECRET_NAMES = frozenset({"authorization", "proxy_authorization", "cookie", "bearer"})
 _SECRET_PARTS = frozenset({
-    "key", "apikey", "token", "secret", "password", "passwd", "credential", "credentials",
+    "key", "apikey", "token", "secret", "password", "passwd", "credential", "credentials", "auth",
+    "authorization",
 })
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b(Bearer)\s+[^\s\"',;)}\]]+", re.IGNORECASE), r"\1 " + MASK),
