@@ -414,3 +414,32 @@ def test_declared_context_window_trims_history_litellm_does_not_know() -> None:
     assert "earlier message" in trimmed and "left out" in trimmed
     assert "first lorem" not in trimmed and "User: Go." in trimmed
     assert "third lorem" in trimmed  # the latest message is always shown
+
+
+# --- the README's list -----------------------------------------------------------------------
+
+
+def _readme_section() -> str:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    start = text.index("## Code written for the reference")
+    return text[start:text.index("\n## ", start + 1)]
+
+
+def test_readme_lists_every_reference_keyword() -> None:
+    section = _readme_section()
+    for name in [*REFERENCE_ALIASES, *REFERENCE_IGNORED, "description"]:
+        assert f"`{name}`" in section, name
+
+
+def test_readme_filter_silences_the_warnings() -> None:
+    import re
+
+    line = next(t for t in _readme_section().splitlines() if "filterwarnings" in t)
+    pattern = re.search(r'message=r"([^"]+)"', line)
+    assert pattern is not None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", message=pattern.group(1))
+        Agent(agent_name="A", verbose=True, autosave=True)  # would raise if not silenced

@@ -85,7 +85,7 @@ def env_key(monkeypatch: pytest.MonkeyPatch) -> str:
 
 def _agent(base: str, name: str, **kw: object) -> Agent:
     return Agent(agent_name=name, model_name=f"openai/{name.lower()}", api_base=base,
-                 num_retries=0, **kw)  # type: ignore[arg-type]
+                 num_retries=0, **kw)
 
 
 def _assert_clean(text: str, where: str) -> None:
@@ -197,7 +197,8 @@ def test_every_dump_leaves_litellm_kwargs_secrets_out() -> None:
     "{vertex_credentials: SECRET}",
 ])
 def test_a_spec_file_with_litellm_kwargs_secrets_is_rejected_without_echo(kwargs: str) -> None:
-    text = f"agents:\n  - agent_name: A\n    litellm_kwargs: {kwargs.replace('SECRET', AZURE_TOKEN)}\n"
+    value = kwargs.replace("SECRET", AZURE_TOKEN)
+    text = f"agents:\n  - agent_name: A\n    litellm_kwargs: {value}\n"
     with pytest.raises(ConfigError, match="litellm_kwargs|secret") as info:
         load_spec_text(text)
     assert AZURE_TOKEN not in str(info.value)
@@ -220,7 +221,7 @@ def test_pickling_an_agent_drops_its_secrets_and_deepcopy_keeps_them() -> None:
     assert agent.secret_key() == AGENT_KEY  # pickling left the original alone
 
 
-# --- over real HTTP: a provider that echoes the key ------------------------------------------------
+# --- over real HTTP: a provider that echoes the key ---------------------------------------------
 
 
 def test_an_echoed_environment_key_reaches_no_record_store_export_or_log(
