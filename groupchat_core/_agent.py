@@ -23,7 +23,6 @@ from pydantic import (
     SecretStr,
     field_serializer,
     field_validator,
-    model_validator,
 )
 
 from ._bidding import RESPOND_TOOL
@@ -107,17 +106,12 @@ class Agent(BaseModel):
     def __init__(self, /, **data: Any) -> None:
         """Keyword construction, as the reference's code does it: its keywords are mapped or
         accepted with a warning, and an unknown keyword is a ConfigError, never a raw
-        pydantic error."""
+        pydantic error. pydantic calls this for data too (model_validate, an agent inside a
+        spec or agents file), so the same mapping applies everywhere."""
         unknown = sorted(k for k in data if k not in _ACCEPTED)
         if unknown:
             raise ConfigError(_unknown_message(unknown))
         super().__init__(**_from_reference(data, stacklevel=3))
-
-    @model_validator(mode="before")
-    @classmethod
-    def _reference_keywords(cls, data: Any) -> Any:
-        """Map the reference's keywords in data too (agents files, specs, the store)."""
-        return _from_reference(data, stacklevel=2) if isinstance(data, dict) else data
 
     @field_validator("agent_name")
     @classmethod
