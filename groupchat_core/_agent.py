@@ -1,18 +1,33 @@
 """Agent: who takes part in a chat and how to reach its model.
 
-Keyword-compatible with the reference `Agent(agent_name=..., system_prompt=..., model_name=...)`.
-The API key is a secret: excluded from every dump, spec, export and repr.
+Keyword-compatible with the reference `Agent(agent_name=..., system_prompt=..., model_name=...)`:
+code written for the reference runs with only its import changed. Its keywords that mean
+something here are mapped (REFERENCE_ALIASES); the rest are accepted with one
+ReferenceCompatibilityWarning each (REFERENCE_IGNORED); anything else is a ConfigError naming it.
+The API key and the secrets inside `litellm_kwargs` never leave the process: excluded from every
+dump, spec, export, repr and pickle (see _secrets.py).
 """
 
 from __future__ import annotations
 
 import copy
+import difflib
 import math
+import warnings
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    field_serializer,
+    field_validator,
+)
 
 from ._bidding import RESPOND_TOOL
+from ._errors import ConfigError
+from ._secrets import redact_kwargs
 
 DEFAULT_MODEL = "sim/balanced"
 ToolChoiceMode = Literal["forced", "required", "auto", "json"]
@@ -21,6 +36,37 @@ ToolChoiceMode = Literal["forced", "required", "auto", "json"]
 _FORBIDDEN_EXTRA_KEYS = frozenset(
     {"api_key", "messages", "tools", "tool_choice", "model", "stream", "n"}
 )
+
+
+class ReferenceCompatibilityWarning(UserWarning):
+    """A keyword of the reference's Agent that is accepted here but has no effect."""
+
+
+# The reference's keyword -> the field it sets here.
+REFERENCE_ALIASES: dict[str, str] = {
+    "retry_attempts": "num_retries",
+    "context_length": "context_window",
+    "llm_base_url": "api_base",
+    "llm_api_key": "api_key",
+    "agent_description": "description",
+}
+
+# The reference's keywords with no effect here -> what to use instead (said in the warning).
+REFERENCE_IGNORED: dict[str, str] = {
+    "output_type": "a chat's output format is GroupChat(output_type=...)",
+    "dynamic_temperature_enabled": "each bid uses Agent.temperature as given",
+    "user_name": "the task is always posted as 'User'",
+    "print_on": "use GroupChat(verbose=True) to print each posted message",
+    "verbose": "use GroupChat(verbose=True) to log bids and print messages",
+    "autosave": "runs are recorded by the store (RunStore().attach(chat))",
+    "saved_state_path": "runs are recorded by the store (RunStore().attach(chat))",
+    "dashboard": "the dashboard is a separate app (`make run`)",
+    "retry_interval": "retries back off exponentially on their own (Agent.num_retries)",
+    "streaming_on": "each bid is one call; GroupChat.run(task, streaming_callback=...) streams "
+                    "posted messages",
+}
+
+README_KEYWORDS = 'README.md, "Code written for the reference"'
 
 
 MAX_NAME_LENGTH = 200  # names are identifiers (stored, charted, filtered), not prose
@@ -42,6 +88,7 @@ class Agent(BaseModel):
 
     agent_name: str
     system_prompt: str = ""
+    description: str = ""  # shown next to the name in the other agents' bid prompts
     model_name: str = DEFAULT_MODEL
     temperature: float = 0.5
     max_tokens: int = 1024
@@ -53,7 +100,18 @@ class Agent(BaseModel):
     timeout: float = 60.0
     num_retries: int = 2
     tool_choice_mode: ToolChoiceMode | None = None
+    context_window: int | None = None  # the model's input window in tokens (overrides litellm's)
     litellm_kwargs: dict[str, Any] = Field(default_factory=dict)
+
+    def __init__(self, /, **data: Any) -> None:
+        """Keyword construction, as the reference's code does it: its keywords are mapped or
+        accepted with a warning, and an unknown keyword is a ConfigError, never a raw
+        pydantic error. pydantic calls this for data too (model_validate, an agent inside a
+        spec or agents file), so the same mapping applies everywhere."""
+        unknown = sorted(k for k in data if k not in _ACCEPTED)
+        if unknown:
+            raise ConfigError(_unknown_message(unknown))
+        super().__init__(**_from_reference(data, stacklevel=3))
 
     @field_validator("agent_name")
     @classmethod
@@ -74,6 +132,13 @@ class Agent(BaseModel):
     def _temperature_range(cls, value: float) -> float:
         if not math.isfinite(value) or not 0 <= value <= 2:
             raise ValueError(f"temperature must be between 0 and 2, got {value!r}")
+        return value
+
+    @field_validator("context_window")
+    @classmethod
+    def _window(cls, value: int | None) -> int | None:
+        if value is not None and value < 1:
+            raise ValueError(f"context_window must be a positive number of tokens, got {value!r}")
         return value
 
     @field_validator("max_tokens", "num_retries")
@@ -115,11 +180,66 @@ class Agent(BaseModel):
     def secret_key(self) -> str | None:
         return self.api_key.get_secret_value() if self.api_key else None
 
+    @field_serializer("litellm_kwargs")
+    def _dump_kwargs(self, value: dict[str, Any]) -> dict[str, Any]:
+        """Every dump (spec, sweep, bundle, store, JSON) leaves out secret entries such as
+        extra_headers.Authorization or azure_ad_token; the Agent in memory keeps them."""
+        return redact_kwargs(value)
+
+    def __repr_args__(self) -> Any:
+        for name, value in super().__repr_args__():
+            yield name, (redact_kwargs(value) if name == "litellm_kwargs" else value)
+
+    def __getstate__(self) -> dict[Any, Any]:
+        """Pickling drops the key and the secrets in litellm_kwargs, like every other dump: a
+        pickle is bytes that can leave the process. copy.deepcopy keeps them (in-process)."""
+        state = super().__getstate__()
+        fields = dict(state["__dict__"])
+        fields["api_key"] = None
+        fields["litellm_kwargs"] = redact_kwargs(fields.get("litellm_kwargs") or {})
+        return {**state, "__dict__": fields}
+
     def to_spec(self) -> dict[str, Any]:
-        """Agent fields for a spec file: never the key; RESPOND_TOOL is left out (re-equipped)."""
+        """Agent fields for a spec file: never the key nor secret litellm_kwargs; RESPOND_TOOL
+        is left out (re-equipped)."""
         spec = self.model_dump(exclude={"api_key"})
         spec["tools_list_dictionary"] = [
             t for t in spec["tools_list_dictionary"]
             if (t.get("function") or {}).get("name") != "respond"
         ]
         return spec
+
+
+_ACCEPTED = frozenset(Agent.model_fields) | set(REFERENCE_ALIASES) | set(REFERENCE_IGNORED)
+
+
+def _from_reference(data: dict[str, Any], stacklevel: int) -> dict[str, Any]:
+    """Map the reference's keywords onto our fields; warn once per keyword with no effect."""
+    if not any(k in REFERENCE_ALIASES or k in REFERENCE_IGNORED for k in data):
+        return data
+    out = dict(data)
+    for old, new in REFERENCE_ALIASES.items():
+        if old not in out:
+            continue
+        value = out.pop(old)
+        if new in out and out[new] != value:
+            raise ConfigError(
+                f"Agent got both {old}= and {new}= with different values; {old} is the "
+                f"reference's name for {new}: pass only one")
+        out[new] = value
+    for name, instead in REFERENCE_IGNORED.items():
+        if name in out:
+            del out[name]
+            warnings.warn(
+                f"Agent({name}=...) is accepted for code written for the reference but has no "
+                f"effect here: {instead}.", ReferenceCompatibilityWarning, stacklevel=stacklevel)
+    return out
+
+
+def _unknown_message(unknown: list[str]) -> str:
+    parts = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, sorted(_ACCEPTED), n=1)
+        parts.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return (f"Agent got unknown keyword {', '.join(parts)}; accepted keywords are its fields "
+            f"and the reference's keywords listed in {README_KEYWORDS}")

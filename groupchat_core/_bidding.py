@@ -128,6 +128,21 @@ def recency_rule(recency_penalty: float, recency_window: int) -> str:
     )
 
 
+MAX_DESCRIPTION_CHARS = 200  # a roster entry, not a second system prompt
+
+
+def describe_participant(name: str, description: str = "") -> str:
+    """One entry of the {participants} roster: "Bob (a cautious risk analyst)", or the bare
+    name when the agent has no description (Agent.description, the reference's
+    agent_description)."""
+    text = " ".join(description.split())
+    if not text:
+        return name
+    if len(text) > MAX_DESCRIPTION_CHARS:
+        text = text[: MAX_DESCRIPTION_CHARS - 1].rstrip() + "…"
+    return f"{name} ({text})"
+
+
 @dataclass(frozen=True)
 class PromptRoom:
     """Per-chat values of the prompt that do not change between turns."""

@@ -6,6 +6,7 @@ fields, and `schema_version`. Missing keys take defaults; unknown keys and secre
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 from collections.abc import Mapping
@@ -14,10 +15,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ._agent import _ACCEPTED as _AGENT_KEYWORDS
 from ._agent import Agent, _short_name
 from ._bidding import DEFAULT_BID_PROMPT, validate_bid_prompt
 from ._errors import ConfigError
 from ._outputs import OUTPUT_TYPES
+from ._secrets import secret_paths
 
 SCHEMA_VERSION = 1
 MAX_SPEC_BYTES = 1_000_000
@@ -123,11 +126,22 @@ class ChatSpec(ChatConfig):
     @field_validator("agents", mode="before")
     @classmethod
     def _no_keys(cls, v: Any) -> Any:
+        """A spec is data that gets stored and shared: it never carries a credential."""
         for item in v if isinstance(v, list) else []:
-            if isinstance(item, Mapping) and "api_key" in item:
+            if not isinstance(item, Mapping):
+                continue
+            if "api_key" in item or "llm_api_key" in item:
                 raise ValueError(
                     "agents must not carry api_key in a spec file; set the provider key in the "
                     "environment (e.g. OPENAI_API_KEY) or the dashboard's Settings page"
+                )
+            kwargs = item.get("litellm_kwargs")
+            found = secret_paths(kwargs) if isinstance(kwargs, Mapping) else []
+            if found:
+                raise ValueError(
+                    f"agents must not carry credentials in litellm_kwargs ({', '.join(found)}) in "
+                    "a spec file; set them in the environment, or on the Agent in code "
+                    "(litellm_kwargs=...), where they stay in memory and are left out of dumps"
                 )
         return v
 
@@ -135,6 +149,9 @@ class ChatSpec(ChatConfig):
         data = self.model_dump(exclude={"agents"})
         data["agents"] = [agent.to_spec() for agent in self.agents]
         return data
+
+
+_KNOWN_KEYS = sorted(set(ChatSpec.model_fields) | _AGENT_KEYWORDS)
 
 
 def explain(exc: ValidationError, what: str = "config") -> ConfigError:
@@ -145,6 +162,9 @@ def explain(exc: ValidationError, what: str = "config") -> ConfigError:
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown key (remove it or check its spelling)"
+            close = difflib.get_close_matches(str(err["loc"][-1]), _KNOWN_KEYS, n=1)
+            if close:
+                msg = f"unknown key (did you mean {close[0]!r}?)"
         parts.append(f"{where}: {msg}")
     return ConfigError(f"invalid {what}: " + "; ".join(parts))
 

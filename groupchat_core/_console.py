@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from ._records import BidReceived, Event, LullReached, MessagePosted, RunFinished, SpeakerSelected
+from ._secrets import ScrubFilter, install_log_filter
 
 logger = logging.getLogger("groupchat_core")
 
@@ -19,7 +20,9 @@ class VerboseConsole:
         if not logger.handlers and not logging.getLogger().handlers:
             handler = logging.StreamHandler()  # verbose asked to see the log: give it a sink
             handler.setFormatter(logging.Formatter("%(levelname)s groupchat: %(message)s"))
+            handler.addFilter(ScrubFilter())  # no key reaches the terminal, whoever logs
             logger.addHandler(handler)
+        install_log_filter(logger)  # every engine log line is scrubbed (see _secrets.py)
         if logger.getEffectiveLevel() > logging.INFO:
             logger.setLevel(logging.INFO)
 

@@ -38,12 +38,15 @@ class Transcript:
             self._full = "\n".join(self.lines)
         return self._full
 
-    def window(self, model: str, overhead_tokens: int) -> tuple[str, int]:
+    def window(self, model: str, overhead_tokens: int,
+               context_window: int | None = None) -> tuple[str, int]:
         """History text that fits the model's budget, and how many old messages were left out.
 
-        The task is always kept; whole oldest messages after it are dropped, never part of one.
+        The budget is the agent's declared `context_window` when set (local models are unknown
+        to litellm), else litellm's model info. The task is always kept; whole oldest messages
+        after it are dropped, never part of one.
         """
-        budget = input_budget(model) - overhead_tokens - SAFETY_TOKENS
+        budget = (context_window or input_budget(model)) - overhead_tokens - SAFETY_TOKENS
         counts, total = self._line_counts(model)
         if total <= budget or len(self.lines) <= 1:
             return self.full_text(), 0

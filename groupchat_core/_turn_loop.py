@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._agent import Agent
-from ._bidding import PromptRoom, build_bid_prompt
+from ._bidding import PromptRoom, build_bid_prompt, describe_participant
 from ._config import ChatConfig
 from ._model_calls import ModelCallFailed, count_tokens, in_process_model
 from ._model_calls import call_litellm as _call_litellm
@@ -35,6 +35,7 @@ from ._records import (
     TurnStarted,
     utc_now,
 )
+from ._secrets import scrub, scrub_optional
 from ._selection import Candidate, Selection, select_speaker, standing
 from ._transcript import Transcript
 
@@ -142,8 +143,8 @@ class TurnLoop:
         run_id = self.record.run_id
         if selection.winner is None:
             if selection.reason == "all_failed":
-                self.record.error = "every bid failed on turn {}: {}".format(
-                    turn, "; ".join(f"{b.agent}: {b.error}" for b in bids))
+                self.record.error = scrub("every bid failed on turn {}: {}".format(
+                    turn, "; ".join(f"{b.agent}: {b.error}" for b in bids)), self.agents)
             else:
                 self.emit(LullReached(run_id=run_id, turn=row))
             self.emit(TurnCompleted(run_id=run_id, turn=row, bids=bids, message=None))
@@ -176,12 +177,14 @@ class TurnLoop:
                       history: tuple[tuple[str, str], ...]) -> list[dict[str, Any]]:
         last_speaker, last_message = history[-1]
         overhead = self._overhead[agent.agent_name] + count_tokens(agent.model_name, last_message)
-        conversation, omitted = self.transcript.window(agent.model_name, overhead)
+        conversation, omitted = self.transcript.window(agent.model_name, overhead,
+                                                       agent.context_window)
         note = "" if not omitted else (
             f" ({omitted} earlier message{'s' if omitted != 1 else ''} left out)")
         prompt = build_bid_prompt(
             self.room, agent_name=agent.agent_name,
-            others=[a.agent_name for a in self.agents if a is not agent],
+            others=[describe_participant(a.agent_name, a.description) for a in self.agents
+                    if a is not agent],
             conversation=conversation, omitted_note=note, last_speaker=last_speaker,
             last_message=last_message, task=self.record.task, turn=turn,
         )
@@ -204,7 +207,7 @@ class TurnLoop:
             bid.error = f"{type(exc).__name__}: {exc}"
             if isinstance(exc, TimeoutError) and deadline.expired():
                 bid.error = f"TimeoutError: no bid within {self.config.bid_timeout} s"
-        bid.error = _scrub(bid.error, agent)
+        bid.error = scrub_optional(bid.error, (agent,))
         bid.latency_ms = (time.perf_counter() - start) * 1000.0
         # The live floor shows a bid before the turn is settled; a bid's standing depends on no
         # other bid, so the selection rule's own `standing` gives the values _settle will write.
@@ -226,14 +229,6 @@ class TurnLoop:
         if self.bid_cache is not None and self.bid_cache.applies(agent, local):
             return await self.bid_cache.fetch(request, call)
         return await call()
-
-
-def _scrub(error: str | None, agent: Agent) -> str | None:
-    """A provider error may echo the key it was sent; records, logs and exports never hold it."""
-    key = agent.secret_key()
-    if error and key and key in error:
-        return error.replace(key, "***")
-    return error
 
 
 def _candidate(bid: Bid) -> Candidate:

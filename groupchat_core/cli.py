@@ -26,6 +26,7 @@ from ._errors import CliError, ConfigError, GroupChatError
 from ._groupchat import GroupChat
 from ._outputs import OUTPUT_TYPES
 from ._records import Event, RunFinished, RunStarted, TurnCompleted
+from ._secrets import scrub
 from ._sim import is_sim_model
 
 
@@ -53,7 +54,8 @@ class TurnPrinter:
             r = event.record
             cached = f" ({r.cache_hits} bids cached)" if r.cache_hits else ""
             print(f"stopped: {r.stop_reason} after {len(r.turns)} turns, {r.total_calls} calls"
-                  + cached + (f" ({r.error})" if r.error else ""), file=self.stream, flush=True)
+                  + cached + (f" ({scrub(r.error)})" if r.error else ""), file=self.stream,
+                  flush=True)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -148,8 +150,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError(f"run {run_id} was not fully recorded: "
                        + next(iter(recorder.failures.values())))
     if chat.last_run is not None and chat.last_run.stop_reason == "error":
-        print(f"error: the chat stopped because every bid failed: {chat.last_run.error}",
-              file=sys.stderr)
+        print(scrub(f"error: the chat stopped because every bid failed: {chat.last_run.error}",
+                    chat.agents), file=sys.stderr)
         return 1
     return 0
 
@@ -159,7 +161,7 @@ def _abandon(recorder: Any, exc: BaseException) -> None:
     cancelled = isinstance(exc, KeyboardInterrupt)
     try:
         recorder.abandon("interrupted by the user" if cancelled else
-                         f"{type(exc).__name__}: {exc}",
+                         scrub(f"{type(exc).__name__}: {exc}"),
                          status="cancelled" if cancelled else "error")
     except GroupChatError:
         pass  # the store is unreachable too; the original error is what to report
@@ -284,7 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args)
     except GroupChatError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(scrub(f"error: {exc}"), file=sys.stderr)  # never a key from the environment
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

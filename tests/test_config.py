@@ -19,6 +19,7 @@ from groupchat_core._config import (
     dump_spec,
     load_spec,
     load_spec_text,
+    parse_spec,
 )
 from groupchat_core._errors import ConfigError
 
@@ -400,3 +401,34 @@ def test_equip_does_not_replace_an_existing_respond_tool() -> None:
 def test_invalid_agent_fields_are_rejected(kwargs: dict) -> None:
     with pytest.raises(ValueError):
         Agent(**kwargs)
+
+
+def test_unknown_top_level_key_suggests_the_closest_setting() -> None:
+    with pytest.raises(ConfigError, match=r"treshold: unknown key \(did you mean 'threshold'\?\)"):
+        load_spec_text('{"treshold": 0.4}')
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"extra_headers": {"Authorization": f"Bearer {SECRET}"}},
+    {"extra_headers": {"X-Custom-Auth": SECRET}},
+    {"azure_ad_token": SECRET},
+    {"aws_session_token": SECRET},
+])
+def test_spec_data_with_litellm_kwargs_credentials_is_rejected_naming_where(kwargs: dict) -> None:
+    """Not only files: spec data from sweeps, bundles or the dashboard goes through ChatSpec."""
+    with pytest.raises(ConfigError, match="litellm_kwargs") as info:
+        parse_spec({"agents": [{"agent_name": "A", "litellm_kwargs": kwargs}]})
+    message = str(info.value)
+    assert SECRET not in message
+    path = next(iter(kwargs))
+    assert path in message
+
+
+def test_an_in_memory_agent_with_header_credentials_exports_a_clean_spec() -> None:
+    agent = Agent(agent_name="A", litellm_kwargs={
+        "extra_headers": {"Authorization": f"Bearer {SECRET}"}, "top_p": 0.5})
+    spec = ChatSpec(agents=[agent, Agent(agent_name="B")])
+    text = dump_spec(spec)
+    assert SECRET not in text and "Authorization" not in text and "top_p: 0.5" in text
+    assert load_spec_text(text).agents[0].litellm_kwargs == {"extra_headers": {}, "top_p": 0.5}
+    assert agent.litellm_kwargs["extra_headers"]["Authorization"] == f"Bearer {SECRET}"
