@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8501
 
-.PHONY: setup browser postgres run test lint bench clean
+.PHONY: setup browser postgres llm-setup llm run test typecheck lint bench clean
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 setup: $(STAMP)
@@ -35,12 +35,24 @@ postgres:
 			--no-install-recommends postgresql || \
 		ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; }; }
 
-test: setup browser postgres
+# A real local LLM (SmolLM2-135M behind llama.cpp's OpenAI-compatible server), built once per
+# machine outside the repo (GROUPCHAT_LLM_HOME, default ~/.cache/groupchat-lab/local-llm).
+llm-setup: setup
+	@$(BIN)/python -c "from groupchat_core.testing._local_llm import is_installed; \
+		raise SystemExit(not is_installed())" || $(BIN)/python -m groupchat_core.testing.local_llm install
+
+llm: llm-setup
+	$(BIN)/python -m groupchat_core.testing.local_llm serve --port 8080
+
+test: setup browser postgres llm-setup
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
 lint: setup
 	$(BIN)/ruff check .
+
+typecheck: setup
+	$(BIN)/mypy
 
 bench: setup
 	$(BIN)/python -m bench.engine

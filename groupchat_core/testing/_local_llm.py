@@ -125,7 +125,8 @@ class LocalLLMServer:
 
     def command(self) -> list[str]:
         return [
-            str(_python(self.home)), "-m", "llama_cpp.server", "--model", str(model_path(self.home)),
+            str(_python(self.home)), "-m", "llama_cpp.server",
+            "--model", str(model_path(self.home)),
             "--model_alias", MODEL_ALIAS, "--chat_format", "chatml-function-calling",
             "--host", self.host, "--port", str(self.port), "--n_ctx", str(self.n_ctx),
             "--n_threads", "2", "--verbose", "false",
@@ -133,8 +134,9 @@ class LocalLLMServer:
 
     def start(self) -> LocalLLMServer:
         if not is_installed(self.home):
-            raise ConfigError(f"the local LLM server is not installed in {self.home}: run `make "
-                              "llm-setup` (or `python -m groupchat_core.testing.local_llm install`)")
+            raise ConfigError(
+                f"the local LLM server is not installed in {self.home}: run `make llm-setup` "
+                "(or `python -m groupchat_core.testing.local_llm install`)")
         if self.port == 0:
             self.port = _free_port(self.host)
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115

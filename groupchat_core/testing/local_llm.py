@@ -37,8 +37,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     print(f"SmolLM2-135M serving on {server.base_url} (model {server.model_name!r}, any "
           "api_key); Ctrl-C stops it", file=sys.stderr)
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
-        signal.sigwait({signal.SIGINT, signal.SIGTERM})
+        while True:
+            signal.pause()
     except KeyboardInterrupt:
         pass
     finally:
@@ -46,6 +48,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 if __name__ == "__main__":
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     sys.exit(main())
