@@ -28,11 +28,13 @@ class Preset:
     task: str
     agents: tuple[tuple[str, str, str], ...]  # (name, role, model)
     settings: Mapping[str, Any] = field(default_factory=dict)
+    agent_options: Mapping[str, Any] = field(default_factory=dict)  # e.g. api_base, max_tokens
 
     def build_agents(self, latency_s: float = PRESET_LATENCY_S) -> list[Agent]:
         """The agents; sims answer after latency_s, 1.5x, 2x, ... so bids arrive one by one."""
         return [Agent(agent_name=n, system_prompt=role, model_name=model,
-                      litellm_kwargs=_latency(latency_s * (1 + i / 2), model))
+                      litellm_kwargs=_latency(latency_s * (1 + i / 2), model),
+                      **dict(self.agent_options))
                 for i, (n, role, model) in enumerate(self.agents)]
 
     def spec(self) -> ChatSpec:
@@ -72,4 +74,21 @@ EXPERT_PANEL = Preset(
     settings={"max_loops": 14, "threshold": 0.45, "recency_penalty": 0.3, "recency_window": 2},
 )
 
-PRESETS: dict[str, Preset] = {p.name: p for p in (DEBATE_TRIO, EXPERT_PANEL)}
+# A real (tiny) LLM with no key and no internet: `make llm` serves SmolLM2-135M on this address.
+LOCAL_LLM_URL = "http://127.0.0.1:8080/v1"
+LOCAL_LLM_DEBATE = Preset(
+    name="Local LLM debate (SmolLM2)",
+    description="The debate trio on a real local model: run `make llm` first (no key, offline; "
+                "a few seconds per bid, one bid at a time).",
+    task="Should we adopt AI for medical diagnosis?",
+    agents=(
+        ("Optimist-LLM", "You argue for the benefits.", "openai/smollm2"),
+        ("Pessimist-LLM", "You argue for the risks.", "openai/smollm2"),
+        ("Realist-LLM", "You seek a balanced analysis.", "openai/smollm2"),
+    ),
+    settings={"max_loops": 6, "threshold": 0.5, "recency_penalty": 0.3, "recency_window": 1},
+    agent_options={"api_base": LOCAL_LLM_URL, "max_tokens": 160, "temperature": 0.2},
+)
+
+PRESETS: dict[str, Preset] = {
+    p.name: p for p in (DEBATE_TRIO, EXPERT_PANEL, LOCAL_LLM_DEBATE)}

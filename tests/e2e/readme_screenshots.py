@@ -3,7 +3,7 @@
     .venv/bin/python -m tests.e2e.readme_screenshots     # writes docs/screenshots/*.png
 
 Serves the app on a free port with a fresh SQLite file in a temporary folder, records a few
-offline runs (the two presets, several seeds) so the Runs table has rows, then walks the pages
+offline runs (the offline presets, several seeds) so the Runs table has rows, then walks the pages
 at 1280 px wide: Agents with the debate trio loaded, Run in the middle of a live chat, Analysis
 of that run, Runs, Settings. PNGs are kept under 300 KB (quantised if needed).
 """
@@ -37,12 +37,13 @@ MID_RUN = re.compile(r"^status: running · job \w+ · turn \d+ · messages ([3-9
 
 def record_runs(db_url: str) -> None:
     """Offline runs of both presets with a few seeds, recorded into the app's store."""
-    from groupchat_core import GroupChat
+    from groupchat_core import GroupChat, is_sim_model
     from groupchat_core.store import RunStore
     from ui.presets import PRESETS
 
     store = RunStore(db_url)
-    for preset in PRESETS.values():
+    offline = [p for p in PRESETS.values() if all(is_sim_model(a[2]) for a in p.agents)]
+    for preset in offline:  # the local-LLM preset needs `make llm` running
         for seed in (1, 2, 3):
             chat = GroupChat(name=preset.name, agents=preset.build_agents(latency_s=0.0),
                              seed=seed, **dict(preset.settings))
