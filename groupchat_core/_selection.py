@@ -14,12 +14,22 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Candidate:
-    """What selection needs of one bid."""
+    """What selection needs of one bid.
+
+    `failed`: the call produced no reply. `unreadable`: a reply came back but no score could be
+    read from it. Either way the bid was not read, and a turn with no read bid is not a lull.
+    """
 
     agent: str
     score: float
     message: str
     failed: bool = False
+    unreadable: bool = False
+
+    @property
+    def read(self) -> bool:
+        """A bid parsed without error from a completed call (a clamped score still counts)."""
+        return not (self.failed or self.unreadable)
 
 
 @dataclass(frozen=True)
@@ -72,6 +82,21 @@ def _best(values: Sequence[float], allowed: Sequence[bool]) -> int | None:
     return best
 
 
+def no_winner_reason(bids: Sequence[Candidate]) -> str:
+    """Why a turn without a winner ended: `lull` only if at least one bid was read.
+
+    `all_failed`: every call failed. `no_readable_bid`: no bid could be read (every reply
+    unreadable, or some unreadable and the rest failed). Both stop the run with `error`.
+    """
+    if any(b.read for b in bids) or not bids:
+        return "lull"
+    return "all_failed" if all(b.failed for b in bids) else "no_readable_bid"
+
+
+NO_READ_BID_REASONS = frozenset({"all_failed", "no_readable_bid"})
+"""Turn reasons of a turn where no bid was read: the run stops with `error`, not `lull`."""
+
+
 def select_speaker(
     bids: Sequence[Candidate],
     recent_speakers: Sequence[str],
@@ -90,9 +115,8 @@ def select_speaker(
     runner_up = _best(adjusted, others)
     runner_up_adjusted = adjusted[runner_up] if runner_up is not None else None
     if winner is None:
-        all_failed = bool(bids) and all(b.failed for b in bids)
         return Selection(None, adjusted, penalized, eligible, None, runner_up_adjusted, None,
-                         "all_failed" if all_failed else "lull", False)
+                         no_winner_reason(bids), False)
     raw_winner = _best([b.score for b in bids], [s and b.score > threshold
                                                   for s, b in zip(spoken, bids, strict=True)])
     changed = raw_winner is not None and raw_winner != winner
