@@ -9,6 +9,7 @@ from ._config import ChatConfig, ChatSpec, dump_spec, load_spec, load_spec_text
 from ._errors import ConfigError, GroupChatError, ModelCallError, StoreError
 from ._groupchat import GroupChat
 from ._limiter import set_max_inflight_calls
+from ._model_calls import RememberedMode, forget_remembered_modes, remembered_modes
 from ._outputs import OUTPUT_TYPES
 from ._records import Bid, Event, Message, RunRecord, Turn
 from ._selection import select_speaker
@@ -28,12 +29,15 @@ __all__ = [
     "GroupChatError",
     "Message",
     "ModelCallError",
+    "RememberedMode",
     "RunRecord",
     "StoreError",
     "Turn",
     "dump_spec",
+    "forget_remembered_modes",
     "load_spec",
     "load_spec_text",
+    "remembered_modes",
     "select_speaker",
     "set_max_inflight_calls",
 ]
