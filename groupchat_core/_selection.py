@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from ._records import TurnReason
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -52,7 +54,7 @@ class Selection:
     winning_adjusted: float | None
     runner_up_adjusted: float | None
     margin: float | None
-    reason: str
+    reason: TurnReason
     penalty_changed_winner: bool
 
 
@@ -82,7 +84,7 @@ def _best(values: Sequence[float], allowed: Sequence[bool]) -> int | None:
     return best
 
 
-def no_winner_reason(bids: Sequence[Candidate]) -> str:
+def no_winner_reason(bids: Sequence[Candidate]) -> TurnReason:
     """Why a turn without a winner ended: `lull` only if at least one bid was read.
 
     `all_failed`: every call failed. `no_readable_bid`: no bid could be read (every reply
@@ -121,7 +123,7 @@ def select_speaker(
                                                   for s, b in zip(spoken, bids, strict=True)])
     changed = raw_winner is not None and raw_winner != winner
     margin = None if runner_up_adjusted is None else adjusted[winner] - runner_up_adjusted
-    reason = "highest_bid"
+    reason: TurnReason = "highest_bid"
     if any(eligible[i] and adjusted[i] == adjusted[winner] for i in range(winner + 1, len(bids))):
         reason = "tie_by_order"
     elif changed:

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 from groupchat_core import Agent, GroupChat, remembered_modes
 from groupchat_core import _model_calls as model_calls
@@ -40,7 +41,7 @@ def server() -> Iterator[FakeOpenAIServer]:
 
 def http_agent(srv: FakeOpenAIServer, name: str, model: str, **kw: Any) -> Agent:
     return Agent(agent_name=name, model_name=f"openai/{model}", api_base=srv.base_url,
-                 api_key=KEY, num_retries=0, **kw)
+                 api_key=SecretStr(KEY), num_retries=0, **kw)
 
 
 def _silent(body: dict[str, Any]) -> Reply:
@@ -82,7 +83,9 @@ def test_rejection_recognisers_on_real_provider_messages(message: str, kind: str
     assert rejection_kind(message.upper()) == kind
 
 
-def test_a_context_length_error_mentioning_functions_does_not_step_down(server):
+def test_a_context_length_error_mentioning_functions_does_not_step_down(
+    server: FakeOpenAIServer,
+) -> None:
     server.script("ctx", [error(400, CONTEXT_LENGTH)])
     server.set_responder("ctx", _silent)
     server.set_responder("other", _silent)
@@ -98,7 +101,7 @@ def test_a_context_length_error_mentioning_functions_does_not_step_down(server):
     assert remembered_modes() == []
 
 
-def test_a_schema_error_on_one_agents_tool_changes_nothing(server):
+def test_a_schema_error_on_one_agents_tool_changes_nothing(server: FakeOpenAIServer) -> None:
     server.set_responder("shared", lambda body: (
         error(400, BAD_SCHEMA) if len(body.get("tools", [])) > 1 else tool_call(0.1, "")))
     broken = http_agent(server, "Broken", "shared", tools_list_dictionary=[dict(EXTRA_TOOL)])
@@ -113,7 +116,9 @@ def test_a_schema_error_on_one_agents_tool_changes_nothing(server):
     assert remembered_modes() == []
 
 
-def test_one_agents_step_down_never_changes_another_agents_requests(server):
+def test_one_agents_step_down_never_changes_another_agents_requests(
+    server: FakeOpenAIServer,
+) -> None:
     def picky(body: dict[str, Any]) -> Reply:
         names = [t["function"]["name"] for t in body.get("tools", [])]
         if "lookup" in names and isinstance(body.get("tool_choice"), dict):
@@ -138,7 +143,9 @@ def test_one_agents_step_down_never_changes_another_agents_requests(server):
     assert 0 < memo.expires_in <= model_calls.MODE_MEMORY_TTL_S
 
 
-def test_a_remembered_mode_expires_and_the_model_is_probed_again(server, monkeypatch):
+def test_a_remembered_mode_expires_and_the_model_is_probed_again(
+    server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(model_calls, "MODE_MEMORY_TTL_S", 0.5)
     server.configure("flaky", reject_forced_tool_choice=True)
     server.set_responder("flaky", _silent)
@@ -156,7 +163,7 @@ def test_a_remembered_mode_expires_and_the_model_is_probed_again(server, monkeyp
     assert chat.last_run.bids[0].path == "tool_call" and remembered_modes() == []
 
 
-def test_a_respond_call_is_read_even_in_json_mode(server):
+def test_a_respond_call_is_read_even_in_json_mode(server: FakeOpenAIServer) -> None:
     server.configure("stubborn", reject_tools=True)
     # the server was told "no tools" yet answers with a respond call (some do), then with text
     server.script("stubborn", [tool_call(0.9, "read anyway"),
@@ -174,7 +181,7 @@ def test_a_respond_call_is_read_even_in_json_mode(server):
     assert [m.mode for m in remembered_modes()] == ["json"]
 
 
-def test_a_pinned_mode_is_never_remembered_or_changed(server):
+def test_a_pinned_mode_is_never_remembered_or_changed(server: FakeOpenAIServer) -> None:
     server.configure("pinned", reject_forced_tool_choice=True)
     server.set_responder("pinned", _silent)
     server.set_responder("other", _silent)

@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 from groupchat_core import Agent, GroupChat
 from groupchat_core import _turn_loop as turn_loop
@@ -93,7 +94,7 @@ def hostile() -> Iterator[str]:
 
 def agent(base: str, name: str, model: str, **kw: Any) -> Agent:
     return Agent(agent_name=name, model_name=f"openai/{model}", api_base=base,
-                 api_key="sk-hostile-test-0123456789", num_retries=0, **kw)
+                 api_key=SecretStr("sk-hostile-test-0123456789"), num_retries=0, **kw)
 
 
 class _Heartbeat:
@@ -179,7 +180,9 @@ def test_a_trickling_server_cannot_hold_a_bid_without_bid_timeout(hostile: str) 
     assert 0.9 < bid.latency_ms / 1000 < 3.0 and elapsed < 4.0
 
 
-def test_an_unset_bid_timeout_is_still_a_total_deadline(hostile: str, monkeypatch) -> None:
+def test_an_unset_bid_timeout_is_still_a_total_deadline(
+    hostile: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
     a = agent(hostile, "A", "hang", timeout=30.0)
     assert default_bid_deadline(a) == 30.0 * (0 + 1 + 3)
     assert default_bid_deadline(a.model_copy(update={"num_retries": 2})) == 30.0 * 6 + 2 * 8.0
