@@ -93,8 +93,9 @@ def hostile() -> Iterator[str]:
 
 
 def agent(base: str, name: str, model: str, **kw: Any) -> Agent:
+    kw.setdefault("num_retries", 0)
     return Agent(agent_name=name, model_name=f"openai/{model}", api_base=base,
-                 api_key=SecretStr("sk-hostile-test-0123456789"), num_retries=0, **kw)
+                 api_key=SecretStr("sk-hostile-test-0123456789"), **kw)
 
 
 class _Heartbeat:
@@ -146,8 +147,8 @@ def test_a_10mb_error_body_fails_fast_without_blocking_the_loop(hostile: str) ->
 
 def test_a_10mb_reply_is_refused_unread_and_never_stored(hostile: str) -> None:
     _warm(hostile)
-    chat = GroupChat(agents=[agent(hostile, "A", "huge_reply"), agent(hostile, "B", "ok")],
-                     bid_timeout=2)
+    chat = GroupChat(agents=[agent(hostile, "A", "huge_reply", num_retries=2),
+                             agent(hostile, "B", "ok")], bid_timeout=2)
     with _Heartbeat() as beat:
         chat.run("t")
     bid = chat.last_run.bids[0]
