@@ -399,6 +399,15 @@ async def _cap_body(response: Any) -> None:
     response.stream = _capped_stream_class()(response.stream, cap, cut=error)
 
 
+@functools.lru_cache(maxsize=1024)
+def _provider(model: str, api_base: str) -> str | None:
+    """litellm's provider for a model and api_base (cached: it is asked on every request)."""
+    try:
+        return str(litellm_module().get_llm_provider(model=model, api_base=api_base)[1])
+    except Exception:
+        return None
+
+
 _capped_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Any, Any]] = (
     weakref.WeakKeyDictionary())
 
@@ -407,15 +416,11 @@ def _capped_client_kwargs(litellm: Any, kwargs: dict[str, Any]) -> dict[str, Any
     """`client=` for litellm: an OpenAI SDK client whose bodies are capped, for OpenAI-compatible
     calls with an api_base; {} otherwise (other providers use litellm's own clients)."""
     base = kwargs.get("api_base")
-    if not base or "client" in kwargs:
-        return {}
-    try:
-        provider = litellm.get_llm_provider(model=kwargs["model"], api_base=base)[1]
-    except Exception:
+    if not base or "client" in kwargs or _provider(str(kwargs["model"]), base) != "openai":
         return {}
     key = kwargs.get("api_key") or os.environ.get("OPENAI_API_KEY")
-    if provider != "openai" or not key:
-        return {}
+    if not key:
+        return {}  # litellm reports the missing key itself; no request is made
     import httpx
     from openai import AsyncOpenAI
 
