@@ -146,7 +146,7 @@ def test_one_agents_step_down_never_changes_another_agents_requests(
 def test_a_remembered_mode_expires_and_the_model_is_probed_again(
     server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(model_calls, "MODE_MEMORY_TTL_S", 0.5)
+    monkeypatch.setattr(model_calls, "MODE_MEMORY_TTL_S", 1.5)
     server.configure("flaky", reject_forced_tool_choice=True)
     server.set_responder("flaky", _silent)
     server.set_responder("other", _silent)
@@ -154,7 +154,7 @@ def test_a_remembered_mode_expires_and_the_model_is_probed_again(
     chat.run("first")
     assert [m.mode for m in remembered_modes()] == ["required"]
     chat.run("second, remembered")
-    time.sleep(0.6)
+    time.sleep(1.6)
     assert remembered_modes() == []
     server.configure("flaky")  # the provider was fixed meanwhile
     chat.run("third, re-probed")
