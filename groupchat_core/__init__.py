@@ -31,6 +31,7 @@ from ._errors import CliError, ConfigError, GroupChatError, ModelCallError, Stor
 from ._groupchat import GroupChat
 from ._limiter import max_inflight_calls, set_max_inflight_calls
 from ._loop import BackgroundLoop, background_loop
+from ._model_calls import RememberedMode, forget_remembered_modes, remembered_modes
 from ._model_calls import litellm_module as _litellm_module
 from ._outputs import OUTPUT_TYPES
 from ._records import (
@@ -115,6 +116,7 @@ __all__ = [
     "Message",
     "MessagePosted",
     "ModelCallError",
+    "RememberedMode",
     "RunFinished",
     "RunRecord",
     "RunStarted",
@@ -128,6 +130,7 @@ __all__ = [
     "bundle_json",
     "dump_agents",
     "dump_spec",
+    "forget_remembered_modes",
     "format_decimal",
     "import_bundle",
     "is_sim_model",
@@ -136,6 +139,7 @@ __all__ = [
     "load_spec_text",
     "max_inflight_calls",
     "prepare_litellm",
+    "remembered_modes",
     "select_speaker",
     "set_max_inflight_calls",
     "transcript_markdown",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -88,28 +89,44 @@ def format_decimal(value: float) -> str:
     return text if "." in text else text + ".0"
 
 
+def _placeholder_text(field: str, conversion: str | None, spec: str) -> str:
+    """A placeholder as the user wrote it, for error messages."""
+    return "{" + field + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") \
+        + "}"
+
+
 def validate_bid_prompt(template: str) -> str:
-    """Reject templates with unknown or positional placeholders before any model call."""
+    """Accept plain placeholders only, before any model call.
+
+    A format spec (`{turn:>20000000}`) can blow a prompt up to megabytes on every bid, and
+    attribute or index access (`{task.__class__}`) reaches into Python objects: neither has a
+    use in a prompt, so both are refused, as are conversions, positional and unknown names.
+    """
     if not isinstance(template, str) or not template.strip():
         raise ValueError("bid_prompt must be a non-empty string template.")
-    def _fields(text: str) -> list[str]:
-        found: list[str] = []
-        for _, field, spec, _ in string.Formatter().parse(text):
-            if field is not None:
-                found.append(field)
-                found.extend(_fields(spec or ""))  # nested, e.g. {threshold:{width}}
-        return found
-
     try:
-        fields = _fields(template)
+        parts = list(string.Formatter().parse(template))
     except ValueError as exc:
-        raise ValueError(f"bid_prompt is not a valid format string: {exc}") from None
-    for field in fields:
-        root = field.split(".")[0].split("[")[0]
-        if root not in BID_PROMPT_FIELDS:
-            allowed = ", ".join("{" + f + "}" for f in BID_PROMPT_FIELDS)
+        raise ValueError(
+            f"bid_prompt is not a valid format string: {exc}; write {{{{ and }}}} for literal "
+            "braces."
+        ) from None
+    allowed = ", ".join("{" + f + "}" for f in BID_PROMPT_FIELDS)
+    for _, field, spec, conversion in parts:
+        if field is None:
+            continue
+        shown = _placeholder_text(field, conversion, spec or "")
+        name = re.split(r"[.\[]", field, maxsplit=1)[0]
+        if name in BID_PROMPT_FIELDS and (spec or conversion or name != field):
+            what = ("a format spec" if spec else "a conversion" if conversion
+                    else "attribute or index access")
             raise ValueError(
-                f"bid_prompt has unknown placeholder {{{field}}}; use only {allowed} "
+                f"bid_prompt placeholder {shown} uses {what}; write the plain {{{name}}} "
+                "(placeholders take no formatting)."
+            )
+        if field not in BID_PROMPT_FIELDS:
+            raise ValueError(
+                f"bid_prompt has unknown placeholder {shown}; use only {allowed} "
                 "(write {{ and }} for literal braces)."
             )
     return template
@@ -185,13 +202,36 @@ def build_bid_prompt(
 # --- parsing ------------------------------------------------------------------------------
 
 
+MAX_MESSAGE_CHARS = 20_000
+"""Longest message a bid may carry; longer ones are cut (a bid message is one chat turn, and a
+hostile or runaway reply must not put megabytes into every later prompt and the store)."""
+
+MAX_TEXT_SCAN_CHARS = 4 * MAX_MESSAGE_CHARS
+"""How much of a text reply is searched for a JSON bid."""
+
+UNREADABLE = "unreadable: "
+"""Prefix of the error of a bid whose reply could not be read (no score came out of it), so a
+stored bid says whether it was read; see `is_unreadable`."""
+
+
 @dataclass(frozen=True)
 class ParsedBid:
-    """A bid as parsed from a reply; `error` says why it was read as silent or changed."""
+    """A bid as parsed from a reply; `error` says why it was read as silent or changed.
+
+    `readable` is False when no score could be read from the reply (arguments not JSON, an
+    invalid score, no respond call and no JSON bid): such a bid cannot make a turn a lull.
+    A clamped score, a missing or cut message are readable.
+    """
 
     score: float
     message: str
     error: str | None = None
+    readable: bool = True
+
+
+def is_unreadable(error: str | None) -> bool:
+    """Whether a bid's stored error marks a reply that could not be read (see UNREADABLE)."""
+    return bool(error) and str(error).startswith(UNREADABLE)
 
 
 def parse_score(raw: Any) -> tuple[float, str | None]:
@@ -207,39 +247,53 @@ def parse_score(raw: Any) -> tuple[float, str | None]:
         try:
             value = float(raw.strip())
         except ValueError:
-            return 0.0, f"invalid score {raw!r}: not a number"
+            return 0.0, f"invalid score {raw!r:.80}: not a number"
     else:
-        return 0.0, f"invalid score {raw!r}: not a number"
+        return 0.0, f"invalid score {raw!r:.80}: not a number"
     if not math.isfinite(value):
-        return 0.0, f"invalid score {raw!r}: not finite"
+        return 0.0, f"invalid score {raw!r:.80}: not finite"
     return min(1.0, max(0.0, value)), None
 
 
 def parse_message(raw: Any) -> tuple[str, str | None]:
-    """SPEC §4 message rules: strings stripped, null is empty, numbers via str, else invalid."""
+    """SPEC §4 message rules: strings stripped, null is empty, numbers via str, else invalid;
+    longer than MAX_MESSAGE_CHARS is cut, with a note."""
     if raw is None:
         return "", None
     if isinstance(raw, str):
         # NUL fits no database text type (PostgreSQL rejects it); keep the message, mark the spot
-        return raw.strip().replace("\x00", "\ufffd"), None
+        text = raw.strip().replace("\x00", "\ufffd")
+        if len(text) > MAX_MESSAGE_CHARS:
+            cut = len(text) - MAX_MESSAGE_CHARS
+            return text[:MAX_MESSAGE_CHARS], (
+                f"message cut to {MAX_MESSAGE_CHARS:,} characters ({cut:,} characters cut)")
+        return text, None
     if isinstance(raw, int | float) and not isinstance(raw, bool):
         return str(raw), None
     return "", f"invalid message of type {type(raw).__name__}"
 
 
+def _unreadable(reason: str) -> ParsedBid:
+    return ParsedBid(0.0, "", UNREADABLE + reason, readable=False)
+
+
 def parse_arguments(arguments: Any) -> ParsedBid:
     """Turn the arguments of a respond call (JSON text or dict) into a bid."""
     if isinstance(arguments, str):
+        if not arguments.strip():
+            return _unreadable("respond arguments are empty")
         try:
             arguments = json.loads(arguments)
         except (ValueError, RecursionError) as exc:
-            return ParsedBid(0.0, "", f"respond arguments are not JSON: {exc}")
+            return _unreadable(f"respond arguments are not JSON: {exc}")
     if not isinstance(arguments, Mapping):
-        return ParsedBid(0.0, "", f"respond arguments are not a JSON object: {arguments!r:.80}")
+        return _unreadable(f"respond arguments are not a JSON object: {arguments!r:.80}")
     score, score_error = parse_score(arguments.get("score"))
     message, message_error = parse_message(arguments.get("message"))
-    errors = [e for e in (score_error, message_error) if e]
-    return ParsedBid(score, message, "; ".join(errors) or None)
+    errors = "; ".join(e for e in (score_error, message_error) if e) or None
+    if score_error:
+        return ParsedBid(score, message, UNREADABLE + str(errors), readable=False)
+    return ParsedBid(score, message, errors)
 
 
 def parse_tool_calls(tool_calls: Sequence[tuple[str, Any]]) -> ParsedBid | None:
@@ -253,11 +307,12 @@ def parse_tool_calls(tool_calls: Sequence[tuple[str, Any]]) -> ParsedBid | None:
 def find_json_object(text: str) -> dict[str, Any] | None:
     """The first JSON object in free text that has a score or message key, if any."""
     decoder = json.JSONDecoder()
+    text = text[:MAX_TEXT_SCAN_CHARS]  # bounded work on a runaway or hostile reply
     start = text.find("{")
     while start != -1:
         try:
             value, _ = decoder.raw_decode(text, start)
-        except ValueError:
+        except (ValueError, RecursionError):
             value = None
         if isinstance(value, dict) and ("score" in value or "message" in value):
             return value
@@ -269,5 +324,5 @@ def parse_text_reply(text: str | None) -> ParsedBid:
     """A reply without a respond call: a JSON object in the text counts, anything else is silent."""
     found = find_json_object(text or "")
     if found is None:
-        return ParsedBid(0.0, "", "reply had no respond call and no JSON bid in its text")
+        return _unreadable("reply had no respond call and no JSON bid in its text")
     return parse_arguments(found)

@@ -59,9 +59,11 @@ def _runner_up(turn: Turn, turn_bids: list[Bid]) -> str:
 def _turn_section(turn: Turn, turn_bids: list[Bid], content: str | None) -> list[str]:
     if turn.winner is None:
         best = max((b for b in turn_bids if b.message), key=lambda b: b.adjusted, default=None)
-        why = "every bid failed" if not turn.lull else "lull: no bid cleared the threshold"
+        why = ("lull: no bid cleared the threshold" if turn.lull
+               else "no agent produced a readable bid (the run stopped with an error)")
         lines = [f"### Turn {turn.turn}: nobody spoke", "", why + (
-            f" (best: {_safe_md(best.agent)} {_score(best.adjusted)})" if best else "") + "."]
+            f" (best: {_safe_md(best.agent)} {_score(best.adjusted)})"
+            if best and turn.lull else "") + "."]
         return [*lines, ""]
     won = next(b for b in turn_bids if b.winner)
     penalty = " (recency penalty applied)" if won.penalized else ""

@@ -10,8 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
+import json
 import os
 import random
+import re
+import threading
+import time
+import weakref
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
@@ -29,6 +36,11 @@ if TYPE_CHECKING:
     from ._agent import Agent
 
 DEFAULT_INPUT_BUDGET = 8192
+MODE_MEMORY_TTL_S = 600.0  # a remembered fallback mode is re-probed from "forced" after this
+MAX_ERROR_CHARS = 2_000  # stored error text (bid.error); a provider body is not a log file
+ERROR_BODY_CAP = 16_000  # bytes of an HTTP error body read; the rest is cut unread
+REPLY_BODY_CAP = 2_000_000  # bytes of a successful reply; more fails the request unread
+FALLBACK_RUNGS = 3  # rejected requests a bid may add while stepping down the ladder
 RETRY_BASE_DELAY = 0.5  # seconds; doubled per attempt, capped below
 RETRY_MAX_DELAY = 8.0
 JSON_TEXT_INSTRUCTION = (
@@ -131,9 +143,73 @@ def count_tokens(model_name: str, text: str) -> int:
 
 # --- the litellm path ---------------------------------------------------------------------
 
-# Remembers, per (model, api_base), the first mode the provider accepted, so a model that
-# rejects forced tool_choice costs one rejected call per process, not one per bid.
-_accepted_mode: dict[tuple[str, str | None], str] = {}
+# What a provider accepted, remembered so a model that rejects forced tool_choice costs one
+# rejected call per TTL, not one per bid. Scoped by the agent's tools (one agent's broken extra
+# tool cannot change another agent's requests), it expires (the provider may have been fixed,
+# the rejection may have been transient) and `remembered_modes()` shows it.
+_ModeKey = tuple[str, str | None, str]
+_accepted_mode: dict[_ModeKey, tuple[str, float]] = {}  # key -> (mode, expiry on monotonic)
+_mode_lock = threading.Lock()  # read from UI threads while the loop thread writes
+
+
+@dataclass(frozen=True)
+class RememberedMode:
+    """One remembered fallback: this (model, api_base, tools) answers in `mode` until expiry."""
+
+    model: str
+    api_base: str | None
+    tools_hash: str
+    mode: str
+    expires_in: float  # seconds until the next bid re-probes from "forced"
+
+
+def tools_hash(tools: list[dict[str, Any]]) -> str:
+    """A short stable hash of an agent's tools list (part of the mode memory's key)."""
+    text = json.dumps(tools, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _mode_key(agent: Agent) -> _ModeKey:
+    return (agent.model_name, agent.api_base, tools_hash(agent.tools_list_dictionary))
+
+
+def _recalled_mode(key: _ModeKey) -> str:
+    """The remembered mode for this key, or "forced" when none is remembered or it expired."""
+    with _mode_lock:
+        found = _accepted_mode.get(key)
+        if found is None:
+            return "forced"
+        if found[1] <= time.monotonic():
+            del _accepted_mode[key]
+            return "forced"
+        return found[0]
+
+
+def _remember(key: _ModeKey, mode: str) -> None:
+    """Remember a step down (a fresh TTL); an accepted "forced" needs no memory."""
+    with _mode_lock:
+        if mode == "forced":
+            _accepted_mode.pop(key, None)
+        else:
+            _accepted_mode[key] = (mode, time.monotonic() + MODE_MEMORY_TTL_S)
+
+
+def remembered_modes() -> list[RememberedMode]:
+    """A read-only view of the fallback modes this process remembers (for the Run page)."""
+    now = time.monotonic()
+    with _mode_lock:
+        items = list(_accepted_mode.items())
+    return [
+        RememberedMode(model, base, tools, mode, round(expiry - now, 1))
+        for (model, base, tools), (mode, expiry) in sorted(items, key=lambda i: str(i[0]))
+        if expiry > now
+    ]
+
+
+def forget_remembered_modes() -> None:
+    """Drop every remembered mode: the next bid of each model probes from "forced" again."""
+    with _mode_lock:
+        _accepted_mode.clear()
 
 
 def _request_kwargs(agent: Agent, messages: list[dict[str, Any]], mode: str) -> dict[str, Any]:
@@ -162,17 +238,66 @@ def _request_kwargs(agent: Agent, messages: list[dict[str, Any]], mode: str) -> 
     return kwargs
 
 
+# Recognisers for a provider saying tools or tool_choice are unsupported, written from real
+# messages. Anything else that mentions tools or functions (OpenAI's context-length error counts
+# "functions" tokens; "Invalid schema for function 'x'" is one agent's broken tool) is NOT a
+# rejection: stepping down on it would silence a working model.
+_NOT_SUPPORTED = r"(?:is not supported|are not supported|not supported|unsupported|not allowed|" \
+    r"not enabled|not available|requires --)"
+_TOOLS_REJECTED = re.compile(
+    "|".join((
+        # OpenAI: "Unsupported parameter: 'tools' is not supported with this model."
+        r"unsupported parameter:?\s*'?tools'?(?![_\w])",
+        # Ollama: "registry.ollama.ai/library/gemma:2b does not support tools";
+        # llama.cpp / others: "model does not support tool calling|function calling"
+        r"(?:does not|doesn't|do not) support (?:tools\b|tool use|tool calling|tool calls|"
+        r"function calling|functions\b)",
+        # litellm UnsupportedParamsError: "... does not support parameters: ['tools', ...]"
+        r"does not support parameters:[^\]}]*'tools'",
+        # "tools are not supported by this model", "tools param requires --jinja flag"
+        r"(?<![_\w])'?tools'?(?: param(?:eter)?)? (?:are |is )?" + _NOT_SUPPORTED,
+        r"(?:tool|function) calling is " + _NOT_SUPPORTED,
+    )),
+    re.IGNORECASE,
+)
+_CHOICE_REJECTED = re.compile(
+    "|".join((
+        # OpenAI: "Unsupported parameter: 'tool_choice' is not supported with this model."
+        r"unsupported (?:parameter|value):?\s*'?tool_choice'?",
+        # "tool_choice of type 'function' is not supported", "tool_choice 'required' is not
+        # supported", vLLM: '"auto" tool choice requires --enable-auto-tool-choice ...',
+        # vLLM: 'tool_choice = "required" is not supported!'
+        r"tool[_ ]choice[^.\n]{0,80}?" + _NOT_SUPPORTED,
+        # litellm UnsupportedParamsError: "... does not support parameters: ['tool_choice']"
+        r"does not support parameters:[^\]}]*'tool_choice'",
+        # vLLM: 'Only named tools, "none" or "auto" are supported'
+        r"only named tools[^.\n]{0,40}are supported",
+    )),
+    re.IGNORECASE,
+)
+
+
+def rejection_kind(text: str) -> str | None:
+    """"tools" when the text says tools are unsupported, "tool_choice" when only the choice
+    is, else None (not a capability rejection: the mode must not change)."""
+    if _TOOLS_REJECTED.search(text):
+        return "tools"
+    if _CHOICE_REJECTED.search(text):
+        return "tool_choice"
+    return None
+
+
 def _rejection(exc: Exception, mode: str) -> str | None:
-    """The next mode when a provider rejected this one at call time, else None."""
+    """The next mode when a provider clearly rejected this one at call time, else None."""
     litellm = litellm_module()
-    if not isinstance(exc, litellm.BadRequestError | litellm.UnsupportedParamsError):
+    rejecting = (litellm.BadRequestError, litellm.UnsupportedParamsError,
+                 litellm.UnprocessableEntityError, litellm.InternalServerError)
+    if mode == "json" or not isinstance(exc, rejecting):
         return None
-    text = str(exc).lower()
-    if "tool" not in text and "function" not in text:
+    kind = rejection_kind(str(exc)[:ERROR_BODY_CAP])
+    if kind is None:
         return None
-    if mode == "json":
-        return None
-    if "tool_choice" in text or "tool choice" in text:
+    if kind == "tool_choice":
         return _LADDER[_LADDER.index(mode) + 1]
     return "json"
 
@@ -210,7 +335,7 @@ async def _call_with_retries(kwargs: dict[str, Any], attempts: _Attempts) -> Any
         attempts.calls += 1
         try:
             async with CALL_LIMITER:
-                return await litellm.acompletion(**kwargs)
+                return await _one_request(litellm, kwargs)
         except Exception as exc:
             if not _retryable(exc) or attempts.retries_left <= 0:
                 raise
@@ -219,15 +344,147 @@ async def _call_with_retries(kwargs: dict[str, Any], attempts: _Attempts) -> Any
             await asyncio.sleep(delay)
 
 
+# --- bounded response bodies -------------------------------------------------------------
+# litellm builds its exception text from the whole error body and runs its secret-redaction
+# regexes over it on the calling thread, holding the GIL (a 10 MB body froze the shared loop for
+# 40 s); a worker thread cannot help with that. So bodies are bounded before litellm sees them:
+# an error body is cut at ERROR_BODY_CAP bytes (its status, hence litellm's error class, kept),
+# a reply over REPLY_BODY_CAP fails unread. This covers every model litellm sends through the
+# OpenAI SDK with an api_base (OpenAI-compatible servers: vLLM, llama.cpp, LM Studio, ...).
+
+
+class ResponseTooLarge(Exception):
+    """A reply body larger than any bid can need; the rest was not read."""
+
+
+@functools.cache
+def _capped_stream_class() -> type:
+    """Build the capped body stream on first use (httpx is imported with litellm, lazily)."""
+    import httpx
+
+    class CappedStream(httpx.AsyncByteStream):
+        """A response body that stops at `cap` bytes: cut with a note, or fail."""
+
+        def __init__(self, inner: Any, cap: int, cut: bool) -> None:
+            self._inner, self._cap, self._cut = inner, cap, cut
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            seen = 0
+            async for chunk in self._inner:
+                if seen + len(chunk) > self._cap:
+                    if not self._cut:
+                        raise ResponseTooLarge(
+                            f"reply body larger than {self._cap:,} bytes; not read (a bid "
+                            "reply is a few kilobytes)")
+                    yield chunk[: self._cap - seen]
+                    yield f"… (error body cut at {self._cap:,} bytes)".encode()
+                    return
+                seen += len(chunk)
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self._inner.aclose()
+
+    return CappedStream
+
+
+async def _identity_encoding(request: Any) -> None:
+    """Ask for uncompressed bodies, so the caps count the bytes that will be parsed."""
+    request.headers["Accept-Encoding"] = "identity"
+
+
+async def _cap_body(response: Any) -> None:
+    error = response.status_code >= 400
+    cap = ERROR_BODY_CAP if error else REPLY_BODY_CAP
+    response.stream = _capped_stream_class()(response.stream, cap, cut=error)
+
+
+@functools.lru_cache(maxsize=1024)
+def _provider(model: str, api_base: str) -> str | None:
+    """litellm's provider for a model and api_base (cached: it is asked on every request)."""
+    try:
+        return str(litellm_module().get_llm_provider(model=model, api_base=api_base)[1])
+    except Exception:
+        return None
+
+
+_capped_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Any, Any]] = (
+    weakref.WeakKeyDictionary())
+
+
+def _capped_client_kwargs(litellm: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """`client=` for litellm: an OpenAI SDK client whose bodies are capped, for OpenAI-compatible
+    calls with an api_base; {} otherwise (other providers use litellm's own clients)."""
+    base = kwargs.get("api_base")
+    if not base or "client" in kwargs or _provider(str(kwargs["model"]), base) != "openai":
+        return {}
+    key = kwargs.get("api_key") or os.environ.get("OPENAI_API_KEY")
+    if not key:
+        return {}  # litellm reports the missing key itself; no request is made
+    import httpx
+    from openai import AsyncOpenAI
+
+    per_loop = _capped_clients.setdefault(asyncio.get_running_loop(), {})
+    cache_key = (base, hashlib.sha256(str(key).encode()).hexdigest())
+    client = per_loop.get(cache_key)
+    if client is None:
+        http = httpx.AsyncClient(
+            follow_redirects=True,
+            event_hooks={"request": [_identity_encoding], "response": [_cap_body]})
+        client = AsyncOpenAI(api_key=str(key), base_url=base, http_client=http, max_retries=0)
+        per_loop[cache_key] = client
+    return {"client": client}
+
+
+async def _one_request(litellm: Any, kwargs: dict[str, Any]) -> Any:
+    """One HTTP request under a total deadline of Agent.timeout.
+
+    litellm's `timeout` bounds each read, so a server trickling a byte every few seconds would
+    hold a bid forever; this bounds the request from send to last byte.
+    """
+    limit = kwargs.get("timeout")
+    try:
+        async with asyncio.timeout(limit):
+            return await litellm.acompletion(**kwargs, **_capped_client_kwargs(litellm, kwargs))
+    except TimeoutError as exc:
+        raise litellm.Timeout(
+            message=f"no complete reply within {limit} s (Agent.timeout bounds each request, "
+            "first byte to last)", model=kwargs.get("model"), llm_provider="") from exc
+    except Exception as exc:
+        too_large = _in_chain(exc, ResponseTooLarge)
+        if too_large is not None:  # the SDK calls it "Connection error."; say what happened,
+            raise too_large from None  # and as no litellm error it is neither retried nor a rung
+        raise
+
+
+def _in_chain(exc: BaseException, kind: type[BaseException]) -> BaseException | None:
+    """The first exception of `kind` among exc, its causes and contexts."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, kind):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def _parse_response(response: Any, mode: str) -> tuple[ParsedBid, BidPath]:
-    message = response.choices[0].message
+    """Read the bid from a reply. A respond call counts in every mode: a server asked for JSON
+    text may still answer with the call (the path then says `tool_call:json`)."""
+    choice = response.choices[0]
+    message = choice.message
     calls = [(c.function.name, c.function.arguments) for c in (message.tool_calls or [])]
-    if mode != "json":
-        parsed = parse_tool_calls(calls)
-        if parsed is not None:
-            return parsed, _PATHS[mode]
-        return parse_text_reply(message.content), "text_fallback"
-    return parse_text_reply(message.content), "json_text"
+    parsed = parse_tool_calls(calls)
+    if parsed is not None:
+        path: BidPath = "tool_call:json" if mode == "json" else _PATHS[mode]
+    else:
+        parsed = parse_text_reply(message.content)
+        path = "json_text" if mode == "json" else "text_fallback"
+    if not parsed.readable and getattr(choice, "finish_reason", None) == "length":
+        parsed = ParsedBid(parsed.score, parsed.message,
+                           f"{parsed.error} (the reply was cut off at max_tokens)", False)
+    return parsed, path
 
 
 def _usage_and_cost(response: Any) -> tuple[int | None, int | None, float | None]:
@@ -244,6 +501,13 @@ def _usage_and_cost(response: Any) -> tuple[int | None, int | None, float | None
     return prompt, completion, (float(cost) if cost is not None else None)
 
 
+def cap_text(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """Text cut to `limit` characters with a note of how much was cut (for stored errors)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit:,} characters cut)"
+
+
 class ModelCallFailed(Exception):
     """A bid call that failed for good; carries how many HTTP calls it took."""
 
@@ -253,12 +517,20 @@ class ModelCallFailed(Exception):
         self.calls = calls
 
 
+def default_bid_deadline(agent: Agent) -> float:
+    """The total deadline of a bid when bid_timeout is None: every request it may make (retries
+    and fallback rungs) at Agent.timeout each, plus the longest backoffs between them."""
+    requests = agent.num_retries + 1 + FALLBACK_RUNGS
+    return agent.timeout * requests + RETRY_MAX_DELAY * agent.num_retries
+
+
 async def call_litellm(agent: Agent, messages: list[dict[str, Any]]) -> ModelReply:
     """One bid through litellm, stepping down the fallback ladder only on call-time rejection."""
     _check_allowed(agent)
     await load_litellm_off_loop()
-    cache_key = (agent.model_name, agent.api_base)
-    mode = agent.tool_choice_mode or _accepted_mode.get(cache_key, "forced")
+    cache_key = _mode_key(agent)
+    first = agent.tool_choice_mode or _recalled_mode(cache_key)
+    mode = first
     attempts = _Attempts(retries_left=agent.num_retries)
     while True:
         try:
@@ -269,8 +541,8 @@ async def call_litellm(agent: Agent, messages: list[dict[str, Any]]) -> ModelRep
                 raise ModelCallFailed(exc, attempts.calls) from exc
             mode = next_mode
             continue
-        if agent.tool_choice_mode is None:
-            _accepted_mode[cache_key] = mode
+        if agent.tool_choice_mode is None and mode != first:
+            _remember(cache_key, mode)
         parsed, path = _parse_response(response, mode)
         prompt, completion, cost = _usage_and_cost(response)
         return ModelReply(parsed, path, prompt, completion, cost, calls=attempts.calls)

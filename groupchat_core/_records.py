@@ -18,6 +18,7 @@ BidPath = Literal[
     "tool_call:required",  # provider rejected a forced tool_choice; retried with "required"
     "tool_call:auto",  # ... and then with "auto"
     "json_text",  # provider rejected tools; asked for a JSON object in plain text
+    "tool_call:json",  # json mode (no tools sent), but the reply carried a respond call anyway
     "text_fallback",  # tools were sent, but the reply was text (parsed as JSON, or silent)
     "simulation",  # offline sim/<persona> model, run in-process
     "scripted",  # a scripted fake from groupchat_core.testing._scripted
@@ -27,8 +28,9 @@ TurnReason = Literal[
     "highest_bid",  # a clear winner
     "tie_by_order",  # a later eligible bid had the same adjusted score: list order decided
     "penalty_changed_winner",  # on raw scores a different bid would have won
-    "lull",  # no eligible bid, and not every call failed
+    "lull",  # no eligible bid, and at least one bid was read
     "all_failed",  # every bid's call failed: the run stops with "error"
+    "no_readable_bid",  # no bid could be read (replies unreadable, the rest failed): "error"
 ]
 # The store's run statuses (store/_schema.py RUN_STATUSES holds the same values).
 RunStatus = Literal["running", "finished", "cancelled", "error", "interrupted"]
@@ -117,13 +119,17 @@ class Bid(_Record):
         default="none",
         description="How the bid was obtained: tool_call (forced respond call), "
         "tool_call:required / tool_call:auto (after the provider rejected a forced "
-        "tool_choice), json_text (tools rejected; JSON asked for in plain text), text_fallback "
+        "tool_choice), json_text (tools rejected; JSON asked for in plain text), tool_call:json "
+        "(JSON asked for, but the reply carried a respond call, which was read), text_fallback "
         "(tools sent, text reply), simulation (sim/ model), scripted (test fake), none (no "
         "reply: the call failed).")
     error: str | None = Field(
         default=None,
-        description="Null, or what went wrong: the failed call's exception type and text, or "
-        "why the reply did not parse (the bid then counts as silent or as score 0.0).")
+        description="Null, or what went wrong: the failed call's exception type and text (at "
+        "most 2,000 characters), or why the reply did not parse. A reply no score could be read "
+        'from is "unreadable: ..." (the bid counts as score 0.0 and cannot make a lull); other '
+        "notes (a message cut to 20,000 characters, an invalid message type) leave the bid "
+        "read.")
     calls: int = Field(
         default=0,
         description="Model requests made for this bid, retries and rejected fallback requests "
@@ -155,13 +161,17 @@ class Turn(_Record):
         default="",
         description="Why the turn ended as it did: highest_bid, tie_by_order (list order broke a "
         "tie), penalty_changed_winner (on raw scores another bid would have won), lull (no "
-        'eligible bid), all_failed (every call failed). "" only on hand-built turns.')
+        "eligible bid, at least one bid read), all_failed (every call failed), no_readable_bid "
+        "(no bid could be read: every reply unreadable or failed); the last two stop the run "
+        'with error. "" only on hand-built turns.')
     penalty_changed_winner: bool = Field(
         default=False,
         description="Whether the recency penalty changed who spoke (true even when the reason "
         "is tie_by_order); false on a turn without a winner.")
     failed_bids: int = Field(
-        default=0, description="How many bids of the turn were calls that failed (path none).")
+        default=0,
+        description="How many bids of the turn were calls that failed (path none). Unreadable "
+        'replies are not counted here: their error starts with "unreadable: ".')
 
 
 class RunRecord(_Record):
@@ -183,12 +193,14 @@ class RunRecord(_Record):
     stop_reason: StopReason | None = Field(
         default=None,
         description="Why the run stopped: max_loops (the message cap, task included, was "
-        "reached), lull (a turn nobody won), error (every call of a turn failed), cancelled; "
-        "null while running.")
+        "reached), lull (a turn nobody won, at least one bid read), error (a turn where no bid "
+        "could be read: every call failed or every reply was unreadable), cancelled; null while "
+        "running.")
     error: str | None = Field(
         default=None,
-        description="For stop_reason error: every failed bid of the last turn with its error; "
-        "else null.")
+        description='For stop_reason error: "no agent produced a readable bid on turn N: " then '
+        '"agent: reason" for each bid of that turn, joined by "; " (each reason at most 300 '
+        "characters); else null.")
     started_at: str = Field(
         default_factory=utc_now, description="When the run started, ISO-8601 in UTC.")
     ended_at: str | None = Field(

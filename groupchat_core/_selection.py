@@ -11,15 +11,27 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from ._records import TurnReason
+
 
 @dataclass(frozen=True)
 class Candidate:
-    """What selection needs of one bid."""
+    """What selection needs of one bid.
+
+    `failed`: the call produced no reply. `unreadable`: a reply came back but no score could be
+    read from it. Either way the bid was not read, and a turn with no read bid is not a lull.
+    """
 
     agent: str
     score: float
     message: str
     failed: bool = False
+    unreadable: bool = False
+
+    @property
+    def read(self) -> bool:
+        """A bid parsed without error from a completed call (a clamped score still counts)."""
+        return not (self.failed or self.unreadable)
 
 
 @dataclass(frozen=True)
@@ -42,7 +54,7 @@ class Selection:
     winning_adjusted: float | None
     runner_up_adjusted: float | None
     margin: float | None
-    reason: str
+    reason: TurnReason
     penalty_changed_winner: bool
 
 
@@ -72,6 +84,21 @@ def _best(values: Sequence[float], allowed: Sequence[bool]) -> int | None:
     return best
 
 
+def no_winner_reason(bids: Sequence[Candidate]) -> TurnReason:
+    """Why a turn without a winner ended: `lull` only if at least one bid was read.
+
+    `all_failed`: every call failed. `no_readable_bid`: no bid could be read (every reply
+    unreadable, or some unreadable and the rest failed). Both stop the run with `error`.
+    """
+    if any(b.read for b in bids) or not bids:
+        return "lull"
+    return "all_failed" if all(b.failed for b in bids) else "no_readable_bid"
+
+
+NO_READ_BID_REASONS = frozenset({"all_failed", "no_readable_bid"})
+"""Turn reasons of a turn where no bid was read: the run stops with `error`, not `lull`."""
+
+
 def select_speaker(
     bids: Sequence[Candidate],
     recent_speakers: Sequence[str],
@@ -90,14 +117,13 @@ def select_speaker(
     runner_up = _best(adjusted, others)
     runner_up_adjusted = adjusted[runner_up] if runner_up is not None else None
     if winner is None:
-        all_failed = bool(bids) and all(b.failed for b in bids)
         return Selection(None, adjusted, penalized, eligible, None, runner_up_adjusted, None,
-                         "all_failed" if all_failed else "lull", False)
+                         no_winner_reason(bids), False)
     raw_winner = _best([b.score for b in bids], [s and b.score > threshold
                                                   for s, b in zip(spoken, bids, strict=True)])
     changed = raw_winner is not None and raw_winner != winner
     margin = None if runner_up_adjusted is None else adjusted[winner] - runner_up_adjusted
-    reason = "highest_bid"
+    reason: TurnReason = "highest_bid"
     if any(eligible[i] and adjusted[i] == adjusted[winner] for i in range(winner + 1, len(bids))):
         reason = "tie_by_order"
     elif changed:

@@ -14,9 +14,15 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._agent import Agent
-from ._bidding import PromptRoom, build_bid_prompt, describe_participant
+from ._bidding import PromptRoom, build_bid_prompt, describe_participant, is_unreadable
 from ._config import ChatConfig
-from ._model_calls import ModelCallFailed, count_tokens, in_process_model
+from ._model_calls import (
+    ModelCallFailed,
+    cap_text,
+    count_tokens,
+    default_bid_deadline,
+    in_process_model,
+)
 from ._model_calls import call_litellm as _call_litellm
 from ._providers import BidRequest, ModelReply
 from ._records import (
@@ -36,7 +42,7 @@ from ._records import (
     utc_now,
 )
 from ._secrets import scrub, scrub_optional
-from ._selection import Candidate, Selection, select_speaker, standing
+from ._selection import NO_READ_BID_REASONS, Candidate, Selection, select_speaker, standing
 from ._transcript import Transcript
 
 if TYPE_CHECKING:
@@ -142,13 +148,13 @@ class TurnLoop:
         self.record.turns.append(row)
         run_id = self.record.run_id
         if selection.winner is None:
-            if selection.reason == "all_failed":
-                self.record.error = scrub("every bid failed on turn {}: {}".format(
-                    turn, "; ".join(f"{b.agent}: {b.error}" for b in bids)), self.agents)
+            unread = selection.reason in NO_READ_BID_REASONS
+            if unread:  # not a lull: a broken set-up must not look like a quiet room
+                self.record.error = scrub(no_readable_bid_error(turn, bids), self.agents)
             else:
                 self.emit(LullReached(run_id=run_id, turn=row))
             self.emit(TurnCompleted(run_id=run_id, turn=row, bids=bids, message=None))
-            return "error" if selection.reason == "all_failed" else "lull"
+            return "error" if unread else "lull"
         won = bids[selection.winner]
         self.emit(SpeakerSelected(run_id=run_id, turn=row))
         message = Message(role=won.agent, content=won.message, score=won.score)
@@ -195,7 +201,10 @@ class TurnLoop:
                    history: tuple[tuple[str, str], ...], recent: set[str]) -> Bid:
         start = time.perf_counter()
         bid = Bid(turn=turn, agent=agent.agent_name, position=pos)
-        deadline = asyncio.timeout(self.config.bid_timeout)
+        limit = self.config.bid_timeout
+        if limit is None:  # unset still means a deadline: every request the bid may make
+            limit = default_bid_deadline(agent)
+        deadline = asyncio.timeout(limit)
         try:
             async with deadline:
                 reply = await self._call(turn, agent, history)
@@ -206,8 +215,12 @@ class TurnLoop:
             bid.calls = 1
             bid.error = f"{type(exc).__name__}: {exc}"
             if isinstance(exc, TimeoutError) and deadline.expired():
-                bid.error = f"TimeoutError: no bid within {self.config.bid_timeout} s"
+                bid.error = f"TimeoutError: no bid within {limit:g} s" + (
+                    "" if self.config.bid_timeout is not None else
+                    " (bid_timeout unset: Agent.timeout x every request the bid may make)")
         bid.error = scrub_optional(bid.error, (agent,))
+        if bid.error is not None:
+            bid.error = cap_text(bid.error)
         bid.latency_ms = (time.perf_counter() - start) * 1000.0
         # The live floor shows a bid before the turn is settled; a bid's standing depends on no
         # other bid, so the selection rule's own `standing` gives the values _settle will write.
@@ -232,7 +245,22 @@ class TurnLoop:
 
 
 def _candidate(bid: Bid) -> Candidate:
-    return Candidate(bid.agent, bid.score, bid.message, failed=_failed(bid))
+    return Candidate(bid.agent, bid.score, bid.message, failed=_failed(bid),
+                     unreadable=not _failed(bid) and is_unreadable(bid.error))
+
+
+MAX_REASON_CHARS = 300  # per agent in RunRecord.error: enough to name the cause, never a body
+
+
+def no_readable_bid_error(turn: int, bids: Sequence[Bid]) -> str:
+    """RunRecord.error for a turn where no bid was read: each agent with its reason, bounded."""
+    reasons = []
+    for bid in bids:
+        reason = bid.error or "no reason recorded"
+        if len(reason) > MAX_REASON_CHARS:
+            reason = reason[:MAX_REASON_CHARS] + " …"
+        reasons.append(f"{bid.agent}: {reason}")
+    return f"no agent produced a readable bid on turn {turn}: " + "; ".join(reasons)
 
 
 def _failed(bid: Bid) -> bool:

@@ -10,11 +10,13 @@ import pytest
 
 from groupchat_core._bidding import (
     DEFAULT_BID_PROMPT,
+    MAX_MESSAGE_CHARS,
     RESPOND_TOOL,
     ParsedBid,
     PromptRoom,
     build_bid_prompt,
     format_decimal,
+    is_unreadable,
     parse_arguments,
     parse_message,
     parse_score,
@@ -86,8 +88,10 @@ def test_respond_tool_serializes_like_spec() -> None:
 # --- SPEC §5.3: selection ---------------------------------------------------------------------
 
 
-def C(agent: str, score: float, message: str = "msg", failed: bool = False) -> Candidate:
-    return Candidate(agent=agent, score=score, message=message, failed=failed)
+def C(agent: str, score: float, message: str = "msg", failed: bool = False,
+      unreadable: bool = False) -> Candidate:
+    return Candidate(agent=agent, score=score, message=message, failed=failed,
+                     unreadable=unreadable)
 
 
 def test_highest_adjusted_score_wins() -> None:
@@ -613,3 +617,108 @@ def test_validate_accepts_literal_braces() -> None:
 
 def test_default_template_is_valid() -> None:
     assert validate_bid_prompt(DEFAULT_BID_PROMPT) == DEFAULT_BID_PROMPT
+
+
+# --- issue 9 §2: readable and unreadable bids ---------------------------------------------
+
+
+@pytest.mark.parametrize("arguments", [
+    '{"score": 0.8, "message": "We should bo',  # truncated by max_tokens
+    "",  # empty arguments
+    "   ",
+    '{"score": NaN, "message": "hi"}',
+    '{"score": Infinity, "message": "hi"}',
+    '{"score": 1e999, "message": "hi"}',
+    '{"score": "very high", "message": "hi"}',
+    '{"message": "no score"}',
+    "[0.9]",
+])
+def test_replies_without_a_readable_score_are_unreadable(arguments: str) -> None:
+    bid = parse_arguments(arguments)
+    assert not bid.readable and bid.score == 0.0
+    assert bid.error is not None and bid.error.startswith("unreadable: ")
+    assert is_unreadable(bid.error)
+
+
+@pytest.mark.parametrize(("arguments", "score", "message"), [
+    ('{"score": 7, "message": "clamped"}', 1.0, "clamped"),
+    ('{"score": -2, "message": ""}', 0.0, ""),
+    ('{"score": 0.4}', 0.4, ""),  # a missing message with a valid score: silent, read
+    ('{"score": "0.6", "message": null}', 0.6, ""),
+])
+def test_clamped_scores_and_missing_messages_are_read(arguments: str, score: float,
+                                                      message: str) -> None:
+    bid = parse_arguments(arguments)
+    assert (bid.readable, bid.score, bid.message, bid.error) == (True, score, message, None)
+
+
+def test_a_wrong_message_type_with_a_valid_score_is_read_with_a_note() -> None:
+    bid = parse_arguments({"score": 0.3, "message": True})
+    assert bid.readable and bid.score == 0.3 and bid.message == ""
+    assert bid.error == "invalid message of type bool" and not is_unreadable(bid.error)
+
+
+def test_prose_without_json_is_unreadable() -> None:
+    bid = parse_text_reply("I would love to weigh in on this.")
+    assert not bid.readable
+    assert bid.error == "unreadable: reply had no respond call and no JSON bid in its text"
+
+
+def test_a_long_message_is_cut_and_noted_but_read() -> None:
+    bid = parse_arguments({"score": 0.9, "message": "m" * (MAX_MESSAGE_CHARS + 5)})
+    assert bid.readable and len(bid.message) == MAX_MESSAGE_CHARS
+    assert bid.error == "message cut to 20,000 characters (5 characters cut)"
+
+
+def test_json_search_in_text_is_bounded() -> None:
+    late = "x" * (5 * MAX_MESSAGE_CHARS) + '{"score": 0.9, "message": "too late"}'
+    assert not parse_text_reply(late).readable
+    assert not parse_text_reply('{"a": ' * 5000).readable  # deep nesting: no RecursionError
+
+
+def test_no_readable_bid_is_not_a_lull() -> None:
+    sel = select_speaker([C("A", 0.0, "hi", unreadable=True), C("B", 0.0, "", unreadable=True)],
+                         [], 0.5, 0.3)
+    assert sel.winner is None and sel.reason == "no_readable_bid"
+
+
+def test_failed_and_unreadable_bids_are_no_readable_bid() -> None:
+    sel = select_speaker([C("A", 0.0, "", failed=True), C("B", 0.0, "", unreadable=True)],
+                         [], 0.5, 0.3)
+    assert sel.reason == "no_readable_bid"
+
+
+def test_one_read_silent_bid_among_unreadable_ones_is_a_lull() -> None:
+    sel = select_speaker([C("A", 0.0, "", unreadable=True), C("B", 0.2, ""),
+                          C("C", 0.0, "", failed=True)], [], 0.5, 0.3)
+    assert sel.reason == "lull"
+
+
+def test_an_unreadable_bid_with_a_message_keeps_its_standing() -> None:
+    # An invalid score does not erase a valid message (SPEC §4): with a negative threshold
+    # such a bid at 0.0 may still speak; readability only decides lull versus error.
+    sel = select_speaker([C("A", 0.0, "still here", unreadable=True), C("B", 0.0, "")],
+                         [], -0.5, 0.3)
+    assert sel.winner == 0 and sel.reason == "highest_bid"
+
+
+# --- issue 9 §4: plain placeholders only ---------------------------------------------------
+
+
+@pytest.mark.parametrize(("template", "shown", "plain"), [
+    ("{turn:>20000000}", "{turn:>20000000}", "{turn}"),
+    ("Hi {task.__class__.__mro__}", "{task.__class__.__mro__}", "{task}"),
+    ("{agent_name[0]}", "{agent_name[0]}", "{agent_name}"),
+    ("{task!r}", "{task!r}", "{task}"),
+    ("{threshold:.2f}", "{threshold:.2f}", "{threshold}"),
+])
+def test_placeholders_take_no_formatting(template: str, shown: str, plain: str) -> None:
+    with pytest.raises(ValueError) as info:
+        validate_bid_prompt(template)
+    text = str(info.value)
+    assert shown in text and f"write the plain {plain}" in text and "\n" not in text
+
+
+def test_unknown_attribute_access_names_the_placeholder() -> None:
+    with pytest.raises(ValueError, match=re.escape("{nope.x}")):
+        validate_bid_prompt("{nope.x}")

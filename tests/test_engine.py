@@ -117,6 +117,31 @@ def test_every_bid_failing_stops_with_error_not_lull():
     assert [b.error for b in record.bids] == ["RuntimeError: boom", "TimeoutError: slow"]
 
 
+def test_unreadable_scripted_replies_stop_with_error_and_no_lull_event():
+    events: list[str] = []
+    chat, fake = make_chat({"A": [{"score": "very high", "message": "hi"}],
+                            "B": [{"score": float("nan"), "message": ""}],
+                            "C": [RuntimeError("down")]},
+                           on_event=lambda e: events.append(e.kind))
+    chat.run("t")
+    record = chat.last_run
+    assert record.stop_reason == "error" and record.turns[0].reason == "no_readable_bid"
+    assert record.turns[0].failed_bids == 1 and not record.turns[0].lull
+    assert record.error == (
+        "no agent produced a readable bid on turn 1: "
+        "A: unreadable: invalid score 'very high': not a number; "
+        "B: unreadable: invalid score nan: not finite; C: RuntimeError: down")
+    assert "lull" not in events and events[-2:] == ["turn_completed", "run_finished"]
+    fake.assert_complete()
+
+
+def test_a_clamped_score_is_read_so_the_quiet_turn_is_a_lull():
+    chat, _ = make_chat({"A": [{"score": -4, "message": "meh"}],
+                         "B": [{"score": float("nan"), "message": ""}]})
+    chat.run("t")
+    assert chat.last_run.stop_reason == "lull" and chat.last_run.error is None
+
+
 def test_one_agent_failing_never_fails_the_turn():
     chat, _ = make_chat({"A": [ValueError("bad key"), (0.1, "")], "B": [(0.9, "b"), (0.1, "")]})
     chat.run("t")

@@ -94,15 +94,18 @@ def test_text_reply_to_forced_call_is_parsed_or_silent(server):
     assert bids[2].path == "text_fallback" and bids[2].score == 0.0 and bids[2].error
 
 
-def test_malformed_arguments_are_a_silent_bid_with_reason(server):
+def test_malformed_arguments_are_unreadable_and_stop_with_error_not_lull(server):
     server.script("a", [tool_call(None, None, arguments_raw="{not json")])
     server.script("b", [tool_call(None, None, arguments_raw="[1, 2]")])
     chat = GroupChat(agents=[http_agent(server, "A"), http_agent(server, "B")])
     chat.run("t")
     a, b = chat.last_run.bids
-    assert a.score == 0.0 and "not JSON" in a.error
+    assert a.score == 0.0 and a.error.startswith("unreadable: ") and "not JSON" in a.error
     assert b.message == "" and "not a JSON object" in b.error
-    assert chat.last_run.stop_reason == "lull"
+    record = chat.last_run
+    assert record.stop_reason == "error" and record.turns[0].reason == "no_readable_bid"
+    assert record.error.startswith("no agent produced a readable bid on turn 1: A: unreadable")
+    assert "; B: unreadable: respond arguments are not a JSON object" in record.error
 
 
 def test_retries_on_429_and_500_then_succeeds(server):

@@ -118,8 +118,9 @@ def test_the_package_api_is_pinned():
         "GroupChatError", "ConfigError", "CliError", "ModelCallError", "StoreError",
         # the shared background loop and the in-flight call limit
         "BackgroundLoop", "background_loop", "max_inflight_calls", "set_max_inflight_calls",
-        # simulated models and litellm
-        "SIM_MODELS", "is_sim_model", "prepare_litellm",
+        # simulated models and litellm; tool-choice modes remembered per provider
+        "SIM_MODELS", "is_sim_model", "prepare_litellm", "RememberedMode", "remembered_modes",
+        "forget_remembered_modes",
         # exports, bundles and agents files
         "bids_csv", "transcript_markdown", "bundle_json", "import_bundle", "dump_agents",
         "load_agents_text",

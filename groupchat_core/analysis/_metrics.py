@@ -16,8 +16,8 @@ from typing import Any
 
 import pandas as pd
 
-from .._bidding import format_decimal
-from .._selection import Candidate, select_speaker
+from .._bidding import format_decimal, is_unreadable
+from .._selection import NO_READ_BID_REASONS, Candidate, select_speaker
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class Counterfactual:
 
     frame: pd.DataFrame  # turn, actual_winner, counterfactual_winner, diverged, reason
     first_divergence: int | None
-    stopped: str | None  # "lull"/"all_failed" (no counterfactual winner), "diverged", or None
+    stopped: str | None  # "lull"/"all_failed"/"no_readable_bid" (no winner), "diverged", None
 
 
 def agent_order(bids: pd.DataFrame | None) -> list[str]:
@@ -170,6 +170,12 @@ def _failed(row: Any) -> bool:
     return has_error and row.get("path", "none") == "none"
 
 
+def _unreadable(row: Any) -> bool:
+    """A reply no score could be read from (its error starts with "unreadable: ")."""
+    error = row.get("error")
+    return isinstance(error, str) and is_unreadable(error)
+
+
 def _speaking(rows: pd.DataFrame) -> pd.DataFrame:
     """Bids that offered a message and did not fail: the only ones selection considers."""
     mask = [isinstance(r["message"], str) and bool(r["message"]) and not _failed(r)
@@ -214,10 +220,12 @@ def _explain_winner(rows: pd.DataFrame, info: Any, threshold: float) -> list[str
 
 
 def _explain_no_winner(rows: pd.DataFrame, info: Any, threshold: float) -> list[str]:
-    if info.get("reason") == "all_failed":
+    if info.get("reason") in NO_READ_BID_REASONS:
         errors = "; ".join(f"{r['agent']}: {r['error']}" for _, r in rows.iterrows())
-        return ["Every bid failed, so the run stopped with an error (this is not a lull).",
-                f"Errors: {errors}."]
+        what = ("Every bid failed" if info.get("reason") == "all_failed"
+                else "No agent produced a readable bid")
+        return [f"{what}, so the run stopped with an error (this is not a lull: no agent "
+                "produced a readable bid).", f"Reasons: {errors}."]
     speaking = _speaking(rows)
     parts = ["Nobody spoke: a lull, which ends the run."]
     if speaking.empty:
@@ -245,7 +253,7 @@ def explain_turn(bids: pd.DataFrame, turns: pd.DataFrame, turn: int, threshold: 
         parts = _explain_no_winner(rows, info, threshold)
     silent = sum(not (isinstance(m, str) and m) for m in rows["message"])
     failed = sum(_failed(r) for _, r in rows.iterrows())
-    if silent and info.get("reason") != "all_failed":
+    if silent and info.get("reason") not in NO_READ_BID_REASONS:
         parts.append(f"{silent} of {len(rows)} bids had an empty message ({failed} failed).")
     return f"Turn {turn}: " + " ".join(parts)
 
@@ -273,7 +281,8 @@ def recorded_turns(bids: pd.DataFrame) -> list[RecordedTurn]:
     for turn, group in ordered.groupby("turn", sort=True):
         candidates = tuple(
             Candidate(str(r["agent"]), float(r["score"]),
-                      r["message"] if isinstance(r["message"], str) else "", failed=_failed(r))
+                      r["message"] if isinstance(r["message"], str) else "", failed=_failed(r),
+                      unreadable=not _failed(r) and _unreadable(r))
             for r in group.to_dict("records"))
         won = [str(a) for a, w in zip(group["agent"], group["winner"], strict=True) if bool(w)]
         prepared.append(RecordedTurn(int(str(turn)), candidates, won[0] if won else None))
