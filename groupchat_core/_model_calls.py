@@ -104,8 +104,7 @@ def remote_calls_blocked() -> bool:
 def _check_allowed(agent: Agent) -> None:
     if not remote_calls_blocked():
         return
-    host = urlparse(agent.api_base or "").hostname
-    if host not in ("127.0.0.1", "localhost", "::1"):
+    if not is_loopback(agent.api_base):
         raise ModelCallError(
             f"real model calls are blocked (GROUPCHAT_BLOCK_REMOTE_CALLS is set): agent "
             f"{agent.agent_name!r} would call {agent.model_name!r}; use a sim/ model or a local "
@@ -212,6 +211,24 @@ def forget_remembered_modes() -> None:
         _accepted_mode.clear()
 
 
+LOCAL_PLACEHOLDER_KEY = "no-key"
+_LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def is_loopback(url: str | None) -> bool:
+    """True for an api_base on this machine (a local server: llama.cpp, vLLM, Ollama...)."""
+    return urlparse(url or "").hostname in _LOOPBACK_HOSTS
+
+
+def _local_placeholder_key(agent: Agent) -> str | None:
+    """A key for an OpenAI-compatible server on loopback when none was given: local servers
+    ignore it, but the OpenAI SDK refuses to send a request without one."""
+    if (agent.model_name.startswith("openai/") and is_loopback(agent.api_base)
+            and not os.environ.get("OPENAI_API_KEY")):
+        return LOCAL_PLACEHOLDER_KEY
+    return None
+
+
 def _request_kwargs(agent: Agent, messages: list[dict[str, Any]], mode: str) -> dict[str, Any]:
     kwargs: dict[str, Any] = {
         **agent.litellm_kwargs,
@@ -225,7 +242,7 @@ def _request_kwargs(agent: Agent, messages: list[dict[str, Any]], mode: str) -> 
     }
     if agent.api_base:
         kwargs["api_base"] = agent.api_base
-    key = agent.secret_key()
+    key = agent.secret_key() or _local_placeholder_key(agent)
     if key:
         kwargs["api_key"] = key
     if mode == "json":

@@ -69,3 +69,19 @@ def test_bid_log_of_a_short_chat(llm: LocalLLMServer) -> None:
             assert float(won["adjusted"].iloc[0]) == turn.winning_adjusted
     assert record.stop_reason in ("max_loops", "lull", "error")
     assert record.total_calls == len(record.bids)
+
+
+def test_the_dashboard_preset_runs_against_the_local_server(llm: LocalLLMServer) -> None:
+    """The Local LLM preset needs no key; only the port differs from `make llm`'s."""
+    from ui.presets import LOCAL_LLM_DEBATE, LOCAL_LLM_URL
+
+    agents = LOCAL_LLM_DEBATE.build_agents()[:2]
+    assert all(a.api_base == LOCAL_LLM_URL and a.api_key is None for a in agents)
+    for agent in agents:
+        agent.api_base = llm.base_url
+    chat = GroupChat(agents=agents, max_loops=2, threshold=0.0)
+    chat.run(LOCAL_LLM_DEBATE.task)
+    record = chat.last_run
+    assert record is not None
+    # every call reached the model and came back as a respond call (no key was needed)
+    assert all(b.path == "tool_call" and b.calls == 1 for b in record.bids), record.bids

@@ -230,3 +230,25 @@ print(sorted(threads))
     assert out.returncode == 0, out.stderr
     threads = ast.literal_eval(out.stdout.strip().splitlines()[-1])
     assert threads and "groupchat-loop" not in threads
+
+
+def test_a_local_server_needs_no_key_a_placeholder_is_sent(server):
+    """The OpenAI SDK refuses to send a request without a key; local servers ignore it."""
+    server.script("local", [tool_call(0.9, "hi"), tool_call(0.0, "")])
+    server.script("other", [tool_call(0.1, ""), tool_call(0.0, "")])
+    agents = [Agent(agent_name=n, model_name=f"openai/{n.lower()}", api_base=server.base_url)
+              for n in ("Local", "Other")]
+    chat = GroupChat(agents=agents, max_loops=2)
+    chat.run("t")
+    assert [b.path for b in chat.last_run.bids] == ["tool_call", "tool_call"]
+    assert server.requests_for("local")[0].headers["authorization"] == "Bearer no-key"
+
+
+def test_an_environment_key_wins_over_the_local_placeholder(server, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    server.script("local", [tool_call(0.1, "")])
+    server.script("other", [tool_call(0.1, "")])
+    agents = [Agent(agent_name=n, model_name=f"openai/{n.lower()}", api_base=server.base_url)
+              for n in ("Local", "Other")]
+    GroupChat(agents=agents).run("t")
+    assert server.requests_for("local")[0].headers["authorization"] == f"Bearer {KEY}"
