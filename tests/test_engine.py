@@ -36,6 +36,7 @@ def test_public_api_is_pinned():
         "ChatConfig", "ChatSpec", "ConfigError", "Event", "GroupChat", "GroupChatError",
         "Message", "ModelCallError", "RunRecord", "StoreError", "Turn", "dump_spec",
         "load_spec", "load_spec_text", "select_speaker", "set_max_inflight_calls",
+        "check_credentials", "set_rate_limit",
     ])
 
 
