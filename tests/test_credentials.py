@@ -131,7 +131,8 @@ def test_a_sweep_whose_key_is_refused_stops_after_three_cells(store, monkeypatch
         outcome.reason
     assert "AuthenticationError" in outcome.reason
     # 3 refused cells plus at most the one more in flight (concurrency 2), 2 bids each, no retry
-    assert calls <= (3 + 1) * 2 and outcome.calls == calls
+    # (a call of the cell cancelled in flight reaches the server but is not counted as a bid)
+    assert 6 <= calls <= (3 + 1) * 2 and 6 <= outcome.calls <= calls
     assert store.get_sweep(outcome.sweep_id)["status"] == "error"
 
 
