@@ -284,13 +284,14 @@ async def _call_with_retries(kwargs: dict[str, Any], attempts: _Attempts) -> Any
                 response = await litellm.acompletion(**kwargs)
         except Exception as exc:
             RATE_LIMITS.settle(model, reserved, 0)  # a refused request used no tokens
-            if not _retryable(exc) or attempts.retries_left <= 0:
+            retryable = _retryable(exc)
+            asked = retry_after_seconds(exc) if retryable else None
+            if asked is not None:  # every bid on this model waits, not only this one
+                RATE_LIMITS.pause(model, min(asked, MAX_RETRY_AFTER))
+            if not retryable or attempts.retries_left <= 0:
                 raise
-            delay = _retry_delay(attempts.calls - 1)
-            asked = retry_after_seconds(exc)
-            if asked is not None:
-                delay = min(asked, MAX_RETRY_AFTER)
-                RATE_LIMITS.pause(model, delay)  # other bids on this model wait too
+            delay = _retry_delay(attempts.calls - 1) if asked is None else min(
+                asked, MAX_RETRY_AFTER)
             left = _time_left()
             if left is not None and delay >= left:
                 raise  # the retry could not finish in time: report the real cause now

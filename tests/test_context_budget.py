@@ -9,6 +9,7 @@ can declare its window, and a context-length rejection shrinks the budget and re
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -31,7 +32,7 @@ BIG_TOOL: dict[str, Any] = {"type": "function", "function": {
 
 
 @pytest.fixture
-def server():
+def server() -> Iterator[FakeOpenAIServer]:
     with FakeOpenAIServer() as srv:
         yield srv
     assert srv.unexpected == [], f"unexpected calls: {srv.unexpected}"
@@ -51,12 +52,16 @@ def agents(srv: FakeOpenAIServer, window: int | None, max_tokens: int = 128) -> 
     for name, score in (("A", 0.9), ("B", 0.8)):
         model = f"ctx-{name.lower()}"
         srv.configure(model, context_window=WINDOW)
-        srv.set_responder(model, lambda body, s=score, n=name: tool_call(s, f"{n}: {LONG * 2}"))
+        srv.set_responder(model, _speaker(name, score))
         agent = Agent(agent_name=name, model_name=f"openai/{model}", api_base=srv.base_url,
                       api_key=KEY, max_tokens=max_tokens,
                       tools_list_dictionary=[copy.deepcopy(BIG_TOOL)])
         made.append(agent if window is None else with_window(agent, window))
     return made
+
+
+def _speaker(name: str, score: float) -> Any:
+    return lambda body: tool_call(score, f"{name}: {LONG * 2}")
 
 
 def run_long_chat(chat_agents: list[Agent]) -> GroupChat:
@@ -69,7 +74,9 @@ def rejected(srv: FakeOpenAIServer) -> list[Any]:
     return [r for r in srv.requests if r.status == 400]
 
 
-def test_a_declared_window_keeps_a_long_chat_bidding_without_a_single_rejection(server):
+def test_a_declared_window_keeps_a_long_chat_bidding_without_a_single_rejection(
+        server: FakeOpenAIServer
+) -> None:
     chat = run_long_chat(agents(server, window=WINDOW))
     record = chat.last_run
     assert record.stop_reason == "max_loops" and len(record.messages) == 16
@@ -83,7 +90,9 @@ def test_a_declared_window_keeps_a_long_chat_bidding_without_a_single_rejection(
     assert all(prompt_tokens(r.body) <= WINDOW for r in server.requests)
 
 
-def test_an_undeclared_window_is_learned_from_the_first_rejection_and_the_bid_retried(server):
+def test_an_undeclared_window_is_learned_from_the_first_rejection_and_the_bid_retried(
+        server: FakeOpenAIServer
+) -> None:
     chat = run_long_chat(agents(server, window=None))
     record = chat.last_run
     assert record.stop_reason == "max_loops" and len(record.messages) == 16
@@ -95,7 +104,9 @@ def test_an_undeclared_window_is_learned_from_the_first_rejection_and_the_bid_re
     assert record.total_calls == len(record.bids) + 2
 
 
-def test_a_rejection_that_names_no_window_halves_the_history_budget(server):
+def test_a_rejection_that_names_no_window_halves_the_history_budget(
+        server: FakeOpenAIServer
+) -> None:
     """llama.cpp's own server says only "exceeds the available context size"."""
     limit = 700
 
@@ -117,7 +128,9 @@ def test_a_rejection_that_names_no_window_halves_the_history_budget(server):
     assert {b.calls for b in record.bids} <= {1, 2} and any(b.calls == 2 for b in record.bids)
 
 
-def test_a_prompt_that_cannot_shrink_fails_with_the_servers_reason(server):
+def test_a_prompt_that_cannot_shrink_fails_with_the_servers_reason(
+        server: FakeOpenAIServer
+) -> None:
     """Nothing to trim (only the task): one call, no pointless retry, the error names why."""
     server.configure("tiny", context_window=50)
     server.set_responder("tiny", lambda body: tool_call(0.9, "never"))
@@ -135,13 +148,13 @@ def test_a_prompt_that_cannot_shrink_fails_with_the_servers_reason(server):
 # --- the budget's arithmetic -----------------------------------------------------------------
 
 
-def test_the_reply_room_is_max_tokens_capped_at_half_the_window():
+def test_the_reply_room_is_max_tokens_capped_at_half_the_window() -> None:
     assert completion_reserve(128, 1024) == 128
     assert completion_reserve(1024, 640) == 320  # max_tokens above the window: half of it
     assert completion_reserve(0, 640) == 0
 
 
-def test_the_budget_counts_system_prompt_tools_and_reserve():
+def test_the_budget_counts_system_prompt_tools_and_reserve() -> None:
     def plain() -> Agent:
         return Agent(agent_name="A", model_name="openai/unknown-model", max_tokens=100)
 
@@ -156,7 +169,7 @@ def test_the_budget_counts_system_prompt_tools_and_reserve():
     assert PromptBudget.for_agent(plain()).window == 8192  # unknown to litellm, nothing declared
 
 
-def test_shrinking_believes_a_smaller_stated_window_else_halves_what_was_sent():
+def test_shrinking_believes_a_smaller_stated_window_else_halves_what_was_sent() -> None:
     budget = PromptBudget("m", window=4000, max_tokens=100, fixed=100)
     budget.sent = 1500
     budget.shrink(None)

@@ -5,6 +5,9 @@ server's usage is priced by litellm for a known model name, and not for a made-u
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,13 +24,13 @@ KEY = "sk-local-dummy-key"
 
 
 @pytest.fixture
-def server():
+def server() -> Iterator[FakeOpenAIServer]:
     with FakeOpenAIServer() as srv:
         yield srv
 
 
 @pytest.fixture
-def store(tmp_path):
+def store(tmp_path: Path) -> Iterator[RunStore]:
     yield RunStore(f"sqlite:///{tmp_path}/cost.db")
     dispose_engines()
     forget_checked()
@@ -45,11 +48,14 @@ def two_turns(srv: FakeOpenAIServer, models: tuple[str, str], store: RunStore) -
                      max_loops=3, recency_penalty=0.0)
     store.attach(chat)
     chat.run("Price this.")
-    assert chat.last_run is not None
-    return chat.last_run
+    record: RunRecord | None = chat.last_run
+    assert record is not None
+    return record
 
 
-def test_a_local_unpriced_model_costs_unknown_not_zero(server, store):
+def test_a_local_unpriced_model_costs_unknown_not_zero(
+        server: FakeOpenAIServer, store: RunStore
+) -> None:
     record = two_turns(server, ("local-llm", "local-llm-2"), store)
     assert all(b.cost_usd is None and b.calls == 1 for b in record.bids)
     assert record.total_cost_usd is None and record.unpriced_bids == len(record.bids) == 4
@@ -60,33 +66,33 @@ def test_a_local_unpriced_model_costs_unknown_not_zero(server, store):
     assert "completion tokens, cost unknown" in md and "$0.0000" not in md
 
 
-def test_a_priced_model_has_a_complete_total(server, store):
+def test_a_priced_model_has_a_complete_total(server: FakeOpenAIServer, store: RunStore) -> None:
     record = two_turns(server, ("gpt-4o-mini", "gpt-4o-mini-2024-07-18"), store)
-    assert all(b.cost_usd is not None and b.cost_usd > 0 for b in record.bids)
+    assert all((b.cost_usd or 0) > 0 for b in record.bids)
     assert record.unpriced_bids == 0 and record.cost_complete
-    assert record.total_cost_usd == pytest.approx(sum(b.cost_usd for b in record.bids))
+    assert record.total_cost_usd == pytest.approx(sum(b.cost_usd or 0 for b in record.bids))
     assert store.load_run(record.run_id).total_cost_usd == pytest.approx(record.total_cost_usd)
     md = transcript_markdown(store, record.run_id)
     assert f"cost ${record.total_cost_usd:.4f}" in md and "unknown" not in md
 
 
-def test_a_partly_priced_run_is_flagged_partial(server, store):
+def test_a_partly_priced_run_is_flagged_partial(server: FakeOpenAIServer, store: RunStore) -> None:
     record = two_turns(server, ("gpt-4o-mini", "local-llm"), store)
     priced = [b for b in record.bids if b.agent == "A"]
-    assert record.total_cost_usd == pytest.approx(sum(b.cost_usd for b in priced))
-    assert record.total_cost_usd > 0 and record.unpriced_bids == 2
+    assert record.total_cost_usd == pytest.approx(sum(b.cost_usd or 0 for b in priced))
+    assert (record.total_cost_usd or 0) > 0 and record.unpriced_bids == 2
     md = transcript_markdown(store, record.run_id)
     assert "+ unknown (2 unpriced bids)" in md
 
 
-def test_simulated_and_failed_bids_cost_nothing_known():
+def test_simulated_and_failed_bids_cost_nothing_known() -> None:
     sim = GroupChat(agents=[Agent(agent_name=n) for n in ("A", "B")], max_loops=4)
     sim.run("t")
     assert sim.last_run.total_cost_usd == 0.0 and sim.last_run.cost_complete
 
 
-def test_cost_totals_rules():
-    call = {"turn": 1, "agent": "A", "position": 0, "calls": 1}
+def test_cost_totals_rules() -> None:
+    call: dict[str, Any] = {"turn": 1, "agent": "A", "position": 0, "calls": 1}
     priced = Bid(**call, path="tool_call", cost_usd=0.002)
     unpriced = Bid(**call, path="tool_call")
     failed = Bid(**call, path="none", error="APIConnectionError: down")
@@ -101,13 +107,16 @@ def test_cost_totals_rules():
     assert format_cost(0.002, 1) == "$0.0020 + unknown (1 unpriced bid)"
 
 
-def test_an_old_record_without_the_new_field_still_loads():
+def test_an_old_record_without_the_new_field_still_loads() -> None:
     data = RunRecord(run_id="r", config={}, task="t").model_dump()
     data.pop("unpriced_bids")
     assert RunRecord(**data).unpriced_bids == 0
 
 
-def test_the_cli_shows_unknown_cost_for_runs_and_sweeps(server, tmp_path, capsys, monkeypatch):
+def test_the_cli_shows_unknown_cost_for_runs_and_sweeps(
+        server: FakeOpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local")  # litellm's OpenAI client wants some key
     server.set_responder(None, lambda body: tool_call(0.1, ""))
     agents = [{"agent_name": n, "model_name": "openai/local-llm", "api_base": server.base_url}
@@ -127,8 +136,9 @@ def test_the_cli_shows_unknown_cost_for_runs_and_sweeps(server, tmp_path, capsys
     assert "cost unknown" in out
 
 
-def test_a_sweep_outcome_on_an_unpriced_model_is_not_said_to_be_free(server, store,
-                                                                      monkeypatch):
+def test_a_sweep_outcome_on_an_unpriced_model_is_not_said_to_be_free(
+        server: FakeOpenAIServer, store: RunStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
     server.set_responder(None, lambda body: tool_call(0.1, ""))
     agents = [{"agent_name": n, "model_name": "openai/local-llm", "api_base": server.base_url}

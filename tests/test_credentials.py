@@ -6,7 +6,9 @@ A sweep with no key once made 90 failing calls over 30 cells before saying `0/30
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,20 +22,20 @@ from groupchat_core.testing import FakeOpenAIServer, error
 
 
 @pytest.fixture
-def store(tmp_path):
+def store(tmp_path: Path) -> Iterator[RunStore]:
     yield RunStore(f"sqlite:///{tmp_path}/creds.db")
     dispose_engines()
     forget_checked()
 
 
-def test_a_missing_key_is_named_with_its_fix():
+def test_a_missing_key_is_named_with_its_fix() -> None:
     agents = [Agent(agent_name="Critic", model_name="gpt-4o-mini")]
     assert check_credentials(agents) == [
         "agent 'Critic' uses gpt-4o-mini but OPENAI_API_KEY is not set; set it or give the "
         "agent an api_key"]
 
 
-def test_every_problem_is_listed(monkeypatch):
+def test_every_problem_is_listed(monkeypatch: pytest.MonkeyPatch) -> None:
     agents = [Agent(agent_name="A", model_name="gpt-4o-mini"),
               Agent(agent_name="B", model_name="anthropic/claude-3-5-haiku-latest"),
               Agent(agent_name="C", model_name="groq/llama3-8b-8192")]
@@ -44,7 +46,7 @@ def test_every_problem_is_listed(monkeypatch):
     assert len(check_credentials(agents)) == 2
 
 
-def test_what_cannot_or_need_not_be_checked_is_skipped(monkeypatch):
+def test_what_cannot_or_need_not_be_checked_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
     clear = [
         Agent(agent_name="Sim", model_name="sim/balanced"),  # in-process
         Agent(agent_name="Keyed", model_name="gpt-4o-mini", api_key="sk-own-key"),
@@ -60,14 +62,14 @@ def test_what_cannot_or_need_not_be_checked_is_skipped(monkeypatch):
     assert check_credentials([Agent(agent_name="Env", model_name="gpt-4o-mini")]) == []
 
 
-def test_a_local_openai_server_needs_any_key_and_the_message_says_so():
+def test_a_local_openai_server_needs_any_key_and_the_message_says_so() -> None:
     """litellm's OpenAI client refuses to send without some key, even to 127.0.0.1."""
     local = Agent(agent_name="Local", model_name="openai/smol", api_base="http://127.0.0.1:8080/v1")
     [problem] = check_credentials([local])
     assert "local server http://127.0.0.1:8080/v1" in problem and "api_key='x'" in problem
 
 
-def test_a_run_without_keys_raises_before_any_call():
+def test_a_run_without_keys_raises_before_any_call() -> None:
     with FakeOpenAIServer() as server:
         agents = [Agent(agent_name=n, model_name="openai/m", api_base=server.base_url)
                   for n in ("A", "B")]
@@ -81,12 +83,14 @@ def test_a_run_without_keys_raises_before_any_call():
     assert chat.last_run is None
 
 
-def test_a_sim_run_is_never_checked_against_the_environment():
+def test_a_sim_run_is_never_checked_against_the_environment() -> None:
     agents = [Agent(agent_name=n, model_name="sim/balanced") for n in ("A", "B")]
     assert GroupChat(agents=agents, max_loops=3).run("t")
 
 
-def test_the_cli_run_reports_every_missing_key_on_one_line(tmp_path, capsys):
+def test_the_cli_run_reports_every_missing_key_on_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     spec = tmp_path / "chat.json"
     spec.write_text(json.dumps({"agents": [
         {"agent_name": "Critic", "model_name": "gpt-4o-mini"},
@@ -103,14 +107,14 @@ def test_the_cli_run_reports_every_missing_key_on_one_line(tmp_path, capsys):
 # --- sweeps ----------------------------------------------------------------------------------
 
 
-def sweep_spec(agents: list[dict[str, object]], cells: int = 30, concurrency: int = 2):
+def sweep_spec(agents: list[dict[str, Any]], cells: int = 30, concurrency: int = 2) -> Any:
     return parse_sweep({"name": "keys", "base": {"max_loops": 4, "agents": agents},
                         "grid": {"threshold": [round(0.01 * i, 2) for i in range(cells)]},
                         "tasks": ["t"], "repeats": 1, "concurrency": concurrency,
                         "bid_cache": False})
 
 
-def test_a_sweep_without_keys_is_refused_before_it_is_created(store):
+def test_a_sweep_without_keys_is_refused_before_it_is_created(store: RunStore) -> None:
     agents = [{"agent_name": "A", "model_name": "gpt-4o-mini"},
               {"agent_name": "B", "model_name": "sim/balanced"}]
     with pytest.raises(ConfigError, match="agent 'A' uses gpt-4o-mini but OPENAI_API_KEY"):
@@ -118,7 +122,9 @@ def test_a_sweep_without_keys_is_refused_before_it_is_created(store):
     assert store.list_sweeps().empty and store.list_runs().empty
 
 
-def test_a_sweep_whose_key_is_refused_stops_after_three_cells(store, monkeypatch):
+def test_a_sweep_whose_key_is_refused_stops_after_three_cells(
+        store: RunStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong-key")  # passes the check; the server refuses
     with FakeOpenAIServer() as server:
         server.set_responder(None, lambda body: error(401, "Incorrect API key provided: sk-w***"))
@@ -127,23 +133,25 @@ def test_a_sweep_whose_key_is_refused_stops_after_three_cells(store, monkeypatch
         outcome = run_sweep(sweep_spec(agents), store)
         calls = len(server.requests)
     assert outcome.status == "error" and outcome.cells_done == 0
-    assert "3 cells in a row failed because the provider refused the credentials" in \
-        outcome.reason
-    assert "AuthenticationError" in outcome.reason
+    reason = outcome.reason or ""
+    assert "3 cells in a row failed because the provider refused the credentials" in reason
+    assert "AuthenticationError" in reason
     # 3 refused cells plus at most the one more in flight (concurrency 2), 2 bids each, no retry
     # (a call of the cell cancelled in flight reaches the server but is not counted as a bid)
     assert 6 <= calls <= (3 + 1) * 2 and 6 <= outcome.calls <= calls
     assert store.get_sweep(outcome.sweep_id)["status"] == "error"
 
 
-def test_credential_failures_are_recognised_in_error_text():
+def test_credential_failures_are_recognised_in_error_text() -> None:
     assert is_credential_failure("AuthenticationError: litellm.AuthenticationError: 401")
     assert is_credential_failure("every bid failed on turn 1: A: Incorrect API key provided")
     assert not is_credential_failure("RateLimitError: slow down")
     assert not is_credential_failure(None)
 
 
-def test_the_cli_sweep_says_why_it_stopped(tmp_path: Path, capsys, monkeypatch):
+def test_the_cli_sweep_says_why_it_stopped(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong-key")
     with FakeOpenAIServer() as server:
         server.set_responder(None, lambda body: error(401, "Incorrect API key provided"))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -27,7 +28,7 @@ def server() -> Iterator[FakeOpenAIServer]:
     assert srv.unexpected == [], f"unexpected calls: {srv.unexpected}"
 
 
-def agent(srv: FakeOpenAIServer, name: str, model: str, **kw: object) -> Agent:
+def agent(srv: FakeOpenAIServer, name: str, model: str, **kw: Any) -> Agent:
     return Agent(agent_name=name, model_name=f"openai/{model}", api_base=srv.base_url,
                  api_key=KEY, **kw)
 
@@ -37,7 +38,7 @@ def gap(srv: FakeOpenAIServer, model: str) -> float:
     return second.received_at - first.received_at
 
 
-def one_turn(srv: FakeOpenAIServer, model: str, **config: object) -> GroupChat:
+def one_turn(srv: FakeOpenAIServer, model: str, **config: Any) -> GroupChat:
     srv.script("quiet", [tool_call(0.0, "")])
     chat = GroupChat(agents=[agent(srv, "A", model), agent(srv, "B", "quiet")], max_loops=2,
                      **config)
@@ -45,7 +46,7 @@ def one_turn(srv: FakeOpenAIServer, model: str, **config: object) -> GroupChat:
     return chat
 
 
-def test_retry_after_seconds_is_waited_for(server):
+def test_retry_after_seconds_is_waited_for(server: FakeOpenAIServer) -> None:
     server.script("ra", [error(429, "slow down", retry_after=1), tool_call(0.9, "after the wait")])
     chat = one_turn(server, "ra")
     bid = chat.last_run.bids[0]
@@ -54,14 +55,16 @@ def test_retry_after_seconds_is_waited_for(server):
     assert bid.latency_ms >= 1000
 
 
-def test_retry_after_ms_is_read_first(server):
+def test_retry_after_ms_is_read_first(server: FakeOpenAIServer) -> None:
     server.script("ms", [error(429, "slow down", retry_after_ms=400, retry_after=9),
                          tool_call(0.9, "ok")])
     one_turn(server, "ms")
     assert 0.4 <= gap(server, "ms") < 1.0
 
 
-def test_a_long_retry_after_is_capped(server, monkeypatch):
+def test_a_long_retry_after_is_capped(
+        server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(model_calls, "MAX_RETRY_AFTER", 0.5)
     server.script("cap", [error(429, "come back in an hour", retry_after=3600),
                           tool_call(0.9, "ok")])
@@ -69,7 +72,9 @@ def test_a_long_retry_after_is_capped(server, monkeypatch):
     assert 0.5 <= gap(server, "cap") < 1.1
 
 
-def test_a_retry_after_beyond_the_bids_deadline_fails_at_once_with_the_real_cause(server):
+def test_a_retry_after_beyond_the_bids_deadline_fails_at_once_with_the_real_cause(
+        server: FakeOpenAIServer
+) -> None:
     server.script("late", [error(429, "slow down", retry_after=5)])
     started = time.perf_counter()
     chat = one_turn(server, "late", bid_timeout=2.0)
@@ -80,7 +85,7 @@ def test_a_retry_after_beyond_the_bids_deadline_fails_at_once_with_the_real_caus
     assert elapsed < 1.5  # not 5 s of waiting, nor the 2 s deadline
 
 
-def test_a_429_pauses_the_model_for_every_bid_in_the_process(server):
+def test_a_429_pauses_the_model_for_every_bid_in_the_process(server: FakeOpenAIServer) -> None:
     """Turn 1: A is told to wait 1 s. B, on the same model, starts its next request only then."""
     server.script("shared", [error(429, "slow down", retry_after=1), tool_call(0.9, "A spoke")])
     chat_agents = [agent(server, "A", "shared"), agent(server, "B", "other")]
@@ -107,7 +112,7 @@ def test_a_429_pauses_the_model_for_every_bid_in_the_process(server):
 # --- per-model rate limits ---------------------------------------------------------------------
 
 
-def test_rpm_limit_spaces_requests_over_http(server):
+def test_rpm_limit_spaces_requests_over_http(server: FakeOpenAIServer) -> None:
     """Two turns of four agents: one speaks on turn 1, nobody on turn 2 (a lull): 8 requests."""
     set_rate_limit("openai/rl", rpm=240)  # 4 a second, bursts of at most 4
     server.script("rl", [tool_call(0.9, "first"), *[tool_call(0.0, "")] * 7])
@@ -118,14 +123,14 @@ def test_rpm_limit_spaces_requests_over_http(server):
     assert times[7] - times[0] >= 0.95  # then one every 0.25 s: (8 - 4) / 4 s
 
 
-def test_without_a_limit_requests_are_not_spaced(server):
+def test_without_a_limit_requests_are_not_spaced(server: FakeOpenAIServer) -> None:
     server.script("free", [tool_call(0.9, "first"), *[tool_call(0.0, "")] * 7])
     GroupChat(agents=[agent(server, n, "free") for n in "ABCD"], max_loops=3).run("t")
     times = sorted(r.received_at for r in server.requests_for("free"))
     assert times[7] - times[0] < 0.9
 
 
-def test_tpm_limit_spaces_by_tokens():
+def test_tpm_limit_spaces_by_tokens() -> None:
     limits = RateLimits()
     limits.set("m", tpm=6000)  # 100 tokens a second, bucket of 100
 
@@ -143,7 +148,7 @@ def test_tpm_limit_spaces_by_tokens():
     assert 1.4 <= stamps[4] < 2.0  # then 0.5 s each
 
 
-def test_usage_below_the_reservation_is_given_back():
+def test_usage_below_the_reservation_is_given_back() -> None:
     limits = RateLimits()
     limits.set("m", tpm=6000)
 
@@ -158,13 +163,34 @@ def test_usage_below_the_reservation_is_given_back():
 
 
 @pytest.mark.parametrize("bad", [0, -1, True, float("inf"), "10"])
-def test_rate_limits_must_be_positive_numbers(bad):
+def test_rate_limits_must_be_positive_numbers(bad: object) -> None:
     with pytest.raises(ValueError, match="rpm must be a positive number"):
         set_rate_limit("m", rpm=bad)  # type: ignore[arg-type]
 
 
-def test_setting_no_rate_removes_the_limit():
+def test_setting_no_rate_removes_the_limit() -> None:
     set_rate_limit("m", rpm=60, tpm=1000)
     assert RATE_LIMITS.limit("m") == (60, 1000)
     set_rate_limit("m")
     assert RATE_LIMITS.limit("m") == (None, None)
+
+
+class _Refused(Exception):
+    """Stands in for a litellm error: the headers where litellm 1.106 keeps them."""
+
+    def __init__(self, headers: dict[str, str]) -> None:
+        super().__init__("429")
+        self.litellm_response_headers = headers
+
+
+def test_retry_after_forms_are_read() -> None:
+    import email.utils
+
+    read = model_calls.retry_after_seconds
+    assert read(_Refused({"retry-after": "5"})) == 5.0
+    assert read(_Refused({"retry-after": "0.25"})) == 0.25
+    assert read(_Refused({"retry-after-ms": "1500", "retry-after": "9"})) == 1.5
+    when = email.utils.formatdate(time.time() + 20, usegmt=True)
+    assert 17 <= (read(_Refused({"retry-after": when})) or 0) <= 20
+    assert read(_Refused({"retry-after": "soon"})) is None
+    assert read(_Refused({})) is None and read(ValueError("no headers")) is None

@@ -29,29 +29,29 @@ def transcript(monkeypatch: pytest.MonkeyPatch) -> Transcript:
     return made
 
 
-def test_everything_fits_nothing_is_left_out(transcript):
+def test_everything_fits_nothing_is_left_out(transcript: Transcript) -> None:
     assert transcript.window("m", 54) == ("\n".join(transcript.lines), 0, 54)
 
 
-def test_oldest_whole_messages_go_first_and_the_task_stays(transcript):
+def test_oldest_whole_messages_go_first_and_the_task_stays(transcript: Transcript) -> None:
     assert transcript.window("m", 53) == (
         "User: abcd\nB: 2234567\nA: 3234567\nB: 4234567", 1, 43)
     assert transcript.window("m", 31) == ("User: abcd\nB: 4234567", 3, 21)
 
 
-def test_the_task_is_kept_even_when_nothing_else_fits(transcript):
+def test_the_task_is_kept_even_when_nothing_else_fits(transcript: Transcript) -> None:
     assert transcript.window("m", 5) == ("User: abcd", 4, 10)  # smaller than the task itself
     assert transcript.window("m", -100) == ("User: abcd", 4, 10)
 
 
-def test_kept_messages_are_the_newest_run_without_gaps(transcript):
+def test_kept_messages_are_the_newest_run_without_gaps(transcript: Transcript) -> None:
     transcript.append("A", "x" * 40)  # a long newest-but-one message
     transcript.append("B", "short")
     # task 10 + "B: short" 8 + a newline fit; the 43-token message does not
     assert transcript.window("m", 35) == ("User: abcd\nB: short", 5, 19)
 
 
-def test_lines_added_after_a_window_are_counted(transcript):
+def test_lines_added_after_a_window_are_counted(transcript: Transcript) -> None:
     transcript.window("m", 53)
     transcript.append("A", "5234567")
     assert transcript.window("m", 53) == (
@@ -62,7 +62,9 @@ def message(n: int) -> str:
     return f"message number {n:02d}..."  # 20 characters
 
 
-def test_a_long_chat_leaves_out_old_messages_and_the_prompt_says_how_many(monkeypatch):
+def test_a_long_chat_leaves_out_old_messages_and_the_prompt_says_how_many(
+        monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Turns 1-3 fit; from turn 4 the chat outgrows the budget and the oldest messages go.
     (What the budget is made of is tested in test_context_budget.py.)"""
     task = "Discuss the plan now"
