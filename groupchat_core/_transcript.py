@@ -27,6 +27,12 @@ SAFETY_TOKENS = 128  # chat templates, tool wrappers and tokenizer drift beyond 
 FRAMING_TOKENS = 12  # role markers of the system and user messages, and the reply's priming
 
 
+def omitted_note(omitted: int) -> str:
+    """The prompt's `{omitted_note}`: how many old messages the history block leaves out."""
+    return "" if not omitted else (
+        f" ({omitted} earlier message{'s' if omitted != 1 else ''} left out)")
+
+
 def completion_reserve(max_tokens: int, window: int) -> int:
     """Tokens kept free for the reply: max_tokens, but never more than half the window (a
     max_tokens above the window would otherwise leave no room for any prompt)."""

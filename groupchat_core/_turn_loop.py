@@ -44,7 +44,7 @@ from ._records import (
     utc_now,
 )
 from ._selection import Candidate, Selection, select_speaker, standing
-from ._transcript import PromptBudget, Transcript
+from ._transcript import PromptBudget, Transcript, omitted_note
 
 if TYPE_CHECKING:
     from ._bidcache import BidCache
@@ -195,11 +195,11 @@ class TurnLoop:
             turn=turn)
         budget: PromptBudget = self._overhead[agent.agent_name]
         rest = count_tokens(agent.model_name, fill(
-            conversation="", omitted_note=_omitted_note(len(self.transcript.lines))))
+            conversation="", omitted_note=omitted_note(len(self.transcript.lines))))
         history_block = self.transcript.window(agent.model_name, budget.history_budget(rest))
         budget.sent = history_block.tokens
         prompt = fill(conversation=history_block.text,
-                      omitted_note=_omitted_note(history_block.omitted))
+                      omitted_note=omitted_note(history_block.omitted))
         system = [{"role": "system", "content": agent.system_prompt}] if agent.system_prompt else []
         return [*system, {"role": "user", "content": prompt}]
 
@@ -276,11 +276,6 @@ class TurnLoop:
         if self.bid_cache is not None and self.bid_cache.applies(agent, local):
             return await self.bid_cache.fetch(request, call)
         return await call()
-
-
-def _omitted_note(omitted: int) -> str:
-    return "" if not omitted else (
-        f" ({omitted} earlier message{'s' if omitted != 1 else ''} left out)")
 
 
 def _scrub(error: str | None, agent: Agent) -> str | None:

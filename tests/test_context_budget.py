@@ -104,6 +104,28 @@ def test_an_undeclared_window_is_learned_from_the_first_rejection_and_the_bid_re
     assert record.total_calls == len(record.bids) + 2
 
 
+@pytest.mark.parametrize("declared", [True, False])
+def test_the_issues_640_token_server_with_default_max_tokens_keeps_bidding(
+        server: FakeOpenAIServer, declared: bool
+) -> None:
+    """The report: a local server with a 640-token window failed every bid. max_tokens (1024 by
+    default) is larger than the window: half the window is kept for the reply."""
+    chat_agents = []
+    for name, score in (("A", 0.9), ("B", 0.8)):
+        model = f"w640-{name.lower()}"
+        server.configure(model, context_window=640)
+        server.set_responder(model, _speaker(name, score))
+        agent = Agent(agent_name=name, model_name=f"openai/{model}", api_base=server.base_url,
+                      api_key=KEY)
+        chat_agents.append(with_window(agent, 640) if declared else agent)
+    chat = GroupChat(agents=chat_agents, max_loops=10, threshold=0.3)
+    chat.run("Plan the team offsite.")
+    record = chat.last_run
+    assert record is not None and record.stop_reason == "max_loops"
+    assert all(b.error is None for b in record.bids)
+    assert len(rejected(server)) == (0 if declared else 2)
+
+
 def test_a_rejection_that_names_no_window_halves_the_history_budget(
         server: FakeOpenAIServer
 ) -> None:
