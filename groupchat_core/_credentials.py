@@ -84,13 +84,16 @@ def _problem(agent: Agent, missing: list[str]) -> str:
                 f"litellm will not send {model} requests without one: give the agent "
                 f"api_key='x' (any value; a local server ignores it) or set {missing[0]}")
     names = ", ".join(missing)
-    plural = len(missing) > 1
-    verb = "are" if plural else "is"
-    fix = ("set it or give the agent an api_key" if not plural else
-           "set them or give the agent an api_key")
-    if not all(_KEYISH.search(m) for m in missing):
-        fix = "set them" if plural else "set it"
-    return f"agent {name!r} uses {model} but {names} {verb} not set; {fix}"
+    if all(_KEYISH.search(m) for m in missing):
+        if len(missing) == 1:  # e.g. OPENAI_API_KEY
+            return f"agent {name!r} uses {model} but {names} is not set; set it or give the " \
+                   "agent an api_key"
+        # e.g. GOOGLE_API_KEY, GEMINI_API_KEY: litellm reads whichever is set
+        return f"agent {name!r} uses {model} but none of {names} is set; set one or give " \
+               "the agent an api_key"
+    # e.g. AZURE_API_BASE, AZURE_API_VERSION, AZURE_API_KEY: all of them are needed
+    return f"agent {name!r} uses {model} but {names} {'are' if len(missing) > 1 else 'is'} " \
+           "not set; set them in the environment"
 
 
 def check_credentials(agents: Iterable[Agent]) -> list[str]:

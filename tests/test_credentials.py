@@ -46,6 +46,16 @@ def test_every_problem_is_listed(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(check_credentials(agents)) == 2
 
 
+def test_alternative_keys_and_settings_are_worded_as_such() -> None:
+    gemini, azure = check_credentials([
+        Agent(agent_name="G", model_name="gemini/gemini-pro"),
+        Agent(agent_name="Az", model_name="azure/my-deployment")])
+    assert gemini == ("agent 'G' uses gemini/gemini-pro but none of GOOGLE_API_KEY, "
+                      "GEMINI_API_KEY is set; set one or give the agent an api_key")
+    assert azure.startswith("agent 'Az' uses azure/my-deployment but AZURE_API_BASE")
+    assert azure.endswith("are not set; set them in the environment")
+
+
 def test_what_cannot_or_need_not_be_checked_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
     clear = [
         Agent(agent_name="Sim", model_name="sim/balanced"),  # in-process
