@@ -6,9 +6,11 @@ variables each agent's provider needs (`litellm.validate_environment`) before a 
 starts, and lists every problem at once. It never blocks what it cannot judge:
 
 - in-process models (`sim/`, scripted fakes) and agents with their own `api_key` are skipped;
-- providers whose credentials may come from outside the environment (AWS and Google cloud
-  credential chains: bedrock, sagemaker, vertex_ai) and providers litellm does not know are
-  skipped, as are agents whose `litellm_kwargs` carry a token or credential of their own;
+- providers whose credentials may come from outside the environment (AWS, Google and Azure
+  credential chains: bedrock, sagemaker, vertex_ai, azure) and providers litellm does not know
+  are skipped, as are agents whose `litellm_kwargs` carry a token or credential of their own;
+- only missing keys count: settings litellm also lists (OLLAMA_API_BASE, a project or region)
+  often have defaults, and a call without them fails with its own clear error;
 - an OpenAI-compatible server on this machine (`openai/<name>` with a loopback `api_base`)
   needs no real key, but litellm's OpenAI client refuses to send a request without one, so
   that is reported with the fix (any value, e.g. `api_key="x"`).
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
 # gcloud application-default credentials): validate_environment would wrongly flag them.
 _AMBIENT_PROVIDERS = frozenset({
     "bedrock", "bedrock_converse", "sagemaker", "sagemaker_chat", "vertex_ai", "vertex_ai_beta",
+    "azure", "azure_ai",  # Entra ID / managed identity
 })
 _CREDENTIAL_KWARGS = re.compile(r"token|credential|secret|password", re.I)
 _KEYISH = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.I)
@@ -74,7 +77,9 @@ def _missing(litellm: Any, agent: Agent) -> list[str]:
     except Exception:
         return []
     missing = found.get("missing_keys") if isinstance(found, dict) else None
-    return [str(m) for m in missing] if isinstance(missing, list) else []
+    if not isinstance(missing, list):
+        return []
+    return [str(m) for m in missing if _KEYISH.search(str(m))]
 
 
 def _problem(agent: Agent, missing: list[str]) -> str:
@@ -84,16 +89,12 @@ def _problem(agent: Agent, missing: list[str]) -> str:
                 f"litellm will not send {model} requests without one: give the agent "
                 f"api_key='x' (any value; a local server ignores it) or set {missing[0]}")
     names = ", ".join(missing)
-    if all(_KEYISH.search(m) for m in missing):
-        if len(missing) == 1:  # e.g. OPENAI_API_KEY
-            return f"agent {name!r} uses {model} but {names} is not set; set it or give the " \
-                   "agent an api_key"
-        # e.g. GOOGLE_API_KEY, GEMINI_API_KEY: litellm reads whichever is set
-        return f"agent {name!r} uses {model} but none of {names} is set; set one or give " \
-               "the agent an api_key"
-    # e.g. AZURE_API_BASE, AZURE_API_VERSION, AZURE_API_KEY: all of them are needed
-    return f"agent {name!r} uses {model} but {names} {'are' if len(missing) > 1 else 'is'} " \
-           "not set; set them in the environment"
+    if len(missing) == 1:  # e.g. OPENAI_API_KEY
+        return f"agent {name!r} uses {model} but {names} is not set; set it or give the agent " \
+               "an api_key"
+    # e.g. GOOGLE_API_KEY, GEMINI_API_KEY: litellm reads whichever is set
+    return f"agent {name!r} uses {model} but none of {names} is set; set one or give the " \
+           "agent an api_key"
 
 
 def check_credentials(agents: Iterable[Agent]) -> list[str]:
