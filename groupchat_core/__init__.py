@@ -27,6 +27,7 @@ from ._bidding import (
     format_decimal,
 )
 from ._config import ChatConfig, ChatSpec, dump_spec, load_spec, load_spec_text
+from ._credentials import check_credentials
 from ._errors import CliError, ConfigError, GroupChatError, ModelCallError, StoreError
 from ._groupchat import GroupChat
 from ._limiter import max_inflight_calls, set_max_inflight_calls
@@ -34,6 +35,7 @@ from ._loop import BackgroundLoop, background_loop
 from ._model_calls import RememberedMode, forget_remembered_modes, remembered_modes
 from ._model_calls import litellm_module as _litellm_module
 from ._outputs import OUTPUT_TYPES
+from ._ratelimit import set_rate_limit
 from ._records import (
     Bid,
     BidReceived,
@@ -128,6 +130,7 @@ __all__ = [
     "background_loop",
     "bids_csv",
     "bundle_json",
+    "check_credentials",
     "dump_agents",
     "dump_spec",
     "forget_remembered_modes",
@@ -142,5 +145,6 @@ __all__ = [
     "remembered_modes",
     "select_speaker",
     "set_max_inflight_calls",
+    "set_rate_limit",
     "transcript_markdown",
 ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ._records import Bid, RunRecord, Turn
+from ._records import Bid, RunRecord, Turn, format_cost
 from ._sim import is_sim_model
 from .store import RunStore
 
@@ -88,7 +88,8 @@ def _header(info: dict[str, Any], record: RunRecord) -> list[str]:
         f"- Threshold {spec['threshold']}, recency penalty {spec['recency_penalty']} "
         f"(window {spec['recency_window']}), max loops {spec['max_loops']}",
         f"- Totals: {record.total_calls} calls, {record.total_prompt_tokens} prompt and "
-        f"{record.total_completion_tokens} completion tokens, ${record.total_cost_usd:.4f}",
+        f"{record.total_completion_tokens} completion tokens, cost "
+        f"{format_cost(record.total_cost_usd, record.unpriced_bids)}",
         *([f"- Error: {_safe_md(info['error'])}"] if info.get("error") else []),
         "", "## Task", "", _quote(record.task), "", "## Turns", "",
     ]

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from ._agent import Agent
 from ._bidcache import BidCache, resolve_cache
 from ._config import ChatConfig, ChatSpec, explain, parse_spec
+from ._credentials import check_credentials, credentials_error
 from ._errors import ConfigError
 from ._loop import background_loop
 from ._model_calls import in_process_model, load_litellm_off_loop
@@ -183,6 +184,9 @@ class GroupChat:
 
         if any(in_process_model(a.model_name) is None for a in self.agents):
             await load_litellm_off_loop()  # token counting needs it; never import on the loop
+            problems = check_credentials(self.agents)  # before anything is spent
+            if problems:
+                raise ConfigError(credentials_error(problems))
         run = TurnLoop(self.agents, self._config.model_copy(), task, emit, post, self._bid_cache)
         current = asyncio.current_task()
         with self._lock:

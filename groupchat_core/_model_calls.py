@@ -9,6 +9,7 @@ prefix and skip litellm's request path for speed.
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import functools
 import hashlib
 import json
@@ -19,6 +20,7 @@ import threading
 import time
 import weakref
 from collections.abc import AsyncIterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
@@ -28,6 +30,7 @@ from ._errors import ModelCallError
 from ._limiter import CALL_LIMITER
 from ._providers import BidRequest as BidRequest  # re-exported: callers route bids via here
 from ._providers import InProcessModel, ModelReply, register_in_process, registered_in_process
+from ._ratelimit import RATE_LIMITS
 from ._records import BidPath
 from ._sim import is_sim_model
 from ._sim_provider import SimProvider
@@ -43,6 +46,7 @@ REPLY_BODY_CAP = 2_000_000  # bytes of a successful reply; more fails the reques
 FALLBACK_RUNGS = 3  # rejected requests a bid may add while stepping down the ladder
 RETRY_BASE_DELAY = 0.5  # seconds; doubled per attempt, capped below
 RETRY_MAX_DELAY = 8.0
+MAX_RETRY_AFTER = 30.0  # seconds: the longest a server's Retry-After is honoured
 JSON_TEXT_INSTRUCTION = (
     "\n\nYou cannot call functions here. Answer with only a JSON object of the form "
     '{"score": <number from 0 to 1>, "message": "<your reply, or empty to stay silent>"}.'
@@ -339,6 +343,63 @@ def _retry_delay(attempt: int) -> float:
     return delay * (0.5 + random.random() / 2)
 
 
+def _header_sources(exc: BaseException) -> list[Any]:
+    """Where litellm keeps a failed response's headers (1.106: `litellm_response_headers`; its
+    RateLimitError rebuilds `response` without them, so that is only a fallback)."""
+    response = getattr(exc, "response", None)
+    sources = [getattr(exc, "litellm_response_headers", None), getattr(exc, "headers", None),
+               getattr(response, "headers", None)]
+    return [s for s in sources if s]
+
+
+def retry_after_seconds(exc: BaseException) -> float | None:
+    """The wait a failed response asked for (`retry-after-ms`, else `Retry-After` in seconds or
+    as an HTTP date), or None when it named none."""
+    for headers in _header_sources(exc):
+        try:
+            millis = headers.get("retry-after-ms")
+            if millis is not None:
+                return max(0.0, float(millis) / 1000.0)
+            raw = headers.get("retry-after")
+        except (AttributeError, TypeError, ValueError):
+            continue
+        if raw is None:
+            continue
+        try:
+            return max(0.0, float(raw))
+        except ValueError:
+            parsed = email.utils.parsedate_tz(str(raw))
+            if parsed is not None:
+                return max(0.0, email.utils.mktime_tz(parsed) - time.time())
+    return None
+
+
+# The loop-clock time (loop.time()) by which the current bid must be done, set by the turn loop
+# for each bid's task. Why a context variable: the seam's signature (agent, messages) stays as it
+# is, and each concurrently bidding agent runs in its own task, so each sees its own deadline.
+BID_DEADLINE: ContextVar[float | None] = ContextVar("groupchat_bid_deadline", default=None)
+
+
+def _time_left() -> float | None:
+    deadline = BID_DEADLINE.get()
+    return None if deadline is None else deadline - asyncio.get_running_loop().time()
+
+
+def _request_tokens(kwargs: dict[str, Any]) -> int:
+    """What a request may use, for a tokens-per-minute limit: prompt estimate plus max_tokens."""
+    model = str(kwargs.get("model", ""))
+    text = "\n".join(str(m.get("content") or "") for m in kwargs.get("messages") or [])
+    tools = kwargs.get("tools")
+    prompt = count_tokens(model, text) + (count_tokens(model, json.dumps(tools)) if tools else 0)
+    return prompt + int(kwargs.get("max_tokens") or 0)
+
+
+def _used_tokens(response: Any) -> int | None:
+    usage = getattr(response, "usage", None)
+    total = getattr(usage, "total_tokens", None)
+    return total if isinstance(total, int) else None
+
+
 @dataclass
 class _Attempts:
     calls: int = 0
@@ -347,18 +408,66 @@ class _Attempts:
 
 
 async def _call_with_retries(kwargs: dict[str, Any], attempts: _Attempts) -> Any:
+    """One request, retried on transient errors: after the server's Retry-After when it sends
+    one (at most MAX_RETRY_AFTER, and never past the bid's deadline: the error is raised at
+    once instead), else after a jittered exponential backoff. Per-model rate limits
+    (_ratelimit.py) are waited for before each attempt."""
     litellm = litellm_module()
+    model = str(kwargs.get("model", ""))
     while True:
+        tokens = _request_tokens(kwargs) if RATE_LIMITS.wants_tokens(model) else 0
+        reserved = await RATE_LIMITS.acquire(model, tokens)
         attempts.calls += 1
         try:
             async with CALL_LIMITER:
-                return await _one_request(litellm, kwargs)
+                response = await _one_request(litellm, kwargs)
         except Exception as exc:
-            if not _retryable(exc) or attempts.retries_left <= 0:
+            RATE_LIMITS.settle(model, reserved, 0)  # a refused request used no tokens
+            retryable = _retryable(exc)
+            asked = retry_after_seconds(exc) if retryable else None
+            if asked is not None:  # every bid on this model waits, not only this one
+                RATE_LIMITS.pause(model, min(asked, MAX_RETRY_AFTER))
+            if not retryable or attempts.retries_left <= 0:
                 raise
-            delay = _retry_delay(attempts.calls - 1)
+            delay = _retry_delay(attempts.calls - 1) if asked is None else min(
+                asked, MAX_RETRY_AFTER)
+            left = _time_left()
+            if left is not None and delay >= left:
+                raise  # the retry could not finish in time: report the real cause now
             attempts.retries_left -= 1
             await asyncio.sleep(delay)
+            continue
+        RATE_LIMITS.settle(model, reserved, _used_tokens(response) if reserved else None)
+        return response
+
+
+_CONTEXT_PHRASES = (
+    "maximum context length", "context length exceeded", "context_length_exceeded",
+    "context window", "exceeds the available context size", "maximum context limit",
+    "longer than the model's context length",
+)
+_STATED_WINDOW = re.compile(
+    r"maximum context length is (\d+)|context window of (\d+)|context size \((\d+)", re.I)
+
+
+def is_context_window_error(exc: BaseException) -> bool:
+    """A request refused because the prompt (plus the reply's room) exceeds the context window:
+    litellm's ContextWindowExceededError, or a 400 whose text says so."""
+    litellm = litellm_module()
+    if isinstance(exc, litellm.ContextWindowExceededError):
+        return True
+    if not (isinstance(exc, litellm.BadRequestError) or getattr(exc, "status_code", None) == 400):
+        return False
+    text = str(exc).lower()
+    return any(phrase in text for phrase in _CONTEXT_PHRASES)
+
+
+def stated_context_window(text: str) -> int | None:
+    """The window a context-length error names ("maximum context length is 640 tokens")."""
+    match = _STATED_WINDOW.search(text)
+    if match is None:
+        return None
+    return int(next(g for g in match.groups() if g is not None))
 
 
 # --- bounded response bodies -------------------------------------------------------------

@@ -211,10 +211,20 @@ class RunRecord(_Record):
         default=0, description="Prompt tokens over all bids (unreported counts add 0).")
     total_completion_tokens: int = Field(
         default=0, description="Completion tokens over all bids (unreported counts add 0).")
-    total_cost_usd: float = Field(
+    total_cost_usd: float | None = Field(
         default=0.0,
-        description="Sum of the known bid costs in US dollars; unknown costs add 0, so 0.0 can "
-        "also mean that nothing could be priced.")
+        description="Sum of the known bid costs in US dollars; null (unknown, not free) when "
+        "some bid made a model call that could not be priced and none could; when some could, "
+        "a partial sum that unpriced_bids flags.")
+    unpriced_bids: int = Field(
+        default=0,
+        description="Bids that made a model call litellm could not price (e.g. a local model "
+        "missing from its price map); 0 means total_cost_usd is complete.")
+
+    @property
+    def cost_complete(self) -> bool:
+        """Whether total_cost_usd covers every bid (no call went unpriced)."""
+        return self.unpriced_bids == 0
 
     @property
     def cache_hits(self) -> int:
@@ -230,6 +240,33 @@ class RunRecord(_Record):
 
     def messages_frame(self) -> Any:
         return _frame(self.messages, Message)
+
+
+def unpriced(bid: Bid) -> bool:
+    """A bid that reached a provider but has no price: a completed call (not an in-process
+    model, not a cache hit, not a failed call, which providers do not bill) without a cost."""
+    return (bid.cost_usd is None and not bid.cached and bid.calls > 0
+            and bid.path not in ("simulation", "scripted", "none"))
+
+
+def cost_totals(bids: list[Bid]) -> tuple[float | None, int]:
+    """(total_cost_usd, unpriced_bids) over a run's bids; the total is None when calls were made
+    and none of them could be priced."""
+    missing = sum(unpriced(b) for b in bids)
+    known = [b.cost_usd for b in bids if b.cost_usd is not None]
+    if missing and not known:
+        return None, missing
+    return sum(known, 0.0), missing
+
+
+def format_cost(total: float | None, unpriced_bids: int = 0) -> str:
+    """A run's cost for people: "$0.0012", "unknown", or a partial sum said to be one."""
+    if total is None:
+        return "unknown"
+    text = f"${total:.4f}"
+    if unpriced_bids:
+        text += f" + unknown ({unpriced_bids} unpriced bid{'s' if unpriced_bids != 1 else ''})"
+    return text
 
 
 def _frame(rows: list[Any], model: type[BaseModel]) -> Any:

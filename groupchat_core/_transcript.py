@@ -1,14 +1,98 @@
-"""The conversation as the bid prompt shows it, trimmed to a model's input budget.
+"""The conversation as the bid prompt shows it, trimmed to what the model's context can take.
 
 Token counts are cached per model and line, so a long chat does not re-count its history for
 every agent on every turn; in the common case (it all fits) a turn costs one join.
+
+What the history may use (PromptBudget): the context window (the agent's declared
+`context_window`, else litellm's input limit for the model, 8,192 when unknown), minus the room
+kept for the reply (`max_tokens`, at most half the window), minus everything else sent with it:
+the system prompt, the tools schema as JSON, the rest of the bid prompt, the chat framing of the
+messages, and a safety margin for what our count cannot see (chat templates, tokenizer drift).
+When a server still says the context is exceeded, the budget shrinks (`shrink`) for the rest of
+the run: to the window the error names, else to half the history that was sent.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
+
 from ._model_calls import count_tokens, input_budget
 
-SAFETY_TOKENS = 128  # names, separators and the template's own words beyond our estimate
+if TYPE_CHECKING:
+    from ._agent import Agent
+
+SAFETY_TOKENS = 128  # chat templates, tool wrappers and tokenizer drift beyond our count
+FRAMING_TOKENS = 12  # role markers of the system and user messages, and the reply's priming
+
+
+def omitted_note(omitted: int) -> str:
+    """The prompt's `{omitted_note}`: how many old messages the history block leaves out."""
+    return "" if not omitted else (
+        f" ({omitted} earlier message{'s' if omitted != 1 else ''} left out)")
+
+
+def completion_reserve(max_tokens: int, window: int) -> int:
+    """Tokens kept free for the reply: max_tokens, but never more than half the window (a
+    max_tokens above the window would otherwise leave no room for any prompt)."""
+    return max(0, min(max_tokens, window // 2))
+
+
+def declared_window(agent: Agent) -> int | None:
+    """The context window the agent declares (`Agent.context_window`), if any and valid."""
+    value = getattr(agent, "context_window", None)
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
+
+
+@dataclass
+class PromptBudget:
+    """What one agent's bid prompts may use; mutable because a rejection teaches us more."""
+
+    model: str
+    window: int  # context window in tokens
+    max_tokens: int  # what the agent asks the reply to be capped at
+    fixed: int  # tokens sent every time: system prompt, tools JSON, framing
+    cap: int | None = None  # most history tokens to send, set by a rejection naming no window
+    sent: int = 0  # history tokens in the latest prompt built (what a rejection refused)
+
+    @classmethod
+    def for_agent(cls, agent: Agent) -> PromptBudget:
+        model = agent.model_name
+        tools = agent.tools_list_dictionary
+        fixed = FRAMING_TOKENS + count_tokens(model, agent.system_prompt)
+        if tools:
+            fixed += count_tokens(model, json.dumps(tools, ensure_ascii=False))
+        window = declared_window(agent) or input_budget(model)
+        return cls(model, window, agent.max_tokens, fixed)
+
+    @property
+    def reserve(self) -> int:
+        return completion_reserve(self.max_tokens, self.window)
+
+    def history_budget(self, prompt_tokens: int) -> int:
+        """Tokens the conversation block may take, given the tokens of the rest of the bid
+        prompt (the template filled with everything but the conversation)."""
+        room = self.window - self.reserve - self.fixed - prompt_tokens - SAFETY_TOKENS
+        return room if self.cap is None else min(room, self.cap)
+
+    def shrink(self, stated_window: int | None) -> None:
+        """After a context-window rejection: believe the window the server named when it is
+        smaller than ours, else send at most half the history that was refused."""
+        if stated_window is not None and 0 < stated_window < self.window:
+            self.window = stated_window
+        else:
+            self.cap = self.sent // 2 if self.cap is None else min(self.cap, self.sent // 2)
+
+
+class Window(NamedTuple):
+    """The history block for one prompt."""
+
+    text: str
+    omitted: int  # old messages left out
+    tokens: int  # its token count (lines plus one per newline)
 
 
 class Transcript:
@@ -38,22 +122,21 @@ class Transcript:
             self._full = "\n".join(self.lines)
         return self._full
 
-    def window(self, model: str, overhead_tokens: int,
-               context_window: int | None = None) -> tuple[str, int]:
-        """History text that fits the model's budget, and how many old messages were left out.
+    def window(self, model: str, budget: int) -> Window:
+        """History text within `budget` tokens, and how many old messages were left out.
 
-        The budget is the agent's declared `context_window` when set (local models are unknown
-        to litellm), else litellm's model info. The task is always kept; whole oldest messages
-        after it are dropped, never part of one.
+        The task is always kept; whole oldest messages after it are dropped, never part of one.
+        Lines are joined by newlines, which the per-line counts leave out: each costs a token
+        at most, so it is counted as one.
         """
-        budget = (context_window or input_budget(model)) - overhead_tokens - SAFETY_TOKENS
         counts, total = self._line_counts(model)
-        if total <= budget or len(self.lines) <= 1:
-            return self.full_text(), 0
+        full = total + len(self.lines) - 1
+        if full <= budget or len(self.lines) <= 1:
+            return Window(self.full_text(), 0, full)
         used = counts[0]
         keep_from = len(self.lines)
-        while keep_from > 1 and used + counts[keep_from - 1] <= budget:
+        while keep_from > 1 and used + counts[keep_from - 1] + 1 <= budget:
             keep_from -= 1
-            used += counts[keep_from]
+            used += counts[keep_from] + 1
         kept = [self.lines[0], *self.lines[keep_from:]]
-        return "\n".join(kept), keep_from - 1
+        return Window("\n".join(kept), keep_from - 1, used)

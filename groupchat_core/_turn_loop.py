@@ -17,11 +17,14 @@ from ._agent import Agent
 from ._bidding import PromptRoom, build_bid_prompt, describe_participant, is_unreadable
 from ._config import ChatConfig
 from ._model_calls import (
+    BID_DEADLINE,
     ModelCallFailed,
     cap_text,
     count_tokens,
     default_bid_deadline,
     in_process_model,
+    is_context_window_error,
+    stated_context_window,
 )
 from ._model_calls import call_litellm as _call_litellm
 from ._providers import BidRequest, ModelReply
@@ -39,11 +42,12 @@ from ._records import (
     Turn,
     TurnCompleted,
     TurnStarted,
+    cost_totals,
     utc_now,
 )
 from ._secrets import scrub, scrub_optional
 from ._selection import NO_READ_BID_REASONS, Candidate, Selection, select_speaker, standing
-from ._transcript import Transcript
+from ._transcript import PromptBudget, Transcript, omitted_note
 
 if TYPE_CHECKING:
     from ._bidcache import BidCache
@@ -76,10 +80,10 @@ class TurnLoop:
         )
         self._overhead = {a.agent_name: self._prompt_overhead(a) for a in self.agents}
 
-    def _prompt_overhead(self, agent: Agent) -> int:
-        return count_tokens(agent.model_name, agent.system_prompt) + count_tokens(
-            agent.model_name, self.config.bid_prompt
-        )
+    def _prompt_overhead(self, agent: Agent) -> PromptBudget:
+        """What the agent's bid prompts may use (system prompt, tools and reply room counted);
+        kept for the run, so a context-window rejection shrinks every later bid's history."""
+        return PromptBudget.for_agent(agent)
 
     # --- posting and the loop -------------------------------------------------------------
 
@@ -122,7 +126,7 @@ class TurnLoop:
         record.total_calls = sum(b.calls for b in record.bids)
         record.total_prompt_tokens = sum(b.prompt_tokens or 0 for b in record.bids)
         record.total_completion_tokens = sum(b.completion_tokens or 0 for b in record.bids)
-        record.total_cost_usd = sum(b.cost_usd or 0.0 for b in record.bids)
+        record.total_cost_usd, record.unpriced_bids = cost_totals(record.bids)
         self.emit(RunFinished(run_id=record.run_id, record=record.model_copy(deep=True)))
 
     # --- one turn -------------------------------------------------------------------------
@@ -181,29 +185,69 @@ class TurnLoop:
 
     def _messages_for(self, turn: int, agent: Agent,
                       history: tuple[tuple[str, str], ...]) -> list[dict[str, Any]]:
+        """The bid request's messages, the history trimmed to what the agent's context takes.
+
+        The prompt is filled once without the conversation (with the longest note it could
+        carry) to count everything but the history; what is left of the budget goes to the
+        newest whole messages (see _transcript.py)."""
         last_speaker, last_message = history[-1]
-        overhead = self._overhead[agent.agent_name] + count_tokens(agent.model_name, last_message)
-        conversation, omitted = self.transcript.window(agent.model_name, overhead,
-                                                       agent.context_window)
-        note = "" if not omitted else (
-            f" ({omitted} earlier message{'s' if omitted != 1 else ''} left out)")
-        prompt = build_bid_prompt(
-            self.room, agent_name=agent.agent_name,
+        fill = functools.partial(
+            build_bid_prompt, self.room, agent_name=agent.agent_name,
             others=[describe_participant(a.agent_name, a.description) for a in self.agents
                     if a is not agent],
-            conversation=conversation, omitted_note=note, last_speaker=last_speaker,
-            last_message=last_message, task=self.record.task, turn=turn,
-        )
+            last_speaker=last_speaker, last_message=last_message, task=self.record.task,
+            turn=turn)
+        budget: PromptBudget = self._overhead[agent.agent_name]
+        rest = count_tokens(agent.model_name, fill(
+            conversation="", omitted_note=omitted_note(len(self.transcript.lines))))
+        history_block = self.transcript.window(agent.model_name, budget.history_budget(rest))
+        budget.sent = history_block.tokens
+        prompt = fill(conversation=history_block.text,
+                      omitted_note=omitted_note(history_block.omitted))
         system = [{"role": "system", "content": agent.system_prompt}] if agent.system_prompt else []
         return [*system, {"role": "user", "content": prompt}]
+
+    async def _call_model(self, turn: int, agent: Agent, history: tuple[tuple[str, str], ...],
+                          messages: list[dict[str, Any]]) -> ModelReply:
+        """A litellm bid. Sets the bid's deadline for the retry logic (_model_calls.py); when
+        the server says the context window is exceeded, shrinks this agent's budget for the
+        rest of the run, rebuilds the prompt and tries once more."""
+        token = BID_DEADLINE.set(asyncio.get_running_loop().time() + self._bid_limit(agent))
+        try:
+            try:
+                return await _call_litellm(agent, messages)
+            except ModelCallFailed as exc:
+                if not is_context_window_error(exc.cause):
+                    raise
+                first = exc
+            budget: PromptBudget = self._overhead[agent.agent_name]
+            budget.shrink(stated_context_window(str(first.cause)))
+            smaller = self._messages_for(turn, agent, history)
+            if smaller == messages:  # the window named did not trim it (tokenizers differ)
+                budget.shrink(None)
+                smaller = self._messages_for(turn, agent, history)
+            if smaller == messages:
+                raise first
+            try:
+                reply = await _call_litellm(agent, smaller)
+            except ModelCallFailed as again:
+                again.calls += first.calls
+                raise
+            reply.calls += first.calls
+            return reply
+        finally:
+            BID_DEADLINE.reset(token)
+
+    def _bid_limit(self, agent: Agent) -> float:
+        """Seconds one bid may take: bid_timeout, or when unset, every request it may make."""
+        limit = self.config.bid_timeout
+        return default_bid_deadline(agent) if limit is None else limit
 
     async def _bid(self, turn: int, pos: int, agent: Agent,
                    history: tuple[tuple[str, str], ...], recent: set[str]) -> Bid:
         start = time.perf_counter()
         bid = Bid(turn=turn, agent=agent.agent_name, position=pos)
-        limit = self.config.bid_timeout
-        if limit is None:  # unset still means a deadline: every request the bid may make
-            limit = default_bid_deadline(agent)
+        limit = self._bid_limit(agent)
         deadline = asyncio.timeout(limit)
         try:
             async with deadline:
@@ -238,7 +282,7 @@ class TurnLoop:
         if local is not None:
             call = functools.partial(local, request)
         else:
-            call = functools.partial(_call_litellm, agent, request.messages)
+            call = functools.partial(self._call_model, turn, agent, history, request.messages)
         if self.bid_cache is not None and self.bid_cache.applies(agent, local):
             return await self.bid_cache.fetch(request, call)
         return await call()

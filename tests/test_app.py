@@ -278,7 +278,7 @@ def test_sessions_see_only_their_own_jobs_but_a_reload_finds_its_job_by_url(app:
 
 
 def test_run_page_warns_about_missing_keys_and_explains_provider_failures(
-        app: AppTest, store: RunStore):
+        app: AppTest, store: RunStore, monkeypatch: pytest.MonkeyPatch):
     save_agents(store, [Agent(agent_name="Gpt", model_name="gpt-4o-mini"),
                        Agent(agent_name="Claude", model_name="anthropic/claude-3-5-haiku")])
     goto(app, "run")
@@ -286,7 +286,14 @@ def test_run_page_warns_about_missing_keys_and_explains_provider_failures(
     warnings = " ".join(w.value for w in app.warning)
     assert "OPENAI\\_API\\_KEY" in warnings and "ANTHROPIC\\_API\\_KEY" in warnings
     app.text_area(key="run_task").set_value("Say hello.")
-    app.button(key="start_run").click().run()  # allowed despite the warning
+    app.button(key="start_run").click().run()  # allowed; the engine refuses before any call
+    poll(app, lambda at: status(at).startswith("status: error"), "the refused run")
+    errors = " ".join(e.value for e in app.error)
+    assert "missing credentials (2 problems)" in errors
+    assert "agent 'Gpt'" in errors and "agent 'Claude'" in errors
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):  # keys set: the calls themselves fail
+        monkeypatch.setenv(name, "sk-not-a-real-key")
+    app.button(key="start_run").click().run()
     poll(app, lambda at: status(at).startswith("status: finished"), "the failed run")
     errors = " ".join(e.value for e in app.error)
     assert "**Gpt**" in errors and "**Claude**" in errors

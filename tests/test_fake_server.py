@@ -15,6 +15,7 @@ os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 import litellm  # noqa: E402
 import pytest  # noqa: E402
 
+from groupchat_core.testing._fake_replies import prompt_tokens  # noqa: E402
 from groupchat_core.testing._fake_server import (  # noqa: E402
     FakeOpenAIServer,
     RecordedRequest,
@@ -244,6 +245,41 @@ def test_litellm_forced_tool_choice_rejected_without_consuming(srv: FakeOpenAISe
     resp = complete(srv, tools=TOOLS, tool_choice="auto")  # the retry a caller would do
     assert json.loads(resp.choices[0].message.tool_calls[0].function.arguments)["score"] == 1
     assert [r.status for r in srv.requests_for("fake-a")] == [400, 200]
+
+
+def test_retry_after_ms_header(srv: FakeOpenAIServer) -> None:
+    srv.script("m", [error(429, "slow down", retry_after_ms=250)])
+    status, _, resp = post(srv, {"model": "m", "messages": []})
+    assert status == 429 and resp.getheader("retry-after-ms") == "250"
+    assert resp.getheader("Retry-After") is None
+
+
+def test_prompt_tokens_count_contents_tools_and_framing() -> None:
+    body: dict[str, Any] = {"messages": [{"role": "user", "content": "x" * 40}]}
+    assert prompt_tokens(body) == 10 + 4
+    body["tools"] = TOOLS
+    assert prompt_tokens(body) == 14 + -(-len(json.dumps(TOOLS)) // 4)
+
+
+def test_context_window_rejects_a_long_prompt_without_consuming(srv: FakeOpenAIServer) -> None:
+    srv.configure("small", context_window=30)
+    srv.script("small", [text("fits")])
+    long_body = {"model": "small", "max_tokens": 16,
+                 "messages": [{"role": "user", "content": "word " * 40}]}
+    status, payload, _ = post(srv, long_body)
+    assert status == 400 and srv.pending("small") == 1
+    assert payload["error"]["code"] == "context_length_exceeded"
+    assert payload["error"]["message"].startswith(
+        "This model's maximum context length is 30 tokens. However, you requested 70 tokens "
+        "(54 in the messages, 16 in the completion).")
+    status, _, _ = post(srv, {"model": "small", "messages": MESSAGES})
+    assert status == 200 and srv.pending("small") == 0
+
+
+def test_litellm_maps_the_context_window_rejection(srv: FakeOpenAIServer) -> None:
+    srv.configure("small", context_window=5)
+    with pytest.raises(litellm.ContextWindowExceededError, match="maximum context length is 5"):
+        complete(srv, "small", **NO_RETRY)
 
 
 def test_litellm_required_and_tools_rejections(srv: FakeOpenAIServer) -> None:

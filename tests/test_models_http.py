@@ -183,7 +183,9 @@ def test_no_key_in_any_record_log_or_serialization(server, caplog):
     assert all(KEY not in t for t in texts)
 
 
-def test_real_model_calls_are_blocked_in_tests():
+def test_real_model_calls_are_blocked_in_tests(monkeypatch):
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):  # past the pre-run key check
+        monkeypatch.setenv(name, "sk-not-a-real-key")
     agents = [Agent(agent_name="A", model_name="gpt-4o-mini"),
               Agent(agent_name="B", model_name="anthropic/claude-3-5-haiku-latest")]
     chat = GroupChat(agents=agents)

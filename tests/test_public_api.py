@@ -121,6 +121,8 @@ def test_the_package_api_is_pinned():
         # simulated models and litellm; tool-choice modes remembered per provider
         "SIM_MODELS", "is_sim_model", "prepare_litellm", "RememberedMode", "remembered_modes",
         "forget_remembered_modes",
+        # checks before spending: provider keys, and per-model request/token rate limits
+        "check_credentials", "set_rate_limit",
         # exports, bundles and agents files
         "bids_csv", "transcript_markdown", "bundle_json", "import_bundle", "dump_agents",
         "load_agents_text",
@@ -196,8 +198,9 @@ def test_errors_the_dashboard_can_meet_are_in_the_tree():
         whatif_pivot(grid, "lull_turn")
 
 
-def test_a_refused_model_call_is_a_model_call_error_recorded_on_the_bid():
+def test_a_refused_model_call_is_a_model_call_error_recorded_on_the_bid(monkeypatch):
     """Tests block remote calls (conftest): the refusal is data on each bid, not a crash."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-key-for-the-credentials-check")
     chat = GroupChat(agents=[Agent(agent_name="A", model_name="gpt-4o-mini"),
                              Agent(agent_name="B", model_name="openai/x",
                                    api_base="https://example.invalid/v1")])

@@ -11,7 +11,7 @@ import pytest
 from groupchat_core import Agent, GroupChat
 from groupchat_core import _transcript as transcript_module
 from groupchat_core._model_calls import approximate_tokens
-from groupchat_core._transcript import SAFETY_TOKENS, Transcript
+from groupchat_core._transcript import Transcript
 from groupchat_core.testing import ScriptedBids
 
 LINES = [("User", "abcd"), ("A", "1234567"), ("B", "2234567"), ("A", "3234567"),
@@ -20,7 +20,8 @@ LINES = [("User", "abcd"), ("A", "1234567"), ("B", "2234567"), ("A", "3234567"),
 
 @pytest.fixture
 def transcript(monkeypatch: pytest.MonkeyPatch) -> Transcript:
-    """Five 10-token lines, counted one token per character for readable budgets."""
+    """Five 10-token lines, counted one token per character for readable budgets (joined, each
+    newline counts one more)."""
     monkeypatch.setattr(transcript_module, "count_tokens", lambda model, text: len(text))
     made = Transcript()
     for role, content in LINES:
@@ -28,56 +29,44 @@ def transcript(monkeypatch: pytest.MonkeyPatch) -> Transcript:
     return made
 
 
-def budget(monkeypatch: pytest.MonkeyPatch, tokens: int) -> None:
-    """Leave `tokens` for the conversation (before any overhead) in the model's input budget."""
-    monkeypatch.setattr(transcript_module, "input_budget", lambda model: tokens + SAFETY_TOKENS)
+def test_everything_fits_nothing_is_left_out(transcript: Transcript) -> None:
+    assert transcript.window("m", 54) == ("\n".join(transcript.lines), 0, 54)
 
 
-def test_everything_fits_nothing_is_left_out(transcript, monkeypatch):
-    budget(monkeypatch, 50)
-    assert transcript.window("m", 0) == ("\n".join(transcript.lines), 0)
+def test_oldest_whole_messages_go_first_and_the_task_stays(transcript: Transcript) -> None:
+    assert transcript.window("m", 53) == (
+        "User: abcd\nB: 2234567\nA: 3234567\nB: 4234567", 1, 43)
+    assert transcript.window("m", 31) == ("User: abcd\nB: 4234567", 3, 21)
 
 
-def test_oldest_whole_messages_go_first_and_the_task_stays(transcript, monkeypatch):
-    budget(monkeypatch, 49)
-    text, omitted = transcript.window("m", 0)
-    assert (text, omitted) == ("User: abcd\nB: 2234567\nA: 3234567\nB: 4234567", 1)
-    budget(monkeypatch, 29)
-    assert transcript.window("m", 0) == ("User: abcd\nB: 4234567", 3)
+def test_the_task_is_kept_even_when_nothing_else_fits(transcript: Transcript) -> None:
+    assert transcript.window("m", 5) == ("User: abcd", 4, 10)  # smaller than the task itself
+    assert transcript.window("m", -100) == ("User: abcd", 4, 10)
 
 
-def test_the_prompt_overhead_comes_out_of_the_budget(transcript, monkeypatch):
-    budget(monkeypatch, 50)
-    assert transcript.window("m", 21) == ("User: abcd\nB: 4234567", 3)
-
-
-def test_the_task_is_kept_even_when_nothing_else_fits(transcript, monkeypatch):
-    budget(monkeypatch, 5)  # smaller than the task itself
-    assert transcript.window("m", 0) == ("User: abcd", 4)
-
-
-def test_kept_messages_are_the_newest_run_without_gaps(transcript, monkeypatch):
+def test_kept_messages_are_the_newest_run_without_gaps(transcript: Transcript) -> None:
     transcript.append("A", "x" * 40)  # a long newest-but-one message
     transcript.append("B", "short")
-    budget(monkeypatch, 35)  # task 10 + "B: short" 8 fit; the 43-token message does not
-    text, omitted = transcript.window("m", 0)
-    assert (text, omitted) == ("User: abcd\nB: short", 5)  # older short lines are not pulled in
+    # task 10 + "B: short" 8 + a newline fit; the 43-token message does not
+    assert transcript.window("m", 35) == ("User: abcd\nB: short", 5, 19)
 
 
-def test_lines_added_after_a_window_are_counted(transcript, monkeypatch):
-    budget(monkeypatch, 49)
-    transcript.window("m", 0)
+def test_lines_added_after_a_window_are_counted(transcript: Transcript) -> None:
+    transcript.window("m", 53)
     transcript.append("A", "5234567")
-    assert transcript.window("m", 0) == (
-        "User: abcd\nA: 3234567\nB: 4234567\nA: 5234567", 2)
+    assert transcript.window("m", 53) == (
+        "User: abcd\nA: 3234567\nB: 4234567\nA: 5234567", 2, 43)
 
 
 def message(n: int) -> str:
     return f"message number {n:02d}..."  # 20 characters
 
 
-def test_a_long_chat_leaves_out_old_messages_and_the_prompt_says_how_many(monkeypatch):
-    """Turns 1-3 fit; from turn 4 the chat outgrows the budget and the oldest messages go."""
+def test_a_long_chat_leaves_out_old_messages_and_the_prompt_says_how_many(
+        monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Turns 1-3 fit; from turn 4 the chat outgrows the budget and the oldest messages go.
+    (What the budget is made of is tested in test_context_budget.py.)"""
     task = "Discuss the plan now"
     template = "{omitted_note}\n{conversation}"
     script = ScriptedBids({
@@ -86,11 +75,10 @@ def test_a_long_chat_leaves_out_old_messages_and_the_prompt_says_how_many(monkey
     })
     agents = [Agent(agent_name=n, model_name=script.model_name) for n in ("A", "B")]
     chat = GroupChat(agents=agents, bid_prompt=template)
-    # room for the task line and the two newest message lines, after the prompt's overhead
-    overhead = approximate_tokens("") + approximate_tokens(template) + approximate_tokens(task)
-    room = approximate_tokens(f"User: {task}") + 2 * approximate_tokens(f"A: {message(1)}")
-    monkeypatch.setattr(transcript_module, "input_budget",
-                        lambda model: SAFETY_TOKENS + overhead + room)
+    # room for the task line and the two newest message lines, with their newlines
+    room = approximate_tokens(f"User: {task}") + 2 * approximate_tokens(f"A: {message(1)}") + 2
+    monkeypatch.setattr(transcript_module.PromptBudget, "history_budget",
+                        lambda self, prompt_tokens: room)
 
     chat.run(task)
     script.assert_complete()

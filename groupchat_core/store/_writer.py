@@ -125,5 +125,5 @@ def finish_values(record: RunRecord, status: str) -> dict[str, Any]:
         "started_at": record.started_at, "ended_at": record.ended_at,
         "total_calls": record.total_calls, "total_prompt_tokens": record.total_prompt_tokens,
         "total_completion_tokens": record.total_completion_tokens,
-        "total_cost_usd": record.total_cost_usd,
+        "total_cost_usd": record.total_cost_usd or 0.0,  # NOT NULL: unknown is read from bids
     }

@@ -14,7 +14,15 @@ import sys
 from typing import Any, TextIO
 
 from .._errors import CliError
-from ._events import BudgetStopped, CellFinished, SweepEvent, SweepFinished, SweepStarted
+from .._records import format_cost
+from ._events import (
+    BudgetStopped,
+    CellFinished,
+    SweepEvent,
+    SweepFinished,
+    SweepOutcome,
+    SweepStarted,
+)
 
 EXIT = {"finished": 0, "stopped_budget": 1, "error": 1, "cancelled": 130}
 
@@ -128,6 +136,21 @@ def cmd_sweep(args: argparse.Namespace, store: Any) -> int:
     rate = "" if outcome.hit_rate is None else f", {outcome.hit_rate:.0%} of bids cached"
     print(f"sweep {outcome.sweep_id} {outcome.status}: {outcome.cells_done}/"
           f"{outcome.cells_total} cells done; this session {outcome.cells_run} cells, "
-          f"{outcome.calls} model calls{rate}, ${outcome.cost_usd:.4f}"
+          f"{outcome.calls} model calls{rate}, cost {_cost_text(store, outcome)}"
           + (f" ({outcome.reason})" if outcome.reason else ""))
     return EXIT.get(outcome.status, 1)
+
+
+def _cost_text(store: Any, outcome: SweepOutcome) -> str:
+    """The session's cost, or "unknown" / a flagged partial sum when some calls had no price
+    (a local model missing from litellm's price map costs something unknown, not $0)."""
+    unpriced = 0
+    if outcome.calls:
+        runs = store.list_runs(sweep_id=outcome.sweep_id)
+        if not runs.empty:
+            bids = store.bids(list(runs["run_id"]))
+            unpriced = int((bids["cost_usd"].isna() & ~bids["cached"].astype(bool)
+                            & (bids["calls"] > 0)
+                            & ~bids["path"].isin(["simulation", "scripted", "none"])).sum())
+    total = None if unpriced and outcome.cost_usd == 0 else outcome.cost_usd
+    return format_cost(total, unpriced)

@@ -66,7 +66,7 @@ class CellResult(BaseModel):
                    status="error" if error else status_for(record),
                    stop_reason=record.stop_reason, messages=max(len(record.messages) - 1, 0),
                    turns=len(record.turns), calls=record.total_calls, bids=len(record.bids),
-                   cache_hits=record.cache_hits, cost_usd=record.total_cost_usd,
+                   cache_hits=record.cache_hits, cost_usd=record.total_cost_usd or 0.0,
                    error=error or record.error)
 
 

@@ -9,6 +9,12 @@ sweep, bid by bid as they arrive. When a cap is reached the runner launches no m
 cancels the cells in flight (their runs read `cancelled`) and records the sweep as
 `stopped_budget` with the reason. Calls in flight when the cap is reached are cancelled too;
 their results are never seen (a provider may still bill them).
+
+Keys are checked before anything is spent: a sweep run here (the local executor) whose agents
+lack a provider key raises ConfigError listing every problem, before the sweep is created. And
+when CREDENTIAL_STOP cells in a row end in error with nothing posted because the provider refused
+the credentials (a wrong key passes the check), the sweep stops with status `error` and a reason
+saying so, instead of spending a failing call per bid on every remaining cell.
 """
 
 from __future__ import annotations
@@ -21,7 +27,10 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from .._bidcache import BidCache
+from .._credentials import check_credentials, credentials_error, is_credential_failure
+from .._errors import ConfigError
 from .._loop import background_loop
+from .._model_calls import in_process_model, load_litellm_off_loop
 from ._estimate import estimate
 from ._events import (
     BudgetStopped,
@@ -37,9 +46,11 @@ from ._plan import SweepPlan, plan_sweep
 from ._spec import Cell, SweepSpec
 
 if TYPE_CHECKING:
+    from .._agent import Agent
     from ..store import RunStore
 
 SweepObserver = Callable[[SweepEvent], None]
+CREDENTIAL_STOP = 3  # cells in a row refused on credentials before the sweep stops
 logger = logging.getLogger("groupchat_core")
 
 
@@ -61,6 +72,7 @@ class SweepRunner:
         self.outcome: SweepOutcome | None = None
         self._session = {"calls": 0, "bids": 0, "hits": 0, "run": 0, "cost": 0.0}
         self._done = len(plan.done)
+        self._refused = 0  # cells in a row that failed on credentials
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
 
@@ -69,6 +81,8 @@ class SweepRunner:
     async def run(self) -> SweepOutcome:
         started = time.perf_counter()
         self._loop, self._loop_thread = asyncio.get_running_loop(), threading.get_ident()
+        if isinstance(self.executor, LocalExecutor):  # remote workers hold their own keys
+            await self._check_credentials()
         self._open()
         try:
             self._check_budget()
@@ -93,6 +107,19 @@ class SweepRunner:
         self._emit(SweepStarted(sweep_id=self.sweep_id, name=spec.name,
                                 cells_total=len(plan.cells), cells_done=self._done,
                                 resumed=resumed, estimate=plan.estimate))
+
+    async def _check_credentials(self) -> None:
+        """Raise ConfigError naming every missing key, before the sweep is created."""
+        agents: dict[tuple[str, str, str | None], Agent] = {}
+        for cell in self.plan.todo:
+            for agent in self.spec.chat_spec(cell).agents:
+                agents.setdefault((agent.agent_name, agent.model_name, agent.api_base), agent)
+        if all(in_process_model(a.model_name) is not None for a in agents.values()):
+            return
+        await load_litellm_off_loop()
+        problems = check_credentials(agents.values())
+        if problems:
+            raise ConfigError(credentials_error(problems))
 
     async def _launch(self) -> None:
         gate = asyncio.Semaphore(self.spec.concurrency)
@@ -164,6 +191,7 @@ class SweepRunner:
             if status == "finished":
                 self._done += 1
                 s["run"] += 1
+            self._count_refusal(result)
         fields = {} if result is None else result.model_dump(exclude={"cell", "status"})
         if error is not None:
             fields["error"] = error
@@ -171,6 +199,18 @@ class SweepRunner:
                                 status=status, cells_done=self._done,
                                 cells_total=len(self.plan.cells),
                                 **{"run_id": None, **fields}))
+
+    def _count_refusal(self, result: CellResult) -> None:
+        """Stop after CREDENTIAL_STOP cells in a row that the provider refused on credentials."""
+        refused = (result.status == "error" and result.messages == 0
+                   and is_credential_failure(result.error))
+        self._refused = self._refused + 1 if refused else 0
+        if self._refused >= CREDENTIAL_STOP and self.status is None:
+            cause = (result.error or "").split("\n")[0][:300]
+            self._stop("error", f"stopped: {self._refused} cells in a row failed because the "
+                       "provider refused the credentials; check the API key (the provider's "
+                       "environment variable, or the agents' api_key), then resume the sweep. "
+                       f"Last error: {cause}")
 
     # --- budget -----------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ class Reply:
     status: int = 200
     err_type: str | None = None
     retry_after: float | None = None
+    retry_after_ms: float | None = None
     latency: float = 0.0
 
 
@@ -66,12 +67,15 @@ def error(
     err_type: str | None = None,
     latency: float = 0.0,
     retry_after: float | None = None,
+    retry_after_ms: float | None = None,
 ) -> Reply:
-    """An HTTP error in OpenAI's error format, to drive client error handling."""
+    """An HTTP error in OpenAI's error format, to drive client error handling; `retry_after`
+    (seconds) and `retry_after_ms` add the `Retry-After` / `retry-after-ms` headers."""
     fallback = "server_error" if status >= 500 else "invalid_request_error"
     err_type = err_type or _ERROR_TYPES.get(status, fallback)
     return Reply(
-        "error", message, status=status, err_type=err_type, retry_after=retry_after, latency=latency
+        "error", message, status=status, err_type=err_type, retry_after=retry_after,
+        retry_after_ms=retry_after_ms, latency=latency,
     )
 
 
@@ -101,6 +105,7 @@ class ModelConfig:
     reject_forced_tool_choice: bool = False
     reject_tools: bool = False
     reject_required_tool_choice: bool = False
+    context_window: int | None = None  # reject prompts longer than this many tokens
 
 
 @dataclass
@@ -146,6 +151,45 @@ def _rejection(body: dict[str, Any], config: ModelConfig) -> str | None:
     if config.reject_required_tool_choice and choice == "required":
         return "tool_choice 'required' is not supported by this model"
     return None
+
+
+def prompt_tokens(body: dict[str, Any]) -> int:
+    """The fake's token count of a request, as a context window sees it: about four characters
+    a token over every message's content and the tools schema (as JSON), plus four tokens of
+    framing per message. Deterministic and independent of any tokenizer."""
+    messages = body.get("messages")
+    messages = messages if isinstance(messages, list) else []
+    chars = sum(len(_text(m.get("content"))) for m in messages if isinstance(m, dict))
+    tools = body.get("tools")
+    if tools:
+        chars += len(json.dumps(tools, ensure_ascii=False))
+    return -(-chars // 4) + 4 * len(messages)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+def _context_rejection(body: dict[str, Any], config: ModelConfig) -> _Response | None:
+    """llama-cpp-python's (OpenAI-style) 400 for a prompt longer than the context window."""
+    window = config.context_window
+    if window is None:
+        return None
+    used = prompt_tokens(body)
+    if used <= window:
+        return None
+    completion = body.get("max_tokens")
+    completion = completion if isinstance(completion, int) else 0
+    message = (f"This model's maximum context length is {window} tokens. However, you "
+               f"requested {used + completion} tokens ({used} in the messages, {completion} in "
+               "the completion). Please reduce the length of the messages or completion.")
+    payload = {"error": {"message": message, "type": "invalid_request_error",
+                         "param": "messages", "code": "context_length_exceeded"}}
+    return _Response(400, payload)
 
 
 def _completion(body: dict[str, Any], reply: Reply, n: int) -> dict[str, Any]:

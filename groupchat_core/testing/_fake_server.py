@@ -25,6 +25,7 @@ from ._fake_replies import (
     Reply,
     Responder,
     _completion,
+    _context_rejection,
     _error,
     _parse_object,
     _rejection,
@@ -109,9 +110,13 @@ class FakeOpenAIServer:
         reject_forced_tool_choice: bool = False,
         reject_tools: bool = False,
         reject_required_tool_choice: bool = False,
+        context_window: int | None = None,
     ) -> None:
-        """Make a model behave like a provider that rejects some tool options with HTTP 400."""
-        config = ModelConfig(reject_forced_tool_choice, reject_tools, reject_required_tool_choice)
+        """Make a model behave like a provider that rejects some tool options with HTTP 400, or
+        (context_window=N) whose context holds N tokens: a longer prompt (counted by
+        `prompt_tokens`) gets llama-cpp-python's context-length 400 and consumes nothing."""
+        config = ModelConfig(reject_forced_tool_choice, reject_tools, reject_required_tool_choice,
+                             context_window)
         with self._lock:
             self._configs[model] = config
 
@@ -169,12 +174,17 @@ class FakeOpenAIServer:
         """Rejection, else next scripted reply, else responder, else a loud 404."""
         model, delay = str(body.get("model", "")), self.default_latency
         with self._lock:
-            rejection = _rejection(body, self._configs.get(model, ModelConfig()))
+            config = self._configs.get(model, ModelConfig())
+            rejection = _rejection(body, config)
+            too_long = _context_rejection(body, config) if rejection is None else None
             queue = self._scripts.get(model)
-            reply = queue.popleft() if queue and rejection is None else None
+            reply = queue.popleft() if queue and rejection is None and too_long is None else None
             responder = self._responders.get(model, self._responders.get(None))
         if rejection is not None:
             return _error(400, rejection, _ERROR_TYPES[400], delay)
+        if too_long is not None:
+            too_long.delay = delay
+            return too_long
         if reply is None and responder is not None:
             try:
                 reply = responder(body)
@@ -193,6 +203,8 @@ class FakeOpenAIServer:
             response = _error(reply.status, reply.content or "", reply.err_type or "", delay)
             if reply.retry_after is not None:
                 response.headers["Retry-After"] = f"{reply.retry_after:g}"
+            if reply.retry_after_ms is not None:
+                response.headers["retry-after-ms"] = f"{reply.retry_after_ms:g}"
             return response
         with self._lock:
             self._counter += 1
