@@ -1,4 +1,4 @@
-"""Rendering pieces shared by the pages: chat bubbles, the bidding floor, metric cards, notices.
+"""Rendering pieces every page shares: notices, chat bubbles, metric cards and the sidebar.
 
 Why one module: every place that shows an agent message goes through `bubble`, so untrusted
 model output is always rendered by `safe_markdown` (no raw HTML, no remote images), and every
@@ -7,22 +7,24 @@ model is labelled the same way ("(simulated)" for sim/ models).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from datetime import datetime
 
 import streamlit as st
 
-from groupchat_core import Bid, Message, RunRecord
+from groupchat_core import Message
 
-from . import charts, views
-from .providers import KeyWarning, failure_hint, model_label
-from .safety import escape_markdown, redact, safe_markdown
+from .jobs import JobRegistry
+from .metrics import Card
+from .providers import model_label
+from .safety import escape_markdown, safe_markdown
 from .state import SessionState
 
-__all__ = ["bidding_floor", "bubble", "escape_markdown", "failure_errors", "key_warnings",
-           "metric_cards", "notices", "safe_markdown", "status_line", "summary", "transcript"]
+__all__ = ["bubble", "cards", "notices", "sidebar"]
 
-ModelInfo = Mapping[str, tuple[str, str | None]]  # agent -> (model, api_base)
+_ICONS = {"queued": ":material/schedule:", "running": ":material/autorenew:",
+          "finished": ":material/check_circle:", "cancelled": ":material/stop_circle:",
+          "error": ":material/error:"}
 
 
 def notices(session: SessionState) -> None:
@@ -30,11 +32,6 @@ def notices(session: SessionState) -> None:
     show = {"success": st.success, "error": st.error, "warning": st.warning, "info": st.info}
     for kind, text in session.take_notices():
         show.get(kind, st.info)(escape_markdown(text))
-
-
-def status_line(status: str, job_id: str, turn: int, messages: int) -> None:
-    """A stable, machine-readable line for browser tests and for people: `status: running`."""
-    st.caption(f"status: {status} · job {job_id} · turn {turn} · messages {messages}")
 
 
 def bubble(message: Message, *, model: str | None = None, turn: int | None = None,
@@ -55,55 +52,30 @@ def bubble(message: Message, *, model: str | None = None, turn: int | None = Non
         st.markdown(safe_markdown(body) + (" ▌" if streaming else ""))
 
 
-def transcript(messages: Sequence[Message], models: ModelInfo, *, live: bool,
-               now: Any = None) -> None:
-    """Every message in order; the newest agent reply streams in word by word while live."""
-    for i, message in enumerate(messages):
-        model = models.get(message.role, (None, None))[0] if message.score is not None else None
-        newest = live and i == len(messages) - 1 and message.score is not None
-        if newest and now is not None:
-            text, done = views.reveal(message.content, message.timestamp, now)
-            bubble(message, model=model, text=text, streaming=not done)
-        else:
-            bubble(message, model=model)
-
-
-def bidding_floor(bids: Iterable[Bid], threshold: float, recency_penalty: float,
-                  agents: Sequence[str], key: str) -> None:
-    fig = charts.bidding_floor(list(bids), threshold, recency_penalty, agents)
-    fig.update_layout(title=None, height=320, margin={"t": 30, "b": 10, "l": 10, "r": 10},
-                      legend={"orientation": "h", "y": 1.12, "x": 0})
-    st.plotly_chart(fig, key=key, config={"displayModeBar": False})
-
-
-def metric_cards(cards: Sequence[views.Card], per_row: int = 5) -> None:
+def cards(shown: Sequence[Card], per_row: int = 5) -> None:
     """Metrics in bordered cards; a card's note (e.g. who monologued) sits under its value."""
-    for start in range(0, len(cards), per_row):
+    for start in range(0, len(shown), per_row):
         cols = st.columns(per_row)
-        for col, (label, value, help_text, note) in zip(cols, cards[start:start + per_row],
+        for col, (label, value, help_text, note) in zip(cols, shown[start:start + per_row],
                                                         strict=False):
             note = escape_markdown(note) if note else None  # markdown; may be an agent name
             col.metric(label, value, delta=note, delta_color="off", delta_arrow="off",
                        help=help_text or None, border=True)
 
 
-def summary(record: RunRecord) -> None:
-    """The end of a run at a glance: stop reason, turns, messages, tokens, cost, time."""
-    metric_cards([(label, value, "", note) for label, value, note in views.summary(record)],
-                 per_row=3)
-
-
-def key_warnings(warnings: Sequence[KeyWarning]) -> None:
-    for warning in warnings:
-        st.warning(escape_markdown(warning.text), icon=":material/key:")
-
-
-def failure_errors(failed: Mapping[str, str], models: ModelInfo, secrets: Sequence[str],
-                   *, fatal: bool) -> None:
-    """One actionable message per failing agent: which agent, what went wrong, what to do."""
-    show = st.error if fatal else st.warning
-    for agent, error in failed.items():
-        model, api_base = models.get(agent, ("?", None))
-        text = redact(error, secrets)[:400]
-        show(f"**{escape_markdown(agent)}** ({escape_markdown(model_label(model))}) failed: "
-             f"{escape_markdown(text)}  \n→ {escape_markdown(failure_hint(text, model, api_base))}")
+def sidebar(session: SessionState, registry: JobRegistry, location: str) -> None:
+    """Jobs of this browser session only (never another session's), newest first; where data
+    lives."""
+    with st.sidebar:
+        jobs = registry.jobs_for(session.owner)
+        running = [j for j in jobs if not j.done]
+        st.caption(f"Jobs of this session: {len(running)} running, {len(jobs)} in all")
+        for job in reversed(jobs[-5:]):
+            names = escape_markdown(", ".join(job.models)) or "?"  # link labels are markdown
+            started = datetime.fromtimestamp(job.created_at).strftime("%H:%M")
+            st.page_link("app_pages/run.py", label=f"{started} · {names}",
+                         icon=_ICONS.get(job.status), query_params={"job": job.id},
+                         help=f"job {job.id}: {job.status}")
+        st.divider()
+        st.caption(f"Data: `{location}`")
+        st.caption("sim/ models are offline simulations, not language models.")

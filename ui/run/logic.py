@@ -1,95 +1,71 @@
-"""What the pages do, as plain functions over a RunStore and a JobRegistry (no streamlit).
+"""The Run page without streamlit: chat parameters, starting a recorded run as a job, presets
+made the next run, and the tables and labels the live view shows.
 
-Why: pages stay thin (read state, take input, call one function here, render), and every
-write the dashboard makes can be tested without a browser or a script run.
+Why: the page stays thin (read state, take input, call one function here, render), and every
+write it makes and every number it shows can be tested without a browser or a script run.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
-from pydantic import ValidationError
+import pandas as pd
 
 from groupchat_core import (
     Agent,
+    Bid,
     ChatConfig,
     ConfigError,
     Event,
     GroupChat,
-    import_bundle,
+    RunRecord,
+    Turn,
     is_sim_model,
-    load_agents_text,
-    load_spec_text,
     prepare_litellm,
 )
 from groupchat_core.store import RunStore
+from ui.kit.jobs import JobRegistry
+from ui.kit.presets import Preset
+from ui.kit.providers import with_session_keys
+from ui.kit.safety import redact
 
-from .job_registry import JobRegistry
-from .presets import DEBATE_TRIO, Preset
-from .providers import with_session_keys
-from .safety import redact
-
-AGENT_FIELDS = ("agent_name", "system_prompt", "model_name", "temperature", "max_tokens",
-                "api_base", "timeout", "tool_choice_mode")
 CHAT_PARAMS = ("name", "description", "max_loops", "threshold", "recency_penalty",
                "recency_window", "idle_timeout", "output_type", "seed", "bid_timeout",
                "bid_prompt", "verbose", "bid_cache")
-DEMO_NAME = "Demo debate"
+WORDS_PER_SECOND = 14.0
+
+PARAM_HELP = {
+    "name": "Name of the chat: shown in the run list, the analysis page and exports.",
+    "description": "What this chat is for; kept with the run's configuration.",
+    "max_loops": "Hard cap on the total number of messages posted, including the initial user "
+                 "task. When this many messages have been published the chat stops.",
+    "threshold": "Minimum (recency-adjusted) bid a reply must exceed to take the floor. Raise it "
+                 "for a more selective room; lower it for livelier chatter. A turn where no "
+                 "agent clears it ends the chat.",
+    "recency_penalty": "Amount subtracted from the bid of any agent that spoke within the last "
+                       "recency_window turns, so the floor rotates instead of one agent "
+                       "monologuing. Set to 0.0 to disable.",
+    "recency_window": "How many of the most recent speakers are subject to recency_penalty.",
+    "idle_timeout": "Accepted for backward compatibility only. Not used to end the chat.",
+    "output_type": "Format of the value run() returns (list, dict, str, final, json, yaml, "
+                   "xml, ...). The dashboard always shows the full transcript; this is kept in "
+                   "the run's spec for scripts that re-run it.",
+    "seed": "Seed of the simulated (sim/) agents: the same seed replays the same chat.",
+    "bid_timeout": "Seconds each bid may take before it counts as failed (0: no limit beyond "
+                   "each agent's own timeout).",
+    "bid_prompt": "The template every agent bids with; placeholders such as {threshold} are "
+                  "filled with this room's real numbers.",
+    "verbose": "Also log bids and print each message on the server's console.",
+    "bid_cache": "Answer repeated bid requests of deterministic agents (sim/ models, "
+                 "temperature 0) from this server's cache: the same results, at once (a sim's "
+                 "simulated latency is skipped). Off: every agent is asked afresh.",
+}
 
 
-# --- agents -------------------------------------------------------------------------------
-
-
-def agent_from_values(values: Mapping[str, Any]) -> Agent:
-    """An Agent from form values: blank optional fields become None; sim latency is kept."""
-    data = {k: values[k] for k in AGENT_FIELDS if k in values}
-    data["api_base"] = (data.get("api_base") or "").strip() or None
-    data["agent_name"] = str(data.get("agent_name") or "").strip()
-    data["tool_choice_mode"] = data.get("tool_choice_mode") or None
-    latency = float(values.get("sim_latency") or 0.0)
-    model = str(data.get("model_name") or "")
-    data["litellm_kwargs"] = {"sim_latency": latency} if latency and is_sim_model(model) else {}
-    return Agent.model_validate(data)
-
-
-def field_errors(exc: ValidationError) -> dict[str, str]:
-    """One readable message per form field, from a pydantic error (input never echoed)."""
-    errors: dict[str, str] = {}
-    for err in exc.errors(include_url=False):
-        where = str(err["loc"][0]) if err["loc"] else "form"
-        if where == "litellm_kwargs":
-            where = "sim_latency"
-        errors.setdefault(where, err["msg"].removeprefix("Value error, "))
-    return errors
-
-
-def save_agent(store: RunStore, agent: Agent, original: str | None,
-               existing: Iterable[str]) -> None:
-    """Create or update (and rename) an agent; a name clash is an error, not an overwrite."""
-    taken = set(existing) - {original}
-    if agent.agent_name in taken:
-        raise ConfigError(f"an agent named {agent.agent_name!r} already exists: pick another "
-                          "name, or edit that agent")
-    store.save_agent(agent)
-    if original and original != agent.agent_name:
-        store.delete_agent(original)
-
-
-def copy_name(name: str, existing: Iterable[str]) -> str:
-    taken = set(existing)
-    candidate, n = f"{name} (copy)", 2
-    while candidate in taken:
-        candidate, n = f"{name} (copy {n})", n + 1
-    return candidate
-
-
-def duplicate_agent(store: RunStore, name: str, existing: Iterable[str]) -> str:
-    existing = list(existing)
-    copy = store.get_agent(name).model_copy(update={"agent_name": copy_name(name, existing)})
-    store.save_agent(copy)
-    return copy.agent_name
+# --- starting a run -----------------------------------------------------------------------
 
 
 def load_preset(store: RunStore, preset: Preset) -> list[str]:
@@ -98,25 +74,6 @@ def load_preset(store: RunStore, preset: Preset) -> list[str]:
     store.save_agents(agents)
     store.save_preset(preset.name, preset.spec())
     return [a.agent_name for a in agents]
-
-
-def import_agents(store: RunStore, data: str | bytes, source: str) -> list[str]:
-    """Agents from an agents file (or a chat spec's agents), saved all or none."""
-    try:
-        agents = load_agents_text(data, source)
-    except ConfigError as first:
-        try:
-            text = data.decode("utf-8") if isinstance(data, bytes) else data
-            agents = list(load_spec_text(text, source).agents)
-        except (ConfigError, UnicodeDecodeError):
-            raise first from None
-        if not agents:
-            raise first from None
-    store.save_agents(agents)
-    return [a.agent_name for a in agents]
-
-
-# --- runs ---------------------------------------------------------------------------------
 
 
 def chat_params(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -189,19 +146,81 @@ def start_run(store: RunStore, registry: JobRegistry, owner: str, agents: Sequen
     return registry.start_chat(chat, task, owner=owner, extra_observers=[recorder])
 
 
-def run_demo(store: RunStore) -> str:
-    """A fast offline debate (sim trio, no latency), recorded; returns its run id."""
-    settings = dict(DEBATE_TRIO.settings)
-    chat = GroupChat(name=DEMO_NAME, agents=DEBATE_TRIO.build_agents(latency_s=0.0), **settings)
-    store.attach(chat)
-    chat.run(DEBATE_TRIO.task)
-    return str(chat.last_run.run_id)
+# --- what the live view shows -------------------------------------------------------------
 
 
-def import_run(store: RunStore, data: str | bytes, source: str) -> str:
-    """A run bundle into the store, validated completely first (nothing written on error)."""
-    return import_bundle(store, data, source)
+def parse_time(value: str | None) -> datetime | None:
+    try:
+        return datetime.fromisoformat(value) if value else None
+    except ValueError:
+        return None
 
 
-def delete_runs(store: RunStore, run_ids: Iterable[str]) -> int:
-    return sum(store.delete_run(run_id) for run_id in run_ids)
+def duration_s(started: str | None, ended: str | None) -> float | None:
+    start, end = parse_time(started), parse_time(ended)
+    return (end - start).total_seconds() if start and end else None
+
+
+def reveal(content: str, posted_at: str | None, now: datetime) -> tuple[str, bool]:
+    """The words of a new reply shown so far (streamed at WORDS_PER_SECOND) and whether all are."""
+    words = content.split(" ")
+    posted = parse_time(posted_at)
+    if posted is None:
+        return content, True
+    shown = int((now - posted).total_seconds() * WORDS_PER_SECOND) + 1
+    if shown >= len(words):
+        return content, True
+    return " ".join(words[:max(shown, 1)]), False
+
+
+def _cell(bid: Bid | None) -> str:
+    if bid is None:
+        return ""
+    if bid.error and bid.path == "none":
+        return "failed"
+    if not bid.message:
+        return f"{bid.score:.2f} silent"
+    mark = f" → {bid.adjusted:.2f}" if bid.penalized else ""
+    return f"{bid.score:.2f}{mark}" + (" ★" if bid.winner else "")
+
+
+def past_turns(turns: Sequence[Turn], bids_by_turn: Mapping[int, Sequence[Bid]],
+               agents: Sequence[str]) -> pd.DataFrame:
+    """One row per finished turn, newest first: winner (or lull), margin, every agent's bid."""
+    rows = []
+    for turn in reversed(turns):
+        by_agent = {b.agent: b for b in bids_by_turn.get(turn.turn, ())}
+        outcome = turn.winner or ("lull" if turn.lull else "every bid failed")
+        row: dict[str, Any] = {"turn": turn.turn, "spoke": outcome,
+                               "margin": None if turn.margin is None else round(turn.margin, 3)}
+        row.update({agent: _cell(by_agent.get(agent)) for agent in agents})
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["turn", "spoke", "margin", *agents])
+
+
+def failures(bids: Iterable[Bid]) -> dict[str, str]:
+    """The first failed call (or unparseable reply) per agent, in the order they happened."""
+    found: dict[str, str] = {}
+    for bid in bids:
+        if bid.error and bid.agent not in found:
+            found[bid.agent] = bid.error
+    return found
+
+
+def summary(record: RunRecord) -> list[tuple[str, str, str | None]]:
+    """Stop reason, turns, tokens, cost and time of a finished run: (label, value, note)."""
+    seconds = duration_s(record.started_at, record.ended_at)
+    tokens = record.total_prompt_tokens + record.total_completion_tokens
+    return [
+        ("Stop reason", record.stop_reason or "running", None),
+        ("Turns", str(len(record.turns)), None),
+        ("Messages", str(max(len(record.messages) - 1, 0)), "posted after the task"),
+        ("Tokens", f"{tokens:,}", "simulated agents use none" if _all_sim(record) else None),
+        ("Cost", f"${record.total_cost_usd:.4f}" if record.total_cost_usd else "$0",
+         f"{record.total_calls} model calls"),
+        ("Time", "n/a" if seconds is None else f"{seconds:.1f} s", None),
+    ]
+
+
+def _all_sim(record: RunRecord) -> bool:
+    return bool(record.bids) and all(b.path == "simulation" for b in record.bids)
