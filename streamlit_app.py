@@ -1,7 +1,7 @@
 """GroupChat Lab dashboard entry point: page config, session state, sidebar, navigation.
 
 Offline by default (sim/ agents need no key). Pages live in app_pages/, registered explicitly:
-they read state, take input in forms, call one function and render through ui.components.
+each reads state, takes input in forms and calls its own package in ui/ (ui/__init__.py).
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import streamlit as st  # noqa: E402
 
-from ui import state, store_access  # noqa: E402
-from ui.sidebar import sidebar  # noqa: E402
+from ui.kit import components, state, store_access  # noqa: E402
 
 st.set_page_config(page_title="GroupChat Lab", page_icon=":material/forum:", layout="wide")
 session = state.get()
@@ -33,5 +32,5 @@ PAGES = [
 pages = [st.Page(f"app_pages/{slug}.py", title=title, icon=f":material/{icon}:", url_path=slug,
                  default=slug == "run") for slug, title, icon in PAGES]
 page = st.navigation(pages)
-sidebar(session, store_access.job_registry(), store_access.data_location())
+components.sidebar(session, store_access.job_registry(), store_access.data_location())
 page.run()

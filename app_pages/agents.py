@@ -5,8 +5,10 @@ from __future__ import annotations
 import streamlit as st
 
 from groupchat_core import dump_agents
-from ui import actions, components, forms, pickers, state, store_access
-from ui.presets import PRESETS
+from ui.agents import actions, view
+from ui.kit import components, state, store_access
+from ui.kit.presets import PRESETS
+from ui.kit.safety import escape_markdown
 
 session = state.get()
 st.title("Agents")
@@ -18,14 +20,14 @@ with left:
     st.subheader("Saved agents")
     if not agents:
         st.info("No agents yet: load a preset below, or create one with the form.")
-    names = pickers.agent_rows(agents, session)
+    names = view.agent_rows(agents, session)
 
     st.subheader("Start from a preset")
     choice = st.selectbox("Preset", list(PRESETS), key="preset_choice",
                           format_func=lambda n: f"{n}: {PRESETS[n].description}",
                           help="Saves the preset's agents (replacing agents with the same "
                                "names) and prepares the Run page with its settings and task.")
-    st.button("Load preset", key="load_preset", on_click=actions.load_preset,
+    st.button("Load preset", key="load_preset", on_click=actions.on_load_preset,
               args=("preset_choice",))
 
     st.subheader("Import and export")
@@ -35,7 +37,7 @@ with left:
                          help="{schema_version: 1, agents: [...]} as exported here, or a chat "
                               "spec file. Files never carry API keys.")
         st.form_submit_button("Import agents", key="import_agents",
-                              on_click=actions.import_agents)
+                              on_click=actions.on_import_agents)
     by_name = {a.agent_name: a for a in agents}
     in_order = [by_name[n] for n in names]
     cols = st.columns(2)
@@ -47,8 +49,8 @@ with left:
                             on_click="ignore", disabled=not in_order)
 
 with right:
-    title = f"Edit {components.escape_markdown(session.editing)}" if session.editing else (
+    title = f"Edit {escape_markdown(session.editing)}" if session.editing else (
         "New agent")
-    forms.agent_form(title, session.form_errors, on_save=actions.save_agent)
+    view.agent_form(title, session.form_errors, on_save=actions.on_save_agent)
     st.button("New agent", key="new_agent", icon=":material/person_add:",
-              on_click=actions.new_agent)
+              on_click=actions.on_new_agent)

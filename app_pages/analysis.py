@@ -5,7 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from groupchat_core import StoreError
-from ui import actions, analysis_view, components, pickers, state, store_access
+from ui.analysis import actions, view
+from ui.kit import components, state, store_access
 
 session = state.get()
 st.title("Analysis")
@@ -15,27 +16,27 @@ if runs.empty:
     st.info("No runs in the store yet. Run a chat on the Run page, or try a demo: an offline "
             "debate between three simulated agents, recorded in a second.")
     st.button("Run a demo debate", key="demo_run", type="primary", icon=":material/casino:",
-              on_click=actions.run_demo)
+              on_click=actions.on_run_demo)
     st.stop()
 
-run_id = pickers.run_picker(runs, session)
+run_id = view.run_picker(runs, session)
 try:
     data = store_access.run_data(run_id)
 except StoreError as exc:
     st.error(str(exc))
     st.stop()
 
-analysis_view.header(data)
-analysis_view.metrics(data)
+view.header(data)
+view.metrics(data)
 bids, speakers, why, talk, files = st.tabs(
     ["Bids", "Speakers", "Why did X speak?", "Transcript", "Downloads"])
 with bids:
-    analysis_view.bid_charts(data)
+    view.bid_charts(data)
 with speakers:
-    analysis_view.speaker_charts(data)
+    view.speaker_charts(data)
 with why:
-    analysis_view.explainer(data)
+    view.explainer(data)
 with talk:
-    analysis_view.transcript(data)
+    view.transcript(data)
 with files:
-    analysis_view.download_buttons(run_id)
+    view.download_buttons(run_id)

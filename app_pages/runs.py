@@ -5,7 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from groupchat_core.store import RUN_STATUSES
-from ui import actions, analysis_view, components, state, store_access, views
+from ui.kit import components, state, store_access
+from ui.runs import actions, logic, view
 
 COLUMNS = ["name", "started_at", "status", "stop_reason", "agents", "turns", "threshold",
            "recency_penalty", "recency_window", "max_loops", "total_cost_usd", "task", "run_id"]
@@ -28,7 +29,7 @@ with st.form("runs_filters"):
 
 runs = store_access.runs(None if status == "any" else status, None if agent == "any" else agent,
                          since.isoformat() if since else None)
-runs = views.filter_runs(runs, text=text, threshold=threshold, max_loops=loops)
+runs = logic.filter_runs(runs, text=text, threshold=threshold, max_loops=loops)
 st.caption(f"{len(runs)} run(s)")
 table = st.dataframe(runs[COLUMNS], key="runs_table", on_select="rerun", hide_index=True,
                      selection_mode="multi-row")
@@ -36,22 +37,21 @@ picked = [runs.iloc[i]["run_id"] for i in table.selection.rows if i < len(runs)]
 
 c = st.columns(3)
 if c[0].button("Open in Analysis", key="open_run", disabled=len(picked) != 1):
-    actions.select_run(picked[0])
-    st.switch_page("app_pages/analysis.py", query_params={"run": picked[0]})
+    actions.open_in_analysis(picked[0])
 compare = c[1].toggle("Compare the two selected", key="compare_runs", disabled=len(picked) != 2)
 c[2].button("Delete selected", key="delete_runs", disabled=not picked,
-            on_click=actions.ask_delete, args=(picked,))
+            on_click=actions.on_ask_delete, args=(picked,))
 if session.confirm_delete:
     st.warning(f"Delete {len(session.confirm_delete)} run(s) and their bid logs for good?")
     c = st.columns(2)
     c[0].button("Yes, delete", key="confirm_delete", type="primary",
-                on_click=actions.confirm_delete, args=(True,))
-    c[1].button("Cancel", key="cancel_delete", on_click=actions.confirm_delete, args=(False,))
+                on_click=actions.on_confirm_delete, args=(True,))
+    c[1].button("Cancel", key="cancel_delete", on_click=actions.on_confirm_delete, args=(False,))
 if compare and len(picked) == 2:
-    analysis_view.compare(store_access.run_data(picked[0]), store_access.run_data(picked[1]))
+    view.compare(store_access.run_data(picked[0]), store_access.run_data(picked[1]))
 
 with st.form("import_bundle_form", clear_on_submit=True):
     st.file_uploader("Import a run bundle (.json)", type=["json"], key="bundle_upload",
                      help="A bundle exported from the Analysis page. It is checked completely "
                           "first: a bad file changes nothing.")
-    st.form_submit_button("Import bundle", key="import_bundle", on_click=actions.import_bundle)
+    st.form_submit_button("Import bundle", key="import_bundle", on_click=actions.on_import_bundle)

@@ -7,8 +7,9 @@ import os
 import streamlit as st
 
 from groupchat_core import SIM_MODELS, max_inflight_calls
-from ui import actions, components, state, store_access
-from ui.providers import PROVIDER_KEYS, model_label
+from ui.kit import components, state, store_access
+from ui.kit.providers import PROVIDER_KEYS, model_label
+from ui.settings import actions
 
 session = state.get()
 st.title("Settings")
@@ -26,9 +27,9 @@ with st.form("keys_form", clear_on_submit=True):
         cols[i % 2].text_input(f"{env} ({label}): {where}", type="password", key=f"key_{env}",
                                autocomplete="off", placeholder="paste a key to set it")
     st.form_submit_button("Save keys for this session", key="save_keys",
-                          on_click=actions.save_keys)
+                          on_click=actions.on_save_keys)
 for env in list(session.provider_keys):
-    st.button(f"Forget {env}", key=f"forget_{env}", on_click=actions.forget_key, args=(env,))
+    st.button(f"Forget {env}", key=f"forget_{env}", on_click=actions.on_forget_key, args=(env,))
 
 st.subheader("Defaults")
 with st.form("preferences_form"):
@@ -40,7 +41,7 @@ with st.form("preferences_form"):
                     help="How many model calls may be in flight at once, across every chat "
                          "and session of this server (sim/ models are not limited).")
     st.form_submit_button("Save preferences", key="save_preferences",
-                          on_click=actions.save_preferences)
+                          on_click=actions.on_save_preferences)
 
 st.subheader("Data")
 st.markdown(f"Runs, agents and presets are stored at `{store_access.data_location()}`. "

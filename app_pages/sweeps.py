@@ -5,10 +5,9 @@ from __future__ import annotations
 import streamlit as st
 
 from groupchat_core import StoreError
-from ui import components, state, store_access
-from ui import sweep_results_view as results_view
-from ui import sweeps_view as view
-from ui.sweep_services import RESUMABLE, SIM_NOTE
+from ui.kit import components, state, store_access
+from ui.sweeps import results_view, view
+from ui.sweeps.logic import RESUMABLE, SIM_NOTE
 
 session = state.get()
 registry = store_access.job_registry()

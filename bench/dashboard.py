@@ -71,8 +71,9 @@ def bench_functions(url: str, run_id: str, reps: int) -> dict[str, float]:
     """The page's data and figure work without Streamlit: what its cached reads and charts cost."""
     from groupchat_core import bids_csv, bundle_json, transcript_markdown
     from groupchat_core.analysis import speaker_metrics, transition_matrix
-    from ui import charts, views
-    from ui.analysis_view import TRANSCRIPT_PAGE
+    from ui.analysis import logic
+    from ui.analysis.view import TRANSCRIPT_PAGE
+    from ui.kit import charts
 
     store = RunStore(url)
     record = store.load_run(run_id)
@@ -96,7 +97,7 @@ def bench_functions(url: str, run_id: str, reps: int) -> dict[str, float]:
         "speaker metrics": median_time(lambda: speaker_metrics(turns, bids), reps),
         "five figures, built and as JSON": median_time(figures, reps),
         f"transcript: one page's bid tables ({TRANSCRIPT_PAGE} turns)": median_time(
-            lambda: [views.turn_bids(bids[bids["turn"].isin(page)], t) for t in page], reps),
+            lambda: [logic.turn_bids(bids[bids["turn"].isin(page)], t) for t in page], reps),
         "downloads (bundle, CSV, Markdown)": median_time(lambda: (
             bundle_json(store, run_id), bids_csv(store, run_id),
             transcript_markdown(store, run_id)), reps),
@@ -108,7 +109,7 @@ def bench_apptest(reps: int) -> dict[str, float]:
     transcript tab left empty; after one warm-up, so the cached reads are warm."""
     from streamlit.testing.v1 import AppTest
 
-    from ui import analysis_view
+    from ui.analysis import view as analysis_view
 
     def render() -> None:
         at = AppTest.from_file(str(ROOT / "app_pages" / "analysis.py"), default_timeout=600)

@@ -25,8 +25,10 @@ from groupchat_core import (
     set_max_inflight_calls,
 )
 from groupchat_core.store import RunStore
-from ui import job_registry, services, store_access
-from ui.state import STATE_KEY, SessionState
+from ui.analysis import logic as analysis_logic
+from ui.kit import jobs as job_registry
+from ui.kit import store_access
+from ui.kit.state import STATE_KEY, SessionState
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ("agents", "run", "analysis", "runs", "settings")
@@ -334,7 +336,7 @@ def test_analysis_offers_a_demo_on_an_empty_store_then_shows_it(app: AppTest, st
 
 
 def test_analysis_opens_the_run_named_in_the_url(app: AppTest, store: RunStore):
-    first, second = services.run_demo(store), services.run_demo(store)
+    first, second = analysis_logic.run_demo(store), analysis_logic.run_demo(store)
     app.query_params["run"] = first
     goto(app, "analysis")
     assert app.selectbox(key="analysis_run").value == first
@@ -351,7 +353,7 @@ def select_rows(at: AppTest, rows: list[int]) -> None:
 
 def test_runs_page_lists_compares_deletes_and_imports(app: AppTest, store: RunStore,
                                                      tmp_path: Path):
-    first, second = services.run_demo(store), services.run_demo(store)
+    first, second = analysis_logic.run_demo(store), analysis_logic.run_demo(store)
     goto(app, "runs")
     assert set(app.dataframe[0].value["run_id"]) == {first, second}
     select_rows(app, [0, 1])
@@ -378,7 +380,7 @@ def test_runs_page_lists_compares_deletes_and_imports(app: AppTest, store: RunSt
 
 
 def test_runs_page_filters_and_opens_a_run_in_analysis(app: AppTest, store: RunStore):
-    run_id = services.run_demo(store)
+    run_id = analysis_logic.run_demo(store)
     goto(app, "runs")
     app.text_input(key="filter_text").set_value("no such words")
     app.button(key="apply_filters").click().run()

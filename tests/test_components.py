@@ -10,8 +10,7 @@ import re
 import pytest
 from markdown_it import MarkdownIt
 
-from ui.components import escape_markdown, safe_markdown
-from ui.safety import redact
+from ui.kit.safety import escape_markdown, redact, safe_markdown
 
 MD = MarkdownIt("commonmark").enable("strikethrough")
 

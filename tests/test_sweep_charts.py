@@ -8,9 +8,9 @@ import pytest
 from groupchat_core import ConfigError
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import aggregate, run_sweep, sweep_results
-from ui import sweep_charts as charts
-from ui import sweep_services as svc
-from ui.presets import DEBATE_TRIO
+from ui.kit.presets import DEBATE_TRIO
+from ui.sweeps import charts
+from ui.sweeps import logic as svc
 
 BY = ["threshold", "recency_penalty", "recency_window"]
 

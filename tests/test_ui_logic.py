@@ -24,8 +24,12 @@ from groupchat_core import (
 )
 from groupchat_core.analysis import speaker_metrics
 from groupchat_core.store import RunStore
-from ui import presets, providers, services, views
-from ui.job_registry import JobRegistry
+from ui.agents import logic as agent_logic
+from ui.analysis import logic as analysis_logic
+from ui.kit import metrics, presets, providers
+from ui.kit.jobs import JobRegistry
+from ui.run import logic as run_logic
+from ui.runs import logic as runs_logic
 
 SECRET = "sk-unit-0123456789SECRET"
 
@@ -114,34 +118,34 @@ def test_model_labels_mark_simulations():
 def test_reveal_streams_a_new_reply_word_by_word():
     posted = datetime(2026, 1, 1, tzinfo=UTC)
     content = "one two three four five six seven eight nine ten " * 3
-    first, done = views.reveal(content, posted.isoformat(), posted)
+    first, done = run_logic.reveal(content, posted.isoformat(), posted)
     assert first == "one" and not done
-    later, done = views.reveal(content, posted.isoformat(), posted + timedelta(seconds=1))
-    assert len(later.split(" ")) == int(views.WORDS_PER_SECOND) + 1 and not done
+    later, done = run_logic.reveal(content, posted.isoformat(), posted + timedelta(seconds=1))
+    assert len(later.split(" ")) == int(run_logic.WORDS_PER_SECOND) + 1 and not done
     assert content.startswith(later)
-    assert views.reveal(content, posted.isoformat(), posted + timedelta(minutes=1)) == (
+    assert run_logic.reveal(content, posted.isoformat(), posted + timedelta(minutes=1)) == (
         content, True)
-    assert views.reveal("x", None, posted) == ("x", True)
+    assert run_logic.reveal("x", None, posted) == ("x", True)
 
 
 def test_past_turns_shows_each_turn_newest_first_with_every_bid(record: RunRecord):
     by_turn = {t.turn: [b for b in record.bids if b.turn == t.turn] for t in record.turns}
-    table = views.past_turns(record.turns, by_turn, ["Alice", "Bob", "Cara"])
+    table = run_logic.past_turns(record.turns, by_turn, ["Alice", "Bob", "Cara"])
     assert list(table["turn"]) == [3, 2, 1]
     assert list(table["spoke"]) == ["lull", "Bob", "Alice"]
     assert table.iloc[2]["Alice"] == "0.90 ★" and table.iloc[2]["Cara"] == "0.10 silent"
     assert table.iloc[1]["Alice"] == "0.90 → 0.60" and table.iloc[1]["Bob"] == "0.70 ★"
     failed = Bid(turn=1, agent="X", position=0, error="boom", path="none")
-    assert views.failures([failed, failed.model_copy(update={"error": "later"})]) == {
+    assert run_logic.failures([failed, failed.model_copy(update={"error": "later"})]) == {
         "X": "boom"}
 
 
 def test_summary_and_metric_cards(record: RunRecord):
-    pairs = {label: value for label, value, _ in views.summary(record)}
+    pairs = {label: value for label, value, _ in run_logic.summary(record)}
     assert pairs["Stop reason"] == "lull" and pairs["Turns"] == "3" and pairs["Messages"] == "2"
     assert pairs["Cost"] == "$0" and pairs["Time"].endswith(" s")
     m = speaker_metrics(record.turns_frame(), record.bids_frame(), stop_reason="lull")
-    cards = {c[0]: c for c in views.metric_cards(m)}
+    cards = {c[0]: c for c in metrics.metric_cards(m)}
     assert cards["Lull turn"][1] == "3" and cards["Turns"][3] == "lull"
     assert cards["Longest monologue"][1:4:2] == ("1", "Alice")
     assert set(cards) >= {"Speaker entropy", "Evenness", "Gini", "Mean margin",
@@ -152,54 +156,54 @@ def test_comparison_aligns_speakers_by_turn(record: RunRecord):
     turns = record.turns_frame()
     other = turns.copy()
     other.loc[other["turn"] == 2, "winner"] = "Cara"
-    aligned = views.aligned_speakers(turns, other, ("A", "B"))
+    aligned = runs_logic.aligned_speakers(turns, other, ("A", "B"))
     assert list(aligned["same"]) == [True, False, True]
     assert list(aligned["A"]) == ["Alice", "Bob", "(lull)"]
     m = speaker_metrics(turns, record.bids_frame())
-    table = views.compare_metrics(m, m, ("A", "B"))
+    table = runs_logic.compare_metrics(m, m, ("A", "B"))
     assert list(table.columns) == ["metric", "A", "B"] and (table["A"] == table["B"]).all()
 
 
 def test_filter_runs_by_text_and_parameters():
     runs = pd.DataFrame({"name": ["Demo", "Panel"], "task": ["AI?", "Budget"],
                          "threshold": [0.5, 0.7], "max_loops": [10, 30]})
-    assert list(views.filter_runs(runs, text="budget")["name"]) == ["Panel"]
-    assert list(views.filter_runs(runs, threshold=(0.6, 1.0))["name"]) == ["Panel"]
-    assert list(views.filter_runs(runs, max_loops=(1, 20))["name"]) == ["Demo"]
+    assert list(runs_logic.filter_runs(runs, text="budget")["name"]) == ["Panel"]
+    assert list(runs_logic.filter_runs(runs, threshold=(0.6, 1.0))["name"]) == ["Panel"]
+    assert list(runs_logic.filter_runs(runs, max_loops=(1, 20))["name"]) == ["Demo"]
 
 
 # --- services -----------------------------------------------------------------------------
 
 
 def test_agent_from_form_values_and_field_errors():
-    agent = services.agent_from_values({
+    agent = agent_logic.agent_from_values({
         "agent_name": "  Ada ", "system_prompt": "Maths.", "model_name": "sim/eager",
         "temperature": 0.2, "max_tokens": 100, "api_base": " ", "timeout": 30.0,
         "tool_choice_mode": "", "sim_latency": 0.4})
     assert agent.agent_name == "Ada" and agent.api_base is None
     assert agent.tool_choice_mode is None and agent.litellm_kwargs == {"sim_latency": 0.4}
-    remote = services.agent_from_values({"agent_name": "R", "model_name": "gpt-4o-mini",
+    remote = agent_logic.agent_from_values({"agent_name": "R", "model_name": "gpt-4o-mini",
                                          "sim_latency": 0.4, "tool_choice_mode": "json"})
     assert remote.litellm_kwargs == {} and remote.tool_choice_mode == "json"
     with pytest.raises(ValidationError) as caught:
-        services.agent_from_values({"agent_name": "", "model_name": "sim/eager",
+        agent_logic.agent_from_values({"agent_name": "", "model_name": "sim/eager",
                                     "temperature": 5.0})
-    errors = services.field_errors(caught.value)
+    errors = agent_logic.field_errors(caught.value)
     assert "must not be empty" in errors["agent_name"] and "between 0 and 2" in errors[
         "temperature"]
 
 
 def test_save_agent_renames_and_refuses_clashes(store: RunStore):
-    services.save_agent(store, Agent(agent_name="Ada"), None, [])
-    services.save_agent(store, Agent(agent_name="Bea"), None, ["Ada"])
+    agent_logic.save_agent(store, Agent(agent_name="Ada"), None, [])
+    agent_logic.save_agent(store, Agent(agent_name="Bea"), None, ["Ada"])
     with pytest.raises(ConfigError, match="already exists"):
-        services.save_agent(store, Agent(agent_name="Bea"), None, ["Ada", "Bea"])
+        agent_logic.save_agent(store, Agent(agent_name="Bea"), None, ["Ada", "Bea"])
     with pytest.raises(ConfigError, match="already exists"):
-        services.save_agent(store, Agent(agent_name="Bea"), "Ada", ["Ada", "Bea"])
-    services.save_agent(store, Agent(agent_name="Cy", temperature=1.0), "Ada", ["Ada", "Bea"])
+        agent_logic.save_agent(store, Agent(agent_name="Bea"), "Ada", ["Ada", "Bea"])
+    agent_logic.save_agent(store, Agent(agent_name="Cy", temperature=1.0), "Ada", ["Ada", "Bea"])
     assert [a.agent_name for a in store.list_agents()] == ["Bea", "Cy"]
-    assert services.copy_name("Cy", ["Cy", "Cy (copy)"]) == "Cy (copy 2)"
-    assert services.duplicate_agent(store, "Cy", ["Bea", "Cy"]) == "Cy (copy)"
+    assert agent_logic.copy_name("Cy", ["Cy", "Cy (copy)"]) == "Cy (copy 2)"
+    assert agent_logic.duplicate_agent(store, "Cy", ["Bea", "Cy"]) == "Cy (copy)"
     assert store.get_agent("Cy (copy)").temperature == 1.0
 
 
@@ -210,7 +214,7 @@ def test_presets_are_valid_rooms_with_staggered_sim_latency(store: RunStore):
     assert all(not a.litellm_kwargs for a in trio.build_agents(latency_s=0.0))
     for preset in presets.PRESETS.values():
         assert preset.spec().agents and preset.task
-        names = services.load_preset(store, preset)
+        names = run_logic.load_preset(store, preset)
         assert names == [a[0] for a in preset.agents]
     assert sorted(store.list_presets()) == sorted(presets.PRESETS)
     assert [a.agent_name for a in store.load_preset("Five-expert panel").agents][0] == (
@@ -219,12 +223,12 @@ def test_presets_are_valid_rooms_with_staggered_sim_latency(store: RunStore):
 
 def test_import_agents_from_an_agents_file_or_a_spec_all_or_nothing(store: RunStore):
     text = dump_agents([Agent(agent_name="A"), Agent(agent_name="B")], "yaml")
-    assert services.import_agents(store, text.encode(), "agents.yaml") == ["A", "B"]
+    assert agent_logic.import_agents(store, text.encode(), "agents.yaml") == ["A", "B"]
     spec = dump_spec(ChatSpec(agents=[Agent(agent_name="C"), Agent(agent_name="D")]), "json")
-    assert services.import_agents(store, spec, "room.json") == ["C", "D"]
+    assert agent_logic.import_agents(store, spec, "room.json") == ["C", "D"]
     bad = "schema_version: 1\nagents:\n  - agent_name: E\n  - agent_name: F\n    temperature: 9\n"
     with pytest.raises(ConfigError, match="temperature"):
-        services.import_agents(store, bad, "bad.yaml")
+        agent_logic.import_agents(store, bad, "bad.yaml")
     assert [a.agent_name for a in store.list_agents()] == ["A", "B", "C", "D"]
 
 
@@ -233,7 +237,7 @@ def test_start_run_records_the_run_without_the_session_key(store: RunStore):
     agents = [Agent(agent_name="Ann", model_name="sim/eager"),
               Agent(agent_name="Ben", model_name="sim/balanced")]
     try:
-        job_id = services.start_run(store, registry, "owner-1", agents, "Plan the offsite.",
+        job_id = run_logic.start_run(store, registry, "owner-1", agents, "Plan the offsite.",
                                     {"max_loops": 4, "threshold": 0.3, "name": "unit"},
                                     {"OPENAI_API_KEY": SECRET})
         deadline = time.monotonic() + 20
@@ -249,14 +253,14 @@ def test_start_run_records_the_run_without_the_session_key(store: RunStore):
     assert info["status"] == "finished" and info["name"] == "unit" and info["turns"] == 3
     assert SECRET not in str(info) and snap is None  # shutdown cleared the registry
     with pytest.raises(ConfigError, match="at least two agents"):
-        services.start_run(store, registry, "o", agents[:1], "t", {}, {})
+        run_logic.start_run(store, registry, "o", agents[:1], "t", {}, {})
     with pytest.raises(ConfigError, match="task"):
-        services.start_run(store, registry, "o", agents, "  ", {}, {})
+        run_logic.start_run(store, registry, "o", agents, "  ", {}, {})
 
 
 def test_redacting_observer_scrubs_keys_from_events():
     seen = []
-    observer = services.redacting(seen.append, [SECRET])
+    observer = run_logic.redacting(seen.append, [SECRET])
     bid = Bid(turn=1, agent="A", position=0, error=f"AuthenticationError: bad key {SECRET}")
     observer(BidReceived(run_id="r", bid=bid))
     observer(BidReceived(run_id="r", bid=bid.model_copy(update={"error": "fine"})))
@@ -265,26 +269,26 @@ def test_redacting_observer_scrubs_keys_from_events():
 
 
 def test_run_demo_records_a_finished_offline_debate(store: RunStore):
-    run_id = services.run_demo(store)
+    run_id = analysis_logic.run_demo(store)
     info = store.run_info(run_id)
-    assert info["status"] == "finished" and info["name"] == services.DEMO_NAME
+    assert info["status"] == "finished" and info["name"] == analysis_logic.DEMO_NAME
     assert info["turns"] >= 2
     assert [a["model_name"].startswith("sim/") for a in info["spec"]["agents"]] == [True] * 3
 
 
 def test_dashboard_runs_ask_every_agent_afresh_unless_told_to_reuse_bids():
     agents = [Agent(agent_name="A"), Agent(agent_name="B")]
-    params = services.default_params()
+    params = run_logic.default_params()
     assert params["bid_cache"] is False and params["threshold"] == 0.5
-    assert services.build_chat(agents, params, {}).bid_cache is None
-    reuse = services.build_chat(agents, {**params, "bid_cache": True}, {})
+    assert run_logic.build_chat(agents, params, {}).bid_cache is None
+    reuse = run_logic.build_chat(agents, {**params, "bid_cache": True}, {})
     assert reuse.bid_cache is not None and reuse.bid_cache.applies(agents[0], None) is False
 
 
 def _run_job(store: RunStore, agents: list[Agent], keys: dict[str, str]) -> str:
     registry = JobRegistry()
     try:
-        job_id = services.start_run(store, registry, "owner", agents, "Plan the offsite.",
+        job_id = run_logic.start_run(store, registry, "owner", agents, "Plan the offsite.",
                                     {"max_loops": 3, "threshold": 0.3}, keys)
         deadline = time.monotonic() + 30
         while not registry.snapshot(job_id).done:

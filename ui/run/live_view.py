@@ -8,24 +8,24 @@ immutable snapshot copied under the registry's lock; nothing here touches the jo
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 import streamlit as st
 
-from . import actions
-from .components import (
-    bidding_floor,
-    failure_errors,
-    status_line,
-    summary,
-    transcript,
-)
-from .job_registry import JobRegistry, JobSnapshot
-from .safety import escape_markdown, redact
-from .state import SessionState
-from .views import failures, past_turns
+from groupchat_core import Bid, Message, RunRecord
+from ui.kit import charts
+from ui.kit.components import bubble, cards
+from ui.kit.jobs import JobRegistry, JobSnapshot
+from ui.kit.providers import failure_hint, model_label
+from ui.kit.safety import escape_markdown, redact
+from ui.kit.state import SessionState
+
+from . import actions, logic
 
 REFRESH_S = 0.5
+ModelInfo = Mapping[str, tuple[str, str | None]]  # agent -> (model, api_base)
 
 
 def adopt_job_from_url(registry: JobRegistry, session: SessionState) -> None:
@@ -58,7 +58,7 @@ def pick_job(registry: JobRegistry, session: SessionState) -> str | None:
     if len(ids) > 1:
         if st.session_state.get("job_select") not in ids:
             st.session_state["job_select"] = current
-        current = st.selectbox("Job", ids, key="job_select", on_change=actions.job_selected,
+        current = st.selectbox("Job", ids, key="job_select", on_change=actions.on_job_selected,
                                format_func=lambda i: _job_label(snaps[i]))
     session.current_job = current
     st.query_params["job"] = current
@@ -85,7 +85,7 @@ def job_panel(registry: JobRegistry, session: SessionState, job_id: str) -> None
 
 
 def _render(registry: JobRegistry, session: SessionState, snap: JobSnapshot) -> None:
-    status_line(snap.status, snap.id, snap.current_turn, max(len(snap.messages) - 1, 0))
+    _status_line(snap.status, snap.id, snap.current_turn, max(len(snap.messages) - 1, 0))
     if not snap.done:
         st.button("Stop", key="stop_run", type="primary", icon=":material/stop_circle:",
                   on_click=registry.cancel, args=(snap.id,))
@@ -94,9 +94,27 @@ def _render(registry: JobRegistry, session: SessionState, snap: JobSnapshot) -> 
     _problems(session, snap)
     left, right = st.columns([5, 4])
     with left, st.container(height=560, autoscroll=True, border=False):
-        transcript(snap.messages, snap.models, live=not snap.done, now=datetime.now(UTC))
+        _transcript(snap.messages, snap.models, live=not snap.done, now=datetime.now(UTC))
     with right:
         _floor(snap)
+
+
+def _status_line(status: str, job_id: str, turn: int, messages: int) -> None:
+    """A stable, machine-readable line for browser tests and for people: `status: running`."""
+    st.caption(f"status: {status} · job {job_id} · turn {turn} · messages {messages}")
+
+
+def _transcript(messages: Sequence[Message], models: ModelInfo, *, live: bool,
+                now: Any = None) -> None:
+    """Every message in order; the newest agent reply streams in word by word while live."""
+    for i, message in enumerate(messages):
+        model = models.get(message.role, (None, None))[0] if message.score is not None else None
+        newest = live and i == len(messages) - 1 and message.score is not None
+        if newest and now is not None:
+            text, done = logic.reveal(message.content, message.timestamp, now)
+            bubble(message, model=model, text=text, streaming=not done)
+        else:
+            bubble(message, model=model)
 
 
 def _floor(snap: JobSnapshot) -> None:
@@ -118,25 +136,50 @@ def _floor(snap: JobSnapshot) -> None:
     if last is not None and last.winner is None and snap.done:
         st.info(f"Turn {last.turn}: {'lull' if last.lull else 'every bid failed'}, so the "
                 "chat ended.", icon=":material/pause_circle:")
-    bidding_floor(bids, threshold, penalty, agents, key=f"floor_{snap.id}")
+    _bidding_floor(bids, threshold, penalty, agents, key=f"floor_{snap.id}")
     if snap.turns:
-        st.dataframe(past_turns(snap.turns, snap.bids_by_turn, agents), hide_index=True,
+        st.dataframe(logic.past_turns(snap.turns, snap.bids_by_turn, agents), hide_index=True,
                      key=f"turns_{snap.id}")
+
+
+def _bidding_floor(bids: Iterable[Bid], threshold: float, recency_penalty: float,
+                   agents: Sequence[str], key: str) -> None:
+    fig = charts.bidding_floor(list(bids), threshold, recency_penalty, agents)
+    fig.update_layout(title=None, height=320, margin={"t": 30, "b": 10, "l": 10, "r": 10},
+                      legend={"orientation": "h", "y": 1.12, "x": 0})
+    st.plotly_chart(fig, key=key, config={"displayModeBar": False})
 
 
 def _problems(session: SessionState, snap: JobSnapshot) -> None:
     bids = [b for turn_bids in snap.bids_by_turn.values() for b in turn_bids]
     fatal = snap.record is not None and snap.record.stop_reason == "error"
-    failure_errors(failures(bids), snap.models, session.secrets(), fatal=fatal)
+    _failure_errors(logic.failures(bids), snap.models, session.secrets(), fatal=fatal)
     if snap.status == "error" and snap.error:
         st.error(f"The run failed: {escape_markdown(redact(snap.error, session.secrets()))}")
+
+
+def _failure_errors(failed: Mapping[str, str], models: ModelInfo, secrets: Sequence[str],
+                    *, fatal: bool) -> None:
+    """One actionable message per failing agent: which agent, what went wrong, what to do."""
+    show = st.error if fatal else st.warning
+    for agent, error in failed.items():
+        model, api_base = models.get(agent, ("?", None))
+        text = redact(error, secrets)[:400]
+        show(f"**{escape_markdown(agent)}** ({escape_markdown(model_label(model))}) failed: "
+             f"{escape_markdown(text)}  \n→ {escape_markdown(failure_hint(text, model, api_base))}")
 
 
 def _ending(snap: JobSnapshot) -> None:
     if snap.status == "cancelled":
         st.info("Stopped. What was posted is kept, and the run is saved as cancelled.")
     if snap.record is not None:
-        summary(snap.record)
+        _summary(snap.record)
     if snap.run_id:
         st.page_link("app_pages/analysis.py", label="Open this run in Analysis",
                      icon=":material/monitoring:", query_params={"run": snap.run_id})
+
+
+def _summary(record: RunRecord) -> None:
+    """The end of a run at a glance: stop reason, turns, messages, tokens, cost, time."""
+    cards([(label, value, "", note) for label, value, note in logic.summary(record)],
+          per_row=3)

@@ -18,8 +18,8 @@ import streamlit as st
 from groupchat_core import Agent, RunRecord, bids_csv, bundle_json, transcript_markdown
 from groupchat_core.store import RunStore, default_url, safe_url
 
-from .job_registry import JobRegistry
-from .job_registry import registry as process_registry
+from .jobs import JobRegistry
+from .jobs import registry as process_registry
 
 
 @st.cache_resource(show_spinner=False)

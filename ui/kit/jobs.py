@@ -1,13 +1,18 @@
-"""Job registry: each session's chats and sweeps as jobs on the engine's loop (no streamlit).
+"""The one job table: each session's chats and sweeps as jobs on the engine's loop (no streamlit).
 
 Why: a chat must outlive the script run that started it (page switches, reruns), stay private to
 the browser session that owns it, and stop within a fraction of a second (DESIGN.md, "Running
 jobs from Streamlit"). So runs are jobs on `groupchat_core.background_loop()`, their state
-lives in a lock-protected registry, and pages render immutable snapshots copied under the lock.
+lives in one lock-protected table, and pages render immutable snapshots copied under the lock.
 
-Events reach a job through one router observer per GroupChat that looks up the job in a context
-variable set by the job's own task: the same chat can run several jobs at once (or one after
-another) without any job seeing another's events.
+Two kinds of job share the table, its lock, its owner rules, TERMINAL, cancel, time-to-live and
+shutdown: a chat job (`start_chat`) folds engine events into a transcript, bids and turns for the
+live view (`snapshot`); a generic job (`start_job`, e.g. a sweep) is any coroutine that reports
+events through an `emit` callback (`task_snapshot`).
+
+Events reach a chat job through one router observer per GroupChat that looks up the job in a
+context variable set by the job's own task: the same chat can run several jobs at once (or one
+after another) without any job seeing another's events.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
@@ -41,12 +46,12 @@ from groupchat_core import (
     background_loop,
 )
 
-from .jobs import CoroFactory, TaskSnapshot, TaskTable
-
 JobStatus = Literal["queued", "running", "finished", "cancelled", "error"]
 TERMINAL: frozenset[str] = frozenset({"finished", "cancelled", "error"})
 DEFAULT_TTL_S = 3600.0
 Observer = Callable[[Event], None]
+Emit = Callable[[Any], None]
+CoroFactory = Callable[[Emit], Awaitable[Any]]
 
 _current_job: contextvars.ContextVar[Job | None] = contextvars.ContextVar(
     "groupchat_current_job", default=None)
@@ -56,35 +61,44 @@ _routed_lock = threading.Lock()
 
 @dataclass(eq=False)
 class Job:
-    """Mutable state of one run; only the registry touches it, always under its lock."""
+    """Mutable state of one job; only the registry touches it, always under its lock."""
 
     id: str
     owner: str
-    chat: GroupChat
-    task: str
+    kind: str  # "chat", or a generic job's kind ("sweep")
     lock: threading.Lock
-    extra_observers: tuple[Observer, ...] = ()
-    models: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
     status: JobStatus = "queued"
-    run_id: str | None = None
-    agents: tuple[str, ...] = ()
-    config: Mapping[str, Any] = field(default_factory=dict)
-    events: list[Event] = field(default_factory=list)
-    current_turn: int = 0
-    current_bids: list[Bid] = field(default_factory=list)
-    bids_by_turn: dict[int, list[Bid]] = field(default_factory=dict)
-    turns: list[Turn] = field(default_factory=list)
-    messages: list[Message] = field(default_factory=list)
-    record: RunRecord | None = None
+    events: list[Any] = field(default_factory=list)
+    result: Any = None
     error: str | None = None
     created_at: float = field(default_factory=time.time)
     updated_at: float = field(default_factory=time.time)
     future: concurrent.futures.Future[None] | None = None
     started: bool = False
     settled: threading.Event = field(default_factory=threading.Event)
+    # chat jobs only: the chat, and what its events have shown so far
+    chat: GroupChat | None = None
+    task: str = ""
+    extra_observers: tuple[Observer, ...] = ()
+    models: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
+    run_id: str | None = None
+    agents: tuple[str, ...] = ()
+    config: Mapping[str, Any] = field(default_factory=dict)
+    current_turn: int = 0
+    current_bids: list[Bid] = field(default_factory=list)
+    bids_by_turn: dict[int, list[Bid]] = field(default_factory=dict)
+    turns: list[Turn] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+    record: RunRecord | None = None
+
+    def emit(self, event: Any) -> None:
+        """A generic job's event; runs on the loop thread, so it only appends under lock."""
+        with self.lock:
+            self.events.append(event)
+            self.updated_at = time.time()
 
     def receive(self, event: Event) -> None:
-        """Fold one event into the job; runs on the loop thread, so it only appends under lock."""
+        """Fold one chat event into the job; runs on the loop thread, so it only appends."""
         with self.lock:
             self.events.append(event)
             self.updated_at = time.time()
@@ -106,10 +120,16 @@ class Job:
             elif isinstance(event, RunFinished):
                 self.record = event.record
 
+    def expired(self, cutoff: float) -> bool:
+        """Over and idle since `cutoff`. A chat is over once its status is final; a generic job
+        once its coroutine has also cleaned up (a sweep records `cancelled` in the store)."""
+        over = self.status in TERMINAL and (self.chat is not None or self.settled.is_set())
+        return over and self.updated_at < cutoff
+
 
 @dataclass(frozen=True)
 class JobSnapshot:
-    """An immutable copy of a job for rendering (the models inside are shared: read-only)."""
+    """An immutable copy of a chat job for rendering (the models inside are shared: read-only)."""
 
     id: str
     owner: str
@@ -132,6 +152,7 @@ class JobSnapshot:
 
     @property
     def done(self) -> bool:
+        """Ended: a Stop reads `cancelled` at once, before the chat has unwound."""
         return self.status in TERMINAL
 
     @property
@@ -140,7 +161,27 @@ class JobSnapshot:
         return self.event_count - 1
 
 
-def _snapshot(job: Job) -> JobSnapshot:
+@dataclass(frozen=True)
+class TaskSnapshot:
+    """An immutable copy of a generic job for rendering."""
+
+    id: str
+    owner: str
+    kind: str
+    status: str
+    events: tuple[Any, ...]
+    result: Any
+    error: str | None
+    created_at: float
+    settled: bool
+
+    @property
+    def done(self) -> bool:
+        """Ended, and its coroutine has finished its own clean-up (e.g. recorded `cancelled`)."""
+        return self.status in TERMINAL and self.settled
+
+
+def _chat_snapshot(job: Job) -> JobSnapshot:
     by_turn = {turn: tuple(bids) for turn, bids in job.bids_by_turn.items()}
     return JobSnapshot(
         id=job.id, owner=job.owner, task=job.task, status=job.status, run_id=job.run_id,
@@ -150,6 +191,11 @@ def _snapshot(job: Job) -> JobSnapshot:
         error=job.error, created_at=job.created_at, updated_at=job.updated_at,
         models=job.models,
     )
+
+
+def _task_snapshot(job: Job) -> TaskSnapshot:
+    return TaskSnapshot(job.id, job.owner, job.kind, job.status, tuple(job.events), job.result,
+                        job.error, job.created_at, job.settled.is_set())
 
 
 def _install_router(chat: GroupChat) -> None:
@@ -171,49 +217,50 @@ def _route(event: Event) -> None:
 
 
 class JobRegistry:
-    """Process-wide, thread-safe table of chat jobs with a time-to-live for finished ones."""
+    """Process-wide, thread-safe table of jobs with a time-to-live for finished ones."""
 
     def __init__(self, runner: BackgroundLoop | None = None, ttl_s: float = DEFAULT_TTL_S) -> None:
         self._runner = runner
         self._ttl_s = ttl_s
         self._lock = threading.Lock()
         self._jobs: dict[str, Job] = {}
-        self._tasks = TaskTable(runner)  # generic jobs (sweeps), same owner rules
 
     def start_chat(self, chat: GroupChat, task: str, owner: str,
                    extra_observers: Iterable[Observer] = ()) -> str:
         """Submit `chat.arun_record(task)` to the background loop; returns the new job id."""
-        self.cleanup()
         models = {a.agent_name: (a.model_name, a.api_base) for a in chat.agents}
-        job = Job(id=uuid.uuid4().hex, owner=owner, chat=chat, task=task, lock=self._lock,
-                  extra_observers=tuple(extra_observers), models=MappingProxyType(models))
+        job = Job(id=uuid.uuid4().hex, owner=owner, kind="chat", lock=self._lock, chat=chat,
+                  task=task, extra_observers=tuple(extra_observers),
+                  models=MappingProxyType(models))
         _install_router(chat)
-        runner = self._runner or background_loop()
-        job.future = runner.submit(self._drive(job))
-        with self._lock:
-            self._jobs[job.id] = job
-        return job.id
+        return self._submit(job, lambda: self._run_chat(job))
 
     def start_job(self, coro_factory: CoroFactory, owner: str, kind: str = "sweep") -> str:
         """Run `coro_factory(emit)` on the background loop as a generic job; returns its id."""
+        job = Job(id=uuid.uuid4().hex, owner=owner, kind=kind, lock=self._lock)
+        return self._submit(job, lambda: coro_factory(job.emit))
+
+    def _submit(self, job: Job, work: Callable[[], Awaitable[Any]]) -> str:
         self.cleanup()
-        return self._tasks.start(coro_factory, owner, kind)
+        with self._lock:
+            self._jobs[job.id] = job
+        job.future = (self._runner or background_loop()).submit(self._drive(job, work))
+        return job.id
 
-    def task_snapshot(self, job_id: str) -> TaskSnapshot:
-        """A generic job's immutable snapshot; KeyError for unknown (or expired) ids."""
-        return self._tasks.snapshot(job_id)
-
-    def tasks_for(self, owner: str, kind: str | None = None) -> list[TaskSnapshot]:
-        """One session's generic jobs, oldest first."""
-        return self._tasks.for_owner(owner, kind)
-
-    async def _drive(self, job: Job) -> None:
-        """The job's task on the loop: run the chat and record how it ended."""
+    async def _run_chat(self, job: Job) -> RunRecord:
+        assert job.chat is not None
         _current_job.set(job)  # this task's context only; child bid tasks inherit it
+        record = await job.chat.arun_record(job.task)
+        with self._lock:
+            job.record = job.record or record
+        return record
+
+    async def _drive(self, job: Job, work: Callable[[], Awaitable[Any]]) -> None:
+        """The job's task on the loop: run its work and record how it ended."""
         job.started = True
         self._set(job, "running")
         try:
-            record = await job.chat.arun_record(job.task)
+            result = await work()
         except asyncio.CancelledError:
             self._set(job, "cancelled")
             raise
@@ -223,7 +270,7 @@ class JobRegistry:
                 raise
         else:
             with self._lock:
-                job.record = job.record or record
+                job.result = result
             self._set(job, "finished")
         finally:
             job.settled.set()
@@ -239,52 +286,68 @@ class JobRegistry:
         """Stop a job now; its status reads `cancelled` as soon as this returns True."""
         with self._lock:
             job = self._jobs.get(job_id)
-            if job is None and self._tasks.has(job_id):
-                return self._tasks.cancel(job_id)
             if job is None or job.status in TERMINAL or job.future is None:
                 return False
             future = job.future
         if not future.cancel():
             return False
         self._set(job, "cancelled")
+        if not job.started:
+            job.settled.set()  # never ran, so nothing to clean up
         return True
 
+    def _job(self, job_id: str, chat: bool) -> Job:
+        """A chat job (chat=True) or a generic one; KeyError for unknown or expired ids."""
+        job = self._jobs.get(job_id)
+        if job is None or (job.chat is not None) != chat:
+            raise KeyError(f"no job {job_id!r} (it may have expired after {self._ttl_s} s)")
+        return job
+
     def snapshot(self, job_id: str) -> JobSnapshot:
-        """An immutable copy for one render; KeyError for unknown (or expired) job ids."""
+        """A chat job's immutable copy for one render; KeyError for unknown (or expired) ids."""
         with self._lock:
-            job = self._jobs.get(job_id)
-            if job is None:
-                raise KeyError(f"no job {job_id!r} (it may have expired after {self._ttl_s} s)")
-            return _snapshot(job)
+            return _chat_snapshot(self._job(job_id, chat=True))
+
+    def task_snapshot(self, job_id: str) -> TaskSnapshot:
+        """A generic job's immutable snapshot; KeyError for unknown (or expired) ids."""
+        with self._lock:
+            return _task_snapshot(self._job(job_id, chat=False))
 
     def events(self, job_id: str, since: int = 0) -> list[Event]:
-        """Events from index `since` on, for renderers that consume the stream incrementally."""
+        """A chat's events from index `since` on, for renderers that consume the stream."""
         with self._lock:
-            return list(self._jobs[job_id].events[since:])
+            return list(self._job(job_id, chat=True).events[since:])
 
     def jobs_for(self, owner: str) -> list[JobSnapshot]:
-        """Snapshots of one session's jobs, oldest first: sessions never see each other's jobs."""
+        """One session's chat jobs, oldest first: sessions never see each other's jobs."""
         self.cleanup()
         with self._lock:
-            mine = [job for job in self._jobs.values() if job.owner == owner]
-            return [_snapshot(job) for job in sorted(mine, key=lambda j: j.created_at)]
+            return [_chat_snapshot(j) for j in self._owned(owner) if j.chat is not None]
+
+    def tasks_for(self, owner: str, kind: str | None = None) -> list[TaskSnapshot]:
+        """One session's generic jobs (optionally of one kind), oldest first."""
+        with self._lock:
+            return [_task_snapshot(j) for j in self._owned(owner)
+                    if j.chat is None and kind in (None, j.kind)]
+
+    def _owned(self, owner: str) -> list[Job]:
+        return sorted((j for j in self._jobs.values() if j.owner == owner),
+                      key=lambda j: j.created_at)
 
     def cleanup(self, now: float | None = None) -> int:
         """Forget finished jobs idle for longer than the time-to-live; returns how many."""
         cutoff = (time.time() if now is None else now) - self._ttl_s
         with self._lock:
-            stale = [i for i, j in self._jobs.items() if j.status in TERMINAL
-                     and j.updated_at < cutoff]
+            stale = [i for i, j in self._jobs.items() if j.expired(cutoff)]
             for job_id in stale:
                 del self._jobs[job_id]
-        return len(stale) + self._tasks.cleanup(cutoff)
+        return len(stale)
 
     def shutdown(self, timeout: float = 5.0, clear: bool = True) -> int:
         """Cancel every job (tests, server stop), wait briefly for them to settle; count them."""
         with self._lock:
             jobs = list(self._jobs.values())
         cancelled = sum(self.cancel(job.id) for job in jobs)
-        cancelled += self._tasks.shutdown(timeout, clear)
         deadline = time.monotonic() + timeout
         for job in jobs:
             if job.started:  # a job cancelled before it started never runs, so never settles
@@ -306,4 +369,3 @@ def registry() -> JobRegistry:
         if _registry is None:
             _registry = JobRegistry()
         return _registry
-

@@ -1,7 +1,7 @@
-"""The Analysis page's body and the Runs page's comparison, built from one stored run's data.
+"""The Analysis page's body, built from one stored run's data: the run picker, header, metric
+cards, bid and speaker charts, the turn explainer, the transcript and the downloads.
 
-Why here and not in the page: the same metric cards and speaker sequences appear in the
-single-run view and in the side-by-side comparison, and the page should stay a thin script.
+Why here and not in the page: the page should stay a thin script that calls these in order.
 """
 
 from __future__ import annotations
@@ -11,14 +11,34 @@ import streamlit as st
 
 from groupchat_core import Message
 from groupchat_core.analysis import explain_turn, speaker_metrics, transition_matrix
+from ui.kit import charts
+from ui.kit.components import bubble, cards
+from ui.kit.metrics import metric_cards
+from ui.kit.providers import model_label
+from ui.kit.safety import escape_markdown
+from ui.kit.state import SessionState
+from ui.kit.store_access import RunData, downloads
 
-from . import charts, views
-from .components import bubble, metric_cards
-from .providers import model_label
-from .safety import escape_markdown
-from .store_access import RunData, downloads
+from . import actions, logic
 
 _CHART = {"config": {"displayModeBar": False}}
+
+
+def run_picker(runs: pd.DataFrame, session: SessionState) -> str:
+    """A run from the store: `?run=<id>` first, then this session's choice, then the newest."""
+    rows = {r["run_id"]: r for r in runs.to_dict("records")}
+    ids = list(rows)
+    wanted = st.query_params.get("run") or session.selected_run
+    if wanted in rows and st.session_state.get("analysis_run") != wanted:
+        st.session_state["analysis_run"] = wanted
+    elif st.session_state.get("analysis_run") not in rows:
+        st.session_state["analysis_run"] = ids[0]
+    run_id: str = st.selectbox("Run", ids, key="analysis_run",
+                               format_func=lambda i: logic.run_label(rows[i]),
+                               on_change=actions.on_run_picked)
+    session.selected_run = run_id
+    st.query_params["run"] = run_id
+    return run_id
 
 
 def header(data: RunData) -> None:
@@ -33,7 +53,7 @@ def header(data: RunData) -> None:
 
 def metrics(data: RunData) -> None:
     m = speaker_metrics(data.turns, data.bids, stop_reason=data.record.stop_reason)
-    metric_cards(views.metric_cards(m))
+    cards(metric_cards(m))
 
 
 def bid_charts(data: RunData) -> None:
@@ -61,19 +81,11 @@ def explainer(data: RunData) -> None:
     if not turns:
         st.info("No turn was completed.")
         return
-    outcomes = _outcomes(data.turns)
+    outcomes = logic.outcomes(data.turns)
     turn = st.selectbox("Why did this turn go the way it did?", turns, key="explain_turn",
                         format_func=lambda t: f"turn {t}: {outcomes[t]}")
     text = explain_turn(data.bids, data.turns, int(turn or turns[0]), data.threshold)
     st.info(escape_markdown(text), icon=":material/lightbulb:")
-
-
-def _outcomes(turns: pd.DataFrame) -> dict[int, str]:
-    """Who spoke on each turn (or why nobody did), in one pass over the turns."""
-    return {int(turn): f"{winner} spoke" if isinstance(winner, str) else
-            "lull" if bool(lull) else "every bid failed"
-            for turn, winner, lull in zip(turns["turn"], turns["winner"], turns["lull"],
-                                          strict=True)}
 
 
 TRANSCRIPT_PAGE = 25  # turns per page: a 1,000-turn run must not draw 1,000 tables at once
@@ -87,7 +99,7 @@ def transcript(data: RunData) -> None:
     if not messages.empty:
         bubble(Message(role=messages.iloc[0]["role"], content=messages.iloc[0]["content"]))
     turns = [int(t) for t in data.turns["turn"]]
-    outcomes = _outcomes(data.turns)
+    outcomes = logic.outcomes(data.turns)
     starts = list(range(0, len(turns), TRANSCRIPT_PAGE))
     start = 0
     if len(starts) > 1:
@@ -105,7 +117,7 @@ def transcript(data: RunData) -> None:
             if row is not None:
                 bubble(Message(role=row["role"], content=row["content"], score=row["score"]),
                        model=models.get(row["role"]), turn=turn)
-            st.dataframe(views.turn_bids(bids, turn), hide_index=True, key=f"turn_bids_{turn}")
+            st.dataframe(logic.turn_bids(bids, turn), hide_index=True, key=f"turn_bids_{turn}")
 
 
 def download_buttons(run_id: str) -> None:
@@ -119,16 +131,3 @@ def download_buttons(run_id: str) -> None:
     cols[2].download_button("Transcript (Markdown)", files["markdown"],
                             f"transcript-{run_id[:8]}.md", "text/markdown",
                             key="download_md", on_click="ignore")
-
-
-def compare(a: RunData, b: RunData) -> None:
-    """Two runs side by side: metrics, then the speaker of every turn aligned by turn."""
-    labels = (f"A: {a.info['name']} ({a.info['run_id'][:8]})",
-              f"B: {b.info['name']} ({b.info['run_id'][:8]})")
-    ma = speaker_metrics(a.turns, a.bids, stop_reason=a.record.stop_reason)
-    mb = speaker_metrics(b.turns, b.bids, stop_reason=b.record.stop_reason)
-    st.dataframe(views.compare_metrics(ma, mb, labels), hide_index=True, key="compare_metrics")
-    aligned = views.aligned_speakers(a.turns, b.turns, labels)
-    same = int(aligned["same"].sum()) if not aligned.empty else 0
-    st.caption(f"Same speaker on {same} of {len(aligned)} turns.")
-    st.dataframe(aligned, hide_index=True, key="compare_speakers")

@@ -17,10 +17,10 @@ from groupchat_core import ConfigError, StoreError
 from groupchat_core.analysis import whatif_pivot, whatif_run
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import aggregate, sweep_results, sweep_summary
+from ui.kit.safety import escape_markdown
 
-from . import sweep_charts as charts
-from . import sweep_services as svc
-from .safety import escape_markdown
+from . import charts
+from . import logic as svc
 
 BY = ["threshold", "recency_penalty", "recency_window"]
 METRICS = list(charts.METRIC_LABELS)

@@ -28,8 +28,7 @@ from groupchat_core.sweeps import (
     parse_sweep,
     plan_sweep,
 )
-
-from .job_registry import JobRegistry
+from ui.kit.jobs import JobRegistry
 
 GRID_AXES = ("threshold", "recency_penalty", "recency_window")
 DEFAULT_GRID = {"threshold": "0.3, 0.4, 0.5, 0.6, 0.7", "recency_penalty": "0.0, 0.15, 0.3, 0.45",

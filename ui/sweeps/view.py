@@ -15,12 +15,12 @@ import streamlit as st
 from groupchat_core import Agent, ConfigError
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import SweepSpec
+from ui.kit.jobs import JobRegistry
+from ui.kit.presets import PRESETS
+from ui.kit.safety import escape_markdown
+from ui.kit.state import SessionState
 
-from . import sweep_services as svc
-from .job_registry import JobRegistry
-from .presets import PRESETS
-from .safety import escape_markdown
-from .state import SessionState
+from . import logic as svc
 
 REFRESH_S = 0.5
 SAVED = "Saved agents"

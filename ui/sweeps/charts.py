@@ -14,8 +14,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from groupchat_core.sweeps import heatmap_frame
-
-from .charts import PALETTE, empty_figure
+from ui.kit.charts import PALETTE, empty_figure
 
 METRIC_LABELS: dict[str, str] = {
     "messages": "mean chat length (messages)",

@@ -69,3 +69,13 @@ def ordered(names: list[str], preferred: list[str]) -> list[str]:
     """`names` in the `preferred` order first, the rest after in their own order."""
     known = [n for n in preferred if n in names]
     return known + [n for n in names if n not in known]
+
+
+def move(names: list[str], name: str, delta: int) -> list[str]:
+    """`names` with `name` moved up (-1) or down (+1), clamped at the ends."""
+    out = list(names)
+    if name in out:
+        i = out.index(name)
+        j = min(max(i + delta, 0), len(out) - 1)
+        out.insert(j, out.pop(i))
+    return out

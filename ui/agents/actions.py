@@ -1,0 +1,149 @@
+"""The Agents page's widget callbacks (`on_*`): read the submitted widgets, call one function
+of `logic`, update session state.
+
+Why callbacks: they run before the script reruns, so the rerun already shows the outcome (the
+saved agent, a field's error) and may set widget values (which is not allowed once a widget has
+been drawn). Failures become messages for the user, never tracebacks. Loading a preset prepares
+the next run, so it is the Run page's callback (`on_load_preset`), offered here too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+from pydantic import ValidationError
+
+from groupchat_core import SIM_MODELS, Agent, ConfigError, StoreError
+from ui.kit import store_access
+from ui.kit.state import SessionState, get, move
+from ui.run.actions import drop_from_roster, on_load_preset, rename_in_roster
+
+from . import logic
+
+__all__ = ["AGENT_KEYS", "OTHER_MODEL", "agent_form_values", "fill_agent_form",
+           "on_delete_agent", "on_duplicate_agent", "on_edit_agent", "on_import_agents",
+           "on_load_preset", "on_move_agent", "on_new_agent", "on_save_agent"]
+
+OTHER_MODEL = "other: a litellm model string"
+AGENT_KEYS = {
+    "agent_name": "agent_form_name", "system_prompt": "agent_form_role",
+    "model_choice": "agent_form_model", "custom_model": "agent_form_custom_model",
+    "temperature": "agent_form_temperature", "max_tokens": "agent_form_max_tokens",
+    "api_base": "agent_form_api_base", "timeout": "agent_form_timeout",
+    "tool_choice_mode": "agent_form_tool_mode", "sim_latency": "agent_form_sim_latency",
+}
+
+
+def _names() -> list[str]:
+    return [a.agent_name for a in store_access.agents()]
+
+
+def fill_agent_form(agent: Agent | None, default_model: str) -> None:
+    """Load an agent (or a blank one) into the form; call from callbacks or before rendering."""
+    a = agent or Agent(agent_name="New agent", model_name=default_model)
+    sim = a.model_name in SIM_MODELS
+    values = {
+        "agent_name": "" if agent is None else a.agent_name, "system_prompt": a.system_prompt,
+        "model_choice": a.model_name if sim else OTHER_MODEL,
+        "custom_model": "" if sim else a.model_name, "temperature": float(a.temperature),
+        "max_tokens": int(a.max_tokens), "api_base": a.api_base or "",
+        "timeout": float(a.timeout), "tool_choice_mode": a.tool_choice_mode or "",
+        "sim_latency": float(a.litellm_kwargs.get("sim_latency", 0.0)),
+    }
+    for field, key in AGENT_KEYS.items():
+        st.session_state[key] = values[field]
+
+
+def agent_form_values() -> dict[str, Any]:
+    """The submitted form as Agent fields (model resolved from the two model widgets)."""
+    raw = {field: st.session_state.get(key) for field, key in AGENT_KEYS.items()}
+    custom = str(raw.pop("custom_model") or "").strip()
+    choice = raw.pop("model_choice")
+    raw["model_name"] = custom if choice == OTHER_MODEL else choice
+    return raw
+
+
+def on_save_agent() -> None:
+    session = get()
+    values = agent_form_values()
+    if not values["model_name"]:
+        session.form_errors = {"model_name": "type a litellm model string (or pick a sim/ "
+                                             "model)"}
+        return
+    try:
+        agent = logic.agent_from_values(values)
+        logic.save_agent(store_access.store(), agent, session.editing, _names())
+    except ValidationError as exc:
+        session.form_errors = logic.field_errors(exc)
+        return
+    except (ConfigError, StoreError) as exc:
+        session.form_errors = {"agent_name": str(exc)}
+        return
+    _renamed(session, session.editing, agent.agent_name)
+    session.form_errors, session.editing = {}, agent.agent_name
+    store_access.invalidate()
+    session.notify("success", f"Saved agent {agent.agent_name}.")
+
+
+def _renamed(session: SessionState, old: str | None, new: str) -> None:
+    if old in session.agent_order:
+        session.agent_order[session.agent_order.index(old)] = new
+    if new not in session.agent_order:
+        session.agent_order.append(new)
+    rename_in_roster(session, old, new)
+
+
+def on_edit_agent(name: str) -> None:
+    session = get()
+    try:
+        fill_agent_form(store_access.store().get_agent(name), session.default_model)
+    except StoreError as exc:
+        session.notify("error", str(exc))
+        return
+    session.editing, session.form_errors = name, {}
+
+
+def on_new_agent() -> None:
+    session = get()
+    fill_agent_form(None, session.default_model)
+    session.editing, session.form_errors = None, {}
+
+
+def on_duplicate_agent(name: str) -> None:
+    session = get()
+    copy = logic.duplicate_agent(store_access.store(), name, _names())
+    order = session.agent_order
+    order.insert(order.index(name) + 1 if name in order else len(order), copy)
+    store_access.invalidate()
+    session.notify("success", f"Duplicated {name} as {copy}.")
+
+
+def on_delete_agent(name: str) -> None:
+    session = get()
+    store_access.store().delete_agent(name)
+    session.agent_order = [n for n in session.agent_order if n != name]
+    drop_from_roster(session, name)
+    if session.editing == name:
+        on_new_agent()
+    store_access.invalidate()
+    session.notify("success", f"Deleted agent {name}.")
+
+
+def on_move_agent(name: str, delta: int, current: list[str]) -> None:
+    get().agent_order = move(current, name, delta)
+
+
+def on_import_agents() -> None:
+    session, upload = get(), st.session_state.get("agents_upload")
+    if upload is None:
+        session.notify("error", "Choose a JSON or YAML agents file first.")
+        return
+    try:
+        names = logic.import_agents(store_access.store(), upload.getvalue(), upload.name)
+    except (ConfigError, StoreError) as exc:
+        session.notify("error", f"Nothing was imported: {exc}")
+        return
+    session.agent_order += [n for n in names if n not in session.agent_order]
+    store_access.invalidate()
+    session.notify("success", f"Imported {len(names)} agents: {', '.join(names)}.")

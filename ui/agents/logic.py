@@ -1,0 +1,85 @@
+"""The Agents page without streamlit: form values to an Agent, saving, renaming, duplicating
+and importing agents.
+
+Why: every write the page makes can be tested without a browser or a script run, and a name
+clash is an error the form shows, never a silent overwrite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from groupchat_core import Agent, ConfigError, is_sim_model, load_agents_text, load_spec_text
+from groupchat_core.store import RunStore
+
+AGENT_FIELDS = ("agent_name", "system_prompt", "model_name", "temperature", "max_tokens",
+                "api_base", "timeout", "tool_choice_mode")
+
+
+def agent_from_values(values: Mapping[str, Any]) -> Agent:
+    """An Agent from form values: blank optional fields become None; sim latency is kept."""
+    data = {k: values[k] for k in AGENT_FIELDS if k in values}
+    data["api_base"] = (data.get("api_base") or "").strip() or None
+    data["agent_name"] = str(data.get("agent_name") or "").strip()
+    data["tool_choice_mode"] = data.get("tool_choice_mode") or None
+    latency = float(values.get("sim_latency") or 0.0)
+    model = str(data.get("model_name") or "")
+    data["litellm_kwargs"] = {"sim_latency": latency} if latency and is_sim_model(model) else {}
+    return Agent.model_validate(data)
+
+
+def field_errors(exc: ValidationError) -> dict[str, str]:
+    """One readable message per form field, from a pydantic error (input never echoed)."""
+    errors: dict[str, str] = {}
+    for err in exc.errors(include_url=False):
+        where = str(err["loc"][0]) if err["loc"] else "form"
+        if where == "litellm_kwargs":
+            where = "sim_latency"
+        errors.setdefault(where, err["msg"].removeprefix("Value error, "))
+    return errors
+
+
+def save_agent(store: RunStore, agent: Agent, original: str | None,
+               existing: Iterable[str]) -> None:
+    """Create or update (and rename) an agent; a name clash is an error, not an overwrite."""
+    taken = set(existing) - {original}
+    if agent.agent_name in taken:
+        raise ConfigError(f"an agent named {agent.agent_name!r} already exists: pick another "
+                          "name, or edit that agent")
+    store.save_agent(agent)
+    if original and original != agent.agent_name:
+        store.delete_agent(original)
+
+
+def copy_name(name: str, existing: Iterable[str]) -> str:
+    taken = set(existing)
+    candidate, n = f"{name} (copy)", 2
+    while candidate in taken:
+        candidate, n = f"{name} (copy {n})", n + 1
+    return candidate
+
+
+def duplicate_agent(store: RunStore, name: str, existing: Iterable[str]) -> str:
+    existing = list(existing)
+    copy = store.get_agent(name).model_copy(update={"agent_name": copy_name(name, existing)})
+    store.save_agent(copy)
+    return copy.agent_name
+
+
+def import_agents(store: RunStore, data: str | bytes, source: str) -> list[str]:
+    """Agents from an agents file (or a chat spec's agents), saved all or none."""
+    try:
+        agents = load_agents_text(data, source)
+    except ConfigError as first:
+        try:
+            text = data.decode("utf-8") if isinstance(data, bytes) else data
+            agents = list(load_spec_text(text, source).agents)
+        except (ConfigError, UnicodeDecodeError):
+            raise first from None
+        if not agents:
+            raise first from None
+    store.save_agents(agents)
+    return [a.agent_name for a in agents]

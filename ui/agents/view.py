@@ -1,0 +1,116 @@
+"""The Agents page's list of saved agents (order, edit, duplicate, delete) and the agent form.
+
+Why order gets its own controls: selection ties go to the agent earlier in the list, so the
+order of a room is a parameter of the experiment, not cosmetics. Why the form is filled from
+callbacks: widget values can only be set before a widget is drawn, so validation runs in the
+submit callback, and the error for a field is shown right under that field on the next render.
+`persist_state="session"` keeps a draft across page switches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
+
+from groupchat_core import SIM_MODELS, Agent
+from ui.kit.providers import MODEL_HINT, model_label
+from ui.kit.safety import escape_markdown
+from ui.kit.state import SessionState, ordered
+
+from . import actions
+from .actions import AGENT_KEYS, OTHER_MODEL
+
+UP, DOWN = ":material/arrow_upward:", ":material/arrow_downward:"
+TOOL_MODES = ("", "forced", "required", "auto", "json")
+PERSIST: Any = "session"
+
+
+def agent_rows(agents: Sequence[Agent], session: SessionState) -> list[str]:
+    """Saved agents in this session's order, each with move, edit, duplicate, delete."""
+    by_name = {a.agent_name: a for a in agents}
+    names = ordered(list(by_name), session.agent_order)
+    session.agent_order = names
+    for i, name in enumerate(names):
+        agent = by_name[name]
+        with st.container(border=True):
+            text, tools = st.columns([3, 2], vertical_alignment="center")
+            role = agent.system_prompt[:90] + ("…" if len(agent.system_prompt) > 90 else "")
+            text.markdown(f"**{i + 1}. {escape_markdown(name)}** · "
+                          f"{escape_markdown(model_label(agent.model_name))}  \n"
+                          f"{escape_markdown(role) or '*no role*'}")
+            _agent_tools(tools, name, names, i)
+    return names
+
+
+def _agent_tools(column: DeltaGenerator, name: str, names: list[str], i: int) -> None:
+    buttons = [
+        (UP, "up", "Move up", actions.on_move_agent, (name, -1, names), i == 0),
+        (DOWN, "down", "Move down", actions.on_move_agent, (name, 1, names),
+         i == len(names) - 1),
+        (":material/edit:", "edit", "Edit", actions.on_edit_agent, (name,), False),
+        (":material/content_copy:", "dup", "Duplicate", actions.on_duplicate_agent, (name,),
+         False),
+        (":material/delete:", "delete", "Delete", actions.on_delete_agent, (name,), False),
+    ]
+    with column.container(horizontal=True, horizontal_alignment="right", gap="small"):
+        for label, kind, help_text, callback, args, disabled in buttons:
+            st.button(label, key=f"agent_{kind}_{name}", help=help_text, on_click=callback,
+                      args=args, disabled=disabled, type="tertiary")
+
+
+def _error(errors: Mapping[str, str], *fields: str) -> None:
+    for field in fields:
+        if field in errors:
+            st.error(errors[field], icon=":material/error:")
+
+
+def agent_form(title: str, errors: Mapping[str, str], on_save: Callable[[], None]) -> None:
+    """The agent form; `on_save` runs as the submit callback (it validates and saves)."""
+    if AGENT_KEYS["agent_name"] not in st.session_state:
+        actions.fill_agent_form(None, SIM_MODELS[0])
+    k = AGENT_KEYS
+    with st.form("agent_form"):
+        st.markdown(f"**{title}**")
+        st.text_input("Name", key=k["agent_name"], persist_state=PERSIST,
+                      help="Unique: names identify speakers in the chat.")
+        _error(errors, "agent_name", "form")
+        st.text_area("Role (system prompt)", key=k["system_prompt"], persist_state=PERSIST,
+                     help="Who this agent is. Simulated agents bid higher when the "
+                          "conversation touches the words of their role.")
+        st.selectbox("Model", [*SIM_MODELS, OTHER_MODEL], key=k["model_choice"],
+                     format_func=model_label, persist_state=PERSIST,
+                     help="sim/ models are offline simulations, not language models.")
+        st.text_input("litellm model string (when Model is 'other')", key=k["custom_model"],
+                      placeholder="e.g. gpt-4o-mini or ollama/llama3.2", persist_state=PERSIST,
+                      help=f"Used only when Model is '{OTHER_MODEL}': {MODEL_HINT}.")
+        _error(errors, "model_name")
+        cols = st.columns(2)
+        cols[0].number_input("Temperature", 0.0, 2.0, step=0.1, key=k["temperature"],
+                             persist_state=PERSIST)
+        cols[1].number_input("Max tokens", 1, 200_000, step=64, key=k["max_tokens"],
+                             persist_state=PERSIST)
+        _error(errors, "temperature", "max_tokens")
+        with st.expander("Advanced"):
+            _advanced_fields(errors)
+        st.form_submit_button("Save agent", key="save_agent", type="primary", on_click=on_save)
+
+
+def _advanced_fields(errors: Mapping[str, str]) -> None:
+    k = AGENT_KEYS
+    st.text_input("api_base (optional)", key=k["api_base"], persist_state=PERSIST,
+                  placeholder="http://127.0.0.1:8000/v1",
+                  help="Base URL of an OpenAI-compatible server (vLLM, llama.cpp, LM Studio); "
+                       "leave empty for the provider's default.")
+    st.number_input("Timeout per request (s)", 0.1, 3600.0, key=k["timeout"],
+                    persist_state=PERSIST)
+    st.selectbox("Tool choice mode", TOOL_MODES, key=k["tool_choice_mode"],
+                 format_func=lambda m: m or "automatic (fall back as needed)",
+                 persist_state=PERSIST,
+                 help="json: ask for a plain-text JSON bid, for models or servers without "
+                      "tool support.")
+    st.number_input("Simulated latency per bid (s, sim/ models only)", 0.0, 60.0, step=0.1,
+                    key=k["sim_latency"], persist_state=PERSIST)
+    _error(errors, "api_base", "timeout", "tool_choice_mode", "sim_latency")

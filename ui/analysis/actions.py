@@ -1,0 +1,37 @@
+"""The Analysis page's widget callbacks (`on_*`), and `select_run`, which other pages call to
+open a run here.
+
+Why callbacks: they run before the script reruns, so the rerun already shows the chosen run.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from groupchat_core import ConfigError, StoreError
+from ui.kit import store_access
+from ui.kit.state import get
+
+from . import logic
+
+
+def select_run(run_id: str) -> None:
+    """Make `run_id` the run Analysis shows (this session's choice, the picker, `?run=`)."""
+    get().selected_run = run_id
+    st.session_state["analysis_run"] = run_id
+    st.query_params["run"] = run_id
+
+
+def on_run_picked() -> None:
+    select_run(st.session_state["analysis_run"])
+
+
+def on_run_demo() -> None:
+    session = get()
+    try:
+        run_id = logic.run_demo(store_access.store())
+    except (ConfigError, StoreError) as exc:
+        session.notify("error", f"The demo did not run: {exc}")
+        return
+    store_access.invalidate()
+    select_run(run_id)

@@ -1,0 +1,81 @@
+"""Rendering pieces every page shares: notices, chat bubbles, metric cards and the sidebar.
+
+Why one module: every place that shows an agent message goes through `bubble`, so untrusted
+model output is always rendered by `safe_markdown` (no raw HTML, no remote images), and every
+model is labelled the same way ("(simulated)" for sim/ models).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+import streamlit as st
+
+from groupchat_core import Message
+
+from .jobs import JobRegistry
+from .metrics import Card
+from .providers import model_label
+from .safety import escape_markdown, safe_markdown
+from .state import SessionState
+
+__all__ = ["bubble", "cards", "notices", "sidebar"]
+
+_ICONS = {"queued": ":material/schedule:", "running": ":material/autorenew:",
+          "finished": ":material/check_circle:", "cancelled": ":material/stop_circle:",
+          "error": ":material/error:"}
+
+
+def notices(session: SessionState) -> None:
+    """Show (once) what callbacks queued: saved, deleted, imported, failed."""
+    show = {"success": st.success, "error": st.error, "warning": st.warning, "info": st.info}
+    for kind, text in session.take_notices():
+        show.get(kind, st.info)(escape_markdown(text))
+
+
+def bubble(message: Message, *, model: str | None = None, turn: int | None = None,
+           text: str | None = None, streaming: bool = False) -> None:
+    """One chat message; agent text is untrusted, so it is rendered inert."""
+    is_task = message.score is None
+    with st.chat_message("user" if is_task else message.role,
+                         avatar=":material/person:" if is_task else ":material/smart_toy:"):
+        meta = [f"**{escape_markdown(message.role)}**"]
+        if model:
+            meta.append(escape_markdown(model_label(model)))
+        if message.score is not None:
+            meta.append(f"score {message.score:.2f}")
+        if turn:
+            meta.append(f"turn {turn}")
+        st.markdown(" · ".join(meta))
+        body = message.content if text is None else text
+        st.markdown(safe_markdown(body) + (" ▌" if streaming else ""))
+
+
+def cards(shown: Sequence[Card], per_row: int = 5) -> None:
+    """Metrics in bordered cards; a card's note (e.g. who monologued) sits under its value."""
+    for start in range(0, len(shown), per_row):
+        cols = st.columns(per_row)
+        for col, (label, value, help_text, note) in zip(cols, shown[start:start + per_row],
+                                                        strict=False):
+            note = escape_markdown(note) if note else None  # markdown; may be an agent name
+            col.metric(label, value, delta=note, delta_color="off", delta_arrow="off",
+                       help=help_text or None, border=True)
+
+
+def sidebar(session: SessionState, registry: JobRegistry, location: str) -> None:
+    """Jobs of this browser session only (never another session's), newest first; where data
+    lives."""
+    with st.sidebar:
+        jobs = registry.jobs_for(session.owner)
+        running = [j for j in jobs if not j.done]
+        st.caption(f"Jobs of this session: {len(running)} running, {len(jobs)} in all")
+        for job in reversed(jobs[-5:]):
+            names = escape_markdown(", ".join(job.models)) or "?"  # link labels are markdown
+            started = datetime.fromtimestamp(job.created_at).strftime("%H:%M")
+            st.page_link("app_pages/run.py", label=f"{started} · {names}",
+                         icon=_ICONS.get(job.status), query_params={"job": job.id},
+                         help=f"job {job.id}: {job.status}")
+        st.divider()
+        st.caption(f"Data: `{location}`")
+        st.caption("sim/ models are offline simulations, not language models.")

@@ -1,0 +1,43 @@
+"""Speaker metrics as cards (label, value, help, note): what Analysis shows and Runs compares.
+
+Why pure and shared: the same numbers appear on the Analysis page and in the Runs page's
+side-by-side comparison, and they are easy to get subtly wrong and easy to test as data.
+"""
+
+from __future__ import annotations
+
+import math
+
+from groupchat_core.analysis import SpeakerMetrics
+
+Card = tuple[str, str, str, str | None]  # label, value, help, a short note under the value
+
+
+def _fmt(value: float | None, spec: str = ".2f") -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return format(value, spec)
+
+
+def metric_cards(m: SpeakerMetrics) -> list[Card]:
+    """(label, value, help, note) for every speaker metric the Analysis page shows."""
+    rate = m.penalty_changed_rate
+    return [
+        ("Turns", str(m.turns), "Turns played, including a final lull.", m.stop_reason),
+        ("Lull turn", "none" if m.lull_turn is None else str(m.lull_turn),
+         "First turn on which no bid cleared the threshold.", None),
+        ("Speaker entropy", f"{m.entropy_bits:.2f}", "Shannon entropy of turn shares, in bits.",
+         "bits"),
+        ("Evenness", _fmt(m.evenness), "Entropy over its maximum: 1 means perfectly even.",
+         None),
+        ("Gini", _fmt(m.gini), "Gini of turn shares: 0 equal shares; near 1 one agent "
+         "dominates.", None),
+        ("Longest monologue", str(m.longest_monologue),
+         "Most consecutive messages by one agent.", m.longest_monologue_agent),
+        ("Mean margin", _fmt(m.mean_margin, ".3f"),
+         "Winner's adjusted bid minus the runner-up's, averaged over turns with both.", None),
+        ("Penalty flips", str(m.penalty_changed_winner),
+         "Turns where the recency penalty changed who spoke.",
+         None if rate is None else f"{rate:.0%} of turns with a winner"),
+        ("Failed bids", str(m.failed_bids), "Bids whose model call failed.", None),
+    ]

@@ -1,0 +1,104 @@
+"""The Run page's widget callbacks (`on_*`) and the run-form state other pages hand over to.
+
+Why callbacks: they run before the script reruns, so the rerun already shows the outcome (the
+new job, a preset's settings) and may set widget values (which is not allowed once a widget has
+been drawn). Failures become messages for the user, never tracebacks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import streamlit as st
+
+from groupchat_core import ConfigError, StoreError
+from ui.kit import store_access
+from ui.kit.presets import PRESETS
+from ui.kit.state import SessionState, get, move
+
+from . import logic
+
+ROSTER_KEY = "run_roster"
+
+
+def fill_params(values: Mapping[str, Any]) -> None:
+    """Load chat parameters into the run form (defaults, a preset, or a stored run's spec)."""
+    for name, value in values.items():
+        if name in logic.PARAM_HELP:
+            if name == "bid_timeout":
+                value = float(value or 0.0)
+            elif name in ("threshold", "recency_penalty", "idle_timeout"):
+                value = float(value)
+            st.session_state["run_param_" + name] = value
+
+
+def param_values() -> dict[str, Any]:
+    return {name: st.session_state.get("run_param_" + name) for name in logic.PARAM_HELP}
+
+
+def on_load_preset(choice_key: str) -> None:
+    """Save the built-in room picked in widget `choice_key`, and make it the next run."""
+    name = st.session_state[choice_key]
+    session, preset = get(), PRESETS[name]
+    try:
+        names = logic.load_preset(store_access.store(), preset)
+    except StoreError as exc:
+        session.notify("error", str(exc))
+        return
+    session.roster = list(names)
+    session.agent_order = names + [n for n in session.agent_order if n not in names]
+    st.session_state[ROSTER_KEY] = list(names)
+    fill_params({**logic.default_params(), "name": preset.name,
+                 "description": preset.description, **preset.settings})
+    st.session_state["run_task"] = preset.task
+    store_access.invalidate()
+    session.notify("success", f"Loaded the {name} preset: {', '.join(names)}.")
+
+
+def rename_in_roster(session: SessionState, old: str | None, new: str) -> None:
+    """An agent was renamed on the Agents page: keep its place in the next run."""
+    if old in session.roster:
+        session.roster[session.roster.index(old)] = new
+    roster = st.session_state.get(ROSTER_KEY)
+    if old and isinstance(roster, list) and old in roster:
+        st.session_state[ROSTER_KEY] = [new if n == old else n for n in roster]
+
+
+def drop_from_roster(session: SessionState, name: str) -> None:
+    """An agent was deleted on the Agents page: it can no longer take part."""
+    session.roster = [n for n in session.roster if n != name]
+    if isinstance(st.session_state.get(ROSTER_KEY), list):
+        st.session_state[ROSTER_KEY] = [n for n in st.session_state[ROSTER_KEY] if n != name]
+
+
+def on_roster_changed() -> None:
+    get().roster = list(st.session_state.get(ROSTER_KEY) or [])
+
+
+def on_move_in_roster(name: str, delta: int) -> None:
+    roster = move(list(st.session_state.get(ROSTER_KEY) or []), name, delta)
+    st.session_state[ROSTER_KEY] = roster
+    get().roster = roster
+
+
+def on_start_run() -> None:
+    session, store = get(), store_access.store()
+    by_name = {a.agent_name: a for a in store_access.agents()}
+    roster = [n for n in st.session_state.get(ROSTER_KEY) or [] if n in by_name]
+    try:
+        job_id = logic.start_run(
+            store, store_access.job_registry(), session.owner, [by_name[n] for n in roster],
+            str(st.session_state.get("run_task") or ""), param_values(),
+            session.provider_keys)
+    except (ConfigError, StoreError) as exc:
+        session.notify("error", f"The run did not start: {exc}")
+        return
+    session.add_job(job_id)
+    st.session_state["job_select"] = job_id
+    st.session_state["new_run_open"] = False  # make room for the live view
+    st.query_params["job"] = job_id
+
+
+def on_job_selected() -> None:
+    st.query_params["job"] = st.session_state["job_select"]

@@ -1,0 +1,226 @@
+"""The Run page without streamlit: chat parameters, starting a recorded run as a job, presets
+made the next run, and the tables and labels the live view shows.
+
+Why: the page stays thin (read state, take input, call one function here, render), and every
+write it makes and every number it shows can be tested without a browser or a script run.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import pandas as pd
+
+from groupchat_core import (
+    Agent,
+    Bid,
+    ChatConfig,
+    ConfigError,
+    Event,
+    GroupChat,
+    RunRecord,
+    Turn,
+    is_sim_model,
+    prepare_litellm,
+)
+from groupchat_core.store import RunStore
+from ui.kit.jobs import JobRegistry
+from ui.kit.presets import Preset
+from ui.kit.providers import with_session_keys
+from ui.kit.safety import redact
+
+CHAT_PARAMS = ("name", "description", "max_loops", "threshold", "recency_penalty",
+               "recency_window", "idle_timeout", "output_type", "seed", "bid_timeout",
+               "bid_prompt", "verbose", "bid_cache")
+WORDS_PER_SECOND = 14.0
+
+PARAM_HELP = {
+    "name": "Name of the chat: shown in the run list, the analysis page and exports.",
+    "description": "What this chat is for; kept with the run's configuration.",
+    "max_loops": "Hard cap on the total number of messages posted, including the initial user "
+                 "task. When this many messages have been published the chat stops.",
+    "threshold": "Minimum (recency-adjusted) bid a reply must exceed to take the floor. Raise it "
+                 "for a more selective room; lower it for livelier chatter. A turn where no "
+                 "agent clears it ends the chat.",
+    "recency_penalty": "Amount subtracted from the bid of any agent that spoke within the last "
+                       "recency_window turns, so the floor rotates instead of one agent "
+                       "monologuing. Set to 0.0 to disable.",
+    "recency_window": "How many of the most recent speakers are subject to recency_penalty.",
+    "idle_timeout": "Accepted for backward compatibility only. Not used to end the chat.",
+    "output_type": "Format of the value run() returns (list, dict, str, final, json, yaml, "
+                   "xml, ...). The dashboard always shows the full transcript; this is kept in "
+                   "the run's spec for scripts that re-run it.",
+    "seed": "Seed of the simulated (sim/) agents: the same seed replays the same chat.",
+    "bid_timeout": "Seconds each bid may take before it counts as failed (0: no limit beyond "
+                   "each agent's own timeout).",
+    "bid_prompt": "The template every agent bids with; placeholders such as {threshold} are "
+                  "filled with this room's real numbers.",
+    "verbose": "Also log bids and print each message on the server's console.",
+    "bid_cache": "Answer repeated bid requests of deterministic agents (sim/ models, "
+                 "temperature 0) from this server's cache: the same results, at once (a sim's "
+                 "simulated latency is skipped). Off: every agent is asked afresh.",
+}
+
+
+# --- starting a run -----------------------------------------------------------------------
+
+
+def load_preset(store: RunStore, preset: Preset) -> list[str]:
+    """Save the preset's agents (replacing same-named ones) and the room as a store preset."""
+    agents = preset.build_agents()
+    store.save_agents(agents)
+    store.save_preset(preset.name, preset.spec())
+    return [a.agent_name for a in agents]
+
+
+def chat_params(values: Mapping[str, Any]) -> dict[str, Any]:
+    """GroupChat keyword arguments from the parameter form (unknown keys dropped)."""
+    params = {k: values[k] for k in CHAT_PARAMS if k in values}
+    if params.get("bid_timeout") in (0, 0.0):
+        params["bid_timeout"] = None
+    if "bid_cache" in params:  # on: the engine's own policy (deterministic agents only)
+        params["bid_cache"] = None if params["bid_cache"] else False
+    return params
+
+
+def default_params() -> dict[str, Any]:
+    """The engine's defaults, except the bid cache: a dashboard run asks every agent afresh
+    (a cached sim replays instantly, skipping the simulated latency the live view shows)."""
+    return {**ChatConfig().model_dump(include=set(CHAT_PARAMS)), "bid_cache": False}
+
+
+def build_chat(agents: Sequence[Agent], params: Mapping[str, Any],
+               session_keys: Mapping[str, str]) -> GroupChat:
+    """A chat over per-job agent copies that carry this session's keys (ConfigError if bad)."""
+    return GroupChat(agents=with_session_keys(agents, session_keys), **chat_params(params))
+
+
+_warm = threading.Lock()
+_warming: list[threading.Thread] = []
+
+
+def warm_up_litellm(agents: Iterable[Agent]) -> bool:
+    """Import litellm on a side thread once a room has a non-sim agent; True if started.
+
+    Its import takes seconds; done lazily inside a run, it would happen on the engine's shared
+    loop thread and stall every other session's live chat meanwhile.
+    """
+    if all(is_sim_model(a.model_name) for a in agents):
+        return False
+    with _warm:
+        if _warming:
+            return False
+        thread = threading.Thread(target=prepare_litellm, name="litellm-import", daemon=True)
+        _warming.append(thread)
+    thread.start()
+    return True
+
+
+def redacting(observer: Callable[[Event], None],
+              secrets: Sequence[str]) -> Callable[[Event], None]:
+    """Wrap an observer so no event it sees contains a session key (e.g. echoed in an error)."""
+    secrets = [s for s in secrets if s]
+
+    def scrubbed(event: Event) -> None:
+        if secrets:
+            text = event.model_dump_json()
+            if any(s in text for s in secrets):
+                event = type(event).model_validate_json(redact(text, secrets))
+        observer(event)
+
+    return scrubbed
+
+
+def start_run(store: RunStore, registry: JobRegistry, owner: str, agents: Sequence[Agent],
+              task: str, params: Mapping[str, Any], session_keys: Mapping[str, str]) -> str:
+    """Start a recorded chat as a background job of this session; returns the job id."""
+    if len(agents) < 2:
+        raise ConfigError("pick at least two agents for a chat")
+    if not task.strip():
+        raise ConfigError("the task must not be empty: it is the first message of the chat")
+    chat = build_chat(agents, params, session_keys)
+    recorder = redacting(store.recorder(chat), list(session_keys.values()))
+    return registry.start_chat(chat, task, owner=owner, extra_observers=[recorder])
+
+
+# --- what the live view shows -------------------------------------------------------------
+
+
+def parse_time(value: str | None) -> datetime | None:
+    try:
+        return datetime.fromisoformat(value) if value else None
+    except ValueError:
+        return None
+
+
+def duration_s(started: str | None, ended: str | None) -> float | None:
+    start, end = parse_time(started), parse_time(ended)
+    return (end - start).total_seconds() if start and end else None
+
+
+def reveal(content: str, posted_at: str | None, now: datetime) -> tuple[str, bool]:
+    """The words of a new reply shown so far (streamed at WORDS_PER_SECOND) and whether all are."""
+    words = content.split(" ")
+    posted = parse_time(posted_at)
+    if posted is None:
+        return content, True
+    shown = int((now - posted).total_seconds() * WORDS_PER_SECOND) + 1
+    if shown >= len(words):
+        return content, True
+    return " ".join(words[:max(shown, 1)]), False
+
+
+def _cell(bid: Bid | None) -> str:
+    if bid is None:
+        return ""
+    if bid.error and bid.path == "none":
+        return "failed"
+    if not bid.message:
+        return f"{bid.score:.2f} silent"
+    mark = f" → {bid.adjusted:.2f}" if bid.penalized else ""
+    return f"{bid.score:.2f}{mark}" + (" ★" if bid.winner else "")
+
+
+def past_turns(turns: Sequence[Turn], bids_by_turn: Mapping[int, Sequence[Bid]],
+               agents: Sequence[str]) -> pd.DataFrame:
+    """One row per finished turn, newest first: winner (or lull), margin, every agent's bid."""
+    rows = []
+    for turn in reversed(turns):
+        by_agent = {b.agent: b for b in bids_by_turn.get(turn.turn, ())}
+        outcome = turn.winner or ("lull" if turn.lull else "every bid failed")
+        row: dict[str, Any] = {"turn": turn.turn, "spoke": outcome,
+                               "margin": None if turn.margin is None else round(turn.margin, 3)}
+        row.update({agent: _cell(by_agent.get(agent)) for agent in agents})
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["turn", "spoke", "margin", *agents])
+
+
+def failures(bids: Iterable[Bid]) -> dict[str, str]:
+    """The first failed call (or unparseable reply) per agent, in the order they happened."""
+    found: dict[str, str] = {}
+    for bid in bids:
+        if bid.error and bid.agent not in found:
+            found[bid.agent] = bid.error
+    return found
+
+
+def summary(record: RunRecord) -> list[tuple[str, str, str | None]]:
+    """Stop reason, turns, tokens, cost and time of a finished run: (label, value, note)."""
+    seconds = duration_s(record.started_at, record.ended_at)
+    tokens = record.total_prompt_tokens + record.total_completion_tokens
+    return [
+        ("Stop reason", record.stop_reason or "running", None),
+        ("Turns", str(len(record.turns)), None),
+        ("Messages", str(max(len(record.messages) - 1, 0)), "posted after the task"),
+        ("Tokens", f"{tokens:,}", "simulated agents use none" if _all_sim(record) else None),
+        ("Cost", f"${record.total_cost_usd:.4f}" if record.total_cost_usd else "$0",
+         f"{record.total_calls} model calls"),
+        ("Time", "n/a" if seconds is None else f"{seconds:.1f} s", None),
+    ]
+
+
+def _all_sim(record: RunRecord) -> bool:
+    return bool(record.bids) and all(b.path == "simulation" for b in record.bids)

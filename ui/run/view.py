@@ -1,0 +1,117 @@
+"""The Run page's "New run" panel: a preset, the roster in speaking order, the task and every
+chat parameter.
+
+Why order gets its own controls: selection ties go to the agent earlier in the list, so the
+order of a room is a parameter of the experiment, not cosmetics. The parameters live in a form,
+so typing does not rerun the page; `persist_state="session"` keeps a draft across page switches.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import streamlit as st
+
+from groupchat_core import OUTPUT_TYPES, Agent
+from ui.kit.presets import PRESETS
+from ui.kit.providers import KeyWarning, missing_keys, model_label
+from ui.kit.safety import escape_markdown
+from ui.kit.state import SessionState, ordered
+
+from . import actions, logic
+
+UP, DOWN = ":material/arrow_upward:", ":material/arrow_downward:"
+PERSIST: Any = "session"
+PARAM_HELP = logic.PARAM_HELP
+
+
+def new_run(session: SessionState, agents: Sequence[Agent]) -> None:
+    """The expander to start a run (open until this session has a job)."""
+    st.session_state.setdefault("new_run_open", not session.job_ids)
+    with st.expander("New run", key="new_run_open", on_change="rerun",
+                     icon=":material/add_circle:"):
+        if len(agents) < 2:
+            st.info("A chat needs at least two saved agents. Start from a preset (offline "
+                    "simulations, no key needed) or create agents on the Agents page.")
+        cols = st.columns([3, 1], vertical_alignment="bottom")
+        cols[0].selectbox("Preset room", list(PRESETS), key="run_preset_choice")
+        cols[1].button("Use preset", key="use_preset", on_click=actions.on_load_preset,
+                       args=("run_preset_choice",))
+        roster = roster_picker(agents, session)
+        chosen = [a for a in agents if a.agent_name in roster]
+        key_warnings(missing_keys(chosen, session.provider_keys, os.environ))
+        logic.warm_up_litellm(chosen)
+        with st.form("run_form"):
+            st.text_area("Task", key="run_task", persist_state="session",
+                         placeholder="Should we adopt AI for medical diagnosis?",
+                         help="The first message of the chat (posted as User; it counts toward "
+                              "max_loops).")
+            param_inputs(logic.default_params())
+            st.form_submit_button("Start run", key="start_run", type="primary",
+                                  icon=":material/play_arrow:", on_click=actions.on_start_run)
+
+
+def key_warnings(warnings: Sequence[KeyWarning]) -> None:
+    for warning in warnings:
+        st.warning(escape_markdown(warning.text), icon=":material/key:")
+
+
+def roster_picker(agents: Sequence[Agent], session: SessionState) -> list[str]:
+    """Which saved agents take part, in which order (ties go to the earlier agent)."""
+    by_name = {a.agent_name: a for a in agents}
+    options = ordered(list(by_name), session.agent_order)
+    current = st.session_state.get(actions.ROSTER_KEY, session.roster)
+    st.session_state[actions.ROSTER_KEY] = [n for n in current if n in by_name]
+    roster: list[str] = st.multiselect(
+        "Agents (in speaking-priority order)", options, key=actions.ROSTER_KEY,
+        format_func=lambda n: f"{n} · {model_label(by_name[n].model_name)}",
+        on_change=actions.on_roster_changed, persist_state="session",
+        help="At least two. Order matters: a tie between bids goes to the earlier agent.")
+    session.roster = list(roster)
+    for i, name in enumerate(roster):
+        with st.container(horizontal=True, vertical_alignment="center", gap="small"):
+            st.button(UP, key=f"roster_up_{name}", disabled=i == 0, type="tertiary",
+                      help="Earlier: wins ties", on_click=actions.on_move_in_roster,
+                      args=(name, -1))
+            st.button(DOWN, key=f"roster_down_{name}", disabled=i == len(roster) - 1,
+                      type="tertiary", help="Later", on_click=actions.on_move_in_roster,
+                      args=(name, 1))
+            st.markdown(f"{i + 1}. {escape_markdown(name)}")
+    return list(roster)
+
+
+def param_inputs(defaults: Mapping[str, Any]) -> None:
+    """Every GroupChat parameter, keyed `run_param_<name>`; call inside the run form."""
+    if "run_param_name" not in st.session_state:
+        actions.fill_params(defaults)
+    p = "run_param_"
+    cols = st.columns(3)
+    cols[0].number_input("max_loops", 1, 1000, key=p + "max_loops", help=PARAM_HELP["max_loops"],
+                         persist_state=PERSIST)
+    cols[1].number_input("threshold", -1.0, 2.0, step=0.05, key=p + "threshold",
+                         help=PARAM_HELP["threshold"], persist_state=PERSIST)
+    cols[2].number_input("recency_penalty", -1.0, 2.0, step=0.05, key=p + "recency_penalty",
+                         help=PARAM_HELP["recency_penalty"], persist_state=PERSIST)
+    cols = st.columns(3)
+    cols[0].number_input("recency_window", 0, 100, key=p + "recency_window",
+                         help=PARAM_HELP["recency_window"], persist_state=PERSIST)
+    cols[1].number_input("seed", 0, 2**31 - 1, key=p + "seed", help=PARAM_HELP["seed"],
+                         persist_state=PERSIST)
+    cols[2].number_input("bid_timeout (s)", 0.0, 3600.0, key=p + "bid_timeout",
+                         help=PARAM_HELP["bid_timeout"], persist_state=PERSIST)
+    with st.expander("More parameters"):
+        st.text_input("name", key=p + "name", help=PARAM_HELP["name"], persist_state=PERSIST)
+        st.text_input("description", key=p + "description", help=PARAM_HELP["description"],
+                      persist_state=PERSIST)
+        st.selectbox("output_type", OUTPUT_TYPES, key=p + "output_type",
+                     help=PARAM_HELP["output_type"], persist_state=PERSIST)
+        st.number_input("idle_timeout (s)", 0.0, 3600.0, key=p + "idle_timeout",
+                        help=PARAM_HELP["idle_timeout"], persist_state=PERSIST)
+        st.text_area("bid_prompt", key=p + "bid_prompt", height=200,
+                     help=PARAM_HELP["bid_prompt"], persist_state=PERSIST)
+        st.checkbox("verbose", key=p + "verbose", help=PARAM_HELP["verbose"],
+                    persist_state=PERSIST)
+        st.checkbox("reuse cached bids", key=p + "bid_cache", help=PARAM_HELP["bid_cache"],
+                    persist_state=PERSIST)

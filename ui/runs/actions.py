@@ -1,0 +1,50 @@
+"""The Runs page's widget callbacks (`on_*`): delete (after a confirmation), import a bundle,
+and open a run in Analysis.
+
+Why callbacks: they run before the script reruns, so the rerun already shows the outcome.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from groupchat_core import ConfigError, StoreError
+from ui.analysis.actions import select_run
+from ui.kit import store_access
+from ui.kit.state import get
+
+from . import logic
+
+
+def open_in_analysis(run_id: str) -> None:
+    """Switch to the Analysis page showing `run_id` (call from the script, not a callback)."""
+    select_run(run_id)
+    st.switch_page("app_pages/analysis.py", query_params={"run": run_id})
+
+
+def on_ask_delete(run_ids: list[str]) -> None:
+    get().confirm_delete = tuple(run_ids)
+
+
+def on_confirm_delete(confirmed: bool) -> None:
+    session = get()
+    ids, session.confirm_delete = session.confirm_delete, ()
+    if confirmed and ids:
+        count = logic.delete_runs(store_access.store(), ids)
+        store_access.invalidate()
+        st.session_state.pop("runs_table", None)
+        session.notify("success", f"Deleted {count} run(s).")
+
+
+def on_import_bundle() -> None:
+    session, upload = get(), st.session_state.get("bundle_upload")
+    if upload is None:
+        session.notify("error", "Choose a run bundle (.json) first.")
+        return
+    try:
+        run_id = logic.import_run(store_access.store(), upload.getvalue(), upload.name)
+    except (ConfigError, StoreError) as exc:
+        session.notify("error", f"Nothing was imported: {exc}")
+        return
+    store_access.invalidate()
+    session.notify("success", f"Imported run {run_id}.")

@@ -1,0 +1,1 @@
+"""The Settings page (app_pages/settings.py): `actions` holds its callbacks."""
