@@ -49,6 +49,16 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
 
+def _whole(value: Any, info: Any) -> Any:
+    """An integer field given as a float (1e30 in JSON): our bound, not pydantic's "unable to
+    parse input string"; 3.0 still reads as 3."""
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()
+                                         and abs(value) <= MAX_STORED_INT):
+        raise ValueError(f"{info.field_name} must be an integer from 0 to {MAX_STORED_INT:,} "
+                         f"(what the store holds), got {value!r}")
+    return value
+
+
 def _iso(value: str | None) -> str | None:
     if value is not None:
         try:
@@ -75,6 +85,8 @@ class BundleRun(_Strict):
     notes: str = ""
 
     _times = field_validator("started_at", "ended_at")(_iso)
+    _ints = field_validator("total_calls", "total_prompt_tokens", "total_completion_tokens",
+                            mode="before")(_whole)
 
 
 class BundleMessage(Message):
@@ -96,12 +108,17 @@ class BundleBid(Bid):
     cost_usd: float | None = Field(default=None, ge=0)
     calls: int = Field(default=0, **_COUNT)
 
+    _ints = field_validator("turn", "position", "prompt_tokens", "completion_tokens", "calls",
+                            mode="before")(_whole)
+
 
 class BundleTurn(Turn):
     """A turn row as a bundle carries it (integers the store can hold)."""
 
     turn: int = Field(**_STORED)
     failed_bids: int = Field(default=0, **_COUNT)
+
+    _ints = field_validator("turn", "failed_bids", mode="before")(_whole)
 
 
 class Bundle(_Strict):
