@@ -32,8 +32,7 @@ from ._records import Bid, Message, RunRecord, StopReason, Turn, utc_now
 from ._safeload import MAX_STORED_INT, check_plain, parse_text
 from ._selection import select_speaker
 from ._turn_loop import _candidate, _turn_row  # the engine's own bid -> candidate and turn row
-from .store import RunStore
-from .store._writer import status_for
+from .store import RunStore, status_for
 
 BUNDLE_FORMAT = "groupchat-run"
 BUNDLE_VERSION = 1
