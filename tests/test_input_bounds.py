@@ -176,6 +176,21 @@ def test_sweep_files_refuse_non_finite_and_unbounded_numbers(change, pattern):
     one_line(caught)
 
 
+@pytest.mark.parametrize(("change", "pattern"), [
+    ({"grid": {"threshold": [NAN]}}, r"grid\.threshold\[0\] must be a finite number, got nan"),
+    ({"grid": {"temperature": [INF]}}, r"grid\.temperature\[0\] must be a finite number"),
+    ({"max_usd": NAN}, r"max_usd must be a finite number, got nan"),
+    ({"repeats": 1e20}, r"repeats must be an integer >= 1 and <= 10000, got 1e\+20"),
+])
+def test_sweep_data_handed_over_directly_is_checked_by_the_validators(change, pattern):
+    """No file parser in between (the dashboard and the Python API build sweeps as data)."""
+    from groupchat_core.sweeps import parse_sweep
+
+    with pytest.raises(ConfigError, match=pattern) as caught:
+        parse_sweep({**SWEEP, **change})
+    one_line(caught)
+
+
 # --- YAML's own limit, and the libyaml path ----------------------------------------------------
 
 
