@@ -19,7 +19,7 @@ import json
 import math
 import unicodedata
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal, NoReturn
 
@@ -178,6 +178,9 @@ def read_bundle(data: str | bytes | Mapping[str, Any], source: str = "bundle") -
     return bundle
 
 
+Fail = Callable[[str], NoReturn]  # raises a ConfigError naming the bundle
+
+
 def _check_consistent(bundle: Bundle, spec: ChatSpec, source: str) -> None:
     """The bundle must be a run the engine could have produced; raise on the first
     contradiction, in the order: spec and names, status, structure, each turn, stop, totals."""
@@ -194,7 +197,6 @@ def _check_consistent(bundle: Bundle, spec: ChatSpec, source: str) -> None:
     _check_totals(bundle, fail)
 
 
-Fail = Any  # Callable[[str], NoReturn]; kept loose for the nested closure above
 _JOINERS = frozenset("\u200d")  # zero-width joiner: part of emoji sequences, not a control
 
 
