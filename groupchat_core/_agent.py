@@ -27,6 +27,7 @@ from pydantic import (
 
 from ._bidding import RESPOND_TOOL
 from ._errors import ConfigError
+from ._safeload import check_int, nonfinite_path, show_number
 from ._secrets import redact_kwargs
 
 DEFAULT_MODEL = "sim/balanced"
@@ -70,6 +71,12 @@ README_KEYWORDS = 'README.md, "Code written for the reference"'
 
 
 MAX_NAME_LENGTH = 200  # names are identifiers (stored, charted, filtered), not prose
+# Numeric maxima (docs/engine.md §2): a bound, not a tuning, so 1e20 is a clear error at the edge.
+MAX_AGENT_TOKENS = 100_000_000  # max_tokens and context_window
+MAX_RETRIES = 100
+MAX_AGENT_LOOPS = 10_000
+MAX_AGENT_TIMEOUT_S = 86_400.0
+MAX_KWARG_INT = 2**63 - 1  # an integer inside litellm_kwargs / tools: what a provider can take
 
 
 def _short_name(field: str, value: str) -> str:
@@ -139,20 +146,45 @@ class Agent(BaseModel):
     def _window(cls, value: int | None) -> int | None:
         if value is not None and value < 1:
             raise ValueError(f"context_window must be a positive number of tokens, got {value!r}")
+        if value is not None:
+            check_int("context_window", value, 1, MAX_AGENT_TOKENS)
+        return value
+
+    @field_validator("max_tokens", "num_retries", "max_loops", "context_window", mode="before")
+    @classmethod
+    def _whole_number(cls, value: Any, info: Any) -> Any:
+        """3.0 still reads as 3; 1e20 or 2.5 is our one-line message, not pydantic's "unable to
+        parse input string"."""
+        if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()
+                                             and abs(value) <= 2**53):
+            raise ValueError(f"{info.field_name} must be an integer, got {value!r}")
         return value
 
     @field_validator("max_tokens", "num_retries")
     @classmethod
-    def _non_negative(cls, value: int) -> int:
+    def _non_negative(cls, value: int, info: Any) -> int:
         if value < 0:
             raise ValueError(f"must be >= 0, got {value!r}")
-        return value
+        high = MAX_AGENT_TOKENS if info.field_name == "max_tokens" else MAX_RETRIES
+        return check_int(info.field_name, value, 0, high)
+
+    @field_validator("max_loops")
+    @classmethod
+    def _loops(cls, value: int) -> int:
+        return check_int("max_loops", value, -MAX_AGENT_LOOPS, MAX_AGENT_LOOPS)
 
     @field_validator("timeout")
     @classmethod
     def _positive_timeout(cls, value: float) -> float:
-        if not math.isfinite(value) or value <= 0:
-            raise ValueError(f"timeout must be a positive number of seconds, got {value!r}")
+        if not math.isfinite(value) or not 0 < value <= MAX_AGENT_TIMEOUT_S:
+            raise ValueError(f"timeout must be a positive number of seconds up to "
+                             f"{MAX_AGENT_TIMEOUT_S:,.0f} (a day), got {value!r}")
+        return value
+
+    @field_validator("tools_list_dictionary")
+    @classmethod
+    def _finite_tools(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        _check_plain_numbers("tools_list_dictionary", value)
         return value
 
     @field_validator("litellm_kwargs")
@@ -164,6 +196,7 @@ class Agent(BaseModel):
                 f"litellm_kwargs must not set {bad}: the engine controls these, and keys go in "
                 "api_key or the environment"
             )
+        _check_plain_numbers("litellm_kwargs", value)
         return value
 
     def has_respond_tool(self) -> bool:
@@ -208,6 +241,23 @@ class Agent(BaseModel):
             if (t.get("function") or {}).get("name") != "respond"
         ]
         return spec
+
+
+def _check_plain_numbers(field: str, value: Any) -> None:
+    """Nested numbers go to the provider and into every dump: finite, and integers a provider
+    (and JSON readers) can hold."""
+    where = nonfinite_path(value, field)
+    if where is not None:
+        raise ValueError(f"{where} must be a finite number (NaN and infinity cannot be recorded)")
+    stack: list[tuple[Any, str]] = [(value, field)]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, int) and not isinstance(node, bool) and abs(node) > MAX_KWARG_INT:
+            raise ValueError(f"{path} is {show_number(node)}, beyond a 64-bit integer")
+        if isinstance(node, dict):
+            stack.extend((v, f"{path}.{k}") for k, v in node.items())
+        elif isinstance(node, list | tuple):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(node))
 
 
 _ACCEPTED = frozenset(Agent.model_fields) | set(REFERENCE_ALIASES) | set(REFERENCE_IGNORED)

@@ -4,25 +4,35 @@
     run_id = import_bundle(other_store, data)
 
 Importing validates everything first (unknown fields, wrong types, secret-like fields, size,
-consistency between spec, bids and turns) and writes the run in one transaction, so a bad file
-changes nothing. An imported run reads back exactly as it was exported.
+numbers the store can hold) and then re-checks the run against the engine's own rules: every
+turn is re-selected from its bids with `select_speaker` under the bundle's threshold, recency
+penalty and window (recent speakers derived from the bundle's messages, as the turn loop does),
+and the recorded winner, turn row, posted message, stop reason and totals must all agree. The
+first contradiction is one ConfigError line (turn, agent, what was expected); the run is written
+in one transaction only after all of that, so a bad file changes nothing. An imported run reads
+back exactly as it was exported.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import math
+import unicodedata
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ._agent import Agent
 from ._config import MAX_SPEC_BYTES, ChatSpec, explain, parse_spec
 from ._errors import ConfigError
-from ._records import Bid, Message, StopReason, Turn, utc_now
-from ._safeload import check_plain, parse_text
-from .store import RunStore
+from ._records import Bid, Message, RunRecord, StopReason, Turn, utc_now
+from ._safeload import MAX_STORED_INT, check_plain, parse_text
+from ._selection import select_speaker
+from ._turn_loop import _candidate, _turn_row  # the engine's own bid -> candidate and turn row
+from .store import RunStore, status_for
 
 BUNDLE_FORMAT = "groupchat-run"
 BUNDLE_VERSION = 1
@@ -30,8 +40,22 @@ MAX_BUNDLE_BYTES = 64 * 1024 * 1024
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
 
+_STORED: dict[str, Any] = {"ge": -MAX_STORED_INT, "le": MAX_STORED_INT}  # an INTEGER column
+_COUNT: dict[str, Any] = {"ge": 0, "le": MAX_STORED_INT}
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+
+def _whole(value: Any, info: Any) -> Any:
+    """An integer field given as a float (1e30 in JSON): our bound, not pydantic's "unable to
+    parse input string"; 3.0 still reads as 3."""
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()
+                                         and abs(value) <= MAX_STORED_INT):
+        raise ValueError(f"{info.field_name} must be an integer from 0 to {MAX_STORED_INT:,} "
+                         f"(what the store holds), got {value!r}")
+    return value
 
 
 def _iso(value: str | None) -> str | None:
@@ -52,20 +76,48 @@ class BundleRun(_Strict):
     error: str | None = None
     started_at: str
     ended_at: str | None = None
-    total_calls: int = Field(default=0, ge=0)
-    total_prompt_tokens: int = Field(default=0, ge=0)
-    total_completion_tokens: int = Field(default=0, ge=0)
+    total_calls: int = Field(default=0, **_COUNT)
+    total_prompt_tokens: int = Field(default=0, **_COUNT)
+    total_completion_tokens: int = Field(default=0, **_COUNT)
     total_cost_usd: float = Field(default=0.0, ge=0)
     tags: list[str] = Field(default_factory=list)
     notes: str = ""
 
     _times = field_validator("started_at", "ended_at")(_iso)
+    _ints = field_validator("total_calls", "total_prompt_tokens", "total_completion_tokens",
+                            mode="before")(_whole)
 
 
 class BundleMessage(Message):
-    turn: int = Field(ge=0)
+    turn: int = Field(ge=0, le=MAX_STORED_INT)
 
     _time = field_validator("timestamp")(_iso)
+
+
+class BundleBid(Bid):
+    """A bid as a bundle carries it: numbers bounded so the store can hold every one (a total
+    of 1e30 is this one error, not an OverflowError from the database); the meaning of each
+    value is checked against the engine's rules by _check_consistent."""
+
+    turn: int = Field(**_STORED)
+    position: int = Field(**_STORED)
+    latency_ms: float = Field(default=0.0, ge=0)
+    prompt_tokens: int | None = Field(default=None, **_COUNT)
+    completion_tokens: int | None = Field(default=None, **_COUNT)
+    cost_usd: float | None = Field(default=None, ge=0)
+    calls: int = Field(default=0, **_COUNT)
+
+    _ints = field_validator("turn", "position", "prompt_tokens", "completion_tokens", "calls",
+                            mode="before")(_whole)
+
+
+class BundleTurn(Turn):
+    """A turn row as a bundle carries it (integers the store can hold)."""
+
+    turn: int = Field(**_STORED)
+    failed_bids: int = Field(default=0, **_COUNT)
+
+    _ints = field_validator("turn", "failed_bids", mode="before")(_whole)
 
 
 class Bundle(_Strict):
@@ -75,8 +127,8 @@ class Bundle(_Strict):
     run: BundleRun
     spec: dict[str, Any]
     messages: list[BundleMessage] = Field(min_length=1)
-    bids: list[Bid] = Field(default_factory=list)
-    turns: list[Turn] = Field(default_factory=list)
+    bids: list[BundleBid] = Field(default_factory=list)
+    turns: list[BundleTurn] = Field(default_factory=list)
 
     @field_validator("schema_version")
     @classmethod
@@ -126,25 +178,231 @@ def read_bundle(data: str | bytes | Mapping[str, Any], source: str = "bundle") -
     return bundle
 
 
+Fail = Callable[[str], NoReturn]  # raises a ConfigError naming the bundle
+
+
 def _check_consistent(bundle: Bundle, spec: ChatSpec, source: str) -> None:
-    """The log must fit the spec: known agents at their positions, bids on recorded turns."""
+    """The bundle must be a run the engine could have produced; raise on the first
+    contradiction, in the order: spec and names, status, structure, each turn, stop, totals."""
+
+    def fail(problem: str) -> NoReturn:
+        raise ConfigError(f"{source}: {problem}")
+
     names = [a.agent_name for a in spec.agents]
-    turn_numbers = [t.turn for t in bundle.turns]
-    if len(set(turn_numbers)) != len(turn_numbers):
-        raise ConfigError(f"{source}: turn numbers repeat")
-    posted_on = [m.turn for m in bundle.messages]
-    if posted_on[0] != 0 or any(t not in turn_numbers for t in posted_on[1:]):
-        raise ConfigError(f"{source}: the first message must be the task (turn 0) and every "
-                          "other message must belong to a recorded turn")
+    _check_names(bundle, spec, fail)
+    _check_status(bundle.run, fail)
+    _check_structure(bundle, names, fail)
+    _check_turns(bundle, spec, names, fail)
+    _check_stop(bundle, spec, fail)
+    _check_totals(bundle, fail)
+
+
+_JOINERS = frozenset("\u200d")  # zero-width joiner: part of emoji sequences, not a control
+
+
+def _hidden_character(text: str) -> str | None:
+    """The first character of a name that is not shown as itself: C0/C1 controls (ESC starts
+    terminal escape sequences), DEL, line/paragraph separators, bidi overrides and zero-width
+    format characters (which make a name read as another)."""
+    for ch in text:
+        category = unicodedata.category(ch)
+        if category in ("Cc", "Zl", "Zp") or (category == "Cf" and ch not in _JOINERS):
+            return f"U+{ord(ch):04X}"
+    return None
+
+
+def _check_names(bundle: Bundle, spec: ChatSpec, fail: Fail) -> None:
+    names = [a.agent_name for a in spec.agents]
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            fail(f"duplicate agent_name {name!r} in the spec: names identify speakers, so each "
+                 "agent needs a unique name")
+        seen.add(name)
+    if len(names) < 2:
+        fail(f"the spec has {len(names)} agent(s); a chat needs at least 2")
+    labels = [("run name", bundle.run.name), ("spec name", spec.name)]
+    labels += [("tag", t) for t in bundle.run.tags]
+    labels += [("agent_name", a.agent_name) for a in spec.agents]
+    labels += [(f"model_name of {a.agent_name!r}", a.model_name) for a in spec.agents]
+    for what, label in labels:
+        hidden = _hidden_character(label)
+        if hidden is not None:
+            fail(f"{what} {label!r} contains the control character {hidden}; names are shown "
+                 "on terminals and pages and must read as what they are: remove it")
+
+
+def _check_status(run: BundleRun, fail: Fail) -> None:
+    """Status and stop reason as the store writes them (store/_writer.status_for)."""
+    reason = run.stop_reason
+    if run.status == "finished" and reason is None:
+        fail("run status is 'finished' but it has no stop_reason: a finished run says why it "
+             "stopped (max_loops, lull, ...)")
+    if reason is not None and run.status in ("finished", "cancelled"):
+        expected = status_for(RunRecord(run_id=run.run_id, config={}, task=run.task,
+                                        stop_reason=reason))
+        if expected != run.status:
+            fail(f"run status is {run.status!r} but stop_reason {reason!r} ends a run as "
+                 f"{expected!r}")
+
+
+def _check_structure(bundle: Bundle, names: list[str], fail: Fail) -> None:
+    """Turns numbered 1, 2, 3, ...; the task first; every message and bid on a recorded turn."""
+    for index, row in enumerate(bundle.turns, start=1):
+        if row.turn < 1:
+            fail(f"turn {row.turn}: turn numbers start at 1 (the task is turn 0)")
+        if row.turn != index:
+            fail(f"turn {row.turn} is out of place: turns are numbered 1, 2, 3, ... in order, "
+                 f"so turn {index} was expected there")
+    recorded = len(bundle.turns)
+    first, *rest = bundle.messages
+    if first.turn != 0 or any(not 1 <= m.turn <= recorded for m in rest):
+        fail("the first message must be the task (turn 0) and every other message must belong "
+             "to a recorded turn")
+    if first.role != "User" or first.content != bundle.run.task or first.score is not None:
+        fail("the first message must be the task as posted: role 'User', the run's task as its "
+             "content, no score")
+    if any(a.turn > b.turn for a, b in zip(rest, rest[1:], strict=False)):
+        fail("messages are not in the order they were posted (their turns go backwards)")
     seen: set[tuple[int, int]] = set()
     for bid in bundle.bids:
         if not 0 <= bid.position < len(names) or names[bid.position] != bid.agent:
-            raise ConfigError(f"{source}: bid of {bid.agent!r} on turn {bid.turn} does not match "
-                              "an agent of the spec at that position")
-        if bid.turn not in turn_numbers or (bid.turn, bid.position) in seen:
-            raise ConfigError(f"{source}: bid of {bid.agent!r} on turn {bid.turn} has no turn "
-                              "row, or is duplicated")
+            fail(f"bid of {bid.agent!r} on turn {bid.turn} does not match an agent of the spec "
+                 "at that position")
+        if not 1 <= bid.turn <= recorded or (bid.turn, bid.position) in seen:
+            fail(f"bid of {bid.agent!r} on turn {bid.turn} has no turn row, or is duplicated")
         seen.add((bid.turn, bid.position))
+
+
+def _same(recorded: Any, expected: Any) -> bool:
+    if isinstance(recorded, float | int) and isinstance(expected, float | int) and not (
+            isinstance(recorded, bool) or isinstance(expected, bool)):
+        return math.isclose(recorded, expected, rel_tol=1e-9, abs_tol=1e-12)
+    return bool(recorded == expected)
+
+
+def _room(spec: ChatSpec, recent: Sequence[str]) -> str:
+    speakers = ", ".join(map(repr, recent)) or "none"
+    return (f"threshold {spec.threshold:g}, recency penalty {spec.recency_penalty:g}, window "
+            f"{spec.recency_window}; recent speakers: {speakers}")
+
+
+def _check_turns(bundle: Bundle, spec: ChatSpec, names: list[str], fail: Fail) -> None:
+    """Re-run each turn: selection from its bids (the engine's select_speaker), the turn row
+    (the engine's _turn_row), the posted message; recent speakers as the turn loop keeps them."""
+    bids_on: dict[int, list[BundleBid]] = {}
+    for bid in bundle.bids:
+        bids_on.setdefault(bid.turn, []).append(bid)
+    posted_on: dict[int, list[BundleMessage]] = {}
+    for message in bundle.messages[1:]:
+        posted_on.setdefault(message.turn, []).append(message)
+    window = spec.recency_window
+    recent: deque[str] = deque(maxlen=window)  # as TurnLoop.recent: the last `window` speakers
+    for index, row in enumerate(bundle.turns):
+        t = row.turn
+        bids = sorted(bids_on.get(t, []), key=lambda b: b.position)
+        have = {b.position for b in bids}
+        for position, name in enumerate(names):
+            if position not in have:
+                fail(f"turn {t}: no bid from agent {name!r} (every agent bids on every turn)")
+        for bid in bids:
+            if not 0.0 <= bid.score <= 1.0:
+                fail(f"turn {t}, agent {bid.agent!r}: score {bid.score!r} is outside [0, 1] (the "
+                     "engine clamps every score into [0, 1])")
+        marked = [b.agent for b in bids if b.winner]
+        if len(marked) > 1:
+            fail(f"turn {t}: {len(marked)} bids are marked winner "
+                 f"({', '.join(map(repr, marked))}); one speaker per turn")
+        if row.winner is not None and row.winner not in names:
+            fail(f"turn {t}: winner {row.winner!r} is not one of the agents "
+                 f"({', '.join(map(repr, names))})")
+        selection = select_speaker([_candidate(b) for b in bids], list(recent), spec.threshold,
+                                   spec.recency_penalty)
+        expected = _turn_row(t, list(bids), selection)
+        winner = expected.winner
+        if row.winner != winner or marked != ([winner] if winner else []):
+            said = row.winner if row.winner == (marked[0] if marked else None) else (
+                f"{row.winner!r} on the turn row, {marked[0] if marked else None!r} on the bids")
+            fail(f"turn {t}: the recorded winner is {said!r}, but re-running selection on its "
+                 f"bids makes {winner!r} the winner ({_room(spec, recent)})" if winner else
+                 f"turn {t}: the recorded winner is {said!r}, but no bid is eligible on "
+                 f"re-running selection ({_room(spec, recent)})")
+        for i, bid in enumerate(bids):
+            for field, value in (("penalized", selection.penalized[i]),
+                                 ("adjusted", selection.adjusted[i]),
+                                 ("eligible", selection.eligible[i])):
+                if not _same(getattr(bid, field), value):
+                    fail(f"turn {t}, agent {bid.agent!r}: {field} is recorded as "
+                         f"{getattr(bid, field)!r}, but the engine's rule gives {value!r} "
+                         f"({_room(spec, recent)})")
+        for field in Turn.model_fields:
+            if not _same(getattr(row, field), getattr(expected, field)):
+                fail(f"turn {t}: {field} is recorded as {getattr(row, field)!r}, but re-running "
+                     f"selection on its bids gives {getattr(expected, field)!r} "
+                     f"({_room(spec, recent)})")
+        posted = posted_on.get(t, [])
+        if winner is None:
+            if posted:
+                fail(f"turn {t}: nobody won this turn, yet a message from {posted[0].role!r} is "
+                     "posted on it")
+            if index + 1 < len(bundle.turns):
+                fail(f"turn {t}: nobody won, so the run stopped there; turn "
+                     f"{bundle.turns[index + 1].turn} cannot follow it")
+            continue
+        if len(posted) != 1:
+            fail(f"turn {t}: {len(posted)} messages are posted on it; its winner {winner!r} "
+                 "posts exactly one")
+        message, won = posted[0], bids[selection.winner or 0]
+        if message.role != winner:
+            fail(f"turn {t}: the posted message is from {message.role!r}, but the turn's winner "
+                 f"is {winner!r}")
+        if message.content != won.message or not _same(message.score, won.score):
+            fail(f"turn {t}: the posted message of {winner!r} is not its winning bid (message "
+                 "and score must be the bid's)")
+        recent.append(winner)
+
+
+def _check_stop(bundle: Bundle, spec: ChatSpec, fail: Fail) -> None:
+    """The cap on messages, and a finished run's stop reason against how its log ends."""
+    count = len(bundle.messages)
+    if count > spec.max_loops:
+        fail(f"the run has {count} messages, over its max_loops {spec.max_loops} (the task "
+             "counts)")
+    run = bundle.run
+    if run.status != "finished":
+        return  # a cancelled, failed or interrupted run's log may end anywhere
+    last = bundle.turns[-1] if bundle.turns else None
+    if last is not None and last.winner is None:
+        ends = "lull" if last.lull else "error"
+        how = f"its last turn ({last.turn}) has no winner"
+    else:
+        ends = "max_loops" if count == spec.max_loops else "nothing"
+        how = f"it has {count} of max_loops {spec.max_loops} messages"
+    if run.stop_reason != ends:
+        fail(f"the run's stop_reason is {run.stop_reason!r}, but {how}, which ends a run with "
+             + (f"{ends!r}" if ends != "nothing" else "no stop: the run was not finished"))
+
+
+def _check_totals(bundle: Bundle, fail: Fail) -> None:
+    """Totals are the sums over the bids (RunRecord._finish). A run that never finished has
+    zeros; a run whose recording failed keeps its totals over a shorter log (status error)."""
+    run = bundle.run
+    sums = {
+        "total_calls": sum(b.calls for b in bundle.bids),
+        "total_prompt_tokens": sum(b.prompt_tokens or 0 for b in bundle.bids),
+        "total_completion_tokens": sum(b.completion_tokens or 0 for b in bundle.bids),
+        "total_cost_usd": sum(b.cost_usd or 0.0 for b in bundle.bids),
+    }
+    recorded = {name: getattr(run, name) for name in sums}
+    if all(v == 0 for v in recorded.values()) and (run.status == "error" or
+                                                    run.stop_reason is None):
+        return
+    for name, total in sums.items():
+        value = recorded[name]
+        if _same(value, total) or (run.status == "error" and value >= total):
+            continue
+        fail(f"run {name} is {value!r}, but its bids add up to {total!r} (totals are the sums "
+             "over the bids)")
 
 
 def import_bundle(store: RunStore, data: str | bytes | Mapping[str, Any],

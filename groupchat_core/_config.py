@@ -20,16 +20,22 @@ from ._agent import Agent, _short_name
 from ._bidding import DEFAULT_BID_PROMPT, validate_bid_prompt
 from ._errors import ConfigError
 from ._outputs import OUTPUT_TYPES
+from ._safeload import check_int
 from ._secrets import secret_paths
 
 SCHEMA_VERSION = 1
 MAX_SPEC_BYTES = 1_000_000
+# Documented maxima (docs/engine.md §2): every integer is bounded at the edge, so a value like
+# 1e20 is one clear ConfigError, never an OverflowError or a run the store cannot record.
+MAX_LOOPS = 10_000
+MAX_RECENCY_WINDOW = 10_000
+MAX_BATCH_CONCURRENCY = 1_000
+MAX_SEED = 2**53  # |seed|: exact as a JSON number anywhere
+MAX_TIMEOUT_S = 86_400.0  # idle_timeout, bid_timeout and Agent.timeout: at most a day
 
 
-def _check_int(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return value
+def _check_int(name: str, value: Any, minimum: int, maximum: int) -> int:
+    return check_int(name, value, minimum, maximum)
 
 
 def _check_number(name: str, value: Any) -> float:
@@ -70,17 +76,30 @@ class ChatConfig(BaseModel):
     @field_validator("max_loops", mode="before")
     @classmethod
     def _max_loops(cls, v: Any) -> int:
-        return _check_int("max_loops", v, 1)
+        return _check_int("max_loops", v, 1, MAX_LOOPS)
 
     @field_validator("recency_window", mode="before")
     @classmethod
     def _window(cls, v: Any) -> int:
-        return _check_int("recency_window", v, 0)
+        return _check_int("recency_window", v, 0, MAX_RECENCY_WINDOW)
 
     @field_validator("batch_concurrency", mode="before")
     @classmethod
     def _batch(cls, v: Any) -> int:
-        return _check_int("batch_concurrency", v, 1)
+        return _check_int("batch_concurrency", v, 1, MAX_BATCH_CONCURRENCY)
+
+    @field_validator("seed", mode="before")
+    @classmethod
+    def _seed(cls, v: Any) -> int:
+        return _check_int("seed", v, -MAX_SEED, MAX_SEED)
+
+    @field_validator("idle_timeout")
+    @classmethod
+    def _idle(cls, v: float) -> float:
+        if not math.isfinite(v) or not 0 <= v <= MAX_TIMEOUT_S:
+            raise ValueError(f"idle_timeout must be a number of seconds from 0 to "
+                             f"{MAX_TIMEOUT_S:,.0f}, got {v!r}")
+        return v
 
     @field_validator("threshold", "recency_penalty", mode="before")
     @classmethod
@@ -102,8 +121,9 @@ class ChatConfig(BaseModel):
     @field_validator("bid_timeout")
     @classmethod
     def _timeout(cls, v: float | None) -> float | None:
-        if v is not None and (not math.isfinite(v) or v <= 0):
-            raise ValueError(f"bid_timeout must be a positive number of seconds, got {v!r}")
+        if v is not None and (not math.isfinite(v) or not 0 < v <= MAX_TIMEOUT_S):
+            raise ValueError(f"bid_timeout must be a positive number of seconds up to "
+                             f"{MAX_TIMEOUT_S:,.0f} (a day), got {v!r}")
         return v
 
 

@@ -58,6 +58,21 @@ class TurnPrinter:
                   flush=True)
 
 
+MAX_LIST_LIMIT = 1_000_000
+
+
+def _limit(text: str) -> int:
+    """`list --limit`: a bounded integer (a huge one would overflow the database's LIMIT)."""
+    shown = repr(text if len(text) <= 30 else text[:27] + "...")
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {shown}") from None
+    if not 1 <= value <= MAX_LIST_LIMIT:
+        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_LIST_LIMIT:,}, got {shown}")
+    return value
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise CliError(f"{message} (see {self.prog} --help)")
@@ -81,7 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--agent", default=None, help="only runs this agent took part in")
     runs.add_argument("--since", default=None, help="ISO date or time (UTC unless given)")
     runs.add_argument("--tag", default=None)
-    runs.add_argument("--limit", type=int, default=20)
+    runs.add_argument("--limit", type=_limit, default=20,
+                      help=f"how many runs to list, 1 to {MAX_LIST_LIMIT:,} (default 20)")
     show = sub.add_parser("show", help="a run's summary and transcript")
     show.add_argument("run", help="run id (or a unique prefix)")
     show.add_argument("--bids", action="store_true", help="also print the bid log")

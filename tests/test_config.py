@@ -95,6 +95,17 @@ def test_group_chat_signature_defaults_match_config() -> None:
         ("recency_window", True, "True"),
         ("recency_window", 1.0, "1.0"),
         ("output_type", "bogus", "bogus"),
+        ("max_loops", 10_001, "10001"),
+        ("max_loops", 10**20, "100000000000000000000"),
+        ("recency_window", 10_001, "10001"),
+        ("batch_concurrency", 1_001, "1001"),
+        ("seed", 2**53 + 1, "9007199254740993"),
+        ("seed", 1e20, "1e+20"),
+        ("idle_timeout", float("nan"), "nan"),
+        ("idle_timeout", -1.0, "-1.0"),
+        ("idle_timeout", 86_401.0, "86401.0"),
+        ("bid_timeout", float("inf"), "inf"),
+        ("bid_timeout", 86_401.0, "86401.0"),
     ],
 )
 def test_invalid_config_values_name_the_value(field: str, value: object, named: str) -> None:
@@ -125,6 +136,12 @@ def test_assignment_is_validated_too() -> None:
         ("threshold", 0.35, 0.35),
         ("recency_penalty", 0, 0.0),
         ("output_type", "basemodel", "basemodel"),
+        ("max_loops", 10_000, 10_000),
+        ("recency_window", 10_000, 10_000),
+        ("batch_concurrency", 1_000, 1_000),
+        ("seed", -(2**53), -(2**53)),
+        ("idle_timeout", 0.0, 0.0),
+        ("bid_timeout", 86_400.0, 86_400.0),
     ],
 )
 def test_valid_edge_values_are_accepted(field: str, value: object, stored: object) -> None:
@@ -432,3 +449,25 @@ def test_an_in_memory_agent_with_header_credentials_exports_a_clean_spec() -> No
     assert SECRET not in text and "Authorization" not in text and "top_p: 0.5" in text
     assert load_spec_text(text).agents[0].litellm_kwargs == {"extra_headers": {}, "top_p": 0.5}
     assert agent.litellm_kwargs["extra_headers"]["Authorization"] == f"Bearer {SECRET}"
+
+
+def test_every_integer_setting_has_a_documented_maximum() -> None:
+    """A new int field without a bound would let 1e20 through again (issue 10 §2)."""
+    ints = [name for name, value in ChatConfig().model_dump().items()
+            if isinstance(value, int) and not isinstance(value, bool)]
+    assert {"max_loops", "recency_window", "batch_concurrency", "seed"} <= set(ints)
+    for name in ints:
+        with pytest.raises(ValueError, match=f"{name} must be an integer <= .*documented maximum"):
+            ChatConfig(**{name: 10**20})
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "engine.md").read_text()
+    for limit in ("10,000", "2^53", "8 MB", "86,400", "2,147,483,647", "1,000,000"):
+        assert limit in doc, limit
+
+
+def test_every_float_setting_refuses_nan() -> None:
+    floats = [name for name, value in ChatConfig().model_dump().items()
+              if isinstance(value, float)]
+    assert {"threshold", "recency_penalty", "idle_timeout", "bid_timeout"} <= set(floats)
+    for name in floats:
+        with pytest.raises(ValueError, match=name):
+            ChatConfig(**{name: float("nan")})

@@ -10,6 +10,7 @@ sweep is recorded `cancelled` and can be resumed), 2 for errors.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from typing import Any, TextIO
 
@@ -104,8 +105,14 @@ class SweepProgress:
 
 
 def _positive(value: float | None, name: str, integer: bool = False) -> None:
-    if value is not None and (value <= 0 or (integer and value < 1)):
-        raise CliError(f"{name} must be positive, got {value!r}")
+    """A cap from the command line: positive and finite (`--max-usd nan` would never stop a
+    sweep), integers no larger than the spec allows."""
+    from ._spec import MAX_CALLS_CAP
+
+    if value is not None and (not math.isfinite(value) or value <= 0 or (integer and value < 1)
+                              or (integer and value > MAX_CALLS_CAP)):
+        limit = f" and at most {MAX_CALLS_CAP:,}" if integer else " and finite"
+        raise CliError(f"{name} must be positive{limit}, got {value!r}")
 
 
 def cmd_sweep(args: argparse.Namespace, store: Any) -> int:

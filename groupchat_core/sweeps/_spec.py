@@ -21,12 +21,21 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .._config import MAX_SPEC_BYTES, ChatSpec, explain, parse_spec
+from .._config import (
+    MAX_LOOPS,
+    MAX_RECENCY_WINDOW,
+    MAX_SPEC_BYTES,
+    ChatSpec,
+    explain,
+    parse_spec,
+)
 from .._errors import ConfigError
+from .._safeload import show_number
 
 SWEEP_SCHEMA_VERSION = 1
 MAX_CELLS = 100_000
 MAX_AXIS = 1_000
+MAX_CALLS_CAP = 1_000_000_000  # max_calls: a budget cap, bounded like every integer at the edge
 AXES = ("threshold", "recency_penalty", "recency_window", "max_loops", "bid_prompt", "model",
         "temperature")
 
@@ -42,7 +51,7 @@ def _number(name: str, value: Any, *, integer: bool = False, low: float | None =
     if bad:
         kind = "an integer" if integer else "a finite number"
         bounds = "" if low is None else f" >= {low}" + ("" if high is None else f" and <= {high}")
-        raise ValueError(f"{name} must be {kind}{bounds}, got {value!r}")
+        raise ValueError(f"{name} must be {kind}{bounds}, got {show_number(value)}")
     return value if integer else float(value)
 
 
@@ -88,9 +97,10 @@ class Grid(BaseModel):
     @field_validator("recency_window", "max_loops", mode="before")
     @classmethod
     def _ints(cls, v: Any, info: Any) -> Any:
-        low = 0 if info.field_name == "recency_window" else 1
+        low, high = (0, MAX_RECENCY_WINDOW) if info.field_name == "recency_window" else (
+            1, MAX_LOOPS)
         return None if v is None else _axis(
-            info.field_name, v, lambda n, x: _number(n, x, integer=True, low=low))
+            info.field_name, v, lambda n, x: _number(n, x, integer=True, low=low, high=high))
 
     @field_validator("temperature", mode="before")
     @classmethod
@@ -185,7 +195,8 @@ class SweepSpec(BaseModel):
     @field_validator("repeats", "concurrency", "max_calls", mode="before")
     @classmethod
     def _counts(cls, v: Any, info: Any) -> Any:
-        high = {"repeats": 10_000, "concurrency": 256}.get(info.field_name)
+        high = {"repeats": 10_000, "concurrency": 256, "max_calls": MAX_CALLS_CAP}.get(
+            info.field_name)
         return None if v is None else _number(info.field_name, v, integer=True, low=1, high=high)
 
     @field_validator("max_usd", mode="before")
