@@ -46,6 +46,7 @@ llm: llm-setup
 
 test: setup browser postgres llm-setup
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
 lint: setup

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from ._agent import Agent
 from ._bidding import ParsedBid
 from ._errors import ConfigError, StoreError
-from ._model_calls import BidRequest, InProcessModel, ModelReply
+from ._providers import BidRequest, InProcessModel, ModelReply
 from ._sim import is_sim_model
 
 if TYPE_CHECKING:

@@ -54,10 +54,10 @@ class ChatConfig(BaseModel):
 
     name: str = "dynamic-groupchat"
     description: str = "Agents take turns; one speaker per turn."
-    max_loops: Any = 20
-    threshold: Any = 0.5
-    recency_penalty: Any = 0.3
-    recency_window: Any = 1
+    max_loops: int = 20
+    threshold: float = 0.5
+    recency_penalty: float = 0.3
+    recency_window: int = 1
     idle_timeout: float = 8.0  # accepted and stored for compatibility; never ends a chat
     output_type: str = "str-all-except-first"
     verbose: bool = False

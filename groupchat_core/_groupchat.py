@@ -11,7 +11,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -69,6 +69,30 @@ def _check_model(agent: Agent) -> None:
 
 class GroupChat:
     """Turn-based bidding chat: every agent bids each turn; the best bid above threshold speaks."""
+
+    agents: list[Agent]
+    last_run: RunRecord | None
+    _config: ChatConfig
+    _observers: list[Observer]
+    _active: set[tuple[asyncio.AbstractEventLoop, asyncio.Task[Any] | None]]
+    _lock: threading.Lock
+    _bid_cache: BidCache | None
+
+    if TYPE_CHECKING:  # the config fields, read and written through to `_config` (below)
+        name: str
+        description: str
+        max_loops: int
+        threshold: float
+        recency_penalty: float
+        recency_window: int
+        idle_timeout: float
+        output_type: str
+        verbose: bool
+        auto_equip: bool
+        bid_prompt: str
+        seed: int
+        bid_timeout: float | None
+        batch_concurrency: int
 
     def __init__(
         self,
@@ -208,6 +232,7 @@ class GroupChat:
             record = await background_loop().arun_relaying(
                 lambda relay: self.arun_record(task, streaming_callback, _dispatch=relay))
         except concurrent.futures.CancelledError:  # cancel(): the record says "cancelled"
+            assert self.last_run is not None  # set before the run's task finishes cancelling
             record = self.last_run
         return format_output(record, self.output_type)
 
@@ -222,7 +247,8 @@ class GroupChat:
                 lambda relay: self.arun_record(task, streaming_callback, _dispatch=relay),
                 keep=lambda fn, args: fn is _guarded)  # observers still see the end
         except concurrent.futures.CancelledError:  # cancel(): the record says "cancelled"
-            return self.last_run  # type: ignore[return-value]
+            assert self.last_run is not None  # set before the run's task finishes cancelling
+            return self.last_run
 
     def run_batch(self, tasks: Sequence[str]) -> list[Any]:
         """One fresh, independent chat per task, in task order (batch_concurrency runs several)."""

@@ -8,9 +8,12 @@ description, so an exported JSON schema of a run explains itself.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 StopReason = Literal["max_loops", "lull", "error", "cancelled"]
 BidPath = Literal[
@@ -231,14 +234,14 @@ class RunRecord(_Record):
         """Bids answered by the bid cache (no model call was made for them)."""
         return sum(b.cached for b in self.bids)
 
-    def bids_frame(self) -> Any:
+    def bids_frame(self) -> pd.DataFrame:
         """The bid log as a pandas DataFrame; columns are the Bid fields (docs/engine.md §9)."""
         return _frame(self.bids, Bid)
 
-    def turns_frame(self) -> Any:
+    def turns_frame(self) -> pd.DataFrame:
         return _frame(self.turns, Turn)
 
-    def messages_frame(self) -> Any:
+    def messages_frame(self) -> pd.DataFrame:
         return _frame(self.messages, Message)
 
 
@@ -269,7 +272,7 @@ def format_cost(total: float | None, unpriced_bids: int = 0) -> str:
     return text
 
 
-def _frame(rows: list[Any], model: type[BaseModel]) -> Any:
+def _frame(rows: list[Any], model: type[BaseModel]) -> pd.DataFrame:
     import pandas as pd  # lazy: pandas is not needed to run a chat
 
     columns = list(model.model_fields)

@@ -10,7 +10,7 @@ import functools
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._agent import Agent
@@ -279,6 +279,7 @@ class TurnLoop:
                     history: tuple[tuple[str, str], ...]) -> ModelReply:
         local = in_process_model(agent.model_name)
         request = self._request(turn, agent, history, local is None or local.needs_prompt)
+        call: Callable[[], Awaitable[ModelReply]]
         if local is not None:
             call = functools.partial(local, request)
         else:
