@@ -14,6 +14,7 @@ import sys
 from typing import Any, TextIO
 
 from .._errors import CliError
+from .._terminal import terminal_text
 from ._events import BudgetStopped, CellFinished, SweepEvent, SweepFinished, SweepStarted
 
 EXIT = {"finished": 0, "stopped_budget": 1, "error": 1, "cancelled": 130}
@@ -60,7 +61,7 @@ class SweepProgress:
         verb = "resumed" if event.resumed else "started"
         self._print(f"sweep {event.sweep_id} {verb} ({event.name}): {event.cells_total} cells, "
                     f"{event.cells_done} already done")
-        self._print(event.estimate.summary())
+        self._print(event.estimate.summary(), multiline=True)
         self._step = max(1, event.cells_total // 20)
         if self.bar:
             from rich.console import Console
@@ -83,7 +84,9 @@ class SweepProgress:
         elif event.cells_done % self._step == 0 or event.cells_done == event.cells_total:
             self._print(f"{event.cells_done}/{event.cells_total} cells done")
 
-    def _print(self, text: str) -> None:
+    def _print(self, text: str, *, multiline: bool = False) -> None:
+        """Sweep names, cell keys and errors are untrusted: controls are escaped."""
+        text = terminal_text(text, multiline=multiline)
         if self._progress is not None:
             self._progress.console.print(text, markup=False, highlight=False)
         else:
@@ -116,7 +119,7 @@ def cmd_sweep(args: argparse.Namespace, store: Any) -> int:
         plan.spec = parse_sweep({**plan.spec.to_data(), "concurrency": args.concurrency})
     if args.estimate:
         assert plan.estimate is not None
-        print(plan.estimate.summary())
+        print(terminal_text(plan.estimate.summary(), multiline=True))
         return 0
     progress = SweepProgress(sys.stderr, bar=sys.stderr.isatty())
     observers = [] if args.quiet else [progress]
@@ -126,8 +129,9 @@ def cmd_sweep(args: argparse.Namespace, store: Any) -> int:
     finally:
         progress.close()
     rate = "" if outcome.hit_rate is None else f", {outcome.hit_rate:.0%} of bids cached"
-    print(f"sweep {outcome.sweep_id} {outcome.status}: {outcome.cells_done}/"
-          f"{outcome.cells_total} cells done; this session {outcome.cells_run} cells, "
-          f"{outcome.calls} model calls{rate}, ${outcome.cost_usd:.4f}"
-          + (f" ({outcome.reason})" if outcome.reason else ""))
+    print(terminal_text(
+        f"sweep {outcome.sweep_id} {outcome.status}: {outcome.cells_done}/"
+        f"{outcome.cells_total} cells done; this session {outcome.cells_run} cells, "
+        f"{outcome.calls} model calls{rate}, ${outcome.cost_usd:.4f}"
+        + (f" ({outcome.reason})" if outcome.reason else "")), flush=True)
     return EXIT.get(outcome.status, 1)
