@@ -1,5 +1,9 @@
 """`python -m groupchat_core sweep SPEC [--resume SWEEP] [--max-usd N]`: a sweep, headless.
 
+A sweep has one owner: `--resume` of a sweep another live process still runs is refused with
+one line naming it (pid, host, since when) and how to stop it; `--take-over` resumes one left
+running by a process on another host that is known to be gone.
+
 The pre-flight estimate and progress go to stderr (a progress bar on a terminal, a line per
 ~5 % of cells otherwise); stdout gets one summary line at the end. Runs, cells and the sweep's
 status land in the store, exactly as the dashboard reads them. Exit status: 0 finished,
@@ -26,6 +30,9 @@ def add_parser(sub: Any) -> None:
     sweep.add_argument("spec", nargs="?", help="sweep spec file (optional with --resume)")
     sweep.add_argument("--resume", metavar="SWEEP", help="finish sweep SWEEP (id or prefix): "
                        "cells with a finished run are skipped")
+    sweep.add_argument("--take-over", action="store_true",
+                       help="with --resume: take over a sweep still marked running by a "
+                            "process on another host (only if that process is gone)")
     sweep.add_argument("--max-usd", type=float, default=None, metavar="N",
                        help="stop cleanly once the sweep's calls cost N USD (priced models)")
     sweep.add_argument("--max-calls", type=int, default=None, metavar="N",
@@ -114,7 +121,9 @@ def cmd_sweep(args: argparse.Namespace, store: Any) -> int:
     _positive(args.max_calls, "--max-calls", integer=True)
     _positive(args.concurrency, "--concurrency", integer=True)
     spec = load_sweep(args.spec) if args.spec else None
-    plan = plan_sweep(spec, store, resume=args.resume)
+    if args.take_over and args.resume is None:
+        raise CliError("--take-over only applies with --resume SWEEP")
+    plan = plan_sweep(spec, store, resume=args.resume, take_over=args.take_over)
     if args.concurrency is not None:
         plan.spec = parse_sweep({**plan.spec.to_data(), "concurrency": args.concurrency})
     if args.estimate:
