@@ -238,8 +238,9 @@ def _busy(row: Any, me: Writer, take_over: bool) -> str | None:
     if row.status != "running" or row.pid is None:  # ended, or from before owners were kept
         return None
     sweep = row.sweep_id[:12]
-    stop = (f"stop it first (kill {row.pid} on that host, or Stop on the dashboard's Sweeps "
-            "page), then resume it")
+    where = "" if row.hostname == me.hostname else f" on {row.hostname}"
+    stop = (f"stop it first (kill {row.pid}{where}, or Stop on the dashboard's Sweeps page), "
+            "then resume it")
     if row.hostname != me.hostname:
         if take_over:
             return None

@@ -42,8 +42,7 @@ from ._plan import SweepPlan, plan_sweep
 from ._spec import Cell, SweepSpec
 
 if TYPE_CHECKING:
-    from ..store import RunStore
-    from ..store._sweeps import CellClaim
+    from ..store import CellClaim, RunStore
 
 SweepObserver = Callable[[SweepEvent], None]
 logger = logging.getLogger("groupchat_core")
