@@ -227,3 +227,13 @@ def test_this_process_cannot_resume_a_sweep_it_is_running(store, tmp_path):
     store.release_sweep(sweep_id)  # that session ended without closing the sweep
     assert store.sweep_owner(sweep_id) is None
     assert run_sweep(store=store, resume=sweep_id).status == "finished"
+
+
+def test_a_session_whose_sweep_was_taken_over_does_not_record_its_end(store):
+    sweep_id = store.create_sweep("taken", {"threshold": [0.5]})
+    _set_owner(store, sweep_id, pid=4242, hostname="elsewhere")  # taken over with --take-over
+    assert store.finish_sweep(sweep_id, "finished") is False
+    assert store.get_sweep(sweep_id)["status"] == "running"  # the new owner's row is kept
+    _set_owner(store, sweep_id, pid=os.getpid(), hostname=socket.gethostname())
+    assert store.finish_sweep(sweep_id, "cancelled", "by the user") is True
+    assert store.get_sweep(sweep_id)["status"] == "cancelled"

@@ -84,14 +84,22 @@ class SweepBook(StoreBase):
         return sweep_id
 
     def finish_sweep(self, sweep_id: str, status: str = "finished",
-                     reason: str | None = None) -> None:
-        """Record how a sweep ended; `reason` says why (e.g. which budget cap stopped it)."""
+                     reason: str | None = None) -> bool:
+        """Record how a sweep ended; `reason` says why (e.g. which budget cap stopped it).
+
+        Only its owner records that (or anyone, for a sweep from before owners were kept): a
+        session whose sweep was taken over meanwhile (`--take-over`) leaves the new owner's
+        row alone. False when nothing was written for that reason."""
         if status not in SWEEP_STATUSES:
             raise StoreError(f"sweep status must be one of {SWEEP_STATUSES}, got {status!r}")
+        me = this_writer()
+        mine = or_(sweeps.c.pid.is_(None),
+                   and_(sweeps.c.pid == me.pid, sweeps.c.hostname == me.hostname))
         with self.write("finish a sweep") as conn:
-            conn.execute(update(sweeps).where(sweeps.c.sweep_id == sweep_id).values(
-                status=status, reason=reason, ended_at=utc_now()))
+            done = conn.execute(update(sweeps).where(sweeps.c.sweep_id == sweep_id, mine).values(
+                status=status, reason=reason, ended_at=utc_now())).rowcount
         self.release_sweep(sweep_id)
+        return bool(done)
 
     def release_sweep(self, sweep_id: str) -> None:
         """This process no longer runs the sweep (its session ended, however it ended)."""
