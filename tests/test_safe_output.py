@@ -190,26 +190,28 @@ def test_the_cli_never_prints_a_raw_control_character(store, server, tmp_path):
               for n, m in (("Eve", "first"), ("Mallory", "second"))]
     spec = tmp_path / "chat.json"
     spec.write_text(json.dumps({"name": "hostile", "max_loops": 3, "threshold": 0.3,
-                                "agents": agents}))
+                                "verbose": True, "agents": agents}))  # its panels print too
     task = "Plan \x1b]0;retitled\x07 it \x9b2J \u202eevil"
     code, out, err = cli(store.url, "run", str(spec), "--task", task,
                          env={"OPENAI_API_KEY": KEY})
     assert code == 0, err
     assert_no_raw_controls(out, err)
     text = out.decode()
-    assert "\\x1b]0;pwned\\x07" in text and "\\x1b[2J" in text and "\n" in text.strip()
+    assert "\\x1b[2J" in text and "\n" in text.strip()
+    assert text.count("\\x1b]0;pwned\\x07") >= 3  # two verbose panels and the output
     assert "turn 1: Eve speaks" in err.decode()
     run_id = store.list_runs()["run_id"].iloc[0]
 
+    printed = {}
     for args in (("show", run_id[:10], "--bids"), ("list",), ("export", run_id, "--format",
                                                              "md")):
         code, out, err = cli(store.url, *args)
         assert code == 0, (args, err)
         assert_no_raw_controls(out, err)
-    code, out, _ = cli(store.url, "show", run_id)
-    assert "\\x1b]0;retitled\\x07" in out.decode() and "\\u202eevil" in out.decode()
-    code, out, _ = cli(store.url, "list")
-    assert "\\x1b]0;retit" in out.decode()
+        printed[args[0]] = out.decode()
+    assert "\\x1b]0;retitled\\x07" in printed["show"] and "\\u202eevil" in printed["show"]
+    assert "\\x1b[31m" in printed["show"]  # the bid log's losing message, escaped
+    assert "\\x1b]0;retit" in printed["list"]
 
     code, out, err = cli(store.url, "show", "\x1b[2Jnope")  # untrusted text in an error
     assert code == 2 and out == b"" and err.count(b"\n") == 1
