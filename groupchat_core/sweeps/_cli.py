@@ -117,12 +117,12 @@ def cmd_sweep(args: argparse.Namespace, store: Any) -> int:
 
     if args.spec is None and args.resume is None:
         raise CliError("give a sweep spec file, or --resume SWEEP")
+    if args.take_over and args.resume is None:
+        raise CliError("--take-over only applies with --resume SWEEP")
     _positive(args.max_usd, "--max-usd")
     _positive(args.max_calls, "--max-calls", integer=True)
     _positive(args.concurrency, "--concurrency", integer=True)
     spec = load_sweep(args.spec) if args.spec else None
-    if args.take_over and args.resume is None:
-        raise CliError("--take-over only applies with --resume SWEEP")
     plan = plan_sweep(spec, store, resume=args.resume, take_over=args.take_over)
     if args.concurrency is not None:
         plan.spec = parse_sweep({**plan.spec.to_data(), "concurrency": args.concurrency})
