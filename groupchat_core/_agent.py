@@ -29,6 +29,7 @@ from ._bidding import RESPOND_TOOL
 from ._errors import ConfigError
 from ._safeload import check_int, nonfinite_path, show_number
 from ._secrets import redact_kwargs
+from ._terminal import char_name, first_unsafe
 
 DEFAULT_MODEL = "sim/balanced"
 ToolChoiceMode = Literal["forced", "required", "auto", "json"]
@@ -82,8 +83,10 @@ MAX_KWARG_INT = 2**63 - 1  # an integer inside litellm_kwargs / tools: what a pr
 def _short_name(field: str, value: str) -> str:
     if len(value) > MAX_NAME_LENGTH:
         raise ValueError(f"{field} is {len(value)} characters long; keep it to {MAX_NAME_LENGTH}")
-    if any(ord(c) < 32 for c in value):
-        raise ValueError(f"{field} must not contain control characters (newlines, tabs, NUL)")
+    bad = first_unsafe(value)
+    if bad is not None:  # controls, bidi overrides, invisible characters: names are shown raw
+        raise ValueError(f"{field} contains {char_name(bad)}; remove it (names must not "
+                         "contain control characters)")
     return value
 
 

@@ -6,6 +6,7 @@ import logging
 
 from ._records import BidReceived, Event, LullReached, MessagePosted, RunFinished, SpeakerSelected
 from ._secrets import ScrubFilter, install_log_filter
+from ._terminal import terminal_text
 
 logger = logging.getLogger("groupchat_core")
 
@@ -46,8 +47,9 @@ class VerboseConsole:
         from rich.panel import Panel
 
         m = event.message
+        content = escape(terminal_text(m.content, multiline=True))  # no live control characters
         if m.score is None:
-            self._console.print(Panel(escape(m.content), title="User task", border_style="green"))
+            self._console.print(Panel(content, title="User task", border_style="green"))
         else:
-            title = f"{escape(m.role)} (score {m.score:.2f})"
-            self._console.print(Panel(escape(m.content), title=title, border_style="blue"))
+            title = f"{escape(terminal_text(m.role))} (score {m.score:.2f})"
+            self._console.print(Panel(content, title=title, border_style="blue"))

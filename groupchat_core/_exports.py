@@ -1,42 +1,119 @@
 """Human-facing exports of a stored run: the bid log as CSV, the transcript as Markdown.
 
-Both hold model output, so both are defused for the programs that open them: CSV cells that a
-spreadsheet would run as a formula get a leading apostrophe, and Markdown escapes raw HTML and
-image syntax (a prompt-injected `![](http://...)` must not load anything when viewed).
+Both hold model output and names from spec files, so both are defused for the programs that
+open them:
+- CSV: a cell that a spreadsheet would run as a formula (`=`, `+`, `-`, `@`, a tab or CR, their
+  fullwidth and small lookalikes, also after leading blanks) gets a leading apostrophe.
+  `frame_csv` is the one way the lab writes CSV (the bid log here, sweep results in the
+  dashboard); nothing else calls `to_csv`.
+- Markdown: one-line fields (names, model names, ids, errors) have every Markdown character
+  backslash-escaped; message bodies and the task keep their formatting, but raw HTML and
+  autolinks are escaped, images cannot load, and a link (inline or by reference) whose target
+  is not http(s) is broken apart. Control characters become visible `\\x1b` text (a `cat` of
+  the file cannot drive the terminal).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+import unicodedata
+from typing import TYPE_CHECKING, Any
 
 from ._records import Bid, RunRecord, Turn, format_cost
 from ._sim import is_sim_model
+from ._terminal import terminal_text
 from .store import RunStore
 
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+if TYPE_CHECKING:
+    import pandas as pd
+
+_FORMULA_START = frozenset("=+-@\t\r\n\u2212")  # U+2212 MINUS SIGN: some spreadsheets read it
 _TEXT_COLUMNS = ("run_id", "agent", "message", "path", "error")
 
 
-def _defuse_cell(value: Any) -> Any:
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
+def _formula_like(value: str) -> bool:
+    """Whether a spreadsheet could read `value` as a formula: its first character, after any
+    blanks or invisible characters, is a formula start once fullwidth and small forms are
+    folded (NFKC maps U+FF1D FULLWIDTH EQUALS SIGN to `=`, U+FE62 SMALL PLUS SIGN to `+`...)."""
+    if not value:
+        return False
+    if value[0] in _FORMULA_START:
+        return True
+    for char in value:
+        if char.isspace() or unicodedata.category(char) in ("Cf", "Cc"):
+            continue
+        return char in _FORMULA_START or unicodedata.normalize("NFKC", char)[:1] in "=+-@"
+    return False
+
+
+def defuse_cell(value: Any) -> Any:
+    """A CSV cell a spreadsheet shows as text, never runs: formula-like strings get a `'`."""
+    if isinstance(value, str) and _formula_like(value):
         return "'" + value
     return value
 
 
+def frame_csv(frame: pd.DataFrame) -> str:
+    """A table as CSV with every text cell (and header) defused: safe to open in a spreadsheet."""
+    safe = frame.copy()
+    for column in safe.columns:
+        if safe[column].dtype == object or str(safe[column].dtype) in ("string", "str"):
+            safe[column] = safe[column].map(defuse_cell)
+    safe.columns = [defuse_cell(c) for c in safe.columns]
+    return str(safe.to_csv(index=False, lineterminator="\n"))
+
+
 def bids_csv(store: RunStore, run_id: str) -> str:
     """The run's bid log as CSV (SPEC §7 columns plus run_id), safe to open in a spreadsheet."""
-    frame = store.bids(run_id)
-    for column in _TEXT_COLUMNS:
-        frame[column] = frame[column].map(_defuse_cell)
-    return str(frame.to_csv(index=False, lineterminator="\n"))
+    return frame_csv(store.bids(run_id))
+
+
+_LINK_END = re.compile(r"(\\*)\]([(:])")  # the `](` of an inline link, the `]:` of a definition
+_SAFE_TARGET = re.compile(r"https?://", re.IGNORECASE)
+# Markdown's inline and block characters (not `-+.:=`, harmless mid-line, common in times)
+_MD_PUNCTUATION = re.compile(r"([\\`*_\[\]()<>&!#|~$])")
+_PLAIN_ID = re.compile(r"[\w.:+-]+")
+
+
+def _target_after(text: str, start: int) -> str:
+    """The link destination starting at `start` (after `](` or `]:`), with its backslash
+    escapes removed, as a Markdown renderer would read it (blanks and one line end first)."""
+    match = re.compile(r"[ \t]*(?:\n[ \t]*)?([^\s)]*)").match(text, start)
+    return match.group(1).replace("\\", "") if match else ""
+
+
+def _neutralise_links(text: str) -> str:
+    """Escape the `]` of every link or link definition whose target is not http(s)://, so
+    `[x](javascript:...)` and `[x]: javascript:...` stay text; an already escaped `]` is text."""
+
+    def fix(match: re.Match[str]) -> str:
+        slashes, opener = match.group(1), match.group(2)
+        if len(slashes) % 2 or _SAFE_TARGET.match(_target_after(text, match.end())):
+            return match.group(0)
+        return slashes + "\\]" + opener
+
+    return _LINK_END.sub(fix, text)
 
 
 def _safe_md(text: str) -> str:
-    """Model text as inert Markdown: no raw HTML, no images, no structure breaking out."""
+    """Model text as inert Markdown that keeps its formatting: no raw HTML or autolinks, no
+    images, no links but http(s) ones, no control characters."""
+    text = terminal_text(text, multiline=True)
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    text = re.sub(r"!\[", r"!\\[", text)
-    return text
+    text = text.replace("![", "!\\[")  # no image syntax survives, escaped or not
+    return _neutralise_links(text)
+
+
+def _md_inline(value: object) -> str:
+    """A one-line field (a name, a model name, an id, an error) as plain Markdown text: every
+    Markdown character escaped, nothing can format, link or break the line."""
+    return _MD_PUNCTUATION.sub(r"\\\1", terminal_text(value))
+
+
+def _md_code(value: object) -> str:
+    """An id as inline code when it is a plain token, else as escaped text."""
+    text = str(value)
+    return f"`{text}`" if _PLAIN_ID.fullmatch(text) else _md_inline(text)
 
 
 def _quote(text: str) -> str:
@@ -52,7 +129,7 @@ def _runner_up(turn: Turn, turn_bids: list[Bid]) -> str:
         return "no runner-up"
     name = next((b.agent for b in turn_bids
                  if not b.winner and b.message and b.adjusted == turn.runner_up_adjusted), "?")
-    return (f"runner-up {_safe_md(name)} {_score(turn.runner_up_adjusted)}"
+    return (f"runner-up {_md_inline(name)} {_score(turn.runner_up_adjusted)}"
             + (f", margin {_score(turn.margin)}" if turn.margin is not None else ""))
 
 
@@ -62,12 +139,12 @@ def _turn_section(turn: Turn, turn_bids: list[Bid], content: str | None) -> list
         why = ("lull: no bid cleared the threshold" if turn.lull
                else "no agent produced a readable bid (the run stopped with an error)")
         lines = [f"### Turn {turn.turn}: nobody spoke", "", why + (
-            f" (best: {_safe_md(best.agent)} {_score(best.adjusted)})"
+            f" (best: {_md_inline(best.agent)} {_score(best.adjusted)})"
             if best and turn.lull else "") + "."]
         return [*lines, ""]
     won = next(b for b in turn_bids if b.winner)
     penalty = " (recency penalty applied)" if won.penalized else ""
-    lines = [f"### Turn {turn.turn}: {_safe_md(won.agent)}", "",
+    lines = [f"### Turn {turn.turn}: {_md_inline(won.agent)}", "",
              f"*score {_score(won.score)}, adjusted {_score(won.adjusted)}{penalty}; "
              f"{_runner_up(turn, turn_bids)}*", "", _quote(content or ""), ""]
     return lines
@@ -76,21 +153,24 @@ def _turn_section(turn: Turn, turn_bids: list[Bid], content: str | None) -> list
 def _header(info: dict[str, Any], record: RunRecord) -> list[str]:
     spec = info["spec"]
     agents = ", ".join(
-        f"{_safe_md(a['agent_name'])} ({a['model_name']}"
+        f"{_md_inline(a['agent_name'])} ({_md_inline(a['model_name'])}"
         + (", simulated" if is_sim_model(a["model_name"]) else "") + ")"
         for a in spec["agents"])
     return [
-        f"# {_safe_md(info['name'])}", "",
-        f"- Run: `{info['run_id']}`",
-        f"- Status: {info['status']} (stop reason: {info['stop_reason'] or 'none'})",
-        f"- Started: {info['started_at']}; ended: {info['ended_at'] or 'not recorded'}",
+        f"# {_md_inline(info['name'])}", "",
+        f"- Run: {_md_code(info['run_id'])}",
+        f"- Status: {_md_inline(info['status'])} (stop reason: "
+        f"{_md_inline(info['stop_reason'] or 'none')})",
+        f"- Started: {_md_inline(info['started_at'])}; ended: "
+        f"{_md_inline(info['ended_at'] or 'not recorded')}",
         f"- Agents: {agents}",
-        f"- Threshold {spec['threshold']}, recency penalty {spec['recency_penalty']} "
-        f"(window {spec['recency_window']}), max loops {spec['max_loops']}",
+        f"- Threshold {_md_inline(spec['threshold'])}, recency penalty "
+        f"{_md_inline(spec['recency_penalty'])} (window {_md_inline(spec['recency_window'])}), "
+        f"max loops {_md_inline(spec['max_loops'])}",
         f"- Totals: {record.total_calls} calls, {record.total_prompt_tokens} prompt and "
         f"{record.total_completion_tokens} completion tokens, cost "
         f"{format_cost(record.total_cost_usd, record.unpriced_bids)}",
-        *([f"- Error: {_safe_md(info['error'])}"] if info.get("error") else []),
+        *([f"- Error: {_md_inline(info['error'])}"] if info.get("error") else []),
         "", "## Task", "", _quote(record.task), "", "## Turns", "",
     ]
 

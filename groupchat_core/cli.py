@@ -28,6 +28,13 @@ from ._outputs import OUTPUT_TYPES
 from ._records import Event, RunFinished, RunStarted, TurnCompleted
 from ._secrets import scrub
 from ._sim import is_sim_model
+from ._terminal import terminal_text
+
+
+def say(text: object, stream: TextIO | None = None, *, multiline: bool = False) -> None:
+    """Print untrusted text (model output, names, tasks, errors) with its control characters
+    escaped (see _terminal.py): the one way this CLI writes to a terminal."""
+    print(terminal_text(text, multiline=multiline), file=stream or sys.stdout, flush=True)
 
 
 class TurnPrinter:
@@ -38,8 +45,8 @@ class TurnPrinter:
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, RunStarted):
-            print(f"run {event.run_id} started: {len(event.agents)} agents, max_loops "
-                  f"{event.config.get('max_loops')}", file=self.stream, flush=True)
+            say(f"run {event.run_id} started: {len(event.agents)} agents, max_loops "
+                f"{event.config.get('max_loops')}", self.stream)
         elif isinstance(event, TurnCompleted):
             row = event.turn
             scores = ", ".join(
@@ -49,13 +56,12 @@ class TurnPrinter:
             )
             outcome = f"{row.winner} speaks" if row.winner else (
                 "lull" if row.lull else "every bid failed")
-            print(f"turn {row.turn}: {outcome} | {scores}", file=self.stream, flush=True)
+            say(f"turn {row.turn}: {outcome} | {scores}", self.stream)
         elif isinstance(event, RunFinished):
             r = event.record
             cached = f" ({r.cache_hits} bids cached)" if r.cache_hits else ""
-            print(f"stopped: {r.stop_reason} after {len(r.turns)} turns, {r.total_calls} calls"
-                  + cached + (f" ({scrub(r.error)})" if r.error else ""), file=self.stream,
-                  flush=True)
+            say(f"stopped: {r.stop_reason} after {len(r.turns)} turns, {r.total_calls} calls"
+                + cached + (f" ({scrub(r.error)})" if r.error else ""), self.stream)
 
 
 MAX_LIST_LIMIT = 1_000_000
@@ -158,16 +164,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         if recorder is not None:
             _abandon(recorder, exc)
         raise
-    print(_render(output))
+    say(_render(output), multiline=True)  # the transcript: newlines kept, controls escaped
     run_id = chat.last_run.run_id if chat.last_run else None
     if run_id is not None:
-        print(f"run {run_id}", file=sys.stderr)
+        say(f"run {run_id}", sys.stderr)
     if recorder is not None and recorder.failures:
         raise CliError(f"run {run_id} was not fully recorded: "
                        + next(iter(recorder.failures.values())))
     if chat.last_run is not None and chat.last_run.stop_reason == "error":
-        print(scrub(f"error: the chat stopped because every bid failed: {chat.last_run.error}",
-                    chat.agents), file=sys.stderr)
+        say(scrub(f"error: the chat stopped because every bid failed: {chat.last_run.error}",
+                  chat.agents), sys.stderr)
         return 1
     return 0
 
@@ -190,19 +196,29 @@ def cmd_list(args: argparse.Namespace) -> int:
     if frame.empty:
         from .store import safe_url
 
-        print(f"no runs in {safe_url(store.url)}", file=sys.stderr)
+        say(f"no runs in {safe_url(store.url)}", sys.stderr)
         return 0
     table = frame[["run_id", "started_at", "status", "stop_reason", "turns", "agents", "task"]]
     table = table.assign(
         run_id=table["run_id"].str[:12], started_at=table["started_at"].str[:19],
         task=table["task"].str.replace(r"\s+", " ", regex=True).map(_shorten),
         agents=table["agents"].map(_shorten))
-    print(table.to_string(index=False))
+    say(_table(table), multiline=True)
     return 0
 
 
 def _shorten(text: str, width: int = 40) -> str:
+    text = terminal_text(text)  # escape first: an escape sequence is never cut in half
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _table(frame: Any) -> str:
+    """A frame as aligned text, every text cell on one line with its controls escaped."""
+    safe = frame.copy()
+    for column in safe.columns:
+        if safe[column].dtype == object:
+            safe[column] = safe[column].map(lambda v: v if v is None else terminal_text(v))
+    return str(safe.to_string(index=False))
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -210,9 +226,9 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     store = _store(args)
     run_id = store.resolve(args.run)
-    print(transcript_markdown(store, run_id))
+    say(transcript_markdown(store, run_id), multiline=True)
     if args.bids:
-        print(store.bids(run_id).drop(columns="run_id").to_string(index=False))
+        say(_table(store.bids(run_id).drop(columns="run_id")), multiline=True)
     return 0
 
 
@@ -232,7 +248,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     data = _read(args.file, MAX_BUNDLE_BYTES)
     run_id = import_bundle(_store(args), data, source=Path(args.file).name)
-    print(f"imported run {run_id}")
+    say(f"imported run {run_id}")
     return 0
 
 
@@ -244,14 +260,15 @@ def cmd_agents(args: argparse.Namespace) -> int:
     if args.verb == "import":
         agents = load_agents_text(_read(args.file, MAX_SPEC_BYTES), Path(args.file).name)
         store.save_agents(agents)
-        print(f"saved {len(agents)} agent(s): " + ", ".join(a.agent_name for a in agents))
+        say(f"saved {len(agents)} agent(s): " + ", ".join(a.agent_name for a in agents))
     elif args.verb == "export":
         agents = [store.get_agent(n) for n in args.names] if args.names else store.list_agents()
         _emit(dump_agents(agents, args.format), args.output)
     else:
         for agent in store.list_agents():
             prompt = _shorten(" ".join(agent.system_prompt.split()), 50)
-            print(f"{agent.agent_name}\t{agent.model_name}\t{prompt}")
+            say(f"{terminal_text(agent.agent_name)}\t{terminal_text(agent.model_name)}\t"
+                f"{terminal_text(prompt)}", multiline=True)
     return 0
 
 
@@ -275,15 +292,17 @@ def _read(path: str, limit: int) -> bytes:
 
 
 def _emit(text: str, output: str | None) -> None:
+    """An export to a file as it is; to stdout as it is when piped (it is data), with control
+    characters escaped when stdout is a terminal."""
     text = text if text.endswith("\n") else text + "\n"
     if output is None:
-        sys.stdout.write(text)
+        sys.stdout.write(terminal_text(text, multiline=True) if sys.stdout.isatty() else text)
         return
     try:
         Path(output).write_text(text, encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot write {output!r}: {exc.strerror or exc}") from None
-    print(f"wrote {output}", file=sys.stderr)
+    say(f"wrote {output}", sys.stderr)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -302,7 +321,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args)
     except GroupChatError as exc:
-        print(scrub(f"error: {exc}"), file=sys.stderr)  # never a key from the environment
+        say(scrub(f"error: {exc}"), sys.stderr)  # one line; never a key from the environment
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -97,7 +97,7 @@ def test_a_version_1_store_is_upgraded_in_place_and_keeps_its_runs(store_url):
     store = RunStore(store_url)
 
     with store.read("test") as conn:
-        assert conn.execute(select(schema_version.c.version)).scalar() == SCHEMA_VERSION == 3
+        assert conn.execute(select(schema_version.c.version)).scalar() == SCHEMA_VERSION == 4
     columns, indexes = _columns_and_indexes(store_url)
     assert {"tags", "notes"} <= set(columns) and "ix_runs_started_at" in indexes
     record = store.load_run("old-run")
@@ -151,3 +151,47 @@ def test_a_database_of_another_program_is_refused(new_database):
     engine.dispose()
     with pytest.raises(StoreError, match="not a GroupChat Lab store"):
         RunStore(foreign)
+
+
+def test_a_version_3_store_gets_cell_claims_for_its_finished_cells(store_url):
+    """v4 adds sweeps.owned_at and sweep_cells: every cell with a finished run gets a
+    `finished` claim (the latest run, when an old double resume left two), so no finished cell
+    can be claimed again; other cells stay claimable."""
+    engine = get_engine(store_url)
+    create_version(engine, 3)
+    t = metadata_for(3).tables
+    run = {"name": "old", "task": "t", "spec_json": json.dumps(SPEC), "agents": "A, B",
+           "threshold": 0.5, "recency_penalty": 0.3, "recency_window": 1, "max_loops": 2,
+           "sweep_id": "old-sweep"}
+    with engine.begin() as conn:
+        conn.execute(insert(t["sweeps"]).values(
+            sweep_id="old-sweep", name="old", grid_json="{}", status="stopped_budget",
+            created_at="2025-01-01T00:00:00+00:00", pid=1, hostname="h", proc_start="9"))
+        conn.execute(insert(t["runs"]), [
+            {**run, "run_id": "c1-first", "cell": "c1", "status": "finished",
+             "started_at": "2025-01-01T00:00:01+00:00", "ended_at": "2025-01-01T00:00:02+00:00"},
+            {**run, "run_id": "c1-again", "cell": "c1", "status": "finished",
+             "started_at": "2025-01-01T00:00:03+00:00", "ended_at": "2025-01-01T00:00:04+00:00"},
+            {**run, "run_id": "c2-run", "cell": "c2", "status": "finished",
+             "started_at": "2025-01-01T00:00:01+00:00", "ended_at": "2025-01-01T00:00:05+00:00"},
+            {**run, "run_id": "c3-run", "cell": "c3", "status": "interrupted",
+             "started_at": "2025-01-01T00:00:01+00:00", "ended_at": None},
+            {**run, "run_id": "lone", "cell": None, "sweep_id": None, "status": "finished",
+             "started_at": "2025-01-01T00:00:01+00:00", "ended_at": None}])
+    dispose_engines()
+    forget_checked()
+
+    store = RunStore(store_url)
+    assert _version(store_url) == SCHEMA_VERSION == 4
+    claims = store.cell_claims("old-sweep").set_index("cell")
+    assert claims["state"].to_dict() == {"c1": "finished", "c2": "finished"}
+    assert claims["run_id"].to_dict() == {"c1": "c1-again", "c2": "c2-run"}
+    sweep = store.get_sweep("old-sweep")
+    assert (sweep["status"], sweep["owned_at"], sweep["pid"]) == ("stopped_budget", None, 1)
+    assert not store.claim_cell("old-sweep", "c1").claimed  # finished cells are never rerun
+    assert store.claim_cell("old-sweep", "c3").claimed  # the interrupted one is run again
+    assert store.sweep_owner("old-sweep") is None
+    store.reopen_sweep("old-sweep")  # the new owner columns work on the upgraded row
+    assert store.get_sweep("old-sweep")["owned_at"] is not None
+    store.delete_run("c2-run")  # its claim loses the run: the cell may be run again
+    assert store.claim_cell("old-sweep", "c2").claimed

@@ -302,3 +302,36 @@ def test_a_raising_observer_cancels_a_sync_sweep_which_still_reports_its_end(sto
     assert seen[-1] == "sweep_finished" and seen.count("cell_finished") == 1
     row = store.get_sweep(store.list_sweeps()["sweep_id"].iloc[0])
     assert row["status"] == "cancelled"
+
+
+PROMPT = "You are {agent_name}. Bid above {threshold}: "
+
+
+def test_bid_prompt_labels_sharing_their_first_60_characters_stay_two_cells(store):
+    stem = "A very long label describing the strict variant of the prompt, version "
+    labels = [stem + "one", stem + "two"]  # identical for 72 characters
+    sweep = spec({"bid_prompt": {labels[0]: PROMPT + "be strict.", labels[1]: PROMPT + "relax."}},
+                 repeats=1, base={"max_loops": 3, "agents": AGENTS})
+    cells = list(sweep.cells())
+    keys = [c.params["bid_prompt"] for c in cells]
+    assert len(cells) == 2 and len(set(keys)) == 2 and all(len(k) == 60 for k in keys)
+    assert all(k.startswith(stem[:51]) and k[51] == "~" for k in keys)
+    prompts = {sweep.chat_spec(c).bid_prompt for c in cells}
+    assert prompts == {PROMPT + "be strict.", PROMPT + "relax."}  # neither template is lost
+
+    outcome = run_sweep(sweep, store)
+    runs = store.list_runs(sweep_id=outcome.sweep_id)
+    assert outcome.cells_done == 2 and runs["cell"].nunique() == 2
+    stored = {store.run_info(r)["spec"]["bid_prompt"] for r in runs["run_id"]}
+    assert stored == prompts
+    again = parse_sweep(store.get_sweep(outcome.sweep_id)["grid"])  # the stored labels stay
+    assert [c.key for c in again.cells()] == [c.key for c in cells]
+
+
+def test_a_grid_whose_labels_would_still_collide_is_rejected():
+    long = "x" * 70
+    from groupchat_core.sweeps._spec import short_label
+
+    with pytest.raises(ConfigError, match="both become the cell label") as info:
+        spec({"bid_prompt": {long: PROMPT, short_label(long): PROMPT + "other"}})
+    assert "\n" not in str(info.value).strip()

@@ -117,6 +117,7 @@ def test_the_cli_reports_budget_stops_and_estimates(tmp_path, capsys):
     (["sweep", "nope.yaml"], "cannot read sweep file 'nope.yaml'"),
     (["sweep", "--resume", "zzz"], "no sweep 'zzz'"),
     (["sweep", "x.yaml", "--max-usd", "-1"], "--max-usd must be positive"),
+    (["sweep", "x.yaml", "--take-over"], "--take-over only applies with --resume SWEEP"),
 ])
 def test_cli_errors_are_one_line(args, message, capsys):
     assert main(args) == 2

@@ -10,7 +10,7 @@ from ._connect import ENV_VAR, default_url, dispose_engines, safe_url
 from ._recorder import StoreRecorder
 from ._runstore import RunStore
 from ._schema import RUN_STATUSES, SCHEMA_VERSION
-from ._sweeps import SWEEP_STATUSES
+from ._sweeps import SWEEP_STATUSES, CellClaim, SweepBusy
 from ._writer import status_for
 
 __all__ = [
@@ -18,8 +18,10 @@ __all__ = [
     "RUN_STATUSES",
     "SCHEMA_VERSION",
     "SWEEP_STATUSES",
+    "CellClaim",
     "RunStore",
     "StoreRecorder",
+    "SweepBusy",
     "default_url",
     "dispose_engines",
     "safe_url",

@@ -54,8 +54,29 @@ def _v2_to_v3(conn: Connection) -> None:
     metadata_for(3).tables["bid_cache"].create(conn)
 
 
+def _v3_to_v4(conn: Connection) -> None:
+    """v4: sweeps.owned_at and the sweep_cells claims, with a `finished` claim for every cell
+    that already has a finished run (the latest, should an old double resume have left two),
+    so a finished cell can never be claimed again."""
+    _add_columns(conn, "sweeps", ("owned_at",), 4)
+    tables = metadata_for(4).tables
+    tables["sweep_cells"].create(conn)
+    runs_t = tables["runs"]
+    finished = conn.execute(
+        select(runs_t.c.sweep_id, runs_t.c.cell, runs_t.c.run_id, runs_t.c.ended_at)
+        .where(runs_t.c.status == "finished", runs_t.c.sweep_id.is_not(None),
+               runs_t.c.cell.is_not(None))
+        .order_by(runs_t.c.started_at, runs_t.c.run_id)).all()
+    latest = {(r.sweep_id, r.cell): r for r in finished}
+    now = utc_now()
+    if latest:
+        conn.execute(insert(tables["sweep_cells"]), [
+            {"sweep_id": r.sweep_id, "cell": r.cell, "state": "finished", "run_id": r.run_id,
+             "claimed_at": r.ended_at or now, "updated_at": now} for r in latest.values()])
+
+
 STEPS: dict[int, Callable[[Connection], None]] = {  # from version -> next
-    1: _v1_to_v2, 2: _v2_to_v3}
+    1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 
 
 def ensure_schema(engine: Engine) -> None:

@@ -14,6 +14,9 @@ Version history (see migrations.py):
     3  bids.cached (answered by the bid cache), the bid_cache table, and on sweeps: reason
        (why a sweep stopped, e.g. a budget cap) and its writer (pid, hostname, proc_start),
        so a sweep left `running` by a dead process reads as interrupted
+    4  sweeps.owned_at (since when its owner runs it) and `sweep_cells`: one claim row per
+       (sweep, cell), so a cell is run by one process at a time and never again once finished
+       (see store/_sweeps.py)
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from sqlalchemy import (
     false,
 )
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 RUN_STATUSES = ("running", "finished", "cancelled", "error", "interrupted")
 
 
@@ -59,6 +62,8 @@ def _sweeps(md: MetaData, version: int) -> None:
     extra: list[Column[Any]] = [] if version < 3 else [
         Column("reason", Text), Column("pid", Integer), Column("hostname", String(255)),
         Column("proc_start", String(40))]
+    if version >= 4:
+        extra.append(Column("owned_at", String(40)))  # since when its owner has run it
     Table(
         "sweeps", md,
         Column("sweep_id", String(64), primary_key=True),
@@ -68,6 +73,24 @@ def _sweeps(md: MetaData, version: int) -> None:
         Column("created_at", String(40), nullable=False),
         Column("ended_at", String(40)),
         *extra,
+    )
+
+
+def _sweep_cells(md: MetaData) -> None:
+    """Claims: a cell is run only by the process whose insert (or update of an `open` claim)
+    took its row; `finished` claims are never taken again while their run exists."""
+    Table(
+        "sweep_cells", md,
+        Column("sweep_id", String(64), ForeignKey("sweeps.sweep_id", ondelete="CASCADE"),
+               primary_key=True),
+        Column("cell", Text, primary_key=True),
+        Column("state", String(20), nullable=False),  # running, finished or open (released)
+        Column("run_id", String(64), ForeignKey("runs.run_id", ondelete="SET NULL")),
+        Column("pid", Integer),
+        Column("hostname", String(255)),
+        Column("proc_start", String(40)),
+        Column("claimed_at", String(40), nullable=False),
+        Column("updated_at", String(40), nullable=False),
     )
 
 
@@ -204,6 +227,8 @@ def metadata_for(version: int = SCHEMA_VERSION) -> MetaData:
     _turns(md)
     if version >= 3:
         _bid_cache(md)
+    if version >= 4:
+        _sweep_cells(md)
     return md
 
 
@@ -213,4 +238,4 @@ schema_version, agents, presets, sweeps = (
     _T["schema_version"], _T["agents"], _T["presets"], _T["sweeps"])
 runs, run_agents, messages, bids, turns = (
     _T["runs"], _T["run_agents"], _T["messages"], _T["bids"], _T["turns"])
-bid_cache = _T["bid_cache"]
+bid_cache, sweep_cells = _T["bid_cache"], _T["sweep_cells"]

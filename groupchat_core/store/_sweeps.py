@@ -1,29 +1,72 @@
-"""Sweep bookkeeping, all in one place: create, reopen (claim for a resume), finish, read and
-list sweeps, and mark the sweeps of dead processes `interrupted`.
+"""Sweep bookkeeping, all in one place: create, claim (to run or resume), finish, read and
+list sweeps; claim cells; mark the sweeps of dead processes `interrupted`.
 
-A sweep row records its writer (pid, host, process start) like a run does, so a sweep whose
-process died reads `interrupted` the next time a store is opened on that host.
+One owner at a time. A sweep row records its owner (pid, host, process start, since when).
+`reopen_sweep` (a resume) takes it over only from a finished, stopped or dead owner, with a
+compare-and-set update that names the owner it read, so of two processes resuming at once
+exactly one wins; the other is refused with a `SweepBusy` naming the owner and how to stop it.
+A `running` sweep owned from another host cannot be checked from here: it is refused too,
+unless the caller takes it over explicitly (`take_over=True`, `--take-over`).
+
+Claim-once cells. Before a cell's chat starts, its owner claims the cell: a row in
+`sweep_cells` keyed (sweep_id, cell), inserted if absent (the key is unique, so of two racing
+inserts one fails) or taken over from an `open` claim by a compare-and-set update. The claim
+becomes `finished` (with the run) or `open` again (the run failed: a resume retries it). Even two
+processes running the same sweep despite the owner check can therefore never run one cell twice.
+Claims of a dead owner are reopened when the sweep is taken over.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import uuid
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import Connection, and_, exc, func, insert, or_, select, update
 
 from .._errors import StoreError
 from .._records import utc_now
 from ._base import StoreBase
 from ._library import check_name
 from ._process import Writer, this_writer, writer_alive
-from ._schema import runs, sweeps
+from ._schema import runs, sweep_cells, sweeps
 
 if TYPE_CHECKING:
     import pandas as pd
 
 SWEEP_STATUSES = ("running", "finished", "cancelled", "error", "interrupted", "stopped_budget")
+
+# Sweeps this process is running right now (a second job in the same process, e.g. the
+# dashboard, must not resume one: the pid alone cannot tell it from a stale row).
+_active: set[str] = set()
+_active_lock = threading.Lock()
+
+
+class SweepBusy(StoreError):
+    """The sweep is run by another live process (or one this host cannot check)."""
+
+
+@dataclass(frozen=True)
+class CellClaim:
+    """The outcome of claiming a cell: `claimed`, or who holds it (state, owner, run)."""
+
+    claimed: bool
+    state: str
+    run_id: str | None = None
+    pid: int | None = None
+    hostname: str | None = None
+
+    def holder(self) -> str:
+        if self.state == "finished":
+            return f"finished by run {self.run_id}"
+        return f"being run by pid {self.pid} on {self.hostname}"
+
+
+def _owner_text(row: Any) -> str:
+    since = f", since {row.owned_at or row.created_at}"
+    return f"pid {row.pid} on host {row.hostname}{since}"
 
 
 class SweepBook(StoreBase):
@@ -36,16 +79,32 @@ class SweepBook(StoreBase):
             conn.execute(insert(sweeps).values(
                 sweep_id=sweep_id, name=check_name("sweep", name), grid_json=json.dumps(grid),
                 status="running", created_at=utc_now(), **_owner()))
+        with _active_lock:
+            _active.add(sweep_id)
         return sweep_id
 
     def finish_sweep(self, sweep_id: str, status: str = "finished",
-                     reason: str | None = None) -> None:
-        """Record how a sweep ended; `reason` says why (e.g. which budget cap stopped it)."""
+                     reason: str | None = None) -> bool:
+        """Record how a sweep ended; `reason` says why (e.g. which budget cap stopped it).
+
+        Only its owner records that (or anyone, for a sweep from before owners were kept): a
+        session whose sweep was taken over meanwhile (`--take-over`) leaves the new owner's
+        row alone. False when nothing was written for that reason."""
         if status not in SWEEP_STATUSES:
             raise StoreError(f"sweep status must be one of {SWEEP_STATUSES}, got {status!r}")
+        me = this_writer()
+        mine = or_(sweeps.c.pid.is_(None),
+                   and_(sweeps.c.pid == me.pid, sweeps.c.hostname == me.hostname))
         with self.write("finish a sweep") as conn:
-            conn.execute(update(sweeps).where(sweeps.c.sweep_id == sweep_id).values(
-                status=status, reason=reason, ended_at=utc_now()))
+            done = conn.execute(update(sweeps).where(sweeps.c.sweep_id == sweep_id, mine).values(
+                status=status, reason=reason, ended_at=utc_now())).rowcount
+        self.release_sweep(sweep_id)
+        return bool(done)
+
+    def release_sweep(self, sweep_id: str) -> None:
+        """This process no longer runs the sweep (its session ended, however it ended)."""
+        with _active_lock:
+            _active.discard(sweep_id)
 
     def get_sweep(self, sweep_id: str) -> dict[str, Any]:
         """A sweep's row (by id or a unique id prefix), its grid JSON parsed as `grid`."""
@@ -61,11 +120,89 @@ class SweepBook(StoreBase):
         row["grid"] = json.loads(row.pop("grid_json"))
         return row
 
-    def reopen_sweep(self, sweep_id: str) -> None:
-        """Mark a sweep running again, owned by this process (to resume it)."""
+    def sweep_owner(self, sweep_id: str, *, take_over: bool = False) -> str | None:
+        """Why sweep `sweep_id` cannot be resumed now (a one-line message naming its live
+        owner and how to stop it), or None when it is free to take over."""
+        with self.read("read a sweep's owner") as conn:
+            row = conn.execute(select(sweeps).where(sweeps.c.sweep_id == sweep_id)).first()
+        if row is None:
+            raise StoreError(f"no sweep {sweep_id!r}")
+        return _busy(row, this_writer(), take_over)
+
+    def reopen_sweep(self, sweep_id: str, *, take_over: bool = False) -> None:
+        """Take sweep `sweep_id` over to resume it: mark it running, owned by this process.
+
+        Refused (SweepBusy) while another live process runs it; atomic: the update only
+        applies if the owner is still the one read, so two resumers cannot both win. Claims
+        of cells left `running` by the previous owner (dead) are reopened."""
+        me = this_writer()
         with self.write("reopen a sweep") as conn:
-            conn.execute(update(sweeps).where(sweeps.c.sweep_id == sweep_id).values(
-                status="running", reason=None, ended_at=None, **_owner()))
+            row = conn.execute(select(sweeps).where(sweeps.c.sweep_id == sweep_id)).first()
+            if row is None:
+                raise StoreError(f"no sweep {sweep_id!r}")
+            problem = _busy(row, me, take_over)
+            if problem is not None:
+                raise SweepBusy(problem)
+            same = [sweeps.c.sweep_id == sweep_id, sweeps.c.status == row.status,
+                    *(_is(sweeps.c[name], getattr(row, name))
+                      for name in ("pid", "hostname", "proc_start", "owned_at"))]
+            taken = conn.execute(update(sweeps).where(*same).values(
+                status="running", reason=None, ended_at=None, **_owner())).rowcount
+            if taken == 1:
+                conn.execute(update(sweep_cells).where(
+                    sweep_cells.c.sweep_id == sweep_id, sweep_cells.c.state == "running")
+                    .values(state="open", updated_at=utc_now()))
+        if taken != 1:  # another process took it between our read and our update
+            raise SweepBusy(self.sweep_owner(sweep_id) or
+                            f"sweep {sweep_id[:12]} was taken over by another process "
+                            "while this one was resuming it")
+        with _active_lock:
+            _active.add(sweep_id)
+
+    # --- cells ------------------------------------------------------------------------------
+
+    def claim_cell(self, sweep_id: str, cell: str) -> CellClaim:
+        """Claim a cell for this process before running it: True once, for one claimer only.
+
+        Claimable: a cell never claimed (the insert wins; the (sweep_id, cell) key is unique),
+        or one whose claim is `open` (its run failed) or `finished` by a run since deleted."""
+        me, now = this_writer(), utc_now()
+        owner = {"pid": me.pid, "hostname": me.hostname, "proc_start": me.proc_start}
+        with self.write("claim a sweep cell") as conn:
+            if _insert_claim(conn, {"sweep_id": sweep_id, "cell": cell, "state": "running",
+                                    "run_id": None, "claimed_at": now, "updated_at": now,
+                                    **owner}):
+                return CellClaim(True, "running", None, me.pid, me.hostname)
+            key = (sweep_cells.c.sweep_id == sweep_id, sweep_cells.c.cell == cell)
+            reclaimable = or_(sweep_cells.c.state == "open", and_(
+                sweep_cells.c.state == "finished", sweep_cells.c.run_id.is_(None)))
+            taken = conn.execute(update(sweep_cells).where(*key, reclaimable).values(
+                state="running", run_id=None, claimed_at=now, updated_at=now,
+                **owner)).rowcount
+            if taken == 1:
+                return CellClaim(True, "running", None, me.pid, me.hostname)
+            row = conn.execute(select(sweep_cells).where(*key)).one()
+        return CellClaim(False, row.state, row.run_id, row.pid, row.hostname)
+
+    def finish_cell(self, sweep_id: str, cell: str, run_id: str | None = None) -> None:
+        """End this process's claim on a cell: `finished` with its finished run, else `open`
+        again (no run, or it did not finish), so a resume runs the cell again."""
+        me = this_writer()
+        with self.write("finish a sweep cell") as conn:
+            conn.execute(update(sweep_cells).where(
+                sweep_cells.c.sweep_id == sweep_id, sweep_cells.c.cell == cell,
+                sweep_cells.c.state == "running", sweep_cells.c.pid == me.pid,
+                sweep_cells.c.hostname == me.hostname).values(
+                state="finished" if run_id else "open", run_id=run_id, updated_at=utc_now()))
+
+    def cell_claims(self, sweep_id: str) -> pd.DataFrame:
+        """The sweep's cell claims (cell, state, run_id, owner), for tests and diagnosis."""
+        import pandas as pd
+
+        with self.read("read cell claims") as conn:
+            result = conn.execute(select(sweep_cells).where(sweep_cells.c.sweep_id == sweep_id)
+                                  .order_by(sweep_cells.c.claimed_at))
+            return pd.DataFrame(result.all(), columns=list(result.keys()))
 
     def list_sweeps(self) -> pd.DataFrame:
         """Sweeps, newest first, with how many runs each has recorded."""
@@ -96,4 +233,53 @@ class SweepBook(StoreBase):
 
 def _owner() -> dict[str, Any]:
     me = this_writer()
-    return {"pid": me.pid, "hostname": me.hostname, "proc_start": me.proc_start}
+    return {"pid": me.pid, "hostname": me.hostname, "proc_start": me.proc_start,
+            "owned_at": utc_now()}
+
+
+def _is(column: Any, value: Any) -> Any:
+    return column.is_(None) if value is None else column == value
+
+
+def _busy(row: Any, me: Writer, take_over: bool) -> str | None:
+    """None when the sweep in `row` may be taken over by `me`, else why not (one line)."""
+    if row.status != "running" or row.pid is None:  # ended, or from before owners were kept
+        return None
+    sweep = row.sweep_id[:12]
+    where = "" if row.hostname == me.hostname else f" on {row.hostname}"
+    stop = (f"stop it first (kill {row.pid}{where}, or Stop on the dashboard's Sweeps page), "
+            "then resume it")
+    if row.hostname != me.hostname:
+        if take_over:
+            return None
+        return (f"sweep {sweep} is running on another host ({_owner_text(row)}), which this "
+                f"machine cannot check: {stop}; if that process is gone, resume with "
+                "--take-over")
+    if row.pid == me.pid and (not row.proc_start or row.proc_start == me.proc_start):
+        with _active_lock:
+            running_here = row.sweep_id in _active
+        if not running_here:
+            return None  # an earlier session of this process ended without closing the sweep
+        return (f"sweep {sweep} is already running in this process ({_owner_text(row)}): "
+                "wait for it or stop it (Stop on the dashboard's Sweeps page)")
+    if not writer_alive(row.pid, row.proc_start, me):
+        return None
+    return f"sweep {sweep} is already running ({_owner_text(row)}): {stop}"
+
+
+def _insert_claim(conn: Connection, values: dict[str, Any]) -> bool:
+    """Insert a claim row unless the cell has one; True when this insert made it."""
+    dialect = conn.dialect.name
+    if dialect in ("sqlite", "postgresql"):
+        from sqlalchemy.dialects import postgresql, sqlite
+
+        module: Any = sqlite if dialect == "sqlite" else postgresql
+        statement = module.insert(sweep_cells).values(**values).on_conflict_do_nothing(
+            index_elements=["sweep_id", "cell"]).returning(sweep_cells.c.cell)
+        return conn.execute(statement).first() is not None  # a row back: this insert made it
+    try:  # other databases: the unique key decides, inside a savepoint
+        with conn.begin_nested():
+            conn.execute(insert(sweep_cells).values(**values))
+    except exc.IntegrityError:
+        return False
+    return True

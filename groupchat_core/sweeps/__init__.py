@@ -8,6 +8,7 @@
     outcome = run_sweep(spec, store)         # or arun_sweep(...) as a job on the engine loop
     frame = sweep_results(store, outcome.sweep_id)
     aggregate(frame)                         # mean, std, n, 95 % CI per parameter combination
+    frame_csv(frame)                         # as CSV, safe to open in a spreadsheet
 
 Private modules: _spec (the file format and cells), _estimate (calls, tokens, cost), _plan (new
 or resumed: what is done and what is left), _executor (where a cell runs), _scheduler
@@ -15,6 +16,7 @@ or resumed: what is done and what is left), _executor (where a cell runs), _sche
 tables and heatmaps), _cli (the `sweep` subcommand).
 """
 
+from .._exports import frame_csv
 from ._estimate import Estimate, estimate
 from ._events import (
     BudgetStopped,
@@ -67,6 +69,7 @@ __all__ = [
     "arun_sweep",
     "estimate",
     "finished_cells",
+    "frame_csv",
     "heatmap_frame",
     "load_sweep",
     "load_sweep_text",

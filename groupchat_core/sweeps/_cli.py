@@ -1,5 +1,9 @@
 """`python -m groupchat_core sweep SPEC [--resume SWEEP] [--max-usd N]`: a sweep, headless.
 
+A sweep has one owner: `--resume` of a sweep another live process still runs is refused with
+one line naming it (pid, host, since when) and how to stop it; `--take-over` resumes one left
+running by a process on another host that is known to be gone.
+
 The pre-flight estimate and progress go to stderr (a progress bar on a terminal, a line per
 ~5 % of cells otherwise); stdout gets one summary line at the end. Runs, cells and the sweep's
 status land in the store, exactly as the dashboard reads them. Exit status: 0 finished,
@@ -16,6 +20,7 @@ from typing import Any, TextIO
 
 from .._errors import CliError
 from .._records import format_cost
+from .._terminal import terminal_text
 from ._events import (
     BudgetStopped,
     CellFinished,
@@ -34,6 +39,9 @@ def add_parser(sub: Any) -> None:
     sweep.add_argument("spec", nargs="?", help="sweep spec file (optional with --resume)")
     sweep.add_argument("--resume", metavar="SWEEP", help="finish sweep SWEEP (id or prefix): "
                        "cells with a finished run are skipped")
+    sweep.add_argument("--take-over", action="store_true",
+                       help="with --resume: take over a sweep still marked running by a "
+                            "process on another host (only if that process is gone)")
     sweep.add_argument("--max-usd", type=float, default=None, metavar="N",
                        help="stop cleanly once the sweep's calls cost N USD (priced models)")
     sweep.add_argument("--max-calls", type=int, default=None, metavar="N",
@@ -69,7 +77,7 @@ class SweepProgress:
         verb = "resumed" if event.resumed else "started"
         self._print(f"sweep {event.sweep_id} {verb} ({event.name}): {event.cells_total} cells, "
                     f"{event.cells_done} already done")
-        self._print(event.estimate.summary())
+        self._print(event.estimate.summary(), multiline=True)
         self._step = max(1, event.cells_total // 20)
         if self.bar:
             from rich.console import Console
@@ -92,7 +100,9 @@ class SweepProgress:
         elif event.cells_done % self._step == 0 or event.cells_done == event.cells_total:
             self._print(f"{event.cells_done}/{event.cells_total} cells done")
 
-    def _print(self, text: str) -> None:
+    def _print(self, text: str, *, multiline: bool = False) -> None:
+        """Sweep names, cell keys and errors are untrusted: controls are escaped."""
+        text = terminal_text(text, multiline=multiline)
         if self._progress is not None:
             self._progress.console.print(text, markup=False, highlight=False)
         else:
@@ -122,16 +132,18 @@ def cmd_sweep(args: argparse.Namespace, store: Any) -> int:
 
     if args.spec is None and args.resume is None:
         raise CliError("give a sweep spec file, or --resume SWEEP")
+    if args.take_over and args.resume is None:
+        raise CliError("--take-over only applies with --resume SWEEP")
     _positive(args.max_usd, "--max-usd")
     _positive(args.max_calls, "--max-calls", integer=True)
     _positive(args.concurrency, "--concurrency", integer=True)
     spec = load_sweep(args.spec) if args.spec else None
-    plan = plan_sweep(spec, store, resume=args.resume)
+    plan = plan_sweep(spec, store, resume=args.resume, take_over=args.take_over)
     if args.concurrency is not None:
         plan.spec = parse_sweep({**plan.spec.to_data(), "concurrency": args.concurrency})
     if args.estimate:
         assert plan.estimate is not None
-        print(plan.estimate.summary())
+        print(terminal_text(plan.estimate.summary(), multiline=True))
         return 0
     progress = SweepProgress(sys.stderr, bar=sys.stderr.isatty())
     observers = [] if args.quiet else [progress]
@@ -141,10 +153,11 @@ def cmd_sweep(args: argparse.Namespace, store: Any) -> int:
     finally:
         progress.close()
     rate = "" if outcome.hit_rate is None else f", {outcome.hit_rate:.0%} of bids cached"
-    print(f"sweep {outcome.sweep_id} {outcome.status}: {outcome.cells_done}/"
-          f"{outcome.cells_total} cells done; this session {outcome.cells_run} cells, "
-          f"{outcome.calls} model calls{rate}, cost {_cost_text(store, outcome)}"
-          + (f" ({outcome.reason})" if outcome.reason else ""))
+    print(terminal_text(
+        f"sweep {outcome.sweep_id} {outcome.status}: {outcome.cells_done}/"
+        f"{outcome.cells_total} cells done; this session {outcome.cells_run} cells, "
+        f"{outcome.calls} model calls{rate}, cost {_cost_text(store, outcome)}"
+        + (f" ({outcome.reason})" if outcome.reason else "")), flush=True)
     return EXIT.get(outcome.status, 1)
 
 

@@ -6,6 +6,10 @@ other cell is run on resume: never started, `interrupted` (its process died; the
 runs left `running` by a dead process on open), `cancelled` (a budget cap or the user stopped
 it mid-chat) or `error` (every bid failed, e.g. a provider outage). Their old runs stay in the
 store, linked to the sweep and cell, as history; results use the finished one.
+
+A sweep has one owner at a time: resuming one that another live process still runs is refused
+here, before anything is estimated or printed (SweepBusy, naming the owner and how to stop it),
+and again, atomically, when the runner takes it over (store.reopen_sweep).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .._errors import ConfigError, StoreError
+from ..store import SweepBusy
 from ._estimate import Estimate, estimate
 from ._spec import Cell, SweepSpec, parse_sweep
 
@@ -33,6 +38,7 @@ class SweepPlan:
     spent_calls: int = 0  # over earlier sessions (budget caps count these)
     spent_usd: float = 0.0
     estimate: Estimate | None = None
+    take_over: bool = False  # resume even if its owner runs on a host this one cannot check
 
     @property
     def resumed(self) -> bool:
@@ -57,10 +63,11 @@ def finished_cells(store: RunStore, sweep_id: str) -> dict[str, str]:
 
 
 def plan_sweep(spec: SweepSpec | None, store: RunStore, *, resume: str | None = None,
-               with_estimate: bool = True) -> SweepPlan:
+               with_estimate: bool = True, take_over: bool = False) -> SweepPlan:
     """Plan a new sweep from `spec`, or the rest of sweep `resume` (spec optional: the stored
     one is used; if given, it must define the same cells, though caps and concurrency may
-    differ)."""
+    differ). A sweep still run by a live process cannot be resumed (SweepBusy); `take_over`
+    resumes one whose owner is on another host (that this host cannot check) anyway."""
     if resume is None:
         if spec is None:
             raise ConfigError("a sweep needs a spec, or a sweep id to resume")
@@ -68,6 +75,9 @@ def plan_sweep(spec: SweepSpec | None, store: RunStore, *, resume: str | None = 
         plan = SweepPlan(spec, None, cells, cells)
     else:
         sweep_id, stored = stored_spec(store, resume)
+        busy = store.sweep_owner(sweep_id, take_over=take_over)
+        if busy is not None:
+            raise SweepBusy(busy)
         if spec is not None and not spec.same_cells(stored):
             raise ConfigError(f"the spec does not match sweep {sweep_id[:12]}'s cells; resume "
                               "it with the same spec (only caps and concurrency may change)")
@@ -75,7 +85,8 @@ def plan_sweep(spec: SweepSpec | None, store: RunStore, *, resume: str | None = 
         cells = list(spec.cells())
         finished = finished_cells(store, sweep_id)
         done = {c.key: finished[c.key] for c in cells if c.key in finished}
-        plan = SweepPlan(spec, sweep_id, cells, [c for c in cells if c.key not in done], done)
+        plan = SweepPlan(spec, sweep_id, cells, [c for c in cells if c.key not in done], done,
+                         take_over=take_over)
         _spent(plan, store, sweep_id)
     if with_estimate:
         plan.estimate = estimate(spec, plan.todo, store=store, sweep_id=plan.sweep_id,

@@ -15,6 +15,10 @@ lack a provider key raises ConfigError listing every problem, before the sweep i
 when CREDENTIAL_STOP cells in a row end in error with nothing posted because the provider refused
 the credentials (a wrong key passes the check), the sweep stops with status `error` and a reason
 saying so, instead of spending a failing call per bid on every remaining cell.
+
+One owner, claim-once cells: a session takes the sweep over (`store.reopen_sweep` refuses while
+another live process runs it), and claims each cell in the store before running it
+(`store.claim_cell`); a cell already claimed or finished elsewhere is skipped, never run twice.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from .._bidcache import BidCache
 from .._credentials import check_credentials, credentials_error, is_credential_failure
-from .._errors import ConfigError
+from .._errors import ConfigError, StoreError
 from .._loop import background_loop
 from .._model_calls import in_process_model, load_litellm_off_loop
 from ._estimate import estimate
@@ -47,7 +51,7 @@ from ._spec import Cell, SweepSpec
 
 if TYPE_CHECKING:
     from .._agent import Agent
-    from ..store import RunStore
+    from ..store import CellClaim, RunStore
 
 SweepObserver = Callable[[SweepEvent], None]
 CREDENTIAL_STOP = 3  # cells in a row refused on credentials before the sweep stops
@@ -83,16 +87,19 @@ class SweepRunner:
         self._loop, self._loop_thread = asyncio.get_running_loop(), threading.get_ident()
         if isinstance(self.executor, LocalExecutor):  # remote workers hold their own keys
             await self._check_credentials()
-        self._open()
+        self._open()  # takes the sweep over, or raises (SweepBusy): nothing to release then
         try:
-            self._check_budget()
-            await self._launch()
-        except asyncio.CancelledError:
-            self._stop("cancelled", "cancelled by the user")
-            await self._drain()
-            await self._close(started)
-            raise
-        return await self._close(started)
+            try:
+                self._check_budget()
+                await self._launch()
+            except asyncio.CancelledError:
+                self._stop("cancelled", "cancelled by the user")
+                await self._drain()
+                await self._close(started)
+                raise
+            return await self._close(started)
+        finally:
+            self.store.release_sweep(self.sweep_id)  # however the session ended
 
     def _open(self) -> None:
         spec, plan = self.spec, self.plan
@@ -103,7 +110,7 @@ class SweepRunner:
         if plan.sweep_id is None:
             self.sweep_id = plan.sweep_id = self.store.create_sweep(spec.name, spec.to_data())
         else:
-            self.store.reopen_sweep(plan.sweep_id)
+            self.store.reopen_sweep(plan.sweep_id, take_over=plan.take_over)
         self._emit(SweepStarted(sweep_id=self.sweep_id, name=spec.name,
                                 cells_total=len(plan.cells), cells_done=self._done,
                                 resumed=resumed, estimate=plan.estimate))
@@ -164,23 +171,58 @@ class SweepRunner:
 
     async def _cell(self, cell: Cell, gate: asyncio.Semaphore) -> None:
         try:
-            self._emit(CellStarted(sweep_id=self.sweep_id, cell=cell.key, index=cell.index))
-            job = CellJob(sweep_id=self.sweep_id, cell=cell.key, index=cell.index,
-                          spec=self.spec.chat_spec(cell).to_data(),
-                          task=self.spec.tasks[cell.task_index])
             try:
-                result = await self.executor.submit(job, self._usage)
-            except asyncio.CancelledError:  # a cap or the user stopped the sweep
-                self._cell_end(cell, None, "cancelled")
+                claim = self.store.claim_cell(self.sweep_id, cell.key)
+            except StoreError as exc:
+                self._stop("error", f"cell {cell.key} could not be claimed: {exc}")
+                self._cell_end(cell, None, "error", str(exc))
                 return
-            except Exception as exc:
-                error = f"{type(exc).__name__}: {exc}"
-                self._stop("error", f"cell {cell.key} failed: {error}")
-                self._cell_end(cell, None, "error", error)
+            if not claim.claimed:  # finished or running elsewhere: never run a cell twice
+                self._cell_taken(cell, claim)
                 return
-            self._cell_end(cell, result, result.status)
+            finished_run: str | None = None
+            try:
+                finished_run = await self._run_cell(cell)
+            finally:  # finished with its run, else open again for a resume
+                self._release_cell(cell, finished_run)
         finally:
             gate.release()
+
+    def _release_cell(self, cell: Cell, finished_run: str | None) -> None:
+        try:
+            self.store.finish_cell(self.sweep_id, cell.key, finished_run)
+        except StoreError as exc:  # the run's own status still tells a resume what to do
+            logger.error("sweep %s: the claim of cell %s was not updated: %s",
+                         self.sweep_id, cell.key, exc)
+
+    def _cell_taken(self, cell: Cell, claim: CellClaim) -> None:
+        """A cell another session claimed: counted if it finished there, else skipped."""
+        if claim.state == "finished":
+            self._done += 1
+        self._emit(CellFinished(
+            sweep_id=self.sweep_id, cell=cell.key, index=cell.index, run_id=claim.run_id,
+            status="finished" if claim.state == "finished" else "skipped",
+            error=None if claim.state == "finished" else f"not run here: {claim.holder()}",
+            cells_done=self._done, cells_total=len(self.plan.cells)))
+
+    async def _run_cell(self, cell: Cell) -> str | None:
+        """Run a claimed cell; the id of its run if that run finished."""
+        self._emit(CellStarted(sweep_id=self.sweep_id, cell=cell.key, index=cell.index))
+        job = CellJob(sweep_id=self.sweep_id, cell=cell.key, index=cell.index,
+                      spec=self.spec.chat_spec(cell).to_data(),
+                      task=self.spec.tasks[cell.task_index])
+        try:
+            result = await self.executor.submit(job, self._usage)
+        except asyncio.CancelledError:  # a cap or the user stopped the sweep
+            self._cell_end(cell, None, "cancelled")
+            return None
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            self._stop("error", f"cell {cell.key} failed: {error}")
+            self._cell_end(cell, None, "error", error)
+            return None
+        self._cell_end(cell, result, result.status)
+        return result.run_id if result.status == "finished" else None
 
     def _cell_end(self, cell: Cell, result: CellResult | None, status: str,
                   error: str | None = None) -> None:

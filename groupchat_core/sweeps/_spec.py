@@ -6,11 +6,14 @@ spec in the usual flat format (config.ChatSpec); `grid` lists values per paramet
 one combination × one task × one repeat, and repeat r runs with seed `base.seed + r`.
 
 Every cell has a stable key, the canonical JSON of its grid values, task index and repeat; runs
-are stored with it (runs.cell), which is how a resumed sweep knows what is done.
+are stored with it (runs.cell), which is how a resumed sweep knows what is done. Keys are
+unique per cell: a bid-prompt label over 60 characters is shortened with a hash of the whole
+label (`short_label`), and a grid whose labels still coincide is rejected.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import math
@@ -36,6 +39,7 @@ SWEEP_SCHEMA_VERSION = 1
 MAX_CELLS = 100_000
 MAX_AXIS = 1_000
 MAX_CALLS_CAP = 1_000_000_000  # max_calls: a budget cap, bounded like every integer at the edge
+MAX_LABEL = 60  # bid-prompt labels in cell keys and result tables (see short_label)
 AXES = ("threshold", "recency_penalty", "recency_window", "max_loops", "bid_prompt", "model",
         "temperature")
 
@@ -64,6 +68,16 @@ def _axis(name: str, values: Any, check: Any) -> list[Any]:
     if len(set(map(json.dumps, checked))) != len(checked):
         raise ValueError(f"grid.{name} lists a value twice: {values!r}")
     return checked
+
+
+def short_label(label: str) -> str:
+    """A bid-prompt label as cells carry it: kept whole up to MAX_LABEL characters; a longer
+    one is cut and ends in `~` and 8 hex digits of its sha256, so labels that share their
+    first characters stay distinct cells."""
+    if len(label) <= MAX_LABEL:
+        return label
+    digest = hashlib.sha256(label.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{label[:MAX_LABEL - 9]}~{digest}"
 
 
 def _text(name: str, value: Any) -> str:
@@ -123,8 +137,15 @@ class Grid(BaseModel):
                              "{plain: '...', strict: '...'}")
         from .._bidding import validate_bid_prompt
 
-        return {_text("grid.bid_prompt label", k)[:60]: validate_bid_prompt(t)
-                for k, t in v.items()}
+        prompts: dict[str, str] = {}
+        given_as: dict[str, str] = {}
+        for given, template in v.items():
+            label = short_label(_text("grid.bid_prompt label", given))
+            if label in prompts:  # two labels would make one cell: a grid value lost
+                raise ValueError(f"grid.bid_prompt labels {given_as[label]!r} and {given!r} "
+                                 f"both become the cell label {label!r}; make them distinct")
+            prompts[label], given_as[label] = validate_bid_prompt(template), given
+        return prompts
 
     def axes(self) -> dict[str, list[Any]]:
         """The swept parameters in a fixed order, each with its values (labels for prompts)."""

@@ -16,7 +16,7 @@ import streamlit as st
 from groupchat_core import ConfigError, StoreError
 from groupchat_core.analysis import whatif_pivot, whatif_run
 from groupchat_core.store import RunStore
-from groupchat_core.sweeps import aggregate, sweep_results, sweep_summary
+from groupchat_core.sweeps import aggregate, frame_csv, sweep_results, sweep_summary
 from ui.kit.safety import escape_markdown
 
 from . import charts
@@ -94,7 +94,7 @@ def _intervals(agg: pd.DataFrame, frame: pd.DataFrame) -> None:
 
 def _cells(frame: pd.DataFrame, sweep_id: str) -> None:
     st.dataframe(frame, hide_index=True, key="sw_results_table", height=280)
-    st.download_button("Download results CSV", frame.to_csv(index=False),
+    st.download_button("Download results CSV", frame_csv(frame),
                        file_name=f"sweep-{sweep_id[:8]}.csv", mime="text/csv",
                        icon=":material/download:", key="sw_csv")
     runs = {r["run_id"]: r for r in frame.to_dict("records") if isinstance(r["run_id"], str)}
