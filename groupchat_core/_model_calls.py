@@ -328,6 +328,8 @@ def _retryable(exc: Exception) -> bool:
     text = str(exc).lower()
     if "api_key" in text or "credentials" in text or "api key" in text:
         return False  # a missing or bad key is reported as a server error; retrying cannot help
+    if _LLAMA_CPP_OVERFLOW in text:
+        return False  # the same prompt overflows the same window again (see below)
     return isinstance(
         exc,
         litellm.RateLimitError
@@ -339,7 +341,7 @@ def _retryable(exc: Exception) -> bool:
 
 
 def _retry_delay(attempt: int) -> float:
-    delay = min(RETRY_MAX_DELAY, RETRY_BASE_DELAY * 2**attempt)
+    delay: float = min(RETRY_MAX_DELAY, RETRY_BASE_DELAY * 2.0**attempt)
     return delay * (0.5 + random.random() / 2)
 
 
@@ -450,11 +452,18 @@ _STATED_WINDOW = re.compile(
     r"maximum context length is (\d+)|context window of (\d+)|context size \((\d+)", re.I)
 
 
+# llama-cpp-python's server (0.3.x) answers HTTP 500 with this numpy error when the prompt plus
+# the reply outgrow its n_ctx, instead of a context-length 400 (seen with SmolLM2 at n_ctx 520-600).
+_LLAMA_CPP_OVERFLOW = "could not broadcast input array from shape"
+
+
 def is_context_window_error(exc: BaseException) -> bool:
     """A request refused because the prompt (plus the reply's room) exceeds the context window:
-    litellm's ContextWindowExceededError, or a 400 whose text says so."""
+    litellm's ContextWindowExceededError, a 400 whose text says so, or llama-cpp-python's 500."""
     litellm = litellm_module()
     if isinstance(exc, litellm.ContextWindowExceededError):
+        return True
+    if _LLAMA_CPP_OVERFLOW in str(exc).lower():
         return True
     if not (isinstance(exc, litellm.BadRequestError) or getattr(exc, "status_code", None) == 400):
         return False

@@ -8,14 +8,18 @@ build fails here with the command that fixes it.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
-from groupchat_core import Agent, GroupChat
+from groupchat_core import Agent, GroupChat, RunRecord
 from groupchat_core.testing import LocalLLMServer
 
 # Short replies keep each bid to a few seconds; long enough for a whole respond call.
 MAX_TOKENS = 160
+# The server answers one request at a time, so a bid may wait for the others' replies; on a
+# busy 2-core machine that is far beyond the 60 s default.
+TIMEOUT_S = 600.0
 
 
 @pytest.fixture(scope="module")
@@ -24,16 +28,29 @@ def llm() -> Iterator[LocalLLMServer]:
         yield server
 
 
-def llm_agent(server: LocalLLMServer, name: str, prompt: str, **kw: object) -> Agent:
+def llm_agent(server: LocalLLMServer, name: str, prompt: str, **kw: Any) -> Agent:
+    options: dict[str, Any] = {"max_tokens": MAX_TOKENS, "temperature": 0.0,
+                               "timeout": TIMEOUT_S, **kw}
     return Agent(agent_name=name, system_prompt=prompt, model_name=server.model_name,
-                 api_base=server.base_url, api_key="x", max_tokens=MAX_TOKENS,
-                 temperature=0.0, **kw)
+                 api_base=server.base_url, api_key="x", **options)
+
+
+def pair(server: LocalLLMServer, **kw: Any) -> list[Agent]:
+    return [llm_agent(server, "Ann", "You argue for the park.", **kw),
+            llm_agent(server, "Ben", "You argue for the data centre.", **kw)]
+
+
+def one_turn(agents: list[Agent]) -> RunRecord:
+    chat = GroupChat(agents=agents, max_loops=2, threshold=0.0, bid_timeout=None)
+    chat.run("Park or data centre for the old rail yard?")
+    assert chat.last_run is not None
+    return chat.last_run
 
 
 def test_forced_tool_calls_reach_the_model_and_parse(llm: LocalLLMServer) -> None:
     chat = GroupChat(agents=[llm_agent(llm, "Optimist", "You argue for the benefits."),
                              llm_agent(llm, "Pessimist", "You argue for the risks.")],
-                     max_loops=2, threshold=0.0)
+                     max_loops=2, threshold=0.0, bid_timeout=None)
     chat.run("Should we adopt AI for medical diagnosis?")
     record = chat.last_run
     assert record is not None
@@ -50,7 +67,7 @@ def test_forced_tool_calls_reach_the_model_and_parse(llm: LocalLLMServer) -> Non
 def test_bid_log_of_a_short_chat(llm: LocalLLMServer) -> None:
     agents = [llm_agent(llm, "Ann", "You are curious and ask questions."),
               llm_agent(llm, "Ben", "You are practical and give examples.")]
-    chat = GroupChat(agents=agents, max_loops=3, threshold=0.0)
+    chat = GroupChat(agents=agents, max_loops=3, threshold=0.0, bid_timeout=None)
     chat.run("Plan a team offsite.")
     record = chat.last_run
     assert record is not None
@@ -78,10 +95,75 @@ def test_the_dashboard_preset_runs_against_the_local_server(llm: LocalLLMServer)
     agents = LOCAL_LLM_DEBATE.build_agents()[:2]
     assert all(a.api_base == LOCAL_LLM_URL and a.api_key is None for a in agents)
     for agent in agents:
-        agent.api_base = llm.base_url
-    chat = GroupChat(agents=agents, max_loops=2, threshold=0.0)
+        agent.api_base, agent.timeout = llm.base_url, TIMEOUT_S
+    chat = GroupChat(agents=agents, max_loops=2, threshold=0.0, bid_timeout=None)
     chat.run(LOCAL_LLM_DEBATE.task)
     record = chat.last_run
     assert record is not None
     # every call reached the model and came back as a respond call (no key was needed)
     assert all(b.path == "tool_call" and b.calls == 1 for b in record.bids), record.bids
+
+
+# --- each rung of the fallback ladder, against the real server ---------------------------------
+
+
+def test_auto_tool_choice_is_answered_with_a_respond_call(llm: LocalLLMServer) -> None:
+    record = one_turn(pair(llm, tool_choice_mode="auto"))
+    assert [b.path for b in record.bids] == ["tool_call:auto"] * 2, record.bids
+
+
+def test_json_text_mode_sends_no_tools_and_reads_the_text(llm: LocalLLMServer) -> None:
+    """A 135M model rarely writes valid JSON: each bid is either read from the text or marked
+    unreadable with the reason, never silently taken for a quiet room."""
+    record = one_turn(pair(llm, tool_choice_mode="json"))
+    for bid in record.bids:
+        assert bid.path in ("json_text", "tool_call:json"), bid
+        assert bid.calls == 1
+        assert bid.error is None or bid.error.startswith("unreadable"), bid.error
+    if all(b.error for b in record.bids):
+        assert record.stop_reason == "error"
+        assert record.error and record.error.startswith("no agent produced a readable bid")
+
+
+def test_required_tool_choice_breaks_this_server_and_the_run_says_so(llm: LocalLLMServer) -> None:
+    """llama-cpp-python 0.3.36 answers tool_choice="required" with HTTP 500: with the mode
+    pinned, every bid fails (after its retries) and the run stops with an error naming each
+    agent's reason: a broken set-up never looks like a quiet room."""
+    record = one_turn(pair(llm, tool_choice_mode="required", num_retries=0))
+    assert record.stop_reason == "error"
+    assert all(b.path == "none" and "InternalServerError" in (b.error or "") for b in record.bids)
+    assert record.error is not None
+    assert "Ann: InternalServerError" in record.error and "Ben: InternalServerError" in record.error
+    assert not any(t.lull for t in record.turns)
+
+
+# --- context windows that are too small ---------------------------------------------------------
+
+
+def test_a_prompt_larger_than_the_window_is_an_error_not_a_lull() -> None:
+    """At n_ctx=400 even the first bid prompt (task, template, tools) does not fit. This server
+    answers with a numpy error (HTTP 500), read as a context overflow: not retried as a
+    transient error, the history cannot shrink (only the task is left), so each bid fails once
+    and the run stops with an error naming both agents."""
+    with LocalLLMServer(n_ctx=400) as small:
+        record = one_turn(pair(small))
+    assert record.stop_reason == "error"
+    assert [b.calls for b in record.bids] == [1, 1]
+    assert all("could not broadcast input array" in (b.error or "") for b in record.bids)
+    assert record.error and record.error.startswith("no agent produced a readable bid on turn 1")
+
+
+def test_a_declared_small_window_keeps_a_long_chat_bidding() -> None:
+    """The reference's `context_length` declares the server's window: the history is trimmed
+    to fit with room for the reply, so a chat longer than the window keeps going."""
+    window = 640
+    with LocalLLMServer(n_ctx=window) as small:
+        agents = pair(small, context_length=window, max_tokens=100)
+        chat = GroupChat(agents=agents, max_loops=7, threshold=0.0, bid_timeout=None)
+        chat.run("Park or data centre for the old rail yard?")
+    record = chat.last_run
+    assert record is not None and record.stop_reason == "max_loops"
+    assert all(b.path == "tool_call" and b.calls == 1 for b in record.bids), record.bids
+    used = [b.prompt_tokens or 0 for b in record.bids]
+    assert max(used) + 100 <= window  # what the server counted, plus the reply's room
+    assert used[-1] > used[0]  # the history really grew into the budget
