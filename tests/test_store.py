@@ -149,6 +149,8 @@ def test_a_cancelled_run_keeps_what_was_posted(store):
         if isinstance(event, TurnCompleted) and event.turn.turn == 1:
             chat.cancel()
 
+    # On the engine's loop: relayed to this thread, a busy machine could let turn 2 finish first.
+    cancel_after_first_turn.thread_safe = True
     chat.add_observer(cancel_after_first_turn)
     chat.run("task")
     run_id = chat.last_run.run_id
