@@ -11,7 +11,7 @@ canonical JSON): for litellm models the model, api_base, messages (the bid promp
 tools, tool-choice mode, temperature, max_tokens, extra litellm arguments and the chat's seed;
 for `sim/` models, which are run in-process without a prompt, exactly what a simulated bid
 depends on (model, agent name, system prompt, history, turn, seed, temperature). The bid prompt
-states the threshold and penalty (SPEC §3), so LLM requests of cells that differ in those
+states the threshold and penalty (docs/engine.md §4), so LLM requests of cells that differ in those
 numbers are *not* identical and never share; the sims ignore the prompt, so they do.
 
 Policy: on by default where answers are deterministic (sim models, temperature 0), opt-in for

@@ -1,7 +1,7 @@
 """The pure rules of bidding: the respond tool, the bid prompt and parsing a bid.
 
-Nothing here does I/O, so every rule of SPEC §3–§4 can be tested in isolation. Picking the
-speaker (SPEC §5) lives in `_selection.py`.
+Nothing here does I/O, so every rule of docs/engine.md §4–§5 can be tested in isolation. Picking the
+speaker (docs/engine.md §6) lives in `_selection.py`.
 """
 
 from __future__ import annotations
@@ -235,7 +235,7 @@ def is_unreadable(error: str | None) -> bool:
 
 
 def parse_score(raw: Any) -> tuple[float, str | None]:
-    """SPEC §4 score rules: numbers and numeric strings, finite, clamped into [0, 1]."""
+    """docs/engine.md §5 score rules: numbers and numeric strings, finite, clamped into [0, 1]."""
     if isinstance(raw, bool) or raw is None:
         return 0.0, f"invalid score {raw!r}: not a number"
     if isinstance(raw, int | float):
@@ -256,8 +256,8 @@ def parse_score(raw: Any) -> tuple[float, str | None]:
 
 
 def parse_message(raw: Any) -> tuple[str, str | None]:
-    """SPEC §4 message rules: strings stripped, null is empty, numbers via str, else invalid;
-    longer than MAX_MESSAGE_CHARS is cut, with a note."""
+    """docs/engine.md §5 message rules: strings stripped, null is empty, numbers via str, else
+    invalid; longer than MAX_MESSAGE_CHARS is cut, with a note."""
     if raw is None:
         return "", None
     if isinstance(raw, str):

@@ -64,7 +64,7 @@ def frame_csv(frame: pd.DataFrame) -> str:
 
 
 def bids_csv(store: RunStore, run_id: str) -> str:
-    """The run's bid log as CSV (SPEC §7 columns plus run_id), safe to open in a spreadsheet."""
+    """The run's bid log as CSV (docs/engine.md §9 columns plus run_id), safe for spreadsheets."""
     return frame_csv(store.bids(run_id))
 
 

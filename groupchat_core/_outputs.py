@@ -1,5 +1,5 @@
-"""Formatting a finished conversation per output_type (SPEC §6) and streaming a posted message
-to the caller's callback, chunk by chunk."""
+"""Formatting a finished conversation per output_type (docs/engine.md §8) and streaming a posted
+message to the caller's callback, chunk by chunk."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Who speaks: the pure selection rule (SPEC §5.3), the one place a bid's standing is worked out.
+"""Who speaks: the pure selection rule (docs/engine.md §6), the one place a bid's standing is
+worked out.
 
 A bid's `penalized`, `adjusted` and `eligible` are computed here and nowhere else: the turn
 loop writes them onto its bids from `select_speaker`'s result (the live bidding floor gets the
@@ -59,7 +60,7 @@ class Selection:
 
 
 def adjusted_score(score: float, penalized: bool, recency_penalty: float) -> float:
-    """SPEC §5.3: exactly score - recency_penalty for a recent speaker."""
+    """docs/engine.md §6: exactly score - recency_penalty for a recent speaker."""
     return score - recency_penalty if penalized else score
 
 
@@ -105,7 +106,7 @@ def select_speaker(
     threshold: float,
     recency_penalty: float,
 ) -> Selection:
-    """Pick the single highest adjusted bid above threshold (SPEC §5.3), with reasons."""
+    """Pick the single highest adjusted bid above threshold (docs/engine.md §6), with reasons."""
     recent = set(recent_speakers)
     standings = [standing(b, recent, threshold, recency_penalty) for b in bids]
     penalized = tuple(s.penalized for s in standings)

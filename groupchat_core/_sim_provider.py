@@ -7,7 +7,7 @@ from ._sim import SimContext, asimulate_bid, persona_for, sim_options_from
 
 
 class SimProvider:
-    """In-process provider for `sim/...` models (SPEC §2 allows skipping litellm for sims)."""
+    """In-process provider for `sim/...` models (docs/engine.md §3: sims may skip litellm)."""
 
     needs_prompt = False
 

@@ -255,7 +255,7 @@ class TurnLoop:
             _apply_reply(bid, reply)
         except ModelCallFailed as exc:
             bid.error, bid.calls = str(exc), exc.calls
-        except Exception as exc:  # one agent's failure never fails the turn (SPEC §4)
+        except Exception as exc:  # one agent's failure never fails the turn (docs/engine.md §3)
             bid.calls = 1
             bid.error = f"{type(exc).__name__}: {exc}"
             if isinstance(exc, TimeoutError) and deadline.expired():

@@ -1,4 +1,4 @@
-"""Specification tests for groupchat_core._bidding (SPEC §1, §3, §4, §5.3)."""
+"""Specification tests for groupchat_core._bidding (docs/engine.md §4, §5, §6)."""
 
 from __future__ import annotations
 
@@ -26,9 +26,9 @@ from groupchat_core._bidding import (
 )
 from groupchat_core._selection import Candidate, select_speaker
 
-# --- SPEC §1: the respond tool ----------------------------------------------------------------
+# --- docs/engine.md §4: the respond tool ----------------------------------------------------------
 
-# The JSON of SPEC §1, verbatim (split into Python string pieces only to respect line length).
+# The JSON of docs/engine.md §4, verbatim (split into string pieces only to respect line length).
 SPEC_RESPOND_TOOL_TEXT = (
     '{"type": "function",\n'
     ' "function": {\n'
@@ -85,7 +85,7 @@ def test_respond_tool_serializes_like_spec() -> None:
     assert json.dumps(RESPOND_TOOL) == json.dumps(expected)
 
 
-# --- SPEC §5.3: selection ---------------------------------------------------------------------
+# --- docs/engine.md §6: selection -----------------------------------------------------------------
 
 
 def C(agent: str, score: float, message: str = "msg", failed: bool = False,
@@ -296,7 +296,7 @@ def test_negative_threshold_lets_zero_scores_speak() -> None:
     assert select_speaker([C("A", 0.0)], [], -0.1, 0.3).winner == 0
 
 
-# --- SPEC §4: parsing ------------------------------------------------------------------------
+# --- docs/engine.md §5: parsing -------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -493,7 +493,7 @@ def test_other_text_replies_are_silent_with_a_reason(text: str | None) -> None:
     assert isinstance(parsed.error, str) and parsed.error
 
 
-# --- SPEC §3: the bid prompt -----------------------------------------------------------------
+# --- docs/engine.md §4: the bid prompt ------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -695,7 +695,7 @@ def test_one_read_silent_bid_among_unreadable_ones_is_a_lull() -> None:
 
 
 def test_an_unreadable_bid_with_a_message_keeps_its_standing() -> None:
-    # An invalid score does not erase a valid message (SPEC §4): with a negative threshold
+    # An invalid score does not erase a valid message (docs/engine.md §5): with a negative threshold
     # such a bid at 0.0 may still speak; readability only decides lull versus error.
     sel = select_speaker([C("A", 0.0, "still here", unreadable=True), C("B", 0.0, "")],
                          [], -0.5, 0.3)

@@ -1,4 +1,4 @@
-"""Specification tests for groupchat_core._config and groupchat_core._agent (SPEC §1, §2, §6)."""
+"""Specification tests for groupchat_core._config and groupchat_core._agent (docs/engine.md §2)."""
 
 from __future__ import annotations
 

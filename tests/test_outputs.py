@@ -1,4 +1,4 @@
-"""Specification tests for groupchat_core._outputs (SPEC §6)."""
+"""Specification tests for groupchat_core._outputs (docs/engine.md §8)."""
 
 from __future__ import annotations
 

@@ -92,8 +92,8 @@ def test_a_429_pauses_the_model_for_every_bid_in_the_process(server: FakeOpenAIS
     server.script("other", [tool_call(0.0, "")])
 
     async def later_request() -> float:
-        while not server.requests_for("shared"):  # A's first request reached the server...
-            await asyncio.sleep(0.01)
+        while not server.requests_for("shared"):  # noqa: ASYNC110 - polling another thread's server
+            await asyncio.sleep(0.01)  # A's first request reached the server...
         await asyncio.sleep(0.15)  # ...and its 429 reached the engine (not a slow first call)
         await RATE_LIMITS.acquire("openai/shared")
         return time.monotonic()

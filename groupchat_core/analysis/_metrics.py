@@ -1,8 +1,9 @@
 """Speaker metrics, transitions, turn explanations and counterfactual re-selection over bid logs.
 
-Why a module of pure functions over the SPEC §7 frames (RunRecord.bids_frame() and friends): the
-dashboard, the CLI and the sweeps ask the same questions of a run ("who dominated?", "why did X
-speak?", "what if the threshold were higher?"), whether the run is live, stored or replayed.
+Why a module of pure functions over the docs/engine.md §9 frames (RunRecord.bids_frame() and
+friends): the dashboard, the CLI and the sweeps ask the same questions of a run ("who
+dominated?", "why did X speak?", "what if the threshold were higher?"), whether the run is live,
+stored or replayed.
 Counterfactuals reuse the engine's own `select_speaker`, so they can never disagree with it.
 """
 

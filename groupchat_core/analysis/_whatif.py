@@ -7,7 +7,7 @@ window values we can re-select each turn from those bids (with the engine's own
 including the first turn whose speaker changes: after it, the agents would have been bidding on a
 different conversation, which the record cannot tell. It also assumes an agent's bid does not
 depend on the numbers in its prompt, which holds for the `sim/` models and is an approximation
-for LLMs (their prompt states the threshold and penalty, SPEC §3).
+for LLMs (their prompt states the threshold and penalty, docs/engine.md §4).
 
 Each grid row says where the counterfactual first diverges and whether (and where) it would
 have hit a lull before that; `whatif_pivot` turns a column into a threshold × penalty matrix for

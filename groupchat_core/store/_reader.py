@@ -1,4 +1,4 @@
-"""Reading runs back: pandas frames with SPEC §7 column names, and exact RunRecords.
+"""Reading runs back: pandas frames with docs/engine.md §9 column names, and exact RunRecords.
 
 Frames are derived on demand and never stored. Every frame has `run_id` first, then the record
 model's fields in order, so `store.bids(run_id).drop(columns="run_id")` has the columns of

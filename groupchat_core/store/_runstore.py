@@ -4,7 +4,7 @@
     store.attach(chat)                     # record every run of this chat
     chat.run("Plan the offsite.")
     store.list_runs(status="finished")     # pandas DataFrame
-    store.bids(chat.last_run.run_id)       # the bid log, SPEC §7 column names
+    store.bids(chat.last_run.run_id)       # the bid log, docs/engine.md §9 column names
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The store's tables, per schema version, in portable SQLAlchemy Core.
 
-Column names of `messages`, `bids` and `turns` are the SPEC §7 record fields, so frames read
-from the store look exactly like `RunRecord.bids_frame()` plus `run_id`. Times are ISO-8601 UTC
+Column names of `messages`, `bids` and `turns` are the docs/engine.md §9 record fields, so frames
+read from the store look exactly like `RunRecord.bids_frame()` plus `run_id`. Times are ISO-8601 UTC
 text (as in the records), so a run reads back byte-for-byte; floats are doubles.
 
 The three log tables are clustered by their primary key (run_id, ...) on SQLite (WITHOUT ROWID):
