@@ -115,22 +115,22 @@ def test_a_429_pauses_the_model_for_every_bid_in_the_process(server: FakeOpenAIS
 
 
 def test_rpm_limit_spaces_requests_over_http(server: FakeOpenAIServer) -> None:
-    """Two turns of four agents: one speaks on turn 1, nobody on turn 2 (a lull): 8 requests."""
+    """One turn of eight agents on one model: eight bids at once, four let through, then one
+    every 0.25 s (a single turn, so the bucket cannot refill between turns)."""
     set_rate_limit("openai/rl", rpm=240)  # 4 a second, bursts of at most 4
     server.script("rl", [tool_call(0.9, "first"), *[tool_call(0.0, "")] * 7])
-    GroupChat(agents=[agent(server, n, "rl") for n in "ABCD"], max_loops=3).run("t")
+    GroupChat(agents=[agent(server, n, "rl") for n in "ABCDEFGH"], max_loops=2).run("t")
     times = sorted(r.received_at for r in server.requests_for("rl"))
     assert len(times) == 8
     assert times[3] - times[0] < 0.5  # the burst
-    # then one every 0.25 s (measured at the server: the first requests may arrive late while
-    # the HTTP client warms up, so the spacing is read off the requests after the burst)
+    # then one every 0.25 s: read off the requests after the burst (the first ones may arrive
+    # late while the HTTP client warms up)
     assert times[7] - times[4] >= 0.6
-    assert times[7] - times[0] >= 0.7
 
 
 def test_without_a_limit_requests_are_not_spaced(server: FakeOpenAIServer) -> None:
     server.script("free", [tool_call(0.9, "first"), *[tool_call(0.0, "")] * 7])
-    GroupChat(agents=[agent(server, n, "free") for n in "ABCD"], max_loops=3).run("t")
+    GroupChat(agents=[agent(server, n, "free") for n in "ABCDEFGH"], max_loops=2).run("t")
     times = sorted(r.received_at for r in server.requests_for("free"))
     assert times[7] - times[0] < 0.9
 
