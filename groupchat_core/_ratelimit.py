@@ -23,6 +23,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+from ._errors import ConfigError
+
 
 @dataclass
 class _Bucket:
@@ -70,10 +72,10 @@ class RateLimits:
         for name, value in (("rpm", rpm), ("tpm", tpm)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
                                       or not math.isfinite(value) or value <= 0):
-                raise ValueError(f"{name} must be a positive number per minute or None, got "
+                raise ConfigError(f"{name} must be a positive number per minute or None, got "
                                  f"{value!r}")
         if not isinstance(model, str) or not model.strip():
-            raise ValueError("set_rate_limit needs a model name as the agents use it, e.g. "
+            raise ConfigError("set_rate_limit needs a model name as the agents use it, e.g. "
                              "'gpt-4o-mini'")
         now = time.monotonic()
         with self._lock:

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from scripted_trio import trio_record
 
-from groupchat_core import Agent, GroupChat, RunRecord
+from groupchat_core import Agent, ConfigError, GroupChat, RunRecord
 from groupchat_core._records import Bid, Message, Turn
 from groupchat_core.analysis import (
     agent_order,
@@ -186,7 +186,7 @@ def test_explain_a_turn_where_every_bid_failed_is_not_a_lull():
 
 
 def test_explain_an_unknown_turn_raises_with_the_known_turns():
-    with pytest.raises(ValueError, match=r"turn 9 .* \[1, 2, 3\]"):
+    with pytest.raises(ConfigError, match=r"turn 9 .* \[1, 2, 3\]"):
         explain(trio_record(), 9)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from groupchat_core import Agent, GroupChat, set_rate_limit
+from groupchat_core import Agent, ConfigError, GroupChat, set_rate_limit
 from groupchat_core import _model_calls as model_calls
 from groupchat_core._ratelimit import RATE_LIMITS, RateLimits
 from groupchat_core.testing import FakeOpenAIServer, error, tool_call
@@ -169,7 +169,7 @@ def test_usage_below_the_reservation_is_given_back() -> None:
 
 @pytest.mark.parametrize("bad", [0, -1, True, float("inf"), "10"])
 def test_rate_limits_must_be_positive_numbers(bad: object) -> None:
-    with pytest.raises(ValueError, match="rpm must be a positive number"):
+    with pytest.raises(ConfigError, match="rpm must be a positive number"):
         set_rate_limit("m", rpm=bad)  # type: ignore[arg-type]
 
 

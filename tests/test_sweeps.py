@@ -124,7 +124,7 @@ def test_results_one_row_per_cell_and_aggregates_with_t_intervals(store):
     assert matrix.shape == (2, 3) and matrix.loc[0.4, 0.5] == row["mean"]
     by_threshold = aggregate(results, by=["threshold"], metrics=["messages"])
     assert list(by_threshold["n"]) == [8, 8, 8]
-    with pytest.raises(ValueError, match="also varies"):
+    with pytest.raises(ConfigError, match="also varies"):
         heatmap_frame(aggregate(results, by=["threshold", "recency_penalty", "repeat"]),
                       "messages")
     assert (t95(1), t95(30), t95(45), t95(10_000)) == (12.706, 2.042, 2.021, 1.96)

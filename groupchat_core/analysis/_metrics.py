@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from .._bidding import format_decimal, is_unreadable
+from .._errors import ConfigError
 from .._selection import NO_READ_BID_REASONS, Candidate, select_speaker
 
 
@@ -246,7 +247,7 @@ def explain_turn(bids: pd.DataFrame, turns: pd.DataFrame, turn: int, threshold: 
     found = turns[turns["turn"] == turn]
     if rows.empty or found.empty:
         known = sorted(int(t) for t in turns["turn"]) if not turns.empty else []
-        raise ValueError(f"turn {turn!r} is not in this run; recorded turns: {known}")
+        raise ConfigError(f"turn {turn!r} is not in this run; recorded turns: {known}")
     info = {k: (None if _missing(v) else v) for k, v in found.iloc[0].items()}
     if rows["winner"].astype(bool).any():
         parts = _explain_winner(rows, info, threshold)

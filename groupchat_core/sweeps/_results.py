@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from .._errors import ConfigError
 from ..analysis._metrics import speaker_metrics
 from ._plan import stored_spec
 from ._spec import Cell, SweepSpec
@@ -132,7 +133,7 @@ def aggregate(results: pd.DataFrame, by: Sequence[str] | None = None,
     done = results[results["status"] == "finished"]
     missing = [c for c in [*by, *metrics] if c not in results]
     if missing:
-        raise ValueError(f"unknown result columns {missing}; columns: {list(results.columns)}")
+        raise ConfigError(f"unknown result columns {missing}; columns: {list(results.columns)}")
     rows: list[dict[str, Any]] = []
     groups = done.groupby(by, sort=True, dropna=False) if by else [((), done)]
     for key, group in groups:
@@ -162,11 +163,11 @@ def heatmap_frame(aggregated: pd.DataFrame, metric: str, x: str = "threshold",
     """One metric as a y × x matrix (e.g. mean lull turn over threshold × penalty)."""
     part = aggregated[aggregated["metric"] == metric]
     if part.empty:
-        raise ValueError(f"no metric {metric!r} in the aggregate")
+        raise ConfigError(f"no metric {metric!r} in the aggregate")
     others = [c for c in part.columns[:list(part.columns).index("metric")]
               if c not in (x, y) and part[c].nunique(dropna=False) > 1]
     if others:
-        raise ValueError(f"the aggregate also varies {others}: filter them to one value or "
+        raise ConfigError(f"the aggregate also varies {others}: filter them to one value or "
                          "aggregate by x and y only")
     return part.pivot_table(index=y, columns=x, values=value, aggfunc="first")
 
