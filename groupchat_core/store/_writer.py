@@ -1,4 +1,4 @@
-"""The rows a recorded run is made of, and the fast per-turn insert (see recorder.py)."""
+"""The rows a recorded run is made of, and the fast insert of turns (see _recorder.py)."""
 
 from __future__ import annotations
 
@@ -89,8 +89,16 @@ class CompiledInsert:
         return tuple(values) if self.positional else dict(zip(self.columns, values, strict=True))
 
 
+TurnRows = tuple[Turn, Sequence[Bid], dict[str, Any] | None]
+"""One completed turn as the writer takes it: its Turn, its bids, its message row (or None)."""
+
+
 class TurnWriter:
-    """Writes one turn's rows (bids, turn, message) inside the caller's transaction."""
+    """Writes completed turns' rows (bids, turns, messages) inside the caller's transaction.
+
+    Several turns go in one `executemany` per table: when turns come faster than the database
+    commits them (an offline chat), the recorder writes those queued so far together.
+    """
 
     def __init__(self, dialect: Dialect) -> None:
         self.bids, self.turns, self.messages = (
@@ -104,17 +112,28 @@ class TurnWriter:
             return (run_id, *self._bid_values(bid))
         return {"run_id": run_id, **{k: getattr(bid, k) for k in self._bid_fields}}
 
+    def _turn_row(self, run_id: str, turn: Turn) -> Any:
+        row = {"run_id": run_id, **{k: getattr(turn, k) for k in self._turn_fields}}
+        return self.turns.params([row[c] for c in self.turns.columns])
+
     def write(self, conn: Connection, run_id: str, turn: Turn, turn_bids: Sequence[Bid],
               message: dict[str, Any] | None) -> None:
+        """One turn's rows."""
+        self.write_turns(conn, run_id, [(turn, turn_bids, message)])
+
+    def write_turns(self, conn: Connection, run_id: str, items: Sequence[TurnRows]) -> None:
+        """Every row of these turns, in turn order: one executemany per table."""
+        bid_rows = [self._bid_row(run_id, b) for _, turn_bids, _ in items for b in turn_bids]
+        turn_rows = [self._turn_row(run_id, turn) for turn, _, _ in items]
+        message_rows = [self.messages.params([m[c] for c in self.messages.columns])
+                        for _, _, m in items if m is not None]
         cursor = conn.connection.cursor()
         try:
-            cursor.executemany(self.bids.sql, [self._bid_row(run_id, b) for b in turn_bids])
-            row = {"run_id": run_id, **{k: getattr(turn, k) for k in self._turn_fields}}
-            cursor.execute(self.turns.sql, self.turns.params(
-                [row[c] for c in self.turns.columns]))
-            if message is not None:
-                cursor.execute(self.messages.sql, self.messages.params(
-                    [message[c] for c in self.messages.columns]))
+            if bid_rows:
+                cursor.executemany(self.bids.sql, bid_rows)
+            cursor.executemany(self.turns.sql, turn_rows)
+            if message_rows:
+                cursor.executemany(self.messages.sql, message_rows)
         finally:
             cursor.close()
 
