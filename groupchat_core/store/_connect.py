@@ -31,6 +31,10 @@ ENV_VAR = "GROUPCHAT_DB"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BUSY_TIMEOUT_MS = 10_000
 CONNECT_TIMEOUT_S = 10  # a server that does not answer at all: fail, then retry, not hang
+# libpq settings (unless the URL sets them): a server or network that goes silent mid-query is
+# noticed (TCP keepalives, and unacknowledged data for 30 s), instead of a write hanging forever.
+LIBPQ_TIMEOUTS = {"connect_timeout": CONNECT_TIMEOUT_S, "keepalives": 1, "keepalives_idle": 10,
+                  "keepalives_interval": 5, "keepalives_count": 3, "tcp_user_timeout": 30_000}
 _WRITE = "groupchat_write"  # execution option: this transaction will write (BEGIN IMMEDIATE)
 
 _engines: dict[str, Engine] = {}
@@ -88,9 +92,9 @@ def _create(url: str) -> Engine:
     else:
         kwargs["pool_pre_ping"] = True  # a pooled connection the server dropped is replaced
         backend, _, driver = parsed.drivername.partition("+")
-        if backend == "postgresql" and driver in ("", "psycopg", "psycopg2") and (
-                "connect_timeout" not in parsed.query):
-            kwargs["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT_S}
+        if backend == "postgresql" and driver in ("", "psycopg", "psycopg2"):
+            kwargs["connect_args"] = {k: v for k, v in LIBPQ_TIMEOUTS.items()
+                                      if k not in parsed.query}
     try:
         engine = create_engine(parsed, **kwargs)
     except NoSuchModuleError:
