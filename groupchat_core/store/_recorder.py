@@ -68,19 +68,28 @@ if TYPE_CHECKING:
 logger = logging.getLogger("groupchat_core")
 FLUSH_AT_EXIT_S = 10.0
 RETRY_FIRST_S, RETRY_MAX_S = 0.05, 1.0  # backoff between reconnect attempts
+COALESCE_S = 0.05  # a run's turns reach the store at most this long after they complete
 
 
 class WriterThread:
-    """A daemon thread running submitted writes one after another, in order."""
+    """A daemon thread running submitted writes one after another, in order.
+
+    Writes submitted with `coalesce=True` (a recorder's "write what you have") are run at most
+    once per COALESCE_S: when turns come faster than that (an offline chat), the writer wakes
+    once for several of them and writes them in one transaction, instead of taking the GIL
+    from the engine's thread and committing once per turn. `flush()` cuts the wait short.
+    """
 
     def __init__(self, name: str) -> None:
-        self._queue: queue.SimpleQueue[tuple[Callable[..., None], tuple[Any, ...]]] = (
+        self._queue: queue.SimpleQueue[tuple[Callable[..., None], tuple[Any, ...], bool]] = (
             queue.SimpleQueue())
+        self._hurry = threading.Event()
+        self._last_batch = 0.0
         self._thread = threading.Thread(target=self._main, name=name, daemon=True)
         self._thread.start()
 
-    def submit(self, fn: Callable[..., None], *args: Any) -> None:
-        self._queue.put((fn, args))
+    def submit(self, fn: Callable[..., None], *args: Any, coalesce: bool = False) -> None:
+        self._queue.put((fn, args, coalesce))
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until everything submitted so far is done; False on timeout."""
@@ -88,15 +97,32 @@ class WriterThread:
             return True
         done = threading.Event()
         self.submit(done.set)
+        self._hurry.set()
         return done.wait(timeout)
 
     def _main(self) -> None:
         while True:
-            fn, args = self._queue.get()
-            try:
-                fn(*args)
-            except Exception:  # a bug in a write must not kill the thread for every later run
-                logger.exception("run store writer: %r failed", fn)
+            fn, args, coalesce = self._queue.get()
+            if coalesce:
+                wait = self._last_batch + COALESCE_S - time.monotonic()
+                if wait > 0:
+                    self._hurry.wait(wait)
+                self._hurry.clear()
+            self._run(fn, args)
+            while True:  # everything that arrived meanwhile, without waiting again
+                try:
+                    fn, args, _ = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                self._run(fn, args)
+            self._last_batch = time.monotonic()
+
+    @staticmethod
+    def _run(fn: Callable[..., None], args: tuple[Any, ...]) -> None:
+        try:
+            fn(*args)
+        except Exception:  # a bug in a write must not kill the thread for every later run
+            logger.exception("run store writer: %r failed", fn)
 
 
 _thread: WriterThread | None = None
@@ -250,7 +276,7 @@ class StoreRecorder:
             change(log)
             if not self._scheduled:
                 self._scheduled = True
-                self._thread.submit(self._drain)
+                self._thread.submit(self._drain, coalesce=True)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every event received so far is written (or has failed)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Sequence
 from operator import attrgetter
 from typing import Any
@@ -76,6 +77,11 @@ class CompiledInsert:
     Recording a turn is the store's hot path: SQLAlchemy's per-execute bookkeeping costs more
     than SQLite's work for 16 rows, so the per-turn inserts skip it (still portable: the SQL
     and its parameter style come from the dialect; values are plain str/int/float/bool/None).
+
+    On SQLite, rows go in multi-row `INSERT ... VALUES (...), (...)` statements of 2^k rows
+    (so a few cached statements serve every count): Python's sqlite3 releases and retakes the
+    GIL around every statement step, so `executemany` of 16 rows hands the GIL back and forth
+    with the engine's thread 16 times, one statement once.
     """
 
     def __init__(self, table: Table, dialect: Dialect) -> None:
@@ -84,9 +90,30 @@ class CompiledInsert:
         self.columns = list(compiled.positiontup or []) if dialect.positional else [
             c.key for c in table.columns]
         self.positional = bool(dialect.positional)
+        self._most = 0  # rows per multi-row statement (0: use executemany)
+        if dialect.name == "sqlite" and dialect.paramstyle == "qmark" and " VALUES " in self.sql:
+            variables = 32766 if sqlite3.sqlite_version_info >= (3, 32) else 999
+            self._most = 1 << ((variables // len(self.columns)).bit_length() - 1)
+            self._head = self.sql[:self.sql.index(" VALUES ")] + " VALUES "
+            self._row = "(" + ", ".join("?" * len(self.columns)) + ")"
+            self._statements: dict[int, str] = {}
 
     def params(self, values: Sequence[Any]) -> Any:
         return tuple(values) if self.positional else dict(zip(self.columns, values, strict=True))
+
+    def insert_rows(self, cursor: Any, rows: Sequence[Any]) -> None:
+        """Insert these rows (as params() makes them) with a DBAPI cursor."""
+        if not self._most:
+            cursor.executemany(self.sql, rows)
+            return
+        start, left = 0, len(rows)
+        while left:
+            size = min(self._most, 1 << (left.bit_length() - 1))
+            sql = self._statements.get(size)
+            if sql is None:
+                sql = self._statements[size] = self._head + ", ".join([self._row] * size)
+            cursor.execute(sql, [v for row in rows[start:start + size] for v in row])
+            start, left = start + size, left - size
 
 
 TurnRows = tuple[Turn, Sequence[Bid], dict[str, Any] | None]
@@ -129,11 +156,9 @@ class TurnWriter:
                         for _, _, m in items if m is not None]
         cursor = conn.connection.cursor()
         try:
-            if bid_rows:
-                cursor.executemany(self.bids.sql, bid_rows)
-            cursor.executemany(self.turns.sql, turn_rows)
-            if message_rows:
-                cursor.executemany(self.messages.sql, message_rows)
+            self.bids.insert_rows(cursor, bid_rows)
+            self.turns.insert_rows(cursor, turn_rows)
+            self.messages.insert_rows(cursor, message_rows)
         finally:
             cursor.close()
 
