@@ -186,3 +186,35 @@ def test_an_unreachable_database_gives_up_after_the_bound_says_so_once_and_flags
     assert "recording failed" in info["error"]
     assert recorder2.failures == {} and store.load_run(chat2.last_run.run_id) == chat2.last_run
     relay.cut()
+
+
+def test_a_commit_whose_reply_is_lost_is_not_written_twice(pg_url, monkeypatch, caplog):
+    """The connection drops right after the server committed a batch: the retry finds it in the
+    store and goes on, instead of failing on duplicate keys (or writing it twice)."""
+    store = RunStore(pg_url)
+    dialect = store.engine.dialect
+    real_commit = dialect.do_commit
+    commits: list[int] = []
+
+    def commit_then_drop(dbapi_connection):
+        real_commit(dbapi_connection)
+        commits.append(1)
+        if len(commits) == 3:  # the start, a batch of turns, then this one
+            with contextlib.suppress(psycopg.Error):
+                dbapi_connection.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(dialect, "do_commit", commit_then_drop)
+    chat = talkers(8, latency=0.01)
+    recorder = store.attach(chat)
+    def one_batch_per_turn(event):
+        if isinstance(event, TurnCompleted):
+            recorder.flush()
+
+    one_batch_per_turn.thread_safe = True
+    chat.add_observer(one_batch_per_turn)
+    with caplog.at_level(logging.ERROR, logger="groupchat_core"):
+        chat.run("Commit, then lose the reply.")
+    assert len(commits) > 3 and recorder.failures == {} and "stops here" not in caplog.text
+    assert store.load_run(chat.last_run.run_id) == chat.last_run
+    assert store.run_info(chat.last_run.run_id)["status"] == "finished"
