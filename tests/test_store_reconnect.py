@@ -218,3 +218,27 @@ def test_a_commit_whose_reply_is_lost_is_not_written_twice(pg_url, monkeypatch, 
     assert len(commits) > 3 and recorder.failures == {} and "stops here" not in caplog.text
     assert store.load_run(chat.last_run.run_id) == chat.last_run
     assert store.run_info(chat.last_run.run_id)["status"] == "finished"
+
+
+def test_a_run_whose_start_was_given_up_is_written_flagged_once_the_database_is_back(
+        pg_url, caplog):
+    target = make_url(pg_url)
+    relay = Relay((target.host, target.port))
+    store = RunStore(target.set(port=relay.port).render_as_string(hide_password=False),
+                     reconnect_for=0.5)
+    chat = talkers(3)
+    recorder = store.attach(chat)
+    relay.cut()  # gone before the run starts, back after it ended
+    with caplog.at_level(logging.ERROR, logger="groupchat_core"):
+        chat.run("Start while the database is gone.")
+    run_id = chat.last_run.run_id
+    assert "could not record the start of a run" in recorder.failures[run_id]
+    assert caplog.text.count("stops here") == 1
+    relay.restore()
+    recorder.abandon("unused")  # writes what the dead database refused: the run, flagged
+    info = store.run_info(run_id)
+    assert (info["status"], info["turns"], info["task"]) == (
+        "error", 0, "Start while the database is gone.")
+    assert "gave up after" in info["error"]
+    assert store.messages(run_id)["role"].tolist() == ["User"]  # a run always has its task
+    relay.cut()

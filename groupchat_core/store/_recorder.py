@@ -239,7 +239,8 @@ class StoreRecorder:
         self._lock = threading.Lock()
         self._logs: dict[str, _RunLog] = {}  # open runs (and failed ones, until they end)
         self._scheduled = False
-        self._unflagged: dict[str, str] = {}  # failed runs whose flag could not be written yet
+        self._unflagged: dict[str, RunRecord] = {}  # failed runs not flagged in the store yet
+        self._lost_starts: dict[str, tuple[dict[str, Any], list[dict[str, Any]], Message]] = {}
         self._connections: dict[str, Connection] = {}  # writer thread only
         self.failures: dict[str, str] = {}  # run_id -> the first write that failed
         self.run_ids: list[str] = []
@@ -326,6 +327,8 @@ class StoreRecorder:
                 left = since + self.store.reconnect_for - now
                 if left <= 0:
                     self._fail(log.run_id, batch, exc, down_s=now - since)
+                    if batch.start is not None:  # written, flagged, once the database is back
+                        self._lost_starts[log.run_id] = batch.start
                     return
                 time.sleep(min(delay, left))
                 delay, attempt = min(delay * 2, RETRY_MAX_S), attempt + 1
@@ -384,28 +387,31 @@ class StoreRecorder:
 
     def _flag_failed(self, run_id: str, record: RunRecord) -> None:
         """Say on the run row that recording stopped, and why (now, or when the database is
-        reachable again: the next write of this recorder, abandon(), or the process's next
-        store opened on this host marks it `interrupted`)."""
+        reachable again: at this recorder's next write or abandon(); if the process dies first,
+        the next store opened on this host marks the run `interrupted`). A run whose start
+        was given up is written then too (its row, agents and task), flagged."""
         note = f"recording failed, the store stops before this: {self.failures[run_id]}"
         values = {**finish_values(record, "error"), "error": note}
+        start = self._lost_starts.get(run_id)
         try:
             with self.store.write("flag a run whose recording failed") as conn:
+                if start is not None and conn.execute(select(runs.c.run_id).where(
+                        runs.c.run_id == run_id)).first() is None:
+                    row, specs, task = start
+                    insert_run(conn, row, specs)
+                    conn.execute(insert(messages), [message_row(run_id, 0, 0, task)])
                 conn.execute(update(runs).where(runs.c.run_id == run_id).values(**values))
         except StoreError:
-            self._unflagged[run_id] = note  # the database is still unreachable
+            self._unflagged[run_id] = record  # the database is still unreachable
         else:
             self._unflagged.pop(run_id, None)
+            self._lost_starts.pop(run_id, None)
 
     def _flag_unflagged(self) -> None:
-        try:
-            with self.store.write("flag a run whose recording failed") as conn:
-                for run_id, note in self._unflagged.items():
-                    conn.execute(update(runs).where(runs.c.run_id == run_id,
-                                                    runs.c.status == "running")
-                                 .values(status="error", error=note, ended_at=utc_now()))
-        except StoreError:
-            return
-        self._unflagged.clear()
+        for run_id, record in list(self._unflagged.items()):
+            self._flag_failed(run_id, record)
+            if run_id in self._unflagged:
+                return  # still unreachable: try again later
 
     _connecting = False
 
