@@ -30,7 +30,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -312,13 +312,12 @@ class StoreRecorder:
         been unreachable for `reconnect_for` seconds."""
         url, delay, attempt = self.store.url, RETRY_FIRST_S, 0
         while True:
+            self._lost = False
             try:
                 self._write(log, batch, retrying=attempt > 0)
             except Exception as exc:
-                conn = self._connections.get(log.run_id)
-                lost = (self._connecting and self.store.engine.dialect.name != "sqlite"
-                        ) or is_disconnect(exc, conn)
-                self._release(log.run_id, invalidate=lost)
+                lost = self._lost  # set by _transaction, which saw the connection
+                self._release(log.run_id)
                 if not lost:
                     self._fail(log.run_id, batch, exc)
                     return
@@ -413,7 +412,7 @@ class StoreRecorder:
             if run_id in self._unflagged:
                 return  # still unreachable: try again later
 
-    _connecting = False
+    _lost = False  # the last transaction failed because the connection was lost
 
     @contextmanager
     def _transaction(self, run_id: str) -> Iterator[Connection]:
@@ -425,34 +424,40 @@ class StoreRecorder:
         size, and a writer thread waiting for a connection that only it could give back
         would stall every run's recording (a sweep easily has 16 runs in flight). Other runs
         check a connection out per transaction (one at a time: writes are serialised here).
+        A failure sets `_lost` when the connection was lost (or, on a server database, could
+        not be made), and a lost connection is invalidated so the pool never hands it out.
         """
         conn = self._connections.get(run_id)
         transient = False
         if conn is None:
-            self._connecting = True  # a failure here means the database cannot be reached
-            conn = self.store.write_engine.connect()
-            self._connecting = False
+            try:
+                conn = self.store.write_engine.connect()
+            except Exception:
+                self._lost = self.store.engine.dialect.name != "sqlite"  # cannot reach it
+                raise
             transient = not _hold()
             if not transient:
                 self._connections[run_id] = conn
         try:
             with conn.begin():
                 yield conn
+        except Exception as exc:
+            self._lost = is_disconnect(exc, conn)
+            if self._lost and not conn.invalidated:
+                with suppress(SQLAlchemyError):
+                    conn.invalidate()
+            raise
         finally:
             if transient:
-                conn.close()
+                with suppress(SQLAlchemyError):
+                    conn.close()
 
-    def _release(self, run_id: str, invalidate: bool = False) -> None:
+    def _release(self, run_id: str) -> None:
         conn = self._connections.pop(run_id, None)
-        self._connecting = False
         if conn is not None:
             _unhold()
-            try:
-                if invalidate and not conn.invalidated:
-                    conn.invalidate()  # the pool must not hand out a connection the server cut
+            with suppress(SQLAlchemyError):
                 conn.close()
-            except SQLAlchemyError:
-                pass
 
     def abandon(self, error: str, status: str = "error") -> None:
         """Close runs this recorder started but never saw finish (the engine raised, Ctrl-C)."""
