@@ -24,6 +24,7 @@ from sqlalchemy.engine import make_url
 
 from groupchat_core import Agent, GroupChat, StoreError, TurnCompleted
 from groupchat_core.store import RunStore
+from groupchat_core.store import _recorder as recorder_module
 from groupchat_core.testing import ScriptedBid, ScriptedBids
 
 TERMINATE = ("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
@@ -51,7 +52,11 @@ def talkers(turns: int, latency: float = 0.0) -> GroupChat:
     return GroupChat(agents=agents, max_loops=turns + 1, threshold=0.2)
 
 
-def test_terminating_the_stores_backends_mid_run_loses_no_turn(pg_url, caplog):
+@pytest.mark.parametrize("held", [4, 0], ids=["held-connection", "pooled-per-transaction"])
+def test_terminating_the_stores_backends_mid_run_loses_no_turn(pg_url, caplog, monkeypatch, held):
+    """Runs keep their connection between writes (up to HELD_CONNECTIONS of them), others take
+    one from the pool per transaction: both reconnect."""
+    monkeypatch.setattr(recorder_module, "HELD_CONNECTIONS", held)
     store = RunStore(pg_url)
     warm = talkers(3)
     store.attach(warm)
