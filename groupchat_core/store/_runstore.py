@@ -46,6 +46,9 @@ RECONNECT_FOR_S = 30.0
 class RunStore(Library, SweepBook, BidCacheTable):
     """A run store at one SQLAlchemy URL; cheap to create (engines are shared per URL).
 
+    `reconnect_for`: how many seconds recording keeps reconnecting to a database that dropped
+    its connection before it gives a run up (see docs/engine.md §11).
+
     All SQL lives in this package: runs here, saved agents and presets in _library.py, sweeps
     in _sweeps.py, the bid cache's table in _cachetable.py (mixins, one public object).
     """
