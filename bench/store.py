@@ -30,7 +30,6 @@ from typing import Any
 
 from groupchat_core import Agent, GroupChat, background_loop
 from groupchat_core.store import RunStore
-from groupchat_core.store._recorder import writer_thread
 from groupchat_core.testing import ScriptedBids
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,12 +62,11 @@ def sim_chat(agents: int, seed: int) -> GroupChat:
     return GroupChat(agents=members, max_loops=201, seed=seed)
 
 
-def _writer_cpu() -> float:
+def _writer_cpu(store: RunStore) -> float:
     """CPU seconds the store's writer thread has used so far (read on that thread)."""
     seen: list[float] = []
-    writer = writer_thread()
-    writer.submit(lambda: seen.append(time.thread_time()))
-    writer.flush()
+    store.queue_write(lambda: seen.append(time.thread_time()))
+    store.flush()
     return seen[0]
 
 
@@ -87,7 +85,7 @@ def _timed(make: Callable[[], GroupChat], mode: str, store: RunStore,
     elif mode == "store":
         chat.add_observer(store.recorder(chat))
     task = "Plan the offsite and its budget."
-    writer = _writer_cpu()
+    writer = _writer_cpu(store)
     wall, cpu = time.perf_counter(), time.process_time()
     if on_loop:
         background_loop().submit(chat.arun_record(task)).result()
@@ -95,7 +93,7 @@ def _timed(make: Callable[[], GroupChat], mode: str, store: RunStore,
         chat.run(task)  # returns once the run is in the store
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     turns = len(chat.last_run.turns) if chat.last_run else 0
-    return wall, cpu, _writer_cpu() - writer, turns
+    return wall, cpu, _writer_cpu(store) - writer, turns
 
 
 def _spread(values: list[float]) -> tuple[float, float, float]:
