@@ -6,8 +6,10 @@
 
 1. recording overhead: a 200-turn, 16-agent in-process chat run with and without the store
    observer (plus a no-op observer, to separate the engine's event relay from the store's work),
-   and the time the store's writer thread spends per turn; also 16 sim/ agents for as long as
-   they keep talking; each run both with run() and as a job on the engine's loop;
+   side by side in one process, interleaved, many repetitions: the median of the per-repetition
+   ratios and their spread (quartiles), the same for process CPU, and the CPU the store's writer
+   thread spends per run; also 16 sim/ agents for as long as they keep talking; each run both
+   with run() and as a job on the engine's loop;
 2. reading the bids of a 1,000-turn x 16-agent run into a DataFrame (and the full RunRecord).
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import platform
 import random
 import statistics
@@ -25,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from groupchat_core import Agent, GroupChat, TurnCompleted, background_loop
+from groupchat_core import Agent, GroupChat, background_loop
 from groupchat_core.store import RunStore
 from groupchat_core.testing import ScriptedBids
 
@@ -34,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 from bench.report import write_section  # noqa: E402
 
 BENCHMARKS_MD = ROOT / "BENCHMARKS.md"
-TARGETS = {"overhead": 1.25, "read_s": 0.5}
+TARGETS = {"overhead": 1.15, "read_s": 0.5}
 PERSONAS = ("balanced", "eager", "reserved", "contrarian", "expert")
 
 
@@ -59,36 +62,44 @@ def sim_chat(agents: int, seed: int) -> GroupChat:
     return GroupChat(agents=members, max_loops=201, seed=seed)
 
 
-def _timed(make: Callable[[], GroupChat], mode: str, store: RunStore, spent: list[float],
-           on_loop: bool) -> tuple[float, float, int]:
-    """(wall s, process CPU s, turns) of one chat; the recorder's own time goes to `spent`.
+def _writer_cpu(store: RunStore) -> float:
+    """CPU seconds the store's writer thread has used so far (read on that thread)."""
+    seen: list[float] = []
+    store.queue_write(lambda: seen.append(time.thread_time()))
+    store.flush()
+    return seen[0]
+
+
+def _timed(make: Callable[[], GroupChat], mode: str, store: RunStore,
+           on_loop: bool) -> tuple[float, float, float, int]:
+    """(wall s, process CPU s, writer-thread CPU s, turns) of one chat.
 
     on_loop: run it as a job on the engine's background loop (as the dashboard and sweeps do),
-    where observers are called on the loop thread; else `run()` from this thread, where every
-    event is relayed to this thread.
+    where observers are called on the loop thread; else `run()` from this thread, which the
+    engine relays every event to (except to observers that declare themselves thread-safe, as
+    the store's recorder does).
     """
     chat = make()
     if mode == "noop":
         chat.add_observer(lambda event: None)
     elif mode == "store":
-        recorder = store.recorder(chat)
-        write_turn = recorder._turn  # runs on the store's writer thread
-
-        def timed(event: TurnCompleted) -> None:
-            start = time.perf_counter()
-            write_turn(event)
-            spent.append(time.perf_counter() - start)
-
-        recorder._turn = timed  # type: ignore[method-assign]
-        chat.add_observer(recorder)
+        chat.add_observer(store.recorder(chat))
     task = "Plan the offsite and its budget."
+    writer = _writer_cpu(store)
     wall, cpu = time.perf_counter(), time.process_time()
     if on_loop:
         background_loop().submit(chat.arun_record(task)).result()
     else:
-        chat.run(task)
+        chat.run(task)  # returns once the run is in the store
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     turns = len(chat.last_run.turns) if chat.last_run else 0
-    return time.perf_counter() - wall, time.process_time() - cpu, turns
+    return wall, cpu, _writer_cpu(store) - writer, turns
+
+
+def _spread(values: list[float]) -> tuple[float, float, float]:
+    """(median, first quartile, third quartile)."""
+    q1, q2, q3 = statistics.quantiles(values, n=4) if len(values) > 1 else values * 3
+    return q2, q1, q3
 
 
 def bench_overhead(store: RunStore, make: Callable[[int], GroupChat], reps: int,
@@ -96,28 +107,30 @@ def bench_overhead(store: RunStore, make: Callable[[int], GroupChat], reps: int,
     modes = ("none", "noop", "store")
     wall: dict[str, list[float]] = {m: [] for m in modes}
     cpu: dict[str, list[float]] = {m: [] for m in modes}
-    spent: list[float] = []
+    writer: list[float] = []
     turns = 0
-    _timed(lambda: make(999), "store", store, [], on_loop)  # warm-up: statements, caches
+    _timed(lambda: make(999), "store", store, on_loop)  # warm-up: statements, caches
+    _timed(lambda: make(998), "none", store, on_loop)
     for rep in range(reps):
         order = modes if rep % 2 == 0 else modes[::-1]
         for mode in order:
-            w, c, turns = _timed(lambda rep=rep: make(rep), mode, store, spent, on_loop)
+            w, c, wc, turns = _timed(lambda rep=rep: make(rep), mode, store, on_loop)
             wall[mode].append(w)
             cpu[mode].append(c)
-    med = {m: statistics.median(wall[m]) for m in modes}
-    per_turn = sorted(spent)
+            if mode == "store":
+                writer.append(wc)
 
-    def paired(a: dict[str, list[float]], x: str, y: str) -> float:
-        """Median of per-rep ratios: robust to the machine's load drifting during the run."""
-        return statistics.median(p / q for p, q in zip(a[x], a[y], strict=True))
+    def paired(a: dict[str, list[float]], x: str, y: str) -> tuple[float, float, float]:
+        """Per-rep ratios (the two chats of a pair ran one after the other): the machine's
+        load drifting during the run cancels out; median and quartiles of those ratios."""
+        return _spread([p / q for p, q in zip(a[x], a[y], strict=True)])
 
     return {
-        "turns": turns, "wall": med, "cpu": {m: statistics.median(cpu[m]) for m in modes},
+        "turns": turns, "wall": {m: statistics.median(wall[m]) for m in modes},
+        "cpu": {m: statistics.median(cpu[m]) for m in modes},
         "ratio": paired(wall, "store", "none"), "ratio_noop": paired(wall, "store", "noop"),
         "cpu_ratio": paired(cpu, "store", "none"),
-        "write_ms": statistics.median(per_turn) * 1000,
-        "write_p99_ms": per_turn[int(len(per_turn) * 0.99)] * 1000,
+        "writer_ms": statistics.median(writer) * 1000,
     }
 
 
@@ -138,20 +151,29 @@ def bench_read(store: RunStore, turns: int, reps: int) -> dict[str, Any]:
             "frame_s": statistics.median(frame_s), "record_s": statistics.median(record_s)}
 
 
-def report(rows: list[tuple[str, dict[str, Any]]], read: dict[str, Any], quick: bool) -> str:
+def report(rows: list[tuple[str, dict[str, Any]]], read: dict[str, Any], quick: bool,
+           reps: int, load: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
+    def spread(r: tuple[float, float, float]) -> str:
+        return f"{r[0]:.2f}× ({r[1]:.2f}–{r[2]:.2f})"
+
     def row(name: str, r: dict[str, Any]) -> str:
         w = r["wall"]
         return (f"| {name} | {r['turns']} | {w['none'] * 1000:.0f} | {w['noop'] * 1000:.0f} | "
-                f"{w['store'] * 1000:.0f} | **{r['ratio']:.2f}×** | {r['ratio_noop']:.2f}× | "
-                f"{r['cpu_ratio']:.2f}× | {r['write_ms']:.2f} / {r['write_p99_ms']:.2f} |")
+                f"{w['store'] * 1000:.0f} | **{spread(r['ratio'])}** | "
+                f"{spread(r['ratio_noop'])} | {spread(r['cpu_ratio'])} | "
+                f"{r['writer_ms']:.1f} |")
 
     ok = "meets" if read["frame_s"] < TARGETS["read_s"] else "misses"
+    before, after = load
     return "\n".join([
         f"### Store figures\n\nMeasured {dt.date.today()}{' (quick run)' if quick else ''}; "
-        f"Python {platform.python_version()}, SQLite file in WAL mode on local disk.\n",
+        f"Python {platform.python_version()}, {os.cpu_count()} cores, SQLite file in WAL mode "
+        f"on local disk; {reps} repetitions per mode. Load average (1/5/15 min) "
+        f"{'/'.join(f'{x:.1f}' for x in before)} before, "
+        f"{'/'.join(f'{x:.1f}' for x in after)} after: other work shares these cores.\n",
         "| 16-agent chat, how it is run | turns | no observer ms | no-op observer ms | store ms | "
-        "store / none (target ≤ 1.25×) | store / no-op | CPU store / none | "
-        "writer thread ms per turn (median / p99) |",
+        f"store / none, median (quartiles) (target ≤ {TARGETS['overhead']}×) | store / no-op | "
+        "CPU store / none | writer thread CPU ms per run |",
         "|---|---|---|---|---|---|---|---|---|",
         *(row(name, r) for name, r in rows),
         "",
@@ -167,6 +189,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args(argv)
     reps = 3 if args.quick else 21
+    before = os.getloadavg()
     with tempfile.TemporaryDirectory() as folder:
         store = RunStore(f"sqlite:///{folder}/bench.db")
         rows = []
@@ -178,7 +201,7 @@ def main(argv: list[str] | None = None) -> None:
                 rows.append((f"{name}, {how}", bench_overhead(store, make, reps, on_loop)))
         print("[2] read a 1,000-turn x 16-agent run ...", flush=True)
         read = bench_read(store, 200 if args.quick else 1000, 3 if args.quick else 9)
-    figures = report(rows, read, args.quick)
+    figures = report(rows, read, args.quick, reps, (before, os.getloadavg()))
     print(figures)
     if args.write:
         write_section("store", figures)

@@ -7,6 +7,7 @@ few that test what only SQLite has say so in their names and take `sqlite_store`
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -116,6 +117,7 @@ def test_each_turn_is_written_on_its_own_as_soon_as_it_completes(store):
                          len(store.turns(event.run_id)),
                          store.run_info(event.run_id)["status"]))
 
+    check.thread_safe = True  # called on the engine's thread, as the recorder is: in step
     chat.add_observer(check)
     chat.run("Debate the plan.")
     assert seen == [(1, 3, 1, "running"), (2, 6, 2, "running"), (3, 9, 3, "running")]
@@ -440,22 +442,29 @@ def _disk_error(backend: str) -> tuple[Exception, str]:
 def test_a_turn_that_cannot_be_written_stops_recording_and_flags_the_run(
         store, backend, monkeypatch, caplog):
     error, phrase = _disk_error(backend)
-    chat = three_turns()
+    slow = 0.1  # turns far apart: each is written on its own
+    chat = make_chat({
+        "Alice": [ScriptedBid(0.9, "A1", slow), ScriptedBid(0.9, "A2", slow),
+                  ScriptedBid(0.2, "", slow)],
+        "Bob": [ScriptedBid(0.7, "B1", slow), ScriptedBid(0.7, "B2", slow),
+                ScriptedBid(0.4, "B3", slow)],
+    }, max_loops=10)
     recorder = store.attach(chat)
-    real_write = store.turn_writer.write
+    real_write = store.turn_writer.write_turns
 
-    def failing_on_turn_2(conn, run_id, turn, bids, message):
-        if turn.turn == 2:
+    def failing_on_turn_2(conn, run_id, items):
+        if any(turn.turn == 2 for turn, _, _ in items):
             raise error
-        real_write(conn, run_id, turn, bids, message)
+        real_write(conn, run_id, items)
 
-    monkeypatch.setattr(store.turn_writer, "write", failing_on_turn_2)
+    monkeypatch.setattr(store.turn_writer, "write_turns", failing_on_turn_2)
     chat.run("go")
     run_id = chat.last_run.run_id
     assert len(chat.last_run.turns) == 3  # watching never breaks the chat
     assert store.turns(run_id)["turn"].tolist() == [1]  # a consistent prefix: no gap at 2
     info = store.run_info(run_id)
     assert info["status"] == "error" and info["stop_reason"] == "lull"
-    assert "recording failed" in info["error"] and "record turn 2" in info["error"]
+    assert "recording failed" in info["error"] and "record turn" in info["error"]
     assert phrase in recorder.failures[run_id]
-    assert "could not record turn 2" in caplog.text and "stops here" in caplog.text
+    assert caplog.text.count("stops here") == 1
+    assert re.search(r"could not record turns? 2\b", caplog.text)

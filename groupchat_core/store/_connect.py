@@ -3,6 +3,11 @@
 The default is a SQLite file in the repo's git-ignored `data/` folder; `GROUPCHAT_DB` takes any
 SQLAlchemy URL (e.g. `postgresql+psycopg://user:pass@host/db` for a team sharing one dashboard).
 Only the SQLite pragmas below are SQLite-specific; every query is portable Core.
+
+Server databases (PostgreSQL, ...) can drop a connection at any time (a restart, a failover,
+`pg_terminate_backend`, an idle timeout on the way): their pools test each connection before
+handing it out (`pool_pre_ping`), connecting gives up after CONNECT_TIMEOUT_S, and
+`is_disconnect` tells the recorder which failures are worth a reconnect and a retry.
 """
 
 from __future__ import annotations
@@ -15,9 +20,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 from .._errors import StoreError
@@ -25,6 +30,11 @@ from .._errors import StoreError
 ENV_VAR = "GROUPCHAT_DB"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BUSY_TIMEOUT_MS = 10_000
+CONNECT_TIMEOUT_S = 10  # a server that does not answer at all: fail, then retry, not hang
+# libpq settings (unless the URL sets them): a server or network that goes silent mid-query is
+# noticed (TCP keepalives, and unacknowledged data for 30 s), instead of a write hanging forever.
+LIBPQ_TIMEOUTS = {"connect_timeout": CONNECT_TIMEOUT_S, "keepalives": 1, "keepalives_idle": 10,
+                  "keepalives_interval": 5, "keepalives_count": 3, "tcp_user_timeout": 30_000}
 _WRITE = "groupchat_write"  # execution option: this transaction will write (BEGIN IMMEDIATE)
 
 _engines: dict[str, Engine] = {}
@@ -79,6 +89,12 @@ def _create(url: str) -> Engine:
             kwargs["poolclass"] = StaticPool  # one shared in-memory database, not one per conn
         else:
             _make_folder(parsed.database)
+    else:
+        kwargs["pool_pre_ping"] = True  # a pooled connection the server dropped is replaced
+        backend, _, driver = parsed.drivername.partition("+")
+        if backend == "postgresql" and driver in ("", "psycopg", "psycopg2"):
+            kwargs["connect_args"] = {k: v for k, v in LIBPQ_TIMEOUTS.items()
+                                      if k not in parsed.query}
     try:
         engine = create_engine(parsed, **kwargs)
     except NoSuchModuleError:
@@ -141,6 +157,27 @@ def _switch_to_wal(cursor: Any, attempts: int = 100) -> None:
             if "locked" not in str(exc) or attempt == attempts - 1:
                 raise
             time.sleep(0.05)
+
+
+def is_disconnect(exc: BaseException, conn: Connection | None) -> bool:
+    """Whether `exc` means the connection to the database was lost (so a new connection may
+    succeed where this one failed), for errors raised through SQLAlchemy or by the driver
+    directly (the recorder's raw cursor). A full disk or a constraint violation is not."""
+    if isinstance(exc, DBAPIError):
+        if exc.connection_invalidated:
+            return True
+        exc = exc.orig  # type: ignore[assignment]
+    if conn is None or conn.closed:
+        return False
+    if conn.invalidated:
+        return True
+    try:
+        dbapi_connection = conn.connection.dbapi_connection
+    except SQLAlchemyError:
+        return True  # the connection cannot even be reached any more
+    dialect = conn.dialect
+    return isinstance(exc, dialect.loaded_dbapi.Error) and bool(
+        dialect.is_disconnect(exc, dbapi_connection, None))
 
 
 def write_engine(engine: Engine) -> Engine:

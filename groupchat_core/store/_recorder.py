@@ -1,12 +1,25 @@
 """Recording a run as it happens: the engine observer and the thread that does its writes.
 
-Each completed turn (its bids, its turn row and the posted message) is one transaction, started
-as soon as the engine reports the turn. The writes happen on the process's store writer thread,
-in the order the events came, so the engine's loop never waits for the database (a slow disk, a busy
-lock held by another process, a remote PostgreSQL), and SQLite's work, which releases the GIL,
-overlaps the next turn. A run is fully in the store when `run()` returns: the recorder waits for
-its writes at the run's end. A crash loses at most the turn in flight (and, if the database had
-fallen behind, turns still queued), never half a turn.
+The observer only hands events over; the writes happen on the process's store writer thread, so
+the engine's loop never waits for the database (a slow disk, a busy lock held by another
+process, a remote PostgreSQL), and SQLite's work, which releases the GIL, overlaps the next
+turn. What the writer has not committed yet is kept in memory, per run:
+
+- a run's start (its row, its agents) waits for the task message, and the three go in **one**
+  transaction: no reader ever sees a run without its task;
+- each completed turn (its bids, its turn row, the posted message) is written whole, in one
+  transaction, together with any later turns of the run that arrived while the writer was busy
+  (one executemany per table instead of one transaction per turn), and with the run's end if
+  that arrived too.
+
+A crash loses the turns not yet committed (when the database keeps up: the turn in flight),
+never part of one. A write that fails because the connection dropped is retried on a new
+connection, with the turns still in memory, until the database has been unreachable for
+`RunStore.reconnect_for` seconds (30 by default); then recording of the run stops there, loudly,
+and the run is flagged `error` in the store as soon as the store can be reached. Any other
+failure (a full disk, a constraint) stops the run's recording at once. A run is fully in the
+store (or known to have failed) when `run()` returns: the recorder waits for its writes at the
+run's end.
 """
 
 from __future__ import annotations
@@ -15,18 +28,31 @@ import atexit
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, insert, update
+from sqlalchemy import Connection, insert, select, update
+from sqlalchemy.exc import SQLAlchemyError
 
 from .._errors import StoreError
-from .._records import Event, MessagePosted, RunFinished, RunStarted, TurnCompleted, utc_now
-from ._connect import db_errors
+from .._records import (
+    Event,
+    Message,
+    MessagePosted,
+    RunFinished,
+    RunRecord,
+    RunStarted,
+    TurnCompleted,
+    utc_now,
+)
+from ._connect import is_disconnect, safe_url
 from ._process import this_writer
-from ._schema import messages, runs
+from ._schema import messages, runs, turns
 from ._writer import (
+    TurnRows,
     agent_specs,
     finish_values,
     insert_run,
@@ -41,19 +67,29 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("groupchat_core")
 FLUSH_AT_EXIT_S = 10.0
+RETRY_FIRST_S, RETRY_MAX_S = 0.05, 1.0  # backoff between reconnect attempts
+COALESCE_S = 0.05  # a run's turns reach the store at most this long after they complete
 
 
 class WriterThread:
-    """A daemon thread running submitted writes one after another, in order."""
+    """A daemon thread running submitted writes one after another, in order.
+
+    Writes submitted with `coalesce=True` (a recorder's "write what you have") are run at most
+    once per COALESCE_S: when turns come faster than that (an offline chat), the writer wakes
+    once for several of them and writes them in one transaction, instead of taking the GIL
+    from the engine's thread and committing once per turn. `flush()` cuts the wait short.
+    """
 
     def __init__(self, name: str) -> None:
-        self._queue: queue.SimpleQueue[tuple[Callable[..., None], tuple[Any, ...]]] = (
+        self._queue: queue.SimpleQueue[tuple[Callable[..., None], tuple[Any, ...], bool]] = (
             queue.SimpleQueue())
+        self._hurry = threading.Event()
+        self._last_batch = 0.0
         self._thread = threading.Thread(target=self._main, name=name, daemon=True)
         self._thread.start()
 
-    def submit(self, fn: Callable[..., None], *args: Any) -> None:
-        self._queue.put((fn, args))
+    def submit(self, fn: Callable[..., None], *args: Any, coalesce: bool = False) -> None:
+        self._queue.put((fn, args, coalesce))
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until everything submitted so far is done; False on timeout."""
@@ -61,15 +97,32 @@ class WriterThread:
             return True
         done = threading.Event()
         self.submit(done.set)
+        self._hurry.set()
         return done.wait(timeout)
 
     def _main(self) -> None:
         while True:
-            fn, args = self._queue.get()
-            try:
-                fn(*args)
-            except Exception:  # a bug in a write must not kill the thread for every later run
-                logger.exception("run store writer: %r failed", fn)
+            fn, args, coalesce = self._queue.get()
+            if coalesce:
+                wait = self._last_batch + COALESCE_S - time.monotonic()
+                if wait > 0:
+                    self._hurry.wait(wait)
+                self._hurry.clear()
+            self._run(fn, args)
+            while True:  # everything that arrived meanwhile, without waiting again
+                try:
+                    fn, args, _ = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                self._run(fn, args)
+            self._last_batch = time.monotonic()
+
+    @staticmethod
+    def _run(fn: Callable[..., None], args: tuple[Any, ...]) -> None:
+        try:
+            fn(*args)
+        except Exception:  # a bug in a write must not kill the thread for every later run
+            logger.exception("run store writer: %r failed", fn)
 
 
 _thread: WriterThread | None = None
@@ -97,6 +150,11 @@ HELD_CONNECTIONS = 4  # runs that keep their write connection between turns, pro
 _held = 0
 _held_lock = threading.Lock()
 
+# Since when each database (by URL) has been unreachable: the retry budget is shared by every
+# write to it, so once recording has given up, later writes fail at their first attempt instead
+# of each waiting `reconnect_for` again. Touched only on the writer thread.
+_down_since: dict[str, float] = {}
+
 
 def _hold() -> bool:
     """Take one of the held-connection slots, if one is free."""
@@ -114,6 +172,49 @@ def _unhold() -> None:
         _held -= 1
 
 
+@dataclass
+class _Batch:
+    """What one transaction writes for one run: its start (with the task), turns, its end."""
+
+    start: tuple[dict[str, Any], list[dict[str, Any]], Message] | None = None
+    turns: list[TurnCompleted] = field(default_factory=list)
+    finish: RunRecord | None = None
+
+    def what(self) -> str:
+        """For messages: what the transaction records."""
+        parts = ["the start of a run"] if self.start else []
+        if self.turns:
+            first, last = self.turns[0].turn.turn, self.turns[-1].turn.turn
+            parts.append(f"turn {first}" if first == last else f"turns {first}-{last}")
+        if self.finish is not None:
+            parts.append("the end of a run")
+        return "record " + " and ".join(parts)
+
+
+@dataclass
+class _RunLog:
+    """One run's writes not yet in the store, and where its recording stands."""
+
+    run_id: str
+    start: tuple[dict[str, Any], list[dict[str, Any]]] | None  # run row and agents, unwritten
+    task: Message | None = None
+    turns: list[TurnCompleted] = field(default_factory=list)
+    finish: RunRecord | None = None
+    position: int = 1  # next message position (0 is the task); writer thread only
+    in_store: bool = False  # the run row is committed; writer thread only
+
+    def take(self) -> _Batch | None:
+        """Everything that can be written now (a start only once its task is known)."""
+        if self.start is not None and self.task is None:
+            return None  # the engine posts the task right after RunStarted
+        batch = _Batch(turns=self.turns, finish=self.finish)
+        if self.start is not None and self.task is not None:
+            batch.start = (*self.start, self.task)
+            self.start = None
+        self.turns, self.finish = [], None
+        return batch if batch.start or batch.turns or batch.finish is not None else None
+
+
 class StoreRecorder:
     """Engine observer writing each run to a RunStore as it happens.
 
@@ -123,152 +224,262 @@ class StoreRecorder:
     stops there (the store keeps a consistent prefix) and the run ends flagged as an error.
     """
 
+    # Only these events are written; the engine then never relays the rest to this observer.
+    wants = frozenset({"run_started", "message_posted", "turn_completed", "run_finished"})
+    # Handing an event over is quick and thread-safe: the engine calls it on its own thread
+    # instead of relaying each event to the thread that runs the chat.
+    thread_safe = True
+
     def __init__(self, store: RunStore, source: Any, *, sweep_id: str | None = None,
                  cell: str | None = None) -> None:
         self.store = store
         self._source = source
         self._sweep_id, self._cell = sweep_id, cell
         self._thread = writer_thread()
-        # Touched only on the writer thread (or after flush()):
-        self._positions: dict[str, int] = {}  # run_id -> next message position
-        self._connections: dict[str, Connection] = {}
+        self._lock = threading.Lock()
+        self._logs: dict[str, _RunLog] = {}  # open runs (and failed ones, until they end)
+        self._scheduled = False
+        self._unflagged: dict[str, RunRecord] = {}  # failed runs not flagged in the store yet
+        self._lost_starts: dict[str, tuple[dict[str, Any], list[dict[str, Any]], Message]] = {}
+        self._connections: dict[str, Connection] = {}  # writer thread only
         self.failures: dict[str, str] = {}  # run_id -> the first write that failed
         self.run_ids: list[str] = []
 
-    # Only these events are written; the engine then never relays the rest to this observer.
-    wants = frozenset({"run_started", "message_posted", "turn_completed", "run_finished"})
+    # --- on the engine's side: hand events over ---------------------------------------------
 
     def __call__(self, event: Event) -> None:
-        handler = self._handler(event)
-        if handler is None:
-            return
-        if isinstance(event, RunStarted):  # read the agents now: they may change later
-            self._thread.submit(self._apply, handler, event, agent_specs(self._source))
-        else:
-            self._thread.submit(self._apply, handler, event)
-        if isinstance(event, RunFinished):
-            self._thread.flush()  # the run is fully recorded when run() returns
+        if isinstance(event, TurnCompleted):
+            self._add(event.run_id, lambda log: log.turns.append(event))
+        elif isinstance(event, MessagePosted):
+            if event.turn == 0:
+                self._add(event.run_id, lambda log: setattr(log, "task", event.message))
+        elif isinstance(event, RunStarted):
+            self._started(event)
+        elif isinstance(event, RunFinished):
+            self._add(event.run_id, lambda log: setattr(log, "finish", event.record))
+            self.flush()  # the run is fully recorded when run() returns
+
+    def _started(self, event: RunStarted) -> None:
+        specs = agent_specs(self._source)  # read the agents now: they may change later
+        row = run_row(event.run_id, event.task, spec_data(event.config, specs), utc_now())
+        writer = this_writer()
+        row.update(sweep_id=self._sweep_id, cell=self._cell, pid=writer.pid,
+                   hostname=writer.hostname, proc_start=writer.proc_start)
+        with self._lock:
+            self._logs[event.run_id] = _RunLog(event.run_id, (row, specs))
+            self.run_ids.append(event.run_id)
+
+    def _add(self, run_id: str, change: Callable[[_RunLog], None]) -> None:
+        with self._lock:
+            log = self._logs.get(run_id)
+            if log is None:
+                return  # a run that started before this recorder was attached
+            change(log)
+            if not self._scheduled:
+                self._scheduled = True
+                self._thread.submit(self._drain, coalesce=True)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every event received so far is written (or has failed)."""
         return self._thread.flush(timeout)
 
-    def _handler(self, event: Event) -> Callable[..., None] | None:
-        if isinstance(event, TurnCompleted):
-            return self._turn
-        if isinstance(event, RunStarted):
-            return self._started
-        if isinstance(event, MessagePosted) and event.turn == 0:
-            return self._task
-        if isinstance(event, RunFinished):
-            return self._finished
-        return None
+    # --- on the writer thread ----------------------------------------------------------------
 
-    def _apply(self, handler: Callable[..., None], event: Any, *args: Any) -> None:
-        """On the writer thread: one event's writes, or skip them after a failure."""
-        run_id = event.run_id
-        if run_id in self.failures:
-            if isinstance(event, RunFinished):
-                self._flag_failed(event)
-            return  # keep a consistent prefix: no turn after one that could not be written
-        try:
-            handler(event, *args)
-        except StoreError as exc:
-            self.failures[run_id] = str(exc)
-            logger.error("%s; recording of run %s stops here", exc, run_id)
-            if isinstance(event, RunFinished):
-                self._release(run_id)
+    def _drain(self) -> None:
+        """Write everything received so far: one transaction per run with something new."""
+        with self._lock:
+            self._scheduled = False
+            work = [(log, batch) for log in self._logs.values()
+                    if (batch := log.take()) is not None]
+            for log, batch in work:
+                if batch.finish is not None:
+                    del self._logs[log.run_id]
+        if self._unflagged:
+            self._flag_unflagged()
+        for log, batch in work:
+            if log.run_id in self.failures:
+                if batch.finish is not None:
+                    self._flag_failed(log.run_id, batch.finish)
+                continue  # keep a consistent prefix: nothing after a write that failed
+            self._write_retrying(log, batch)
+            if batch.finish is not None:
+                self._release(log.run_id)
+                if log.run_id in self.failures:
+                    self._flag_failed(log.run_id, batch.finish)
 
-    def _flag_failed(self, event: RunFinished) -> None:
-        """Best effort: say on the run row that recording stopped, and why."""
-        note = f"recording failed, the store stops before this: {self.failures[event.run_id]}"
-        values = {**finish_values(event.record, "error"), "error": note}
+    def _write_retrying(self, log: _RunLog, batch: _Batch) -> None:
+        """Write a batch; on a dropped connection reconnect and retry, until the database has
+        been unreachable for `reconnect_for` seconds."""
+        url, delay, attempt = self.store.url, RETRY_FIRST_S, 0
+        while True:
+            self._lost = False
+            try:
+                self._write(log, batch, retrying=attempt > 0)
+            except Exception as exc:
+                lost = self._lost  # set by _transaction, which saw the connection
+                self._release(log.run_id)
+                if not lost:
+                    self._fail(log.run_id, batch, exc)
+                    return
+                now = time.monotonic()
+                since = _down_since.setdefault(url, now)
+                left = since + self.store.reconnect_for - now
+                if left <= 0:
+                    self._fail(log.run_id, batch, exc, down_s=now - since)
+                    if batch.start is not None:  # written, flagged, once the database is back
+                        self._lost_starts[log.run_id] = batch.start
+                    return
+                time.sleep(min(delay, left))
+                delay, attempt = min(delay * 2, RETRY_MAX_S), attempt + 1
+            else:
+                _down_since.pop(url, None)
+                return
+
+    def _write(self, log: _RunLog, batch: _Batch, *, retrying: bool) -> None:
+        """One transaction: the run's start with its task, its new turns, its end."""
+        run_id = log.run_id
+        position = log.position
+        items: list[TurnRows] = []
+        for event in batch.turns:
+            row = None if event.message is None else message_row(
+                run_id, position, event.turn.turn, event.message)
+            position += row is not None
+            items.append((event.turn, event.bids, row))
+        with self._transaction(run_id) as conn:
+            if retrying and self._committed(conn, log, batch):
+                pass  # the lost connection had committed it: the commit's reply was lost
+            else:
+                if batch.start is not None:
+                    row, specs, task = batch.start
+                    insert_run(conn, row, specs)
+                    conn.execute(insert(messages), [message_row(run_id, 0, 0, task)])
+                if items:
+                    self.store.turn_writer.write_turns(conn, run_id, items)
+                if batch.finish is not None:
+                    values = finish_values(batch.finish, status_for(batch.finish))
+                    conn.execute(update(runs).where(runs.c.run_id == run_id).values(**values))
+        log.position = position
+        log.in_store = log.in_store or batch.start is not None
+
+    @staticmethod
+    def _committed(conn: Connection, log: _RunLog, batch: _Batch) -> bool:
+        """Whether a batch whose commit was cut off is in the store after all."""
+        if batch.turns:
+            last = batch.turns[-1].turn.turn
+            return conn.execute(select(turns.c.turn).where(
+                turns.c.run_id == log.run_id, turns.c.turn == last)).first() is not None
+        if batch.start is not None:
+            return conn.execute(select(runs.c.run_id).where(
+                runs.c.run_id == log.run_id)).first() is not None
+        return False  # only the end: writing it again changes nothing
+
+    def _fail(self, run_id: str, batch: _Batch, exc: BaseException,
+              down_s: float | None = None) -> None:
+        detail = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+        message = f"could not {batch.what()} in {safe_url(self.store.url)}: " + (
+            detail[0] if detail else type(exc).__name__)
+        if down_s is not None:
+            message += (f" (gave up after {down_s:.0f} s without a connection; the turns not "
+                        "written were kept in memory until then)")
+        self.failures[run_id] = message
+        logger.error("%s; recording of run %s stops here", message, run_id)
+
+    def _flag_failed(self, run_id: str, record: RunRecord) -> None:
+        """Say on the run row that recording stopped, and why (now, or when the database is
+        reachable again: at this recorder's next write or abandon(); if the process dies first,
+        the next store opened on this host marks the run `interrupted`). A run whose start
+        was given up is written then too (its row, agents and task), flagged."""
+        note = f"recording failed, the store stops before this: {self.failures[run_id]}"
+        values = {**finish_values(record, "error"), "error": note}
+        start = self._lost_starts.get(run_id)
         try:
-            with self._transaction(event.run_id, "flag a run whose recording failed") as conn:
-                conn.execute(update(runs).where(runs.c.run_id == event.run_id).values(**values))
+            with self.store.write("flag a run whose recording failed") as conn:
+                if start is not None and conn.execute(select(runs.c.run_id).where(
+                        runs.c.run_id == run_id)).first() is None:
+                    row, specs, task = start
+                    insert_run(conn, row, specs)
+                    conn.execute(insert(messages), [message_row(run_id, 0, 0, task)])
+                conn.execute(update(runs).where(runs.c.run_id == run_id).values(**values))
         except StoreError:
-            pass  # the database is still unreachable; the first error was already reported
-        finally:
-            self._release(event.run_id)
+            self._unflagged[run_id] = record  # the database is still unreachable
+        else:
+            self._unflagged.pop(run_id, None)
+            self._lost_starts.pop(run_id, None)
 
-    def _started(self, event: RunStarted, specs: list[dict[str, Any]]) -> None:
-        row = run_row(event.run_id, event.task, spec_data(event.config, specs), utc_now())
-        writer = this_writer()
-        row.update(sweep_id=self._sweep_id, cell=self._cell, pid=writer.pid,
-                   hostname=writer.hostname, proc_start=writer.proc_start)
-        with self._transaction(event.run_id, "record the start of a run") as conn:
-            insert_run(conn, row, specs)
-        self._positions[event.run_id] = 0
-        self.run_ids.append(event.run_id)
+    def _flag_unflagged(self) -> None:
+        for run_id, record in list(self._unflagged.items()):
+            self._flag_failed(run_id, record)
+            if run_id in self._unflagged:
+                return  # still unreachable: try again later
 
-    def _task(self, event: MessagePosted) -> None:
-        row = message_row(event.run_id, 0, 0, event.message)
-        with self._transaction(event.run_id, "record the task") as conn:
-            conn.execute(insert(messages), [row])
-        self._positions[event.run_id] = 1
-
-    def _turn(self, event: TurnCompleted) -> None:
-        run_id = event.run_id
-        position = self._positions.get(run_id, 1)
-        row = None if event.message is None else message_row(
-            run_id, position, event.turn.turn, event.message)
-        with self._transaction(run_id, f"record turn {event.turn.turn}") as conn:
-            self.store.turn_writer.write(conn, run_id, event.turn, event.bids, row)
-        self._positions[run_id] = position + (row is not None)
-
-    def _finished(self, event: RunFinished) -> None:
-        values = finish_values(event.record, status_for(event.record))
-        try:
-            with self._transaction(event.run_id, "record the end of a run") as conn:
-                conn.execute(update(runs).where(runs.c.run_id == event.run_id).values(**values))
-        finally:
-            self._release(event.run_id)
-            self._positions.pop(event.run_id, None)
+    _lost = False  # the last transaction failed because the connection was lost
 
     @contextmanager
-    def _transaction(self, run_id: str, what: str) -> Iterator[Connection]:
+    def _transaction(self, run_id: str) -> Iterator[Connection]:
         """A write transaction on the run's own connection, held while the run lasts.
 
-        Checking a pooled connection out per turn costs more than the turn's inserts; holding
-        one keeps recording overhead small. Between turns it holds no transaction or lock.
+        Checking a pooled connection out per write costs more than a turn's inserts; holding
+        one keeps recording overhead small. Between writes it holds no transaction or lock.
         At most HELD_CONNECTIONS runs (over every recorder) hold one: the pool has a bounded
         size, and a writer thread waiting for a connection that only it could give back
         would stall every run's recording (a sweep easily has 16 runs in flight). Other runs
         check a connection out per transaction (one at a time: writes are serialised here).
+        A failure sets `_lost` when the connection was lost (or, on a server database, could
+        not be made), and a lost connection is invalidated so the pool never hands it out.
         """
         conn = self._connections.get(run_id)
         transient = False
+        if conn is None:
+            try:
+                conn = self.store.write_engine.connect()
+            except Exception:
+                self._lost = self.store.engine.dialect.name != "sqlite"  # cannot reach it
+                raise
+            transient = not _hold()
+            if not transient:
+                self._connections[run_id] = conn
         try:
-            if conn is None:
-                conn = self.store.write_connection()
-                transient = not _hold()
-                if not transient:
-                    self._connections[run_id] = conn
-            with db_errors(what, self.store.url, self.store.driver_error), conn.begin():
+            with conn.begin():
                 yield conn
-        except BaseException:
-            self._release(run_id)
+        except Exception as exc:
+            self._lost = is_disconnect(exc, conn)
+            if self._lost and not conn.invalidated:
+                with suppress(SQLAlchemyError):
+                    conn.invalidate()
             raise
         finally:
-            if transient and conn is not None:
-                conn.close()
+            if transient:
+                with suppress(SQLAlchemyError):
+                    conn.close()
 
     def _release(self, run_id: str) -> None:
         conn = self._connections.pop(run_id, None)
         if conn is not None:
             _unhold()
-            conn.close()
+            with suppress(SQLAlchemyError):
+                conn.close()
 
     def abandon(self, error: str, status: str = "error") -> None:
         """Close runs this recorder started but never saw finish (the engine raised, Ctrl-C)."""
         self.flush()
-        open_runs = [r for r in self._positions if r not in self.failures]
-        for run_id in list(self._positions):
-            self._release(run_id)
-        self._positions.clear()
-        if not open_runs:
+        with self._lock:
+            open_logs = list(self._logs.values())
+            self._logs.clear()
+        for log in open_logs:
+            self._release(log.run_id)
+        if self._unflagged:
+            self._flag_unflagged()
+        open_logs = [log for log in open_logs if log.run_id not in self.failures]
+        if not open_logs:
             return
         with self.store.write("record a failed run") as conn:
-            conn.execute(update(runs).where(runs.c.run_id.in_(open_runs),
+            for log in open_logs:
+                if log.start is not None:  # never written: its task had not been posted yet
+                    row, specs = log.start
+                    task = log.task or Message(role="User", content=row["task"],
+                                               timestamp=row["started_at"])
+                    insert_run(conn, row, specs)
+                    conn.execute(insert(messages), [message_row(log.run_id, 0, 0, task)])
+            conn.execute(update(runs).where(runs.c.run_id.in_([g.run_id for g in open_logs]),
                                             runs.c.status == "running")
                          .values(status=status, error=error, ended_at=utc_now()))

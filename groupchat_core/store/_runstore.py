@@ -40,19 +40,31 @@ LIST_COLUMNS = (
     "tags", "notes", "error",
 )
 RunIds = str | Sequence[str] | None
+RECONNECT_FOR_S = 30.0
 
 
 class RunStore(Library, SweepBook, BidCacheTable):
     """A run store at one SQLAlchemy URL; cheap to create (engines are shared per URL).
 
+    `reconnect_for`: how many seconds recording keeps reconnecting to a database that dropped
+    its connection before it gives a run up (see docs/engine.md §11).
+
     All SQL lives in this package: runs here, saved agents and presets in _library.py, sweeps
     in _sweeps.py, the bid cache's table in _cachetable.py (mixins, one public object).
     """
 
-    def __init__(self, url: str | None = None) -> None:
+    def __init__(self, url: str | None = None, *,
+                 reconnect_for: float = RECONNECT_FOR_S) -> None:
         self.url = url or default_url()
         self.engine = get_engine(self.url)
-        self._write_engine = write_engine(self.engine)
+        self.write_engine = write_engine(self.engine)
+        # How long recording keeps reconnecting to a database it lost before it gives up a
+        # run (the run's unwritten turns are kept in memory meanwhile); see _recorder.py.
+        if isinstance(reconnect_for, bool) or not isinstance(reconnect_for, int | float) or (
+                not 0 <= reconnect_for <= 86_400):
+            raise StoreError(f"reconnect_for must be a number of seconds from 0 to 86400, got "
+                             f"{reconnect_for!r}")
+        self.reconnect_for = float(reconnect_for)
         self.turn_writer = TurnWriter(self.engine.dialect)
         self.driver_error: type[BaseException] = self.engine.dialect.loaded_dbapi.Error
         with db_errors("open the store", self.url):
@@ -65,7 +77,7 @@ class RunStore(Library, SweepBook, BidCacheTable):
     @contextmanager
     def write(self, what: str) -> Iterator[Connection]:
         """One write transaction; any database error becomes a StoreError naming `what`."""
-        with db_errors(what, self.url), self._write_engine.begin() as conn:
+        with db_errors(what, self.url), self.write_engine.begin() as conn:
             yield conn
 
     def flush(self, timeout: float | None = None) -> bool:
@@ -80,7 +92,7 @@ class RunStore(Library, SweepBook, BidCacheTable):
     def write_connection(self) -> Connection:
         """A connection whose transactions write (BEGIN IMMEDIATE on SQLite); close it after."""
         with db_errors("connect", self.url):
-            return self._write_engine.connect()
+            return self.write_engine.connect()
 
     @contextmanager
     def read(self, what: str) -> Iterator[Connection]:

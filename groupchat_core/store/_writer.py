@@ -1,8 +1,9 @@
-"""The rows a recorded run is made of, and the fast per-turn insert (see recorder.py)."""
+"""The rows a recorded run is made of, and the fast insert of turns (see _recorder.py)."""
 
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Sequence
 from operator import attrgetter
 from typing import Any
@@ -76,6 +77,11 @@ class CompiledInsert:
     Recording a turn is the store's hot path: SQLAlchemy's per-execute bookkeeping costs more
     than SQLite's work for 16 rows, so the per-turn inserts skip it (still portable: the SQL
     and its parameter style come from the dialect; values are plain str/int/float/bool/None).
+
+    On SQLite, rows go in multi-row `INSERT ... VALUES (...), (...)` statements of 2^k rows
+    (so a few cached statements serve every count): Python's sqlite3 releases and retakes the
+    GIL around every statement step, so `executemany` of 16 rows hands the GIL back and forth
+    with the engine's thread 16 times, one statement once.
     """
 
     def __init__(self, table: Table, dialect: Dialect) -> None:
@@ -84,13 +90,42 @@ class CompiledInsert:
         self.columns = list(compiled.positiontup or []) if dialect.positional else [
             c.key for c in table.columns]
         self.positional = bool(dialect.positional)
+        self._most = 0  # rows per multi-row statement (0: use executemany)
+        if dialect.name == "sqlite" and dialect.paramstyle == "qmark" and " VALUES " in self.sql:
+            variables = 32766 if sqlite3.sqlite_version_info >= (3, 32) else 999
+            self._most = 1 << ((variables // len(self.columns)).bit_length() - 1)
+            self._head = self.sql[:self.sql.index(" VALUES ")] + " VALUES "
+            self._row = "(" + ", ".join("?" * len(self.columns)) + ")"
+            self._statements: dict[int, str] = {}
 
     def params(self, values: Sequence[Any]) -> Any:
         return tuple(values) if self.positional else dict(zip(self.columns, values, strict=True))
 
+    def insert_rows(self, cursor: Any, rows: Sequence[Any]) -> None:
+        """Insert these rows (as params() makes them) with a DBAPI cursor."""
+        if not self._most:
+            cursor.executemany(self.sql, rows)
+            return
+        start, left = 0, len(rows)
+        while left:
+            size = min(self._most, 1 << (left.bit_length() - 1))
+            sql = self._statements.get(size)
+            if sql is None:
+                sql = self._statements[size] = self._head + ", ".join([self._row] * size)
+            cursor.execute(sql, [v for row in rows[start:start + size] for v in row])
+            start, left = start + size, left - size
+
+
+TurnRows = tuple[Turn, Sequence[Bid], dict[str, Any] | None]
+"""One completed turn as the writer takes it: its Turn, its bids, its message row (or None)."""
+
 
 class TurnWriter:
-    """Writes one turn's rows (bids, turn, message) inside the caller's transaction."""
+    """Writes completed turns' rows (bids, turns, messages) inside the caller's transaction.
+
+    Several turns go in one `executemany` per table: when turns come faster than the database
+    commits them (an offline chat), the recorder writes those queued so far together.
+    """
 
     def __init__(self, dialect: Dialect) -> None:
         self.bids, self.turns, self.messages = (
@@ -104,17 +139,26 @@ class TurnWriter:
             return (run_id, *self._bid_values(bid))
         return {"run_id": run_id, **{k: getattr(bid, k) for k in self._bid_fields}}
 
+    def _turn_row(self, run_id: str, turn: Turn) -> Any:
+        row = {"run_id": run_id, **{k: getattr(turn, k) for k in self._turn_fields}}
+        return self.turns.params([row[c] for c in self.turns.columns])
+
     def write(self, conn: Connection, run_id: str, turn: Turn, turn_bids: Sequence[Bid],
               message: dict[str, Any] | None) -> None:
+        """One turn's rows."""
+        self.write_turns(conn, run_id, [(turn, turn_bids, message)])
+
+    def write_turns(self, conn: Connection, run_id: str, items: Sequence[TurnRows]) -> None:
+        """Every row of these turns, in turn order: one executemany per table."""
+        bid_rows = [self._bid_row(run_id, b) for _, turn_bids, _ in items for b in turn_bids]
+        turn_rows = [self._turn_row(run_id, turn) for turn, _, _ in items]
+        message_rows = [self.messages.params([m[c] for c in self.messages.columns])
+                        for _, _, m in items if m is not None]
         cursor = conn.connection.cursor()
         try:
-            cursor.executemany(self.bids.sql, [self._bid_row(run_id, b) for b in turn_bids])
-            row = {"run_id": run_id, **{k: getattr(turn, k) for k in self._turn_fields}}
-            cursor.execute(self.turns.sql, self.turns.params(
-                [row[c] for c in self.turns.columns]))
-            if message is not None:
-                cursor.execute(self.messages.sql, self.messages.params(
-                    [message[c] for c in self.messages.columns]))
+            self.bids.insert_rows(cursor, bid_rows)
+            self.turns.insert_rows(cursor, turn_rows)
+            self.messages.insert_rows(cursor, message_rows)
         finally:
             cursor.close()
 
