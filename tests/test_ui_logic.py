@@ -143,7 +143,7 @@ def test_past_turns_shows_each_turn_newest_first_with_every_bid(record: RunRecor
 def test_summary_and_metric_cards(record: RunRecord):
     pairs = {label: value for label, value, _ in run_logic.summary(record)}
     assert pairs["Stop reason"] == "lull" and pairs["Turns"] == "3" and pairs["Messages"] == "2"
-    assert pairs["Cost"] == "$0" and pairs["Time"].endswith(" s")
+    assert pairs["Cost"] == "$0.0000" and pairs["Time"].endswith(" s")
     m = speaker_metrics(record.turns_frame(), record.bids_frame(), stop_reason="lull")
     cards = {c[0]: c for c in metrics.metric_cards(m)}
     assert cards["Lull turn"][1] == "3" and cards["Turns"][3] == "lull"
