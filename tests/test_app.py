@@ -175,7 +175,7 @@ def test_presets_save_their_agents_and_prepare_the_run(app: AppTest, store: RunS
     goto(app, "run")
     assert app.multiselect(key="run_roster").value == names
     assert app.text_area(key="run_task").value
-    assert app.text_input(key="run_param_name").value == preset
+    assert app.text_input(key="run_param_name").value == ""  # labelled by its task
 
 
 def test_agents_duplicate_reorder_import_and_export(app: AppTest, store: RunStore,

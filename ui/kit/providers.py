@@ -77,7 +77,7 @@ def key_need(model: str, api_base: str | None = None) -> KeyNeed:
 
 
 def is_local(api_base: str | None) -> bool:
-    host = urlparse(api_base).hostname or ""
+    host = urlparse(api_base or "").hostname or ""
     return host in ("localhost", "127.0.0.1", "::1") or host.endswith(".local")
 
 

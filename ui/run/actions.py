@@ -50,7 +50,7 @@ def on_load_preset(choice_key: str) -> None:
     session.roster = list(names)
     session.agent_order = names + [n for n in session.agent_order if n not in names]
     st.session_state[ROSTER_KEY] = list(names)
-    fill_params({**logic.default_params(), "name": preset.name,
+    fill_params({**logic.default_params(),  # no run name: runs are labelled by their task
                  "description": preset.description, **preset.settings})
     st.session_state["run_task"] = preset.task
     store_access.invalidate()

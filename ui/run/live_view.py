@@ -18,6 +18,7 @@ from groupchat_core import Bid, Message, RunRecord
 from ui.kit import charts
 from ui.kit.components import bubble, cards
 from ui.kit.jobs import JobRegistry, JobSnapshot
+from ui.kit.labels import run_label
 from ui.kit.providers import failure_hint, model_label
 from ui.kit.safety import escape_markdown, redact
 from ui.kit.state import SessionState
@@ -66,8 +67,9 @@ def pick_job(registry: JobRegistry, session: SessionState) -> str | None:
 
 
 def _job_label(snap: JobSnapshot) -> str:
-    started = datetime.fromtimestamp(snap.created_at).strftime("%H:%M:%S")
-    return f"{started} · {', '.join(snap.models)} · {snap.status} · {snap.id[:8]}"
+    """The kit's run label (name or task, start time, id), then the job's status."""
+    label = run_label(snap.config.get("name"), snap.task, snap.created_at, snap.id, date=False)
+    return f"{label} · {snap.status}"
 
 
 def job_panel(registry: JobRegistry, session: SessionState, job_id: str) -> None:
