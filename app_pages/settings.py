@@ -18,7 +18,8 @@ components.notices(session)
 
 st.subheader("Provider keys (this browser session only)")
 st.caption("Keys typed here stay in this session's server memory: never saved to the store, "
-           "exports, logs or the environment, never shown again, gone when the tab closes. "
+           "exports, logs or the environment, never shown again, gone when the tab is reloaded or "
+           "closed (or when you clear them below). "
            "Keys in the server's environment apply to every session.")
 with st.form("keys_form", clear_on_submit=True):
     cols = st.columns(2)

@@ -62,7 +62,9 @@ def new_run(session: SessionState, agents: Sequence[Agent]) -> None:
 def key_problems(agents: Sequence[Agent], session: SessionState) -> list[str]:
     """Missing keys, shown under the roster before anything is spent (Start is disabled: the
     engine would refuse the run with "missing credentials"); unknown providers as warnings."""
-    problems, unknown = logic.preflight(agents, session.provider_keys, os.environ)
+    with st.spinner("Checking provider keys (the first check loads litellm: a few seconds)…",
+                    show_time=True):
+        problems, unknown = logic.preflight(agents, session.provider_keys, os.environ)
     if problems:
         lines = "\n".join(f"- {escape_markdown(p)}" for p in problems)
         st.error(f"**Missing credentials**: Start is disabled until they are set.\n\n{lines}"
