@@ -30,13 +30,15 @@ def picker_label(row: Mapping[str, Any]) -> str:
 
 def default_run(runs: pd.DataFrame, mine: Iterable[str]) -> str | None:
     """The run Analysis opens when nothing is asked for: this session's newest ended run, else
-    the newest ended run of anyone, else None (offer the demo). `runs` is newest first.
+    the newest ended run of anyone, else None (offer the demo). `runs` is newest first; `mine`
+    are this session's runs whose jobs have ended (the job table knows it before the store's
+    row, written in the background, says so).
 
     Why not simply the newest row: that may be another session's half-finished run."""
     if runs.empty:
         return None
+    own = runs[runs["run_id"].isin(set(mine))]
     ended = runs[runs["status"].isin(ENDED)]
-    own = ended[ended["run_id"].isin(set(mine))]
     for frame in (own, ended):
         if not frame.empty:
             return str(frame.iloc[0]["run_id"])

@@ -33,10 +33,10 @@ def no_ended_run(runs: pd.DataFrame) -> bool:
 
 
 def session_runs(registry: JobRegistry, session: SessionState) -> list[str]:
-    """Run ids of this browser session's chat jobs, newest first."""
+    """Run ids of this browser session's ended chat jobs, newest first."""
     found = []
     for job in reversed(registry.jobs_for(session.owner)):
-        if job.run_id:
+        if job.run_id and job.done:
             found.append(job.run_id)
     return found
 
