@@ -102,6 +102,7 @@ def test_session_keys_go_on_per_job_copies_only():
     ("ModelCallError: real model calls are blocked (GROUPCHAT_BLOCK_REMOTE_CALLS is set)",
      "blocked"),
     ("Something else", "Check the agent's model string"),
+    ("unreadable: reply had no respond call and no JSON bid in its text", "readable bid"),
 ])
 def test_failure_hint_says_what_to_do(error, expected):
     assert expected in providers.failure_hint(error, "gpt-4o-mini", "http://127.0.0.1:1/v1")

@@ -147,6 +147,10 @@ _HINTS: tuple[tuple[str, str], ...] = (
     (r"GROUPCHAT_BLOCK_REMOTE_CALLS|remote calls are blocked", "Real model calls are blocked in "
      "this process (GROUPCHAT_BLOCK_REMOTE_CALLS is set): nothing was sent. Use a sim/ model or "
      "a local api_base, or start the server without that variable."),
+    (r"^unreadable: ", "The model answered, but not with a readable bid (a respond call with a "
+     "number and a message): raise the agent's max tokens or context window if replies are cut "
+     "off, set Tool choice mode to json for a server without tool calls, or use a model that "
+     "follows tool calls better."),
     (r"AuthenticationError|api[ _-]?key|\b401\b|unauthori[sz]ed|credentials", "{key_fix}"),
     (r"NotFoundError|LLM Provider NOT provided|model[ _]not[ _]found|does not exist|"
      r"Unknown model|\b404\b", "Check the model string {model!r}: " + MODEL_HINT + "."),
