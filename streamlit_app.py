@@ -29,8 +29,19 @@ PAGES = [
     ("sweeps", "Sweeps", "grid_on"),
     ("settings", "Settings", "settings"),
 ]
-pages = [st.Page(f"app_pages/{slug}.py", title=title, icon=f":material/{icon}:", url_path=slug,
-                 default=slug == "run") for slug, title, icon in PAGES]
-page = st.navigation(pages)
+pages = {slug: st.Page(f"app_pages/{slug}.py", title=title, icon=f":material/{icon}:",
+                       url_path=slug) for slug, title, icon in PAGES}
+
+
+def home() -> None:
+    """The root URL opens the Run page at its own slug (keeping `?job=` and the like).
+
+    Why not `default=True` on the Run page: Streamlit serves the default page at "/" only, and
+    "/run" then answers "Page not found"; every page must have a working slug."""
+    st.switch_page(pages["run"], query_params=st.query_params.to_dict())
+
+
+root = st.Page(home, title="Run", url_path="home", default=True, visibility="hidden")
+page = st.navigation([root, *pages.values()])
 components.sidebar(session, store_access.job_registry(), store_access.data_location())
 page.run()

@@ -31,13 +31,14 @@ with left:
               args=("preset_choice",))
 
     st.subheader("Import and export")
-    with st.form("import_agents_form", clear_on_submit=True):
+    with st.form("import_agents_form"):  # not cleared on submit: a failed file stays to retry
         st.file_uploader("Agents file (JSON or YAML)", type=["json", "yaml", "yml"],
                          key="agents_upload",
                          help="{schema_version: 1, agents: [...]} as exported here, or a chat "
                               "spec file. Files never carry API keys.")
         st.form_submit_button("Import agents", key="import_agents",
                               on_click=actions.on_import_agents)
+    components.feedback("agents_upload")
     by_name = {a.agent_name: a for a in agents}
     in_order = [by_name[n] for n in names]
     cols = st.columns(2)

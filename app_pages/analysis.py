@@ -12,14 +12,15 @@ session = state.get()
 st.title("Analysis")
 components.notices(session)
 runs = store_access.runs()
-if runs.empty:
-    st.info("No runs in the store yet. Run a chat on the Run page, or try a demo: an offline "
-            "debate between three simulated agents, recorded in a second.")
+if runs.empty or view.no_ended_run(runs):
+    st.info("No finished run in the store yet. Run a chat on the Run page, or try a demo: an "
+            "offline debate between three simulated agents, recorded in a second.")
     st.button("Run a demo debate", key="demo_run", type="primary", icon=":material/casino:",
               on_click=actions.on_run_demo)
-    st.stop()
+    if runs.empty:
+        st.stop()
 
-run_id = view.run_picker(runs, session)
+run_id = view.run_picker(runs, session, view.session_runs(store_access.job_registry(), session))
 try:
     data = store_access.run_data(run_id)
 except StoreError as exc:

@@ -8,9 +8,6 @@ from groupchat_core.store import RUN_STATUSES
 from ui.kit import components, state, store_access
 from ui.runs import actions, logic, view
 
-COLUMNS = ["name", "started_at", "status", "stop_reason", "agents", "turns", "threshold",
-           "recency_penalty", "recency_window", "max_loops", "total_cost_usd", "task", "run_id"]
-
 session = state.get()
 st.title("Runs")
 components.notices(session)
@@ -31,7 +28,7 @@ runs = store_access.runs(None if status == "any" else status, None if agent == "
                          since.isoformat() if since else None)
 runs = logic.filter_runs(runs, text=text, threshold=threshold, max_loops=loops)
 st.caption(f"{len(runs)} run(s)")
-table = st.dataframe(runs[COLUMNS], key="runs_table", on_select="rerun", hide_index=True,
+table = st.dataframe(view.table(runs), key="runs_table", on_select="rerun", hide_index=True,
                      selection_mode="multi-row")
 picked = [runs.iloc[i]["run_id"] for i in table.selection.rows if i < len(runs)]
 
@@ -50,8 +47,9 @@ if session.confirm_delete:
 if compare and len(picked) == 2:
     view.compare(store_access.run_data(picked[0]), store_access.run_data(picked[1]))
 
-with st.form("import_bundle_form", clear_on_submit=True):
-    st.file_uploader("Import a run bundle (.json)", type=["json"], key="bundle_upload",
+with st.form("import_bundle_form"):  # not cleared on submit: a failed file stays to retry
+    st.file_uploader("Import a run bundle (.json)", type=["json"], key=actions.IMPORT_SLOT,
                      help="A bundle exported from the Analysis page. It is checked completely "
                           "first: a bad file changes nothing.")
     st.form_submit_button("Import bundle", key="import_bundle", on_click=actions.on_import_bundle)
+components.feedback(actions.IMPORT_SLOT)

@@ -1,4 +1,5 @@
-"""Settings: provider keys for this browser session only, defaults, and where data lives."""
+"""Settings: provider keys for this browser session only, defaults (how long each lasts is
+said on the page: nothing here is saved), remembered tool-choice modes, and where data lives."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import streamlit as st
 from groupchat_core import SIM_MODELS, max_inflight_calls
 from ui.kit import components, state, store_access
 from ui.kit.providers import PROVIDER_KEYS, model_label
-from ui.settings import actions
+from ui.settings import actions, view
 
 session = state.get()
 st.title("Settings")
@@ -17,7 +18,8 @@ components.notices(session)
 
 st.subheader("Provider keys (this browser session only)")
 st.caption("Keys typed here stay in this session's server memory: never saved to the store, "
-           "exports, logs or the environment, never shown again, gone when the tab closes. "
+           "exports, logs or the environment, never shown again, gone when the tab is reloaded or "
+           "closed (or when you clear them below). "
            "Keys in the server's environment apply to every session.")
 with st.form("keys_form", clear_on_submit=True):
     cols = st.columns(2)
@@ -28,20 +30,35 @@ with st.form("keys_form", clear_on_submit=True):
                                autocomplete="off", placeholder="paste a key to set it")
     st.form_submit_button("Save keys for this session", key="save_keys",
                           on_click=actions.on_save_keys)
-for env in list(session.provider_keys):
-    st.button(f"Forget {env}", key=f"forget_{env}", on_click=actions.on_forget_key, args=(env,))
+with st.container(horizontal=True):
+    for env in list(session.provider_keys):
+        st.button(f"Clear {env}", key=f"forget_{env}", icon=":material/key_off:",
+                  on_click=actions.on_forget_key, args=(env,))
+    st.button("Clear every key of this session", key="clear_keys", icon=":material/delete:",
+              disabled=not session.provider_keys, on_click=actions.on_clear_keys)
+components.feedback("keys")
 
 st.subheader("Defaults")
+st.caption("Not saved anywhere: the default model lasts for this browser tab (page switches "
+           "keep it; a reload or a closed tab resets it); the in-flight limit applies to the "
+           "whole server, every session, until the server restarts (set GROUPCHAT_MAX_INFLIGHT "
+           "in its environment to start with another value).")
 with st.form("preferences_form"):
     st.selectbox("Default model for new agents", SIM_MODELS, format_func=model_label,
                  index=SIM_MODELS.index(session.default_model)
-                 if session.default_model in SIM_MODELS else 0, key="pref_default_model")
+                 if session.default_model in SIM_MODELS else 0, key="pref_default_model",
+                 help="For this browser tab only, until it is reloaded or closed.")
     st.number_input("In-flight model call limit", 1, 1024, value=max_inflight_calls(),
                     key="pref_inflight",
                     help="How many model calls may be in flight at once, across every chat "
-                         "and session of this server (sim/ models are not limited).")
-    st.form_submit_button("Save preferences", key="save_preferences",
+                         "and session of this server (sim/ models are not limited), until the "
+                         "server restarts.")
+    st.form_submit_button("Apply", key="save_preferences",
                           on_click=actions.on_save_preferences)
+components.feedback("preferences")
+
+st.subheader("Tool-choice modes remembered")
+view.remembered_modes()
 
 st.subheader("Data")
 st.markdown(f"Runs, agents and presets are stored at `{store_access.data_location()}`. "

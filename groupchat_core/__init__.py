@@ -50,6 +50,7 @@ from ._records import (
     Turn,
     TurnCompleted,
     TurnStarted,
+    format_cost,
 )
 from ._selection import select_speaker
 from ._sim import PERSONAS as _PERSONAS
@@ -134,6 +135,7 @@ __all__ = [
     "dump_agents",
     "dump_spec",
     "forget_remembered_modes",
+    "format_cost",
     "format_decimal",
     "import_bundle",
     "is_sim_model",

@@ -175,7 +175,7 @@ def test_presets_save_their_agents_and_prepare_the_run(app: AppTest, store: RunS
     goto(app, "run")
     assert app.multiselect(key="run_roster").value == names
     assert app.text_area(key="run_task").value
-    assert app.text_input(key="run_param_name").value == preset
+    assert app.text_input(key="run_param_name").value == ""  # labelled by its task
 
 
 def test_agents_duplicate_reorder_import_and_export(app: AppTest, store: RunStore,
@@ -285,16 +285,14 @@ def test_run_page_warns_about_missing_keys_and_explains_provider_failures(
                        Agent(agent_name="Claude", model_name="anthropic/claude-3-5-haiku")])
     goto(app, "run")
     app.multiselect(key="run_roster").set_value(["Gpt", "Claude"]).run()
-    warnings = " ".join(w.value for w in app.warning)
-    assert "OPENAI\\_API\\_KEY" in warnings and "ANTHROPIC\\_API\\_KEY" in warnings
-    app.text_area(key="run_task").set_value("Say hello.")
-    app.button(key="start_run").click().run()  # allowed; the engine refuses before any call
-    poll(app, lambda at: status(at).startswith("status: error"), "the refused run")
-    errors = " ".join(e.value for e in app.error)
-    assert "missing credentials (2 problems)" in errors
+    errors = " ".join(e.value for e in app.error)  # before Start, which is disabled
+    assert "OPENAI\\_API\\_KEY" in errors and "ANTHROPIC\\_API\\_KEY" in errors
     assert "agent 'Gpt'" in errors and "agent 'Claude'" in errors
+    assert app.button(key="start_run").disabled
     for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):  # keys set: the calls themselves fail
         monkeypatch.setenv(name, "sk-not-a-real-key")
+    assert not app.run().button(key="start_run").disabled
+    app.text_area(key="run_task").set_value("Say hello.")
     app.button(key="start_run").click().run()
     poll(app, lambda at: status(at).startswith("status: finished"), "the failed run")
     errors = " ".join(e.value for e in app.error)

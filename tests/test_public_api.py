@@ -113,7 +113,7 @@ def test_the_package_api_is_pinned():
         # records and the events observers receive
         "Bid", "Message", "RunRecord", "Turn", "Event", "RunStarted", "TurnStarted",
         "BidReceived", "SpeakerSelected", "LullReached", "MessagePosted", "TurnCompleted",
-        "RunFinished",
+        "RunFinished", "format_cost",  # "unknown" cost is not zero
         # errors
         "GroupChatError", "ConfigError", "CliError", "ModelCallError", "StoreError",
         # the shared background loop and the in-flight call limit

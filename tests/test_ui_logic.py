@@ -19,6 +19,7 @@ from groupchat_core import (
     ChatSpec,
     ConfigError,
     RunRecord,
+    Turn,
     dump_agents,
     dump_spec,
 )
@@ -101,6 +102,7 @@ def test_session_keys_go_on_per_job_copies_only():
     ("ModelCallError: real model calls are blocked (GROUPCHAT_BLOCK_REMOTE_CALLS is set)",
      "blocked"),
     ("Something else", "Check the agent's model string"),
+    ("unreadable: reply had no respond call and no JSON bid in its text", "readable bid"),
 ])
 def test_failure_hint_says_what_to_do(error, expected):
     assert expected in providers.failure_hint(error, "gpt-4o-mini", "http://127.0.0.1:1/v1")
@@ -143,7 +145,7 @@ def test_past_turns_shows_each_turn_newest_first_with_every_bid(record: RunRecor
 def test_summary_and_metric_cards(record: RunRecord):
     pairs = {label: value for label, value, _ in run_logic.summary(record)}
     assert pairs["Stop reason"] == "lull" and pairs["Turns"] == "3" and pairs["Messages"] == "2"
-    assert pairs["Cost"] == "$0" and pairs["Time"].endswith(" s")
+    assert pairs["Cost"] == "$0.0000" and pairs["Time"].endswith(" s")
     m = speaker_metrics(record.turns_frame(), record.bids_frame(), stop_reason="lull")
     cards = {c[0]: c for c in metrics.metric_cards(m)}
     assert cards["Lull turn"][1] == "3" and cards["Turns"][3] == "lull"
@@ -324,3 +326,151 @@ def test_a_session_key_reaches_the_provider_but_never_the_store(store: RunStore,
     assert "AuthenticationError" in leaky and "***" in leaky and SECRET not in leaky
     assert SECRET.encode() not in _store_bytes(tmp_path)
     assert all(a.api_key is None for a in agents)  # the saved agents never held it
+
+
+# --- status: labels, times, hints, cost, what Analysis opens (issue 11 §2) ------------------
+
+
+def test_run_label_names_a_run_by_its_given_name_else_its_task():
+    from ui.kit import labels
+
+    started = "2026-12-01T08:04:13.123456+00:00"
+    plain = labels.run_label("dynamic-groupchat", "Should we adopt AI\nfor diagnosis?", started,
+                             "aafaee41-0000")
+    title, when, short_id = plain.split(" · ")
+    assert title == "Should we adopt AI for diagnosis?" and short_id == "aafaee41"
+    assert when == datetime.fromisoformat(started).astimezone().strftime("%Y-%m-%d %H:%M")
+    assert labels.run_label("DB choice", "Pick a database").startswith("DB choice")
+    assert labels.run_label(None, "x" * 200).endswith("…")
+    assert len(labels.run_label(None, "x" * 200)) == labels.LABEL_CHARS
+    assert labels.run_label("", "") == "untitled run"
+    assert labels.run_label("dynamic-groupchat", "") == "dynamic-groupchat"  # nothing better
+
+
+def test_local_time_drops_the_T_and_the_microseconds():
+    from ui.kit import labels
+
+    value = "2026-12-01T08:04:13.123456+00:00"
+    shown = labels.local_time(value)
+    assert shown == datetime.fromisoformat(value).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    assert "T" not in shown and "." not in shown
+    assert labels.local_time(None) == "" and labels.local_time(float("nan")) == ""
+    assert labels.local_time("not a time") == ""
+    assert len(labels.local_time(value, seconds=False, date=False)) == len("08:04")
+
+
+def test_runs_table_labels_runs_formats_times_and_says_unknown_cost():
+    runs = pd.DataFrame([
+        {"run_id": "r1", "name": "dynamic-groupchat", "task": "Plan the offsite",
+         "status": "finished", "stop_reason": "lull", "agents": "A, B", "turns": 3,
+         "threshold": 0.5, "recency_penalty": 0.1, "recency_window": 1, "max_loops": 10,
+         "total_calls": 6, "total_cost_usd": 0.0, "started_at": "2026-12-01T08:04:13.5+00:00",
+         "ended_at": "2026-12-01T08:04:15.25+00:00"},
+        {"run_id": "r2", "name": "Mine", "task": "Other", "status": "finished",
+         "stop_reason": "lull", "agents": "A, B", "turns": 3, "threshold": 0.5,
+         "recency_penalty": 0.1, "recency_window": 1, "max_loops": 10, "total_calls": 6,
+         "total_cost_usd": 0.0123, "started_at": None, "ended_at": None},
+    ])
+    assert runs_logic.cost_unclear(runs) == ["r1"]
+    table = runs_logic.runs_table(runs, {"r1": 6, "r2": 2})
+    assert table["run"][0].startswith("Plan the offsite · ") and table["run"][1] == "Mine · r2"
+    assert "." not in table["started"][0] and "T" not in table["ended"][0]
+    assert list(table["cost"]) == ["unknown", "$0.0123 + unknown (2 unpriced bids)"]
+    assert runs_logic.runs_table(runs)["cost"][0] == "$0.0000"  # sims: a true zero
+
+
+def test_unpriced_counts_follow_the_engines_rule():
+    bids = pd.DataFrame([
+        {"run_id": "a", "cost_usd": None, "cached": False, "calls": 1, "path": "forced"},
+        {"run_id": "a", "cost_usd": None, "cached": True, "calls": 1, "path": "forced"},
+        {"run_id": "a", "cost_usd": None, "cached": False, "calls": 1, "path": "simulation"},
+        {"run_id": "a", "cost_usd": None, "cached": False, "calls": 1, "path": "none"},
+        {"run_id": "b", "cost_usd": 0.01, "cached": False, "calls": 1, "path": "forced"},
+    ])
+    assert runs_logic.unpriced_counts(bids) == {"a": 1}
+
+
+def test_analysis_defaults_to_this_sessions_newest_ended_run():
+    runs = pd.DataFrame({"run_id": ["live", "theirs", "mine-new", "mine-old"],
+                         "status": ["running", "finished", "running", "finished"]})
+    # mine-new's job has ended; its store row, written in the background, lags
+    assert analysis_logic.default_run(runs, ["mine-new", "mine-old"]) == "mine-new"
+    assert analysis_logic.default_run(runs, ["mine-old"]) == "mine-old"
+    assert analysis_logic.default_run(runs, []) == "theirs"
+    assert analysis_logic.default_run(runs[runs["status"] != "finished"], []) is None
+    assert analysis_logic.default_run(runs.iloc[0:0], ["x"]) is None
+
+
+def test_outcomes_say_no_readable_bid_never_every_bid_failed():
+    turns = pd.DataFrame({"turn": [1, 2, 3], "winner": ["Ann", None, None],
+                          "lull": [False, True, False],
+                          "reason": ["highest_bid", "lull", "no_readable_bid"]})
+    assert analysis_logic.outcomes(turns) == {1: "Ann spoke", 2: "lull",
+                                              3: "no agent produced a readable bid"}
+    assert analysis_logic.unreadable_turn(turns) == 3
+    bids = pd.DataFrame({"turn": [3, 3, 1], "agent": ["B", "A", "A"], "position": [1, 0, 0],
+                         "path": ["json", "none", "forced"], "error": ["prose", "500", None],
+                         "latency_ms": [1, 2, 3], "calls": [1, 1, 1]})
+    assert list(analysis_logic.bid_reasons(bids, 3)["agent"]) == ["A", "B"]
+    record_turns = [Turn(turn=1, winner="Ann"), Turn(turn=2, reason="all_failed")]
+    by_turn = {2: [Bid(turn=2, agent="Ann", position=0, error="boom", path="none")]}
+    assert run_logic.unreadable_turn(record_turns, by_turn) == (2, {"Ann": "boom"})
+    table = run_logic.past_turns(record_turns, by_turn, ["Ann"])
+    assert list(table["spoke"]) == ["no agent produced a readable bid", "Ann"]
+
+
+@pytest.mark.parametrize("api_base, expected, absent", [
+    (None, "network", "api_base URL"),
+    ("http://127.0.0.1:1/v1", "server at http://127.0.0.1:1/v1", "network"),
+])
+def test_connection_advice_matches_whether_an_api_base_was_set(api_base, expected, absent):
+    hint = providers.failure_hint(
+        "litellm.APIConnectionError: APIConnectionError: OpenAIException - Connection error.",
+        "gpt-4o", api_base)
+    assert expected in hint and absent not in hint
+
+
+def test_blocked_calls_are_said_to_be_blocked():
+    hint = providers.failure_hint("ModelCallError: real model calls are blocked "
+                                  "(GROUPCHAT_BLOCK_REMOTE_CALLS is set): agent 'A'", "gpt-4o")
+    assert "blocked" in hint and "nothing was sent" in hint
+
+
+def test_help_texts_say_what_the_limits_and_the_sims_really_are():
+    assert "trickles" in providers.LIMITS_HELP and "Retry-After" in providers.LIMITS_HELP
+    assert "(retries + 4) × agent timeout + 8 s per retry" in providers.LIMITS_HELP
+    assert providers.LIMITS_HELP in run_logic.PARAM_HELP["bid_timeout"]
+    assert "word overlap" in providers.SIM_NOTE
+    assert "Off by default here" in run_logic.PARAM_HELP["bid_cache"]
+    assert run_logic.default_params()["bid_cache"] is False
+
+
+def test_an_empty_run_name_leaves_the_engines_default():
+    assert "name" not in run_logic.chat_params({"name": "  "})
+    assert run_logic.chat_params({"name": " DB choice "})["name"] == "DB choice"
+    assert run_logic.default_params()["name"] == ""
+
+
+def test_preflight_lists_missing_keys_and_a_session_key_clears_them(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    agents = [Agent(agent_name="Gpt", model_name="gpt-4o-mini"),
+              Agent(agent_name="Odd", model_name="mystery-model-9"),
+              Agent(agent_name="Sim", model_name="sim/eager")]
+    problems, unknown = run_logic.preflight(agents, {}, {})
+    assert len(problems) == 1 and "agent 'Gpt'" in problems[0]
+    assert "OPENAI_API_KEY" in problems[0]
+    assert len(unknown) == 1 and "Odd" in unknown[0]
+    problems, _ = run_logic.preflight(agents, {"OPENAI_API_KEY": "sk-" + "d" * 30}, {})
+    assert problems == []
+
+
+def test_remembered_modes_table():
+    from ui.settings import logic as settings_logic
+
+    mode = groupchat_core.RememberedMode("openai/x", None, "abc", "json", 245.4)
+    table = settings_logic.modes_table([mode])
+    assert table.iloc[0].to_dict() == {"model": "openai/x", "api_base": "(provider default)",
+                                       "mode": "json", "expires in": "4 min 05 s",
+                                       "tools": "abc"}
+    assert settings_logic.expires_in(3.9) == "3 s"
+    assert settings_logic.modes_table([]).empty

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from groupchat_core import SIM_MODELS, Agent, ConfigError, StoreError
 from ui.kit import store_access
+from ui.kit.components import say_at
 from ui.kit.state import SessionState, get, move
 from ui.run.actions import drop_from_roster, on_load_preset, rename_in_roster
 
@@ -136,14 +137,14 @@ def on_move_agent(name: str, delta: int, current: list[str]) -> None:
 
 def on_import_agents() -> None:
     session, upload = get(), st.session_state.get("agents_upload")
-    if upload is None:
-        session.notify("error", "Choose a JSON or YAML agents file first.")
+    if upload is None:  # the outcome shows under the file field (components.feedback)
+        say_at("agents_upload", "error", "Choose a JSON or YAML agents file first.")
         return
     try:
         names = logic.import_agents(store_access.store(), upload.getvalue(), upload.name)
     except (ConfigError, StoreError) as exc:
-        session.notify("error", f"Nothing was imported: {exc}")
+        say_at("agents_upload", "error", f"Nothing was imported from {upload.name}: {exc}")
         return
     session.agent_order += [n for n in names if n not in session.agent_order]
     store_access.invalidate()
-    session.notify("success", f"Imported {len(names)} agents: {', '.join(names)}.")
+    say_at("agents_upload", "success", f"Imported {len(names)} agents: {', '.join(names)}.")

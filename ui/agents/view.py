@@ -16,7 +16,7 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from groupchat_core import SIM_MODELS, Agent
-from ui.kit.providers import MODEL_HINT, model_label
+from ui.kit.providers import LIMITS_HELP, MODEL_HINT, SIM_NOTE, model_label
 from ui.kit.safety import escape_markdown
 from ui.kit.state import SessionState, ordered
 
@@ -82,7 +82,7 @@ def agent_form(title: str, errors: Mapping[str, str], on_save: Callable[[], None
                           "conversation touches the words of their role.")
         st.selectbox("Model", [*SIM_MODELS, OTHER_MODEL], key=k["model_choice"],
                      format_func=model_label, persist_state=PERSIST,
-                     help="sim/ models are offline simulations, not language models.")
+                     help=SIM_NOTE)
         st.text_input("litellm model string (when Model is 'other')", key=k["custom_model"],
                       placeholder="e.g. gpt-4o-mini or ollama/llama3.2", persist_state=PERSIST,
                       help=f"Used only when Model is '{OTHER_MODEL}': {MODEL_HINT}.")
@@ -105,7 +105,7 @@ def _advanced_fields(errors: Mapping[str, str]) -> None:
                   help="Base URL of an OpenAI-compatible server (vLLM, llama.cpp, LM Studio); "
                        "leave empty for the provider's default.")
     st.number_input("Timeout per request (s)", 0.1, 3600.0, key=k["timeout"],
-                    persist_state=PERSIST)
+                    persist_state=PERSIST, help=LIMITS_HELP)
     st.selectbox("Tool choice mode", TOOL_MODES, key=k["tool_choice_mode"],
                  format_func=lambda m: m or "automatic (fall back as needed)",
                  persist_state=PERSIST,

@@ -1,4 +1,5 @@
-"""The Analysis page without streamlit: run labels, per-turn outcomes and bids, and the demo run.
+"""The Analysis page without streamlit: which run opens, run labels, per-turn outcomes and bids,
+and the demo run.
 
 Why: what the page shows about a stored run (who spoke on each turn, what every agent bid) is
 easy to get subtly wrong and easy to test as data.
@@ -6,31 +7,76 @@ easy to get subtly wrong and easy to test as data.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pandas as pd
 
 from groupchat_core import GroupChat
 from groupchat_core.store import RunStore
+from ui.kit.labels import row_label
 from ui.kit.presets import DEBATE_TRIO
 
 DEMO_NAME = "Demo debate"
+ENDED = frozenset({"finished", "cancelled", "error"})  # not running, not cut off mid-way
+NO_READABLE_BID = "no agent produced a readable bid"
 
 
-def run_label(row: Mapping[str, Any]) -> str:
-    """A one-line label for a run picker: name, start time, agents, status."""
-    started = str(row.get("started_at") or "")[:16].replace("T", " ")
-    return (f"{row.get('name') or 'run'} · {started} · {row.get('agents') or ''} · "
-            f"{row.get('status') or ''} · {str(row.get('run_id'))[:8]}")
+def picker_label(row: Mapping[str, Any]) -> str:
+    """A one-line label for the run picker: the kit's run label, then the run's status."""
+    status = row.get("status") or ""
+    return row_label(row) + (f" · {status}" if status and status != "finished" else "")
+
+
+def default_run(runs: pd.DataFrame, mine: Iterable[str]) -> str | None:
+    """The run Analysis opens when nothing is asked for: this session's newest ended run, else
+    the newest ended run of anyone, else None (offer the demo). `runs` is newest first; `mine`
+    are this session's runs whose jobs have ended (the job table knows it before the store's
+    row, written in the background, says so).
+
+    Why not simply the newest row: that may be another session's half-finished run."""
+    if runs.empty:
+        return None
+    own = runs[runs["run_id"].isin(set(mine))]
+    ended = runs[runs["status"].isin(ENDED)]
+    for frame in (own, ended):
+        if not frame.empty:
+            return str(frame.iloc[0]["run_id"])
+    return None
+
+
+def outcome(winner: Any, lull: Any, reason: Any = "") -> str:
+    """Who spoke on a turn, or why nobody did (a lull, or no readable bid: the run stopped)."""
+    if isinstance(winner, str) and winner:
+        return f"{winner} spoke"
+    if bool(lull) or reason == "lull":
+        return "lull"
+    return NO_READABLE_BID
 
 
 def outcomes(turns: pd.DataFrame) -> dict[int, str]:
     """Who spoke on each turn (or why nobody did), in one pass over the turns."""
-    return {int(turn): f"{winner} spoke" if isinstance(winner, str) else
-            "lull" if bool(lull) else "every bid failed"
-            for turn, winner, lull in zip(turns["turn"], turns["winner"], turns["lull"],
-                                          strict=True)}
+    reasons = turns["reason"] if "reason" in turns else [""] * len(turns)
+    return {int(turn): outcome(winner, lull, reason)
+            for turn, winner, lull, reason in zip(turns["turn"], turns["winner"], turns["lull"],
+                                                  reasons, strict=True)}
+
+
+def unreadable_turn(turns: pd.DataFrame) -> int | None:
+    """The turn on which no bid could be read (the run stopped with an error there), if any."""
+    for turn, winner, lull in zip(turns["turn"], turns["winner"], turns["lull"], strict=True):
+        if not (isinstance(winner, str) and winner) and not bool(lull):
+            return int(turn)
+    return None
+
+
+def bid_reasons(bids: pd.DataFrame, turn: int) -> pd.DataFrame:
+    """Each agent's reason on a turn without a readable bid: the bid log rows that say why."""
+    columns = [c for c in ("agent", "path", "error", "latency_ms", "calls") if c in bids]
+    rows = bids[bids["turn"] == turn]
+    if "position" in rows:
+        rows = rows.sort_values("position", kind="stable")
+    return rows[columns].reset_index(drop=True)
 
 
 def turn_bids(bids: pd.DataFrame, turn: int) -> pd.DataFrame:

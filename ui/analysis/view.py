@@ -6,13 +6,17 @@ Why here and not in the page: the page should stay a thin script that calls thes
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
 import streamlit as st
 
-from groupchat_core import Message
+from groupchat_core import Message, format_cost
 from groupchat_core.analysis import explain_turn, speaker_metrics, transition_matrix
 from ui.kit import charts
 from ui.kit.components import bubble, cards
+from ui.kit.jobs import JobRegistry
+from ui.kit.labels import local_time, run_title
 from ui.kit.metrics import metric_cards
 from ui.kit.providers import model_label
 from ui.kit.safety import escape_markdown
@@ -24,17 +28,31 @@ from . import actions, logic
 _CHART = {"config": {"displayModeBar": False}}
 
 
-def run_picker(runs: pd.DataFrame, session: SessionState) -> str:
-    """A run from the store: `?run=<id>` first, then this session's choice, then the newest."""
+def no_ended_run(runs: pd.DataFrame) -> bool:
+    return bool(runs.empty or not runs["status"].isin(logic.ENDED).any())
+
+
+def session_runs(registry: JobRegistry, session: SessionState) -> list[str]:
+    """Run ids of this browser session's ended chat jobs, newest first."""
+    found = []
+    for job in reversed(registry.jobs_for(session.owner)):
+        if job.run_id and job.done:
+            found.append(job.run_id)
+    return found
+
+
+def run_picker(runs: pd.DataFrame, session: SessionState, mine: Sequence[str] = ()) -> str:
+    """A run from the store: `?run=<id>` first, then this session's choice, then this session's
+    newest ended run, then anyone's newest ended run (never a half-finished one by default)."""
     rows = {r["run_id"]: r for r in runs.to_dict("records")}
     ids = list(rows)
     wanted = st.query_params.get("run") or session.selected_run
     if wanted in rows and st.session_state.get("analysis_run") != wanted:
         st.session_state["analysis_run"] = wanted
     elif st.session_state.get("analysis_run") not in rows:
-        st.session_state["analysis_run"] = ids[0]
+        st.session_state["analysis_run"] = logic.default_run(runs, mine) or ids[0]
     run_id: str = st.selectbox("Run", ids, key="analysis_run",
-                               format_func=lambda i: logic.run_label(rows[i]),
+                               format_func=lambda i: logic.picker_label(rows[i]),
                                on_change=actions.on_run_picked)
     session.selected_run = run_id
     st.query_params["run"] = run_id
@@ -46,9 +64,27 @@ def header(data: RunData) -> None:
     agents = ", ".join(f"{escape_markdown(a['agent_name'])} "
                        f"({escape_markdown(model_label(a['model_name']))})"
                        for a in info["spec"].get("agents", []))
-    st.markdown(f"**{escape_markdown(info['name'])}** · status {info['status']} · stop reason "
-                f"{info['stop_reason'] or 'none'} · threshold {data.threshold:g}  \n"
+    title = run_title(info.get("name"), data.record.task)
+    st.markdown(f"**{escape_markdown(title)}** · started {local_time(info.get('started_at'))} · "
+                f"status {info['status']} · stop reason {info['stop_reason'] or 'none'} · "
+                f"threshold {data.threshold:g} · cost "
+                f"{format_cost(data.record.total_cost_usd, data.record.unpriced_bids)}  \n"
                 f"Task: {escape_markdown(data.record.task)}  \nAgents: {agents}")
+    unreadable(data)
+
+
+def unreadable(data: RunData) -> None:
+    """A run stopped because no bid could be read: say so, and show every agent's reason."""
+    turn = logic.unreadable_turn(data.turns) if not data.turns.empty else None
+    if turn is None:
+        return
+    st.error(f"Turn {turn}: {logic.NO_READABLE_BID}, so the run stopped with an error (not a "
+             "lull: a lull needs at least one bid that was read).", icon=":material/error:")
+    with st.expander(f"Why: each agent's bid on turn {turn}", expanded=True):
+        if data.record.error:
+            st.caption(escape_markdown(data.record.error[:2000]))
+        st.dataframe(logic.bid_reasons(data.bids, turn), hide_index=True,
+                     key="unreadable_reasons")
 
 
 def metrics(data: RunData) -> None:

@@ -92,11 +92,11 @@ def bids_heatmap(bids: pd.DataFrame, value: str = "score", threshold: float = 0.
 
 
 def _mark_stops(fig: go.Figure, turns: pd.DataFrame) -> None:
-    """A dotted vertical line at each turn without a winner: a lull, or every bid failed."""
+    """A dotted vertical line at each turn without a winner: a lull, or no readable bid."""
     if turns.empty:
         return
     for _, row in turns[turns["winner"].isna()].iterrows():
-        label = "lull" if bool(row.get("lull")) else "every bid failed"
+        label = "lull" if bool(row.get("lull")) else "no readable bid"
         fig.add_vline(x=int(row["turn"]), line_dash="dot", line_color="grey",
                       annotation_text=label, annotation_position="top")
 

@@ -8,19 +8,19 @@ model is labelled the same way ("(simulated)" for sim/ models).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 
 import streamlit as st
 
 from groupchat_core import Message
 
 from .jobs import JobRegistry
+from .labels import run_label
 from .metrics import Card
 from .providers import model_label
 from .safety import escape_markdown, safe_markdown
 from .state import SessionState
 
-__all__ = ["bubble", "cards", "notices", "sidebar"]
+__all__ = ["bubble", "cards", "feedback", "notices", "say_at", "sidebar"]
 
 _ICONS = {"queued": ":material/schedule:", "running": ":material/autorenew:",
           "finished": ":material/check_circle:", "cancelled": ":material/stop_circle:",
@@ -31,6 +31,21 @@ def notices(session: SessionState) -> None:
     """Show (once) what callbacks queued: saved, deleted, imported, failed."""
     show = {"success": st.success, "error": st.error, "warning": st.warning, "info": st.info}
     for kind, text in session.take_notices():
+        show.get(kind, st.info)(escape_markdown(text))
+
+
+def say_at(slot: str, kind: str, text: str) -> None:
+    """Queue a message to show next to the control `slot` (not at the top of the page, where it
+    scrolls out of sight): a callback's outcome, shown once by `feedback(slot)`."""
+    st.session_state[f"feedback_{slot}"] = (kind, text)
+
+
+def feedback(slot: str) -> None:
+    """Show (once) what `say_at(slot, ...)` queued; call right under the control."""
+    queued = st.session_state.pop(f"feedback_{slot}", None)
+    if queued:
+        kind, text = queued
+        show = {"success": st.success, "error": st.error, "warning": st.warning}
         show.get(kind, st.info)(escape_markdown(text))
 
 
@@ -71,11 +86,12 @@ def sidebar(session: SessionState, registry: JobRegistry, location: str) -> None
         running = [j for j in jobs if not j.done]
         st.caption(f"Jobs of this session: {len(running)} running, {len(jobs)} in all")
         for job in reversed(jobs[-5:]):
-            names = escape_markdown(", ".join(job.models)) or "?"  # link labels are markdown
-            started = datetime.fromtimestamp(job.created_at).strftime("%H:%M")
-            st.page_link("app_pages/run.py", label=f"{started} · {names}",
+            label = run_label(job.config.get("name"), job.task, job.created_at, job.run_id,
+                              date=False)
+            names = ", ".join(job.agents or job.models) or "?"
+            st.page_link("app_pages/run.py", label=escape_markdown(label),  # labels are markdown
                          icon=_ICONS.get(job.status), query_params={"job": job.id},
-                         help=f"job {job.id}: {job.status}")
+                         help=escape_markdown(f"{job.status} · agents {names} · job {job.id}"))
         st.divider()
         st.caption(f"Data: `{location}`")
         st.caption("sim/ models are offline simulations, not language models.")

@@ -77,7 +77,7 @@ def key_need(model: str, api_base: str | None = None) -> KeyNeed:
 
 
 def is_local(api_base: str | None) -> bool:
-    host = urlparse(api_base).hostname or ""
+    host = urlparse(api_base or "").hostname or ""
     return host in ("localhost", "127.0.0.1", "::1") or host.endswith(".local")
 
 
@@ -129,16 +129,34 @@ def with_session_keys(agents: Iterable[Agent], session_keys: Mapping[str, str]) 
     return copies
 
 
+SIM_NOTE = ("sim/ personas are offline simulations, not language models: they react only to "
+            "word overlap between the chat and their system prompt, so unrelated tasks can get "
+            "byte-identical bids.")
+LIMITS_HELP = (
+    "Agent timeout: the most one model request may take, from sending it to the last byte of "
+    "the reply; a server that trickles its answer is cut off here. Bid timeout: the most one "
+    "agent's whole bid may take each turn, including waiting for a free call slot, retries with "
+    "their backoff (and a server's Retry-After, at most 30 s), and tool-choice fallbacks. Left "
+    "empty, a bid still ends after at most (retries + 4) × agent timeout + 8 s per retry. From "
+    "OpenAI-compatible servers (with an API base), replies over 2 MB are refused and error "
+    "bodies are read up to 16 KB. Stored errors are cut at 2,000 characters and messages at "
+    "20,000.")
+
+_CONNECTION = r"APIConnectionError|Connection ?(refused|error)|ConnectError|getaddrinfo"
 _HINTS: tuple[tuple[str, str], ...] = (
-    (r"GROUPCHAT_BLOCK_REMOTE_CALLS", "Real model calls are blocked in this process: use a sim/ "
-     "model or a local api_base."),
+    (r"GROUPCHAT_BLOCK_REMOTE_CALLS|remote calls are blocked", "Real model calls are blocked in "
+     "this process (GROUPCHAT_BLOCK_REMOTE_CALLS is set): nothing was sent. Use a sim/ model or "
+     "a local api_base, or start the server without that variable."),
+    (r"^unreadable: ", "The model answered, but not with a readable bid (a respond call with a "
+     "number and a message): raise the agent's max tokens or context window if replies are cut "
+     "off, set Tool choice mode to json for a server without tool calls, or use a model that "
+     "follows tool calls better."),
     (r"AuthenticationError|api[ _-]?key|\b401\b|unauthori[sz]ed|credentials", "{key_fix}"),
     (r"NotFoundError|LLM Provider NOT provided|model[ _]not[ _]found|does not exist|"
      r"Unknown model|\b404\b", "Check the model string {model!r}: " + MODEL_HINT + "."),
     (r"tool|function", "This model or server does not support tool calls: edit the agent and "
      "set Tool choice mode to json (a plain-text JSON reply)."),
-    (r"APIConnectionError|Connection ?(refused|error)|ConnectError|getaddrinfo",
-     "Could not reach the provider{base}: check that the server runs and the api_base URL."),
+    (_CONNECTION, "{connection_fix}"),
     (r"RateLimit|\b429\b", "The provider is rate limiting: lower the in-flight call limit in "
      "Settings, or wait and run again."),
     (r"Timeout|timed out", "The call timed out: raise the agent's timeout or the chat's bid "
@@ -153,8 +171,14 @@ def failure_hint(error: str, model: str, api_base: str | None = None) -> str:
                if need.env else "Set the provider's API key in Settings or the environment.")
     if is_local(api_base):
         key_fix += " A local server that does not check keys accepts any value, e.g. 'none'."
-    base = f" at {api_base}" if api_base else ""
+    if api_base:  # our own server: is it up, is the URL right?
+        connection_fix = (f"Could not reach the server at {api_base}: check that the server "
+                          "runs and the agent's api_base URL.")
+    else:  # a hosted provider: the network, or a model string naming the wrong provider
+        connection_fix = (f"Could not reach the provider of {model!r}: check this machine's "
+                          "network or proxy, that the model string names the provider you mean "
+                          f"({MODEL_HINT}), and that its key belongs to that provider.")
     for pattern, hint in _HINTS:
         if re.search(pattern, error, flags=re.IGNORECASE):
-            return hint.format(key_fix=key_fix, model=model, base=base)
+            return hint.format(key_fix=key_fix, model=model, connection_fix=connection_fix)
     return f"Check the agent's model string {model!r} and its provider key."

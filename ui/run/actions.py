@@ -14,6 +14,7 @@ import streamlit as st
 
 from groupchat_core import ConfigError, StoreError
 from ui.kit import store_access
+from ui.kit.components import say_at
 from ui.kit.presets import PRESETS
 from ui.kit.state import SessionState, get, move
 
@@ -49,7 +50,7 @@ def on_load_preset(choice_key: str) -> None:
     session.roster = list(names)
     session.agent_order = names + [n for n in session.agent_order if n not in names]
     st.session_state[ROSTER_KEY] = list(names)
-    fill_params({**logic.default_params(), "name": preset.name,
+    fill_params({**logic.default_params(),  # no run name: runs are labelled by their task
                  "description": preset.description, **preset.settings})
     st.session_state["run_task"] = preset.task
     store_access.invalidate()
@@ -92,7 +93,7 @@ def on_start_run() -> None:
             str(st.session_state.get("run_task") or ""), param_values(),
             session.provider_keys)
     except (ConfigError, StoreError) as exc:
-        session.notify("error", f"The run did not start: {exc}")
+        say_at("run_form", "error", f"The run did not start: {exc}")  # under Start
         return
     session.add_job(job_id)
     st.session_state["job_select"] = job_id

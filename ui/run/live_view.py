@@ -18,6 +18,7 @@ from groupchat_core import Bid, Message, RunRecord
 from ui.kit import charts
 from ui.kit.components import bubble, cards
 from ui.kit.jobs import JobRegistry, JobSnapshot
+from ui.kit.labels import run_label
 from ui.kit.providers import failure_hint, model_label
 from ui.kit.safety import escape_markdown, redact
 from ui.kit.state import SessionState
@@ -66,8 +67,9 @@ def pick_job(registry: JobRegistry, session: SessionState) -> str | None:
 
 
 def _job_label(snap: JobSnapshot) -> str:
-    started = datetime.fromtimestamp(snap.created_at).strftime("%H:%M:%S")
-    return f"{started} · {', '.join(snap.models)} · {snap.status} · {snap.id[:8]}"
+    """The kit's run label (name or task, start time, id), then the job's status."""
+    label = run_label(snap.config.get("name"), snap.task, snap.created_at, snap.id, date=False)
+    return f"{label} · {snap.status}"
 
 
 def job_panel(registry: JobRegistry, session: SessionState, job_id: str) -> None:
@@ -128,14 +130,13 @@ def _floor(snap: JobSnapshot) -> None:
         turn, bids = last.turn, snap.bids_by_turn.get(last.turn, ())
     if last is not None and last.turn == turn:
         what = (f"{escape_markdown(last.winner)} spoke" if last.winner else
-                "lull: no bid cleared the threshold" if last.lull else "every bid failed")
+                "lull: no bid cleared the threshold" if last.lull else logic.NO_READABLE_BID)
         st.caption(f"Turn {turn}: decided, {what}")
     else:
         st.caption(f"Turn {turn}: {len(bids)} of {len(agents)} bids in" if turn
                    else "Waiting for the first turn…")
-    if last is not None and last.winner is None and snap.done:
-        st.info(f"Turn {last.turn}: {'lull' if last.lull else 'every bid failed'}, so the "
-                "chat ended.", icon=":material/pause_circle:")
+    if last is not None and last.winner is None and last.lull and snap.done:
+        st.info(f"Turn {last.turn}: lull, so the chat ended.", icon=":material/pause_circle:")
     _bidding_floor(bids, threshold, penalty, agents, key=f"floor_{snap.id}")
     if snap.turns:
         st.dataframe(logic.past_turns(snap.turns, snap.bids_by_turn, agents), hide_index=True,
@@ -153,6 +154,12 @@ def _bidding_floor(bids: Iterable[Bid], threshold: float, recency_penalty: float
 def _problems(session: SessionState, snap: JobSnapshot) -> None:
     bids = [b for turn_bids in snap.bids_by_turn.values() for b in turn_bids]
     fatal = snap.record is not None and snap.record.stop_reason == "error"
+    unreadable = logic.unreadable_turn(snap.turns, snap.bids_by_turn) if snap.done else None
+    if unreadable is not None:  # the run stopped: say so, then each agent's reason below
+        st.error(f"Turn {unreadable[0]}: {logic.NO_READABLE_BID}, so the run stopped with an "
+                 "error (not a lull). Each agent's reason:", icon=":material/error:")
+        _failure_errors(unreadable[1], snap.models, session.secrets(), fatal=True)
+        return
     _failure_errors(logic.failures(bids), snap.models, session.secrets(), fatal=fatal)
     if snap.status == "error" and snap.error:
         st.error(f"The run failed: {escape_markdown(redact(snap.error, session.secrets()))}")

@@ -23,22 +23,28 @@ from groupchat_core import (
     GroupChat,
     RunRecord,
     Turn,
+    check_credentials,
+    format_cost,
     is_sim_model,
     prepare_litellm,
 )
 from groupchat_core.store import RunStore
 from ui.kit.jobs import JobRegistry
 from ui.kit.presets import Preset
-from ui.kit.providers import with_session_keys
+from ui.kit.providers import LIMITS_HELP, missing_keys, with_session_keys
 from ui.kit.safety import redact
 
 CHAT_PARAMS = ("name", "description", "max_loops", "threshold", "recency_penalty",
                "recency_window", "idle_timeout", "output_type", "seed", "bid_timeout",
                "bid_prompt", "verbose", "bid_cache")
 WORDS_PER_SECOND = 14.0
+NO_READABLE_BID = "no agent produced a readable bid"
+KEY_FIX = ("Add the key in Settings (this browser session only), start the server with it in "
+           "the environment, or give the agent an API key.")
 
 PARAM_HELP = {
-    "name": "Name of the chat: shown in the run list, the analysis page and exports.",
+    "name": "Optional. Names this run in the sidebar, the Runs table, Analysis and exports; "
+            "left empty, the run is labelled by its task.",
     "description": "What this chat is for; kept with the run's configuration.",
     "max_loops": "Hard cap on the total number of messages posted, including the initial user "
                  "task. When this many messages have been published the chat stops.",
@@ -54,14 +60,14 @@ PARAM_HELP = {
                    "xml, ...). The dashboard always shows the full transcript; this is kept in "
                    "the run's spec for scripts that re-run it.",
     "seed": "Seed of the simulated (sim/) agents: the same seed replays the same chat.",
-    "bid_timeout": "Seconds each bid may take before it counts as failed (0: no limit beyond "
-                   "each agent's own timeout).",
+    "bid_timeout": "Seconds; 0 means empty. " + LIMITS_HELP,
     "bid_prompt": "The template every agent bids with; placeholders such as {threshold} are "
                   "filled with this room's real numbers.",
     "verbose": "Also log bids and print each message on the server's console.",
-    "bid_cache": "Answer repeated bid requests of deterministic agents (sim/ models, "
-                 "temperature 0) from this server's cache: the same results, at once (a sim's "
-                 "simulated latency is skipped). Off: every agent is asked afresh.",
+    "bid_cache": "Off by default here, so a live run shows each sim's simulated latency "
+                 "(README, \"Bid cache\"). On: the engine's default, answering repeated bid "
+                 "requests of deterministic agents (sim/ models, temperature 0) from this "
+                 "server's cache: the same results, at once. Off: every agent is asked afresh.",
 }
 
 
@@ -79,6 +85,10 @@ def load_preset(store: RunStore, preset: Preset) -> list[str]:
 def chat_params(values: Mapping[str, Any]) -> dict[str, Any]:
     """GroupChat keyword arguments from the parameter form (unknown keys dropped)."""
     params = {k: values[k] for k in CHAT_PARAMS if k in values}
+    if not str(params.get("name") or "").strip():
+        params.pop("name", None)  # the engine's default name; labels then show the task
+    else:
+        params["name"] = str(params["name"]).strip()
     if params.get("bid_timeout") in (0, 0.0):
         params["bid_timeout"] = None
     if "bid_cache" in params:  # on: the engine's own policy (deterministic agents only)
@@ -87,9 +97,20 @@ def chat_params(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def default_params() -> dict[str, Any]:
-    """The engine's defaults, except the bid cache: a dashboard run asks every agent afresh
-    (a cached sim replays instantly, skipping the simulated latency the live view shows)."""
-    return {**ChatConfig().model_dump(include=set(CHAT_PARAMS)), "bid_cache": False}
+    """The engine's defaults, except two: no name (a run is labelled by its task unless its user
+    names it), and the bid cache off: a dashboard run asks every agent afresh (a cached sim
+    replays instantly, skipping the simulated latency the live view shows; README says so)."""
+    return {**ChatConfig().model_dump(include=set(CHAT_PARAMS)), "name": "", "bid_cache": False}
+
+
+def preflight(agents: Sequence[Agent], session_keys: Mapping[str, str],
+              environ: Mapping[str, str]) -> tuple[list[str], list[str]]:
+    """(problems, warnings) before Start: `problems` are the engine's missing-credential checks
+    (GroupChat.run refuses such a room: Start is disabled), over the agents as a job would get
+    them (with this session's keys); `warnings` name models whose provider cannot be told."""
+    problems = check_credentials(with_session_keys(agents, session_keys))
+    unknown = [w.text for w in missing_keys(agents, session_keys, environ) if w.env is None]
+    return problems, unknown
 
 
 def build_chat(agents: Sequence[Agent], params: Mapping[str, Any],
@@ -190,7 +211,7 @@ def past_turns(turns: Sequence[Turn], bids_by_turn: Mapping[int, Sequence[Bid]],
     rows = []
     for turn in reversed(turns):
         by_agent = {b.agent: b for b in bids_by_turn.get(turn.turn, ())}
-        outcome = turn.winner or ("lull" if turn.lull else "every bid failed")
+        outcome = turn.winner or ("lull" if turn.lull else NO_READABLE_BID)
         row: dict[str, Any] = {"turn": turn.turn, "spoke": outcome,
                                "margin": None if turn.margin is None else round(turn.margin, 3)}
         row.update({agent: _cell(by_agent.get(agent)) for agent in agents})
@@ -207,6 +228,17 @@ def failures(bids: Iterable[Bid]) -> dict[str, str]:
     return found
 
 
+def unreadable_turn(turns: Sequence[Turn],
+                    bids_by_turn: Mapping[int, Sequence[Bid]]) -> tuple[int, dict[str, str]] | None:
+    """The turn no bid could be read on (the run stopped there with an error) and each agent's
+    reason from its bid; None when every turn had a winner or a lull."""
+    for turn in turns:
+        if turn.winner is None and not turn.lull:
+            return turn.turn, {b.agent: b.error or "no readable bid"
+                               for b in bids_by_turn.get(turn.turn, ())}
+    return None
+
+
 def summary(record: RunRecord) -> list[tuple[str, str, str | None]]:
     """Stop reason, turns, tokens, cost and time of a finished run: (label, value, note)."""
     seconds = duration_s(record.started_at, record.ended_at)
@@ -216,7 +248,7 @@ def summary(record: RunRecord) -> list[tuple[str, str, str | None]]:
         ("Turns", str(len(record.turns)), None),
         ("Messages", str(max(len(record.messages) - 1, 0)), "posted after the task"),
         ("Tokens", f"{tokens:,}", "simulated agents use none" if _all_sim(record) else None),
-        ("Cost", f"${record.total_cost_usd:.4f}" if record.total_cost_usd else "$0",
+        ("Cost", format_cost(record.total_cost_usd, record.unpriced_bids),
          f"{record.total_calls} model calls"),
         ("Time", "n/a" if seconds is None else f"{seconds:.1f} s", None),
     ]

@@ -15,8 +15,9 @@ from typing import Any
 import streamlit as st
 
 from groupchat_core import OUTPUT_TYPES, Agent
+from ui.kit.components import feedback
 from ui.kit.presets import PRESETS
-from ui.kit.providers import KeyWarning, missing_keys, model_label
+from ui.kit.providers import SIM_NOTE, model_label
 from ui.kit.safety import escape_markdown
 from ui.kit.state import SessionState, ordered
 
@@ -40,9 +41,10 @@ def new_run(session: SessionState, agents: Sequence[Agent]) -> None:
         cols[1].button("Use preset", key="use_preset", on_click=actions.on_load_preset,
                        args=("run_preset_choice",))
         roster = roster_picker(agents, session)
-        chosen = [a for a in agents if a.agent_name in roster]
-        key_warnings(missing_keys(chosen, session.provider_keys, os.environ))
+        by_name = {a.agent_name: a for a in agents}
+        chosen = [by_name[n] for n in roster if n in by_name]
         logic.warm_up_litellm(chosen)
+        problems = key_problems(chosen, session)
         with st.form("run_form"):
             st.text_area("Task", key="run_task", persist_state="session",
                          placeholder="Should we adopt AI for medical diagnosis?",
@@ -50,12 +52,26 @@ def new_run(session: SessionState, agents: Sequence[Agent]) -> None:
                               "max_loops).")
             param_inputs(logic.default_params())
             st.form_submit_button("Start run", key="start_run", type="primary",
-                                  icon=":material/play_arrow:", on_click=actions.on_start_run)
+                                  icon=":material/play_arrow:", on_click=actions.on_start_run,
+                                  disabled=bool(problems),
+                                  help="Disabled until every agent's provider key is set (see "
+                                       "above)." if problems else None)
+        feedback("run_form")  # why a Start did not start, right under the button
 
 
-def key_warnings(warnings: Sequence[KeyWarning]) -> None:
-    for warning in warnings:
-        st.warning(escape_markdown(warning.text), icon=":material/key:")
+def key_problems(agents: Sequence[Agent], session: SessionState) -> list[str]:
+    """Missing keys, shown under the roster before anything is spent (Start is disabled: the
+    engine would refuse the run with "missing credentials"); unknown providers as warnings."""
+    with st.spinner("Checking provider keys (the first check loads litellm: a few seconds)…",
+                    show_time=True):
+        problems, unknown = logic.preflight(agents, session.provider_keys, os.environ)
+    if problems:
+        lines = "\n".join(f"- {escape_markdown(p)}" for p in problems)
+        st.error(f"**Missing credentials**: Start is disabled until they are set.\n\n{lines}"
+                 f"\n\n{logic.KEY_FIX}", icon=":material/key:")
+    for text in unknown:
+        st.warning(escape_markdown(text), icon=":material/key:")
+    return problems
 
 
 def roster_picker(agents: Sequence[Agent], session: SessionState) -> list[str]:
@@ -68,7 +84,8 @@ def roster_picker(agents: Sequence[Agent], session: SessionState) -> list[str]:
         "Agents (in speaking-priority order)", options, key=actions.ROSTER_KEY,
         format_func=lambda n: f"{n} · {model_label(by_name[n].model_name)}",
         on_change=actions.on_roster_changed, persist_state="session",
-        help="At least two. Order matters: a tie between bids goes to the earlier agent.")
+        help="At least two. Order matters: a tie between bids goes to the earlier agent. "
+             + SIM_NOTE)
     session.roster = list(roster)
     for i, name in enumerate(roster):
         with st.container(horizontal=True, vertical_alignment="center", gap="small"):
@@ -87,6 +104,9 @@ def param_inputs(defaults: Mapping[str, Any]) -> None:
     if "run_param_name" not in st.session_state:
         actions.fill_params(defaults)
     p = "run_param_"
+    st.text_input("Run name (optional)", key=p + "name", help=PARAM_HELP["name"],
+                  placeholder="left empty: the run is labelled by its task",
+                  persist_state=PERSIST)
     cols = st.columns(3)
     cols[0].number_input("max_loops", 1, 1000, key=p + "max_loops", help=PARAM_HELP["max_loops"],
                          persist_state=PERSIST)
@@ -102,7 +122,6 @@ def param_inputs(defaults: Mapping[str, Any]) -> None:
     cols[2].number_input("bid_timeout (s)", 0.0, 3600.0, key=p + "bid_timeout",
                          help=PARAM_HELP["bid_timeout"], persist_state=PERSIST)
     with st.expander("More parameters"):
-        st.text_input("name", key=p + "name", help=PARAM_HELP["name"], persist_state=PERSIST)
         st.text_input("description", key=p + "description", help=PARAM_HELP["description"],
                       persist_state=PERSIST)
         st.selectbox("output_type", OUTPUT_TYPES, key=p + "output_type",

@@ -11,6 +11,7 @@ import streamlit as st
 from groupchat_core import ConfigError, StoreError
 from ui.analysis.actions import select_run
 from ui.kit import store_access
+from ui.kit.components import say_at
 from ui.kit.state import get
 
 from . import logic
@@ -36,15 +37,20 @@ def on_confirm_delete(confirmed: bool) -> None:
         session.notify("success", f"Deleted {count} run(s).")
 
 
+IMPORT_SLOT = "bundle_upload"
+
+
 def on_import_bundle() -> None:
-    session, upload = get(), st.session_state.get("bundle_upload")
+    """Import the chosen bundle; the outcome shows under the file field, which keeps the file
+    (to fix or retry a failed import)."""
+    upload = st.session_state.get(IMPORT_SLOT)
     if upload is None:
-        session.notify("error", "Choose a run bundle (.json) first.")
+        say_at(IMPORT_SLOT, "error", "Choose a run bundle (.json) first.")
         return
     try:
         run_id = logic.import_run(store_access.store(), upload.getvalue(), upload.name)
     except (ConfigError, StoreError) as exc:
-        session.notify("error", f"Nothing was imported: {exc}")
+        say_at(IMPORT_SLOT, "error", f"Nothing was imported from {upload.name}: {exc}")
         return
     store_access.invalidate()
-    session.notify("success", f"Imported run {run_id}.")
+    say_at(IMPORT_SLOT, "success", f"Imported run {run_id} from {upload.name}.")

@@ -10,10 +10,62 @@ from collections.abc import Iterable
 
 import pandas as pd
 
-from groupchat_core import import_bundle
+from groupchat_core import format_cost, import_bundle
 from groupchat_core.analysis import SpeakerMetrics
 from groupchat_core.store import RunStore
+from ui.kit.labels import local_time, row_label, run_label
 from ui.kit.metrics import Card, metric_cards
+
+TABLE_COLUMNS = ["run", "started", "status", "stop_reason", "agents", "turns", "threshold",
+                 "recency_penalty", "recency_window", "max_loops", "cost", "task", "name",
+                 "ended", "run_id"]
+_IN_PROCESS_PATHS = ("simulation", "scripted", "none")
+
+
+def unpriced_counts(bids: pd.DataFrame) -> dict[str, int]:
+    """Per run, the bids that reached a provider but have no price (the engine's rule: a
+    completed call, not in-process, not cached, without a cost)."""
+    if bids.empty:
+        return {}
+    mask = (bids["cost_usd"].isna() & ~bids["cached"].fillna(False).astype(bool)
+            & (bids["calls"].fillna(0) > 0) & ~bids["path"].isin(_IN_PROCESS_PATHS))
+    return {str(k): int(v) for k, v in bids[mask].groupby("run_id").size().items()}
+
+
+def cost_text(total: float | None, unpriced: int) -> str:
+    """A stored run's cost for the table: the store column holds 0 when nothing was priced."""
+    known = float(total or 0.0)
+    return format_cost(None if unpriced and known == 0.0 else known, unpriced)
+
+
+def runs_table(runs: pd.DataFrame, unpriced: dict[str, int] | None = None) -> pd.DataFrame:
+    """The Runs table as people read it: a label naming each run, local times to the second,
+    cost "unknown" where no price was known."""
+    unpriced = unpriced or {}
+    out = runs.copy()
+    out["run"] = [row_label(r) for r in runs.to_dict("records")]
+    out["started"] = [local_time(v) for v in runs["started_at"]]
+    out["ended"] = [local_time(v) for v in runs["ended_at"]]
+    out["cost"] = [cost_text(t, unpriced.get(str(i), 0))
+                   for t, i in zip(runs["total_cost_usd"], runs["run_id"], strict=True)]
+    return out[TABLE_COLUMNS].reset_index(drop=True)
+
+
+def compare_labels(a: dict[str, object], a_task: str, b: dict[str, object],
+                   b_task: str) -> tuple[str, str]:
+    """Compare headers that say which run is which (the same function as every other label)."""
+    la = "A: " + run_label(str(a.get("name") or ""), a_task, a.get("started_at"),
+                           str(a.get("run_id") or ""))
+    lb = "B: " + run_label(str(b.get("name") or ""), b_task, b.get("started_at"),
+                           str(b.get("run_id") or ""))
+    return la, lb
+
+
+def cost_unclear(runs: pd.DataFrame) -> list[str]:
+    """Runs whose stored cost of 0 may mean "unknown": calls were made and nothing was priced.
+    Only their bids are read to tell (sim runs cost a true 0 and are told apart there)."""
+    mask = (runs["total_cost_usd"].fillna(0) == 0) & (runs["total_calls"].fillna(0) > 0)
+    return [str(i) for i in runs.loc[mask, "run_id"]]
 
 
 def filter_runs(runs: pd.DataFrame, *, text: str = "", threshold: tuple[float, float] | None = None,

@@ -6,18 +6,33 @@ Why its own module: the page stays a thin script; the numbers come from `logic`.
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from groupchat_core.analysis import speaker_metrics
+from ui.kit import store_access
 from ui.kit.store_access import RunData
 
 from . import logic
 
 
+@st.cache_data(show_spinner=False, ttl=30, max_entries=8)
+def _unpriced(url: str, ids: tuple[str, ...], token: tuple[str, ...]) -> dict[str, int]:
+    return logic.unpriced_counts(store_access.store().bids(list(ids)))
+
+
+def table(runs: pd.DataFrame) -> pd.DataFrame:
+    """The Runs table with labels, local times and honest costs (bids read only where the
+    stored 0 may mean unknown, cached until those runs change)."""
+    ids = logic.cost_unclear(runs)
+    token = tuple(str(v) for v in runs.loc[runs["run_id"].isin(ids), "ended_at"])
+    unpriced = _unpriced(store_access.data_location(), tuple(ids), token) if ids else {}
+    return logic.runs_table(runs, unpriced)
+
+
 def compare(a: RunData, b: RunData) -> None:
     """Two runs side by side: metrics, then the speaker of every turn aligned by turn."""
-    labels = (f"A: {a.info['name']} ({a.info['run_id'][:8]})",
-              f"B: {b.info['name']} ({b.info['run_id'][:8]})")
+    labels = logic.compare_labels(a.info, a.record.task, b.info, b.record.task)
     ma = speaker_metrics(a.turns, a.bids, stop_reason=a.record.stop_reason)
     mb = speaker_metrics(b.turns, b.bids, stop_reason=b.record.stop_reason)
     st.dataframe(logic.compare_metrics(ma, mb, labels), hide_index=True, key="compare_metrics")

@@ -10,7 +10,8 @@ from typing import Any
 
 import streamlit as st
 
-from groupchat_core import ConfigError, set_max_inflight_calls
+from groupchat_core import ConfigError, forget_remembered_modes, set_max_inflight_calls
+from ui.kit.components import say_at
 from ui.kit.providers import PROVIDER_KEYS
 from ui.kit.state import get
 
@@ -24,13 +25,22 @@ def on_save_keys() -> None:
             session.provider_keys[env] = value
             saved.append(env)
         st.session_state[f"key_{env}"] = ""
-    session.notify("success" if saved else "info",
-                   f"Set for this browser session: {', '.join(saved)}." if saved
-                   else "No key was typed.")
+    say_at("keys", "success" if saved else "info",
+           f"Set for this browser session (until the tab is reloaded or closed): "
+           f"{', '.join(saved)}." if saved else "No key was typed.")
 
 
 def on_forget_key(env: str) -> None:
     get().provider_keys.pop(env, None)
+    say_at("keys", "success", f"Cleared {env} from this session.")
+
+
+def on_clear_keys() -> None:
+    session = get()
+    cleared = sorted(session.provider_keys)
+    session.provider_keys.clear()
+    say_at("keys", "success", f"Cleared every key of this session: {', '.join(cleared)}."
+           if cleared else "This session held no key.")
 
 
 def on_save_preferences() -> None:
@@ -40,6 +50,16 @@ def on_save_preferences() -> None:
     try:
         set_max_inflight_calls(int(limit))
     except ConfigError as exc:
-        session.notify("error", str(exc))
+        say_at("preferences", "error", str(exc))
         return
-    session.notify("success", "Preferences saved.")
+    say_at("preferences", "success",
+           f"Applied, not saved: new agents default to {session.default_model} in this tab "
+           f"until it is reloaded; the server allows {int(limit)} model calls in flight until "
+           "it restarts.")
+
+
+def on_reprobe() -> None:
+    """Forget every remembered tool-choice mode: the next bid of each model probes again."""
+    forget_remembered_modes()
+    say_at("modes", "success", "Forgotten: the next bid of each model probes from forced "
+           "tool choice again.")
