@@ -239,10 +239,11 @@ def test_run_names_with_control_characters(store, name, code):
 def test_agent_names_and_tags_with_control_characters(store):
     data = trio_bundle(store)
     data["spec"]["agents"][0]["agent_name"] = "Ali\u202ece"
-    refused(store, data, r"agent_name 'Ali\\u202ece' contains the control character U\+202E")
+    # the Agent model itself refuses it first: the same rule, worded by _agent.py
+    refused(store, data, r"agent_name contains U\+202E RIGHT-TO-LEFT OVERRIDE; remove it")
     data = trio_bundle(store)
     data["spec"]["agents"][0]["agent_name"] = "Ali\x1b[2Jce"  # C0: refused by Agent itself
-    refused(store, data, r"agents\.0\.agent_name: agent_name must not contain control characters")
+    refused(store, data, r"agents\.0\.agent_name: agent_name contains U\+001B")
     data = trio_bundle(store)
     data["run"]["tags"] = ["ok", "bad\x1b[31m"]
     refused(store, data, r"tag 'bad\\x1b\[31m' contains the control character U\+001B")

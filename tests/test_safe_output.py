@@ -153,7 +153,7 @@ def test_nothing_writes_csv_but_the_one_defuser():
                 if ".to_csv(" in line:
                     found.append(f"{path.relative_to(ROOT)}:{number}")
     assert len(found) == 1 and found[0].startswith("groupchat_core/_exports.py"), found
-    view = (ROOT / "ui" / "sweep_results_view.py").read_text(encoding="utf-8")
+    view = (ROOT / "ui" / "sweeps" / "results_view.py").read_text(encoding="utf-8")
     assert "frame_csv(frame)" in view
 
 
