@@ -12,13 +12,15 @@ from datetime import datetime
 
 import streamlit as st
 
-from groupchat_core import Message
+from groupchat_core import Message, StoreError
 
 from .jobs import JobRegistry
 from .metrics import Card
 from .providers import model_label
 from .safety import escape_markdown, safe_markdown
 from .state import SessionState
+from .store_access import store
+from .sweep_status import sweep_status
 
 __all__ = ["bubble", "cards", "notices", "sidebar"]
 
@@ -68,8 +70,7 @@ def sidebar(session: SessionState, registry: JobRegistry, location: str) -> None
     lives."""
     with st.sidebar:
         jobs = registry.jobs_for(session.owner)
-        running = [j for j in jobs if not j.done]
-        st.caption(f"Jobs of this session: {len(running)} running, {len(jobs)} in all")
+        _sweep_jobs(session, registry, len(jobs), len([j for j in jobs if not j.done]))
         for job in reversed(jobs[-5:]):
             names = escape_markdown(", ".join(job.models)) or "?"  # link labels are markdown
             started = datetime.fromtimestamp(job.created_at).strftime("%H:%M")
@@ -79,3 +80,27 @@ def sidebar(session: SessionState, registry: JobRegistry, location: str) -> None
         st.divider()
         st.caption(f"Data: `{location}`")
         st.caption("sim/ models are offline simulations, not language models.")
+
+
+def _sweep_jobs(session: SessionState, registry: JobRegistry, chats: int, running: int) -> None:
+    """The session's job count (chats and sweeps) and its sweeps, each with the same status
+    line as the Sweeps page (sweep_status.py); redrawn every second while a sweep runs."""
+    live = any(not t.done for t in registry.tasks_for(session.owner, "sweep"))
+
+    @st.fragment(run_every=1.0 if live else None)
+    def lines() -> None:
+        sweeps = registry.tasks_for(session.owner, "sweep")
+        busy = running + sum(not t.done for t in sweeps)
+        st.caption(f"Jobs of this session: {busy} running, {chats + len(sweeps)} in all")
+        for task in reversed(sweeps[-3:]):
+            try:
+                status = sweep_status(store(), job=task)
+            except StoreError:
+                continue
+            params = {"sweep": status.sweep_id} if status.sweep_id else None
+            st.page_link("app_pages/sweeps.py", label=f"{escape_markdown(status.name or 'sweep')}"
+                         f" · {status.state}", icon=_ICONS.get(task.status),
+                         query_params=params, help=f"job {task.id}")
+            st.caption(status.text(), help="The same line as on the Sweeps page.")
+
+    lines()

@@ -1,0 +1,118 @@
+"""One live status of a sweep, read from one place, for every place that shows it (no streamlit).
+
+Why: the Sweeps page's caption and progress bar counted the job's cell events, its Results
+header counted the store, and the sidebar counted chat jobs only, so they disagreed ("2 of 24
+cells done", "0 / 24 cells finished", "0 running") and the caption moved only when a whole cell
+ended. Now the caption, the bar, the Results header and the sidebar all call `sweep_status` and
+show its `text()`.
+
+The counts come from the store, where the recorder writes every turn as it completes: finished
+cells, cells in flight and the turns they have completed so far, so the status moves per turn.
+The job snapshot (this session's sweep job, when there is one) adds only what the store cannot
+know: the sweep's id and size before its row exists ("starting"), and that Stop was pressed and
+the cells are being cancelled ("stopping").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from groupchat_core import ConfigError, StoreError
+from groupchat_core.store import RunStore
+from groupchat_core.sweeps import CellFinished, SweepFinished, SweepStarted
+
+LIVE = frozenset({"starting", "running", "stopping"})
+MISSING = "–"  # what a table shows for a value a running or pending cell does not have yet
+
+
+@dataclass(frozen=True)
+class SweepStatus:
+    """Where a sweep stands; `text()` is the one line every view shows."""
+
+    sweep_id: str | None
+    name: str
+    state: str  # starting, running, stopping, or the sweep's final status in the store
+    cells_done: int = 0
+    cells_total: int = 0
+    cells_running: int = 0
+    turns_running: int = 0  # turns completed so far by the cells in flight
+    running_turns: Mapping[str, int] = field(default_factory=dict)  # cell key -> turns so far
+    reason: str | None = None
+
+    @property
+    def live(self) -> bool:
+        return self.state in LIVE
+
+    @property
+    def fraction(self) -> float:
+        return min(1.0, self.cells_done / self.cells_total) if self.cells_total else 0.0
+
+    def cells_text(self) -> str:
+        """'3 / 12 cells finished · 4 running (17 turns so far)'."""
+        text = f"{self.cells_done} / {self.cells_total} cells finished"
+        if self.cells_running:
+            turns = "turn" if self.turns_running == 1 else "turns"
+            text += f" · {self.cells_running} running ({self.turns_running} {turns} so far)"
+        return text
+
+    def text(self) -> str:
+        """'sweep status: running · 3 / 12 cells finished · 4 running (17 turns so far)'."""
+        return f"sweep status: {self.state} · {self.cells_text()}"
+
+
+def _job_view(events: Any) -> tuple[str | None, str, int]:
+    """The sweep id, name and cell count the job's events announced."""
+    sweep_id, name, total = None, "", 0
+    for event in events or ():
+        if isinstance(event, SweepStarted):
+            sweep_id, name, total = event.sweep_id, event.name, event.cells_total
+        elif isinstance(event, CellFinished):
+            total = event.cells_total
+        elif isinstance(event, SweepFinished):
+            total = event.outcome.cells_total
+    return sweep_id, name, total
+
+
+def _cells_total(row: Mapping[str, Any]) -> int:
+    from groupchat_core.sweeps import parse_sweep
+
+    try:
+        return parse_sweep(row["grid"], "stored sweep").cell_count()
+    except (ConfigError, KeyError, TypeError, ValueError):
+        return 0
+
+
+def sweep_status(store: RunStore, sweep_id: str | None = None, job: Any = None) -> SweepStatus:
+    """The status of sweep `sweep_id`, or of the sweep a job (a TaskSnapshot) runs.
+
+    A StoreError (e.g. an unknown id) propagates; a job whose sweep row does not exist yet
+    reads `starting` (or the job's own end: `error` with its message, `cancelled`).
+    """
+    job_id, job_name, job_total = _job_view(getattr(job, "events", ()))
+    sweep_id = sweep_id or job_id
+    job_status = getattr(job, "status", None)
+    if sweep_id is None:
+        if job is None:
+            raise StoreError("sweep_status needs a sweep id or a sweep job")
+        state = "starting" if job_status in (None, "queued", "running") else str(job_status)
+        return SweepStatus(None, job_name, state, cells_total=job_total,
+                           reason=getattr(job, "error", None))
+    row = store.get_sweep(sweep_id)
+    runs = store.list_runs(sweep_id=row["sweep_id"])
+    runs = runs[runs["cell"].notna()]
+    finished = set(runs.loc[runs["status"] == "finished", "cell"])
+    running = runs[(runs["status"] == "running") & ~runs["cell"].isin(finished)]
+    per_cell = {str(c): int(t) for c, t in running.groupby("cell")["turns"].max().items()}
+    state = str(row["status"])
+    if job is not None and state == "running":
+        if job_status == "cancelled":
+            state = "stopping"  # Stop was pressed; the cells in flight are being cancelled
+        elif job_status == "queued":
+            state = "starting"
+    return SweepStatus(
+        sweep_id=row["sweep_id"], name=str(row.get("name") or job_name), state=state,
+        cells_done=len(finished), cells_total=_cells_total(row) or job_total,
+        cells_running=len(per_cell), turns_running=sum(per_cell.values()),
+        running_turns=per_cell, reason=row.get("reason"))
