@@ -54,6 +54,10 @@ class Estimate(BaseModel):
     unpriced_models: list[str] = Field(default_factory=list)
     assumptions: list[str] = Field(default_factory=list)
 
+    def wall_time(self) -> str:
+        """The estimated wall time as text ('3 min 20 s')."""
+        return format_duration(self.wall_s_upper)
+
     def summary(self) -> str:
         """A few lines for a terminal or a dashboard caption."""
         cost = "unknown" if self.cost_usd_upper is None else f"${self.cost_usd_upper:,.4f}"
@@ -222,7 +226,8 @@ def _assumptions(result: Estimate, prior: tuple[float, int] | None, concurrency:
             if m in result.sim_models or in_process_model(m) is not None]
     priced = [m for m in result.models if m not in sims and m not in result.unpriced_models]
     if sims:
-        notes.append(f"{', '.join(sims)}: offline simulations, no tokens and no cost")
+        notes.append(f"{', '.join(sims)}: offline simulations, no cost (they send no "
+                     "prompt: zero tokens)")
     if priced:
         notes.append(f"prices from litellm's cost map for {', '.join(priced)}")
     if result.unpriced_models:

@@ -97,11 +97,17 @@ def _check_values(spec: SweepSpec) -> None:
             raise ConfigError(str(exc).replace("cell ", "grid values ", 1)) from None
 
 
-def preflight(spec: SweepSpec, store: RunStore) -> tuple[int, str]:
-    """The number of cells and the pre-flight estimate text."""
+def preflight(spec: SweepSpec, store: RunStore) -> tuple[int, str, str]:
+    """The number of cells, the pre-flight estimate text and its headline: estimated wall
+    time, and tokens and cost (zero for sims, which send no prompt)."""
     plan: SweepPlan = plan_sweep(spec, store)
-    text = plan.estimate.summary() if plan.estimate is not None else ""
-    return len(plan.cells), text
+    est = plan.estimate
+    if est is None:
+        return len(plan.cells), "", ""
+    cost = "unknown cost" if est.cost_usd_upper is None else f"${est.cost_usd_upper:,.4f}"
+    head = (f"estimated wall time up to {est.wall_time()} · "
+            f"{est.prompt_tokens_upper + est.completion_tokens_upper:,} tokens · up to {cost}")
+    return len(plan.cells), est.summary(), head
 
 
 def start_sweep(registry: JobRegistry, store: RunStore, owner: str,

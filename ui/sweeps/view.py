@@ -67,12 +67,12 @@ def define(store: RunStore, agents: list[Agent]) -> SweepSpec | None:
         st.caption(f":material/science: {svc.SIM_NOTE}")
     try:
         spec = svc.build_spec(chosen, tasks.splitlines(), grid, options)
-        cells, text = svc.preflight(spec, store)
+        cells, text, head = svc.preflight(spec, store)
     except ConfigError as exc:
         st.error(f"Fix the grid: {escape_markdown(str(exc))}", icon=":material/error:")
         return None
     st.markdown(f"**{cells:,} cells** ({len(spec.tasks)} task(s) × {spec.repeats} repeat(s) "
-                "× grid)")
+                f"× grid) · {head}")
     st.code(text, language=None, wrap_lines=True)
     return spec
 
