@@ -194,11 +194,13 @@ def test_display_frames_show_a_dash_for_what_a_running_cell_lacks():
     shown = svc.display_frame(frame)
     assert list(shown.iloc[1]) == ["b", "running", "–", "–", "–"]
     assert "None" not in shown.astype(str).to_numpy().ravel().tolist()
-    assert shown.iloc[0]["messages"] == 4
+    assert shown.iloc[0]["messages"] == "4" and shown.iloc[0]["gini"] == "0.2"
+    assert {type(v) for v in shown["messages"]} == {str}  # one type per column, for Arrow
+    assert shown["cell"].tolist() == ["a", "b"]
 
 
 def test_sweep_status_counts_finished_and_running_cells_and_their_turns_from_the_store():
-    from ui.kit.sweep_status import sweep_status
+    from ui.kit.sweep_status import forget_reads, sweep_status
 
     events: list = []
     spec = svc.build_spec(DEBATE_TRIO.build_agents(0), ["Debate."],
@@ -216,6 +218,8 @@ def test_sweep_status_counts_finished_and_running_cells_and_their_turns_from_the
     store._update_run(run_id, "pretend it runs", status="running")
     turns = int(store.list_runs(sweep_id=outcome.sweep_id).set_index("run_id").loc[
         run_id, "turns"])
+    assert sweep_status(store, outcome.sweep_id).state == "finished"  # a shared read...
+    forget_reads()  # ...that a refresh half a second later would not see
     live = sweep_status(store, outcome.sweep_id)
     assert live.live and (live.cells_done, live.cells_running, live.turns_running) == \
         (1, 1, turns)

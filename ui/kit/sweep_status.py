@@ -15,8 +15,10 @@ the cells are being cancelled ("stopping").
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from groupchat_core import ConfigError, StoreError
@@ -25,6 +27,11 @@ from groupchat_core.sweeps import CellFinished, SweepFinished, SweepStarted
 
 LIVE = frozenset({"starting", "running", "stopping"})
 MISSING = "–"  # what a table shows for a value a running or pending cell does not have yet
+# Reads within this many seconds share one store read: the live panel, the Results header and
+# the sidebar redraw together (every half second) and then show the very same counts.
+SHARED_READ_S = 0.3
+_reads: dict[tuple[int, str], tuple[float, SweepStatus]] = {}
+_reads_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -51,6 +58,8 @@ class SweepStatus:
 
     def cells_text(self) -> str:
         """'3 / 12 cells finished · 4 running (17 turns so far)'."""
+        if self.state == "starting" and not self.cells_total:
+            return "planning the cells"
         text = f"{self.cells_done} / {self.cells_total} cells finished"
         if self.cells_running:
             turns = "turn" if self.turns_running == 1 else "turns"
@@ -99,20 +108,43 @@ def sweep_status(store: RunStore, sweep_id: str | None = None, job: Any = None) 
         state = "starting" if job_status in (None, "queued", "running") else str(job_status)
         return SweepStatus(None, job_name, state, cells_total=job_total,
                            reason=getattr(job, "error", None))
+    status = _stored(store, sweep_id, job_name, job_total)
+    if job is not None and status.state == "running":
+        if job_status == "cancelled":
+            return replace(status, state="stopping")  # Stop pressed; cells being cancelled
+        if job_status == "queued":
+            return replace(status, state="starting")
+    return status
+
+
+def forget_reads() -> None:
+    """Drop the shared reads (tests that change the store underneath call this)."""
+    with _reads_lock:
+        _reads.clear()
+
+
+def _stored(store: RunStore, sweep_id: str, name: str, total: int) -> SweepStatus:
+    """The store's side of the status, shared by reads within SHARED_READ_S."""
+    key, now = (id(store), sweep_id), time.monotonic()
+    with _reads_lock:
+        cached = _reads.get(key)
+    if cached is not None and now - cached[0] < SHARED_READ_S:
+        return cached[1]
     row = store.get_sweep(sweep_id)
     runs = store.list_runs(sweep_id=row["sweep_id"])
     runs = runs[runs["cell"].notna()]
     finished = set(runs.loc[runs["status"] == "finished", "cell"])
     running = runs[(runs["status"] == "running") & ~runs["cell"].isin(finished)]
     per_cell = {str(c): int(t) for c, t in running.groupby("cell")["turns"].max().items()}
-    state = str(row["status"])
-    if job is not None and state == "running":
-        if job_status == "cancelled":
-            state = "stopping"  # Stop was pressed; the cells in flight are being cancelled
-        elif job_status == "queued":
-            state = "starting"
-    return SweepStatus(
-        sweep_id=row["sweep_id"], name=str(row.get("name") or job_name), state=state,
-        cells_done=len(finished), cells_total=_cells_total(row) or job_total,
+    status = SweepStatus(
+        sweep_id=row["sweep_id"], name=str(row.get("name") or name), state=str(row["status"]),
+        cells_done=len(finished), cells_total=_cells_total(row) or total,
         cells_running=len(per_cell), turns_running=sum(per_cell.values()),
         running_turns=per_cell, reason=row.get("reason"))
+    with _reads_lock:
+        if len(_reads) > 256:
+            _reads.clear()
+        _reads[key] = (now, status)
+        if sweep_id != status.sweep_id and status.sweep_id is not None:
+            _reads[(id(store), status.sweep_id)] = (now, status)
+    return status

@@ -150,13 +150,21 @@ class Progress:
 
 def display_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """A copy for a table: a missing value (a running or pending cell's metrics) reads "–",
-    not None, NaN or <NA>; complete columns keep their types (and sort as numbers)."""
+    not None, NaN or <NA>. A column with a gap becomes text (one type per column, as Arrow
+    needs); complete columns keep their types (and sort as numbers)."""
     out = frame.copy()
     for column in out.columns:
         missing = out[column].isna()
         if missing.any():
-            out[column] = out[column].astype(object).where(~missing, MISSING)
+            out[column] = [MISSING if gap else _cell_text(v)
+                           for v, gap in zip(out[column], missing, strict=True)]
     return out
+
+
+def _cell_text(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
 
 
 def status_of(store: RunStore, sweep_id: str, registry: JobRegistry | None = None,
