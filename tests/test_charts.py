@@ -64,6 +64,7 @@ def test_heatmap_marks_sit_beside_the_value_and_the_legend_explains_them(record:
     # Cara's empty message on turn 1 and Alice's on turn 3 are silent; nothing else is
     assert sorted(zip(silent.customdata, silent.y, strict=True)) == [(1, "Cara"), (3, "Alice")]
     assert fig.layout.showlegend is True
+    assert list(fig.layout.xaxis.range) == [0.5, 3.5]  # the marks do not widen the axis
 
 
 def test_heatmap_marks_failed_bids_apart_from_silent_ones():

@@ -49,6 +49,11 @@ AGREE_WHILE_RUNNING = "() => { const s = (" + FOUR_PLACES + """)();
     /^sweep status: running · (\\d+) \\/ 4 cells finished · 1 running \\((\\d+) turns? so far\\)$/);
   return m !== null && Number(m[2]) > 0 && s.caption === s.results
     && s.caption === s.sidebar && s.caption.endsWith(' · ' + s.bar) ? s.caption : null; }"""
+# More turns in the running cell, or a cell finished, since `first` turns were counted.
+MOVED_ON = "(first) => { const s = (" + FOUR_PLACES + """)();
+  const m = s.caption && s.caption.match(
+    /(\\d+) \\/ 4 cells finished(?: · 1 running \\((\\d+))?/);
+  return m && (Number(m[1]) > 0 || Number(m[2]) > first) ? s.caption : null; }"""
 FINISHED = "sweep status: finished · 4 / 4 cells finished"
 
 
@@ -102,11 +107,7 @@ def test_a_sim_sweeps_status_moves_per_turn_and_reads_the_same_everywhere(
     expect(page.get_by_test_id("stSidebar").get_by_text(
         re.compile(r"^Jobs of this session: [1-9]\d* running"))).to_be_visible(timeout=WAIT_MS)
     screenshot(page, "sweep-status-running")
-    later = page.wait_for_function(
-        "(first) => { const s = (" + FOUR_PLACES + """)();
-          const m = s.caption && s.caption.match(/(\\d+) \\/ 4 cells finished(?: · 1 running \\((\\d+))?/);
-          return m && (Number(m[1]) > 0 || Number(m[2]) > first) ? s.caption : null; }""",
-        arg=first, timeout=WAIT_MS).json_value()
+    later = page.wait_for_function(MOVED_ON, arg=first, timeout=WAIT_MS).json_value()
     assert later != seen  # it moved on while the sweep ran, not only at the end
 
     done = page.wait_for_function(

@@ -23,9 +23,9 @@ _BELOW, _ABOVE = ("#deebf7", "#6baed6"), ("#fdd0a2", "#d94801")
 # Heatmap marks sit off the cell's centre (in turns), so the value printed there stays readable:
 # the winner's star to the right, a silent or failed bid's mark to the left.
 MARK_OFFSET = 0.34
-WINNER_LABEL = "★ winner of the turn"
-SILENT_LABEL = "○ silent: bid without a message"
-FAILED_LABEL = "✕ failed: no bid (error)"
+WINNER_LABEL = "winner of the turn"  # the legend draws each trace's symbol before its name
+SILENT_LABEL = "silent: bid without a message"
+FAILED_LABEL = "failed: no bid (error)"
 MAX_TURN_TICKS = 20
 
 
@@ -138,6 +138,8 @@ def bids_heatmap(bids: pd.DataFrame, value: str = "score", threshold: float = 0.
             "failed"))
     fig.update_yaxes(autorange="reversed", categoryorder="array", categoryarray=order)
     turn_ticks(fig, z.columns)
+    if len(z.columns):  # the marks beside the outer cells must not widen the axis
+        fig.update_xaxes(range=[float(min(z.columns)) - 0.5, float(max(z.columns)) + 0.5])
     fig.update_layout(title=f"Bids by turn ({value}); threshold {thr}", xaxis_title="turn",
                       showlegend=True, legend={"orientation": "h", "x": 1, "y": 1.02,
                                                "yanchor": "bottom", "xanchor": "right"})
