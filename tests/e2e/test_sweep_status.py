@@ -107,6 +107,13 @@ def test_a_sim_sweeps_status_moves_per_turn_and_reads_the_same_everywhere(
     expect(page.get_by_test_id("stSidebar").get_by_text(
         re.compile(r"^Jobs of this session: [1-9]\d* running"))).to_be_visible(timeout=WAIT_MS)
     screenshot(page, "sweep-status-running")
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone: the status still reads
+    caption = fresh(page, '[data-testid="stCaptionContainer"]').filter(
+        has_text=re.compile(r"^sweep status: ")).first
+    caption.scroll_into_view_if_needed()
+    expect(caption).to_be_in_viewport()
+    screenshot(page, "sweep-status-running-phone")
+    page.set_viewport_size({"width": 1280, "height": 1000})
     later = page.wait_for_function(MOVED_ON, arg=first, timeout=WAIT_MS).json_value()
     assert later != seen  # it moved on while the sweep ran, not only at the end
 

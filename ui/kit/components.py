@@ -84,10 +84,11 @@ def sidebar(session: SessionState, registry: JobRegistry, location: str) -> None
 
 def _sweep_jobs(session: SessionState, registry: JobRegistry, chats: int, running: int) -> None:
     """The session's job count (chats and sweeps) and its sweeps, each with the same status
-    line as the Sweeps page (sweep_status.py); redrawn every second while a sweep runs."""
+    line as the Sweeps page (sweep_status.py); redrawn with it, every half second, while a sweep
+    runs."""
     live = any(not t.done for t in registry.tasks_for(session.owner, "sweep"))
 
-    @st.fragment(run_every=1.0 if live else None)
+    @st.fragment(run_every=0.5 if live else None)
     def lines() -> None:
         sweeps = registry.tasks_for(session.owner, "sweep")
         busy = running + sum(not t.done for t in sweeps)
