@@ -23,7 +23,7 @@ from typing import Any
 
 from groupchat_core import ConfigError, StoreError
 from groupchat_core.store import RunStore
-from groupchat_core.sweeps import CellFinished, SweepFinished, SweepStarted
+from groupchat_core.sweeps import CellFinished, SweepFinished, SweepStarted, parse_sweep
 
 LIVE = frozenset({"starting", "running", "stopping"})
 MISSING = "–"  # what a table shows for a value a running or pending cell does not have yet
@@ -85,8 +85,6 @@ def _job_view(events: Any) -> tuple[str | None, str, int]:
 
 
 def _cells_total(row: Mapping[str, Any]) -> int:
-    from groupchat_core.sweeps import parse_sweep
-
     try:
         return parse_sweep(row["grid"], "stored sweep").cell_count()
     except (ConfigError, KeyError, TypeError, ValueError):
