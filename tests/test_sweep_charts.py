@@ -232,3 +232,10 @@ def test_sweep_status_counts_finished_and_running_cells_and_their_turns_from_the
     assert sweep_status(store, job=Job()).state == "stopping"  # Stop pressed, cells unwinding
     Job.events, Job.status = (), "running"
     assert sweep_status(store, job=Job()).state == "starting"  # no sweep row yet
+
+
+def test_the_wall_time_reads_as_text():
+    from groupchat_core.sweeps import Estimate
+
+    texts = [Estimate(cells=1, wall_s_upper=s).wall_time() for s in (0, 0.4, 42.1, 200, 7500)]
+    assert texts == ["< 1 s", "< 1 s", "43 s", "3 min 20 s", "2 h 05 min"]

@@ -74,8 +74,10 @@ class Estimate(BaseModel):
 
 
 def format_duration(seconds: float) -> str:
-    """'0 s', '42 s', '3 min 20 s', '2 h 05 min': an estimate, so whole seconds at most."""
-    total = max(0, math.ceil(seconds))
+    """'< 1 s', '42 s', '3 min 20 s', '2 h 05 min': an estimate, so whole seconds at most."""
+    if seconds < 1:
+        return "< 1 s"  # zero-latency sims: their compute time is not modelled
+    total = math.ceil(seconds)
     if total < 60:
         return f"{total} s"
     if total < 3600:
