@@ -143,7 +143,7 @@ class Progress:
         columns = ["index", "cell", "status", "messages", "turns", "stop_reason", "run_id"]
         rows = sorted(self.cells.values(), key=lambda r: r["index"])
         if status is not None:
-            rows = [{**r, "turns": status.running_turns.get(r["cell"], 0)}
+            rows = [{**r, "turns": status.running_turns.get(r["cell"])}  # None: no run yet
                     if r["status"] == "running" else r for r in rows]
         return display_frame(pd.DataFrame(rows, columns=columns))
 
