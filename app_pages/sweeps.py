@@ -27,7 +27,7 @@ sweep_id = results_view.pick(store)
 if sweep_id is None:
     st.stop()
 try:
-    info = results_view.header(store, sweep_id)
+    info = results_view.header(store, sweep_id, registry, session.owner)
 except StoreError as exc:
     st.error(str(exc))
     st.stop()

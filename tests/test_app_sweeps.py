@@ -117,3 +117,74 @@ def test_stop_then_resume_finishes_every_cell_exactly_once(at: AppTest):
     finished = runs[runs["status"] == "finished"]
     assert len(finished) == 24 and finished["cell"].is_unique
     assert store.get_sweep(sweep_id)["status"] == "finished"
+
+
+def cells_part(text: str) -> str:
+    """'3 / 12 cells finished · 1 running (5 turns so far)' out of any status line."""
+    line = status_line(text)
+    return line.split(" · ", 1)[1] if " · " in line else ""
+
+
+def status_line(text: str) -> str:
+    """The status line inside a longer caption, up to the first part that is not a count."""
+    start = text.find("sweep status: ")
+    if start < 0:
+        return ""
+    parts = text[start:].split(" · ")
+    keep = [parts[0]] + [p for p in parts[1:3] if "cells finished" in p or "running (" in p]
+    return " · ".join(keep)
+
+
+def everywhere(at: AppTest) -> tuple[str, str, str, str]:
+    """The status as the caption, the bar, the Results header and the sidebar show it."""
+    caption = status_line(status(at))
+    bar = next((p.proto.text for p in at.get("progress")), "")
+    results = next((status_line(c.value) for c in at.main.caption
+                    if "sweep status:" in c.value and c.value != status(at)), "")
+    sidebar = next((status_line(c.value) for c in at.sidebar.caption
+                    if "sweep status:" in c.value), "")
+    return caption, bar, results, sidebar
+
+
+def test_one_live_status_moves_per_turn_and_reads_the_same_everywhere(at: AppTest):
+    """Issue 11: the caption sat at 0 / 12 until the end, the bar, Results and the sidebar
+    disagreed. Now one status, counted per turn from the store, reads the same in all four."""
+    store = RunStore()
+    store.save_agents(DEBATE_TRIO.build_agents(latency_s=0.04))  # 0.08 s per turn at most
+    store_access.invalidate()
+    at.selectbox(key="sw_room").select("Saved agents").run()
+    at.multiselect(key="sw_saved").set_value(["Optimist", "Pessimist", "Realist"]).run()
+    at.text_input(key="sw_threshold").input("0.01, 0.02").run()  # low: nobody lulls
+    at.text_input(key="sw_recency_penalty").input("0").run()
+    at.number_input(key="sw_repeats").set_value(2).run()
+    at.number_input(key="sw_max_loops").set_value(30).run()
+    at.number_input(key="sw_concurrency").set_value(1).run()
+    assert any("estimated wall time up to" in m.value and "0 tokens" in m.value
+               for m in at.markdown), [m.value for m in at.markdown]
+    at.button(key="sw_start").click().run()
+
+    def mid_cell(a: AppTest) -> bool:  # a turn has been counted before any cell finished
+        caption, bar, results, sidebar = everywhere(a)
+        if not ("0 / 4 cells finished · 1 running (" in caption and " 0 turns" not in caption
+                and caption.endswith("turns so far)") and cells_part(caption) == bar
+                and caption == results == sidebar):
+            return False
+        live = a.dataframe[0].value  # the live cells table, drawn from the same read
+        running = live[live["status"] == "running"]
+        return len(running) == 1 and f"({running.iloc[0]['turns']} turn" in caption
+
+    poll(at, mid_cell, "a turn counted in a running cell, the same in all four places")
+    live = at.dataframe[0].value
+    running = live[live["status"] == "running"]
+    assert running.iloc[0]["stop_reason"] == "–" and running.iloc[0]["run_id"] == "–"
+    assert "None" not in live.astype(str).to_numpy().ravel().tolist()
+    assert any(c.value.startswith("Jobs of this session: 1 running") for c in at.sidebar.caption)
+
+    poll(at, lambda a: status(a).startswith("sweep status: finished"), "the sweep to finish")
+    caption, bar, results, sidebar = everywhere(at)
+    assert caption == results == sidebar == "sweep status: finished · 4 / 4 cells finished"
+    assert bar == "4 / 4 cells finished"
+    assert any(c.value.startswith("Jobs of this session: 0 running, 1 in all")
+               for c in at.sidebar.caption)
+    cells = at.dataframe[0].value
+    assert list(cells["status"]) == ["finished"] * 4 and "–" not in cells["run_id"].tolist()

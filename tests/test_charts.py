@@ -37,16 +37,58 @@ def test_agent_colours_are_stable_by_list_order():
 
 def test_bids_heatmap_has_agents_by_turns_with_winners_starred(record: RunRecord):
     fig = charts.bids_heatmap(record.bids_frame(), value="adjusted", threshold=0.5)
-    heat, stars = fig.data
+    heat, stars, silent = fig.data
     assert heat.type == "heatmap" and list(heat.y) == ["Alice", "Bob", "Cara"]
     assert list(heat.x) == [1, 2, 3]
     assert heat.z[0][1] == pytest.approx(0.6)  # Alice's penalised bid on turn 2
-    assert list(zip(stars.x, stars.y, strict=True)) == [(1, "Alice"), (2, "Bob")]
+    assert list(zip(stars.customdata, stars.y, strict=True)) == [(1, "Alice"), (2, "Bob")]
     assert "threshold 0.5" in fig.layout.title.text
     assert "threshold 0.5" in heat.colorbar.ticktext
     assert heat.colorbar.tickvals[1] == 0.5  # the scale breaks exactly at the threshold
     with pytest.raises(ValueError, match="'score' or 'adjusted'"):
         charts.bids_heatmap(record.bids_frame(), value="latency_ms")
+
+
+def test_heatmap_marks_sit_beside_the_value_and_the_legend_explains_them(record: RunRecord):
+    """The value is printed at the cell's centre: the winner's star sits right of it, a silent
+    bid's ring left of it, both inside the cell (half a turn wide), and both are named."""
+    fig = charts.bids_heatmap(record.bids_frame(), value="adjusted", threshold=0.5)
+    heat, stars, silent = fig.data
+    assert heat.texttemplate == "%{z:.2f}"  # the value is shown in every cell
+    for trace, side in ((stars, 1), (silent, -1)):
+        offsets = [x - turn for x, turn in zip(trace.x, trace.customdata, strict=True)]
+        assert all(0.25 <= side * o < 0.5 for o in offsets), (trace.name, offsets)
+        assert trace.showlegend is not False and "turn %{customdata}" in trace.hovertemplate
+    assert "winner" in stars.name and stars.marker.symbol == "star"
+    assert "silent" in silent.name and silent.marker.symbol == "circle-open"
+    # Cara's empty message on turn 1 and Alice's on turn 3 are silent; nothing else is
+    assert sorted(zip(silent.customdata, silent.y, strict=True)) == [(1, "Cara"), (3, "Alice")]
+    assert fig.layout.showlegend is True
+    assert list(fig.layout.xaxis.range) == [0.5, 3.5]  # the marks do not widen the axis
+
+
+def test_heatmap_marks_failed_bids_apart_from_silent_ones():
+    bids = pd.DataFrame([
+        {"turn": 1, "agent": "A", "score": 0.9, "adjusted": 0.9, "winner": True,
+         "message": "hi", "error": None, "path": "tool"},
+        {"turn": 1, "agent": "B", "score": 0.0, "adjusted": 0.0, "winner": False,
+         "message": "", "error": "Timeout: no answer", "path": "none"},
+    ])
+    fig = charts.bids_heatmap(bids)
+    names = [t.name for t in fig.data[1:]]
+    assert names == [charts.WINNER_LABEL, charts.FAILED_LABEL]
+
+
+def test_turn_axes_have_whole_number_ticks(record: RunRecord):
+    bids, turns = record.bids_frame(), record.turns_frame()
+    for fig in (charts.bids_heatmap(bids), charts.bid_lines(bids, turns, 0.5),
+                charts.winner_timeline(turns)):
+        axis = fig.layout.xaxis
+        assert axis.dtick == 1 and axis.tickformat == "d" and axis.tickmode == "linear"
+    long = pd.DataFrame({"turn": list(range(1, 301)), "agent": "A", "score": 0.5,
+                         "adjusted": 0.5, "winner": False, "message": "x"})
+    axis = charts.bids_heatmap(long).layout.xaxis
+    assert float(axis.dtick).is_integer() and 300 / axis.dtick <= charts.MAX_TURN_TICKS
 
 
 def test_bid_lines_draw_one_line_per_agent_the_threshold_and_the_lull(record: RunRecord):

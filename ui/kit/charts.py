@@ -20,6 +20,13 @@ from groupchat_core.analysis import SpeakerMetrics, agent_order
 PALETTE: tuple[str, ...] = tuple(qualitative.Plotly) + tuple(qualitative.Dark24)
 EMPTY_TEXT = "no bids yet"
 _BELOW, _ABOVE = ("#deebf7", "#6baed6"), ("#fdd0a2", "#d94801")
+# Heatmap marks sit off the cell's centre (in turns), so the value printed there stays readable:
+# the winner's star to the right, a silent or failed bid's mark to the left.
+MARK_OFFSET = 0.34
+WINNER_LABEL = "winner of the turn"  # the legend draws each trace's symbol before its name
+SILENT_LABEL = "silent: bid without a message"
+FAILED_LABEL = "failed: no bid (error)"
+MAX_TURN_TICKS = 20
 
 
 def agent_colors(agents: Sequence[str]) -> dict[str, str]:
@@ -53,6 +60,43 @@ def _order(bids: pd.DataFrame, agents: Sequence[str] | None) -> list[str]:
     return order + [a for a in agent_order(bids) if a not in order]
 
 
+def turn_ticks(fig: go.Figure, turns: Iterable[Any], axis: str = "x") -> None:
+    """Whole-number turn ticks (never 1.5): every turn, or every k-th on a long run."""
+    values = [int(t) for t in turns if pd.notna(t)]
+    span = (max(values) - min(values) + 1) if values else 1
+    step = max(1, -(-span // MAX_TURN_TICKS))
+    settings = {"tickmode": "linear", "tick0": min(values, default=1), "dtick": step,
+                "tickformat": "d"}
+    if axis == "x":
+        fig.update_xaxes(**settings)
+    else:
+        fig.update_yaxes(**settings)
+
+
+def _silent(bids: pd.DataFrame) -> pd.Series:
+    """Bids that posted no message although they did not fail."""
+    message = bids["message"] if "message" in bids else pd.Series("", index=bids.index)
+    failed = _failed(bids)
+    return ~message.apply(lambda m: isinstance(m, str) and bool(m)) & ~failed
+
+
+def _failed(bids: pd.DataFrame) -> pd.Series:
+    if "error" not in bids:
+        return pd.Series(False, index=bids.index)
+    error = bids["error"].apply(lambda e: isinstance(e, str) and bool(e))
+    path = bids["path"] if "path" in bids else pd.Series("none", index=bids.index)
+    return error & (path == "none")
+
+
+def _mark(rows: pd.DataFrame, offset: float, name: str, marker: dict[str, Any],
+          what: str) -> go.Scatter:
+    """Marks beside the cells of `rows` (turn + offset), hovering as the cell's turn."""
+    return go.Scatter(
+        x=[int(t) + offset for t in rows["turn"]], y=list(rows["agent"]), mode="markers",
+        name=name, marker=marker, customdata=[int(t) for t in rows["turn"]],
+        hovertemplate=f"{what}: %{{y}}, turn %{{customdata}}<extra></extra>")
+
+
 def _threshold_scale(low: float, high: float, threshold: float) -> list[list[Any]]:
     """A colour scale that breaks exactly at the threshold: blues at or below, oranges above."""
     cut = min(1.0, max(0.0, (threshold - low) / (high - low)))
@@ -80,14 +124,25 @@ def bids_heatmap(bids: pd.DataFrame, value: str = "score", threshold: float = 0.
                   "ticktext": [f"{low:g}", f"threshold {thr}", f"{high:g}"]},
     ))
     won = bids[bids["winner"].astype(bool)]
-    fig.add_trace(go.Scatter(
-        x=list(won["turn"]), y=list(won["agent"]), mode="markers", name="winner",
-        marker={"symbol": "star", "size": 14, "color": "black", "line": {"color": "white",
-                                                                         "width": 1}},
-        hovertemplate="winner: %{y}, turn %{x}<extra></extra>",
-    ))
+    fig.add_trace(_mark(won, MARK_OFFSET, WINNER_LABEL, {
+        "symbol": "star", "size": 11, "color": "black", "line": {"color": "white", "width": 1}},
+        "winner"))
+    silent, failed = bids[_silent(bids)], bids[_failed(bids)]
+    if not silent.empty:
+        fig.add_trace(_mark(silent, -MARK_OFFSET, SILENT_LABEL, {
+            "symbol": "circle-open", "size": 9, "color": "black", "line": {"width": 2}},
+            "silent (no message)"))
+    if not failed.empty:
+        fig.add_trace(_mark(failed, -MARK_OFFSET, FAILED_LABEL, {
+            "symbol": "x-thin-open", "size": 9, "color": "crimson", "line": {"width": 2}},
+            "failed"))
     fig.update_yaxes(autorange="reversed", categoryorder="array", categoryarray=order)
-    fig.update_layout(title=f"Bids by turn ({value}); threshold {thr}", xaxis_title="turn")
+    turn_ticks(fig, z.columns)
+    if len(z.columns):  # the marks beside the outer cells must not widen the axis
+        fig.update_xaxes(range=[float(min(z.columns)) - 0.5, float(max(z.columns)) + 0.5])
+    fig.update_layout(title=f"Bids by turn ({value}); threshold {thr}", xaxis_title="turn",
+                      showlegend=True, legend={"orientation": "h", "x": 1, "y": 1.02,
+                                               "yanchor": "bottom", "xanchor": "right"})
     return fig
 
 
@@ -123,6 +178,7 @@ def bid_lines(bids: pd.DataFrame, turns: pd.DataFrame, threshold: float,
     fig.add_hline(y=threshold, line_dash="dash", line_color="crimson",
                   annotation_text=f"threshold {thr}", annotation_position="bottom right")
     _mark_stops(fig, turns)
+    turn_ticks(fig, bids["turn"])
     fig.update_layout(title=f"Bids per turn ({value})", xaxis_title="turn", yaxis_title=value)
     return fig
 
@@ -143,6 +199,7 @@ def winner_timeline(turns: pd.DataFrame, agents: Sequence[str] | None = None) ->
         fig.add_trace(go.Scatter(x=list(mine["turn"]), y=[agent] * len(mine), mode="markers",
                                  name=agent, marker={"color": colors[agent], "size": 12}))
     _mark_stops(fig, turns)
+    turn_ticks(fig, turns["turn"])
     fig.update_yaxes(categoryorder="array", categoryarray=order, autorange="reversed")
     fig.update_layout(title="Speakers over time", xaxis_title="turn", showlegend=False)
     return fig

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from groupchat_core import Message
+from groupchat_core import Message, StoreError
 
 from .jobs import JobRegistry
 from .labels import run_label
@@ -19,6 +19,8 @@ from .metrics import Card
 from .providers import model_label
 from .safety import escape_markdown, safe_markdown
 from .state import SessionState
+from .store_access import store
+from .sweep_status import sweep_status
 
 __all__ = ["bubble", "cards", "feedback", "notices", "say_at", "sidebar"]
 
@@ -83,8 +85,7 @@ def sidebar(session: SessionState, registry: JobRegistry, location: str) -> None
     lives."""
     with st.sidebar:
         jobs = registry.jobs_for(session.owner)
-        running = [j for j in jobs if not j.done]
-        st.caption(f"Jobs of this session: {len(running)} running, {len(jobs)} in all")
+        _sweep_jobs(session, registry, len(jobs), len([j for j in jobs if not j.done]))
         for job in reversed(jobs[-5:]):
             label = run_label(job.config.get("name"), job.task, job.created_at, job.run_id,
                               date=False)
@@ -95,3 +96,28 @@ def sidebar(session: SessionState, registry: JobRegistry, location: str) -> None
         st.divider()
         st.caption(f"Data: `{location}`")
         st.caption("sim/ models are offline simulations, not language models.")
+
+
+def _sweep_jobs(session: SessionState, registry: JobRegistry, chats: int, running: int) -> None:
+    """The session's job count (chats and sweeps) and its sweeps, each with the same status
+    line as the Sweeps page (sweep_status.py); redrawn with it, every half second, while a sweep
+    runs."""
+    live = any(not t.done for t in registry.tasks_for(session.owner, "sweep"))
+
+    @st.fragment(run_every=0.5 if live else None)
+    def lines() -> None:
+        sweeps = registry.tasks_for(session.owner, "sweep")
+        busy = running + sum(not t.done for t in sweeps)
+        st.caption(f"Jobs of this session: {busy} running, {chats + len(sweeps)} in all")
+        for task in reversed(sweeps[-3:]):
+            try:
+                status = sweep_status(store(), job=task)
+            except StoreError:
+                continue
+            params = {"sweep": status.sweep_id} if status.sweep_id else None
+            st.page_link("app_pages/sweeps.py", label=f"{escape_markdown(status.name or 'sweep')}"
+                         f" · {status.state}", icon=_ICONS.get(task.status),
+                         query_params=params, help=f"job {task.id}")
+            st.caption(status.text(), help="The same line as on the Sweeps page.")
+
+    lines()

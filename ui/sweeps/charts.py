@@ -3,10 +3,15 @@
 Heatmaps are faceted by recency_window (one panel per window value); confidence-interval
 charts draw the mean per threshold with 95 % error bars from `aggregate`, one line per penalty,
 over the repeats' own values; the parallel-coordinates view shows one line per finished cell.
+
+Readability: a metric's axis never runs past what the metric can be (a chat length is never
+negative, a rate stays within 0 to 1: METRIC_BOUNDS), and the error bars stop there too; lines
+for different penalties are dodged sideways and drawn half-transparent so none hides another.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import pandas as pd
@@ -23,6 +28,21 @@ METRIC_LABELS: dict[str, str] = {
     "gini": "Gini of turn shares",
     "total_cost_usd": "cost (USD)",
 }
+# Short names for the parallel-coordinates axes (their labels sit side by side).
+SHORT_LABELS: dict[str, str] = {
+    "threshold": "threshold", "recency_penalty": "recency<br>penalty",
+    "recency_window": "recency<br>window", "messages": "chat length<br>(messages)",
+    "lulled": "lull rate", "entropy_bits": "entropy<br>(bits)", "gini": "Gini",
+    "total_cost_usd": "cost<br>(USD)",
+}
+# What a metric can be: (lowest, highest); None: no bound on that side.
+METRIC_BOUNDS: dict[str, tuple[float | None, float | None]] = {
+    "messages": (0.0, None), "turns": (0.0, None), "lull_turn": (0.0, None),
+    "lulled": (0.0, 1.0), "entropy_bits": (0.0, None), "evenness": (0.0, 1.0),
+    "gini": (0.0, 1.0), "total_cost_usd": (0.0, None), "total_calls": (0.0, None),
+    "hit_rate": (0.0, 1.0), "longest_monologue": (0.0, None),
+}
+DODGE = 0.06  # share of the smallest threshold gap between neighbouring penalty lines
 EMPTY = "no finished cells yet"
 
 
@@ -32,7 +52,8 @@ def _label(metric: str) -> str:
 
 def matrix_heatmap(matrix: pd.DataFrame, title: str, colorbar: str = "",
                    x_title: str = "threshold", y_title: str = "recency_penalty") -> go.Figure:
-    """A y × x matrix (rows: y values, columns: x values) as an annotated heatmap."""
+    """A y × x matrix (rows: y values, columns: x values) as an annotated heatmap; a colour
+    bar titled "turn" gets whole-number ticks."""
     if matrix is None or matrix.empty:
         return empty_figure("nothing to show", title)
     values = matrix.astype(float)
@@ -40,11 +61,20 @@ def matrix_heatmap(matrix: pd.DataFrame, title: str, colorbar: str = "",
     fig = go.Figure(go.Heatmap(
         z=values.to_numpy(), x=[f"{c:g}" for c in values.columns],
         y=[f"{i:g}" for i in values.index], text=text, texttemplate="%{text}",
-        colorscale="Viridis", colorbar={"title": colorbar}, hoverongaps=False))
+        colorscale="Viridis", colorbar=_colorbar(colorbar, values), hoverongaps=False))
     fig.update_layout(title=title, xaxis_title=x_title, yaxis_title=y_title)
     fig.update_xaxes(type="category")
     fig.update_yaxes(type="category")
     return fig
+
+
+def _colorbar(title: str, values: pd.DataFrame) -> dict[str, object]:
+    bar: dict[str, object] = {"title": title}
+    if title == "turn":
+        finite = [float(v) for v in values.to_numpy().ravel() if pd.notna(v)]
+        span = max(finite) - min(finite) if finite else 0.0
+        bar.update(tickformat="d", tickmode="linear", dtick=max(1, math.ceil(span / 10)))
+    return bar
 
 
 def sweep_heatmaps(agg: pd.DataFrame, metric: str, facet: str = "recency_window") -> go.Figure:
@@ -72,9 +102,36 @@ def sweep_heatmaps(agg: pd.DataFrame, metric: str, facet: str = "recency_window"
     return fig
 
 
+def _clip(values: pd.Series, metric: str) -> pd.Series:
+    low, high = METRIC_BOUNDS.get(metric, (None, None))
+    return values.clip(lower=low, upper=high)
+
+
+def metric_range(metric: str, values: Sequence[float]) -> list[float] | None:
+    """A y range over `values` with a little padding, never past the metric's bounds (the
+    traces draw with cliponaxis=False, so a marker on the bound shows whole)."""
+    finite = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    if not finite:
+        return None
+    low, high = min(finite), max(finite)
+    pad = ((high - low) or max(abs(high), 1.0)) * 0.08
+    lo, hi = low - pad, high + pad
+    bottom, top = METRIC_BOUNDS.get(metric, (None, None))
+    return [lo if bottom is None else max(lo, bottom), hi if top is None else min(hi, top)]
+
+
+def _dodge_step(thresholds: pd.Series, lines: int) -> float:
+    values = sorted(set(float(t) for t in thresholds.dropna()))
+    gaps = [b - a for a, b in zip(values, values[1:], strict=False) if b > a]
+    return (min(gaps) if gaps else 0.1) * DODGE if lines > 1 else 0.0
+
+
 def ci_chart(agg: pd.DataFrame, results: pd.DataFrame, metric: str,
              window: int | None = None) -> go.Figure:
-    """Mean ± 95 % CI per threshold, a line per penalty, with each repeat's value as a dot."""
+    """Mean ± 95 % CI per threshold, a line per penalty, with each repeat's value as a dot.
+
+    The lines are dodged sideways (penalty i at threshold + offset_i) and half-transparent;
+    the interval and the axis stop at the metric's bounds (METRIC_BOUNDS)."""
     part = agg[agg["metric"] == metric] if not agg.empty else agg
     if part.empty or part["n"].sum() == 0:
         return empty_figure(EMPTY, _label(metric))
@@ -83,21 +140,39 @@ def ci_chart(agg: pd.DataFrame, results: pd.DataFrame, metric: str,
         results = results[results["recency_window"] == window]
     done = results[results["status"] == "finished"]
     fig = go.Figure()
-    for i, (penalty, group) in enumerate(part.sort_values("threshold").groupby(
-            "recency_penalty")):
+    groups = list(part.sort_values("threshold").groupby("recency_penalty"))
+    step = _dodge_step(part["threshold"], len(groups))
+    shown: list[float] = []
+    for i, (penalty, group) in enumerate(groups):
         color = PALETTE[i % len(PALETTE)]
+        offset = (i - (len(groups) - 1) / 2) * step
+        high = _clip(group["ci_high"], metric)
+        low = _clip(group["ci_low"], metric)
         fig.add_trace(go.Scatter(
-            x=group["threshold"], y=group["mean"], mode="lines+markers", marker={"color": color},
-            name=f"penalty {penalty:g}", error_y={"type": "data", "symmetric": False,
-                                                  "array": group["ci_high"] - group["mean"],
-                                                  "arrayminus": group["mean"] - group["ci_low"]}))
+            x=group["threshold"] + offset, y=group["mean"], mode="lines+markers",
+            opacity=0.8, marker={"color": color, "size": 8}, line={"color": color},
+            customdata=group["threshold"], name=f"penalty {penalty:g}", cliponaxis=False,
+            legendgroup=f"penalty {penalty:g}",
+            hovertemplate=(f"penalty {penalty:g}, threshold %{{customdata:g}}: "
+                           "mean %{y:.3g}<extra></extra>"),
+            error_y={"type": "data", "symmetric": False, "array": high - group["mean"],
+                     "arrayminus": group["mean"] - low, "color": color, "thickness": 1.5}))
         raw = done[done["recency_penalty"] == penalty]
+        values = pd.to_numeric(raw[metric], errors="coerce")
         fig.add_trace(go.Scatter(
-            x=raw["threshold"], y=pd.to_numeric(raw[metric], errors="coerce"), mode="markers",
+            x=raw["threshold"] + offset, y=values, mode="markers",
             marker={"color": color, "opacity": 0.35, "size": 6}, showlegend=False,
-            name=f"repeats, penalty {penalty:g}"))
+            name=f"repeats, penalty {penalty:g}", legendgroup=f"penalty {penalty:g}",
+            cliponaxis=False))
+        shown += [*group["mean"], *high, *low, *values]
+    y_range = metric_range(metric, shown)
+    fig.update_yaxes(range=y_range)
+    thresholds = sorted(set(float(t) for t in part["threshold"].dropna()))
+    fig.update_xaxes(tickmode="array", tickvals=thresholds,
+                     ticktext=[f"{t:g}" for t in thresholds])
     fig.update_layout(title=f"{_label(metric)}: mean and 95% CI over repeats",
-                      xaxis_title="threshold", yaxis_title=_label(metric))
+                      xaxis_title="threshold (lines dodged sideways per penalty)",
+                      yaxis_title=_label(metric))
     return fig
 
 
@@ -109,10 +184,16 @@ def parcoords(results: pd.DataFrame, params: Sequence[str], metrics: Sequence[st
         return empty_figure(EMPTY, "cells: parameters and metrics")
     columns = [c for c in [*params, *metrics] if c in done]
     numeric = done[columns].apply(pd.to_numeric, errors="coerce").astype(float)
-    dims = [{"label": _label(c), "values": numeric[c].fillna(0.0)} for c in columns]
+    dims = [{"label": SHORT_LABELS.get(c, c), "values": numeric[c].fillna(0.0)}
+            for c in columns]
     color = numeric[metrics[0]].fillna(0.0) if metrics and metrics[0] in numeric else None
-    line = {"color": color, "colorscale": "Viridis", "showscale": True} if color is not None \
-        else {}
-    fig = go.Figure(go.Parcoords(dimensions=dims, line=line))
-    fig.update_layout(title="cells: parameters and metrics")
+    line = {"color": color, "colorscale": "Viridis", "showscale": True,
+            "colorbar": {"title": {"text": SHORT_LABELS.get(metrics[0], metrics[0])}}} \
+        if color is not None else {}
+    fig = go.Figure(go.Parcoords(dimensions=dims, line=line, labelangle=0,
+                                 labelfont={"size": 12}))
+    # the outer axes' labels are centred on them: side margins keep them whole ("threshold",
+    # not "hold"), and the top margin leaves room for two-line labels under the title
+    fig.update_layout(title="cells: parameters and metrics",
+                      margin={"l": 90, "r": 110, "t": 120, "b": 40})
     return fig

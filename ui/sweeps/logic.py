@@ -29,6 +29,7 @@ from groupchat_core.sweeps import (
     plan_sweep,
 )
 from ui.kit.jobs import JobRegistry
+from ui.kit.sweep_status import MISSING, SweepStatus, sweep_status
 
 GRID_AXES = ("threshold", "recency_penalty", "recency_window")
 DEFAULT_GRID = {"threshold": "0.3, 0.4, 0.5, 0.6, 0.7", "recency_penalty": "0.0, 0.15, 0.3, 0.45",
@@ -96,11 +97,17 @@ def _check_values(spec: SweepSpec) -> None:
             raise ConfigError(str(exc).replace("cell ", "grid values ", 1)) from None
 
 
-def preflight(spec: SweepSpec, store: RunStore) -> tuple[int, str]:
-    """The number of cells and the pre-flight estimate text."""
+def preflight(spec: SweepSpec, store: RunStore) -> tuple[int, str, str]:
+    """The number of cells, the pre-flight estimate text and its headline: estimated wall
+    time, and tokens and cost (zero for sims, which send no prompt)."""
     plan: SweepPlan = plan_sweep(spec, store)
-    text = plan.estimate.summary() if plan.estimate is not None else ""
-    return len(plan.cells), text
+    est = plan.estimate
+    if est is None:
+        return len(plan.cells), "", ""
+    cost = "unknown cost" if est.cost_usd_upper is None else f"${est.cost_usd_upper:,.4f}"
+    head = (f"estimated wall time up to {est.wall_time()} · "
+            f"{est.prompt_tokens_upper + est.completion_tokens_upper:,} tokens · up to {cost}")
+    return len(plan.cells), est.summary(), head
 
 
 def start_sweep(registry: JobRegistry, store: RunStore, owner: str,
@@ -130,10 +137,50 @@ class Progress:
     def fraction(self) -> float:
         return min(1.0, self.done / self.total) if self.total else 0.0
 
-    def table(self) -> pd.DataFrame:
+    def table(self, status: SweepStatus | None = None) -> pd.DataFrame:
+        """The cells seen so far; a running cell shows its turns so far (from `status`, read
+        from the store) and "–" where it has no value yet, never None."""
         columns = ["index", "cell", "status", "messages", "turns", "stop_reason", "run_id"]
         rows = sorted(self.cells.values(), key=lambda r: r["index"])
-        return pd.DataFrame(rows, columns=columns)
+        if status is not None:
+            rows = [{**r, "turns": status.running_turns.get(r["cell"])}  # None: no run yet
+                    if r["status"] == "running" else r for r in rows]
+        return display_frame(pd.DataFrame(rows, columns=columns))
+
+
+def display_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy for a table: a missing value (a running or pending cell's metrics) reads "–",
+    not None, NaN or <NA>. A column with a gap becomes text (one type per column, as Arrow
+    needs); complete columns keep their types (and sort as numbers)."""
+    out = frame.copy()
+    for column in out.columns:
+        missing = out[column].isna()
+        if missing.any():
+            out[column] = [MISSING if gap else _cell_text(v)
+                           for v, gap in zip(out[column], missing, strict=True)]
+    return out
+
+
+def _cell_text(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def status_of(store: RunStore, sweep_id: str, registry: JobRegistry | None = None,
+              owner: str | None = None) -> SweepStatus:
+    """The one status of a stored sweep (ui/kit/sweep_status.py), with this session's job
+    for it when there is one (so a pressed Stop reads `stopping` here too)."""
+    job = None
+    if registry is not None and owner is not None:
+        job = next((t for t in reversed(registry.tasks_for(owner, "sweep"))
+                    if progress(t.events).sweep_id == sweep_id), None)
+    return sweep_status(store, sweep_id, job)
+
+
+def job_status(store: RunStore, snap: Any) -> SweepStatus:
+    """The one status of a sweep job (ui/kit/sweep_status.py); the same line everywhere."""
+    return sweep_status(store, job=snap)
 
 
 def progress(events: Sequence[Any]) -> Progress:

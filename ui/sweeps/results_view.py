@@ -17,12 +17,14 @@ from groupchat_core import ConfigError, StoreError
 from groupchat_core.analysis import whatif_pivot, whatif_run
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import aggregate, frame_csv, sweep_results, sweep_summary
+from ui.kit.jobs import JobRegistry
 from ui.kit.safety import escape_markdown
 
 from . import charts
 from . import logic as svc
 
 BY = ["threshold", "recency_penalty", "recency_window"]
+REFRESH_S = 0.5
 METRICS = list(charts.METRIC_LABELS)
 
 
@@ -45,13 +47,25 @@ def pick(store: RunStore) -> str | None:
     return sweep_id
 
 
-def header(store: RunStore, sweep_id: str) -> dict[str, Any]:
-    """The sweep's totals as one caption, and the sim note when its agents are sims."""
+def header(store: RunStore, sweep_id: str, registry: JobRegistry | None = None,
+           owner: str | None = None) -> dict[str, Any]:
+    """The sweep's status line (the same as the live panel's and the sidebar's, from
+    ui/kit/sweep_status.py) and totals, redrawn every half second while the sweep runs; the
+    sim note when its agents are sims. Returns the summary read at this script run."""
     info = sweep_summary(store, sweep_id)
-    st.caption(f"{escape_markdown(info['name'])} · {info['status']} · {info['cells_done']} / "
-               f"{info['cells_total']} cells finished · {info['runs']} runs · {info['calls']} "
-               f"model calls · ${info['cost_usd']:.4f}"
-               + (f" · {escape_markdown(info['reason'])}" if info.get("reason") else ""))
+    live = svc.status_of(store, info["sweep_id"], registry, owner).live
+
+    @st.fragment(run_every=REFRESH_S if live else None)
+    def line() -> None:
+        status = svc.status_of(store, info["sweep_id"], registry, owner)
+        if live and not status.live:
+            st.rerun()  # it ended: redraw the charts, the Resume button and the picker
+        now = sweep_summary(store, info["sweep_id"]) if live else info
+        st.caption(f"{escape_markdown(status.name)} · {status.text()} · {now['runs']} runs · "
+                   f"{now['calls']} model calls · ${now['cost_usd']:.4f}"
+                   + (f" · {escape_markdown(status.reason)}" if status.reason else ""))
+
+    line()
     agents = store.get_sweep(sweep_id)["grid"].get("base", {}).get("agents", [])
     if svc.all_sim(agents):
         st.caption(f":material/science: {svc.SIM_NOTE}")
@@ -93,7 +107,7 @@ def _intervals(agg: pd.DataFrame, frame: pd.DataFrame) -> None:
 
 
 def _cells(frame: pd.DataFrame, sweep_id: str) -> None:
-    st.dataframe(frame, hide_index=True, key="sw_results_table", height=280)
+    st.dataframe(svc.display_frame(frame), hide_index=True, key="sw_results_table", height=280)
     st.download_button("Download results CSV", frame_csv(frame),
                        file_name=f"sweep-{sweep_id[:8]}.csv", mime="text/csv",
                        icon=":material/download:", key="sw_csv")

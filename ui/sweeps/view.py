@@ -12,7 +12,7 @@ from typing import Any
 
 import streamlit as st
 
-from groupchat_core import Agent, ConfigError
+from groupchat_core import Agent, ConfigError, StoreError
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import SweepSpec
 from ui.kit.jobs import JobRegistry
@@ -23,6 +23,8 @@ from ui.kit.state import SessionState
 from . import logic as svc
 
 REFRESH_S = 0.5
+REFRESH_HELP = ("Counted from the store, where every turn is recorded as it completes; refreshed "
+                "every half second while the sweep runs.")
 SAVED = "Saved agents"
 
 
@@ -65,12 +67,12 @@ def define(store: RunStore, agents: list[Agent]) -> SweepSpec | None:
         st.caption(f":material/science: {svc.SIM_NOTE}")
     try:
         spec = svc.build_spec(chosen, tasks.splitlines(), grid, options)
-        cells, text = svc.preflight(spec, store)
+        cells, text, head = svc.preflight(spec, store)
     except ConfigError as exc:
         st.error(f"Fix the grid: {escape_markdown(str(exc))}", icon=":material/error:")
         return None
     st.markdown(f"**{cells:,} cells** ({len(spec.tasks)} task(s) × {spec.repeats} repeat(s) "
-                "× grid)")
+                f"× grid) · {head}")
     st.code(text, language=None, wrap_lines=True)
     return spec
 
@@ -134,10 +136,16 @@ def _focus(snap: Any) -> None:
 
 
 def _render(registry: JobRegistry, store: RunStore, session: SessionState, snap: Any) -> None:
+    """The job's status: the same line (ui/kit/sweep_status.py) as Results and the sidebar."""
+    try:
+        status = svc.job_status(store, snap)
+    except StoreError as exc:
+        st.error(f"Cannot read the sweep from the store: {escape_markdown(str(exc))}")
+        return
+    st.caption(f"{status.text()} · {escape_markdown(status.name)} · "
+               f"{(status.sweep_id or '')[:8]}", help=REFRESH_HELP)
+    st.progress(status.fraction, text=status.cells_text())
     prog = svc.progress(snap.events)
-    st.caption(f"sweep status: {snap.status} · {prog.done} / {prog.total} cells · "
-               f"{escape_markdown(prog.name)} · {(prog.sweep_id or '')[:8]}")
-    st.progress(prog.fraction, text=f"{prog.done} of {prog.total} cells done")
     if not snap.done:
         st.button("Stop", key="sw_stop", type="primary", icon=":material/stop_circle:",
                   on_click=registry.cancel, args=(snap.id,))
@@ -146,4 +154,4 @@ def _render(registry: JobRegistry, store: RunStore, session: SessionState, snap:
     elif prog.outcome is not None and prog.outcome.status != "finished":
         st.info(f"Sweep {prog.outcome.status}: {escape_markdown(prog.outcome.reason or '')}. "
                 "Finished cells are kept; Resume (under Results) runs only the rest.")
-    st.dataframe(prog.table(), hide_index=True, key=f"sw_cells_{snap.id}", height=240)
+    st.dataframe(prog.table(status), hide_index=True, key=f"sw_cells_{snap.id}", height=240)
