@@ -20,6 +20,11 @@ from groupchat_core.analysis import SpeakerMetrics, agent_order
 PALETTE: tuple[str, ...] = tuple(qualitative.Plotly) + tuple(qualitative.Dark24)
 EMPTY_TEXT = "no bids yet"
 _BELOW, _ABOVE = ("#deebf7", "#6baed6"), ("#fdd0a2", "#d94801")
+# Past these sizes a chart drops what costs the browser most and no one can read anyway: a text
+# label in every heatmap cell (16,000 SVG texts for 1,000 turns x 16 agents kept Chromium busy
+# for seconds), a marker on every point of every bid line. Hover still gives each value.
+CELL_TEXT_MAX = 400
+LINE_MARKERS_MAX = 400
 
 
 def agent_colors(agents: Sequence[str]) -> dict[str, str]:
@@ -72,9 +77,11 @@ def bids_heatmap(bids: pd.DataFrame, value: str = "score", threshold: float = 0.
     low = min(0.0, float(bids[value].min()))
     high = max(1.0, float(bids[value].max()))
     thr = format_decimal(threshold)
+    labels = z.size <= CELL_TEXT_MAX
     fig = go.Figure(go.Heatmap(
         z=z.to_numpy(), x=list(z.columns), y=order, zmin=low, zmax=high,
-        colorscale=_threshold_scale(low, high, threshold), texttemplate="%{z:.2f}",
+        colorscale=_threshold_scale(low, high, threshold),
+        texttemplate="%{z:.2f}" if labels else None,
         hovertemplate="%{y}, turn %{x}: %{z:.3f}<extra></extra>", name=value,
         colorbar={"title": {"text": value}, "tickvals": [low, threshold, high],
                   "ticktext": [f"{low:g}", f"threshold {thr}", f"{high:g}"]},
@@ -108,11 +115,12 @@ def bid_lines(bids: pd.DataFrame, turns: pd.DataFrame, threshold: float,
         return empty_figure(title="Bids per turn")
     order = _order(bids, agents)
     colors = agent_colors(order)
+    mode = "lines+markers" if len(bids) <= LINE_MARKERS_MAX else "lines"
     fig = go.Figure()
     for agent in order:
         mine = bids[bids["agent"] == agent].sort_values("turn")
         fig.add_trace(go.Scatter(x=list(mine["turn"]), y=list(mine[value]), name=agent,
-                                 mode="lines+markers", line={"color": colors[agent]}))
+                                 mode=mode, line={"color": colors[agent]}))
     won = bids[bids["winner"].astype(bool)]
     fig.add_trace(go.Scatter(
         x=list(won["turn"]), y=list(won[value]), mode="markers", name="winner",
