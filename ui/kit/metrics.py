@@ -28,10 +28,15 @@ PHONE_CSS = """<style>
   [class*="st-key-cards_"] [data-testid="stMetricLabel"] { min-height: 0 !important; }
   [class*="st-key-cards_"] [data-testid="stMetricLabel"] * { font-size: 0.72rem !important;
     white-space: normal !important; overflow-wrap: anywhere; line-height: 1.2 !important; }
+  [class*="st-key-cards_"] [data-testid="stMetricLabel"] [data-testid^="stTooltip"] {
+    display: none !important; }
   [class*="st-key-cards_"] [data-testid="stMetricValue"] { font-size: 1.15rem !important;
     line-height: 1.3 !important; }
   [class*="st-key-cards_"] [data-testid="stMetricDelta"] { font-size: 0.62rem !important;
     padding: 0 0.3rem !important; }
+  [data-testid="stMainBlockContainer"] { padding-top: 3rem !important; }
+  [data-testid="stMainBlockContainer"] h1 { font-size: 2rem !important;
+    padding-top: 0.5rem !important; }
   [data-testid="stTabs"] [role="tablist"] { gap: 0.6rem !important; }
   [data-testid="stTabs"] [role="tab"] p { font-size: 0.875rem !important; }
   [data-testid="stElementContainer"]:has(.js-plotly-plot) [data-testid="stElementToolbar"] {
