@@ -92,7 +92,7 @@ def test_analysis_fits_a_phone(app_server: str, app_db_url: str, phone: Any):
                                                  "Files"]
     # The tabs work by touch: Files shows the downloads, still within the screen.
     phone.get_by_role("tab", name="Files").tap()
-    expect(phone.get_by_text("Bundle (JSON)")).to_be_visible(timeout=WAIT_MS)
+    expect(phone.get_by_role("button", name="Bundle (JSON)")).to_be_visible(timeout=WAIT_MS)
     wait_idle(phone)
     assert_fits(phone)
 
