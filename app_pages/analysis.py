@@ -29,15 +29,4 @@ except StoreError as exc:
 
 view.header(data)
 view.metrics(data)
-bids, speakers, why, talk, files = st.tabs(
-    ["Bids", "Speakers", "Why did X speak?", "Transcript", "Downloads"])
-with bids:
-    view.bid_charts(data)
-with speakers:
-    view.speaker_charts(data)
-with why:
-    view.explainer(data)
-with talk:
-    view.transcript(data)
-with files:
-    view.download_buttons(run_id)
+view.tabs(data, run_id)

@@ -326,11 +326,26 @@ def test_analysis_offers_a_demo_on_an_empty_store_then_shows_it(app: AppTest, st
     for label in ("Turns", "Lull turn", "Speaker entropy", "Evenness", "Gini",
                   "Longest monologue", "Mean margin", "Penalty flips", "Failed bids"):
         assert label in labels
-    assert len(app.get("plotly_chart")) == 5
+    # Only the open tab runs: Bids first, then each tab as it is opened.
+    assert [c.key for c in app.get("plotly_chart")] == ["bids_heatmap", "bid_lines"]
+    assert not app.get("download_button") and not app.expander
+    open_tab(app, "Speakers")
+    assert [c.key for c in app.get("plotly_chart")] == [
+        "winner_timeline", "transitions", "turn_shares"]
+    open_tab(app, "Why?")
     assert app.info[0].value.startswith("Turn 1:")  # the explainer
+    open_tab(app, "Files")
     assert {b.label for b in app.get("download_button")} == {
         "Bundle (JSON)", "Bids (CSV)", "Transcript (Markdown)"}
+    open_tab(app, "Transcript")
     assert len(app.expander) == len(store.turns(run_id))
+
+
+def open_tab(app: AppTest, label: str) -> None:
+    """Click an Analysis tab (its state is the label; only the open tab's content runs)."""
+    app.session_state["analysis_tab"] = label
+    app.run()
+    assert not app.exception
 
 
 def test_analysis_opens_the_run_named_in_the_url(app: AppTest, store: RunStore):
@@ -338,6 +353,7 @@ def test_analysis_opens_the_run_named_in_the_url(app: AppTest, store: RunStore):
     app.query_params["run"] = first
     goto(app, "analysis")
     assert app.selectbox(key="analysis_run").value == first
+    open_tab(app, "Why?")
     app.selectbox(key="explain_turn").set_value(2).run()
     assert app.info[0].value.startswith("Turn 2:")
     app.selectbox(key="analysis_run").set_value(second).run()

@@ -154,7 +154,7 @@ def test_stored_agent_message_is_inert_on_analysis(app_server, app_db_url, page,
     expect(page.get_by_test_id("stChatMessage").filter(
         has_text="<script>window.__pwned=5</script>")).to_be_visible()
     page.get_by_role("tab", name="Speakers").click()  # agent names in chart labels
-    page.get_by_role("tab", name="Why did X speak?").click()
+    page.get_by_role("tab", name="Why?").click()
     page.get_by_role("tab", name="Transcript").click()
     screenshot(page, "untrusted-1-analysis-transcript")
     open_page(page, "Runs")  # names and task in the runs table and its filters

@@ -17,7 +17,7 @@ from ui.kit import charts
 from ui.kit.components import bubble, cards
 from ui.kit.jobs import JobRegistry
 from ui.kit.labels import local_time, run_title
-from ui.kit.metrics import metric_cards
+from ui.kit.metrics import PHONE_CSS, metric_cards
 from ui.kit.providers import model_label
 from ui.kit.safety import escape_markdown
 from ui.kit.state import SessionState
@@ -88,8 +88,28 @@ def unreadable(data: RunData) -> None:
 
 
 def metrics(data: RunData) -> None:
+    """The metric cards: a row of five on a wide screen, a compact grid on a phone."""
     m = speaker_metrics(data.turns, data.bids, stop_reason=data.record.stop_reason)
-    cards(metric_cards(m))
+    st.html(PHONE_CSS)  # layout only
+    with st.container(key="cards_metrics"):
+        cards(metric_cards(m))
+
+
+TABS = ("Bids", "Speakers", "Why?", "Transcript", "Files")  # short: five fit on a phone
+
+
+def tabs(data: RunData, run_id: str) -> None:
+    """The five tabs; only the open one runs (`on_change="rerun"`), so opening a big run draws
+    its two bid charts and not the speaker charts, 25 transcript tables and three downloads
+    (built on first view) behind the other tabs. The open tab is kept across reruns and runs."""
+    bids, speakers, why, talk, files = st.tabs(list(TABS), key="analysis_tab",
+                                               on_change="rerun")
+    for tab, body in ((bids, lambda: bid_charts(data)), (speakers, lambda: speaker_charts(data)),
+                      (why, lambda: explainer(data)), (talk, lambda: transcript(data)),
+                      (files, lambda: download_buttons(run_id))):
+        if tab.open:
+            with tab:
+                body()
 
 
 def bid_charts(data: RunData) -> None:

@@ -27,6 +27,11 @@ WINNER_LABEL = "winner of the turn"  # the legend draws each trace's symbol befo
 SILENT_LABEL = "silent: bid without a message"
 FAILED_LABEL = "failed: no bid (error)"
 MAX_TURN_TICKS = 20
+# Past these sizes a chart drops what costs the browser most and no one can read anyway: a text
+# label in every heatmap cell (16,000 SVG texts for 1,000 turns x 16 agents kept Chromium busy
+# for seconds), a marker on every point of every bid line. Hover still gives each value.
+CELL_TEXT_MAX = 400
+LINE_MARKERS_MAX = 400
 
 
 def agent_colors(agents: Sequence[str]) -> dict[str, str]:
@@ -89,9 +94,11 @@ def _failed(bids: pd.DataFrame) -> pd.Series:
 
 
 def _mark(rows: pd.DataFrame, offset: float, name: str, marker: dict[str, Any],
-          what: str) -> go.Scatter:
-    """Marks beside the cells of `rows` (turn + offset), hovering as the cell's turn."""
-    return go.Scatter(
+          what: str) -> go.Scatter | go.Scattergl:
+    """Marks beside the cells of `rows` (turn + offset), hovering as the cell's turn; drawn with
+    WebGL past CELL_TEXT_MAX marks (thousands of SVG markers keep a browser busy for seconds)."""
+    trace = go.Scattergl if len(rows) > CELL_TEXT_MAX else go.Scatter
+    return trace(
         x=[int(t) + offset for t in rows["turn"]], y=list(rows["agent"]), mode="markers",
         name=name, marker=marker, customdata=[int(t) for t in rows["turn"]],
         hovertemplate=f"{what}: %{{y}}, turn %{{customdata}}<extra></extra>")
@@ -116,9 +123,11 @@ def bids_heatmap(bids: pd.DataFrame, value: str = "score", threshold: float = 0.
     low = min(0.0, float(bids[value].min()))
     high = max(1.0, float(bids[value].max()))
     thr = format_decimal(threshold)
+    labels = z.size <= CELL_TEXT_MAX
     fig = go.Figure(go.Heatmap(
         z=z.to_numpy(), x=list(z.columns), y=order, zmin=low, zmax=high,
-        colorscale=_threshold_scale(low, high, threshold), texttemplate="%{z:.2f}",
+        colorscale=_threshold_scale(low, high, threshold),
+        texttemplate="%{z:.2f}" if labels else None,
         hovertemplate="%{y}, turn %{x}: %{z:.3f}<extra></extra>", name=value,
         colorbar={"title": {"text": value}, "tickvals": [low, threshold, high],
                   "ticktext": [f"{low:g}", f"threshold {thr}", f"{high:g}"]},
@@ -163,11 +172,12 @@ def bid_lines(bids: pd.DataFrame, turns: pd.DataFrame, threshold: float,
         return empty_figure(title="Bids per turn")
     order = _order(bids, agents)
     colors = agent_colors(order)
+    mode = "lines+markers" if len(bids) <= LINE_MARKERS_MAX else "lines"
     fig = go.Figure()
     for agent in order:
         mine = bids[bids["agent"] == agent].sort_values("turn")
         fig.add_trace(go.Scatter(x=list(mine["turn"]), y=list(mine[value]), name=agent,
-                                 mode="lines+markers", line={"color": colors[agent]}))
+                                 mode=mode, line={"color": colors[agent]}))
     won = bids[bids["winner"].astype(bool)]
     fig.add_trace(go.Scatter(
         x=list(won["turn"]), y=list(won[value]), mode="markers", name="winner",

@@ -19,6 +19,7 @@ from ui.kit import charts
 from ui.kit.components import bubble, cards
 from ui.kit.jobs import JobRegistry, JobSnapshot
 from ui.kit.labels import run_label
+from ui.kit.metrics import PHONE_CSS
 from ui.kit.providers import failure_hint, model_label
 from ui.kit.safety import escape_markdown, redact
 from ui.kit.state import SessionState
@@ -188,5 +189,7 @@ def _ending(snap: JobSnapshot) -> None:
 
 def _summary(record: RunRecord) -> None:
     """The end of a run at a glance: stop reason, turns, messages, tokens, cost, time."""
-    cards([(label, value, "", note) for label, value, note in logic.summary(record)],
-          per_row=3)
+    st.html(PHONE_CSS)  # layout only: a compact grid of cards on a phone
+    with st.container(key="cards_summary"):
+        cards([(label, value, "", note) for label, value, note in logic.summary(record)],
+              per_row=3)

@@ -1,0 +1,88 @@
+"""Big runs stay cheap to draw: past a size, the heatmap has no per-cell text and the bid lines
+no per-point markers (a 1,000-turn x 16-agent run drew 16,000 SVG labels and 16,000 markers,
+keeping the browser busy for seconds); small runs keep both. Also: the served app watches no
+files (Streamlit's watcher covered the whole repo, .venv/ and data/ included)."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from ui.kit import charts
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def bids_frame(agents: int, turns: int) -> pd.DataFrame:
+    """One bid per agent per turn, the first agent winning every turn."""
+    rng = random.Random(3)
+    rows = [{"turn": t, "agent": f"A{a:02d}", "score": s, "adjusted": s, "winner": a == 0,
+             "message": "x"}
+            for t in range(1, turns + 1) for a in range(agents)
+            for s in [round(rng.uniform(0.3, 1.0), 3)]]
+    return pd.DataFrame(rows)
+
+
+def turns_frame(turns: int) -> pd.DataFrame:
+    return pd.DataFrame({"turn": range(1, turns + 1), "winner": ["A00"] * turns,
+                         "lull": [False] * turns})
+
+
+@pytest.mark.parametrize(("agents", "turns"), [(16, 1000), (16, 26), (3, 200)])
+def test_a_big_heatmap_has_no_cell_text(agents: int, turns: int):
+    fig = charts.bids_heatmap(bids_frame(agents, turns), "adjusted", 0.5)
+    heat = fig.data[0]
+    assert heat.type == "heatmap" and len(heat.y) == agents and len(heat.x) == turns
+    assert agents * turns > charts.CELL_TEXT_MAX
+    assert heat.texttemplate is None and heat.text is None
+    assert "%{z:.3f}" in heat.hovertemplate  # every value is still there on hover
+    assert len(fig.layout.annotations) == 0  # nor one annotation per cell instead
+
+
+@pytest.mark.parametrize(("agents", "turns"), [(3, 3), (16, 25), (4, 100)])
+def test_a_small_heatmap_keeps_its_cell_text(agents: int, turns: int):
+    assert agents * turns <= charts.CELL_TEXT_MAX
+    heat = charts.bids_heatmap(bids_frame(agents, turns), "score", 0.5).data[0]
+    assert heat.texttemplate == "%{z:.2f}"
+
+
+def test_big_bid_lines_are_lines_without_markers():
+    fig = charts.bid_lines(bids_frame(16, 1000), turns_frame(1000), 0.5)
+    lines = [t for t in fig.data if t.name != "winner"]
+    assert len(lines) == 16 and all(t.mode == "lines" for t in lines)
+    assert all(len(t.x) == 1000 for t in lines)  # every point is still drawn, as a line
+    small = charts.bid_lines(bids_frame(3, 10), turns_frame(10), 0.5)
+    assert all(t.mode == "lines+markers" for t in small.data if t.name != "winner")
+
+
+def test_a_big_run_figure_is_small_enough_to_send():
+    """What st.plotly_chart sends for the big heatmap: the values, not 16,000 labels too."""
+    fig = charts.bids_heatmap(bids_frame(16, 1000), "adjusted", 0.5)
+    assert "texttemplate" not in fig.to_plotly_json()["data"][0]
+
+
+def served_option(*names: str) -> list[str]:
+    """Options as `streamlit run` in the repo root sees them (its .streamlit/config.toml), and
+    which path watcher Streamlit would start for a session's sources."""
+    code = ("from streamlit import config; config.get_config_options(force_reparse=True);"
+            "from streamlit.watcher import path_watcher;"
+            f"print(*[repr(config.get_option(n)) for n in {list(names)!r}], "
+            "path_watcher.get_default_path_watcher_class().__name__, sep='\\n')")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, check=True, timeout=120)
+    return out.stdout.split("\n")[:len(names) + 1]
+
+
+def test_the_served_app_watches_no_files():
+    watcher_type, blacklist, watcher = served_option("server.fileWatcherType",
+                                                     "server.folderWatchBlacklist")
+    assert watcher_type == "'none'"
+    assert watcher == "NoOpPathWatcher"
+    # Turned back on for development, it still skips the big folders.
+    for folder in (".venv", "data"):
+        assert repr(folder) in blacklist
