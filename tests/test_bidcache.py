@@ -248,7 +248,7 @@ def test_a_version_2_store_is_upgraded_to_version_3(store_url):
 
     store = RunStore(url)
     with store.read("test") as conn:
-        assert conn.execute(select(schema_version.c.version)).scalar() == SCHEMA_VERSION == 3
+        assert conn.execute(select(schema_version.c.version)).scalar() == SCHEMA_VERSION == 4
         assert inspect(conn).has_table("bid_cache")
     bids = store.bids("r")
     assert bids["cached"].tolist() == [False] and bids["calls"].tolist() == [1]

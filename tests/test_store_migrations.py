@@ -97,7 +97,7 @@ def test_a_version_1_store_is_upgraded_in_place_and_keeps_its_runs(store_url):
     store = RunStore(store_url)
 
     with store.read("test") as conn:
-        assert conn.execute(select(schema_version.c.version)).scalar() == SCHEMA_VERSION == 3
+        assert conn.execute(select(schema_version.c.version)).scalar() == SCHEMA_VERSION == 4
     columns, indexes = _columns_and_indexes(store_url)
     assert {"tags", "notes"} <= set(columns) and "ix_runs_started_at" in indexes
     record = store.load_run("old-run")

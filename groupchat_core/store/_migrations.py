@@ -54,8 +54,13 @@ def _v2_to_v3(conn: Connection) -> None:
     metadata_for(3).tables["bid_cache"].create(conn)
 
 
+def _v3_to_v4(conn: Connection) -> None:
+    """v4: agents.position (the saved order of agents; existing agents keep NULL, by name)."""
+    _add_columns(conn, "agents", ("position",), 4)
+
+
 STEPS: dict[int, Callable[[Connection], None]] = {  # from version -> next
-    1: _v1_to_v2, 2: _v2_to_v3}
+    1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 
 
 def ensure_schema(engine: Engine) -> None:

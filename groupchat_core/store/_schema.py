@@ -14,6 +14,8 @@ Version history (see migrations.py):
     3  bids.cached (answered by the bid cache), the bid_cache table, and on sweeps: reason
        (why a sweep stopped, e.g. a budget cap) and its writer (pid, hostname, proc_start),
        so a sweep left `running` by a dead process reads as interrupted
+    4  agents.position: the order of the saved agents (the Agents page's list), which is a
+       parameter of an experiment (ties go to the earlier agent), so it survives a reload
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from sqlalchemy import (
     false,
 )
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 RUN_STATUSES = ("running", "finished", "cancelled", "error", "interrupted")
 
 
@@ -42,15 +44,19 @@ def _run_fk() -> ForeignKey:
     return ForeignKey("runs.run_id", ondelete="CASCADE")
 
 
-def _library(md: MetaData) -> None:
-    """Saved agents and presets: specs as JSON text, never an api_key."""
+def _library(md: MetaData, version: int) -> None:
+    """Saved agents and presets: specs as JSON text, never an api_key. Agents have a position
+    (v4; NULL for agents saved before it: they sort after the others, by name)."""
     for name, key in (("agents", "name"), ("presets", "name")):
+        extra: list[Column[Any]] = [Column("position", Integer)] if (
+            name == "agents" and version >= 4) else []
         Table(
             name, md,
             Column(key, String(200), primary_key=True),
             Column("spec_json", Text, nullable=False),
             Column("created_at", String(40), nullable=False),
             Column("updated_at", String(40), nullable=False),
+            *extra,
         )
 
 
@@ -196,7 +202,7 @@ def metadata_for(version: int = SCHEMA_VERSION) -> MetaData:
         Column("version", Integer, nullable=False),
         Column("updated_at", String(40), nullable=False),
     )
-    _library(md)
+    _library(md, version)
     _sweeps(md, version)
     _runs(md, version)
     _messages(md)
