@@ -7,8 +7,9 @@ model is labelled the same way ("(simulated)" for sim/ models).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import Any
 
 import streamlit as st
 
@@ -20,7 +21,7 @@ from .providers import model_label
 from .safety import escape_markdown, safe_markdown
 from .state import SessionState
 
-__all__ = ["bubble", "cards", "notices", "sidebar"]
+__all__ = ["bubble", "cards", "confirm", "notices", "preset_confirm", "sidebar"]
 
 _ICONS = {"queued": ":material/schedule:", "running": ":material/autorenew:",
           "finished": ":material/check_circle:", "cancelled": ":material/stop_circle:",
@@ -32,6 +33,37 @@ def notices(session: SessionState) -> None:
     show = {"success": st.success, "error": st.error, "warning": st.warning, "info": st.info}
     for kind, text in session.take_notices():
         show.get(kind, st.info)(escape_markdown(text))
+
+
+def confirm(text: str, key: str, on_answer: Callable[[Any], None], *, yes: str = "Yes",
+            no: str = "Cancel", more: Sequence[tuple[str, str]] = ()) -> None:
+    """Two-step confirmation next to the control that asked (Runs' delete, Agents' delete,
+    a preset over edited agents): a warning and buttons calling `on_answer(True)`,
+    `on_answer(False)` or `on_answer(value)` for each `(label, value)` in `more`.
+
+    Why inline, not a dialog: the question stays next to its cause, a rerun cannot lose it
+    (it lives in session state until answered), and AppTest can click it."""
+    with st.container(border=True, key=f"{key}_box"):
+        st.warning(text, icon=":material/warning:")
+        with st.container(horizontal=True, gap="small"):
+            st.button(yes, key=f"{key}_yes", type="primary", on_click=on_answer, args=(True,))
+            for label, value in more:
+                st.button(label, key=f"{key}_{value}", on_click=on_answer, args=(value,))
+            st.button(no, key=f"{key}_no", on_click=on_answer, args=(False,))
+
+
+def preset_confirm(session: SessionState, on_answer: Callable[[Any], None]) -> None:
+    """Ask before a preset replaces saved agents that differ from its own (the Agents and Run
+    pages' preset buttons): replace them, keep them and load the preset's as copies, or cancel.
+    """
+    if session.confirm_preset is None:
+        return
+    preset, changed = session.confirm_preset
+    names = ", ".join(escape_markdown(n) for n in changed)
+    confirm(f"The {escape_markdown(preset)} preset would replace your saved {names} "
+            "(they differ from the preset's). Nothing can undo that.", "confirm_preset",
+            on_answer, yes="Replace them", more=[("Keep mine, add the preset's as copies",
+                                                  "copies")])
 
 
 def bubble(message: Message, *, model: str | None = None, turn: int | None = None,
