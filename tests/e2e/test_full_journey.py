@@ -150,7 +150,7 @@ def test_three_agents_run_analysis_compare_sweep_and_reload_mid_run(app_server, 
     # agent down so the next run lasts (the sims fall silent after about 29 turns).
     open_page(page, "Agents")
     wait_idle(page)
-    fresh(page, f".st-key-agent_edit_{names[0]} button").first.click()
+    fresh(page, f".st-key-agent_edit_{names[0]} button:visible").first.click()
     expect(page.get_by_text(f"Edit {names[0]}", exact=True)).to_be_visible(timeout=WAIT_MS)
     expect(page.get_by_text(re.compile(f"^Editing the saved agent {names[0]}\\. Rename:"))
            ).to_be_visible()
