@@ -17,6 +17,7 @@ from ui.kit import components, state, store_access  # noqa: E402
 
 st.set_page_config(page_title="GroupChat Lab", page_icon=":material/forum:", layout="wide")
 session = state.get()
+state.reattach(session, store_access.job_registry())  # a reload keeps this browser's jobs
 
 # (file in app_pages/, title, Material icon); Run is the landing page. The folder is not called
 # `pages/`: Streamlit would then serve deep links (/agents) as legacy pages-folder scripts,

@@ -8,7 +8,6 @@ from groupchat_core import dump_agents
 from ui.agents import actions, view
 from ui.kit import components, state, store_access
 from ui.kit.presets import PRESETS
-from ui.kit.safety import escape_markdown
 
 session = state.get()
 st.title("Agents")
@@ -25,10 +24,12 @@ with left:
     st.subheader("Start from a preset")
     choice = st.selectbox("Preset", list(PRESETS), key="preset_choice",
                           format_func=lambda n: f"{n}: {PRESETS[n].description}",
-                          help="Saves the preset's agents (replacing agents with the same "
-                               "names) and prepares the Run page with its settings and task.")
+                          help="Saves the preset's agents and prepares the Run page with its "
+                               "settings and task; asks first if that would change agents "
+                               "you edited.")
     st.button("Load preset", key="load_preset", on_click=actions.on_load_preset,
               args=("preset_choice",))
+    components.preset_confirm(session, actions.on_confirm_preset)
 
     st.subheader("Import and export")
     with st.form("import_agents_form"):  # not cleared on submit: a failed file stays to retry
@@ -50,8 +51,7 @@ with left:
                             on_click="ignore", disabled=not in_order)
 
 with right:
-    title = f"Edit {escape_markdown(session.editing)}" if session.editing else (
-        "New agent")
-    view.agent_form(title, session.form_errors, on_save=actions.on_save_agent)
+    view.agent_form(session.editing, session.form_errors, on_save=actions.on_save_agent)
     st.button("New agent", key="new_agent", icon=":material/person_add:",
-              on_click=actions.on_new_agent)
+              on_click=actions.on_new_agent,
+              help="A blank form; an agent being edited is left as last saved.")

@@ -5,13 +5,14 @@ from __future__ import annotations
 import streamlit as st
 
 from ui.kit import components, state, store_access
-from ui.run import live_view, view
+from ui.run import actions, live_view, view
 
 session = state.get()
 registry = store_access.job_registry()
 st.title("Run")
 components.notices(session)
 live_view.adopt_job_from_url(registry, session)
+components.preset_confirm(session, actions.on_confirm_preset)
 view.new_run(session, store_access.agents())
 
 job_id = live_view.pick_job(registry, session)

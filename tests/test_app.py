@@ -121,24 +121,102 @@ def fill_agent(at: AppTest, name: str, role: str = "", model: str | None = None,
     at.text_input(key="agent_form_custom_model").set_value(custom)
 
 
-def test_agents_page_creates_edits_and_deletes_an_agent(app: AppTest, store: RunStore):
+def names_in(store: RunStore) -> list[str]:
+    return [a.agent_name for a in store.list_agents()]
+
+
+def texts(elements: Any) -> str:
+    return " ".join(e.value for e in elements)
+
+
+def test_agents_page_creates_edits_renames_and_deletes_an_agent(app: AppTest, store: RunStore):
     goto(app, "agents")
     fill_agent(app, "Ada", "You are a careful mathematician.", "sim/reserved")
     app.button(key="save_agent").click().run()
-    assert [a.agent_name for a in store.list_agents()] == ["Ada"]
+    assert names_in(store) == ["Ada"]
     assert store.get_agent("Ada").model_name == "sim/reserved"
     assert "sim/reserved (simulated)" in rendered_text(app)
+    assert app.text_input(key="agent_form_name").value == ""  # blank for the next agent
+    assert "**New agent**" in texts(app.markdown) and session(app).editing is None
 
     app.button(key="agent_edit_Ada").click().run()
     assert app.text_input(key="agent_form_name").value == "Ada"
+    assert "**Edit Ada**" in texts(app.markdown)
+    assert "Rename: change the name below" in texts(app.info)
     app.number_input(key="agent_form_temperature").set_value(1.2)
     app.text_input(key="agent_form_name").set_value("Ada L.")
     app.button(key="save_agent").click().run()
     assert [(a.agent_name, a.temperature) for a in store.list_agents()] == [("Ada L.", 1.2)]
+    assert "Renamed Ada to Ada L." in texts(app.success)
 
+    app.button(key="agent_delete_Ada L.").click().run()  # the trash only asks
+    assert names_in(store) == ["Ada L."]
+    assert "Delete the agent Ada L. for good?" in texts(app.warning)
+    app.button(key="confirm_agent_delete_no").click().run()
+    assert names_in(store) == ["Ada L."] and not app.warning
     app.button(key="agent_delete_Ada L.").click().run()
+    app.button(key="confirm_agent_delete_yes").click().run()
     assert store.list_agents() == []
+    assert "Deleted agent Ada L." in texts(app.success)
     assert not app.exception
+
+
+def test_three_agents_made_in_a_row_stay_three(app: AppTest, store: RunStore):
+    """Issue 11: saving a new agent turned the form into "Edit <it>", so the next save renamed
+    it: three agents in a row left one."""
+    goto(app, "agents")
+    for name in ("Optimist", "Pessimist", "Realist"):
+        fill_agent(app, name, f"You are the {name}.", "sim/eager")
+        app.button(key="save_agent").click().run()
+        assert f"Saved new agent {name}." in texts(app.success)
+    assert names_in(store) == ["Optimist", "Pessimist", "Realist"]
+    assert store.get_agent("Optimist").system_prompt == "You are the Optimist."
+
+
+def test_the_agent_order_is_stored_and_survives_a_reload(app: AppTest, store: RunStore):
+    goto(app, "agents")
+    app.button(key="load_preset").click().run()
+    app.button(key="agent_up_Realist").click().run()
+    assert names_in(store) == ["Optimist", "Realist", "Pessimist"]
+    reloaded = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60).run()
+    goto(reloaded, "agents")
+    rows = [m.value for m in reloaded.markdown if re.match(r"\*\*\d\. ", m.value)]
+    assert [re.match(r"\*\*\d\. (\w+)", r).group(1) for r in rows] == [
+        "Optimist", "Realist", "Pessimist"]
+    goto(reloaded, "run")
+    assert reloaded.multiselect(key="run_roster").options[:3] == [
+        "Optimist · sim/eager (simulated)", "Realist · sim/balanced (simulated)",
+        "Pessimist · sim/contrarian (simulated)"]
+
+
+def test_a_preset_asks_before_replacing_edited_agents(app: AppTest, store: RunStore):
+    goto(app, "agents")
+    app.button(key="load_preset").click().run()
+    app.button(key="load_preset").click().run()  # unchanged agents: no question
+    assert not app.warning
+    app.button(key="agent_edit_Optimist").click().run()
+    app.text_area(key="agent_form_role").set_value("My own careful optimist.")
+    app.button(key="save_agent").click().run()
+
+    app.button(key="load_preset").click().run()
+    assert "would replace your saved Optimist" in texts(app.warning)
+    assert store.get_agent("Optimist").system_prompt == "My own careful optimist."
+    app.button(key="confirm_preset_no").click().run()
+    assert not app.warning
+    assert store.get_agent("Optimist").system_prompt == "My own careful optimist."
+
+    app.button(key="load_preset").click().run()
+    app.button(key="confirm_preset_copies").click().run()
+    assert store.get_agent("Optimist").system_prompt == "My own careful optimist."
+    assert store.get_agent("Optimist (preset)").system_prompt == "You argue for the benefits."
+    assert session(app).roster == ["Optimist (preset)", "Pessimist", "Realist"]
+
+    goto(app, "run")  # the same question on the Run page's "Use preset"
+    app.button(key="use_preset").click().run()
+    assert "would replace your saved Optimist" in texts(app.warning)
+    app.button(key="confirm_preset_yes").click().run()
+    assert store.get_agent("Optimist").system_prompt == "You argue for the benefits."
+    assert app.multiselect(key="run_roster").value == ["Optimist", "Pessimist", "Realist"]
 
 
 def test_agent_form_shows_inline_errors_and_saves_nothing(app: AppTest, store: RunStore):
@@ -188,6 +266,7 @@ def test_agents_duplicate_reorder_import_and_export(app: AppTest, store: RunStor
     order = session(app).agent_order
     assert order.index("Realist") < order.index("Pessimist")
     assert order.index("Optimist (copy)") == order.index("Optimist") + 1
+    assert names_in(store) == order
     assert {b.label for b in app.get("download_button")} >= {"Export JSON", "Export YAML"}
 
     extra = dump_agents([Agent(agent_name="Newcomer", model_name="sim/eager")], "json")
@@ -264,6 +343,84 @@ def test_several_runs_at_once_each_with_its_own_view(app: AppTest):
     assert sum(not j.done for j in job_registry.registry().jobs_for(session(app).owner)) >= 1
     app.selectbox(key="job_select").set_value(jobs[0]).run()
     assert jobs[0] in status(app) and app.query_params["job"] == jobs[0]
+
+
+def test_coming_back_to_run_shows_the_job_you_were_watching(app: AppTest):
+    """Issue 11: start A, start B (watching B), go to Analysis, come back: it showed A."""
+    start(app, max_loops=60)
+    a = session(app).current_job
+    app.button(key="start_run").click().run()
+    b = session(app).current_job
+    assert a != b and b in status(app)
+    for page in ("analysis", "agents", "run"):
+        goto(app, page)
+    assert b in status(app) and app.selectbox(key="job_select").value == b
+    app.selectbox(key="job_select").set_value(a).run()  # now watch A
+    goto(app, "runs")
+    goto(app, "run")
+    assert a in status(app) and app.query_params["job"] == [a] or app.query_params["job"] == a
+
+
+def test_a_reload_keeps_this_browsers_jobs(app: AppTest):
+    """Issue 11: after a reload the sidebar said "0 running, 0 in all"; the browser id in the
+    URL (`?sid=`) finds the session's jobs in the process-wide registry again."""
+    start(app, max_loops=60)
+    app.button(key="start_run").click().run()
+    owner, jobs = session(app).owner, list(session(app).job_ids)
+    assert app.query_params["sid"] in (owner, [owner])
+    reloaded = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
+    reloaded.query_params["sid"] = owner
+    reloaded.query_params["job"] = jobs[0]
+    reloaded.run()
+    assert session(reloaded).owner == owner and session(reloaded).job_ids == jobs
+    assert "2 in all" in texts(reloaded.sidebar.caption)
+    assert jobs[0] in status(reloaded)
+    assert set(reloaded.selectbox(key="job_select").options) == set(jobs) or len(
+        reloaded.selectbox(key="job_select").options) == 2
+    stranger = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
+    stranger.query_params["sid"] = "not-an-id"  # a malformed id starts a new browser
+    stranger.run()
+    assert session(stranger).owner != owner and "0 in all" in texts(stranger.sidebar.caption)
+
+
+def sweep_status(at: AppTest) -> str:
+    return next((c.value for c in at.caption if c.value.startswith("sweep status:")), "")
+
+
+def test_a_reload_shows_a_running_sweep_with_stop(app: AppTest, store: RunStore):
+    """Issue 11: `?sweep=` of a running sweep said "idle", with no Stop and no Resume."""
+    slow = {"sim_latency": 0.05}
+    save_agents(store, [Agent(agent_name=n, model_name="sim/eager", litellm_kwargs=slow)
+                       for n in ("Ann", "Ben")])
+    goto(app, "sweeps")
+    app.selectbox(key="sw_room").select("Saved agents").run()
+    app.multiselect(key="sw_saved").set_value(["Ann", "Ben"])
+    app.number_input(key="sw_repeats").set_value(40)
+    app.number_input(key="sw_concurrency").set_value(1).run()
+    app.button(key="sw_start").click().run()
+    poll(app, lambda at: sweep_status(at).startswith("sweep status: running")
+         and "sweep" in at.query_params, "the sweep")
+    sweep_id = app.query_params["sweep"]
+    sweep_id = sweep_id if isinstance(sweep_id, str) else sweep_id[0]
+    for sid in (session(app).owner, None):  # a reload of this browser, then a shared link
+        other = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
+        if sid:
+            other.query_params["sid"] = sid
+        other.query_params["sweep"] = sweep_id
+        other.run()
+        goto(other, "sweeps")
+        assert sweep_status(other).startswith("sweep status: running"), sweep_status(other)
+        assert [b for b in other.button if b.key == "sw_stop"]
+    other.button(key="sw_stop").click().run()
+    poll(other, lambda at: sweep_status(at).startswith("sweep status: cancelled"), "the stop")
+    store.flush()
+    poll(other, lambda at: store.get_sweep(sweep_id)["status"] == "cancelled", "the store")
+    fresh = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
+    fresh.query_params["sweep"] = sweep_id
+    fresh.run()
+    goto(fresh, "sweeps")
+    assert sweep_status(fresh).startswith("sweep status: cancelled"), sweep_status(fresh)
+    assert [b for b in fresh.button if b.key == "sw_resume"]
 
 
 def test_sessions_see_only_their_own_jobs_but_a_reload_finds_its_job_by_url(app: AppTest):

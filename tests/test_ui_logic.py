@@ -202,8 +202,9 @@ def test_save_agent_renames_and_refuses_clashes(store: RunStore):
         agent_logic.save_agent(store, Agent(agent_name="Bea"), None, ["Ada", "Bea"])
     with pytest.raises(ConfigError, match="already exists"):
         agent_logic.save_agent(store, Agent(agent_name="Bea"), "Ada", ["Ada", "Bea"])
-    agent_logic.save_agent(store, Agent(agent_name="Cy", temperature=1.0), "Ada", ["Ada", "Bea"])
-    assert [a.agent_name for a in store.list_agents()] == ["Bea", "Cy"]
+    assert agent_logic.save_agent(store, Agent(agent_name="Cy", temperature=1.0), "Ada",
+                                  ["Ada", "Bea"]) == "renamed"
+    assert [a.agent_name for a in store.list_agents()] == ["Cy", "Bea"]  # Ada's place kept
     assert agent_logic.copy_name("Cy", ["Cy", "Cy (copy)"]) == "Cy (copy 2)"
     assert agent_logic.duplicate_agent(store, "Cy", ["Bea", "Cy"]) == "Cy (copy)"
     assert store.get_agent("Cy (copy)").temperature == 1.0

@@ -1,6 +1,8 @@
 """Saved agents and presets (a whole room: config plus agents), as secret-free JSON.
 
-Agents are stored as `Agent.to_spec()`, so an api_key can never reach the database.
+Agents are stored as `Agent.to_spec()`, so an api_key can never reach the database. Agents keep
+a position (schema v4): the order people arrange them in is part of an experiment (selection
+ties go to the earlier agent), so it lives in the store and survives a reload.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import Connection, Table, delete, insert, select, update
+from sqlalchemy import Connection, Table, case, delete, func, insert, select, update
 
 from .._agent import Agent
 from .._config import ChatSpec, explain, parse_spec
@@ -20,14 +22,23 @@ from ._base import StoreBase
 from ._schema import agents, presets
 
 
-def _upsert(conn: Connection, table: Table, name: str, spec: dict[str, Any]) -> None:
-    """Portable upsert inside the caller's write transaction (no dialect-specific SQL)."""
+def _upsert(conn: Connection, table: Table, name: str, spec: dict[str, Any],
+            **on_insert: Any) -> None:
+    """Portable upsert inside the caller's write transaction (no dialect-specific SQL);
+    `on_insert` are extra values for a new row only (an agent's position)."""
     now, key = utc_now(), table.c.name
     changed = conn.execute(update(table).where(key == name).values(
         spec_json=json.dumps(spec), updated_at=now)).rowcount
     if not changed:
         conn.execute(insert(table).values(name=name, spec_json=json.dumps(spec),
-                                          created_at=now, updated_at=now))
+                                          created_at=now, updated_at=now, **on_insert))
+
+
+def _next_position(conn: Connection) -> int:
+    return int(conn.execute(select(func.max(agents.c.position))).scalar() or 0) + 1
+
+
+_IN_ORDER = (case((agents.c.position.is_(None), 1), else_=0), agents.c.position, agents.c.name)
 
 
 def check_name(kind: str, name: str) -> str:
@@ -47,15 +58,42 @@ class Library(StoreBase):
         self.save_agents([agent])
 
     def save_agents(self, items: Sequence[Agent]) -> None:
-        """Save several agents in one transaction: all of them or, on error, none."""
+        """Save several agents in one transaction: all of them or, on error, none. A new agent
+        goes to the end of the saved order; a replaced one keeps its place."""
         with self.write("save agents") as conn:
             for agent in items:
-                _upsert(conn, agents, check_name("agent", agent.agent_name), agent.to_spec())
+                _upsert(conn, agents, check_name("agent", agent.agent_name), agent.to_spec(),
+                        position=_next_position(conn))
+
+    def rename_agent(self, old: str, agent: Agent) -> None:
+        """Replace agent `old` by `agent` under its (new) name, in its place in the order; a
+        StoreError if `old` is gone or the new name is taken by another agent."""
+        new = check_name("agent", agent.agent_name)
+        with self.write("rename an agent") as conn:
+            if new != old and conn.execute(
+                    select(agents.c.name).where(agents.c.name == new)).first() is not None:
+                raise StoreError(f"an agent named {new!r} already exists: pick another name")
+            changed = conn.execute(update(agents).where(agents.c.name == old).values(
+                name=new, spec_json=json.dumps(agent.to_spec()), updated_at=utc_now())).rowcount
+            if not changed:
+                raise StoreError(f"no saved agent named {old!r}")
+
+    def set_agent_order(self, names: Sequence[str]) -> None:
+        """Store the order of the saved agents: `names` first, any others after them in their
+        current order (unknown names are ignored)."""
+        with self.write("reorder agents") as conn:
+            current = list(conn.execute(select(agents.c.name).order_by(*_IN_ORDER)).scalars())
+            wanted = [n for n in dict.fromkeys(names) if n in current]
+            for position, name in enumerate(wanted + [n for n in current if n not in wanted],
+                                            start=1):
+                conn.execute(update(agents).where(agents.c.name == name).values(
+                    position=position))
 
     def list_agents(self) -> list[Agent]:
+        """Saved agents in their stored order (agents saved before schema v4 last, by name)."""
         with self.read("list agents") as conn:
             rows = conn.execute(select(agents.c.name, agents.c.spec_json)
-                                .order_by(agents.c.name)).all()
+                                .order_by(*_IN_ORDER)).all()
         return [_agent(name, raw) for name, raw in rows]
 
     def get_agent(self, name: str) -> Agent:

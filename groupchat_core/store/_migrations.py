@@ -75,8 +75,13 @@ def _v3_to_v4(conn: Connection) -> None:
              "claimed_at": r.ended_at or now, "updated_at": now} for r in latest.values()])
 
 
+def _v4_to_v5(conn: Connection) -> None:
+    """v5: agents.position (the saved order of agents; existing agents keep NULL, by name)."""
+    _add_columns(conn, "agents", ("position",), 5)
+
+
 STEPS: dict[int, Callable[[Connection], None]] = {  # from version -> next
-    1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
+    1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5}
 
 
 def ensure_schema(engine: Engine) -> None:

@@ -17,6 +17,8 @@ Version history (see migrations.py):
     4  sweeps.owned_at (since when its owner runs it) and `sweep_cells`: one claim row per
        (sweep, cell), so a cell is run by one process at a time and never again once finished
        (see store/_sweeps.py)
+    5  agents.position: the order of the saved agents (the Agents page's list), which is a
+       parameter of an experiment (ties go to the earlier agent), so it survives a reload
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from sqlalchemy import (
     false,
 )
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 RUN_STATUSES = ("running", "finished", "cancelled", "error", "interrupted")
 
 
@@ -45,15 +47,19 @@ def _run_fk() -> ForeignKey:
     return ForeignKey("runs.run_id", ondelete="CASCADE")
 
 
-def _library(md: MetaData) -> None:
-    """Saved agents and presets: specs as JSON text, never an api_key."""
+def _library(md: MetaData, version: int) -> None:
+    """Saved agents and presets: specs as JSON text, never an api_key. Agents have a position
+    (v5; NULL for agents saved before it: they sort after the others, by name)."""
     for name, key in (("agents", "name"), ("presets", "name")):
+        extra: list[Column[Any]] = [Column("position", Integer)] if (
+            name == "agents" and version >= 5) else []
         Table(
             name, md,
             Column(key, String(200), primary_key=True),
             Column("spec_json", Text, nullable=False),
             Column("created_at", String(40), nullable=False),
             Column("updated_at", String(40), nullable=False),
+            *extra,
         )
 
 
@@ -219,7 +225,7 @@ def metadata_for(version: int = SCHEMA_VERSION) -> MetaData:
         Column("version", Integer, nullable=False),
         Column("updated_at", String(40), nullable=False),
     )
-    _library(md)
+    _library(md, version)
     _sweeps(md, version)
     _runs(md, version)
     _messages(md)

@@ -176,7 +176,8 @@ def choose(page: Any, widget: Any, option: Any) -> None:
 
 def create_agent(page: Any, name: str, model: str, role: str = "",
                  latency_s: float | None = None) -> None:
-    """Fill the Agents page's form and save; waits for the saved agent's row."""
+    """Fill the Agents page's form and save; waits for the saved agent's row and for the form
+    to be blank again (a saved new agent must never turn the form into its editor)."""
     form = page.get_by_test_id("stForm").filter(has=page.locator(".st-key-save_agent"))
     wait_idle(page)
     expect(fresh(page, ".st-key-agent_form_name input")).to_have_value("", timeout=WAIT_MS)
@@ -191,11 +192,29 @@ def create_agent(page: Any, name: str, model: str, role: str = "",
         latency.fill(str(latency_s))
     form.locator(".st-key-save_agent button").click()
     expect(page.get_by_test_id("stAlertContentSuccess").filter(
-        has_text=f"Saved agent {name}.")).to_be_visible(timeout=WAIT_MS)
+        has_text=f"Saved new agent {name}.")).to_be_visible(timeout=WAIT_MS)
     expect(page.locator(f".st-key-agent_edit_{css_key(name)}")).to_be_visible(timeout=WAIT_MS)
     wait_idle(page)
-    page.locator(".st-key-new_agent button").click()  # a blank form for the next one
     expect(fresh(page, ".st-key-agent_form_name input")).to_have_value("", timeout=WAIT_MS)
+    expect(form.get_by_text("New agent", exact=True)).to_be_visible()
+
+
+def start_run(page: Any, attempts: int = 3) -> None:
+    """Click Start run. A rerun landing at that moment can swallow the click, so click again
+    only while the status line still says idle, or still shows the job that was there before
+    (a started job never gets a second click)."""
+    before = status_line(page).inner_text() if status_line(page).count() else ""
+    shown = re.search(r"· job ([0-9a-f]{32}) ·", before)
+    unchanged = re.compile(r"^status: idle" + (f"|· job {shown.group(1)} ·" if shown else ""))
+    for attempt in range(attempts):
+        wait_idle(page)
+        page.locator(".st-key-start_run button").click()
+        try:
+            expect(status_line(page)).not_to_have_text(unchanged, timeout=10_000)
+            return
+        except AssertionError:
+            if attempt == attempts - 1:
+                raise
 
 
 def css_key(name: str) -> str:

@@ -21,6 +21,7 @@ from .conftest import (
     pick_roster,
     screenshot,
     set_number,
+    start_run,
     status_line,
     wait_plots,
 )
@@ -63,7 +64,7 @@ def test_agents_run_live_then_analysis(app_server, app_db_url, page):
     set_number(page, "run_param_max_loops", 16)
     set_number(page, "run_param_threshold", 0.2)
     screenshot(page, "journey-3-run-form")
-    page.locator(".st-key-start_run button").click()
+    start_run(page)  # retried only while the status still says idle (a swallowed click)
 
     expect(status_line(page)).to_have_text(re.compile(r"^status: running · job [0-9a-f]{32}"),
                                            timeout=WAIT_MS)

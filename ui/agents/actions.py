@@ -18,11 +18,12 @@ from groupchat_core import SIM_MODELS, Agent, ConfigError, StoreError
 from ui.kit import store_access
 from ui.kit.components import say_at
 from ui.kit.state import SessionState, get, move
-from ui.run.actions import drop_from_roster, on_load_preset, rename_in_roster
+from ui.run.actions import drop_from_roster, on_confirm_preset, on_load_preset, rename_in_roster
 
 from . import logic
 
 __all__ = ["AGENT_KEYS", "OTHER_MODEL", "agent_form_values", "fill_agent_form",
+           "on_ask_delete_agent", "on_confirm_delete_agent", "on_confirm_preset",
            "on_delete_agent", "on_duplicate_agent", "on_edit_agent", "on_import_agents",
            "on_load_preset", "on_move_agent", "on_new_agent", "on_save_agent"]
 
@@ -66,32 +67,43 @@ def agent_form_values() -> dict[str, Any]:
 
 
 def on_save_agent() -> None:
+    """Save the form: a new agent (then the form is blank again, ready for the next one), or
+    the agent being edited (renamed only in edit mode, when its name was changed)."""
     session = get()
     values = agent_form_values()
     if not values["model_name"]:
         session.form_errors = {"model_name": "type a litellm model string (or pick a sim/ "
                                              "model)"}
         return
+    old = session.editing
     try:
         agent = logic.agent_from_values(values)
-        logic.save_agent(store_access.store(), agent, session.editing, _names())
+        outcome = logic.save_agent(store_access.store(), agent, old, _names())
     except ValidationError as exc:
         session.form_errors = logic.field_errors(exc)
         return
     except (ConfigError, StoreError) as exc:
         session.form_errors = {"agent_name": str(exc)}
         return
-    _renamed(session, session.editing, agent.agent_name)
-    session.form_errors, session.editing = {}, agent.agent_name
     store_access.invalidate()
-    session.notify("success", f"Saved agent {agent.agent_name}.")
+    session.form_errors = {}
+    new = agent.agent_name
+    if outcome == "created":
+        fill_agent_form(None, session.default_model)  # the next agent starts blank
+        session.editing = None
+        session.notify("success", f"Saved new agent {new}. The form is blank for the next one.")
+        return
+    session.editing = new
+    if outcome == "renamed" and old is not None:
+        _renamed(session, old, new)
+        session.notify("success", f"Renamed {old} to {new} and saved it. Past runs keep the "
+                                  f"name {old}.")
+    else:
+        session.notify("success", f"Saved changes to {new}.")
 
 
-def _renamed(session: SessionState, old: str | None, new: str) -> None:
-    if old in session.agent_order:
-        session.agent_order[session.agent_order.index(old)] = new
-    if new not in session.agent_order:
-        session.agent_order.append(new)
+def _renamed(session: SessionState, old: str, new: str) -> None:
+    session.agent_order = [new if n == old else n for n in session.agent_order]
     rename_in_roster(session, old, new)
 
 
@@ -113,11 +125,26 @@ def on_new_agent() -> None:
 
 def on_duplicate_agent(name: str) -> None:
     session = get()
-    copy = logic.duplicate_agent(store_access.store(), name, _names())
-    order = session.agent_order
-    order.insert(order.index(name) + 1 if name in order else len(order), copy)
+    try:
+        copy = logic.duplicate_agent(store_access.store(), name, _names())
+    except StoreError as exc:
+        session.notify("error", str(exc))
+        return
     store_access.invalidate()
+    session.agent_order = _names()
     session.notify("success", f"Duplicated {name} as {copy}.")
+
+
+def on_ask_delete_agent(name: str) -> None:
+    """The trash button only asks; `on_confirm_delete_agent` deletes (as Runs does)."""
+    get().confirm_agent_delete = name
+
+
+def on_confirm_delete_agent(confirmed: bool) -> None:
+    session = get()
+    name, session.confirm_agent_delete = session.confirm_agent_delete, None
+    if confirmed and name:
+        on_delete_agent(name)
 
 
 def on_delete_agent(name: str) -> None:
@@ -132,7 +159,15 @@ def on_delete_agent(name: str) -> None:
 
 
 def on_move_agent(name: str, delta: int, current: list[str]) -> None:
-    get().agent_order = move(current, name, delta)
+    """Move an agent up or down; the order is stored, so a reload keeps it."""
+    session, order = get(), move(current, name, delta)
+    try:
+        store_access.store().set_agent_order(order)
+    except StoreError as exc:
+        session.notify("error", str(exc))
+        return
+    store_access.invalidate()
+    session.agent_order = order
 
 
 def on_import_agents() -> None:
@@ -145,6 +180,6 @@ def on_import_agents() -> None:
     except (ConfigError, StoreError) as exc:
         say_at("agents_upload", "error", f"Nothing was imported from {upload.name}: {exc}")
         return
-    session.agent_order += [n for n in names if n not in session.agent_order]
     store_access.invalidate()
+    session.agent_order = _names()
     say_at("agents_upload", "success", f"Imported {len(names)} agents: {', '.join(names)}.")

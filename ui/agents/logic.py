@@ -43,15 +43,19 @@ def field_errors(exc: ValidationError) -> dict[str, str]:
 
 
 def save_agent(store: RunStore, agent: Agent, original: str | None,
-               existing: Iterable[str]) -> None:
-    """Create or update (and rename) an agent; a name clash is an error, not an overwrite."""
+               existing: Iterable[str]) -> str:
+    """Create a new agent (`original` None) or update agent `original`, renaming it when the
+    name changed (in its place in the saved order); a name clash is an error, not an
+    overwrite. Returns what happened: "created", "updated" or "renamed"."""
     taken = set(existing) - {original}
     if agent.agent_name in taken:
         raise ConfigError(f"an agent named {agent.agent_name!r} already exists: pick another "
                           "name, or edit that agent")
-    store.save_agent(agent)
     if original and original != agent.agent_name:
-        store.delete_agent(original)
+        store.rename_agent(original, agent)
+        return "renamed"
+    store.save_agent(agent)
+    return "updated" if original else "created"
 
 
 def copy_name(name: str, existing: Iterable[str]) -> str:
@@ -63,9 +67,13 @@ def copy_name(name: str, existing: Iterable[str]) -> str:
 
 
 def duplicate_agent(store: RunStore, name: str, existing: Iterable[str]) -> str:
+    """A copy of agent `name`, saved right after it in the stored order."""
     existing = list(existing)
     copy = store.get_agent(name).model_copy(update={"agent_name": copy_name(name, existing)})
     store.save_agent(copy)
+    order = [n for n in existing if n != copy.agent_name]
+    order.insert(order.index(name) + 1 if name in order else len(order), copy.agent_name)
+    store.set_agent_order(order)
     return copy.agent_name
 
 

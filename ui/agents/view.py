@@ -4,7 +4,9 @@ Why order gets its own controls: selection ties go to the agent earlier in the l
 order of a room is a parameter of the experiment, not cosmetics. Why the form is filled from
 callbacks: widget values can only be set before a widget is drawn, so validation runs in the
 submit callback, and the error for a field is shown right under that field on the next render.
-`persist_state="session"` keeps a draft across page switches.
+`persist_state="session"` keeps a draft across page switches. Why edit mode is explicit: saving
+a new agent must never rename the previous one, so only an agent's Edit button opens it, and
+the form says so.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from groupchat_core import SIM_MODELS, Agent
+from ui.kit.components import confirm
 from ui.kit.providers import LIMITS_HELP, MODEL_HINT, SIM_NOTE, model_label
 from ui.kit.safety import escape_markdown
-from ui.kit.state import SessionState, ordered
+from ui.kit.state import SessionState
 
 from . import actions
 from .actions import AGENT_KEYS, OTHER_MODEL
@@ -29,19 +32,26 @@ PERSIST: Any = "session"
 
 
 def agent_rows(agents: Sequence[Agent], session: SessionState) -> list[str]:
-    """Saved agents in this session's order, each with move, edit, duplicate, delete."""
+    """Saved agents in their stored order, each with move, edit, duplicate, delete; the agent
+    being edited is marked, and a delete asks first, inside the agent's own row."""
     by_name = {a.agent_name: a for a in agents}
-    names = ordered(list(by_name), session.agent_order)
+    names = list(by_name)  # the store's order (agents.position)
     session.agent_order = names
     for i, name in enumerate(names):
         agent = by_name[name]
-        with st.container(border=True):
+        with st.container(border=True, key=f"agent_row_{i}"):
             text, tools = st.columns([3, 2], vertical_alignment="center")
             role = agent.system_prompt[:90] + ("…" if len(agent.system_prompt) > 90 else "")
+            editing = " · :orange-badge[:material/edit: editing]" if (
+                session.editing == name) else ""
             text.markdown(f"**{i + 1}. {escape_markdown(name)}** · "
-                          f"{escape_markdown(model_label(agent.model_name))}  \n"
+                          f"{escape_markdown(model_label(agent.model_name))}{editing}  \n"
                           f"{escape_markdown(role) or '*no role*'}")
             _agent_tools(tools, name, names, i)
+            if session.confirm_agent_delete == name:
+                confirm(f"Delete the agent {escape_markdown(name)} for good? Past runs keep "
+                        "their copy of it.", "confirm_agent_delete",
+                        actions.on_confirm_delete_agent, yes="Yes, delete")
     return names
 
 
@@ -53,7 +63,8 @@ def _agent_tools(column: DeltaGenerator, name: str, names: list[str], i: int) ->
         (":material/edit:", "edit", "Edit", actions.on_edit_agent, (name,), False),
         (":material/content_copy:", "dup", "Duplicate", actions.on_duplicate_agent, (name,),
          False),
-        (":material/delete:", "delete", "Delete", actions.on_delete_agent, (name,), False),
+        (":material/delete:", "delete", "Delete (asks first)", actions.on_ask_delete_agent,
+         (name,), False),
     ]
     with column.container(horizontal=True, horizontal_alignment="right", gap="small"):
         for label, kind, help_text, callback, args, disabled in buttons:
@@ -67,14 +78,24 @@ def _error(errors: Mapping[str, str], *fields: str) -> None:
             st.error(errors[field], icon=":material/error:")
 
 
-def agent_form(title: str, errors: Mapping[str, str], on_save: Callable[[], None]) -> None:
-    """The agent form; `on_save` runs as the submit callback (it validates and saves)."""
+def agent_form(editing: str | None, errors: Mapping[str, str],
+               on_save: Callable[[], None]) -> None:
+    """The agent form: a new agent (`editing` None), or edit mode for the saved agent
+    `editing`, entered only by its Edit button, where a changed name renames it. `on_save`
+    runs as the submit callback (it validates and saves)."""
     if AGENT_KEYS["agent_name"] not in st.session_state:
         actions.fill_agent_form(None, SIM_MODELS[0])
     k = AGENT_KEYS
     with st.form("agent_form"):
-        st.markdown(f"**{title}**")
-        st.text_input("Name", key=k["agent_name"], persist_state=PERSIST,
+        if editing is None:
+            st.markdown("**New agent**")
+        else:
+            st.markdown(f"**Edit {escape_markdown(editing)}**")
+            st.info(f"Editing the saved agent **{escape_markdown(editing)}**. Rename: change "
+                    "the name below and save (past runs keep the old name). New agent leaves "
+                    "without saving.", icon=":material/edit:")
+        st.text_input("Name" if editing is None else "Name (change it to rename)",
+                      key=k["agent_name"], persist_state=PERSIST,
                       help="Unique: names identify speakers in the chat.")
         _error(errors, "agent_name", "form")
         st.text_area("Role (system prompt)", key=k["system_prompt"], persist_state=PERSIST,
@@ -95,7 +116,8 @@ def agent_form(title: str, errors: Mapping[str, str], on_save: Callable[[], None
         _error(errors, "temperature", "max_tokens")
         with st.expander("Advanced"):
             _advanced_fields(errors)
-        st.form_submit_button("Save agent", key="save_agent", type="primary", on_click=on_save)
+        st.form_submit_button("Save agent" if editing is None else "Save changes",
+                              key="save_agent", type="primary", on_click=on_save)
 
 
 def _advanced_fields(errors: Mapping[str, str]) -> None:

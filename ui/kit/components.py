@@ -7,7 +7,8 @@ model is labelled the same way ("(simulated)" for sim/ models).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import streamlit as st
 
@@ -22,7 +23,8 @@ from .state import SessionState
 from .store_access import store
 from .sweep_status import sweep_status
 
-__all__ = ["bubble", "cards", "feedback", "notices", "say_at", "sidebar"]
+__all__ = ["bubble", "cards", "confirm", "feedback", "notices", "preset_confirm", "say_at",
+           "sidebar"]
 
 _ICONS = {"queued": ":material/schedule:", "running": ":material/autorenew:",
           "finished": ":material/check_circle:", "cancelled": ":material/stop_circle:",
@@ -49,6 +51,37 @@ def feedback(slot: str) -> None:
         kind, text = queued
         show = {"success": st.success, "error": st.error, "warning": st.warning}
         show.get(kind, st.info)(escape_markdown(text))
+
+
+def confirm(text: str, key: str, on_answer: Callable[[Any], None], *, yes: str = "Yes",
+            no: str = "Cancel", more: Sequence[tuple[str, str]] = ()) -> None:
+    """Two-step confirmation next to the control that asked (Runs' delete, Agents' delete,
+    a preset over edited agents): a warning and buttons calling `on_answer(True)`,
+    `on_answer(False)` or `on_answer(value)` for each `(label, value)` in `more`.
+
+    Why inline, not a dialog: the question stays next to its cause, a rerun cannot lose it
+    (it lives in session state until answered), and AppTest can click it."""
+    with st.container(border=True, key=f"{key}_box"):
+        st.warning(text, icon=":material/warning:")
+        with st.container(horizontal=True, gap="small"):
+            st.button(yes, key=f"{key}_yes", type="primary", on_click=on_answer, args=(True,))
+            for label, value in more:
+                st.button(label, key=f"{key}_{value}", on_click=on_answer, args=(value,))
+            st.button(no, key=f"{key}_no", on_click=on_answer, args=(False,))
+
+
+def preset_confirm(session: SessionState, on_answer: Callable[[Any], None]) -> None:
+    """Ask before a preset replaces saved agents that differ from its own (the Agents and Run
+    pages' preset buttons): replace them, keep them and load the preset's as copies, or cancel.
+    """
+    if session.confirm_preset is None:
+        return
+    preset, changed = session.confirm_preset
+    names = ", ".join(escape_markdown(n) for n in changed)
+    confirm(f"The {escape_markdown(preset)} preset would replace your saved {names} "
+            "(they differ from the preset's). Nothing can undo that.", "confirm_preset",
+            on_answer, yes="Replace them", more=[("Keep mine, add the preset's as copies",
+                                                  "copies")])
 
 
 def bubble(message: Message, *, model: str | None = None, turn: int | None = None,

@@ -330,6 +330,16 @@ class JobRegistry:
             return [_task_snapshot(j) for j in self._owned(owner)
                     if j.chat is None and kind in (None, j.kind)]
 
+    def find_tasks(self, kind: str, match: Callable[[TaskSnapshot], bool]) -> list[TaskSnapshot]:
+        """Generic jobs of `kind` in this process, of any owner, that `match`: to reattach a
+        page to the job behind a stored id it was given (a sweep's `?sweep=`), as `?job=`
+        does for chats. Oldest first."""
+        with self._lock:
+            snaps = [_task_snapshot(j) for j in sorted(self._jobs.values(),
+                                                       key=lambda j: j.created_at)
+                     if j.chat is None and j.kind == kind]
+        return [s for s in snaps if match(s)]
+
     def _owned(self, owner: str) -> list[Job]:
         return sorted((j for j in self._jobs.values() if j.owner == owner),
                       key=lambda j: j.created_at)

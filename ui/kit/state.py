@@ -7,10 +7,18 @@ switches with `persist_state="session"`); everything else lives here.
 
 Provider keys are held only in this object, in the server's memory for this session: they are
 never written to the store, a file, a log, `os.environ` or the page (the repr hides them).
+
+Why a browser id in the URL (`?sid=<owner>`): a reload starts a new Streamlit session, and
+everything above would be gone, including which jobs are this browser's. The session's owner id
+(the job registry's owner, an unguessable uuid4 hex) rides along in the query string, so a reload
+picks the same owner up again and finds its jobs in the process-wide registry (`reattach`).
+Whoever has the URL has the jobs, as with `?job=`; keys are never in it, so they do not survive.
+Cookies would be nicer but Streamlit can only read them (st.context.cookies), not set them.
 """
 
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass, field
 
@@ -18,7 +26,11 @@ import streamlit as st
 
 from groupchat_core import DEFAULT_MODEL
 
+from .jobs import JobRegistry
+
 STATE_KEY = "groupchat_lab"
+BROWSER_PARAM = "sid"  # the query parameter that carries the browser's owner id
+_OWNER = re.compile(r"^[0-9a-f]{32}$")
 
 
 @dataclass
@@ -31,12 +43,14 @@ class SessionState:
     current_job: str | None = None
     sweep_jobs: list[str] = field(default_factory=list)  # this session's sweep jobs, oldest first
     roster: list[str] = field(default_factory=list)  # agents of the next run, in order
-    agent_order: list[str] = field(default_factory=list)  # order of the Agents page list
+    agent_order: list[str] = field(default_factory=list)  # the stored agent order, as last read
     editing: str | None = None  # agent shown in the form (None: a new agent)
     form_errors: dict[str, str] = field(default_factory=dict)
     default_model: str = DEFAULT_MODEL
     selected_run: str | None = None
-    confirm_delete: tuple[str, ...] = ()
+    confirm_delete: tuple[str, ...] = ()  # runs waiting for "Yes, delete" (Runs page)
+    confirm_agent_delete: str | None = None  # agent waiting for "Yes, delete" (Agents page)
+    confirm_preset: tuple[str, tuple[str, ...]] | None = None  # (preset, agents it would change)
     notices: list[tuple[str, str]] = field(default_factory=list)  # (kind, text), shown once
 
     def add_job(self, job_id: str) -> None:
@@ -57,12 +71,28 @@ class SessionState:
 
 
 def get() -> SessionState:
-    """This session's state, created on first use (setdefault-style)."""
+    """This session's state, created on first use (setdefault-style); a new session takes its
+    owner id from `?sid=` when the URL has a well-formed one (a reload of this browser)."""
     current = st.session_state.get(STATE_KEY)
     if not isinstance(current, SessionState):
-        current = SessionState()
+        sid = st.query_params.get(BROWSER_PARAM) or ""
+        current = SessionState(owner=sid) if _OWNER.match(sid) else SessionState()
         st.session_state[STATE_KEY] = current
     return current
+
+
+def reattach(session: SessionState, registry: JobRegistry) -> None:
+    """Keep the owner id in the URL (pages drop query parameters when switching) and adopt
+    the owner's jobs the registry still holds: after a reload, or started in another tab of
+    the same browser. Call once per script run, before any page renders."""
+    if st.query_params.get(BROWSER_PARAM) != session.owner:
+        st.query_params[BROWSER_PARAM] = session.owner
+    for job in registry.jobs_for(session.owner):
+        if job.id not in session.job_ids:
+            session.job_ids.append(job.id)
+    for task in registry.tasks_for(session.owner, "sweep"):
+        if task.id not in session.sweep_jobs:
+            session.sweep_jobs.append(task.id)
 
 
 def ordered(names: list[str], preferred: list[str]) -> list[str]:

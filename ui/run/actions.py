@@ -39,22 +39,49 @@ def param_values() -> dict[str, Any]:
 
 
 def on_load_preset(choice_key: str) -> None:
-    """Save the built-in room picked in widget `choice_key`, and make it the next run."""
+    """Save the built-in room picked in widget `choice_key`, and make it the next run; if that
+    would replace saved agents that differ from the preset's, ask first (`on_confirm_preset`).
+    """
     name = st.session_state[choice_key]
+    session = get()
+    try:
+        changed = logic.preset_conflicts(store_access.store(), PRESETS[name])
+    except StoreError as exc:
+        session.notify("error", str(exc))
+        return
+    if changed:
+        session.confirm_preset = (name, tuple(changed))
+        return
+    _load_preset(name, keep=())
+
+
+def on_confirm_preset(answer: bool | str) -> None:
+    """The answer to the preset question: True replaces, "copies" keeps the saved agents and
+    adds the preset's under new names, False cancels."""
+    session = get()
+    pending, session.confirm_preset = session.confirm_preset, None
+    if pending is None or answer is False:
+        return
+    name, changed = pending
+    _load_preset(name, keep=changed if answer == "copies" else ())
+
+
+def _load_preset(name: str, keep: tuple[str, ...]) -> None:
     session, preset = get(), PRESETS[name]
     try:
-        names = logic.load_preset(store_access.store(), preset)
+        names = logic.load_preset(store_access.store(), preset, keep=keep)
     except StoreError as exc:
         session.notify("error", str(exc))
         return
     session.roster = list(names)
-    session.agent_order = names + [n for n in session.agent_order if n not in names]
     st.session_state[ROSTER_KEY] = list(names)
     fill_params({**logic.default_params(),  # no run name: runs are labelled by their task
                  "description": preset.description, **preset.settings})
     st.session_state["run_task"] = preset.task
     store_access.invalidate()
-    session.notify("success", f"Loaded the {name} preset: {', '.join(names)}.")
+    session.agent_order = [a.agent_name for a in store_access.agents()]
+    kept = f" Your {', '.join(keep)} kept; the preset's saved as copies." if keep else ""
+    session.notify("success", f"Loaded the {name} preset: {', '.join(names)}.{kept}")
 
 
 def rename_in_roster(session: SessionState, old: str | None, new: str) -> None:
@@ -102,4 +129,7 @@ def on_start_run() -> None:
 
 
 def on_job_selected() -> None:
-    st.query_params["job"] = st.session_state["job_select"]
+    """The job picked in the selector is the one watched from now on (across page switches)."""
+    job_id = st.session_state["job_select"]
+    get().current_job = job_id
+    st.query_params["job"] = job_id

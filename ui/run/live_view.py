@@ -46,7 +46,9 @@ def adopt_job_from_url(registry: JobRegistry, session: SessionState) -> None:
 
 
 def pick_job(registry: JobRegistry, session: SessionState) -> str | None:
-    """This session's jobs, newest first; a selector when there are several."""
+    """This session's jobs, newest first; a selector when there are several. The job shown is
+    `session.current_job` (the one last started, picked or linked), whatever a selector left
+    behind on another page: coming back to Run shows the job you were watching."""
     snaps: dict[str, JobSnapshot] = {}
     for job_id in session.job_ids:
         try:
@@ -58,8 +60,7 @@ def pick_job(registry: JobRegistry, session: SessionState) -> str | None:
     ids = list(reversed(list(snaps)))
     current = session.current_job if session.current_job in snaps else ids[0]
     if len(ids) > 1:
-        if st.session_state.get("job_select") not in ids:
-            st.session_state["job_select"] = current
+        st.session_state["job_select"] = current  # before the selector is drawn
         current = st.selectbox("Job", ids, key="job_select", on_change=actions.on_job_selected,
                                format_func=lambda i: _job_label(snaps[i]))
     session.current_job = current

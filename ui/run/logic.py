@@ -74,9 +74,34 @@ PARAM_HELP = {
 # --- starting a run -----------------------------------------------------------------------
 
 
-def load_preset(store: RunStore, preset: Preset) -> list[str]:
-    """Save the preset's agents (replacing same-named ones) and the room as a store preset."""
-    agents = preset.build_agents()
+def preset_conflicts(store: RunStore, preset: Preset) -> list[str]:
+    """Saved agents the preset would replace that differ from the preset's own (edited)."""
+    saved = {a.agent_name: a.to_spec() for a in store.list_agents()}
+    return [a.agent_name for a in preset.build_agents()
+            if a.agent_name in saved and saved[a.agent_name] != a.to_spec()]
+
+
+def preset_copy_name(name: str, taken: Iterable[str]) -> str:
+    """`name (preset)`, or `name (preset 2)`, ...: a name not in `taken`."""
+    used = set(taken)
+    candidate, n = f"{name} (preset)", 2
+    while candidate in used:
+        candidate, n = f"{name} (preset {n})", n + 1
+    return candidate
+
+
+def load_preset(store: RunStore, preset: Preset, keep: Iterable[str] = ()) -> list[str]:
+    """Save the preset's agents and the room as a store preset; the saved agents named in
+    `keep` are left alone and the preset's versions saved as copies (`preset_copy_name`).
+    Returns the agents' names as saved, in the preset's order."""
+    keep, taken = set(keep), [a.agent_name for a in store.list_agents()]
+    agents = []
+    for agent in preset.build_agents():
+        if agent.agent_name in keep:
+            agent = agent.model_copy(update={"agent_name": preset_copy_name(agent.agent_name,
+                                                                            taken)})
+            taken.append(agent.agent_name)
+        agents.append(agent)
     store.save_agents(agents)
     store.save_preset(preset.name, preset.spec())
     return [a.agent_name for a in agents]

@@ -106,11 +106,53 @@ def _latest(registry: JobRegistry, session: SessionState) -> Any:
     return None
 
 
+def _adopt_from_url(registry: JobRegistry, session: SessionState) -> str | None:
+    """`?sweep=<id>` (a reload, a shared link): if this process runs that sweep, show its job
+    (with Stop) as the latest of this session; returns the id asked for."""
+    wanted = st.query_params.get("sweep")
+    if not wanted:
+        return None
+    mine = {svc.progress(s.events).sweep_id for s in registry.tasks_for(session.owner, "sweep")
+            if s.id in session.sweep_jobs}
+    if wanted not in mine:
+        running = registry.find_tasks("sweep", lambda s: not s.done and svc.progress(
+            s.events).sweep_id == wanted)
+        if running and running[-1].id not in session.sweep_jobs:
+            session.sweep_jobs.append(running[-1].id)
+    return wanted
+
+
+def _stored_status(store: RunStore, sweep_id: str) -> None:
+    """No job of this process runs sweep `sweep_id`: say what the store says. A sweep left
+    `running` by a dead process is marked interrupted first (then Results offers Resume)."""
+    try:
+        status = store.get_sweep(sweep_id)["status"]
+        if status == "running":
+            store.mark_interrupted()
+            status = store.get_sweep(sweep_id)["status"]
+    except StoreError as exc:
+        st.caption(f"sweep status: unknown · {escape_markdown(str(exc))}")
+        return
+    if status == "running":
+        st.caption(f"sweep status: running · {sweep_id[:8]} · in another process: stop it "
+                   "there (this page cannot)")
+    else:
+        st.caption(f"sweep status: {status} · {sweep_id[:8]} · not running here"
+                   + (": Resume under Results runs the rest" if status in svc.RESUMABLE
+                      else ""))
+
+
 def live(registry: JobRegistry, store: RunStore, session: SessionState) -> None:
-    """This session's latest sweep job: progress, live cells, Stop; Resume once stopped."""
+    """This session's latest sweep job: progress, live cells, Stop; Resume once stopped. A
+    sweep named in `?sweep=` shows its real status: live with Stop if this process runs it,
+    else as stored (interrupted, with Resume, if its process is gone)."""
+    wanted = _adopt_from_url(registry, session)
     snap = _latest(registry, session)
     if snap is None:
-        st.caption("sweep status: idle · no sweep yet in this session")
+        if wanted:
+            _stored_status(store, wanted)
+        else:
+            st.caption("sweep status: idle · no sweep yet in this session")
         return
     _focus(snap)
     running = not snap.done
