@@ -297,6 +297,8 @@ def test_no_readable_bid_stops_the_run_and_both_pages_say_why(app: AppTest, stor
     reasons = next(d.value for d in app.dataframe if list(d.value.columns)[:2] == ["agent",
                                                                                   "path"])
     assert set(reasons["agent"]) == {"Wordy", "Chatty"} and reasons["error"].notna().all()
+    app.session_state["analysis_tab"] = "Why?"  # only the open tab's content runs
+    app.run()
     outcomes = app.selectbox(key="explain_turn").options
     assert any("no agent produced a readable bid" in o for o in outcomes), outcomes
 
