@@ -223,13 +223,35 @@ def css_key(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "-", name.strip())
 
 
+def type_and_choose(page: Any, field: Any, text: str, option: Any) -> None:
+    """Type `text` into a selectbox/multiselect's input to filter its list, then click the
+    option, as a user does in a long list: the list is virtualized (only the options scrolled
+    into view are in the page), so an option far down is not there until the list is filtered.
+    A rerun that lands meanwhile redraws the widget, closing its list and clearing what was
+    typed, so this types again until the option is clicked."""
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while True:
+        wait_idle(page)
+        if not option.is_visible():
+            field.click()
+            field.fill(text)
+        try:
+            option.click(timeout=3_000)
+            return
+        except Exception:  # playwright's TimeoutError: the list closed (or never opened)
+            if time.monotonic() > deadline:
+                raise
+            page.keyboard.press("Escape")
+
+
 def pick_roster(page: Any, names: Sequence[str]) -> None:
-    """Choose agents, in order, in the Run page's multiselect."""
+    """Choose agents, in order, in the Run page's multiselect (typing each name, since the
+    saved agents keep their stored order and a new one sits at the end of a long list)."""
     box = page.locator(".st-key-run_roster")
     for name in names:
         literal = re.escape(name).replace("/", r"\/")  # playwright's selector ends at a `/`
         option = page.get_by_role("option", name=re.compile(f"^{literal} · "))
-        choose(page, box, option)
+        type_and_choose(page, fresh(page, ".st-key-run_roster input"), name, option)
         expect(box.get_by_text(name + " · ", exact=False)).to_be_visible(timeout=WAIT_MS)
     page.keyboard.press("Escape")
     wait_idle(page)  # a rerun in flight would redraw the form below and drop what is typed

@@ -47,8 +47,12 @@ FOUR_PLACES = """() => {
 AGREE_WHILE_RUNNING = "() => { const s = (" + FOUR_PLACES + """)();
   const m = s.caption && s.caption.match(
     /^sweep status: running · (\\d+) \\/ 4 cells finished · 1 running \\((\\d+) turns? so far\\)$/);
-  return m !== null && Number(m[2]) > 0 && s.caption === s.results
-    && s.caption === s.sidebar && s.caption.endsWith(' · ' + s.bar) ? s.caption : null; }"""
+  // each place redraws on its own every 0.5 s while turns keep coming: the turn count may
+  // differ by a redraw, the state and cell counts may not
+  const n = x => x && x.replace(/ \\((\\d+) turns? so far\\)$/, '');
+  return m !== null && Number(m[2]) > 0 && n(s.caption) === n(s.results)
+    && n(s.caption) === n(s.sidebar) && n(s.caption).endsWith(' · ' + n(s.bar))
+    ? s.caption : null; }"""
 # More turns in the running cell, or a cell finished, since `first` turns were counted.
 MOVED_ON = "(first) => { const s = (" + FOUR_PLACES + """)();
   const m = s.caption && s.caption.match(
@@ -65,14 +69,35 @@ def fill(page, key: str, value: str) -> None:
     expect(field).to_have_value(value, timeout=WAIT_MS)
 
 
+def start_sweep(page, attempts: int = 3) -> None:
+    """Click Start sweep; a rerun landing at that moment can swallow the click, so click again
+    only while the page's own status caption still says no sweep was started."""
+    line = fresh(page, '[data-testid="stCaptionContainer"]:not([data-testid="stSidebar"] *)'
+                 ).filter(has_text=re.compile(r"^sweep status: ")).first
+    for attempt in range(attempts):
+        wait_idle(page)
+        page.locator(".st-key-sw_start button").click()
+        try:
+            expect(line).to_have_text(re.compile(r"^sweep status: (?!idle)"), timeout=10_000)
+            return
+        except AssertionError:
+            if attempt == attempts - 1:
+                raise
+
+
 def test_a_sim_sweeps_status_moves_per_turn_and_reads_the_same_everywhere(
         app_server, app_db_url, page):
     suffix = uuid.uuid4().hex[:6]
-    # "0-..." sorts first, so these are the three agents the Saved agents picker starts with
-    agents = DEBATE_TRIO.build_agents(latency_s=0.05)
+    # Slow enough that a cell runs for seconds: the four places must get a moment to agree
+    # while it runs (each redraws every 0.5 s on its own).
+    agents = DEBATE_TRIO.build_agents(latency_s=0.15)
     for agent in agents:
         agent.agent_name = f"0-{suffix}-{agent.agent_name}"
-    RunStore(app_db_url).save_agents(agents)
+    store = RunStore(app_db_url)
+    store.save_agents(agents)
+    # A new agent goes to the end of the stored order (schema v5), after the agents other tests
+    # saved in this app: put these three first, where the Saved agents picker starts.
+    store.set_agent_order([a.agent_name for a in agents])
     page.goto(f"{app_server}/sweeps")
     expect(page.get_by_role("heading", name="Sweeps", exact=True)).to_be_visible(timeout=WAIT_MS)
     expect(fresh(page, '[data-testid="stCaptionContainer"]').filter(
@@ -98,8 +123,7 @@ def test_a_sim_sweeps_status_moves_per_turn_and_reads_the_same_everywhere(
     estimate = fresh(page, '[data-testid="stMarkdownContainer"]').filter(has_text="4 cells")
     expect(estimate).to_contain_text("estimated wall time up to", timeout=WAIT_MS)
     expect(estimate).to_contain_text("· 0 tokens ·")  # sims send no prompt
-    wait_idle(page)
-    page.locator(".st-key-sw_start button").click()
+    start_sweep(page)
 
     # A turn is counted before any cell finished, and all four places say the same.
     seen = page.wait_for_function(AGREE_WHILE_RUNNING, timeout=WAIT_MS).json_value()

@@ -35,6 +35,7 @@ from .conftest import (
     pick_roster,
     screenshot,
     set_number,
+    start_run,
     status_line,
     wait_idle,
 )
@@ -178,7 +179,7 @@ def test_payload_in_a_live_run_is_inert(app_server, app_db_url, page, beacon):
     page.locator(".st-key-run_task textarea").fill(payload(beacon, "task"))
     set_number(page, "run_param_max_loops", 6)
     set_number(page, "run_param_threshold", 0.2)
-    page.locator(".st-key-start_run button").click()
+    start_run(page)  # clicked again only while the status still says idle (a swallowed click)
     # a six-message run can finish between two refreshes of the live view: running may be skipped
     expect(status_line(page)).to_have_text(re.compile(r"^status: finished"), timeout=WAIT_MS)
 
