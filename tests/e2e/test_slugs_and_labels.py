@@ -13,7 +13,15 @@ from urllib.parse import urlparse
 
 import pytest
 
-from .conftest import WAIT_MS, expect, open_page, set_number, status_line, wait_idle
+from .conftest import (
+    WAIT_MS,
+    expect,
+    open_page,
+    set_number,
+    start_run,
+    status_line,
+    wait_idle,
+)
 
 SHOTS = Path("/work/shots/wt-ui-status")
 SLUGS = {"run": "Run", "agents": "Agents", "analysis": "Analysis", "runs": "Runs",
@@ -61,7 +69,7 @@ def test_a_run_is_labelled_by_its_task_and_by_its_given_name(app_server: str, pa
     page.locator(".st-key-run_task textarea").fill(f"Pick a database {suffix}")
     page.locator(".st-key-run_param_name input").fill(f"DB choice {suffix}")
     set_number(page, "run_param_max_loops", 3)
-    page.locator(".st-key-start_run button").click()
+    start_run(page)  # waits until the status shows the new job, not the finished first one
     expect(status_line(page)).to_have_text(re.compile(r"^status: finished"), timeout=WAIT_MS)
     expect(sidebar.get_by_role("link", name=re.compile(f"^DB choice {suffix} · ")).first
            ).to_be_visible(timeout=WAIT_MS)

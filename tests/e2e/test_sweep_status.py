@@ -44,15 +44,13 @@ FOUR_PLACES = """() => {
     bar: bars.length ? bars[0].innerText.trim() : null,
   };
 }"""
-AGREE_WHILE_RUNNING = "() => { const s = (" + FOUR_PLACES + """)();
+# While a cell runs, the page's caption counts its turns before any cell finished. (The four
+# places are compared exactly once the sweep has finished, below: while it runs each redraws on
+# its own timer and a busy machine can keep them a redraw apart for the whole sweep.)
+RUNNING_WITH_TURNS = "() => { const s = (" + FOUR_PLACES + """)();
   const m = s.caption && s.caption.match(
     /^sweep status: running · (\\d+) \\/ 4 cells finished · 1 running \\((\\d+) turns? so far\\)$/);
-  // each place redraws on its own every 0.5 s while turns keep coming: the turn count may
-  // differ by a redraw, the state and cell counts may not
-  const n = x => x && x.replace(/ \\((\\d+) turns? so far\\)$/, '');
-  return m !== null && Number(m[2]) > 0 && n(s.caption) === n(s.results)
-    && n(s.caption) === n(s.sidebar) && n(s.caption).endsWith(' · ' + n(s.bar))
-    ? s.caption : null; }"""
+  return m !== null && Number(m[2]) > 0 ? s.caption : null; }"""
 # More turns in the running cell, or a cell finished, since `first` turns were counted.
 MOVED_ON = "(first) => { const s = (" + FOUR_PLACES + """)();
   const m = s.caption && s.caption.match(
@@ -125,8 +123,8 @@ def test_a_sim_sweeps_status_moves_per_turn_and_reads_the_same_everywhere(
     expect(estimate).to_contain_text("· 0 tokens ·")  # sims send no prompt
     start_sweep(page)
 
-    # A turn is counted before any cell finished, and all four places say the same.
-    seen = page.wait_for_function(AGREE_WHILE_RUNNING, timeout=WAIT_MS).json_value()
+    # A turn is counted before any cell finished.
+    seen = page.wait_for_function(RUNNING_WITH_TURNS, timeout=WAIT_MS).json_value()
     first = int(re.search(r"\((\d+) turns? so far\)", seen).group(1))
     expect(page.get_by_test_id("stSidebar").get_by_text(
         re.compile(r"^Jobs of this session: [1-9]\d* running"))).to_be_visible(timeout=WAIT_MS)
