@@ -91,7 +91,9 @@ def run_from_page(at: AppTest, roster: list[str], task: str, *, name: str = "",
     assert not at.exception, [e.value for e in at.exception]
     job = session(at).current_job
     assert job, [e.value for e in at.error]
-    poll(at, lambda a: bool(re.match(r"status: (finished|error)", status(a))), "the run")
+    # this job's end, not the previous run's "finished" still on screen
+    poll(at, lambda a: bool(re.match(rf"status: (finished|error) · job {job}", status(a))),
+         "the run")
     return job
 
 
