@@ -2,13 +2,12 @@
 metric cards in a compact grid so the first chart comes early, every tab label in full.
 
 Before: the nine metric cards stacked one per row (~1,700 px of scrolling before any chart) and
-the tabs overflowed ("Downlo>"). Screenshots go to /work/shots/wt-ui-perf/ (outside the repo).
+the tabs overflowed ("Downlo>"). Screenshots go to artifacts/screenshots/ (git-ignored).
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,10 +16,10 @@ from groupchat_core import Agent, GroupChat
 from groupchat_core.store import RunStore
 from groupchat_core.testing import ScriptedBids
 
-from .conftest import WAIT_MS, expect, status_line, wait_idle, wait_plots
+from .conftest import SCREENSHOTS, WAIT_MS, expect, status_line, wait_idle, wait_plots
 
 PHONE = {"width": 390, "height": 844}
-SHOTS = Path("/work/shots/wt-ui-perf")
+SHOTS = SCREENSHOTS / "phone"  # artifacts/ (git-ignored), like every e2e screenshot
 FIRST_CHART_MAX_PX = 850  # title to first chart: about one phone screen (was ~2,100 px)
 OVERFLOW = "() => [document.documentElement.scrollWidth, window.innerWidth]"
 # Tops of the elements that match `sel`, relative to the top of the Analysis/Run title.

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import re
 import uuid
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 import pytest
 
 from .conftest import (
+    SCREENSHOTS,
     WAIT_MS,
     expect,
     open_page,
@@ -23,7 +23,7 @@ from .conftest import (
     wait_idle,
 )
 
-SHOTS = Path("/work/shots/wt-ui-status")
+SHOTS = SCREENSHOTS / "labels"  # artifacts/ (git-ignored), like every e2e screenshot
 SLUGS = {"run": "Run", "agents": "Agents", "analysis": "Analysis", "runs": "Runs",
          "sweeps": "Sweeps", "settings": "Settings"}
 
