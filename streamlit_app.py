@@ -1,7 +1,8 @@
 """GroupChat Lab dashboard entry point: page config, session state, sidebar, navigation.
 
 Offline by default (sim/ agents need no key). Pages live in app_pages/, registered explicitly:
-each reads state, takes input in forms and calls its own package in ui/ (ui/__init__.py).
+each reads state, takes input in forms and calls its own package in
+groupchat_ui/ (groupchat_ui/__init__.py).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import streamlit as st  # noqa: E402
 
-from ui.kit import components, state, store_access  # noqa: E402
+from groupchat_ui.kit import components, state, store_access  # noqa: E402
 
 st.set_page_config(page_title="GroupChat Lab", page_icon=":material/forum:", layout="wide")
 session = state.get()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import streamlit as st
 
 from groupchat_core import dump_agents
-from ui.agents import actions, view
-from ui.kit import components, state, store_access
-from ui.kit.presets import PRESETS
+from groupchat_ui.agents import actions, view
+from groupchat_ui.kit import components, state, store_access
+from groupchat_ui.kit.presets import PRESETS
 
 session = state.get()
 st.title("Agents")

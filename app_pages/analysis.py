@@ -5,8 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from groupchat_core import StoreError
-from ui.analysis import actions, view
-from ui.kit import components, state, store_access
+from groupchat_ui.analysis import actions, view
+from groupchat_ui.kit import components, state, store_access
 
 session = state.get()
 st.title("Analysis")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui.kit import components, state, store_access
-from ui.run import actions, live_view, view
+from groupchat_ui.kit import components, state, store_access
+from groupchat_ui.run import actions, live_view, view
 
 session = state.get()
 registry = store_access.job_registry()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from groupchat_core.store import RUN_STATUSES
-from ui.kit import components, state, store_access
-from ui.runs import actions, logic, view
+from groupchat_ui.kit import components, state, store_access
+from groupchat_ui.runs import actions, logic, view
 
 session = state.get()
 st.title("Runs")

@@ -8,9 +8,9 @@ import os
 import streamlit as st
 
 from groupchat_core import SIM_MODELS, max_inflight_calls
-from ui.kit import components, state, store_access
-from ui.kit.providers import PROVIDER_KEYS, model_label
-from ui.settings import actions, view
+from groupchat_ui.kit import components, state, store_access
+from groupchat_ui.kit.providers import PROVIDER_KEYS, model_label
+from groupchat_ui.settings import actions, view
 
 session = state.get()
 st.title("Settings")

@@ -73,9 +73,9 @@ def bench_functions(url: str, run_id: str, reps: int) -> dict[str, float]:
     """The page's data and figure work without Streamlit: what its cached reads and charts cost."""
     from groupchat_core import bids_csv, bundle_json, transcript_markdown
     from groupchat_core.analysis import speaker_metrics, transition_matrix
-    from ui.analysis import logic
-    from ui.analysis.view import TRANSCRIPT_PAGE
-    from ui.kit import charts
+    from groupchat_ui.analysis import logic
+    from groupchat_ui.analysis.view import TRANSCRIPT_PAGE
+    from groupchat_ui.kit import charts
 
     store = RunStore(url)
     record = store.load_run(run_id)
@@ -111,7 +111,7 @@ def bench_apptest(reps: int) -> dict[str, float]:
     transcript tab left empty; after one warm-up, so the cached reads are warm."""
     from streamlit.testing.v1 import AppTest
 
-    from ui.analysis import view as analysis_view
+    from groupchat_ui.analysis import view as analysis_view
 
     def render() -> None:
         at = AppTest.from_file(str(ROOT / "app_pages" / "analysis.py"), default_timeout=600)

@@ -25,10 +25,10 @@ from groupchat_core import (
     set_max_inflight_calls,
 )
 from groupchat_core.store import RunStore
-from ui.analysis import logic as analysis_logic
-from ui.kit import jobs as job_registry
-from ui.kit import store_access
-from ui.kit.state import STATE_KEY, SessionState
+from groupchat_ui.analysis import logic as analysis_logic
+from groupchat_ui.kit import jobs as job_registry
+from groupchat_ui.kit import store_access
+from groupchat_ui.kit.state import STATE_KEY, SessionState
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ("agents", "run", "analysis", "runs", "settings")

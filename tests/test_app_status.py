@@ -18,10 +18,10 @@ from streamlit.testing.v1 import AppTest
 from groupchat_core import Agent, GroupChat, bundle_json, forget_remembered_modes
 from groupchat_core.store import RunStore
 from groupchat_core.testing import FakeOpenAIServer, text, tool_call
-from ui.analysis import logic as analysis_logic
-from ui.kit import jobs as job_registry
-from ui.kit import store_access
-from ui.kit.state import STATE_KEY, SessionState
+from groupchat_ui.analysis import logic as analysis_logic
+from groupchat_ui.kit import jobs as job_registry
+from groupchat_ui.kit import store_access
+from groupchat_ui.kit.state import STATE_KEY, SessionState
 
 ROOT = Path(__file__).resolve().parents[1]
 DEADLINE_S = 30.0

@@ -16,9 +16,9 @@ from streamlit.testing.v1 import AppTest
 
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import sweep_results
-from ui.kit import jobs as job_registry
-from ui.kit import store_access
-from ui.kit.presets import DEBATE_TRIO
+from groupchat_ui.kit import jobs as job_registry
+from groupchat_ui.kit import store_access
+from groupchat_ui.kit.presets import DEBATE_TRIO
 
 ROOT = Path(__file__).resolve().parents[1]
 DEADLINE_S = 60.0

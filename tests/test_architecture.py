@@ -1,11 +1,12 @@
-"""Import directions (DESIGN.md): app_pages -> ui -> groupchat_core, never back; ui organised by
-page (ui/X/ for app_pages/X.py) over a shared kit; and a naming rule for which ui modules may
-import streamlit, so the engine, the CLI and the pure helpers stay light and testable without a
-script run.
+"""Import directions (DESIGN.md): app_pages -> groupchat_ui -> groupchat_core, never back;
+groupchat_ui organised by page (groupchat_ui/X/ for app_pages/X.py) over a shared kit; and a
+naming rule for which ui modules may import streamlit, so the engine, the CLI and the pure
+helpers stay light and testable without a script run.
 
-The rule (documented in ui/__init__.py): `view.py`, `*_view.py` and `actions.py` may import
-streamlit, and so may `state.py`, `store_access.py` and `components.py` in ui/kit/; every other
-ui module is pure: it imports neither streamlit nor (transitively) a ui module that does.
+The rule (documented in groupchat_ui/__init__.py): `view.py`, `*_view.py` and `actions.py` may
+import streamlit, and so may `state.py`, `store_access.py` and `components.py` in
+groupchat_ui/kit/; every other ui module is pure: it imports neither streamlit nor
+(transitively) a ui module that does.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-UI = ROOT / "ui"
+UI = ROOT / "groupchat_ui"
 PAGES = ROOT / "app_pages"
 KIT_STREAMLIT = {"state", "store_access", "components"}
-# Benchmarks of the dashboard itself import ui and streamlit; every other benchmark is engine-only.
+# Benchmarks of the dashboard itself import groupchat_ui and streamlit; every other benchmark is
+# engine-only.
 DASHBOARD_BENCHMARKS = ("dashboard",)
 
 
@@ -40,7 +42,7 @@ def imported_roots(path: Path) -> set[str]:
 
 
 def dotted(path: Path) -> str:
-    """ui/run/logic.py -> ui.run.logic; ui/kit/__init__.py -> ui.kit."""
+    """groupchat_ui/run/logic.py -> groupchat_ui.run.logic; .../kit/__init__.py -> ....kit."""
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
@@ -59,14 +61,15 @@ def ui_imports(path: Path) -> set[str]:
     found: set[str] = set()
     for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names if alias.name.split(".")[0] == "ui")
+            found.update(alias.name for alias in node.names
+                         if alias.name.split(".")[0] == "groupchat_ui")
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package[:len(package) - node.level + 1]
                 module = ".".join([*base, *(node.module.split(".") if node.module else [])])
             else:
                 module = node.module or ""
-            if module.split(".")[0] != "ui":
+            if module.split(".")[0] != "groupchat_ui":
                 continue
             found.add(module)
             found.update(f"{module}.{alias.name}" for alias in node.names)
@@ -91,7 +94,7 @@ def page_packages() -> list[str]:
 
 def test_the_engine_never_imports_streamlit_ui_pages_or_benchmarks():
     for path in (ROOT / "groupchat_core").rglob("*.py"):
-        bad = imported_roots(path) & {"streamlit", "ui", "app_pages", "bench", "tests"}
+        bad = imported_roots(path) & {"streamlit", "groupchat_ui", "app_pages", "bench", "tests"}
         assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
 
 
@@ -100,7 +103,7 @@ def test_engine_benchmarks_never_import_streamlit_ui_or_pages():
     for path in (ROOT / "bench").glob("*.py"):
         if path.stem in DASHBOARD_BENCHMARKS:
             continue
-        bad = imported_roots(path) & {"streamlit", "ui", "app_pages"}
+        bad = imported_roots(path) & {"streamlit", "groupchat_ui", "app_pages"}
         assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
         checked += 1
     assert checked >= 3  # engine, store, sweeps
@@ -122,12 +125,12 @@ def test_ui_has_one_package_per_page_over_a_kit():
     assert page_packages() == pages
     assert (UI / "kit" / "__init__.py").exists()
     assert not [p.name for p in UI.glob("*.py") if p.name != "__init__.py"], \
-        "ui/ holds only packages: put a module in its page's package or in ui/kit/"
+        "groupchat_ui/ holds only packages: put a module in its page's package or in kit/"
 
 
 def test_pages_call_only_the_kit_and_their_own_package():
     for path in PAGES.glob("*.py"):
-        allowed = ("ui.kit", f"ui.{path.stem}")
+        allowed = ("groupchat_ui.kit", f"groupchat_ui.{path.stem}")
         for name in ui_imports(path):
             assert name.startswith(allowed), f"app_pages/{path.name} imports {name}"
 
@@ -148,13 +151,15 @@ def test_packages_depend_on_the_kit_and_reach_other_pages_only_through_actions()
 
 def test_the_rule_sorts_modules_by_name():
     pure = set(pure_ui())
-    assert {"ui.kit.jobs", "ui.kit.charts", "ui.kit.safety", "ui.run.logic", "ui.agents.logic",
-            "ui.sweeps.logic", "ui.sweeps.charts"} <= pure
+    assert {"groupchat_ui.kit.jobs", "groupchat_ui.kit.charts", "groupchat_ui.kit.safety",
+            "groupchat_ui.run.logic", "groupchat_ui.agents.logic",
+            "groupchat_ui.sweeps.logic", "groupchat_ui.sweeps.charts"} <= pure
     streamlit_side = set(ui_files()) - pure
-    assert {"ui.kit.state", "ui.kit.components", "ui.run.live_view", "ui.agents.actions",
-            "ui.sweeps.results_view"} <= streamlit_side
+    assert {"groupchat_ui.kit.state", "groupchat_ui.kit.components", "groupchat_ui.run.live_view",
+            "groupchat_ui.agents.actions", "groupchat_ui.sweeps.results_view"} <= streamlit_side
     assert ui_imports(UI / "agents" / "actions.py") >= {
-        "ui.agents.logic", "ui.kit.store_access", "ui.kit.state", "ui.run.actions"}
+        "groupchat_ui.agents.logic", "groupchat_ui.kit.store_access", "groupchat_ui.kit.state",
+        "groupchat_ui.run.actions"}
 
 
 def test_only_page_facing_modules_import_streamlit():
@@ -188,7 +193,7 @@ def test_no_function_is_defined_twice_in_one_package():
                         for node in parsed(path).body
                         if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"))
         twice = sorted(n for n, count in names.items() if count > 1)
-        assert not twice, f"ui/{package.name} defines {twice} more than once"
+        assert not twice, f"groupchat_ui/{package.name} defines {twice} more than once"
 
 
 def test_one_job_table_with_one_terminal_set():
@@ -196,14 +201,14 @@ def test_one_job_table_with_one_terminal_set():
                 if any(isinstance(node, ast.Assign | ast.AnnAssign) and "TERMINAL" in ast.unparse(
                     node.targets[0] if isinstance(node, ast.Assign) else node.target)
                     for node in parsed(path).body)]
-    assert defining == ["ui.kit.jobs"]
+    assert defining == ["groupchat_ui.kit.jobs"]
     submitting = [dotted(path) for path in UI.rglob("*.py") if "background_loop" in
                   {alias.name for node in ast.walk(parsed(path)) if isinstance(node, ast.ImportFrom)
                    for alias in node.names}]
-    assert submitting == ["ui.kit.jobs"]
+    assert submitting == ["groupchat_ui.kit.jobs"]
 
 
 def test_pages_are_thin():
     for path in PAGES.glob("*.py"):
         lines = len(path.read_text(encoding="utf-8").splitlines())
-        assert lines <= 150, f"{path.name} has {lines} lines: move logic into ui/"
+        assert lines <= 150, f"{path.name} has {lines} lines: move logic into groupchat_ui/"

@@ -354,7 +354,7 @@ def test_a_run_that_stopped_because_every_bid_failed_imports_back(store, other_s
 
 
 def test_the_dashboard_import_refuses_a_contradiction_and_changes_nothing(store):
-    from ui.runs import logic as services
+    from groupchat_ui.runs import logic as services
 
     data = trio_bundle(store)
     bid(data, 2, "Cara")["winner"] = True

@@ -10,7 +10,7 @@ from scripted_trio import trio_record
 from groupchat_core import Agent, GroupChat, RunRecord
 from groupchat_core.analysis import speaker_metrics, transition_matrix
 from groupchat_core.testing import ScriptedBids
-from ui.kit import charts
+from groupchat_ui.kit import charts
 
 
 @pytest.fixture(scope="module")

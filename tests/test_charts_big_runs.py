@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ui.kit import charts
+from groupchat_ui.kit import charts
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,7 +10,7 @@ import re
 import pytest
 from markdown_it import MarkdownIt
 
-from ui.kit.safety import escape_markdown, redact, safe_markdown
+from groupchat_ui.kit.safety import escape_markdown, redact, safe_markdown
 
 MD = MarkdownIt("commonmark").enable("strikethrough")
 

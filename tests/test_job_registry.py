@@ -9,8 +9,8 @@ import pytest
 
 from groupchat_core import Agent, GroupChat, RunStarted
 from groupchat_core.testing import ScriptedBid, ScriptedBids
-from ui.kit import jobs as job_registry
-from ui.kit.jobs import JobRegistry, JobSnapshot
+from groupchat_ui.kit import jobs as job_registry
+from groupchat_ui.kit.jobs import JobRegistry, JobSnapshot
 
 DEADLINE_S = 20.0
 

@@ -90,7 +90,7 @@ def test_bid_log_of_a_short_chat(llm: LocalLLMServer) -> None:
 
 def test_the_dashboard_preset_runs_against_the_local_server(llm: LocalLLMServer) -> None:
     """The Local LLM preset needs no key; only the port differs from `make llm`'s."""
-    from ui.kit.presets import LOCAL_LLM_DEBATE, LOCAL_LLM_URL
+    from groupchat_ui.kit.presets import LOCAL_LLM_DEBATE, LOCAL_LLM_URL
 
     agents = LOCAL_LLM_DEBATE.build_agents()[:2]
     assert all(a.api_base == LOCAL_LLM_URL and a.api_key is None for a in agents)

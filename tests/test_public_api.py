@@ -31,7 +31,7 @@ from groupchat_core.analysis import whatif_pivot
 ROOT = Path(__file__).resolve().parents[1]
 PUBLIC_PACKAGES = ("groupchat_core", "groupchat_core.store", "groupchat_core.sweeps",
                    "groupchat_core.analysis", "groupchat_core.testing")
-CLIENTS = ("ui", "app_pages", "bench", "streamlit_app.py")  # code outside the engine
+CLIENTS = ("groupchat_ui", "app_pages", "bench", "streamlit_app.py")  # code outside the engine
 
 
 def private_uses(source: str) -> list[str]:
@@ -72,7 +72,7 @@ from groupchat_core._records import Bid
 from groupchat_core.store._connect import safe_url
 from groupchat_core import _errors
 from groupchat_core.sweeps import run_sweep
-from ui.job_registry import JobRegistry
+from groupchat_ui.job_registry import JobRegistry
 from . import _local
 groupchat_core._model_calls.litellm_module()
 groupchat_core.prepare_litellm()

@@ -147,13 +147,13 @@ def test_one_csv_defuser_for_bids_and_sweep_results(store, server):
 def test_nothing_writes_csv_but_the_one_defuser():
     """grep to_csv over the engine, the dashboard and its pages: only _exports.frame_csv."""
     found = []
-    for folder in ("groupchat_core", "ui", "app_pages"):
+    for folder in ("groupchat_core", "groupchat_ui", "app_pages"):
         for path in (ROOT / folder).rglob("*.py"):
             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
                 if ".to_csv(" in line:
                     found.append(f"{path.relative_to(ROOT)}:{number}")
     assert len(found) == 1 and found[0].startswith("groupchat_core/_exports.py"), found
-    view = (ROOT / "ui" / "sweeps" / "results_view.py").read_text(encoding="utf-8")
+    view = (ROOT / "groupchat_ui" / "sweeps" / "results_view.py").read_text(encoding="utf-8")
     assert "frame_csv(frame)" in view
 
 

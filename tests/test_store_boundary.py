@@ -53,7 +53,7 @@ def store_leaks(path: Path, source: str | None = None) -> list[str]:
 
 def _checked_files() -> list[Path]:
     files = [p for p in (ROOT / "groupchat_core").rglob("*.py") if STORE not in p.parents]
-    for folder in ("ui", "app_pages", "bench"):
+    for folder in ("groupchat_ui", "app_pages", "bench"):
         files += (ROOT / folder).rglob("*.py")
     return [*files, *ROOT.glob("*.py")]
 

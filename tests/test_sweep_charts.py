@@ -8,9 +8,9 @@ import pytest
 from groupchat_core import ConfigError
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import aggregate, run_sweep, sweep_results
-from ui.kit.presets import DEBATE_TRIO
-from ui.sweeps import charts
-from ui.sweeps import logic as svc
+from groupchat_ui.kit.presets import DEBATE_TRIO
+from groupchat_ui.sweeps import charts
+from groupchat_ui.sweeps import logic as svc
 
 BY = ["threshold", "recency_penalty", "recency_window"]
 
@@ -200,7 +200,7 @@ def test_display_frames_show_a_dash_for_what_a_running_cell_lacks():
 
 
 def test_sweep_status_counts_finished_and_running_cells_and_their_turns_from_the_store():
-    from ui.kit.sweep_status import forget_reads, sweep_status
+    from groupchat_ui.kit.sweep_status import forget_reads, sweep_status
 
     events: list = []
     spec = svc.build_spec(DEBATE_TRIO.build_agents(0), ["Debate."],

@@ -25,12 +25,12 @@ from groupchat_core import (
 )
 from groupchat_core.analysis import speaker_metrics
 from groupchat_core.store import RunStore
-from ui.agents import logic as agent_logic
-from ui.analysis import logic as analysis_logic
-from ui.kit import metrics, presets, providers
-from ui.kit.jobs import JobRegistry
-from ui.run import logic as run_logic
-from ui.runs import logic as runs_logic
+from groupchat_ui.agents import logic as agent_logic
+from groupchat_ui.analysis import logic as analysis_logic
+from groupchat_ui.kit import metrics, presets, providers
+from groupchat_ui.kit.jobs import JobRegistry
+from groupchat_ui.run import logic as run_logic
+from groupchat_ui.runs import logic as runs_logic
 
 SECRET = "sk-unit-0123456789SECRET"
 
@@ -333,7 +333,7 @@ def test_a_session_key_reaches_the_provider_but_never_the_store(store: RunStore,
 
 
 def test_run_label_names_a_run_by_its_given_name_else_its_task():
-    from ui.kit import labels
+    from groupchat_ui.kit import labels
 
     started = "2026-12-01T08:04:13.123456+00:00"
     plain = labels.run_label("dynamic-groupchat", "Should we adopt AI\nfor diagnosis?", started,
@@ -349,7 +349,7 @@ def test_run_label_names_a_run_by_its_given_name_else_its_task():
 
 
 def test_local_time_drops_the_T_and_the_microseconds():
-    from ui.kit import labels
+    from groupchat_ui.kit import labels
 
     value = "2026-12-01T08:04:13.123456+00:00"
     shown = labels.local_time(value)
@@ -466,7 +466,7 @@ def test_preflight_lists_missing_keys_and_a_session_key_clears_them(monkeypatch)
 
 
 def test_remembered_modes_table():
-    from ui.settings import logic as settings_logic
+    from groupchat_ui.settings import logic as settings_logic
 
     mode = groupchat_core.RememberedMode("openai/x", None, "abc", "json", 245.4)
     table = settings_logic.modes_table([mode])

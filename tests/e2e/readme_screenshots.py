@@ -39,7 +39,7 @@ def record_runs(db_url: str) -> None:
     """Offline runs of both presets with a few seeds, recorded into the app's store."""
     from groupchat_core import GroupChat, is_sim_model
     from groupchat_core.store import RunStore
-    from ui.kit.presets import PRESETS
+    from groupchat_ui.kit.presets import PRESETS
 
     store = RunStore(db_url)
     offline = [p for p in PRESETS.values() if all(is_sim_model(a[2]) for a in p.agents)]

@@ -13,7 +13,7 @@ import re
 import uuid
 
 from groupchat_core.store import RunStore
-from ui.kit.presets import DEBATE_TRIO
+from groupchat_ui.kit.presets import DEBATE_TRIO
 
 from .conftest import WAIT_MS, choose, expect, fresh, screenshot, wait_idle
 

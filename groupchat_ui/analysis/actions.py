@@ -9,8 +9,8 @@ from __future__ import annotations
 import streamlit as st
 
 from groupchat_core import ConfigError, StoreError
-from ui.kit import store_access
-from ui.kit.state import get
+from groupchat_ui.kit import store_access
+from groupchat_ui.kit.state import get
 
 from . import logic
 

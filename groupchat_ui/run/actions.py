@@ -13,10 +13,10 @@ from typing import Any
 import streamlit as st
 
 from groupchat_core import ConfigError, StoreError
-from ui.kit import store_access
-from ui.kit.components import say_at
-from ui.kit.presets import PRESETS
-from ui.kit.state import SessionState, get, move
+from groupchat_ui.kit import store_access
+from groupchat_ui.kit.components import say_at
+from groupchat_ui.kit.presets import PRESETS
+from groupchat_ui.kit.state import SessionState, get, move
 
 from . import logic
 

@@ -29,10 +29,10 @@ from groupchat_core import (
     prepare_litellm,
 )
 from groupchat_core.store import RunStore
-from ui.kit.jobs import JobRegistry
-from ui.kit.presets import Preset
-from ui.kit.providers import LIMITS_HELP, missing_keys, with_session_keys
-from ui.kit.safety import redact
+from groupchat_ui.kit.jobs import JobRegistry
+from groupchat_ui.kit.presets import Preset
+from groupchat_ui.kit.providers import LIMITS_HELP, missing_keys, with_session_keys
+from groupchat_ui.kit.safety import redact
 
 CHAT_PARAMS = ("name", "description", "max_loops", "threshold", "recency_penalty",
                "recency_window", "idle_timeout", "output_type", "seed", "bid_timeout",

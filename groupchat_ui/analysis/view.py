@@ -13,15 +13,15 @@ import streamlit as st
 
 from groupchat_core import Message, format_cost
 from groupchat_core.analysis import explain_turn, speaker_metrics, transition_matrix
-from ui.kit import charts
-from ui.kit.components import bubble, cards
-from ui.kit.jobs import JobRegistry
-from ui.kit.labels import local_time, run_title
-from ui.kit.metrics import PHONE_CSS, metric_cards
-from ui.kit.providers import model_label
-from ui.kit.safety import escape_markdown
-from ui.kit.state import SessionState
-from ui.kit.store_access import RunData, downloads
+from groupchat_ui.kit import charts
+from groupchat_ui.kit.components import bubble, cards
+from groupchat_ui.kit.jobs import JobRegistry
+from groupchat_ui.kit.labels import local_time, run_title
+from groupchat_ui.kit.metrics import PHONE_CSS, metric_cards
+from groupchat_ui.kit.providers import model_label
+from groupchat_ui.kit.safety import escape_markdown
+from groupchat_ui.kit.state import SessionState
+from groupchat_ui.kit.store_access import RunData, downloads
 
 from . import actions, logic
 

@@ -18,10 +18,10 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from groupchat_core import SIM_MODELS, Agent
-from ui.kit.components import confirm
-from ui.kit.providers import LIMITS_HELP, MODEL_HINT, SIM_NOTE, model_label
-from ui.kit.safety import escape_markdown
-from ui.kit.state import SessionState
+from groupchat_ui.kit.components import confirm
+from groupchat_ui.kit.providers import LIMITS_HELP, MODEL_HINT, SIM_NOTE, model_label
+from groupchat_ui.kit.safety import escape_markdown
+from groupchat_ui.kit.state import SessionState
 
 from . import actions
 from .actions import AGENT_KEYS, OTHER_MODEL

@@ -13,8 +13,8 @@ import pandas as pd
 from groupchat_core import format_cost, import_bundle
 from groupchat_core.analysis import SpeakerMetrics
 from groupchat_core.store import RunStore
-from ui.kit.labels import local_time, row_label, run_label
-from ui.kit.metrics import Card, metric_cards
+from groupchat_ui.kit.labels import local_time, row_label, run_label
+from groupchat_ui.kit.metrics import Card, metric_cards
 
 TABLE_COLUMNS = ["run", "started", "status", "stop_reason", "agents", "turns", "threshold",
                  "recency_penalty", "recency_window", "max_loops", "cost", "task", "name",

@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from groupchat_core.sweeps import heatmap_frame
-from ui.kit.charts import PALETTE, empty_figure
+from groupchat_ui.kit.charts import PALETTE, empty_figure
 
 METRIC_LABELS: dict[str, str] = {
     "messages": "mean chat length (messages)",

@@ -14,8 +14,8 @@ import pandas as pd
 
 from groupchat_core import GroupChat
 from groupchat_core.store import RunStore
-from ui.kit.labels import row_label
-from ui.kit.presets import DEBATE_TRIO
+from groupchat_ui.kit.labels import row_label
+from groupchat_ui.kit.presets import DEBATE_TRIO
 
 DEMO_NAME = "Demo debate"
 ENDED = frozenset({"finished", "cancelled", "error"})  # not running, not cut off mid-way

@@ -11,9 +11,9 @@ from typing import Any
 import streamlit as st
 
 from groupchat_core import ConfigError, forget_remembered_modes, set_max_inflight_calls
-from ui.kit.components import say_at
-from ui.kit.providers import PROVIDER_KEYS
-from ui.kit.state import get
+from groupchat_ui.kit.components import say_at
+from groupchat_ui.kit.providers import PROVIDER_KEYS
+from groupchat_ui.kit.state import get
 
 
 def on_save_keys() -> None:

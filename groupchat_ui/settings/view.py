@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from groupchat_core import remembered_modes as engine_modes
-from ui.kit.components import feedback
+from groupchat_ui.kit.components import feedback
 
 from . import actions, logic
 

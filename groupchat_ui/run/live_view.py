@@ -15,14 +15,14 @@ from typing import Any
 import streamlit as st
 
 from groupchat_core import Bid, Message, RunRecord
-from ui.kit import charts
-from ui.kit.components import bubble, cards
-from ui.kit.jobs import JobRegistry, JobSnapshot
-from ui.kit.labels import run_label
-from ui.kit.metrics import PHONE_CSS
-from ui.kit.providers import failure_hint, model_label
-from ui.kit.safety import escape_markdown, redact
-from ui.kit.state import SessionState
+from groupchat_ui.kit import charts
+from groupchat_ui.kit.components import bubble, cards
+from groupchat_ui.kit.jobs import JobRegistry, JobSnapshot
+from groupchat_ui.kit.labels import run_label
+from groupchat_ui.kit.metrics import PHONE_CSS
+from groupchat_ui.kit.providers import failure_hint, model_label
+from groupchat_ui.kit.safety import escape_markdown, redact
+from groupchat_ui.kit.state import SessionState
 
 from . import actions, logic
 

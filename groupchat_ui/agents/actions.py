@@ -15,10 +15,15 @@ import streamlit as st
 from pydantic import ValidationError
 
 from groupchat_core import SIM_MODELS, Agent, ConfigError, StoreError
-from ui.kit import store_access
-from ui.kit.components import say_at
-from ui.kit.state import SessionState, get, move
-from ui.run.actions import drop_from_roster, on_confirm_preset, on_load_preset, rename_in_roster
+from groupchat_ui.kit import store_access
+from groupchat_ui.kit.components import say_at
+from groupchat_ui.kit.state import SessionState, get, move
+from groupchat_ui.run.actions import (
+    drop_from_roster,
+    on_confirm_preset,
+    on_load_preset,
+    rename_in_roster,
+)
 
 from . import logic
 

@@ -17,8 +17,8 @@ from groupchat_core import ConfigError, StoreError
 from groupchat_core.analysis import whatif_pivot, whatif_run
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import aggregate, frame_csv, sweep_results, sweep_summary
-from ui.kit.jobs import JobRegistry
-from ui.kit.safety import escape_markdown
+from groupchat_ui.kit.jobs import JobRegistry
+from groupchat_ui.kit.safety import escape_markdown
 
 from . import charts
 from . import logic as svc
@@ -50,7 +50,7 @@ def pick(store: RunStore) -> str | None:
 def header(store: RunStore, sweep_id: str, registry: JobRegistry | None = None,
            owner: str | None = None) -> dict[str, Any]:
     """The sweep's status line (the same as the live panel's and the sidebar's, from
-    ui/kit/sweep_status.py) and totals, redrawn every half second while the sweep runs; the
+    kit/sweep_status.py) and totals, redrawn every half second while the sweep runs; the
     sim note when its agents are sims. Returns the summary read at this script run."""
     info = sweep_summary(store, sweep_id)
     live = svc.status_of(store, info["sweep_id"], registry, owner).live

@@ -10,8 +10,8 @@ import pandas as pd
 import streamlit as st
 
 from groupchat_core.analysis import speaker_metrics
-from ui.kit import store_access
-from ui.kit.store_access import RunData
+from groupchat_ui.kit import store_access
+from groupchat_ui.kit.store_access import RunData
 
 from . import logic
 

@@ -15,11 +15,11 @@ from typing import Any
 import streamlit as st
 
 from groupchat_core import OUTPUT_TYPES, Agent
-from ui.kit.components import feedback
-from ui.kit.presets import PRESETS
-from ui.kit.providers import SIM_NOTE, model_label
-from ui.kit.safety import escape_markdown
-from ui.kit.state import SessionState, ordered
+from groupchat_ui.kit.components import feedback
+from groupchat_ui.kit.presets import PRESETS
+from groupchat_ui.kit.providers import SIM_NOTE, model_label
+from groupchat_ui.kit.safety import escape_markdown
+from groupchat_ui.kit.state import SessionState, ordered
 
 from . import actions, logic
 

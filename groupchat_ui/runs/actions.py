@@ -9,10 +9,10 @@ from __future__ import annotations
 import streamlit as st
 
 from groupchat_core import ConfigError, StoreError
-from ui.analysis.actions import select_run
-from ui.kit import store_access
-from ui.kit.components import say_at
-from ui.kit.state import get
+from groupchat_ui.analysis.actions import select_run
+from groupchat_ui.kit import store_access
+from groupchat_ui.kit.components import say_at
+from groupchat_ui.kit.state import get
 
 from . import logic
 

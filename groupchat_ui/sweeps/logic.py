@@ -28,8 +28,8 @@ from groupchat_core.sweeps import (
     parse_sweep,
     plan_sweep,
 )
-from ui.kit.jobs import JobRegistry
-from ui.kit.sweep_status import MISSING, SweepStatus, sweep_status
+from groupchat_ui.kit.jobs import JobRegistry
+from groupchat_ui.kit.sweep_status import MISSING, SweepStatus, sweep_status
 
 GRID_AXES = ("threshold", "recency_penalty", "recency_window")
 DEFAULT_GRID = {"threshold": "0.3, 0.4, 0.5, 0.6, 0.7", "recency_penalty": "0.0, 0.15, 0.3, 0.45",
@@ -169,7 +169,7 @@ def _cell_text(value: Any) -> str:
 
 def status_of(store: RunStore, sweep_id: str, registry: JobRegistry | None = None,
               owner: str | None = None) -> SweepStatus:
-    """The one status of a stored sweep (ui/kit/sweep_status.py), with this session's job
+    """The one status of a stored sweep (groupchat_ui/kit/sweep_status.py), with this session's job
     for it when there is one (so a pressed Stop reads `stopping` here too)."""
     job = None
     if registry is not None and owner is not None:
@@ -179,7 +179,7 @@ def status_of(store: RunStore, sweep_id: str, registry: JobRegistry | None = Non
 
 
 def job_status(store: RunStore, snap: Any) -> SweepStatus:
-    """The one status of a sweep job (ui/kit/sweep_status.py); the same line everywhere."""
+    """The one status of a sweep job (kit/sweep_status.py); the same line everywhere."""
     return sweep_status(store, job=snap)
 
 

@@ -3,5 +3,5 @@ rendering components (`components`), untrusted-text rendering (`safety`), pure p
 builders (`charts`), metric cards (`metrics`), built-in rooms (`presets`), provider keys and
 failure hints (`providers`), and the one job table over the engine's background loop (`jobs`).
 
-Nothing is imported here, so `import ui.kit.charts` stays free of streamlit.
+Nothing is imported here, so `import groupchat_ui.kit.charts` stays free of streamlit.
 """

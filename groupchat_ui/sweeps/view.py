@@ -15,10 +15,10 @@ import streamlit as st
 from groupchat_core import Agent, ConfigError, StoreError
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import SweepSpec
-from ui.kit.jobs import JobRegistry
-from ui.kit.presets import PRESETS
-from ui.kit.safety import escape_markdown
-from ui.kit.state import SessionState
+from groupchat_ui.kit.jobs import JobRegistry
+from groupchat_ui.kit.presets import PRESETS
+from groupchat_ui.kit.safety import escape_markdown
+from groupchat_ui.kit.state import SessionState
 
 from . import logic as svc
 
@@ -178,7 +178,7 @@ def _focus(snap: Any) -> None:
 
 
 def _render(registry: JobRegistry, store: RunStore, session: SessionState, snap: Any) -> None:
-    """The job's status: the same line (ui/kit/sweep_status.py) as Results and the sidebar."""
+    """The job's status: the same line (kit/sweep_status.py) as Results and the sidebar."""
     try:
         status = svc.job_status(store, snap)
     except StoreError as exc:
