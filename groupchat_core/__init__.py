@@ -56,6 +56,7 @@ from ._selection import select_speaker
 from ._sim import PERSONAS as _PERSONAS
 from ._sim import SIM_PREFIX as _SIM_PREFIX
 from ._sim import is_sim_model
+from ._version import app_version, litellm_version
 
 if TYPE_CHECKING:
     from ._bundles import bundle_json, dump_agents, import_bundle, load_agents_text
@@ -97,6 +98,8 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
 
 
+__version__ = app_version()
+
 __all__ = [
     "DEFAULT_BID_PROMPT",
     "DEFAULT_MODEL",
@@ -128,6 +131,7 @@ __all__ = [
     "Turn",
     "TurnCompleted",
     "TurnStarted",
+    "app_version",
     "background_loop",
     "bids_csv",
     "bundle_json",
@@ -139,6 +143,7 @@ __all__ = [
     "format_decimal",
     "import_bundle",
     "is_sim_model",
+    "litellm_version",
     "load_agents_text",
     "load_spec",
     "load_spec_text",

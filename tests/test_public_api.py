@@ -126,7 +126,21 @@ def test_the_package_api_is_pinned():
         # exports, bundles and agents files
         "bids_csv", "transcript_markdown", "bundle_json", "import_bundle", "dump_agents",
         "load_agents_text",
+        # which code wrote a record
+        "app_version", "litellm_version",
     ])
+
+
+def test_the_checkout_version_matches_pyproject():
+    """An uninstalled checkout reports APP_VERSION; it must be the version pyproject builds."""
+    import tomllib
+
+    from groupchat_core import _version
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert _version.APP_VERSION == project["version"]
+    assert groupchat_core.__version__ == groupchat_core.app_version()
+    assert groupchat_core.litellm_version() == "1.106.2"  # the vetted pin in requirements.txt
 
 
 def test_every_public_function_of_the_package_says_what_it_is_for():
