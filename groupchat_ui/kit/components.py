@@ -14,12 +14,13 @@ import streamlit as st
 
 from groupchat_core import Message, StoreError
 
+from . import state as _state
 from .jobs import JobRegistry
 from .labels import run_label
 from .metrics import Card
 from .providers import model_label
 from .safety import escape_markdown, safe_markdown
-from .state import SessionState, login_configured
+from .state import SessionState
 from .store_access import store
 from .sweep_status import sweep_status
 
@@ -125,7 +126,7 @@ def login_screen() -> None:
 
 def _signed_in(session: SessionState) -> None:
     """Who is signed in, and Log out (only on a server with login)."""
-    if not login_configured():
+    if not _state.login_configured():
         return
     with st.container(key="signed_in"):
         who = escape_markdown(session.user_name)
