@@ -120,8 +120,8 @@ def login_screen() -> None:
         st.title("GroupChat Lab")
         st.write("This lab is shared by a team: sign in to run chats and sweeps and to see "
                  "the team's runs.")
-        st.button("Log in", key="login", type="primary", icon=":material/login:",
-                  on_click=st.login)
+        if st.button("Log in", key="login", type="primary", icon=":material/login:"):
+            st.login()  # to the identity provider configured under [auth]
 
 
 def _signed_in(session: SessionState) -> None:
@@ -133,7 +133,8 @@ def _signed_in(session: SessionState) -> None:
         extra = "" if session.user_name == session.user else (
             f" ({escape_markdown(session.user)})")
         st.caption(f"Signed in as **{who}**{extra}")
-        st.button("Log out", key="logout", icon=":material/logout:", on_click=st.logout)
+        if st.button("Log out", key="logout", icon=":material/logout:"):
+            st.logout()  # forgets the login cookie and starts a new, signed-out session
 
 
 def sidebar(session: SessionState, registry: JobRegistry, location: str) -> None:
