@@ -256,3 +256,48 @@ def test_only_the_owner_resumes_a_sweep_and_an_import_is_the_importers(store: Ru
     run_id = runs_logic.import_run(store, bundle, "run.json", user="bob@example.org",
                                    user_name="Bob")
     assert store.run_info(run_id)["owner"] == "bob@example.org"
+
+
+def sweep_status(at: AppTest) -> str:
+    return next((c.value for c in at.caption if c.value.startswith("sweep status:")), "")
+
+
+def test_a_second_user_watches_a_sweep_but_cannot_stop_or_resume_it(signed_in, store: RunStore):
+    from groupchat_ui.kit.presets import DEBATE_TRIO
+
+    store.save_agents(DEBATE_TRIO.build_agents(latency_s=0.3))  # slow enough to watch
+    store_access.invalidate()
+    alice, bob = signed_in("alice"), signed_in("bob")
+    goto(alice, "sweeps")
+    alice.selectbox(key="sw_room").select("Saved agents").run()
+    alice.multiselect(key="sw_saved").set_value(["Optimist", "Pessimist", "Realist"]).run()
+    alice.text_input(key="sw_threshold").input("0.4, 0.6")
+    alice.text_input(key="sw_recency_penalty").input("0.0, 0.3")
+    alice.number_input(key="sw_repeats").set_value(4)
+    alice.number_input(key="sw_max_loops").set_value(12)
+    alice.number_input(key="sw_concurrency").set_value(1).run()
+    alice.button(key="sw_start").click().run()
+    poll(alice, lambda a: sweep_status(a).startswith("sweep status: running"), "the sweep")
+    sweep_id = alice.query_params["sweep"]
+    assert (store.get_sweep(sweep_id)["owner"], store.get_sweep(sweep_id)["owner_name"]) == (
+        USERS["alice"])
+
+    goto(bob, "sweeps", sweep=sweep_id)  # the sweep's link: bob watches it
+    assert sweep_status(bob).startswith("sweep status: running")
+    assert bob.button(key="sw_stop").disabled
+    assert any("Only Alice Liddell, who started this sweep" in c.value for c in bob.caption)
+    job = next(t for t in job_registry.registry().find_tasks("sweep", lambda t: not t.done))
+    assert not job_registry.registry().cancel(job.id, user="bob@example.org")
+    assert not job_registry.registry().task_snapshot(job.id).done
+
+    assert not alice.button(key="sw_stop").disabled
+    alice.button(key="sw_stop").click().run()
+    poll(alice, lambda a: sweep_status(a).startswith("sweep status: cancelled"), "the stop")
+    poll(alice, lambda a: any(b.key == "sw_resume" for b in a.button), "alice's Resume")
+    assert not alice.button(key="sw_resume").disabled
+    bob.run()
+    poll(bob, lambda a: any(b.key == "sw_resume" for b in a.button), "bob's Resume")
+    assert bob.button(key="sw_resume").disabled  # not his to resume
+    assert store.get_sweep(sweep_id)["status"] == "cancelled"
+    runs = store.list_runs(sweep_id=sweep_id)
+    assert len(runs) and set(runs["owner"]) == {USERS["alice"][0]}  # her sweep's runs are hers

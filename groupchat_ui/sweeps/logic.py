@@ -216,7 +216,9 @@ def sweep_label(row: Mapping[str, Any]) -> str:
     """'name · created · id' for the sweep picker (the status is in the caption below it:
     a label that changes while the sweep runs would not refresh in an open picker)."""
     created = str(row.get("created_at") or "")[:19].replace("T", " ")
-    return f"{row['name']} · {created} · {str(row['sweep_id'])[:8]}"
+    owner = row.get("owner_name") or row.get("owner")
+    by = f" · by {owner}" if isinstance(owner, str) and owner else ""
+    return f"{row['name']} · {created} · {str(row['sweep_id'])[:8]}{by}"
 
 
 def cell_label(row: Mapping[str, Any]) -> str:
