@@ -18,6 +18,11 @@ from groupchat_ui.kit import components, state, store_access  # noqa: E402
 
 st.set_page_config(page_title="GroupChat Lab", page_icon=":material/forum:", layout="wide")
 session = state.get()
+# Login (optional): with `[auth]` in .streamlit/secrets.toml, a signed-out visitor sees only the
+# login, before any page, store read or job; without it everyone is the local user.
+if not state.identify(session):
+    components.login_screen()
+    st.stop()
 state.reattach(session, store_access.job_registry())  # a reload keeps this browser's jobs
 
 # (file in app_pages/, title, Material icon); Run is the landing page. The folder is not called

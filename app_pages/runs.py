@@ -38,12 +38,10 @@ if c[0].button("Open in Analysis", key="open_run", disabled=len(picked) != 1):
 compare = c[1].toggle("Compare the two selected", key="compare_runs", disabled=len(picked) != 2)
 c[2].button("Delete selected", key="delete_runs", disabled=not picked,
             on_click=actions.on_ask_delete, args=(picked,))
+components.feedback(actions.DELETE_SLOT)
 if session.confirm_delete:
-    st.warning(f"Delete {len(session.confirm_delete)} run(s) and their bid logs for good?")
-    c = st.columns(2)
-    c[0].button("Yes, delete", key="confirm_delete", type="primary",
-                on_click=actions.on_confirm_delete, args=(True,))
-    c[1].button("Cancel", key="cancel_delete", on_click=actions.on_confirm_delete, args=(False,))
+    components.confirm(f"Delete {len(session.confirm_delete)} run(s) and their bid logs for "
+                       "good?", "confirm_delete", actions.on_confirm_delete, yes="Yes, delete")
 if compare and len(picked) == 2:
     view.compare(store_access.run_data(picked[0]), store_access.run_data(picked[1]))
 

@@ -537,7 +537,7 @@ def test_runs_page_lists_compares_deletes_and_imports(app: AppTest, store: RunSt
 
     bundle = bundle_json(store, first)
     app.button(key="delete_runs").click().run()
-    app.button(key="confirm_delete").click().run()
+    app.button(key="confirm_delete_yes").click().run()
     assert store.list_runs().empty
 
     broken = bundle.replace('"turns"', '"turnz"', 1).encode()

@@ -48,6 +48,21 @@ def check_name(kind: str, name: str) -> str:
     return name
 
 
+OWNER_MAX = 320
+
+
+def check_owner(value: str | None) -> str | None:
+    """An owner identity or display name (runs, sweeps): None, or 1-320 printable characters
+    (it comes from an identity provider's claims: shown in tables, so no control characters)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip() or len(value) > OWNER_MAX or (
+            not value.isprintable()):
+        raise StoreError(f"an owner must be 1-{OWNER_MAX} printable characters, got "
+                         f"{str(value)[:60]!r}")
+    return value.strip()
+
+
 class Library(StoreBase):
     """Mixin for RunStore: the `agents` and `presets` tables."""
 

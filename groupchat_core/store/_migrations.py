@@ -80,8 +80,17 @@ def _v4_to_v5(conn: Connection) -> None:
     _add_columns(conn, "agents", ("position",), 5)
 
 
+def _v5_to_v6(conn: Connection) -> None:
+    """v6: owner, owner_name, app_version and litellm_version on runs and sweeps. Existing rows
+    keep NULL: nobody knows who started them (the dashboard lets anyone manage them, as before
+    owners were kept) nor which code recorded them."""
+    names = ("owner", "owner_name", "app_version", "litellm_version")
+    _add_columns(conn, "runs", names, 6)
+    _add_columns(conn, "sweeps", names, 6)
+
+
 STEPS: dict[int, Callable[[Connection], None]] = {  # from version -> next
-    1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5}
+    1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6}
 
 
 def ensure_schema(engine: Engine) -> None:

@@ -48,6 +48,7 @@ from .._records import (
     TurnCompleted,
     utc_now,
 )
+from .._version import app_version, litellm_version
 from ._connect import is_disconnect, safe_url
 from ._process import this_writer
 from ._schema import messages, runs, turns
@@ -231,10 +232,14 @@ class StoreRecorder:
     thread_safe = True
 
     def __init__(self, store: RunStore, source: Any, *, sweep_id: str | None = None,
-                 cell: str | None = None) -> None:
+                 cell: str | None = None, owner: str | None = None,
+                 owner_name: str | None = None) -> None:
         self.store = store
         self._source = source
         self._sweep_id, self._cell = sweep_id, cell
+        # Recorded on every run at its start: who it runs for, and the code that records it.
+        self._provenance = {"owner": owner, "owner_name": owner_name,
+                            "app_version": app_version(), "litellm_version": litellm_version()}
         self._thread = writer_thread()
         self._lock = threading.Lock()
         self._logs: dict[str, _RunLog] = {}  # open runs (and failed ones, until they end)
@@ -264,7 +269,7 @@ class StoreRecorder:
         row = run_row(event.run_id, event.task, spec_data(event.config, specs), utc_now())
         writer = this_writer()
         row.update(sweep_id=self._sweep_id, cell=self._cell, pid=writer.pid,
-                   hostname=writer.hostname, proc_start=writer.proc_start)
+                   hostname=writer.hostname, proc_start=writer.proc_start, **self._provenance)
         with self._lock:
             self._logs[event.run_id] = _RunLog(event.run_id, (row, specs))
             self.run_ids.append(event.run_id)

@@ -22,7 +22,7 @@ from .._records import RunRecord
 from . import _reader as reader
 from ._cachetable import BidCacheTable
 from ._connect import db_errors, default_url, get_engine, safe_url, write_engine
-from ._library import Library
+from ._library import Library, check_owner
 from ._migrations import ensure_schema
 from ._process import this_writer, writer_alive
 from ._recorder import StoreRecorder, writer_thread
@@ -37,7 +37,7 @@ LIST_COLUMNS = (
     "run_id", "name", "status", "stop_reason", "task", "agents", "threshold", "recency_penalty",
     "recency_window", "max_loops", "total_calls", "total_prompt_tokens",
     "total_completion_tokens", "total_cost_usd", "started_at", "ended_at", "sweep_id", "cell",
-    "tags", "notes", "error",
+    "tags", "notes", "error", "owner", "owner_name",
 )
 RunIds = str | Sequence[str] | None
 RECONNECT_FOR_S = 30.0
@@ -101,15 +101,24 @@ class RunStore(Library, SweepBook, BidCacheTable):
 
     # --- recording ------------------------------------------------------------------------
 
-    def recorder(self, chat: Any, *, sweep_id: str | None = None,
-                 cell: str | None = None) -> StoreRecorder:
-        """An observer recording the runs of `chat` (a GroupChat, or anything with .agents)."""
-        return StoreRecorder(self, chat, sweep_id=sweep_id, cell=cell)
+    def recorder(self, chat: Any, *, sweep_id: str | None = None, cell: str | None = None,
+                 owner: str | None = None, owner_name: str | None = None) -> StoreRecorder:
+        """An observer recording the runs of `chat` (a GroupChat, or anything with .agents).
 
-    def attach(self, chat: Any, *, sweep_id: str | None = None,
-               cell: str | None = None) -> StoreRecorder:
+        `owner` (an identity, e.g. the signed-in user's email) and `owner_name` (for display)
+        are recorded on each run: the dashboard lets only the owner delete it. The engine
+        knows nothing of users; the caller says who it runs for. A sweep's runs belong to the
+        sweep's owner unless another is named."""
+        if owner is None and sweep_id is not None:
+            owner, owner_name = self.sweep_owner_identity(sweep_id)
+        return StoreRecorder(self, chat, sweep_id=sweep_id, cell=cell,
+                             owner=check_owner(owner), owner_name=check_owner(owner_name))
+
+    def attach(self, chat: Any, *, sweep_id: str | None = None, cell: str | None = None,
+               owner: str | None = None, owner_name: str | None = None) -> StoreRecorder:
         """Record every run of this GroupChat from now on; returns the recorder."""
-        recorder = self.recorder(chat, sweep_id=sweep_id, cell=cell)
+        recorder = self.recorder(chat, sweep_id=sweep_id, cell=cell, owner=owner,
+                                 owner_name=owner_name)
         chat.add_observer(recorder)
         return recorder
 
@@ -223,7 +232,7 @@ class RunStore(Library, SweepBook, BidCacheTable):
         """
         run_id = run["run_id"]
         row = run_row(run_id, run["task"], spec, run["started_at"])
-        row.update({k: v for k, v in run.items() if k not in ("tags", "run_id", "task")},
+        row.update({k: v for k, v in run.items() if k not in _NOT_IMPORTED},
                    tags=",".join(run.get("tags") or ()))
         with self.write(f"import run {run_id}") as conn:
             if conn.execute(select(runs.c.run_id).where(runs.c.run_id == run_id)).first():
@@ -238,6 +247,11 @@ class RunStore(Library, SweepBook, BidCacheTable):
         """Delete a run and its log (foreign keys cascade); True if it existed."""
         with self.write("delete a run") as conn:
             return bool(conn.execute(delete(runs).where(runs.c.run_id == run_id)).rowcount)
+
+    def set_owner(self, run_id: str, owner: str | None, owner_name: str | None = None) -> None:
+        """Say who a run belongs to (e.g. whoever imported it: bundles carry no owner)."""
+        self._update_run(run_id, "set the owner", owner=check_owner(owner),
+                         owner_name=check_owner(owner_name))
 
     def set_notes(self, run_id: str, notes: str) -> None:
         self._update_run(run_id, "set notes", notes=notes)
@@ -254,6 +268,9 @@ class RunStore(Library, SweepBook, BidCacheTable):
                 raise StoreError(f"no run {run_id!r} in {safe_url(self.url)}")
 
 
+# Never taken from an imported run's fields: who owns a run is the importer's to say
+# (set_owner), not the file's (a bundle could otherwise make a run look like anyone's).
+_NOT_IMPORTED = frozenset({"tags", "run_id", "task", "owner", "owner_name"})
 def _check_tag(tag: str) -> str:
     tag = tag.strip() if isinstance(tag, str) else ""
     if not tag or "," in tag or len(tag) > 50:

@@ -19,6 +19,10 @@ Version history (see migrations.py):
        (see store/_sweeps.py)
     5  agents.position: the order of the saved agents (the Agents page's list), which is a
        parameter of an experiment (ties go to the earlier agent), so it survives a reload
+    6  on runs and sweeps: owner and owner_name (who started it: the signed-in user's email or
+       subject and display name, or "local" on a server without login; NULL for rows from
+       before v6 and for scripts that name no owner), and app_version / litellm_version (the
+       code that recorded it)
 """
 
 from __future__ import annotations
@@ -39,8 +43,16 @@ from sqlalchemy import (
     false,
 )
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 RUN_STATUSES = ("running", "finished", "cancelled", "error", "interrupted")
+
+
+def _provenance(version: int) -> list[Column[Any]]:
+    """v6 columns of runs and sweeps: who started it, and which code recorded it."""
+    if version < 6:
+        return []
+    return [Column("owner", String(320)), Column("owner_name", String(320)),
+            Column("app_version", String(40)), Column("litellm_version", String(40))]
 
 
 def _run_fk() -> ForeignKey:
@@ -70,6 +82,7 @@ def _sweeps(md: MetaData, version: int) -> None:
         Column("proc_start", String(40))]
     if version >= 4:
         extra.append(Column("owned_at", String(40)))  # since when its owner has run it
+    extra.extend(_provenance(version))
     Table(
         "sweeps", md,
         Column("sweep_id", String(64), primary_key=True),
@@ -117,6 +130,7 @@ def _runs(md: MetaData, version: int) -> None:
         Column("tags", Text, nullable=False, server_default=""),
         Column("notes", Text, nullable=False, server_default=""),
     ]
+    extra.extend(_provenance(version))
     runs = Table(
         "runs", md,
         Column("run_id", String(64), primary_key=True),

@@ -28,8 +28,9 @@ from sqlalchemy import Connection, and_, exc, func, insert, or_, select, update
 
 from .._errors import StoreError
 from .._records import utc_now
+from .._version import app_version, litellm_version
 from ._base import StoreBase
-from ._library import check_name
+from ._library import check_name, check_owner
 from ._process import Writer, this_writer, writer_alive
 from ._schema import runs, sweep_cells, sweeps
 
@@ -72,13 +73,19 @@ def _owner_text(row: Any) -> str:
 class SweepBook(StoreBase):
     """Mixin for RunStore: the `sweeps` table."""
 
-    def create_sweep(self, name: str, grid: dict[str, Any]) -> str:
-        """Register a sweep (its grid as JSON); runs join it via recorder(sweep_id=...)."""
+    def create_sweep(self, name: str, grid: dict[str, Any], *, owner: str | None = None,
+                     owner_name: str | None = None) -> str:
+        """Register a sweep (its grid as JSON); runs join it via recorder(sweep_id=...).
+
+        `owner`/`owner_name`: who started it (as on runs; its runs inherit it). Not to be
+        confused with the process that runs it (pid, host), which a resume takes over."""
         sweep_id = uuid.uuid4().hex
         with self.write("create a sweep") as conn:
             conn.execute(insert(sweeps).values(
                 sweep_id=sweep_id, name=check_name("sweep", name), grid_json=json.dumps(grid),
-                status="running", created_at=utc_now(), **_owner()))
+                status="running", created_at=utc_now(), owner=check_owner(owner),
+                owner_name=check_owner(owner_name),
+                app_version=app_version(), litellm_version=litellm_version(), **_owner()))
         with _active_lock:
             _active.add(sweep_id)
         return sweep_id
@@ -119,6 +126,13 @@ class SweepBook(StoreBase):
         row = (exact or found)[0]
         row["grid"] = json.loads(row.pop("grid_json"))
         return row
+
+    def sweep_owner_identity(self, sweep_id: str) -> tuple[str | None, str | None]:
+        """Who started sweep `sweep_id` (owner, owner_name); (None, None) if unknown."""
+        with self.read("read a sweep's owner") as conn:
+            row = conn.execute(select(sweeps.c.owner, sweeps.c.owner_name).where(
+                sweeps.c.sweep_id == sweep_id)).first()
+        return (None, None) if row is None else (row.owner, row.owner_name)
 
     def sweep_owner(self, sweep_id: str, *, take_over: bool = False) -> str | None:
         """Why sweep `sweep_id` cannot be resumed now (a one-line message naming its live

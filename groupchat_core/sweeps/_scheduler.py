@@ -63,8 +63,10 @@ class SweepRunner:
 
     def __init__(self, plan: SweepPlan, store: RunStore, *, executor: Executor | None = None,
                  observers: Iterable[SweepObserver] = (), max_calls: int | None = None,
-                 max_usd: float | None = None) -> None:
+                 max_usd: float | None = None, owner: str | None = None,
+                 owner_name: str | None = None) -> None:
         self.plan, self.spec, self.store = plan, plan.spec, store
+        self.owner, self.owner_name = owner, owner_name  # who a new sweep is recorded for
         self.executor = executor or LocalExecutor(store, _cache_for(plan.spec, store))
         self.observers = list(observers)
         self.max_calls = max_calls if max_calls is not None else plan.spec.max_calls
@@ -108,7 +110,8 @@ class SweepRunner:
             plan.estimate = estimate(spec, plan.todo, store=self.store, sweep_id=plan.sweep_id,
                                      cells_done=len(plan.done))
         if plan.sweep_id is None:
-            self.sweep_id = plan.sweep_id = self.store.create_sweep(spec.name, spec.to_data())
+            self.sweep_id = plan.sweep_id = self.store.create_sweep(
+                spec.name, spec.to_data(), owner=self.owner, owner_name=self.owner_name)
         else:
             self.store.reopen_sweep(plan.sweep_id, take_over=plan.take_over)
         self._emit(SweepStarted(sweep_id=self.sweep_id, name=spec.name,
@@ -308,11 +311,13 @@ async def arun_sweep(spec: SweepSpec | None = None, store: RunStore | None = Non
                      resume: str | None = None, plan: SweepPlan | None = None,
                      executor: Executor | None = None,
                      on_event: SweepObserver | Iterable[SweepObserver] | None = None,
-                     max_calls: int | None = None, max_usd: float | None = None
+                     max_calls: int | None = None, max_usd: float | None = None,
+                     owner: str | None = None, owner_name: str | None = None
                      ) -> SweepOutcome:
     """Run a sweep (or the rest of sweep `resume`) on the running loop; observers are called
     on the loop's thread. Run it on the engine's background loop (`run_sweep` does; the
-    dashboard submits it as a job there), where litellm's clients live."""
+    dashboard submits it as a job there), where litellm's clients live. `owner`/`owner_name`:
+    who a new sweep (and its runs) is recorded for (a resumed sweep keeps its owner)."""
     if store is None:
         from ..store import RunStore
 
@@ -320,7 +325,8 @@ async def arun_sweep(spec: SweepSpec | None = None, store: RunStore | None = Non
     plan = plan or plan_sweep(spec, store, resume=resume)
     observers = [] if on_event is None else ([on_event] if callable(on_event) else list(on_event))
     runner = SweepRunner(plan, store, executor=executor, observers=observers,
-                         max_calls=max_calls, max_usd=max_usd)
+                         max_calls=max_calls, max_usd=max_usd, owner=owner,
+                         owner_name=owner_name)
     return await runner.run()
 
 

@@ -14,6 +14,7 @@ import streamlit as st
 
 from groupchat_core import Message, StoreError
 
+from . import state as _state
 from .jobs import JobRegistry
 from .labels import run_label
 from .metrics import Card
@@ -23,8 +24,8 @@ from .state import SessionState
 from .store_access import store
 from .sweep_status import sweep_status
 
-__all__ = ["bubble", "cards", "confirm", "feedback", "notices", "preset_confirm", "say_at",
-           "sidebar"]
+__all__ = ["bubble", "cards", "confirm", "feedback", "login_screen", "notices", "preset_confirm",
+           "say_at", "sidebar"]
 
 _ICONS = {"queued": ":material/schedule:", "running": ":material/autorenew:",
           "finished": ":material/check_circle:", "cancelled": ":material/stop_circle:",
@@ -113,11 +114,35 @@ def cards(shown: Sequence[Card], per_row: int = 5) -> None:
                        help=help_text or None, border=True)
 
 
+def login_screen() -> None:
+    """All a signed-out visitor sees on a server with login: what this is, and Log in."""
+    with st.container(key="login_screen"):
+        st.title("GroupChat Lab")
+        st.write("This lab is shared by a team: sign in to run chats and sweeps and to see "
+                 "the team's runs.")
+        if st.button("Log in", key="login", type="primary", icon=":material/login:"):
+            st.login()  # to the identity provider configured under [auth]
+
+
+def _signed_in(session: SessionState) -> None:
+    """Who is signed in, and Log out (only on a server with login)."""
+    if not _state.login_configured():
+        return
+    with st.container(key="signed_in"):
+        who = escape_markdown(session.user_name)
+        extra = "" if session.user_name == session.user else (
+            f" ({escape_markdown(session.user)})")
+        st.caption(f"Signed in as **{who}**{extra}")
+        if st.button("Log out", key="logout", icon=":material/logout:"):
+            st.logout()  # forgets the login cookie and starts a new, signed-out session
+
+
 def sidebar(session: SessionState, registry: JobRegistry, location: str) -> None:
-    """Jobs of this browser session only (never another session's), newest first; where data
-    lives."""
+    """Who is signed in; jobs of this browser session only (never another session's), newest
+    first; where data lives."""
     with st.sidebar:
-        jobs = registry.jobs_for(session.owner)
+        _signed_in(session)
+        jobs = registry.jobs_for(session.owner, session.user)
         _sweep_jobs(session, registry, len(jobs), len([j for j in jobs if not j.done]))
         for job in reversed(jobs[-5:]):
             label = run_label(job.config.get("name"), job.task, job.created_at, job.run_id,
@@ -125,7 +150,8 @@ def sidebar(session: SessionState, registry: JobRegistry, location: str) -> None
             names = ", ".join(job.agents or job.models) or "?"
             st.page_link("app_pages/run.py", label=escape_markdown(label),  # labels are markdown
                          icon=_ICONS.get(job.status), query_params={"job": job.id},
-                         help=escape_markdown(f"{job.status} · agents {names} · job {job.id}"))
+                         help=escape_markdown(f"{job.status} · by {job.user_name} · agents "
+                                              f"{names} · job {job.id}"))
         st.divider()
         st.caption(f"Data: `{location}`")
         st.caption("sim/ models are offline simulations, not language models.")
@@ -135,11 +161,11 @@ def _sweep_jobs(session: SessionState, registry: JobRegistry, chats: int, runnin
     """The session's job count (chats and sweeps) and its sweeps, each with the same status
     line as the Sweeps page (sweep_status.py); redrawn with it, every half second, while a sweep
     runs."""
-    live = any(not t.done for t in registry.tasks_for(session.owner, "sweep"))
+    live = any(not t.done for t in registry.tasks_for(session.owner, "sweep", session.user))
 
     @st.fragment(run_every=0.5 if live else None)
     def lines() -> None:
-        sweeps = registry.tasks_for(session.owner, "sweep")
+        sweeps = registry.tasks_for(session.owner, "sweep", session.user)
         busy = running + sum(not t.done for t in sweeps)
         st.caption(f"Jobs of this session: {busy} running, {chats + len(sweeps)} in all")
         for task in reversed(sweeps[-3:]):

@@ -53,6 +53,22 @@ Observer = Callable[[Event], None]
 Emit = Callable[[Any], None]
 CoroFactory = Callable[[Emit], Awaitable[Any]]
 
+LOCAL_USER = "local"  # who every session acts for on a server without login
+
+
+def may_manage(owner: str | None, user: str) -> bool:
+    """Whether `user` may stop or delete something (a job, a run, a sweep) owned by `owner`:
+    only its owner may, or anyone when nobody is recorded (runs and sweeps from before owners
+    were kept, or made by a script that named none). Everyone else can watch."""
+    return owner is None or owner == user
+
+
+def not_yours(owner_name: str | None, what: str) -> str:
+    """The one-line reason shown next to a disabled Stop or Delete."""
+    return (f"Only {owner_name or 'its owner'}, who started this {what}, can stop or delete "
+            "it; you can watch.")
+
+
 _current_job: contextvars.ContextVar[Job | None] = contextvars.ContextVar(
     "groupchat_current_job", default=None)
 _routed: weakref.WeakSet[GroupChat] = weakref.WeakSet()  # chats that carry the router observer
@@ -64,9 +80,11 @@ class Job:
     """Mutable state of one job; only the registry touches it, always under its lock."""
 
     id: str
-    owner: str
+    owner: str  # the browser session that started it (whose sidebar lists it)
     kind: str  # "chat", or a generic job's kind ("sweep")
     lock: threading.Lock
+    user: str = LOCAL_USER  # who it runs for: only this user may stop it (may_manage)
+    user_name: str = LOCAL_USER  # for labels
     status: JobStatus = "queued"
     events: list[Any] = field(default_factory=list)
     result: Any = None
@@ -149,6 +167,8 @@ class JobSnapshot:
     created_at: float
     updated_at: float
     models: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)  # (model, base)
+    user: str = "local"  # who it runs for (may_manage)
+    user_name: str = "local"
 
     @property
     def done(self) -> bool:
@@ -174,6 +194,8 @@ class TaskSnapshot:
     error: str | None
     created_at: float
     settled: bool
+    user: str = "local"  # who it runs for (may_manage)
+    user_name: str = "local"
 
     @property
     def done(self) -> bool:
@@ -189,13 +211,14 @@ def _chat_snapshot(job: Job) -> JobSnapshot:
         bids_by_turn=MappingProxyType(by_turn), current_turn=job.current_turn,
         current_bids=tuple(job.current_bids), event_count=len(job.events), record=job.record,
         error=job.error, created_at=job.created_at, updated_at=job.updated_at,
-        models=job.models,
+        models=job.models, user=job.user, user_name=job.user_name,
     )
 
 
 def _task_snapshot(job: Job) -> TaskSnapshot:
     return TaskSnapshot(job.id, job.owner, job.kind, job.status, tuple(job.events), job.result,
-                        job.error, job.created_at, job.settled.is_set())
+                        job.error, job.created_at, job.settled.is_set(), job.user,
+                        job.user_name)
 
 
 def _install_router(chat: GroupChat) -> None:
@@ -226,18 +249,22 @@ class JobRegistry:
         self._jobs: dict[str, Job] = {}
 
     def start_chat(self, chat: GroupChat, task: str, owner: str,
-                   extra_observers: Iterable[Observer] = ()) -> str:
-        """Submit `chat.arun_record(task)` to the background loop; returns the new job id."""
+                   extra_observers: Iterable[Observer] = (), *, user: str = LOCAL_USER,
+                   user_name: str | None = None) -> str:
+        """Submit `chat.arun_record(task)` to the background loop; returns the new job id.
+        `owner`: the browser session; `user`: who it runs for (who may stop it)."""
         models = {a.agent_name: (a.model_name, a.api_base) for a in chat.agents}
         job = Job(id=uuid.uuid4().hex, owner=owner, kind="chat", lock=self._lock, chat=chat,
                   task=task, extra_observers=tuple(extra_observers),
-                  models=MappingProxyType(models))
+                  models=MappingProxyType(models), user=user, user_name=user_name or user)
         _install_router(chat)
         return self._submit(job, lambda: self._run_chat(job))
 
-    def start_job(self, coro_factory: CoroFactory, owner: str, kind: str = "sweep") -> str:
+    def start_job(self, coro_factory: CoroFactory, owner: str, kind: str = "sweep", *,
+                  user: str = LOCAL_USER, user_name: str | None = None) -> str:
         """Run `coro_factory(emit)` on the background loop as a generic job; returns its id."""
-        job = Job(id=uuid.uuid4().hex, owner=owner, kind=kind, lock=self._lock)
+        job = Job(id=uuid.uuid4().hex, owner=owner, kind=kind, lock=self._lock, user=user,
+                  user_name=user_name or user)
         return self._submit(job, lambda: coro_factory(job.emit))
 
     def _submit(self, job: Job, work: Callable[[], Awaitable[Any]]) -> str:
@@ -282,11 +309,17 @@ class JobRegistry:
             job.status, job.updated_at = status, time.time()
             job.error = error or job.error
 
-    def cancel(self, job_id: str) -> bool:
-        """Stop a job now; its status reads `cancelled` as soon as this returns True."""
+    def cancel(self, job_id: str, *, user: str | None = None) -> bool:
+        """Stop a job now; its status reads `cancelled` as soon as this returns True.
+
+        `user`: who asks (the dashboard always says); a job is stopped only for its own user
+        (may_manage), so a shared link lets others watch a run, never stop it. None: the
+        process itself (shutdown, tests)."""
         with self._lock:
             job = self._jobs.get(job_id)
             if job is None or job.status in TERMINAL or job.future is None:
+                return False
+            if user is not None and not may_manage(job.user, user):
                 return False
             future = job.future
         if not future.cancel():
@@ -318,16 +351,19 @@ class JobRegistry:
         with self._lock:
             return list(self._job(job_id, chat=True).events[since:])
 
-    def jobs_for(self, owner: str) -> list[JobSnapshot]:
-        """One session's chat jobs, oldest first: sessions never see each other's jobs."""
+    def jobs_for(self, owner: str, user: str | None = None) -> list[JobSnapshot]:
+        """One session's chat jobs, oldest first: sessions never see each other's jobs (with
+        `user`, only those run for that user: a browser id copied from someone else's URL
+        does not list their jobs)."""
         self.cleanup()
         with self._lock:
-            return [_chat_snapshot(j) for j in self._owned(owner) if j.chat is not None]
+            return [_chat_snapshot(j) for j in self._owned(owner, user) if j.chat is not None]
 
-    def tasks_for(self, owner: str, kind: str | None = None) -> list[TaskSnapshot]:
-        """One session's generic jobs (optionally of one kind), oldest first."""
+    def tasks_for(self, owner: str, kind: str | None = None,
+                  user: str | None = None) -> list[TaskSnapshot]:
+        """One session's generic jobs (optionally of one kind and user), oldest first."""
         with self._lock:
-            return [_task_snapshot(j) for j in self._owned(owner)
+            return [_task_snapshot(j) for j in self._owned(owner, user)
                     if j.chat is None and kind in (None, j.kind)]
 
     def find_tasks(self, kind: str, match: Callable[[TaskSnapshot], bool]) -> list[TaskSnapshot]:
@@ -340,8 +376,9 @@ class JobRegistry:
                      if j.chat is None and j.kind == kind]
         return [s for s in snaps if match(s)]
 
-    def _owned(self, owner: str) -> list[Job]:
-        return sorted((j for j in self._jobs.values() if j.owner == owner),
+    def _owned(self, owner: str, user: str | None = None) -> list[Job]:
+        return sorted((j for j in self._jobs.values()
+                       if j.owner == owner and user in (None, j.user)),
                       key=lambda j: j.created_at)
 
     def cleanup(self, now: float | None = None) -> int:

@@ -26,7 +26,7 @@ import streamlit as st
 
 from groupchat_core import DEFAULT_MODEL
 
-from .jobs import JobRegistry
+from .jobs import LOCAL_USER, JobRegistry
 
 STATE_KEY = "groupchat_lab"
 BROWSER_PARAM = "sid"  # the query parameter that carries the browser's owner id
@@ -38,6 +38,10 @@ class SessionState:
     """Everything the dashboard remembers about one browser session."""
 
     owner: str = field(default_factory=lambda: uuid.uuid4().hex)  # job registry owner id
+    # Who this session acts for (identify): the signed-in user's email (else subject) and
+    # name, or "local" on a server without login, where every session is the same person.
+    user: str = LOCAL_USER
+    user_name: str = LOCAL_USER
     provider_keys: dict[str, str] = field(default_factory=dict, repr=False)  # env name -> key
     job_ids: list[str] = field(default_factory=list)  # this session's jobs, oldest first
     current_job: str | None = None
@@ -81,16 +85,46 @@ def get() -> SessionState:
     return current
 
 
+def login_configured() -> bool:
+    """Whether `[auth]` is set in .streamlit/secrets.toml: a shared server where everyone signs
+    in. Without it (the local single-user case) nobody signs in and everyone is "local"."""
+    try:
+        return "auth" in st.secrets
+    except FileNotFoundError:  # no secrets.toml at all (StreamlitSecretNotFoundError)
+        return False
+
+
+def identify(session: SessionState) -> bool:
+    """Set who the session acts for from the signed-in user (st.user); False when login is
+    configured and nobody is signed in (the caller shows only the login then)."""
+    if not login_configured():
+        session.user = session.user_name = LOCAL_USER
+        return True
+    if not st.user.get("is_logged_in"):  # absent too where auth is not set up (AppTest)
+        return False
+    ident = _printable(st.user.get("email") or st.user.get("sub"))[:320]
+    if not ident:
+        return False  # a provider that names nobody: nothing to own runs by
+    session.user = ident
+    session.user_name = _printable(st.user.get("name"))[:200] or ident
+    return True
+
+
+def _printable(value: object) -> str:
+    """A claim as plain text (claims come from the identity provider: shown in tables)."""
+    return "".join(c for c in str(value or "") if c.isprintable()).strip()
+
+
 def reattach(session: SessionState, registry: JobRegistry) -> None:
     """Keep the owner id in the URL (pages drop query parameters when switching) and adopt
     the owner's jobs the registry still holds: after a reload, or started in another tab of
     the same browser. Call once per script run, before any page renders."""
     if st.query_params.get(BROWSER_PARAM) != session.owner:
         st.query_params[BROWSER_PARAM] = session.owner
-    for job in registry.jobs_for(session.owner):
+    for job in registry.jobs_for(session.owner, session.user):
         if job.id not in session.job_ids:
             session.job_ids.append(job.id)
-    for task in registry.tasks_for(session.owner, "sweep"):
+    for task in registry.tasks_for(session.owner, "sweep", session.user):
         if task.id not in session.sweep_jobs:
             session.sweep_jobs.append(task.id)
 

@@ -118,7 +118,7 @@ def on_start_run() -> None:
         job_id = logic.start_run(
             store, store_access.job_registry(), session.owner, [by_name[n] for n in roster],
             str(st.session_state.get("run_task") or ""), param_values(),
-            session.provider_keys)
+            session.provider_keys, user=session.user, user_name=session.user_name)
     except (ConfigError, StoreError) as exc:
         say_at("run_form", "error", f"The run did not start: {exc}")  # under Start
         return
@@ -126,6 +126,15 @@ def on_start_run() -> None:
     st.session_state["job_select"] = job_id
     st.session_state["new_run_open"] = False  # make room for the live view
     st.query_params["job"] = job_id
+
+
+def on_stop(job_id: str) -> None:
+    """Stop a job: only for the user it runs for (the registry refuses anyone else, so a
+    shared `?job=` link lets others watch, never stop)."""
+    session = get()
+    if not store_access.job_registry().cancel(job_id, user=session.user):
+        session.notify("warning", "That run was not stopped: it has ended, or it is not "
+                       "yours to stop.")
 
 
 def on_job_selected() -> None:

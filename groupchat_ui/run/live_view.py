@@ -17,7 +17,7 @@ import streamlit as st
 from groupchat_core import Bid, Message, RunRecord
 from groupchat_ui.kit import charts
 from groupchat_ui.kit.components import bubble, cards
-from groupchat_ui.kit.jobs import JobRegistry, JobSnapshot
+from groupchat_ui.kit.jobs import JobRegistry, JobSnapshot, may_manage, not_yours
 from groupchat_ui.kit.labels import run_label
 from groupchat_ui.kit.metrics import PHONE_CSS
 from groupchat_ui.kit.providers import failure_hint, model_label
@@ -71,7 +71,7 @@ def pick_job(registry: JobRegistry, session: SessionState) -> str | None:
 def _job_label(snap: JobSnapshot) -> str:
     """The kit's run label (name or task, start time, id), then the job's status."""
     label = run_label(snap.config.get("name"), snap.task, snap.created_at, snap.id, date=False)
-    return f"{label} · {snap.status}"
+    return f"{label} · {snap.status} · by {snap.user_name}"
 
 
 def job_panel(registry: JobRegistry, session: SessionState, job_id: str) -> None:
@@ -90,9 +90,15 @@ def job_panel(registry: JobRegistry, session: SessionState, job_id: str) -> None
 
 def _render(registry: JobRegistry, session: SessionState, snap: JobSnapshot) -> None:
     _status_line(snap.status, snap.id, snap.current_turn, max(len(snap.messages) - 1, 0))
+    mine = may_manage(snap.user, session.user)
+    if not mine:
+        st.caption(f"Started by {escape_markdown(snap.user_name)}")
     if not snap.done:
+        reason = None if mine else not_yours(snap.user_name, "run")
         st.button("Stop", key="stop_run", type="primary", icon=":material/stop_circle:",
-                  on_click=registry.cancel, args=(snap.id,))
+                  on_click=actions.on_stop, args=(snap.id,), disabled=not mine, help=reason)
+        if reason:
+            st.caption(escape_markdown(reason), help="Runs belong to whoever started them.")
     else:
         _ending(snap)
     _problems(session, snap)

@@ -29,7 +29,7 @@ from groupchat_core import (
     prepare_litellm,
 )
 from groupchat_core.store import RunStore
-from groupchat_ui.kit.jobs import JobRegistry
+from groupchat_ui.kit.jobs import LOCAL_USER, JobRegistry
 from groupchat_ui.kit.presets import Preset
 from groupchat_ui.kit.providers import LIMITS_HELP, missing_keys, with_session_keys
 from groupchat_ui.kit.safety import redact
@@ -181,15 +181,19 @@ def redacting(observer: Callable[[Event], None],
 
 
 def start_run(store: RunStore, registry: JobRegistry, owner: str, agents: Sequence[Agent],
-              task: str, params: Mapping[str, Any], session_keys: Mapping[str, str]) -> str:
-    """Start a recorded chat as a background job of this session; returns the job id."""
+              task: str, params: Mapping[str, Any], session_keys: Mapping[str, str], *,
+              user: str = LOCAL_USER, user_name: str | None = None) -> str:
+    """Start a recorded chat as a background job of this session; returns the job id. The
+    run is recorded as `user`'s (who alone may stop or delete it)."""
     if len(agents) < 2:
         raise ConfigError("pick at least two agents for a chat")
     if not task.strip():
         raise ConfigError("the task must not be empty: it is the first message of the chat")
     chat = build_chat(agents, params, session_keys)
-    recorder = redacting(store.recorder(chat), list(session_keys.values()))
-    return registry.start_chat(chat, task, owner=owner, extra_observers=[recorder])
+    recorder = redacting(store.recorder(chat, owner=user, owner_name=user_name or user),
+                         list(session_keys.values()))
+    return registry.start_chat(chat, task, owner=owner, extra_observers=[recorder], user=user,
+                               user_name=user_name)
 
 
 # --- what the live view shows -------------------------------------------------------------

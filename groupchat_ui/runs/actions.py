@@ -23,15 +23,30 @@ def open_in_analysis(run_id: str) -> None:
     st.switch_page("app_pages/analysis.py", query_params={"run": run_id})
 
 
+DELETE_SLOT = "delete_runs"
+
+
 def on_ask_delete(run_ids: list[str]) -> None:
-    get().confirm_delete = tuple(run_ids)
+    """Ask before deleting; runs started by someone else are refused here, with who."""
+    session = get()
+    try:
+        others = logic.not_deletable(store_access.store().list_runs(), run_ids, session.user)
+    except StoreError as exc:
+        say_at(DELETE_SLOT, "error", f"Nothing was deleted: {exc}")
+        return
+    if others:
+        say_at(DELETE_SLOT, "error", f"Nothing was deleted: {len(others)} of the selected "
+               "runs were started by someone else, and only whoever started a run can delete "
+               "it. Select only your own runs.")
+        return
+    session.confirm_delete = tuple(run_ids)
 
 
 def on_confirm_delete(confirmed: bool) -> None:
     session = get()
     ids, session.confirm_delete = session.confirm_delete, ()
     if confirmed and ids:
-        count = logic.delete_runs(store_access.store(), ids)
+        count = logic.delete_runs(store_access.store(), ids, session.user)
         store_access.invalidate()
         st.session_state.pop("runs_table", None)
         session.notify("success", f"Deleted {count} run(s).")
@@ -48,7 +63,9 @@ def on_import_bundle() -> None:
         say_at(IMPORT_SLOT, "error", "Choose a run bundle (.json) first.")
         return
     try:
-        run_id = logic.import_run(store_access.store(), upload.getvalue(), upload.name)
+        session = get()
+        run_id = logic.import_run(store_access.store(), upload.getvalue(), upload.name,
+                                  user=session.user, user_name=session.user_name)
     except (ConfigError, StoreError) as exc:
         say_at(IMPORT_SLOT, "error", f"Nothing was imported from {upload.name}: {exc}")
         return

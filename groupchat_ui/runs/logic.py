@@ -6,17 +6,19 @@ Why: a comparison table is easy to get subtly wrong and easy to test as data.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import pandas as pd
 
 from groupchat_core import format_cost, import_bundle
 from groupchat_core.analysis import SpeakerMetrics
 from groupchat_core.store import RunStore
+from groupchat_ui.kit.jobs import LOCAL_USER, may_manage
 from groupchat_ui.kit.labels import local_time, row_label, run_label
 from groupchat_ui.kit.metrics import Card, metric_cards
 
-TABLE_COLUMNS = ["run", "started", "status", "stop_reason", "agents", "turns", "threshold",
+TABLE_COLUMNS = ["run", "started", "status", "owner", "stop_reason", "agents", "turns", "threshold",
                  "recency_penalty", "recency_window", "max_loops", "cost", "task", "name",
                  "ended", "run_id"]
 _IN_PROCESS_PATHS = ("simulation", "scripted", "none")
@@ -48,7 +50,27 @@ def runs_table(runs: pd.DataFrame, unpriced: dict[str, int] | None = None) -> pd
     out["ended"] = [local_time(v) for v in runs["ended_at"]]
     out["cost"] = [cost_text(t, unpriced.get(str(i), 0))
                    for t, i in zip(runs["total_cost_usd"], runs["run_id"], strict=True)]
+    out["owner"] = [owner_label(r) for r in runs.to_dict("records")]
     return out[TABLE_COLUMNS].reset_index(drop=True)
+
+
+def owner_label(row: Mapping[str, Any]) -> str:
+    """Who started a run, as the table shows it (a dash for runs from before owners were kept,
+    or recorded by a script that named none)."""
+    for key in ("owner_name", "owner"):
+        value = row.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return "—"
+
+
+def not_deletable(runs: pd.DataFrame, run_ids: Iterable[str], user: str) -> list[str]:
+    """The runs among `run_ids` that `user` may not delete: someone else's (may_manage)."""
+    wanted = set(run_ids)
+    rows = runs[runs["run_id"].isin(wanted)]
+    owners = rows["owner"] if "owner" in rows else pd.Series([None] * len(rows))
+    return [str(i) for i, o in zip(rows["run_id"], owners, strict=True)
+            if not may_manage(_text(o), user)]
 
 
 def compare_labels(a: dict[str, object], a_task: str, b: dict[str, object],
@@ -112,10 +134,21 @@ def aligned_speakers(turns_a: pd.DataFrame, turns_b: pd.DataFrame,
     return pd.DataFrame(rows, columns=["turn", labels[0], labels[1], "same"])
 
 
-def import_run(store: RunStore, data: str | bytes, source: str) -> str:
-    """A run bundle into the store, validated completely first (nothing written on error)."""
-    return import_bundle(store, data, source)
+def import_run(store: RunStore, data: str | bytes, source: str, *, user: str = LOCAL_USER,
+               user_name: str | None = None) -> str:
+    """A run bundle into the store, validated completely first (nothing written on error).
+    The run belongs to whoever imported it (bundles name no owner)."""
+    run_id = import_bundle(store, data, source)
+    store.set_owner(run_id, user, user_name or user)
+    return run_id
 
 
-def delete_runs(store: RunStore, run_ids: Iterable[str]) -> int:
-    return sum(store.delete_run(run_id) for run_id in run_ids)
+def delete_runs(store: RunStore, run_ids: Iterable[str], user: str = LOCAL_USER) -> int:
+    """Delete the runs `user` may delete (their own, or nobody's); returns how many were."""
+    owners = store.list_runs().set_index("run_id")["owner"].to_dict()
+    return sum(store.delete_run(run_id) for run_id in run_ids
+               if run_id in owners and may_manage(_text(owners[run_id]), user))
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None

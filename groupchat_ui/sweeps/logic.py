@@ -28,7 +28,7 @@ from groupchat_core.sweeps import (
     parse_sweep,
     plan_sweep,
 )
-from groupchat_ui.kit.jobs import JobRegistry
+from groupchat_ui.kit.jobs import LOCAL_USER, JobRegistry, may_manage, not_yours
 from groupchat_ui.kit.sweep_status import MISSING, SweepStatus, sweep_status
 
 GRID_AXES = ("threshold", "recency_penalty", "recency_window")
@@ -111,15 +111,22 @@ def preflight(spec: SweepSpec, store: RunStore) -> tuple[int, str, str]:
 
 
 def start_sweep(registry: JobRegistry, store: RunStore, owner: str,
-                spec: SweepSpec | None = None, resume: str | None = None) -> str:
-    """Launch a new sweep (or the rest of sweep `resume`) as a job; returns the job id."""
+                spec: SweepSpec | None = None, resume: str | None = None, *,
+                user: str = LOCAL_USER, user_name: str | None = None) -> str:
+    """Launch a new sweep (or the rest of sweep `resume`) as a job; returns the job id. A new
+    sweep and its runs are recorded as `user`'s; only its owner may resume one (ConfigError)."""
     if spec is None and resume is None:
         raise ConfigError("a sweep needs a spec, or a sweep id to resume")
+    if resume is not None:
+        sweep = store.get_sweep(resume)
+        if not may_manage(sweep.get("owner"), user):
+            raise ConfigError(not_yours(sweep.get("owner_name") or sweep.get("owner"), "sweep"))
 
     def factory(emit: Any) -> Any:
-        return arun_sweep(spec, store, resume=resume, on_event=emit)
+        return arun_sweep(spec, store, resume=resume, on_event=emit, owner=user,
+                          owner_name=user_name or user)
 
-    return registry.start_job(factory, owner, kind="sweep")
+    return registry.start_job(factory, owner, kind="sweep", user=user, user_name=user_name)
 
 
 @dataclass
@@ -209,7 +216,9 @@ def sweep_label(row: Mapping[str, Any]) -> str:
     """'name · created · id' for the sweep picker (the status is in the caption below it:
     a label that changes while the sweep runs would not refresh in an open picker)."""
     created = str(row.get("created_at") or "")[:19].replace("T", " ")
-    return f"{row['name']} · {created} · {str(row['sweep_id'])[:8]}"
+    owner = row.get("owner_name") or row.get("owner")
+    by = f" · by {owner}" if isinstance(owner, str) and owner else ""
+    return f"{row['name']} · {created} · {str(row['sweep_id'])[:8]}{by}"
 
 
 def cell_label(row: Mapping[str, Any]) -> str:

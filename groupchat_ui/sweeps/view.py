@@ -15,7 +15,7 @@ import streamlit as st
 from groupchat_core import Agent, ConfigError, StoreError
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import SweepSpec
-from groupchat_ui.kit.jobs import JobRegistry
+from groupchat_ui.kit.jobs import JobRegistry, may_manage, not_yours
 from groupchat_ui.kit.presets import PRESETS
 from groupchat_ui.kit.safety import escape_markdown
 from groupchat_ui.kit.state import SessionState
@@ -83,18 +83,36 @@ def launch(registry: JobRegistry, store: RunStore, session: SessionState,
     if st.button("Start sweep", key="sw_start", type="primary", icon=":material/play_arrow:",
                  disabled=spec is None):
         if spec is not None:
-            session.sweep_jobs.append(svc.start_sweep(registry, store, session.owner, spec))
+            session.sweep_jobs.append(svc.start_sweep(
+                registry, store, session.owner, spec, user=session.user,
+                user_name=session.user_name))
             st.rerun()
 
 
 def resume_button(registry: JobRegistry, store: RunStore, session: SessionState,
                   sweep_id: str, key: str) -> None:
-    """Resume a stopped or interrupted sweep: only its unfinished cells run."""
-    if st.button("Resume", key=key, icon=":material/resume:",
-                 help="Run the cells that did not finish; finished cells are never rerun."):
-        session.sweep_jobs.append(svc.start_sweep(registry, store, session.owner,
-                                                  resume=sweep_id))
+    """Resume a stopped or interrupted sweep: only its unfinished cells run; only its owner
+    may resume it (others see the button disabled, with the reason)."""
+    try:
+        sweep = store.get_sweep(sweep_id)
+    except StoreError as exc:
+        st.error(escape_markdown(str(exc)))
+        return
+    mine = may_manage(sweep.get("owner"), session.user)
+    reason = None if mine else not_yours(sweep.get("owner_name") or sweep.get("owner"), "sweep")
+    if st.button("Resume", key=key, icon=":material/resume:", disabled=not mine,
+                 help=reason or "Run the cells that did not finish; finished cells are never "
+                                "rerun."):
+        try:
+            job_id = svc.start_sweep(registry, store, session.owner, resume=sweep_id,
+                                     user=session.user, user_name=session.user_name)
+        except (ConfigError, StoreError) as exc:
+            st.error(escape_markdown(str(exc)))
+            return
+        session.sweep_jobs.append(job_id)
         st.rerun()
+    if reason:
+        st.caption(escape_markdown(reason))
 
 
 def _latest(registry: JobRegistry, session: SessionState) -> Any:
@@ -112,8 +130,8 @@ def _adopt_from_url(registry: JobRegistry, session: SessionState) -> str | None:
     wanted = st.query_params.get("sweep")
     if not wanted:
         return None
-    mine = {svc.progress(s.events).sweep_id for s in registry.tasks_for(session.owner, "sweep")
-            if s.id in session.sweep_jobs}
+    mine = {svc.progress(s.events).sweep_id for s in registry.tasks_for(
+        session.owner, "sweep", session.user) if s.id in session.sweep_jobs}
     if wanted not in mine:
         running = registry.find_tasks("sweep", lambda s: not s.done and svc.progress(
             s.events).sweep_id == wanted)
@@ -188,9 +206,14 @@ def _render(registry: JobRegistry, store: RunStore, session: SessionState, snap:
                f"{(status.sweep_id or '')[:8]}", help=REFRESH_HELP)
     st.progress(status.fraction, text=status.cells_text())
     prog = svc.progress(snap.events)
+    mine = may_manage(snap.user, session.user)
     if not snap.done:
+        reason = None if mine else not_yours(snap.user_name, "sweep")
         st.button("Stop", key="sw_stop", type="primary", icon=":material/stop_circle:",
-                  on_click=registry.cancel, args=(snap.id,))
+                  on_click=registry.cancel, args=(snap.id,), kwargs={"user": session.user},
+                  disabled=not mine, help=reason)
+        if reason:
+            st.caption(escape_markdown(reason))
     elif snap.status == "error":
         st.error(f"The sweep failed: {escape_markdown(snap.error or '')}")
     elif prog.outcome is not None and prog.outcome.status != "finished":
