@@ -27,9 +27,13 @@ from ._events import (
     SweepOutcome,
     SweepStarted,
 )
+from ._intervals import Interval, bootstrap_mean, clopper_pearson, t95, t_interval, wilson
+from ._compare import Comparison, compare_cells, compare_values, min_attainable_p, too_few
+from ._importance import importance
+from ._natures import NATURES, MetricNature, metric_interval, methods_text, nature_of
 from ._executor import CellJob, CellResult, Executor, LocalExecutor, UsageHook
 from ._plan import SweepPlan, finished_cells, plan_sweep
-from ._results import aggregate, heatmap_frame, sweep_results, sweep_summary, t95
+from ._results import aggregate, heatmap_frame, sweep_results, sweep_summary, varying
 from ._scheduler import SweepRunner, arun_sweep, run_sweep
 from ._spec import (
     AXES,

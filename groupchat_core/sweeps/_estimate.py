@@ -52,6 +52,7 @@ class Estimate(BaseModel):
     models: list[str] = Field(default_factory=list)
     sim_models: list[str] = Field(default_factory=list)
     unpriced_models: list[str] = Field(default_factory=list)
+    space: str = ""  # the search space: axes and their sizes (SweepSpec.space_text)
     assumptions: list[str] = Field(default_factory=list)
 
     def wall_time(self) -> str:
@@ -61,7 +62,8 @@ class Estimate(BaseModel):
     def summary(self) -> str:
         """A few lines for a terminal or a dashboard caption."""
         cost = "unknown" if self.cost_usd_upper is None else f"${self.cost_usd_upper:,.4f}"
-        lines = [f"{self.cells:,} cells to run ({self.cells_done:,} already done): up to "
+        lines = [f"search space: {self.space}"] if self.space else []
+        lines += [f"{self.cells:,} cells to run ({self.cells_done:,} already done): up to "
                  f"{self.calls_upper:,} model calls, {self.prompt_tokens_upper:,} prompt + "
                  f"{self.completion_tokens_upper:,} completion tokens, cost up to {cost}, "
                  f"wall time up to {format_duration(self.wall_s_upper)}"]
@@ -199,7 +201,7 @@ def estimate(spec: SweepSpec, cells: Iterable[Cell] | None = None, *,
                       completion_tokens_upper=sum(tally.completion_upper.values()),
                       cost_usd_upper=upper, wall_s_upper=tally.wall_seconds(limit),
                       models=sorted(tally.prompt), sim_models=sorted(tally.sims),
-                      unpriced_models=unpriced)
+                      unpriced_models=unpriced, space=spec.space_text())
     prior = typical_fraction(store, spec, sweep_id)
     if prior is not None:
         share = prior[0]
