@@ -62,11 +62,12 @@ class Estimate(BaseModel):
     def summary(self) -> str:
         """A few lines for a terminal or a dashboard caption."""
         cost = "unknown" if self.cost_usd_upper is None else f"${self.cost_usd_upper:,.4f}"
-        lines = [f"search space: {self.space}"] if self.space else []
-        lines += [f"{self.cells:,} cells to run ({self.cells_done:,} already done): up to "
+        lines = [f"{self.cells:,} cells to run ({self.cells_done:,} already done): up to "
                  f"{self.calls_upper:,} model calls, {self.prompt_tokens_upper:,} prompt + "
                  f"{self.completion_tokens_upper:,} completion tokens, cost up to {cost}, "
                  f"wall time up to {format_duration(self.wall_s_upper)}"]
+        if self.space:
+            lines.append(f"search space: {self.space}")
         if self.calls_typical is not None:
             typical = "" if self.cost_usd_typical is None else \
                 f", about ${self.cost_usd_typical:,.4f}"

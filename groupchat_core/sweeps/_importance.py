@@ -55,7 +55,8 @@ def _ss_between(values: np.ndarray, codes: np.ndarray, k: int) -> np.ndarray:
     grand = values.sum(axis=1) / n
     with np.errstate(invalid="ignore", divide="ignore"):
         means = np.where(counts > 0, sums / counts, 0.0)
-    return ((means - grand[:, None]) ** 2 * counts[None, :]).sum(axis=1)
+    between: np.ndarray = ((means - grand[:, None]) ** 2 * counts[None, :]).sum(axis=1)
+    return between
 
 
 def factor_importance(values: Sequence[float], levels: pd.Series, *, seed: int = SEED,
