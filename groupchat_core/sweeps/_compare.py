@@ -174,7 +174,8 @@ def cell_values(results: pd.DataFrame, where: Mapping[str, Any], metric: str) ->
                           f"such as {[c for c in ('threshold', 'order') if c in results]}")
     rows = results[results["status"] == "finished"]
     for column, value in where.items():
-        rows = rows[rows[column].isna()] if value is None else rows[rows[column] == value]
+        missing = value is None or (isinstance(value, float) and math.isnan(value))
+        rows = rows[rows[column].isna()] if missing else rows[rows[column] == value]
     values = pd.to_numeric(rows[metric], errors="coerce").dropna()
     return [float(v) for v in values]
 
