@@ -216,3 +216,13 @@ def test_cli_estimate_shows_the_space_and_samples_override(tmp_path):
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert "order: {sample: 100}" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
     assert math.factorial(10) == 3_628_800
+
+
+@pytest.mark.parametrize("name", ["sweep-order.yaml", "sweep-random.yaml"])
+def test_the_example_sweep_specs_load_and_estimate(name):
+    from groupchat_core.sweeps import load_sweep
+
+    spec = load_sweep(ROOT / "examples" / name)
+    result = estimate(spec)
+    assert result.cells == spec.cell_count() > 0 and result.prompt_tokens_upper == 0
+    assert "search space:" in result.summary()
