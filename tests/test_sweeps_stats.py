@@ -148,3 +148,16 @@ def test_comparing_two_cells_of_a_recorded_sweep(recorded):
     assert tiny.n_a == 3 and not tiny.enough and "too few" in tiny.note
     with pytest.raises(ValueError, match="unknown result columns"):
         compare_cells(recorded, {"colour": 1}, {"colour": 2}, "messages")
+
+
+def test_cliffs_delta_matches_the_pairwise_definition_with_ties():
+    from groupchat_core.sweeps._compare import cliffs_delta
+
+    rng = np.random.default_rng(2)
+    for _ in range(200):
+        a = list(rng.integers(0, 5, rng.integers(1, 9)).astype(float))
+        b = list(rng.integers(0, 5, rng.integers(1, 9)).astype(float))
+        brute = (sum(y > x for x in a for y in b) - sum(y < x for x in a for y in b)) / (
+            len(a) * len(b))
+        assert cliffs_delta(a, b) == pytest.approx(brute, abs=1e-12)
+    assert cliffs_delta([0.1 + 0.2], [0.3]) == 0.0  # equal up to rounding is a tie

@@ -7,8 +7,9 @@ Method (a one-way variance decomposition per parameter, over finished chats):
 - omega squared = (SS_between - (k-1)·MS_within) / (SS_total + MS_within): eta squared corrected
   for the number of levels k (a parameter with many levels, such as 720 orders, explains some
   variance by chance alone); it ranks the parameters and can be slightly negative (nothing).
-- p: a seeded permutation test of eta squared (values shuffled across levels), so a parameter
-  whose effect is indistinguishable from noise is marked as such.
+- p: a seeded permutation test of eta squared (values shuffled across levels; 999 shuffles, fewer
+  down to 199 over 20,000 chats), so a parameter whose effect is indistinguishable from noise is
+  marked as such.
 Numeric parameters with more than MAX_LEVELS distinct values (random search) are cut into
 MAX_LEVELS quantile bins first. The random-sample index is not a parameter.
 
@@ -29,6 +30,8 @@ from ._results import METRICS, varying
 MAX_LEVELS = 5
 MIN_PER_LEVEL = 2
 PERMUTATIONS = 999
+MIN_PERMUTATIONS = 199  # over WORK / PERMUTATIONS chats, fewer shuffles (p to 0.005)
+WORK = 20_000_000  # shuffled values per parameter and metric, at most (but MIN_PERMUTATIONS)
 SEED = 20260101
 COLUMNS = ["metric", "parameter", "levels", "n", "eta_squared", "omega_squared", "p_value",
            "enough", "note"]
@@ -59,6 +62,12 @@ def _ss_between(values: np.ndarray, codes: np.ndarray, k: int) -> np.ndarray:
     return between
 
 
+def _chunks(permutations: int, n: int, cells: int = 2_000_000) -> list[int]:
+    """Permutations in chunks of at most `cells` values (16 MB of floats) each."""
+    per = max(1, cells // max(1, n))
+    return [min(per, permutations - i) for i in range(0, permutations, per)]
+
+
 def factor_importance(values: Sequence[float], levels: pd.Series, *, seed: int = SEED,
                       permutations: int = PERMUTATIONS) -> dict[str, object]:
     """Eta squared, omega squared and a permutation p-value of one parameter on one metric."""
@@ -79,10 +88,13 @@ def factor_importance(values: Sequence[float], levels: pd.Series, *, seed: int =
         return out
     between = float(_ss_between(y[None, :], codes, k)[0])
     within_ms = (total - between) / (n - k)
+    permutations = max(MIN_PERMUTATIONS, min(permutations, WORK // n))
     rng = np.random.default_rng(seed)
-    shuffled = rng.permuted(np.broadcast_to(y, (permutations, n)), axis=1)
-    null = _ss_between(shuffled, codes, k)
-    p_value = (int((null >= between - 1e-12 * total).sum()) + 1) / (permutations + 1)
+    hits = 0
+    for rows in _chunks(permutations, n):  # bounded memory for sweeps of 100,000 cells
+        shuffled = rng.permuted(np.broadcast_to(y, (rows, n)), axis=1)
+        hits += int((_ss_between(shuffled, codes, k) >= between - 1e-12 * total).sum())
+    p_value = (hits + 1) / (permutations + 1)
     out.update(enough=True, eta_squared=between / total,
                omega_squared=(between - (k - 1) * within_ms) / (total + within_ms),
                p_value=p_value, note=note)
