@@ -89,3 +89,9 @@ def test_importance_bars_rank_the_parameters_and_leave_out_too_few():
     few = importance(frame.iloc[:3], parameters=["order"], metrics=["messages"])
     empty = charts.importance_chart(few, "messages")
     assert not empty.data and "too few" in empty.layout.annotations[0].text
+
+
+def test_parallel_coordinates_leave_out_text_axes():
+    frame = results_frame()
+    fig = charts.parcoords(frame, ["threshold", "order"], ["messages"])
+    assert [d.label for d in fig.data[0].dimensions] == ["threshold", "chat length<br>(messages)"]

@@ -230,6 +230,8 @@ def parcoords(results: pd.DataFrame, params: Sequence[str], metrics: Sequence[st
         return empty_figure(EMPTY, "cells: parameters and metrics")
     columns = [c for c in [*params, *metrics] if c in done]
     numeric = done[columns].apply(pd.to_numeric, errors="coerce").astype(float)
+    # a text axis (order, roster, model) has no numeric scale here: left out, not drawn as 0
+    columns = [c for c in columns if c in metrics or numeric[c].notna().any()]
     dims = [{"label": SHORT_LABELS.get(c, c), "values": numeric[c].fillna(0.0)}
             for c in columns]
     color = numeric[metrics[0]].fillna(0.0) if metrics and metrics[0] in numeric else None
