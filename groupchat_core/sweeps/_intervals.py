@@ -20,7 +20,7 @@ n < 2 gives no interval (NaN) for `t` and `bootstrap`; Wilson gives one from n =
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -92,12 +92,12 @@ def _binom_cdf(k: int, n: int, p: float) -> float:
     return min(1.0, math.exp(top) * sum(math.exp(t - top) for t in terms))
 
 
-def _bisect(f: object, target: float, decreasing: bool) -> float:
+def _bisect(f: Callable[[float], float], target: float, decreasing: bool) -> float:
     """The p in [0, 1] where f(p) == target, for a monotone f (60 halvings: 1e-18)."""
     low, high = 0.0, 1.0
     for _ in range(60):
         mid = (low + high) / 2
-        value = f(mid)  # type: ignore[operator]
+        value = f(mid)
         if (value > target) == decreasing:
             low = mid
         else:

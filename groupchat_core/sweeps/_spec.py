@@ -2,8 +2,10 @@
 
 A sweep file is untrusted data (JSON or YAML, schema-versioned), read like a chat spec: bounded
 size and depth, no YAML aliases, no secret-like keys, unknown keys are errors. `base` is a chat
-spec in the usual flat format (config.ChatSpec); `grid` lists values per parameter; a cell is
-one combination × one task × one repeat, and repeat r runs with seed `base.seed + r`.
+spec in the usual flat format (config.ChatSpec); `grid` lists values per parameter (and the agent
+order, roster and models per agent, expanded in _space.py); `random` draws N parameter sets,
+crossed with the grid; a cell is one combination × one task × one repeat, and repeat r runs with
+seed `base.seed + r`.
 
 Every cell has a stable key, the canonical JSON of its grid values, task index and repeat; runs
 are stored with it (runs.cell), which is how a resumed sweep knows what is done. Keys are
