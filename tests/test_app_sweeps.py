@@ -188,3 +188,41 @@ def test_one_live_status_moves_per_turn_and_reads_the_same_everywhere(at: AppTes
                for c in at.sidebar.caption)
     cells = at.dataframe[0].value
     assert list(cells["status"]) == ["finished"] * 4 and "–" not in cells["run_id"].tolist()
+
+
+def test_random_search_over_every_order_runs_and_its_statistics_tabs_render(at: AppTest):
+    """The new axes in the form: random search (draws from ranges), every agent order, roster
+    sizes; the cell count and estimate follow; the results group by order and rank it."""
+    at.radio(key="sw_search").set_value("random").run()
+    at.number_input(key="sw_samples").set_value(2)
+    at.text_input(key="sw_rand_threshold").input("0.3, 0.7")
+    at.text_input(key="sw_rand_penalty").input("0.0, 0.3")
+    at.text_input(key="sw_recency_window").input("1")
+    at.selectbox(key="sw_order").select("all")
+    at.number_input(key="sw_repeats").set_value(2)
+    at.number_input(key="sw_max_loops").set_value(5)
+    at.run()
+    assert not at.error, [e.value for e in at.error]
+    # 6 orders × 2 draws × 1 window × 1 task × 2 repeats
+    assert any("**24 cells**" in m.value and "6 order" in m.value and "2 random samples"
+               in m.value for m in at.markdown)
+    at.text_input(key="sw_roster").input("1").run()
+    assert any("roster sizes: 1 is outside 2" in e.value for e in at.error)
+    assert at.button(key="sw_start").disabled
+    at.text_input(key="sw_roster").input("").run()
+    at.button(key="sw_start").click().run()
+    poll(at, lambda a: status(a).startswith("sweep status: finished"), "the sweep to finish")
+    frame = sweep_results(RunStore(), at.selectbox(key="sw_pick").value)
+    assert frame["order"].nunique() == 6 and frame["sample"].nunique() == 2
+    assert (frame["status"] == "finished").all()
+    assert "order" in at.selectbox(key="sw_ci_x").options
+    at.selectbox(key="sw_ci_x").select("order").run()
+    assert not at.exception, [e.value for e in at.exception]
+    tables = [d.value for d in at.dataframe]
+    ci = next(t for t in tables if "interval_method" in t.columns)
+    assert set(ci["order"].astype(str)) == set(frame["order"])
+    assert set(ci["interval_method"]) <= {"wilson", "bootstrap", "t", "t, cut at 0"}
+    ranked = next(t for t in tables if "omega_squared" in t.columns)
+    assert set(ranked["parameter"]) == {"threshold", "recency_penalty", "order"}
+    assert any("Cell A" == s.label for s in at.selectbox)
+    assert at.success or at.warning  # the comparison's verdict or its "too few" note

@@ -7,16 +7,21 @@
     print(plan.estimate.summary())
     outcome = run_sweep(spec, store)         # or arun_sweep(...) as a job on the engine loop
     frame = sweep_results(store, outcome.sweep_id)
-    aggregate(frame)                         # mean, std, n, 95 % CI per parameter combination
+    aggregate(frame)                         # mean, n, 95 % interval fit to each metric
+    importance(frame)                        # which parameter moves each metric most
+    compare_cells(frame, {"threshold": 0.3}, {"threshold": 0.6}, "lulled")  # effect, test
     frame_csv(frame)                         # as CSV, safe to open in a spreadsheet
 
-Private modules: _spec (the file format and cells), _estimate (calls, tokens, cost), _plan (new
-or resumed: what is done and what is left), _executor (where a cell runs), _scheduler
-(concurrency, budget caps, events), _events (what observers get), _results (DataFrames for
-tables and heatmaps), _cli (the `sweep` subcommand).
+Private modules: _spec (the file format and cells), _space (order, roster, models per agent,
+random search), _estimate (calls, tokens, cost), _plan (new or resumed: what is done and what
+is left), _executor (where a cell runs), _scheduler (concurrency, budget caps, events), _events
+(what observers get), _results (DataFrames for tables and heatmaps), _intervals and _natures
+(which interval fits which metric), _importance (which parameter matters), _compare (two cells:
+effect size, permutation test), _cli (the `sweep` subcommand).
 """
 
 from .._exports import frame_csv
+from ._compare import Comparison, compare_cells, compare_values, min_attainable_p, too_few
 from ._estimate import Estimate, estimate
 from ._events import (
     BudgetStopped,
@@ -28,8 +33,11 @@ from ._events import (
     SweepStarted,
 )
 from ._executor import CellJob, CellResult, Executor, LocalExecutor, UsageHook
+from ._importance import importance
+from ._intervals import Interval, bootstrap_mean, clopper_pearson, t95, t_interval, wilson
+from ._natures import NATURES, MetricNature, methods_text, metric_interval, nature_of
 from ._plan import SweepPlan, finished_cells, plan_sweep
-from ._results import aggregate, heatmap_frame, sweep_results, sweep_summary, t95
+from ._results import aggregate, heatmap_frame, sweep_results, sweep_summary, varying
 from ._scheduler import SweepRunner, arun_sweep, run_sweep
 from ._spec import (
     AXES,
@@ -46,6 +54,7 @@ from ._spec import (
 __all__ = [
     "AXES",
     "MAX_CELLS",
+    "NATURES",
     "SWEEP_SCHEMA_VERSION",
     "BudgetStopped",
     "Cell",
@@ -53,10 +62,13 @@ __all__ = [
     "CellJob",
     "CellResult",
     "CellStarted",
+    "Comparison",
     "Estimate",
     "Executor",
     "Grid",
+    "Interval",
     "LocalExecutor",
+    "MetricNature",
     "SweepEvent",
     "SweepFinished",
     "SweepOutcome",
@@ -67,16 +79,29 @@ __all__ = [
     "UsageHook",
     "aggregate",
     "arun_sweep",
+    "bootstrap_mean",
+    "clopper_pearson",
+    "compare_cells",
+    "compare_values",
     "estimate",
     "finished_cells",
     "frame_csv",
     "heatmap_frame",
+    "importance",
     "load_sweep",
     "load_sweep_text",
+    "methods_text",
+    "metric_interval",
+    "min_attainable_p",
+    "nature_of",
     "parse_sweep",
     "plan_sweep",
     "run_sweep",
     "sweep_results",
     "sweep_summary",
     "t95",
+    "t_interval",
+    "too_few",
+    "varying",
+    "wilson",
 ]

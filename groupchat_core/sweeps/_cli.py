@@ -48,6 +48,11 @@ def add_parser(sub: Any) -> None:
                        help="stop cleanly after N model calls")
     sweep.add_argument("--concurrency", type=int, default=None, metavar="N",
                        help="cells in flight (overrides the spec)")
+    sweep.add_argument("--samples", type=int, default=None, metavar="N",
+                       help="random search: draw N parameter sets (overrides random.samples)")
+    sweep.add_argument("--sample-seed", type=int, default=None, metavar="S",
+                       help="seed of every sampled axis (random search, sampled orders and "
+                            "rosters; overrides sample_seed)")
     sweep.add_argument("--estimate", action="store_true",
                        help="print the pre-flight estimate and exit without running")
     sweep.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -138,6 +143,8 @@ def cmd_sweep(args: argparse.Namespace, store: Any) -> int:
     _positive(args.max_calls, "--max-calls", integer=True)
     _positive(args.concurrency, "--concurrency", integer=True)
     spec = load_sweep(args.spec) if args.spec else None
+    if spec is not None:
+        spec = _search_overrides(spec, args)
     plan = plan_sweep(spec, store, resume=args.resume, take_over=args.take_over)
     if args.concurrency is not None:
         plan.spec = parse_sweep({**plan.spec.to_data(), "concurrency": args.concurrency})
@@ -159,6 +166,21 @@ def cmd_sweep(args: argparse.Namespace, store: Any) -> int:
         f"{outcome.calls} model calls{rate}, cost {_cost_text(store, outcome)}"
         + (f" ({outcome.reason})" if outcome.reason else "")), flush=True)
     return EXIT.get(outcome.status, 1)
+
+
+def _search_overrides(spec: Any, args: argparse.Namespace) -> Any:
+    """--samples and --sample-seed applied to a loaded spec (validated like the file)."""
+    from ._spec import parse_sweep
+
+    data = spec.to_data()
+    if getattr(args, "samples", None) is not None:
+        if spec.random is None:
+            raise CliError("--samples needs a random: block in the sweep spec (e.g. random: "
+                           "{samples: 20, threshold: {low: 0.2, high: 0.8}})")
+        data["random"] = {**data["random"], "samples": args.samples}
+    if getattr(args, "sample_seed", None) is not None:
+        data["sample_seed"] = args.sample_seed
+    return parse_sweep(data, "sweep spec") if data != spec.to_data() else spec
 
 
 def _cost_text(store: Any, outcome: SweepOutcome) -> str:

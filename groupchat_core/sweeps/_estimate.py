@@ -52,6 +52,7 @@ class Estimate(BaseModel):
     models: list[str] = Field(default_factory=list)
     sim_models: list[str] = Field(default_factory=list)
     unpriced_models: list[str] = Field(default_factory=list)
+    space: str = ""  # the search space: axes and their sizes (SweepSpec.space_text)
     assumptions: list[str] = Field(default_factory=list)
 
     def wall_time(self) -> str:
@@ -65,6 +66,8 @@ class Estimate(BaseModel):
                  f"{self.calls_upper:,} model calls, {self.prompt_tokens_upper:,} prompt + "
                  f"{self.completion_tokens_upper:,} completion tokens, cost up to {cost}, "
                  f"wall time up to {format_duration(self.wall_s_upper)}"]
+        if self.space:
+            lines.append(f"search space: {self.space}")
         if self.calls_typical is not None:
             typical = "" if self.cost_usd_typical is None else \
                 f", about ${self.cost_usd_typical:,.4f}"
@@ -199,7 +202,7 @@ def estimate(spec: SweepSpec, cells: Iterable[Cell] | None = None, *,
                       completion_tokens_upper=sum(tally.completion_upper.values()),
                       cost_usd_upper=upper, wall_s_upper=tally.wall_seconds(limit),
                       models=sorted(tally.prompt), sim_models=sorted(tally.sims),
-                      unpriced_models=unpriced)
+                      unpriced_models=unpriced, space=spec.space_text())
     prior = typical_fraction(store, spec, sweep_id)
     if prior is not None:
         share = prior[0]

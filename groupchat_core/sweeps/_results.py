@@ -5,9 +5,10 @@ questions ("how does the lull turn move with the threshold?"), so the frames are
 the page only charts them. Everything is read from the store, so results of a sweep still
 running, stopped by a budget cap or resumed later read the same way.
 
-Confidence intervals are two-sided 95 % Student-t intervals, mean ± t(0.975, n−1)·s/√n, with t
-from a small table (exact to 3 decimals for n−1 ≤ 30, then the next lower tabulated df, which
-errs wide; 1.96 beyond 120). No scipy needed. n = 1 gives no interval.
+Confidence intervals fit each metric (_natures.py, _intervals.py): Wilson for the lull rate,
+a seeded percentile bootstrap for bounded metrics (evenness, Gini, entropy, hit rate), Student t
+cut at 0 for counts and amounts; `interval_method` names the one used on every row.
+Parameter importance and two-cell comparisons are in _importance.py and _compare.py.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import pandas as pd
 
 from .._errors import ConfigError
 from ..analysis._metrics import speaker_metrics
+from . import _space
+from ._natures import metric_interval
 from ._plan import stored_spec
 from ._spec import Cell, SweepSpec
 
@@ -28,21 +31,12 @@ if TYPE_CHECKING:
     from ..store import RunStore
 
 NUMERIC_PARAMS = ("threshold", "recency_penalty", "recency_window", "max_loops")
-PARAM_COLUMNS = [*NUMERIC_PARAMS, "model", "temperature", "bid_prompt"]
+LABEL_PARAMS = ("model", "temperature", "bid_prompt", "order", "roster", "agent_models",
+                "sample")
+PARAM_COLUMNS = [*NUMERIC_PARAMS, *LABEL_PARAMS]
 METRICS = ("messages", "turns", "lull_turn", "lulled", "entropy_bits", "evenness", "gini",
            "longest_monologue", "total_calls", "hit_rate", "total_cost_usd")
-_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-        2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
-_T95_WIDE = ((120, 1.980), (60, 2.000), (40, 2.021), (30, 2.042))
 _PREFERENCE = {"finished": 0, "error": 1, "cancelled": 2, "interrupted": 3, "running": 4}
-
-
-def t95(df: int) -> float:
-    """Two-sided 95 % Student-t critical value for `df` degrees of freedom (df >= 1)."""
-    if df <= len(_T95):
-        return _T95[df - 1]
-    return next((t for limit, t in _T95_WIDE if df >= limit), 1.96) if df <= 1000 else 1.96
 
 
 def _cell_row(spec: SweepSpec, cell: Cell) -> dict[str, Any]:
@@ -51,8 +45,10 @@ def _cell_row(spec: SweepSpec, cell: Cell) -> dict[str, Any]:
                            "seed": spec.base.seed + cell.repeat}
     for name in NUMERIC_PARAMS:
         row[name] = cell.params.get(name, getattr(spec.base, name))
-    for name in ("model", "temperature", "bid_prompt"):
-        row[name] = cell.params.get(name)
+    for name in LABEL_PARAMS:
+        value = cell.params.get(name)
+        row[name] = None if value is None else _space.label(name, value)
+    row["agents"] = len(spec.cell_agents(cell))
     return row
 
 
@@ -71,13 +67,16 @@ def _duration(start: Any, end: Any) -> float | None:
     return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
 
 
-def _metrics(store: RunStore, runs: pd.DataFrame, agents: list[str]) -> pd.DataFrame:
-    """Speaker metrics per run from one read of the turns of every run."""
+def _metrics(store: RunStore, runs: pd.DataFrame, agents: dict[str, list[str]]) -> pd.DataFrame:
+    """Speaker metrics per run from one read of the turns of every run; `agents` maps a cell
+    key to its chat's agents (a roster's evenness is over its own agents, not the base's)."""
     turns = store.turns(list(runs["run_id"]))
-    order = pd.DataFrame({"agent": agents, "position": range(len(agents))})
     stops = dict(zip(runs["run_id"], runs["stop_reason"], strict=True))
+    cells = dict(zip(runs["run_id"], runs["cell"], strict=True))
     rows = []
     for run_id, group in turns.groupby("run_id", sort=False):
+        names = agents.get(cells.get(run_id, ""), [])
+        order = pd.DataFrame({"agent": names, "position": range(len(names))})
         m = speaker_metrics(group, order, stop_reason=stops.get(run_id))
         rows.append({"run_id": run_id, "messages": m.messages_posted, "lull_turn": m.lull_turn,
                      "lulled": float(m.lull_turn is not None), "entropy_bits": m.entropy_bits,
@@ -96,14 +95,15 @@ def sweep_results(store: RunStore, sweep_id: str) -> pd.DataFrame:
     status ("pending" before it ran), stop reason, messages, turns, lull turn, speaker balance
     (entropy, evenness, Gini), bids, cache hits and hit rate, calls, tokens, cost, duration."""
     sweep_id, spec = stored_spec(store, sweep_id)
-    cells = pd.DataFrame([_cell_row(spec, c) for c in spec.cells()])
+    every = list(spec.cells())
+    cells = pd.DataFrame([_cell_row(spec, c) for c in every])
     runs = _chosen_runs(store, sweep_id)
     keep = ["cell", "run_id", "status", "stop_reason", "turns", "total_calls",
             "total_prompt_tokens", "total_completion_tokens", "total_cost_usd", "started_at",
             "ended_at", "error"]
     frame = cells.merge(runs[keep], on="cell", how="left")
     frame["status"] = frame["status"].fillna("pending")
-    agents = [a.agent_name for a in spec.base.agents]
+    agents = {c.key: spec.cell_agents(c) for c in every}
     chosen = runs[runs["run_id"].notna()]
     frame = frame.merge(_metrics(store, chosen, agents), on="run_id", how="left")
     stats = store.cache_stats(list(chosen["run_id"]))[["run_id", "bids", "cache_hits",
@@ -116,20 +116,22 @@ def sweep_results(store: RunStore, sweep_id: str) -> pd.DataFrame:
     return frame
 
 
-def _varying(results: pd.DataFrame) -> list[str]:
+def varying(results: pd.DataFrame) -> list[str]:
+    """The parameter columns (and task) that take more than one value in these results."""
     candidates = [*PARAM_COLUMNS, "task_index"]
     return [c for c in candidates if c in results and results[c].nunique(dropna=True) > 1]
 
 
 def aggregate(results: pd.DataFrame, by: Sequence[str] | None = None,
               metrics: Sequence[str] = METRICS) -> pd.DataFrame:
-    """Mean, std, n and a 95 % t-interval per group and metric, over finished cells.
+    """Mean, std, n and a 95 % interval per group and metric, over finished cells.
 
     Long format, one row per (group, metric): `by` columns, metric, n, mean, std, sem,
-    ci_low, ci_high. `by` defaults to the parameters that vary in the sweep. A metric's n
+    ci_low, ci_high, interval_method (wilson, bootstrap, t or `t, cut at 0`: see
+    _natures.py). `by` defaults to the parameters that vary in the sweep. A metric's n
     counts the cells where it is defined (e.g. lull_turn only for chats that lulled).
     """
-    by = list(by) if by is not None else _varying(results)
+    by = list(by) if by is not None else varying(results)
     done = results[results["status"] == "finished"]
     missing = [c for c in [*by, *metrics] if c not in results]
     if missing:
@@ -140,22 +142,19 @@ def aggregate(results: pd.DataFrame, by: Sequence[str] | None = None,
         labels = dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True))
         for metric in metrics:
             values = pd.to_numeric(group[metric], errors="coerce").dropna().astype(float)
-            rows.append({**labels, "metric": metric, **_interval(values)})
+            rows.append({**labels, "metric": metric, **_interval(metric, values)})
     return pd.DataFrame(rows, columns=[*by, "metric", "n", "mean", "std", "sem", "ci_low",
-                                       "ci_high"])
+                                       "ci_high", "interval_method"])
 
 
-def _interval(values: pd.Series) -> dict[str, Any]:
+def _interval(metric: str, values: pd.Series) -> dict[str, Any]:
     n = len(values)
-    mean = float(values.mean()) if n else math.nan
-    if n < 2:
-        return {"n": n, "mean": mean, "std": math.nan, "sem": math.nan, "ci_low": math.nan,
-                "ci_high": math.nan}
-    std = float(values.std(ddof=1))
-    sem = std / math.sqrt(n)
-    half = t95(n - 1) * sem
-    return {"n": n, "mean": mean, "std": std, "sem": sem, "ci_low": mean - half,
-            "ci_high": mean + half}
+    interval = metric_interval(metric, list(values))
+    std = float(values.std(ddof=1)) if n >= 2 else math.nan
+    return {"n": n, "mean": interval.estimate, "std": std,
+            "sem": std / math.sqrt(n) if n >= 2 else math.nan,
+            "ci_low": interval.low, "ci_high": interval.high,
+            "interval_method": interval.method}
 
 
 def heatmap_frame(aggregated: pd.DataFrame, metric: str, x: str = "threshold",
@@ -190,5 +189,5 @@ def sweep_summary(store: RunStore, sweep_id: str) -> dict[str, Any]:
         "runs": int(len(store.list_runs(sweep_id=sweep_id))), "bids": bids,
         "cache_hits": hits, "hit_rate": hits / bids if bids else None,
         "calls": int(stats["calls"].sum()), "cost_usd": float(stats["cost_usd"].sum()),
-        "axes": list(spec.grid.axes()),
+        "axes": list(spec.axes()),
     }

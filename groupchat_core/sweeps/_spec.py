@@ -2,8 +2,10 @@
 
 A sweep file is untrusted data (JSON or YAML, schema-versioned), read like a chat spec: bounded
 size and depth, no YAML aliases, no secret-like keys, unknown keys are errors. `base` is a chat
-spec in the usual flat format (config.ChatSpec); `grid` lists values per parameter; a cell is
-one combination × one task × one repeat, and repeat r runs with seed `base.seed + r`.
+spec in the usual flat format (config.ChatSpec); `grid` lists values per parameter (and the agent
+order, roster and models per agent, expanded in _space.py); `random` draws N parameter sets,
+crossed with the grid; a cell is one combination × one task × one repeat, and repeat r runs with
+seed `base.seed + r`.
 
 Every cell has a stable key, the canonical JSON of its grid values, task index and repeat; runs
 are stored with it (runs.cell), which is how a resumed sweep knows what is done. Keys are
@@ -22,7 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from .._config import (
     MAX_LOOPS,
@@ -34,6 +44,7 @@ from .._config import (
 )
 from .._errors import ConfigError
 from .._safeload import show_number
+from . import _space
 
 SWEEP_SCHEMA_VERSION = 1
 MAX_CELLS = 100_000
@@ -41,7 +52,7 @@ MAX_AXIS = 1_000
 MAX_CALLS_CAP = 1_000_000_000  # max_calls: a budget cap, bounded like every integer at the edge
 MAX_LABEL = 60  # bid-prompt labels in cell keys and result tables (see short_label)
 AXES = ("threshold", "recency_penalty", "recency_window", "max_loops", "bid_prompt", "model",
-        "temperature")
+        "temperature", "order", "roster", "agent_models")
 
 
 def _number(name: str, value: Any, *, integer: bool = False, low: float | None = None,
@@ -91,6 +102,8 @@ class Grid(BaseModel):
 
     `model` and `temperature` apply to every agent; `bid_prompt` maps short labels to
     templates (the labels go into cell keys and result tables, the templates into the runs).
+    `order`, `roster` and `agent_models` depend on the base agents: they are checked and
+    expanded by SweepSpec (see _space.py).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -102,6 +115,9 @@ class Grid(BaseModel):
     bid_prompt: dict[str, str] | None = None
     model: list[str] | None = None
     temperature: list[float] | None = None
+    order: Any = None  # "all" | {sample: N} | [[agent, ...], ...]
+    roster: Any = None  # {sizes: [k, ...], sample?: N} | [[agent, ...], ...]
+    agent_models: dict[str, list[str]] | None = None
 
     @field_validator("threshold", "recency_penalty", mode="before")
     @classmethod
@@ -148,11 +164,13 @@ class Grid(BaseModel):
         return prompts
 
     def axes(self) -> dict[str, list[Any]]:
-        """The swept parameters in a fixed order, each with its values (labels for prompts)."""
+        """The plain grid axes (not order, roster, agent_models: SweepSpec.axes() has them all)
+        in a fixed order, each with its values (labels for prompts)."""
         values = self.model_dump(exclude_none=True)
         if "bid_prompt" in values:
             values["bid_prompt"] = list(values["bid_prompt"])
-        return {name: values[name] for name in AXES if name in values}
+        return {name: values[name] for name in AXES
+                if name in values and name not in _space.SPACE_AXES}
 
 
 @dataclass(frozen=True)
@@ -185,6 +203,9 @@ class SweepSpec(BaseModel):
     max_calls: int | None = None
     max_usd: float | None = None
     bid_cache: bool | None = None  # None: deterministic agents only; True: all; False: off
+    random: dict[str, Any] | None = None  # random search: {samples: N, param: range/choice}
+    sample_seed: int | None = None  # seeds every sampled axis; None: base.seed
+    _axes: dict[str, list[Any]] = PrivateAttr(default_factory=dict)
 
     @field_validator("schema_version")
     @classmethod
@@ -227,38 +248,103 @@ class SweepSpec(BaseModel):
             raise ValueError(f"max_usd must be a positive amount, got {v!r}")
         return v
 
+    @field_validator("random", mode="before")
+    @classmethod
+    def _random(cls, v: Any) -> Any:
+        return None if v is None else _space.check_random(v)
+
+    @field_validator("sample_seed", mode="before")
+    @classmethod
+    def _sample_seed(cls, v: Any) -> Any:
+        return None if v is None else _number("sample_seed", v, integer=True, low=0,
+                                              high=2**63 - 1)
+
     @model_validator(mode="after")
     def _size(self) -> SweepSpec:
-        if self.cell_count() > MAX_CELLS:
-            raise ValueError(f"the sweep has {self.cell_count():,} cells, over the "
-                             f"{MAX_CELLS:,} limit: fewer grid values, tasks or repeats")
         if len(self.base.agents) < 2:
             raise ValueError("base.agents: a chat needs at least 2 agents")
+        self._axes = self._expand()
+        if self.cell_count() > MAX_CELLS:
+            raise ValueError(f"the sweep has {self.cell_count():,} cells, over the "
+                             f"{MAX_CELLS:,} limit: fewer grid values, samples, tasks or "
+                             "repeats")
         return self
 
+    def _expand(self) -> dict[str, list[Any]]:
+        """Every axis with its values: the grid's, then order, roster and models per agent
+        (checked against the base agents), then the random samples (as one axis)."""
+        axes = self.grid.axes()
+        names = [a.agent_name for a in self.base.agents]
+        seed = self.base.seed if self.sample_seed is None else self.sample_seed
+        grid = self.grid
+        if grid.model is not None and grid.agent_models is not None:
+            raise ValueError("grid.model and grid.agent_models both set the models; use one")
+        if grid.order is not None:
+            axes["order"] = _space.orders(grid.order, names, seed)
+        if grid.roster is not None:
+            axes["roster"] = _space.rosters(grid.roster, names, seed)
+        if grid.agent_models is not None:
+            axes["agent_models"] = _space.agent_models(grid.agent_models, names)
+        if self.random is not None:
+            both = [k for k in self.random if k in axes or (k == "model" and "agent_models"
+                                                            in axes)]
+            if both:
+                raise ValueError(f"{both[0]} is both a grid axis and drawn at random; keep it "
+                                 "in one of grid or random")
+            axes["random"] = _space.random_samples(self.random, seed)
+        return axes
+
+    def axes(self) -> dict[str, list[Any]]:
+        """Every swept axis with its values; `random` holds the drawn parameter sets."""
+        return self._axes
+
     def cell_count(self) -> int:
-        return math.prod(len(v) for v in self.grid.axes().values()) * len(self.tasks) * \
+        return math.prod(len(v) for v in self.axes().values()) * len(self.tasks) * \
             self.repeats
 
+    def space_text(self) -> str:
+        """The search space in one line: '3 threshold × 6 order × 20 random samples × 1 task
+        × 2 repeats = 720 cells'."""
+        parts = [f"{len(v):,} {'random samples' if k == 'random' else k}"
+                 for k, v in self.axes().items()]
+        parts += [f"{len(self.tasks)} task(s)", f"{self.repeats} repeat(s)"]
+        return " × ".join(parts) + f" = {self.cell_count():,} cells"
+
     def cells(self) -> Iterator[Cell]:
-        """Every cell, in a stable order: grid (first axis slowest), then task, then repeat."""
-        axes = self.grid.axes()
+        """Every cell, in a stable order: grid (first axis slowest), then task, then repeat.
+        A random sample's drawn values are the cell's own parameters, with `sample: i`."""
+        axes = self.axes()
         combos = itertools.product(*axes.values())
         index = 0
         for combo in combos:
-            params = dict(zip(axes, combo, strict=True))
+            params: dict[str, Any] = {}
+            for name, value in zip(axes, combo, strict=True):
+                if name == "random":
+                    params.update(value)
+                else:
+                    params[name] = value
             for task_index in range(len(self.tasks)):
                 for repeat in range(self.repeats):
                     yield Cell(index, params, task_index, repeat)
                     index += 1
 
+    def cell_agents(self, cell: Cell) -> list[str]:
+        """The names of the agents in a cell's chat, in its speaking-priority order."""
+        names = list(cell.params.get("order") or [a.agent_name for a in self.base.agents])
+        roster = cell.params.get("roster")
+        return names if roster is None else [n for n in names if n in roster]
+
     def chat_spec(self, cell: Cell) -> ChatSpec:
         """The base chat with the cell's values applied and its repeat's seed."""
         data = self.base.to_data()
         params = dict(cell.params)
+        by_name = {a["agent_name"]: a for a in data["agents"]}
+        data["agents"] = [by_name[n] for n in self.cell_agents(cell)]
         for agent in data["agents"]:
             if "model" in params:
                 agent["model_name"] = params["model"]
+            if agent["agent_name"] in params.get("agent_models", {}):
+                agent["model_name"] = params["agent_models"][agent["agent_name"]]
             if "temperature" in params:
                 agent["temperature"] = params["temperature"]
         if "bid_prompt" in params:
@@ -273,6 +359,9 @@ class SweepSpec(BaseModel):
         data = self.model_dump(exclude={"base"})
         data["base"] = self.base.to_data()
         data["grid"] = self.grid.model_dump(exclude_none=True)
+        for optional in ("random", "sample_seed"):  # absent, as in sweeps stored before them
+            if data.get(optional) is None:
+                data.pop(optional, None)
         return data
 
     def same_cells(self, other: SweepSpec) -> bool:
@@ -295,14 +384,20 @@ def parse_sweep(data: Any, source: str = "sweep spec") -> SweepSpec:
 
 
 def _check_chats(spec: SweepSpec) -> None:
-    """Build one chat per model/temperature/prompt combination: every cell must be runnable."""
+    """Build one chat per model/temperature/prompt combination (and per model set per agent,
+    and per model drawn at random): every cell must be runnable."""
     from .._groupchat import GroupChat
 
-    axes = {k: v for k, v in spec.grid.axes().items()
+    axes = {k: v for k, v in spec.axes().items()
             if k in ("model", "temperature", "bid_prompt")}
+    extra: list[dict[str, Any]] = [{"agent_models": m}
+                                   for m in spec.axes().get("agent_models", [])]
+    extra += [{"model": m} for m in (spec.random or {}).get("model", {}).get("choice", [])]
     for combo in itertools.product(*axes.values()):
         cell = Cell(0, dict(zip(axes, combo, strict=True)), 0, 0)
         GroupChat.from_spec(spec.chat_spec(cell), bid_cache=False)
+    for params in extra[:_space.MAX_AXIS]:
+        GroupChat.from_spec(spec.chat_spec(Cell(0, params, 0, 0)), bid_cache=False)
 
 
 def load_sweep_text(text: str | bytes, source: str = "sweep spec") -> SweepSpec:

@@ -1,8 +1,11 @@
 """Plotly builders for sweep results: DataFrame in, Figure out; no streamlit.
 
-Heatmaps are faceted by recency_window (one panel per window value); confidence-interval
-charts draw the mean per threshold with 95 % error bars from `aggregate`, one line per penalty,
-over the repeats' own values; the parallel-coordinates view shows one line per finished cell.
+Heatmaps are faceted by recency_window (one panel per window value); interval charts draw the
+mean per value of any axis (threshold by default; order, roster, model as categories) with the
+95 % interval `aggregate` chose for the metric (Wilson for rates, bootstrap for bounded
+metrics, t for counts), one line per value of a second axis, over the chats' own values;
+importance charts rank the parameters per metric; the parallel-coordinates view shows one line
+per finished cell.
 
 Readability: a metric's axis never runs past what the metric can be (a chat length is never
 negative, a rate stays within 0 to 1: METRIC_BOUNDS), and the error bars stop there too; lines
@@ -120,59 +123,102 @@ def metric_range(metric: str, values: Sequence[float]) -> list[float] | None:
     return [lo if bottom is None else max(lo, bottom), hi if top is None else min(hi, top)]
 
 
-def _dodge_step(thresholds: pd.Series, lines: int) -> float:
-    values = sorted(set(float(t) for t in thresholds.dropna()))
+def _dodge_step(positions: pd.Series, lines: int) -> float:
+    values = sorted(set(float(t) for t in positions.dropna()))
     gaps = [b - a for a, b in zip(values, values[1:], strict=False) if b > a]
     return (min(gaps) if gaps else 0.1) * DODGE if lines > 1 else 0.0
 
 
-def ci_chart(agg: pd.DataFrame, results: pd.DataFrame, metric: str,
-             window: int | None = None) -> go.Figure:
-    """Mean ± 95 % CI per threshold, a line per penalty, with each repeat's value as a dot.
+def _numeric(values: pd.Series) -> bool:
+    return bool(values.notna().all()) and pd.api.types.is_numeric_dtype(values)
 
-    The lines are dodged sideways (penalty i at threshold + offset_i) and half-transparent;
-    the interval and the axis stop at the metric's bounds (METRIC_BOUNDS)."""
+
+def value_text(value: object) -> str:
+    return f"{value:g}" if isinstance(value, float | int) and not isinstance(value, bool) \
+        else str(value)
+
+
+def axis_name(column: str) -> str:
+    """A short name for an axis in legends ('penalty 0.3')."""
+    return {"recency_penalty": "penalty", "recency_window": "window",
+            "agent_models": "models", "task_index": "task"}.get(column, column)
+
+
+def ci_chart(agg: pd.DataFrame, results: pd.DataFrame, metric: str,
+             window: int | None = None, x: str = "threshold",
+             line: str | None = "recency_penalty") -> go.Figure:
+    """Mean ± 95 % interval per value of `x`, a line per value of `line` (None: one line),
+    with each chat's value as a dot. `agg` must be aggregated by x (and line); the interval is
+    the one that fits the metric (`interval_method`: Wilson, bootstrap or t).
+
+    A numeric x (threshold) keeps its scale; any other axis (order, roster, model) is drawn as
+    categories. The lines are dodged sideways and half-transparent; the interval and the axis
+    stop at the metric's bounds (METRIC_BOUNDS)."""
     part = agg[agg["metric"] == metric] if not agg.empty else agg
     if part.empty or part["n"].sum() == 0:
         return empty_figure(EMPTY, _label(metric))
-    if window is not None:
+    if window is not None and "recency_window" in part:
         part = part[part["recency_window"] == window]
         results = results[results["recency_window"] == window]
-    done = results[results["status"] == "finished"]
+    done = results[results["status"] == "finished"] if "status" in results else results
+    numeric = _numeric(part[x])
+    ticks = sorted(part[x].dropna().unique().tolist(), key=lambda v: (not numeric, v)) \
+        if numeric else sorted(part[x].astype(str).unique().tolist())
+    where = (lambda v: v) if numeric else {t: i for i, t in enumerate(ticks)}.__getitem__
     fig = go.Figure()
-    groups = list(part.sort_values("threshold").groupby("recency_penalty"))
-    step = _dodge_step(part["threshold"], len(groups))
+    groups = list(part.groupby(line, dropna=False)) if line else [(None, part)]
+    positions = pd.Series([float(where(v if numeric else str(v))) for v in part[x]])
+    step = _dodge_step(positions, len(groups))
     shown: list[float] = []
-    for i, (penalty, group) in enumerate(groups):
+    for i, (value, group) in enumerate(groups):
+        group = group.sort_values(x)
         color = PALETTE[i % len(PALETTE)]
         offset = (i - (len(groups) - 1) / 2) * step
+        name = "mean" if line is None else f"{axis_name(line)} {value_text(value)}"
+        xs = [float(where(v if numeric else str(v))) + offset for v in group[x]]
         high = _clip(group["ci_high"], metric)
         low = _clip(group["ci_low"], metric)
         fig.add_trace(go.Scatter(
-            x=group["threshold"] + offset, y=group["mean"], mode="lines+markers",
+            x=xs, y=group["mean"], mode="lines+markers",
             opacity=0.8, marker={"color": color, "size": 8}, line={"color": color},
-            customdata=group["threshold"], name=f"penalty {penalty:g}", cliponaxis=False,
-            legendgroup=f"penalty {penalty:g}",
-            hovertemplate=(f"penalty {penalty:g}, threshold %{{customdata:g}}: "
-                           "mean %{y:.3g}<extra></extra>"),
+            customdata=list(group[x]), name=name, cliponaxis=False, legendgroup=name,
+            hovertemplate=(f"{name}, {axis_name(x)} %{{customdata}}: mean %{{y:.3g}}"
+                           "<extra></extra>"),
             error_y={"type": "data", "symmetric": False, "array": high - group["mean"],
                      "arrayminus": group["mean"] - low, "color": color, "thickness": 1.5}))
-        raw = done[done["recency_penalty"] == penalty]
+        raw = done if line is None else done[done[line] == value]
         values = pd.to_numeric(raw[metric], errors="coerce")
         fig.add_trace(go.Scatter(
-            x=raw["threshold"] + offset, y=values, mode="markers",
-            marker={"color": color, "opacity": 0.35, "size": 6}, showlegend=False,
-            name=f"repeats, penalty {penalty:g}", legendgroup=f"penalty {penalty:g}",
-            cliponaxis=False))
+            x=[float(where(v if numeric else str(v))) + offset for v in raw[x]], y=values,
+            mode="markers", marker={"color": color, "opacity": 0.35, "size": 6},
+            showlegend=False, name=f"chats, {name}", legendgroup=name, cliponaxis=False))
         shown += [*group["mean"], *high, *low, *values]
-    y_range = metric_range(metric, shown)
-    fig.update_yaxes(range=y_range)
-    thresholds = sorted(set(float(t) for t in part["threshold"].dropna()))
-    fig.update_xaxes(tickmode="array", tickvals=thresholds,
-                     ticktext=[f"{t:g}" for t in thresholds])
-    fig.update_layout(title=f"{_label(metric)}: mean and 95% CI over repeats",
-                      xaxis_title="threshold (lines dodged sideways per penalty)",
-                      yaxis_title=_label(metric))
+    fig.update_yaxes(range=metric_range(metric, shown))
+    fig.update_xaxes(tickmode="array", tickvals=[float(where(t)) for t in ticks],
+                     ticktext=[value_text(t) for t in ticks])
+    dodge = f" (lines dodged sideways per {axis_name(line)})" if line else ""
+    fig.update_layout(title=f"{_label(metric)}: mean and 95% interval over chats",
+                      xaxis_title=f"{axis_name(x)}{dodge}", yaxis_title=_label(metric))
+    return fig
+
+
+def importance_chart(table: pd.DataFrame, metric: str) -> go.Figure:
+    """Omega squared per parameter for one metric, most important on top; parameters with too
+    few chats to say anything are left out (the table says why)."""
+    part = table[(table["metric"] == metric) & table["enough"].astype(bool)] \
+        if not table.empty else table
+    if part.empty:
+        return empty_figure("too few finished chats to rank the parameters", _label(metric))
+    part = part.iloc[::-1]
+    values = pd.to_numeric(part["omega_squared"], errors="coerce").clip(lower=0.0)
+    text = [f"ω² {w:.2f} · η² {e:.2f} · p {p:.3g}" for w, e, p in
+            zip(values, part["eta_squared"], part["p_value"], strict=True)]
+    fig = go.Figure(go.Bar(x=values, y=[axis_name(p) for p in part["parameter"]],
+                           orientation="h", text=text, textposition="auto",
+                           marker={"color": PALETTE[0]}))
+    fig.update_layout(title=f"What moves {_label(metric)}: variance explained per parameter",
+                      xaxis_title="omega squared (share of variance, corrected for levels)",
+                      xaxis={"range": [0, 1]})
     return fig
 
 
@@ -184,6 +230,8 @@ def parcoords(results: pd.DataFrame, params: Sequence[str], metrics: Sequence[st
         return empty_figure(EMPTY, "cells: parameters and metrics")
     columns = [c for c in [*params, *metrics] if c in done]
     numeric = done[columns].apply(pd.to_numeric, errors="coerce").astype(float)
+    # a text axis (order, roster, model) has no numeric scale here: left out, not drawn as 0
+    columns = [c for c in columns if c in metrics or numeric[c].notna().any()]
     dims = [{"label": SHORT_LABELS.get(c, c), "values": numeric[c].fillna(0.0)}
             for c in columns]
     color = numeric[metrics[0]].fillna(0.0) if metrics and metrics[0] in numeric else None

@@ -7,7 +7,7 @@ script run. Offline by default: the presets' agents are `sim/` simulations, not 
 
 from __future__ import annotations
 
-import itertools
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,7 +17,6 @@ import pandas as pd
 from groupchat_core import Agent, ConfigError, is_sim_model
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import (
-    Cell,
     CellFinished,
     CellStarted,
     SweepFinished,
@@ -27,6 +26,7 @@ from groupchat_core.sweeps import (
     arun_sweep,
     parse_sweep,
     plan_sweep,
+    varying,
 )
 from groupchat_ui.kit.jobs import LOCAL_USER, JobRegistry, may_manage, not_yours
 from groupchat_ui.kit.sweep_status import MISSING, SweepStatus, sweep_status
@@ -70,31 +70,84 @@ def all_sim(agents: Sequence[Agent] | Sequence[Mapping[str, Any]]) -> bool:
     return bool(names) and all(is_sim_model(n) for n in names)
 
 
+def parse_range(text: str, name: str) -> dict[str, float]:
+    """'0.2, 0.8' -> {low: 0.2, high: 0.8} for random search (within the axis's bounds)."""
+    values = parse_numbers(text, name, bounds=BOUNDS[name])
+    if len(values) != 2 or values[0] >= values[1]:
+        raise ConfigError(f"{name} range: give low, high (e.g. 0.2, 0.8), got {text!r}")
+    return {"low": float(values[0]), "high": float(values[1])}
+
+
+def search_space(search: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The page's search options as (grid additions, spec additions): random search over
+    threshold and penalty ranges, agent order (every one or sampled), roster sizes and
+    temperature values. Empty inputs add nothing."""
+    search = search or {}
+    grid: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    if search.get("mode") == "random":
+        extra["random"] = {"samples": int(search.get("samples", 10)),
+                           "threshold": parse_range(search.get("threshold_range", ""),
+                                                    "threshold"),
+                           "recency_penalty": parse_range(search.get("penalty_range", ""),
+                                                          "recency_penalty")}
+    if search.get("order") == "all":
+        grid["order"] = "all"
+    elif search.get("order") == "sample":
+        grid["order"] = {"sample": int(search.get("order_samples", 6))}
+    sizes = str(search.get("roster_sizes") or "").strip()
+    if sizes:
+        grid["roster"] = {"sizes": parse_numbers(sizes, "roster sizes", integer=True,
+                                                 bounds=(2, 1000))}
+    temperatures = str(search.get("temperature") or "").strip()
+    if temperatures:
+        grid["temperature"] = parse_numbers(temperatures, "temperature", bounds=(0.0, 2.0))
+    return grid, extra
+
+
 def build_spec(agents: Sequence[Agent], tasks: Sequence[str], grid_text: Mapping[str, str],
-               options: Mapping[str, Any]) -> SweepSpec:
-    """A SweepSpec from the page's inputs; a ConfigError names the bad value."""
-    grid = {axis: parse_numbers(grid_text.get(axis, ""), axis, integer=axis == "recency_window",
-                                bounds=BOUNDS[axis]) for axis in GRID_AXES}
+               options: Mapping[str, Any], search: Mapping[str, Any] | None = None
+               ) -> SweepSpec:
+    """A SweepSpec from the page's inputs; a ConfigError names the bad value. In random
+    search, threshold and penalty are drawn from ranges instead of listed."""
+    grid_more, extra = search_space(search)
+    drawn = set(extra.get("random", {}))
+    grid: dict[str, Any] = {
+        axis: parse_numbers(grid_text.get(axis, ""), axis, integer=axis == "recency_window",
+                            bounds=BOUNDS[axis]) for axis in GRID_AXES if axis not in drawn}
+    grid.update(grid_more)
     base = {"agents": [a.to_spec() for a in agents], "max_loops": int(options["max_loops"]),
             "seed": int(options.get("seed", 0))}
     caps = {k: options[k] for k in ("max_calls", "max_usd") if options.get(k)}
     spec = parse_sweep({"name": options.get("name") or "sweep", "base": base, "grid": grid,
                         "tasks": [t for t in tasks if t.strip()],
                         "repeats": int(options["repeats"]),
-                        "concurrency": int(options["concurrency"]), **caps}, "sweep")
+                        "concurrency": int(options["concurrency"]), **caps, **extra}, "sweep")
     _check_values(spec)
     return spec
 
 
 def _check_values(spec: SweepSpec) -> None:
-    """Every threshold/penalty/window combination must make a valid chat (ranges checked)."""
-    axes = spec.grid.axes()
-    for combo in itertools.islice(itertools.product(*axes.values()), MAX_CHECKED_COMBOS):
-        params = dict(zip(axes, combo, strict=True))
+    """Every combination of values must make a valid chat (ranges checked), up to
+    MAX_CHECKED_COMBOS distinct ones."""
+    seen: set[str] = set()
+    for cell in spec.cells():
+        key = json.dumps(cell.params, sort_keys=True)
+        if key in seen:
+            continue
+        seen.add(key)
+        if len(seen) > MAX_CHECKED_COMBOS:
+            break
         try:
-            spec.chat_spec(Cell(0, params, 0, 0))
+            spec.chat_spec(cell)
         except ConfigError as exc:
             raise ConfigError(str(exc).replace("cell ", "grid values ", 1)) from None
+
+
+def group_columns(frame: pd.DataFrame) -> list[str]:
+    """The axes a results table or chart can group by: the parameters that vary (the random
+    sample's index is an id, not an axis)."""
+    return [c for c in varying(frame) if c != "sample"]
 
 
 def preflight(spec: SweepSpec, store: RunStore) -> tuple[int, str, str]:
@@ -221,7 +274,34 @@ def sweep_label(row: Mapping[str, Any]) -> str:
     return f"{row['name']} · {created} · {str(row['sweep_id'])[:8]}{by}"
 
 
+LABEL_NAMES = {"recency_penalty": "penalty", "recency_window": "window", "agent_models": "models",
+               "bid_prompt": "prompt"}
+
+
 def cell_label(row: Mapping[str, Any]) -> str:
-    """'threshold 0.5 · penalty 0.3 · window 1 · task 0 · repeat 1' for the run picker."""
-    return (f"threshold {row['threshold']:g} · penalty {row['recency_penalty']:g} · window "
-            f"{row['recency_window']} · task {row['task_index']} · repeat {row['repeat']}")
+    """'threshold 0.5 · penalty 0.3 · window 1 · order A → B · task 0 · repeat 1' for the run
+    picker: the grid's numbers, then whichever other axes the cell has."""
+    parts = [f"threshold {row['threshold']:g}", f"penalty {row['recency_penalty']:g}",
+             f"window {row['recency_window']}"]
+    for name in ("temperature", "model", "bid_prompt", "order", "roster", "agent_models",
+                 "sample"):
+        value = row.get(name)
+        if value is not None and not (isinstance(value, float) and pd.isna(value)):
+            text = f"{value:g}" if isinstance(value, float) else str(value)
+            parts.append(f"{LABEL_NAMES.get(name, name)} {text}")
+    return " · ".join([*parts, f"task {row['task_index']}", f"repeat {row['repeat']}"])
+
+
+def comparison_text(result: Any, metric_label: str) -> str:
+    """A comparison (groupchat_core.sweeps.Comparison) in one or two plain sentences."""
+    diff = f"{result.difference:+.3g}"
+    if result.difference_low is not None:
+        diff += f" (95% interval {result.difference_low:+.3g} to {result.difference_high:+.3g})"
+    effect = []
+    if result.cliffs_delta is not None:
+        effect.append(f"Cliff's delta {result.cliffs_delta:+.2f}")
+    if result.cohens_d is not None:
+        effect.append(f"Cohen's d {result.cohens_d:+.2f}")
+    sizes = f"{result.n_a} vs {result.n_b} finished chats"
+    return (f"{metric_label}: A {result.mean_a:.3g}, B {result.mean_b:.3g}; B − A = {diff}"
+            + (f"; {', '.join(effect)}" if effect else "") + f" ({sizes}). {result.note}.")

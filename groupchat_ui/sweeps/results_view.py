@@ -1,4 +1,5 @@
-"""The Sweeps page's results: a sweep picker (`?sweep=<id>`), heatmaps, 95 % intervals,
+"""The Sweeps page's results: a sweep picker (`?sweep=<id>`), heatmaps, 95 % intervals along
+any axis (with their method), parameter importance and a two-cell comparison (stats_view),
 parallel coordinates, click-through to a cell's runs, CSV export, and a what-if for one run.
 
 Why read from the store, not the job: results of a sweep stopped, resumed or run by the CLI
@@ -16,14 +17,14 @@ import streamlit as st
 from groupchat_core import ConfigError, StoreError
 from groupchat_core.analysis import whatif_pivot, whatif_run
 from groupchat_core.store import RunStore
-from groupchat_core.sweeps import aggregate, frame_csv, sweep_results, sweep_summary
+from groupchat_core.sweeps import aggregate, frame_csv, methods_text, sweep_results, sweep_summary
 from groupchat_ui.kit.jobs import JobRegistry
 from groupchat_ui.kit.safety import escape_markdown
 
-from . import charts
+from . import charts, stats_view
 from . import logic as svc
 
-BY = ["threshold", "recency_penalty", "recency_window"]
+BY = ["threshold", "recency_penalty", "recency_window"]  # the heatmaps' axes
 REFRESH_S = 0.5
 METRICS = list(charts.METRIC_LABELS)
 
@@ -76,34 +77,56 @@ def results(store: RunStore, sweep_id: str) -> None:
     """Tabs over one sweep's results."""
     frame = sweep_results(store, sweep_id)
     by = [c for c in BY if c in frame]
-    agg = aggregate(frame, by=by, metrics=METRICS)
-    tabs = st.tabs(["Heatmaps", "95% intervals", "Parallel coordinates", "Cells & runs",
-                    "What-if"])
+    tabs = st.tabs(["Heatmaps", "95% intervals", "Importance", "Compare two cells",
+                    "Parallel coordinates", "Cells & runs", "What-if"])
     with tabs[0]:
+        agg = aggregate(frame, by=by, metrics=METRICS)
         metric = st.selectbox("Metric", METRICS, key="sw_metric",
                               format_func=charts.METRIC_LABELS.get)
         st.plotly_chart(charts.sweep_heatmaps(agg, metric), key="sw_heatmap")
-        st.caption("Mean over finished cells (all repeats and tasks) per threshold × penalty; "
-                   "one panel per recency_window.")
+        st.caption("Mean over finished cells (all repeats, tasks and other axes) per "
+                   "threshold × penalty; one panel per recency_window.")
     with tabs[1]:
-        _intervals(agg, frame)
+        _intervals(frame, sweep_id)
     with tabs[2]:
-        st.plotly_chart(charts.parcoords(frame, by, METRICS), key="sw_parcoords")
+        stats_view.importance_tab(frame)
     with tabs[3]:
-        _cells(frame, sweep_id)
+        stats_view.compare_tab(frame)
     with tabs[4]:
+        axes = [c for c in [*by, *svc.group_columns(frame)] if c in frame]
+        st.plotly_chart(charts.parcoords(frame, list(dict.fromkeys(axes)), METRICS),
+                        key="sw_parcoords")
+    with tabs[5]:
+        _cells(frame, sweep_id)
+    with tabs[6]:
         whatif(store, frame)
 
 
-def _intervals(agg: pd.DataFrame, frame: pd.DataFrame) -> None:
-    cols = st.columns(2)
+def _intervals(frame: pd.DataFrame, sweep_id: str) -> None:
+    """Mean and the metric's own 95 % interval along any axis, a line per another axis."""
+    axes = svc.group_columns(frame) or ["threshold"]
+    cols = st.columns(3)
     metric = cols[0].selectbox("Metric", METRICS, key="sw_ci_metric",
                                format_func=charts.METRIC_LABELS.get)
-    windows = sorted(frame["recency_window"].dropna().unique().tolist())
-    window = cols[1].selectbox("recency_window", windows, key="sw_ci_window")
-    st.plotly_chart(charts.ci_chart(agg, frame, metric, window), key="sw_ci")
-    st.caption("Lines: mean with a two-sided 95% Student-t interval over repeats (none for a "
-               "single repeat); dots: each repeat's own value.")
+    x = cols[1].selectbox("Along", axes, key="sw_ci_x", format_func=charts.axis_name)
+    lines = ["(none)", *[a for a in axes if a != x]]
+    line = cols[2].selectbox("A line per", lines, key="sw_ci_line",
+                             index=1 if len(lines) > 1 else 0, format_func=charts.axis_name)
+    by = [x] if line == "(none)" else [x, line]
+    agg = aggregate(frame, by=by, metrics=METRICS)
+    st.plotly_chart(charts.ci_chart(agg, frame, metric, x=x,
+                                    line=None if line == "(none)" else line), key="sw_ci")
+    st.caption("Lines: the mean with its 95% interval over finished chats, pooled over the "
+               "axes not shown; dots: each chat's own value. " + methods_text(),
+               help="Wilson: the score interval for a binomial proportion. Bootstrap: 2,000 "
+                    "resamples of the chats, seeded, so the same sweep draws the same bars. "
+                    "t: Student t on the mean, cut at 0. The table below names the method "
+                    "of every row (column interval_method), as the CSV does.")
+    table = agg[agg["metric"] == metric]
+    st.dataframe(svc.display_frame(table), hide_index=True, key="sw_ci_table", height=220)
+    st.download_button("Download intervals CSV", frame_csv(agg),
+                       file_name=f"sweep-{sweep_id[:8]}-intervals.csv", mime="text/csv",
+                       icon=":material/download:", key="sw_ci_csv")
 
 
 def _cells(frame: pd.DataFrame, sweep_id: str) -> None:

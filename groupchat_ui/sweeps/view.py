@@ -54,25 +54,60 @@ def _options() -> dict[str, Any]:
     }
 
 
+def _search() -> dict[str, Any]:
+    """Grid or random search over threshold and penalty; agent order, roster and temperature
+    as extra axes (blank: not swept)."""
+    mode = st.radio("Search", ["grid", "random"], key="sw_search", horizontal=True,
+                    format_func={"grid": "Grid (every combination)",
+                                 "random": "Random search (N draws from ranges)"}.get,
+                    help="Random search draws threshold and penalty uniformly from their "
+                         "ranges, seeded: the same inputs draw the same cells.")
+    search: dict[str, Any] = {"mode": mode}
+    if mode == "random":
+        cols = st.columns(3)
+        search["samples"] = cols[0].number_input("draws", 1, 1000, 10, key="sw_samples")
+        search["threshold_range"] = cols[1].text_input("threshold range (low, high)",
+                                                       "0.2, 0.8", key="sw_rand_threshold")
+        search["penalty_range"] = cols[2].text_input("recency_penalty range (low, high)",
+                                                     "0.0, 0.5", key="sw_rand_penalty")
+    cols = st.columns(4)
+    search["order"] = cols[0].selectbox(
+        "Agent order", ["fixed", "all", "sample"], key="sw_order",
+        format_func={"fixed": "as listed", "all": "every order",
+                     "sample": "sampled orders"}.get,
+        help="Ties go to the agent earlier in the order, so the order is a parameter.")
+    search["order_samples"] = cols[1].number_input("sampled orders", 1, 1000, 6,
+                                                   key="sw_order_samples",
+                                                   disabled=search["order"] != "sample")
+    search["roster_sizes"] = cols[2].text_input(
+        "roster sizes (blank: everyone)", "", key="sw_roster",
+        help="Every subset of the agents of these sizes takes part, e.g. 2, 3.")
+    search["temperature"] = cols[3].text_input("temperature values (blank: as set)", "",
+                                               key="sw_temperature")
+    return search
+
+
 def define(store: RunStore, agents: list[Agent]) -> SweepSpec | None:
     """The grid inputs with the live cell count and estimate; the spec, or None if invalid."""
     chosen, task = _room(agents)
     tasks = st.text_area("Tasks (one per line)", task, key="sw_tasks", height=68)
+    search = _search()
+    drawn = ("threshold", "recency_penalty") if search["mode"] == "random" else ()
+    axes = [a for a in svc.GRID_AXES if a not in drawn]
     cols = st.columns(3)
     grid = {axis: cols[i].text_input(f"{axis} values (comma-separated)",
                                      svc.DEFAULT_GRID[axis], key=f"sw_{axis}")
-            for i, axis in enumerate(svc.GRID_AXES)}
+            for i, axis in enumerate(axes)}
     options = _options()
     if chosen and svc.all_sim(chosen):
         st.caption(f":material/science: {svc.SIM_NOTE}")
     try:
-        spec = svc.build_spec(chosen, tasks.splitlines(), grid, options)
+        spec = svc.build_spec(chosen, tasks.splitlines(), grid, options, search)
         cells, text, head = svc.preflight(spec, store)
     except ConfigError as exc:
         st.error(f"Fix the grid: {escape_markdown(str(exc))}", icon=":material/error:")
         return None
-    st.markdown(f"**{cells:,} cells** ({len(spec.tasks)} task(s) × {spec.repeats} repeat(s) "
-                f"× grid) · {head}")
+    st.markdown(f"**{cells:,} cells** ({escape_markdown(spec.space_text())}) · {head}")
     st.code(text, language=None, wrap_lines=True)
     return spec
 

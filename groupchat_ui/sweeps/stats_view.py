@@ -1,0 +1,91 @@
+"""The Sweeps page's statistics tabs: parameter importance and a comparison of two cells.
+
+Why separate from results_view: both only read the results frame and call the engine's pure
+functions (groupchat_core.sweeps.importance / compare_cells); the page shows their numbers and,
+when repeats are too few, says so instead of a figure.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from groupchat_core.sweeps import compare_cells, importance
+from groupchat_ui.kit.safety import escape_markdown
+
+from . import charts
+from . import logic as svc
+
+METRICS = list(charts.METRIC_LABELS)
+IMPORTANCE_HELP = (
+    "For each parameter: eta squared, the share of the metric's variance across finished chats "
+    "that its values explain (between-level sum of squares / total); omega squared, the same "
+    "corrected for the number of values (a parameter with many values, such as every agent "
+    "order, explains some variance by chance), which ranks the bars; and p, from a seeded "
+    "permutation test (999 shuffles of the chats across the parameter's values). Numeric "
+    "parameters with more than 5 values (random search) are cut into 5 quantile bins. A "
+    "parameter needs at least 2 values with 2 finished chats each, else it is listed as too few.")
+COMPARE_HELP = (
+    "B against A over their finished chats (pooled over the axes not picked). Rates: difference "
+    "in proportions with Newcombe's interval. Others: Cliff's delta (share of pairs where B is "
+    "higher minus the reverse, -1 to 1) and, for counts, Cohen's d. p: a permutation test on the "
+    "difference in means, exact when the splits are at most 20,000, else 9,999 seeded ones. "
+    "Too few: when no possible split could reach p < 0.05 (3 vs 3 chats: the smallest p is "
+    "0.1), or a side has under 2 chats, no p-value is given.")
+
+
+def importance_tab(frame: pd.DataFrame) -> None:
+    """Which parameter moves the chosen metric most, as bars and a table."""
+    metric = st.selectbox("Metric", METRICS, key="sw_imp_metric",
+                          format_func=charts.METRIC_LABELS.get)
+    params = svc.group_columns(frame)
+    if not params:
+        st.info("Only one parameter set was swept: nothing to rank.")
+        return
+    table = importance(frame, parameters=params, metrics=[metric])
+    st.plotly_chart(charts.importance_chart(table, metric), key="sw_importance")
+    st.caption("Variance explained per parameter (one-way, over finished chats).",
+               help=IMPORTANCE_HELP)
+    st.dataframe(svc.display_frame(table), hide_index=True, key="sw_importance_table")
+
+
+def _cell_name(columns: list[str], values: tuple[Any, ...]) -> str:
+    return " · ".join(f"{charts.axis_name(c)} {charts.value_text(v)}"
+                      for c, v in zip(columns, values, strict=True))
+
+
+def compare_tab(frame: pd.DataFrame) -> None:
+    """Two cells picked by their parameter values, compared on one metric."""
+    axes = svc.group_columns(frame)
+    done = frame[frame["status"] == "finished"]
+    if not axes or done.empty:
+        st.info("Comparing needs a sweep with finished chats at two parameter values.")
+        return
+    cols = st.columns(2)
+    metric = cols[0].selectbox("Metric", METRICS, key="sw_cmp_metric",
+                               format_func=charts.METRIC_LABELS.get)
+    by = cols[1].multiselect("Cells by", axes, default=axes, key="sw_cmp_by",
+                             format_func=charts.axis_name)
+    if not by:
+        st.info("Pick at least one axis that tells the cells apart.")
+        return
+    unique = done[by].astype(object).drop_duplicates()
+    combos = sorted((tuple(r) for r in unique.itertuples(index=False)), key=str)
+    if len(combos) < 2:
+        st.info("These axes give a single cell: pick another axis.")
+        return
+    names = {i: _cell_name(by, c) for i, c in enumerate(combos)}
+    pick = st.columns(2)
+    a = pick[0].selectbox("Cell A", list(names), key="sw_cmp_a", format_func=names.get)
+    b = pick[1].selectbox("Cell B", list(names), index=1, key="sw_cmp_b",
+                          format_func=names.get)
+    if a == b:
+        st.info("Pick two different cells.")
+        return
+    result = compare_cells(frame, dict(zip(by, combos[a], strict=True)),
+                           dict(zip(by, combos[b], strict=True)), metric)
+    text = escape_markdown(svc.comparison_text(result, charts.METRIC_LABELS[metric]))
+    (st.success if result.enough else st.warning)(text, icon=":material/compare_arrows:")
+    st.caption(f"Test: {result.test}.", help=COMPARE_HELP)
