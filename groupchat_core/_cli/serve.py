@@ -1,5 +1,9 @@
 """`groupchat-lab serve`: the dashboard from any directory, through Streamlit's own CLI.
 
+The engine never imports streamlit or the dashboard (tests/test_architecture.py): serve finds
+the app's files and hands the process over to `python -m streamlit run` (exec on POSIX, so
+signals reach Streamlit directly; a child process elsewhere).
+
 An installed copy serves the app packaged inside groupchat_ui (`groupchat_ui/_app/`: the entry
 script, its pages and its `.streamlit/config.toml`, which Streamlit reads next to the script); a
 clone serves its checkout's `streamlit_app.py`. Streamlit also reads `.streamlit/config.toml` and
@@ -11,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -44,15 +49,18 @@ def _port(text: str) -> int:
 
 def app_script() -> Path:
     """The dashboard's entry script: the packaged copy, else (a clone) the checkout's."""
-    import groupchat_ui
+    import importlib.util
 
-    packaged = Path(groupchat_ui.__file__).resolve().parent / "_app" / "streamlit_app.py"
-    if packaged.is_file():
-        return packaged
+    spec = importlib.util.find_spec("groupchat_ui")  # located, not imported
+    folders = list(spec.submodule_search_locations or []) if spec is not None else []
+    for folder in folders:
+        packaged = Path(folder).resolve() / "_app" / "streamlit_app.py"
+        if packaged.is_file():
+            return packaged
     if is_checkout():
         return CHECKOUT_ROOT / "streamlit_app.py"
     raise CliError("the dashboard is missing from this installation (no "
-                   f"{packaged}); reinstall groupchat-lab")
+                   "groupchat_ui/_app/streamlit_app.py); reinstall groupchat-lab")
 
 
 def streamlit_args(script: Path, port: int, address: str) -> list[str]:
@@ -63,22 +71,19 @@ def streamlit_args(script: Path, port: int, address: str) -> list[str]:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from streamlit.web import cli as streamlit_cli
-
-    script = app_script()
-    location = data_location()
-    if args.db:  # the app reads the store from the environment, like every page
-
-
-        os.environ["GROUPCHAT_DB"] = args.db
-        location = data_location()
     from ..store import safe_url
 
+    script = app_script()
+    if args.db:  # the app reads the store from the environment, like every page
+        os.environ["GROUPCHAT_DB"] = args.db
+    location = data_location()
     print(terminal_text(f"GroupChat Lab on http://{args.address}:{args.port}  (data: "
                         f"{safe_url(location.url)})"), file=sys.stderr, flush=True)
     notice = stray_notice()
     if notice:
         print(terminal_text(notice, multiline=True), file=sys.stderr, flush=True)
-    sys.argv = ["streamlit", *streamlit_args(script, args.port, args.address)]
-    streamlit_cli.main(args=sys.argv[1:], prog_name="streamlit", standalone_mode=False)
-    return 0
+    command = [sys.executable, "-m", "streamlit",
+               *streamlit_args(script, args.port, args.address)]
+    if os.name == "posix":
+        os.execv(sys.executable, command)  # this process becomes the server
+    return subprocess.call(command)
