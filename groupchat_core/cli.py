@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn, TextIO
 
 from ._cli import serve, store
-from ._cli.output import LOG_LEVELS, quiet_broken_pipe, setup_logging
+from ._cli.output import LOG_LEVELS, log_events, quiet_broken_pipe, setup_logging
 from ._cli.store import say
 from ._errors import CliError, GroupChatError
 from ._groupchat import GroupChat
@@ -205,6 +205,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                  if getattr(args, name) is not None}
     chat = _chat(spec, overrides)
     recorder = None if args.no_store else _store(args).attach(chat)
+    chat.add_observer(log_events)  # --log-level / -v: the turns and bids in the log
     if not args.quiet:
         chat.add_observer(TurnPrinter(sys.stderr))
         if any(is_sim_model(a.model_name) for a in chat.agents):

@@ -15,7 +15,9 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._records import BidReceived, Event, LullReached, RunStarted, SpeakerSelected
 from .._secrets import ScrubFilter, install_log_filter
+from .._terminal import terminal_text
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 SIGPIPE_EXIT = 141  # what a shell reports for a process ended by SIGPIPE (128 + 13)
@@ -78,10 +80,36 @@ def setup_logging(level: str | None, verbose: int) -> None:
         return
     name = level or ("debug" if verbose > 1 else "info")
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(_TerminalFormatter("%(levelname)s %(name)s: %(message)s"))
     handler.addFilter(ScrubFilter())
     logger = logging.getLogger("groupchat_core")
     install_log_filter(logger)
     logger.addHandler(handler)
     logger.setLevel(name.upper())
     logger.propagate = False
+
+
+class _TerminalFormatter(logging.Formatter):
+    """Log lines carry model output and names: their control characters are escaped."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return terminal_text(super().format(record), multiline=True)
+
+
+logger = logging.getLogger("groupchat_core.cli")
+
+
+def log_events(event: Event) -> None:
+    """Observer for `run` under --log-level / -v: turns at info, every bid at debug."""
+    if isinstance(event, RunStarted):
+        logger.info("run %s: agents %s", event.run_id, ", ".join(event.agents))
+    elif isinstance(event, BidReceived):
+        b = event.bid
+        logger.debug("turn %d bid %s: score=%.3f adjusted=%.3f path=%s latency=%.0f ms%s",
+                     b.turn, b.agent, b.score, b.adjusted, b.path, b.latency_ms,
+                     f" error={b.error}" if b.error else "")
+    elif isinstance(event, SpeakerSelected):
+        logger.info("turn %d: %s speaks (%s)", event.turn.turn, event.turn.winner,
+                    event.turn.reason)
+    elif isinstance(event, LullReached):
+        logger.info("turn %d: lull, no bid cleared the threshold", event.turn.turn)
