@@ -136,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--recency-penalty", type=_number(float), default=None, metavar="X",
                      help="override the spec's recency_penalty (taken off a recent speaker's bid)")
     run.add_argument("--recency-window", type=_number(int), default=None, metavar="N",
-                     help="override the spec's recency_window (turns a speaker is penalised)")
+                     help="override the spec's recency_window (recent messages that are penalised)")
     run.add_argument("--max-loops", type=_number(int), default=None, metavar="N",
                      help="override the spec's max_loops (messages before the chat ends)")
     run.add_argument("--seed", type=_number(int), default=None, metavar="N",
