@@ -61,6 +61,4 @@ st.subheader("Tool-choice modes remembered")
 view.remembered_modes()
 
 st.subheader("Data")
-st.markdown(f"Runs, agents and presets are stored at `{store_access.data_location()}`. "
-            "Set the `GROUPCHAT_DB` environment variable (any SQLAlchemy URL) before starting "
-            "the server to keep them elsewhere.")
+view.data_home(store_access.data_location())

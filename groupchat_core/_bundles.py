@@ -120,10 +120,29 @@ class BundleTurn(Turn):
     _ints = field_validator("turn", "failed_bids", mode="before")(_whole)
 
 
+class WrittenBy(_Strict):
+    """Which code wrote a bundle, so a result can be traced to it (bundles written before
+    0.2.0 have no `written_by`; they import all the same)."""
+
+    app_version: str = Field(min_length=1, max_length=64)
+    litellm_version: str = Field(min_length=1, max_length=64)
+    store_schema_version: int = Field(ge=1, le=MAX_STORED_INT)
+
+
+def written_by() -> dict[str, Any]:
+    """This code's `written_by` block: app, litellm and store schema versions."""
+    from ._version import app_version, litellm_version
+    from .store import SCHEMA_VERSION
+
+    return {"app_version": app_version(), "litellm_version": litellm_version(),
+            "store_schema_version": SCHEMA_VERSION}
+
+
 class Bundle(_Strict):
     format: Literal["groupchat-run"]
     schema_version: int
     exported_at: str | None = None
+    written_by: WrittenBy | None = None
     run: BundleRun
     spec: dict[str, Any]
     messages: list[BundleMessage] = Field(min_length=1)
@@ -140,7 +159,8 @@ class Bundle(_Strict):
 
 
 def export_bundle(store: RunStore, run_id: str) -> dict[str, Any]:
-    """The run as plain data: format, schema_version, run, spec, messages, bids, turns."""
+    """The run as plain data: format, schema_version (the bundle format's), exported_at,
+    written_by (app, litellm and store schema versions), run, spec, messages, bids, turns."""
     info = store.run_info(run_id)
     record = store.load_run(run_id)
     posted_on = store.message_turns(run_id)
@@ -148,7 +168,7 @@ def export_bundle(store: RunStore, run_id: str) -> dict[str, Any]:
     run["tags"] = [t for t in (info.get("tags") or "").split(",") if t]
     return {
         "format": BUNDLE_FORMAT, "schema_version": BUNDLE_VERSION, "exported_at": utc_now(),
-        "run": run, "spec": info["spec"],
+        "written_by": written_by(), "run": run, "spec": info["spec"],
         "messages": [{**m.model_dump(), "turn": t}
                      for m, t in zip(record.messages, posted_on, strict=True)],
         "bids": [b.model_dump() for b in record.bids],

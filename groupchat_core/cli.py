@@ -1,15 +1,20 @@
-"""Headless use: `python -m groupchat_core run SPEC.yaml --task "..."`, and the run store.
+"""`groupchat-lab` (also `python -m groupchat_core`): headless chats, the run store, the dashboard.
 
     run SPEC --task T      run one chat, record it in the store, print its output
-    list                   recorded runs, newest first
-    show RUN               one run's summary and transcript (RUN may be an id prefix)
+    list [--json]          recorded runs, newest first
+    show RUN [--json]      one run's summary and transcript (RUN may be an id prefix)
     export RUN             as a JSON bundle, the bid log as CSV, or the transcript as Markdown
     import FILE            add a run bundle to the store
     agents list|import|export   saved agents
-    sweep SPEC [--resume SWEEP] [--max-usd N]   a parameter sweep (see sweeps/_cli.py)
+    sweep SPEC [--resume SWEEP] [--max-usd N]   a parameter sweep (see sweeps/_cli.py), and
+    sweep list|show|stop|export                 the sweeps in the store
+    serve [--port N]       the dashboard (_cli/serve.py)
+    --version              app, litellm and schema versions, and where the data lives
 
-stdout carries only results (pipeable); progress and the run id go to stderr. Every error is one
-line `error: ...` on stderr and exit status 2.
+stdout carries only results (pipeable; a reader that goes away, as `| head` does, ends the
+command quietly with status 141); progress and the run id go to stderr. Every error is one line
+`error: ...` on stderr and exit status 2. The list/show/export/import/agents commands live in
+_cli/store.py; this module holds the parser and `run`.
 """
 
 from __future__ import annotations
@@ -19,22 +24,18 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from ._errors import CliError, ConfigError, GroupChatError
+from ._cli import serve, store
+from ._cli.output import LOG_LEVELS, log_events, quiet_broken_pipe, setup_logging
+from ._cli.store import say
+from ._errors import CliError, GroupChatError
 from ._groupchat import GroupChat
 from ._outputs import OUTPUT_TYPES
 from ._records import Event, RunFinished, RunStarted, TurnCompleted
 from ._secrets import scrub
 from ._sim import is_sim_model
-from ._terminal import terminal_text
-
-
-def say(text: object, stream: TextIO | None = None, *, multiline: bool = False) -> None:
-    """Print untrusted text (model output, names, tasks, errors) with its control characters
-    escaped (see _terminal.py): the one way this CLI writes to a terminal."""
-    print(terminal_text(text, multiline=multiline), file=stream or sys.stdout, flush=True)
+from .store import RUN_STATUSES
 
 
 class TurnPrinter:
@@ -84,12 +85,44 @@ class _Parser(argparse.ArgumentParser):
         raise CliError(f"{message} (see {self.prog} --help)")
 
 
+class _Version(argparse.Action):
+    """--version: printed, then exit (computed only when asked: it reads the data home)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from ._cli.info import version_text
+
+        say(version_text(), multiline=True)
+        parser.exit()
+
+
+def _number(kind: type[int] | type[float]) -> Any:
+    """An argparse type: a number (ChatConfig then checks its range, one line if out)."""
+    wanted = "an integer" if kind is int else "a number"
+
+    def parse(text: str) -> int | float:
+        try:
+            return kind(text)
+        except ValueError:
+            shown = repr(text if len(text) <= 30 else text[:27] + "...")
+            raise argparse.ArgumentTypeError(f"must be {wanted}, got {shown}") from None
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m groupchat_core",
-                     description="Run turn-based bidding group chats headless; browse the store.")
+    parser = _Parser(prog="groupchat-lab",
+                     description="Run turn-based bidding group chats headless; browse the store; "
+                                 "serve the dashboard.")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="print the app, litellm and store schema versions and where the "
+                             "data lives, then exit")
     parser.add_argument("--db", default=None, metavar="URL",
-                        help="store URL (default: $GROUPCHAT_DB, else data/groupchat.db)")
-    sub = parser.add_subparsers(dest="command", required=True)
+                        help="store URL (default: $GROUPCHAT_DB, else groupchat.db in the data "
+                             "home: see --version)")
+    parser.add_argument("--log-level", choices=LOG_LEVELS, default=None,
+                        help="show the engine's log on stderr from this level up")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="-v: the log at info level, -vv: debug")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = sub.add_parser("run", help="run one chat from a JSON/YAML spec, record it, print it")
     run.add_argument("spec", help="chat spec file (JSON or YAML)")
     run.add_argument("--task", required=True, help="the user's opening message")
@@ -97,26 +130,44 @@ def build_parser() -> argparse.ArgumentParser:
                      help="override the spec's output_type")
     run.add_argument("--quiet", action="store_true", help="no per-turn progress lines")
     run.add_argument("--no-store", action="store_true", help="do not record the run")
+    # The chat's parameters, on top of the spec's (checked by the same rules as a spec).
+    run.add_argument("--threshold", type=_number(float), default=None, metavar="X",
+                     help="override the spec's threshold (a bid must exceed it to speak)")
+    run.add_argument("--recency-penalty", type=_number(float), default=None, metavar="X",
+                     help="override the spec's recency_penalty (taken off a recent speaker's bid)")
+    run.add_argument("--recency-window", type=_number(int), default=None, metavar="N",
+                     help="override the spec's recency_window (recent messages that are penalised)")
+    run.add_argument("--max-loops", type=_number(int), default=None, metavar="N",
+                     help="override the spec's max_loops (messages before the chat ends)")
+    run.add_argument("--seed", type=_number(int), default=None, metavar="N",
+                     help="override the spec's seed (sim agents' noise)")
     runs = sub.add_parser("list", help="recorded runs, newest first")
-    runs.add_argument("--status", default=None)
+    runs.add_argument("--status", default=None, choices=RUN_STATUSES,
+                      help="only runs with this status")
     runs.add_argument("--agent", default=None, help="only runs this agent took part in")
     runs.add_argument("--since", default=None, help="ISO date or time (UTC unless given)")
-    runs.add_argument("--tag", default=None)
+    runs.add_argument("--tag", default=None, help="only runs with this tag")
     runs.add_argument("--limit", type=_limit, default=20,
                       help=f"how many runs to list, 1 to {MAX_LIST_LIMIT:,} (default 20)")
+    runs.add_argument("--json", action="store_true",
+                      help="a JSON array of runs (fields: docs/engine.md, The command line)")
     show = sub.add_parser("show", help="a run's summary and transcript")
     show.add_argument("run", help="run id (or a unique prefix)")
     show.add_argument("--bids", action="store_true", help="also print the bid log")
+    show.add_argument("--json", action="store_true",
+                      help="the run, its messages and turns (and bids with --bids) as JSON")
     export = sub.add_parser("export", help="export a run (json bundle, csv bids, md transcript)")
     export.add_argument("run", help="run id (or a unique prefix)")
-    export.add_argument("--format", choices=("json", "csv", "md"), default="json")
+    export.add_argument("--format", choices=("json", "csv", "md"), default="json",
+                        help="json: a bundle `import` reads; csv: the bid log; md: transcript")
     export.add_argument("-o", "--output", default=None, help="file to write (default stdout)")
     imp = sub.add_parser("import", help="add a run bundle (JSON) to the store")
-    imp.add_argument("file")
+    imp.add_argument("file", help="a bundle written by `export --format json`")
     _agents_parser(sub)
     from .sweeps._cli import add_parser as add_sweep_parser
 
     add_sweep_parser(sub)
+    serve.add_parser(sub)
     return parser
 
 
@@ -125,10 +176,11 @@ def _agents_parser(sub: Any) -> None:
     verbs = agents.add_subparsers(dest="verb", required=True)
     verbs.add_parser("list", help="saved agents")
     imp = verbs.add_parser("import", help="save the agents of a JSON/YAML agents file")
-    imp.add_argument("file")
+    imp.add_argument("file", help="an agents file (schema_version and agents)")
     exp = verbs.add_parser("export", help="write saved agents as an agents file")
     exp.add_argument("names", nargs="*", help="agent names (default: all)")
-    exp.add_argument("--format", choices=("json", "yaml"), default="yaml")
+    exp.add_argument("--format", choices=("json", "yaml"), default="yaml",
+                     help="file format (default yaml)")
     exp.add_argument("-o", "--output", default=None, help="file to write (default stdout)")
 
 
@@ -140,19 +192,20 @@ def _render(output: Any) -> str:
     return json.dumps(output, indent=2, ensure_ascii=False)
 
 
-def _store(args: argparse.Namespace) -> Any:
-    from .store import RunStore
-
-    return RunStore(args.db)
+_store = store.store_of
+CHAT_FLAGS = ("output_type", "threshold", "recency_penalty", "recency_window", "max_loops",
+              "seed")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     if not args.task.strip():
         raise CliError("--task must not be empty")
     spec = _load_spec(args.spec)
-    overrides = {"output_type": args.output_type} if args.output_type else {}
-    chat = GroupChat.from_spec(spec, **overrides)
+    overrides = {name: getattr(args, name) for name in CHAT_FLAGS
+                 if getattr(args, name) is not None}
+    chat = _chat(spec, overrides)
     recorder = None if args.no_store else _store(args).attach(chat)
+    chat.add_observer(log_events)  # --log-level / -v: the turns and bids in the log
     if not args.quiet:
         chat.add_observer(TurnPrinter(sys.stderr))
         if any(is_sim_model(a.model_name) for a in chat.agents):
@@ -178,6 +231,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _chat(spec: Any, overrides: dict[str, Any]) -> GroupChat:
+    """The spec's chat with the command line's parameters, checked by ChatConfig's rules;
+    a bad value is one line naming the flag."""
+    from ._errors import ConfigError
+
+    try:
+        return GroupChat.from_spec(spec, **overrides)
+    except ConfigError as exc:
+        message = str(exc).removeprefix("invalid GroupChat argument: ")
+        for name in overrides:
+            if message.startswith(f"{name}: "):
+                raise CliError(f"--{name.replace('_', '-')}: {message[len(name) + 2:]}"
+                               ) from None
+        raise
+
+
 def _abandon(recorder: Any, exc: BaseException) -> None:
     """The engine raised (or Ctrl-C): close the run in the store without hiding why."""
     cancelled = isinstance(exc, KeyboardInterrupt)
@@ -189,120 +258,11 @@ def _abandon(recorder: Any, exc: BaseException) -> None:
         pass  # the store is unreachable too; the original error is what to report
 
 
-def cmd_list(args: argparse.Namespace) -> int:
-    store = _store(args)
-    frame = store.list_runs(status=args.status, agent=args.agent, since=args.since,
-                            tag=args.tag, limit=args.limit)
-    if frame.empty:
-        from .store import safe_url
-
-        say(f"no runs in {safe_url(store.url)}", sys.stderr)
-        return 0
-    table = frame[["run_id", "started_at", "status", "stop_reason", "turns", "agents", "task"]]
-    table = table.assign(
-        run_id=table["run_id"].str[:12], started_at=table["started_at"].str[:19],
-        task=table["task"].str.replace(r"\s+", " ", regex=True).map(_shorten),
-        agents=table["agents"].map(_shorten))
-    say(_table(table), multiline=True)
-    return 0
-
-
-def _shorten(text: str, width: int = 40) -> str:
-    text = terminal_text(text)  # escape first: an escape sequence is never cut in half
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _table(frame: Any) -> str:
-    """A frame as aligned text, every text cell on one line with its controls escaped."""
-    safe = frame.copy()
-    for column in safe.columns:
-        if safe[column].dtype == object:
-            safe[column] = safe[column].map(lambda v: v if v is None else terminal_text(v))
-    return str(safe.to_string(index=False))
-
-
-def cmd_show(args: argparse.Namespace) -> int:
-    from ._exports import transcript_markdown
-
-    store = _store(args)
-    run_id = store.resolve(args.run)
-    say(transcript_markdown(store, run_id), multiline=True)
-    if args.bids:
-        say(_table(store.bids(run_id).drop(columns="run_id")), multiline=True)
-    return 0
-
-
-def cmd_export(args: argparse.Namespace) -> int:
-    from ._bundles import bundle_json
-    from ._exports import bids_csv, transcript_markdown
-
-    store = _store(args)
-    run_id = store.resolve(args.run)
-    writers = {"json": bundle_json, "csv": bids_csv, "md": transcript_markdown}
-    _emit(writers[args.format](store, run_id), args.output)
-    return 0
-
-
-def cmd_import(args: argparse.Namespace) -> int:
-    from ._bundles import MAX_BUNDLE_BYTES, import_bundle
-
-    data = _read(args.file, MAX_BUNDLE_BYTES)
-    run_id = import_bundle(_store(args), data, source=Path(args.file).name)
-    say(f"imported run {run_id}")
-    return 0
-
-
-def cmd_agents(args: argparse.Namespace) -> int:
-    from ._bundles import dump_agents, load_agents_text
-    from ._config import MAX_SPEC_BYTES
-
-    store = _store(args)
-    if args.verb == "import":
-        agents = load_agents_text(_read(args.file, MAX_SPEC_BYTES), Path(args.file).name)
-        store.save_agents(agents)
-        say(f"saved {len(agents)} agent(s): " + ", ".join(a.agent_name for a in agents))
-    elif args.verb == "export":
-        agents = [store.get_agent(n) for n in args.names] if args.names else store.list_agents()
-        _emit(dump_agents(agents, args.format), args.output)
-    else:
-        for agent in store.list_agents():
-            prompt = _shorten(" ".join(agent.system_prompt.split()), 50)
-            say(f"{terminal_text(agent.agent_name)}\t{terminal_text(agent.model_name)}\t"
-                f"{terminal_text(prompt)}", multiline=True)
-    return 0
-
-
 def _load_spec(path: str) -> Any:
     """A chat spec file, read as untrusted data: bounded, no YAML aliases, no secret fields."""
     from ._config import load_spec
 
     return load_spec(path)
-
-
-def _read(path: str, limit: int) -> bytes:
-    """A file's bytes, refusing anything over `limit` without reading it all."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(limit + 1)
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path!r}: {exc.strerror or exc}") from None
-    if len(data) > limit:
-        raise ConfigError(f"{path!r} is over the {limit:,}-byte limit; is it the right file?")
-    return data
-
-
-def _emit(text: str, output: str | None) -> None:
-    """An export to a file as it is; to stdout as it is when piped (it is data), with control
-    characters escaped when stdout is a terminal."""
-    text = text if text.endswith("\n") else text + "\n"
-    if output is None:
-        sys.stdout.write(terminal_text(text, multiline=True) if sys.stdout.isatty() else text)
-        return
-    try:
-        Path(output).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot write {output!r}: {exc.strerror or exc}") from None
-    say(f"wrote {output}", sys.stderr)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -311,18 +271,25 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return run(args, _store(args))
 
 
-COMMANDS = {"run": cmd_run, "list": cmd_list, "show": cmd_show, "export": cmd_export,
-            "import": cmd_import, "agents": cmd_agents, "sweep": cmd_sweep}
+COMMANDS = {"run": cmd_run, "list": store.cmd_list, "show": store.cmd_show,
+            "export": store.cmd_export, "import": store.cmd_import, "agents": store.cmd_agents,
+            "sweep": cmd_sweep, "serve": serve.cmd_serve}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    from .sweeps._cli import with_default_verb
+
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser().parse_args(
+            with_default_verb(list(sys.argv[1:] if argv is None else argv)))
+        setup_logging(args.log_level, args.verbose)
         return COMMANDS[args.command](args)
     except GroupChatError as exc:
         say(scrub(f"error: {exc}"), sys.stderr)  # one line; never a key from the environment
         return 2
+    except BrokenPipeError:
+        return quiet_broken_pipe()
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

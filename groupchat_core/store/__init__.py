@@ -4,8 +4,11 @@
 
 Every SQL statement of the package lives in this subpackage, behind RunStore's methods; no
 module outside it imports SQLAlchemy or a private `store._*` module (tests/test_store_boundary.py).
+Where the data lives: `data_location()` (GROUPCHAT_DB, else GROUPCHAT_HOME, else a clone's
+`data/`, else the platform's user data directory; see docs/engine.md, "Where the data lives").
 """
 
+from .._home import DataLocation, data_location, stray_databases
 from ._connect import ENV_VAR, default_url, dispose_engines, safe_url
 from ._recorder import StoreRecorder
 from ._runstore import RunStore
@@ -19,11 +22,14 @@ __all__ = [
     "SCHEMA_VERSION",
     "SWEEP_STATUSES",
     "CellClaim",
+    "DataLocation",
     "RunStore",
     "StoreRecorder",
     "SweepBusy",
+    "data_location",
     "default_url",
     "dispose_engines",
     "safe_url",
     "status_for",
+    "stray_databases",
 ]

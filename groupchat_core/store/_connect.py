@@ -1,7 +1,9 @@
 """Where the store lives and how to connect: one SQLAlchemy Engine per URL, per process.
 
-The default is a SQLite file in the repo's git-ignored `data/` folder; `GROUPCHAT_DB` takes any
-SQLAlchemy URL (e.g. `postgresql+psycopg://user:pass@host/db` for a team sharing one dashboard).
+The default is a SQLite file in the data home (groupchat_core/_home.py: `GROUPCHAT_HOME`, the
+repo's git-ignored `data/` from a clone, else the platform's user data directory);
+`GROUPCHAT_DB` takes any SQLAlchemy URL (e.g. `postgresql+psycopg://user:pass@host/db` for a team
+sharing one dashboard).
 Only the SQLite pragmas below are SQLite-specific; every query is portable Core.
 
 Server databases (PostgreSQL, ...) can drop a connection at any time (a restart, a failover,
@@ -12,7 +14,6 @@ handing it out (`pool_pre_ping`), connecting gives up after CONNECT_TIMEOUT_S, a
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -26,9 +27,9 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlch
 from sqlalchemy.pool import StaticPool
 
 from .._errors import StoreError
+from .._home import DB_VAR, data_location
 
-ENV_VAR = "GROUPCHAT_DB"
-REPO_ROOT = Path(__file__).resolve().parents[2]
+ENV_VAR = DB_VAR
 BUSY_TIMEOUT_MS = 10_000
 CONNECT_TIMEOUT_S = 10  # a server that does not answer at all: fail, then retry, not hang
 # libpq settings (unless the URL sets them): a server or network that goes silent mid-query is
@@ -42,11 +43,8 @@ _lock = threading.Lock()
 
 
 def default_url() -> str:
-    """`GROUPCHAT_DB` if set, else the SQLite file `<repo>/data/groupchat.db`."""
-    configured = os.environ.get(ENV_VAR, "").strip()
-    if configured:
-        return configured
-    return f"sqlite:///{REPO_ROOT / 'data' / 'groupchat.db'}"
+    """`GROUPCHAT_DB` if set, else the SQLite file `<data home>/groupchat.db` (_home.py)."""
+    return data_location().url
 
 
 def safe_url(url: str | URL) -> str:

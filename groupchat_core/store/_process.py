@@ -4,6 +4,11 @@ A run stays `running` while its writer lives. At startup the store marks `interr
 whose writer was on this host and is gone: a pid that no longer exists, a zombie, or a pid reused
 by a process that started at another time. Runs written from other hosts (a shared PostgreSQL)
 are never touched: their liveness cannot be seen from here.
+
+Liveness and start times come from psutil, so this works wherever psutil does (Linux, macOS,
+Windows, the BSDs), not only where /proc exists. A start time is recorded as seconds since the
+epoch with two decimals ("1764606000.12"); rows written before psutil (Linux clock ticks since
+boot, digits only) are still compared against /proc where it exists.
 """
 
 from __future__ import annotations
@@ -14,6 +19,11 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
+_GONE = (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+_SAME_START_S = 0.015  # two decimals recorded: equal start times differ by rounding only
+
 
 @dataclass(frozen=True)
 class Writer:
@@ -22,44 +32,60 @@ class Writer:
     proc_start: str  # "" where the platform does not tell
 
 
-def _stat(pid: int) -> tuple[str, str] | None:
-    """(state, start time in clock ticks) from /proc on Linux, else None."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = raw.rsplit(")", 1)[-1].split()  # the command name may hold spaces and parens
-    return (fields[0], fields[19]) if len(fields) > 19 else None
-
-
 @functools.cache
 def _hostname() -> str:
     return socket.gethostname()
 
 
+def _start_text(created: float) -> str:
+    return f"{created:.2f}"
+
+
 def this_writer() -> Writer:
     pid = os.getpid()
-    stat = _stat(pid)
-    return Writer(pid, _hostname(), stat[1] if stat else "")
+    try:
+        start = _start_text(psutil.Process(pid).create_time())
+    except (psutil.Error, OSError):
+        start = ""
+    return Writer(pid, _hostname(), start)
+
+
+def _legacy_ticks(pid: int) -> str | None:
+    """The start time in clock ticks from /proc (how rows were written before psutil)."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = raw.rsplit(")", 1)[-1].split()  # the command name may hold spaces and parens
+    return fields[19] if len(fields) > 19 else None
+
+
+def _same_start(recorded: str, created: float, pid: int) -> bool:
+    """Whether the recorded start time is this process's (not a reused pid's)."""
+    if recorded.isdigit():  # a row from before psutil: Linux clock ticks
+        ticks = _legacy_ticks(pid)
+        return ticks is None or ticks == recorded
+    try:
+        return abs(float(recorded) - created) <= _SAME_START_S
+    except ValueError:
+        return False  # unreadable: not a start time this process could have written
 
 
 def is_alive(pid: int, proc_start: str | None) -> bool:
     """Whether the process that wrote a run on this host still runs."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        process = psutil.Process(pid)
+        status = process.status()
+        created = process.create_time()
+    except psutil.NoSuchProcess:  # includes a zombie on platforms that report it so
         return False
-    except PermissionError:
-        pass  # it exists, owned by another user
-    except OSError:
+    except psutil.AccessDenied:
+        return True  # it exists, owned by another user; its details are not ours to read
+    except (psutil.Error, OSError, ValueError):
         return False
-    stat = _stat(pid)
-    if stat is None:
-        return not Path("/proc/self/stat").exists()  # no /proc at all: trust os.kill
-    state, started = stat
-    if state in ("Z", "X"):
+    if status in _GONE:
         return False  # killed, not yet reaped
-    return not proc_start or started == proc_start
+    return not proc_start or _same_start(proc_start, created, pid)
 
 
 def writer_alive(pid: int, proc_start: str | None, me: Writer) -> bool:

@@ -38,6 +38,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 SWEEP_STATUSES = ("running", "finished", "cancelled", "error", "interrupted", "stopped_budget")
+# `sweep stop`: the request is the `reason` of a running sweep; its owner polls for it between
+# cells, wherever it runs (another process, another host, the dashboard), and ends cleanly.
+STOP_REQUESTED = "stop requested"
 
 # Sweeps this process is running right now (a second job in the same process, e.g. the
 # dashboard, must not resume one: the pid alone cannot tell it from a stale row).
@@ -172,6 +175,21 @@ class SweepBook(StoreBase):
                             "while this one was resuming it")
         with _active_lock:
             _active.add(sweep_id)
+
+    def request_sweep_stop(self, sweep_id: str) -> bool:
+        """Ask the owner of running sweep `sweep_id` to stop after the cells in flight; False
+        when it is not running. A resume clears the request (reopen_sweep resets reason)."""
+        with self.write("request a sweep stop") as conn:
+            return bool(conn.execute(update(sweeps).where(
+                sweeps.c.sweep_id == sweep_id, sweeps.c.status == "running").values(
+                reason=STOP_REQUESTED)).rowcount)
+
+    def sweep_stop_requested(self, sweep_id: str) -> bool:
+        """Whether `sweep stop` asked this running sweep to stop (the owner polls this)."""
+        with self.read("read a sweep stop request") as conn:
+            reason = conn.execute(select(sweeps.c.reason).where(
+                sweeps.c.sweep_id == sweep_id, sweeps.c.status == "running")).scalar()
+        return reason == STOP_REQUESTED
 
     # --- cells ------------------------------------------------------------------------------
 

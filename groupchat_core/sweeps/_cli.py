@@ -1,4 +1,6 @@
-"""`python -m groupchat_core sweep SPEC [--resume SWEEP] [--max-usd N]`: a sweep, headless.
+"""`groupchat-lab sweep SPEC [--resume SWEEP] [--max-usd N]`: a sweep, headless; and the
+sweeps in the store: `sweep list`, `sweep show SWEEP`, `sweep stop SWEEP`, `sweep export SWEEP`
+(_cli_manage.py). `sweep SPEC` is short for `sweep run SPEC`.
 
 A sweep has one owner: `--resume` of a sweep another live process still runs is refused with
 one line naming it (pid, host, since when) and how to stop it; `--take-over` resumes one left
@@ -7,8 +9,10 @@ running by a process on another host that is known to be gone.
 The pre-flight estimate and progress go to stderr (a progress bar on a terminal, a line per
 ~5 % of cells otherwise); stdout gets one summary line at the end. Runs, cells and the sweep's
 status land in the store, exactly as the dashboard reads them. Exit status: 0 finished,
-1 stopped by a budget cap or with failed cells (resume to continue), 130 on Ctrl-C (the
-sweep is recorded `cancelled` and can be resumed), 2 for errors.
+1 stopped by a budget cap, by `sweep stop` or with failed cells (resume to continue), 130 on
+Ctrl-C (the sweep is recorded `cancelled` and can be resumed), 2 for errors. With `--json`, stdout
+gets the outcome as one JSON object instead of the summary line (docs/engine.md, "The command
+line").
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 from .._errors import CliError
@@ -31,11 +36,37 @@ from ._events import (
 )
 
 EXIT = {"finished": 0, "stopped_budget": 1, "error": 1, "cancelled": 130}
+VERBS = ("run", "list", "show", "stop", "export")
+_GLOBAL_WITH_VALUE = ("--db", "--log-level")
+
+
+def with_default_verb(argv: Sequence[str]) -> list[str]:
+    """`sweep SPEC ...` / `sweep --resume X` as `sweep run ...` (the form before sweeps had
+    verbs keeps working); every other command line is returned as it is."""
+    args, i = list(argv), 0
+    while i < len(args):
+        token = args[i]
+        if token in _GLOBAL_WITH_VALUE:
+            i += 2
+        elif token.startswith("-"):
+            i += 1
+        else:
+            break
+    if i < len(args) and args[i] == "sweep":
+        following = args[i + 1] if i + 1 < len(args) else None
+        if following not in (*VERBS, "-h", "--help"):
+            args.insert(i + 1, "run")
+    return args
 
 
 def add_parser(sub: Any) -> None:
-    sweep = sub.add_parser("sweep", help="run a parameter sweep (JSON/YAML sweep spec) into "
-                                         "the store; resumable")
+    from ._cli_manage import add_verbs
+
+    group = sub.add_parser("sweep", help="run a parameter sweep (JSON/YAML sweep spec) into "
+                                         "the store, resumable; list, show, stop, export sweeps",
+                           description="`sweep SPEC` is short for `sweep run SPEC`.")
+    verbs = group.add_subparsers(dest="verb", required=True, metavar="VERB")
+    sweep = verbs.add_parser("run", help="run (or --resume) a sweep")
     sweep.add_argument("spec", nargs="?", help="sweep spec file (optional with --resume)")
     sweep.add_argument("--resume", metavar="SWEEP", help="finish sweep SWEEP (id or prefix): "
                        "cells with a finished run are skipped")
@@ -56,6 +87,9 @@ def add_parser(sub: Any) -> None:
     sweep.add_argument("--estimate", action="store_true",
                        help="print the pre-flight estimate and exit without running")
     sweep.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    sweep.add_argument("--json", action="store_true",
+                       help="print the outcome (or the --estimate) as JSON on stdout")
+    add_verbs(verbs)
 
 
 class SweepProgress:
@@ -131,6 +165,15 @@ def _positive(value: float | None, name: str, integer: bool = False) -> None:
 
 
 def cmd_sweep(args: argparse.Namespace, store: Any) -> int:
+    if args.verb != "run":
+        from ._cli_manage import run_verb
+
+        return run_verb(args, store)
+    return _cmd_run(args, store)
+
+
+def _cmd_run(args: argparse.Namespace, store: Any) -> int:
+    from .._cli.output import emit_json
     from ._plan import plan_sweep
     from ._scheduler import run_sweep
     from ._spec import load_sweep, parse_sweep
@@ -150,7 +193,10 @@ def cmd_sweep(args: argparse.Namespace, store: Any) -> int:
         plan.spec = parse_sweep({**plan.spec.to_data(), "concurrency": args.concurrency})
     if args.estimate:
         assert plan.estimate is not None
-        print(terminal_text(plan.estimate.summary(), multiline=True))
+        if args.json:
+            emit_json(plan.estimate.model_dump())
+        else:
+            print(terminal_text(plan.estimate.summary(), multiline=True), flush=True)
         return 0
     progress = SweepProgress(sys.stderr, bar=sys.stderr.isatty())
     observers = [] if args.quiet else [progress]
@@ -159,13 +205,20 @@ def cmd_sweep(args: argparse.Namespace, store: Any) -> int:
                             max_calls=args.max_calls, max_usd=args.max_usd)
     finally:
         progress.close()
+    from ._scheduler import STOPPED_ON_REQUEST
+
+    code = 1 if outcome.reason == STOPPED_ON_REQUEST else EXIT.get(outcome.status, 1)
+    if args.json:
+        emit_json({**outcome.model_dump(), "hit_rate": outcome.hit_rate,
+                   "cost": _cost_text(store, outcome)})
+        return code
     rate = "" if outcome.hit_rate is None else f", {outcome.hit_rate:.0%} of bids cached"
     print(terminal_text(
         f"sweep {outcome.sweep_id} {outcome.status}: {outcome.cells_done}/"
         f"{outcome.cells_total} cells done; this session {outcome.cells_run} cells, "
         f"{outcome.calls} model calls{rate}, cost {_cost_text(store, outcome)}"
         + (f" ({outcome.reason})" if outcome.reason else "")), flush=True)
-    return EXIT.get(outcome.status, 1)
+    return code
 
 
 def _search_overrides(spec: Any, args: argparse.Namespace) -> Any:

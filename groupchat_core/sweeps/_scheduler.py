@@ -7,7 +7,9 @@ in-flight call limit (limiter.CALL_LIMITER), so many small cells keep the limit 
 Budget caps count model calls and their cost (priced models only) over every session of the
 sweep, bid by bid as they arrive. When a cap is reached the runner launches no more cells,
 cancels the cells in flight (their runs read `cancelled`) and records the sweep as
-`stopped_budget` with the reason. Calls in flight when the cap is reached are cancelled too;
+`stopped_budget` with the reason. A stop request (`sweep stop`, recorded in the store) is polled
+before each cell is launched: no more cells start, the ones in flight finish, and the sweep ends
+`cancelled`, resumable. Calls in flight when the cap is reached are cancelled too;
 their results are never seen (a provider may still bill them).
 
 Keys are checked before anything is spent: a sweep run here (the local executor) whose agents
@@ -55,6 +57,7 @@ if TYPE_CHECKING:
 
 SweepObserver = Callable[[SweepEvent], None]
 CREDENTIAL_STOP = 3  # cells in a row refused on credentials before the sweep stops
+STOPPED_ON_REQUEST = "stopped on request (sweep stop); resume it to run the rest"
 logger = logging.getLogger("groupchat_core")
 
 
@@ -135,6 +138,7 @@ class SweepRunner:
         gate = asyncio.Semaphore(self.spec.concurrency)
         for cell in self.plan.todo:
             await gate.acquire()
+            self._check_stop_request()
             if self.status is not None:
                 gate.release()
                 break
@@ -142,6 +146,19 @@ class SweepRunner:
             self.running.add(task)
             task.add_done_callback(self.running.discard)
         await self._drain()
+
+    def _check_stop_request(self) -> None:
+        """`sweep stop` (from any process) recorded a request: launch no more cells, let the
+        ones in flight finish, end `cancelled`; a resume runs the rest."""
+        if self.status is not None:
+            return
+        try:
+            requested = self.store.sweep_stop_requested(self.sweep_id)
+        except StoreError as exc:  # unreadable now: the next cell asks again
+            logger.warning("sweep %s: could not read stop requests: %s", self.sweep_id, exc)
+            return
+        if requested:
+            self.status, self.reason = "cancelled", STOPPED_ON_REQUEST
 
     async def _drain(self) -> None:
         while self.running:

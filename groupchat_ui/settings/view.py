@@ -1,4 +1,5 @@
-"""The Settings page's table of tool-choice modes the engine remembers per provider.
+"""The Settings page's table of tool-choice modes the engine remembers per provider, and where
+the data lives (with any older store found next to it, so none is silently abandoned).
 
 Why visible: a model whose server rejected forced tool calls is asked in a simpler mode (auto,
 then plain JSON text) for a while; a room that behaves oddly after a server change may just be
@@ -10,6 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from groupchat_core import remembered_modes as engine_modes
+from groupchat_core.store import data_location, stray_databases
 from groupchat_ui.kit.components import feedback
 
 from . import actions, logic
@@ -28,3 +30,18 @@ def remembered_modes() -> None:
               help="Forget every remembered mode: the next bid of each model tries forced "
                    "tool choice again.")
     feedback("modes")
+
+
+def data_home(shown_url: str) -> None:
+    """Where runs, agents and presets are stored, why, and older stores not in use."""
+    location = data_location()
+    st.markdown(f"Runs, agents and presets are stored at `{shown_url}`: "
+                f"{logic.data_source(location.source)}. Set `GROUPCHAT_DB` (any SQLAlchemy "
+                "URL) or `GROUPCHAT_HOME` (a folder) before starting the server to keep them "
+                "elsewhere.")
+    for path in stray_databases():
+        st.warning("An existing store that is not in use was found (an earlier default). To "
+                   "use it, start the server with the line below, or move the file to "
+                   f"{'the path above' if location.path else 'a folder of your choice'}.",
+                   icon=":material/database:")
+        st.code(f"GROUPCHAT_DB=sqlite:///{path}", language=None)

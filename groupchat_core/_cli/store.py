@@ -1,0 +1,158 @@
+"""The store's commands: list, show, export, import, agents (cli.py declares their options).
+
+`--json` output (list, show) uses the field names below, which are part of the CLI's
+contract (docs/engine.md, "The command line"); new store columns never change them silently.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from .._errors import ConfigError
+from .._terminal import terminal_text
+from .output import emit_json, records
+
+# `list --json`: one object per run, newest first.
+LIST_FIELDS = (
+    "run_id", "name", "status", "stop_reason", "task", "agents", "turns", "threshold",
+    "recency_penalty", "recency_window", "max_loops", "total_calls", "total_prompt_tokens",
+    "total_completion_tokens", "total_cost_usd", "started_at", "ended_at", "sweep_id", "cell",
+    "tags", "error",
+)
+
+
+def say(text: object, stream: TextIO | None = None, *, multiline: bool = False) -> None:
+    """Print untrusted text (model output, names, tasks, errors) with its control characters
+    escaped (see _terminal.py): the one way this CLI writes to a terminal."""
+    print(terminal_text(text, multiline=multiline), file=stream or sys.stdout, flush=True)
+
+
+def store_of(args: argparse.Namespace) -> Any:
+    from ..store import RunStore
+
+    return RunStore(args.db)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    store = store_of(args)
+    frame = store.list_runs(status=args.status, agent=args.agent, since=args.since,
+                            tag=args.tag, limit=args.limit)
+    if args.json:
+        emit_json(records(frame, LIST_FIELDS))
+        return 0
+    if frame.empty:
+        from ..store import safe_url
+
+        say(f"no runs in {safe_url(store.url)}", sys.stderr)
+        return 0
+    table = frame[["run_id", "started_at", "status", "stop_reason", "turns", "agents", "task"]]
+    table = table.assign(
+        run_id=table["run_id"].str[:12], started_at=table["started_at"].str[:19],
+        task=table["task"].str.replace(r"\s+", " ", regex=True).map(shorten),
+        agents=table["agents"].map(shorten))
+    say(text_table(table), multiline=True)
+    return 0
+
+
+def shorten(text: str, width: int = 40) -> str:
+    text = terminal_text(text)  # escape first: an escape sequence is never cut in half
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def text_table(frame: Any) -> str:
+    """A frame as aligned text, every text cell on one line with its controls escaped."""
+    safe = frame.copy()
+    for column in safe.columns:
+        if safe[column].dtype == object:
+            safe[column] = safe[column].map(lambda v: v if v is None else terminal_text(v))
+    return str(safe.to_string(index=False))
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from .._exports import transcript_markdown
+
+    store = store_of(args)
+    run_id = store.resolve(args.run)
+    if args.json:
+        from .._bundles import export_bundle
+
+        bundle = export_bundle(store, run_id)  # the bundle's documented fields
+        shown = {key: bundle[key] for key in ("run", "written_by", "messages", "turns")}
+        if args.bids:
+            shown["bids"] = bundle["bids"]
+        emit_json(shown)
+        return 0
+    say(transcript_markdown(store, run_id), multiline=True)
+    if args.bids:
+        say(text_table(store.bids(run_id).drop(columns="run_id")), multiline=True)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .._bundles import bundle_json
+    from .._exports import bids_csv, transcript_markdown
+
+    store = store_of(args)
+    run_id = store.resolve(args.run)
+    writers = {"json": bundle_json, "csv": bids_csv, "md": transcript_markdown}
+    emit(writers[args.format](store, run_id), args.output)
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from .._bundles import MAX_BUNDLE_BYTES, import_bundle
+
+    data = read_file(args.file, MAX_BUNDLE_BYTES)
+    run_id = import_bundle(store_of(args), data, source=Path(args.file).name)
+    say(f"imported run {run_id}")
+    return 0
+
+
+def cmd_agents(args: argparse.Namespace) -> int:
+    from .._bundles import dump_agents, load_agents_text
+    from .._config import MAX_SPEC_BYTES
+
+    store = store_of(args)
+    if args.verb == "import":
+        agents = load_agents_text(read_file(args.file, MAX_SPEC_BYTES), Path(args.file).name)
+        store.save_agents(agents)
+        say(f"saved {len(agents)} agent(s): " + ", ".join(a.agent_name for a in agents))
+    elif args.verb == "export":
+        agents = [store.get_agent(n) for n in args.names] if args.names else store.list_agents()
+        emit(dump_agents(agents, args.format), args.output)
+    else:
+        for agent in store.list_agents():
+            prompt = shorten(" ".join(agent.system_prompt.split()), 50)
+            say(f"{terminal_text(agent.agent_name)}\t{terminal_text(agent.model_name)}\t"
+                f"{terminal_text(prompt)}", multiline=True)
+    return 0
+
+
+def read_file(path: str, limit: int) -> bytes:
+    """A file's bytes, refusing anything over `limit` without reading it all."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path!r}: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise ConfigError(f"{path!r} is over the {limit:,}-byte limit; is it the right file?")
+    return data
+
+
+def emit(text: str, output: str | None) -> None:
+    """An export to a file as it is; to stdout as it is when piped (it is data), with control
+    characters escaped when stdout is a terminal."""
+    text = text if text.endswith("\n") else text + "\n"
+    if output is None:
+        sys.stdout.write(terminal_text(text, multiline=True) if sys.stdout.isatty() else text)
+        sys.stdout.flush()
+        return
+    try:
+        Path(output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot write {output!r}: {exc.strerror or exc}") from None
+    say(f"wrote {output}", sys.stderr)
