@@ -27,6 +27,7 @@ from ._retries import is_context_window_error as is_context_window_error
 from ._retries import retry_after_seconds as retry_after_seconds
 from ._retries import stated_context_window as stated_context_window
 from ._routing import in_process_model as in_process_model
+from ._tokens import approximate_tokens as approximate_tokens
 from ._tokens import count_tokens as count_tokens
 from ._tokens import input_budget as input_budget
 from ._tool_modes import RememberedMode as RememberedMode
