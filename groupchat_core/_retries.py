@@ -9,6 +9,7 @@ import json
 import random
 import re
 import time
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -110,11 +111,16 @@ class Attempts:
     errors: list[str] = field(default_factory=list)
 
 
-async def call_with_retries(kwargs: dict[str, Any], attempts: Attempts) -> Any:
+Send = Callable[[Any, dict[str, Any]], Awaitable[Any]]
+
+
+async def call_with_retries(kwargs: dict[str, Any], attempts: Attempts,
+                            send: Send = one_request) -> Any:
     """One request, retried on transient errors: after the server's Retry-After when it sends
     one (at most MAX_RETRY_AFTER, and never past the bid's deadline: the error is raised at
     once instead), else after a jittered exponential backoff. Per-model rate limits
-    (_ratelimit.py) are waited for before each attempt."""
+    (_ratelimit.py) are waited for before each attempt. `send` makes the request (one_request,
+    or a streamed one: _streaming.py)."""
     litellm = litellm_module()
     model = str(kwargs.get("model", ""))
     while True:
@@ -123,7 +129,7 @@ async def call_with_retries(kwargs: dict[str, Any], attempts: Attempts) -> Any:
         attempts.calls += 1
         try:
             async with CALL_LIMITER:
-                response = await one_request(litellm, kwargs)
+                response = await send(litellm, kwargs)
         except Exception as exc:
             RATE_LIMITS.settle(model, reserved, 0)  # a refused request used no tokens
             retryable = is_retryable(exc)

@@ -38,6 +38,9 @@ PATHS: dict[str, BidPath] = {
 # the rejection may have been transient) and `remembered_modes()` shows it.
 _ModeKey = tuple[str, str | None, str]
 _accepted_mode: dict[_ModeKey, tuple[str, float]] = {}  # key -> (mode, expiry on monotonic)
+# Models that refused to stream a bid (a 400 on stream=true, or a stream without a respond call),
+# remembered the same way: one wasted request per TTL, and shown as mode "unstreamed".
+_unstreamed: dict[_ModeKey, float] = {}  # key -> expiry on monotonic
 _mode_lock = threading.Lock()  # read from UI threads while the loop thread writes
 
 
@@ -83,11 +86,31 @@ def remember(key: _ModeKey, mode: str) -> None:
             _accepted_mode[key] = (mode, time.monotonic() + MODE_MEMORY_TTL_S)
 
 
+def streams(key: _ModeKey) -> bool:
+    """False while this key is remembered as refusing to stream bids."""
+    with _mode_lock:
+        expiry = _unstreamed.get(key)
+        if expiry is None:
+            return True
+        if expiry <= time.monotonic():
+            del _unstreamed[key]
+            return True
+        return False
+
+
+def remember_unstreamed(key: _ModeKey) -> None:
+    """Remember (a fresh TTL) that this key's bids are asked for without stream=true."""
+    with _mode_lock:
+        _unstreamed[key] = time.monotonic() + MODE_MEMORY_TTL_S
+
+
 def remembered_modes() -> list[RememberedMode]:
-    """A read-only view of the fallback modes this process remembers (for the Run page)."""
+    """A read-only view of the fallback modes this process remembers (for the Run page); a
+    model remembered as not streaming shows mode "unstreamed"."""
     now = time.monotonic()
     with _mode_lock:
         items = list(_accepted_mode.items())
+        items += [(key, ("unstreamed", expiry)) for key, expiry in _unstreamed.items()]
     return [
         RememberedMode(model, base, tools, mode, round(expiry - now, 1))
         for (model, base, tools), (mode, expiry) in sorted(items, key=lambda i: str(i[0]))
@@ -99,6 +122,7 @@ def forget_remembered_modes() -> None:
     """Drop every remembered mode: the next bid of each model probes from "forced" again."""
     with _mode_lock:
         _accepted_mode.clear()
+        _unstreamed.clear()
 
 
 # Recognisers for a provider saying tools or tool_choice are unsupported, written from real

@@ -31,6 +31,7 @@ from ._fake_replies import (
     _rejection,
     _Response,
     error,
+    stream_events,
     text,
     tool_call,
 )
@@ -111,12 +112,16 @@ class FakeOpenAIServer:
         reject_tools: bool = False,
         reject_required_tool_choice: bool = False,
         context_window: int | None = None,
+        reject_stream: bool = False,
+        stream_text_only: bool = False,
     ) -> None:
         """Make a model behave like a provider that rejects some tool options with HTTP 400, or
         (context_window=N) whose context holds N tokens: a longer prompt (counted by
-        `prompt_tokens`) gets llama-cpp-python's context-length 400 and consumes nothing."""
+        `prompt_tokens`) gets llama-cpp-python's context-length 400 and consumes nothing.
+        `reject_stream` answers stream=true with a 400; `stream_text_only` streams every reply
+        as content deltas without tool calls (non-streamed requests still get the tool call)."""
         config = ModelConfig(reject_forced_tool_choice, reject_tools, reject_required_tool_choice,
-                             context_window)
+                             context_window, reject_stream, stream_text_only)
         with self._lock:
             self._configs[model] = config
 
@@ -209,6 +214,9 @@ class FakeOpenAIServer:
         with self._lock:
             self._counter += 1
             n = self._counter
+        if body.get("stream") is True:
+            return _Response(200, {}, delay, events=stream_events(body, reply, n, config),
+                             chunk_delay=reply.chunk_delay, cut=reply.cut)
         return _Response(200, _completion(body, reply, n), delay)
 
     def _models_payload(self) -> dict[str, Any]:
@@ -235,6 +243,9 @@ class _Handler(BaseHTTPRequestHandler):
         response = self.server.owner._dispatch(self.command, path, raw, headers)
         if response.delay > 0:
             time.sleep(response.delay)
+        if response.events is not None:
+            self._stream(response)
+            return
         data = json.dumps(response.payload).encode()
         self.send_response(response.status)
         self.send_header("Content-Type", "application/json")
@@ -243,6 +254,28 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
+
+    def _stream(self, response: _Response) -> None:
+        """Server-sent events in chunked encoding, a write (and a flush) per element; a cut
+        stream ends without the closing chunk and drops the connection."""
+        assert response.events is not None
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+        for data in response.events:
+            if response.chunk_delay > 0:
+                time.sleep(response.chunk_delay)
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+        if response.cut:
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
 
