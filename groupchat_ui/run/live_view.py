@@ -21,7 +21,7 @@ from groupchat_ui.kit.jobs import JobRegistry, JobSnapshot
 from groupchat_ui.kit.labels import run_label
 from groupchat_ui.kit.metrics import PHONE_CSS
 from groupchat_ui.kit.providers import failure_hint, model_label
-from groupchat_ui.kit.safety import escape_markdown, redact
+from groupchat_ui.kit.safety import escape_markdown, redact, safe_markdown
 from groupchat_ui.kit.state import SessionState
 
 from . import actions, logic
@@ -96,9 +96,14 @@ def _render(registry: JobRegistry, session: SessionState, snap: JobSnapshot) -> 
     else:
         _ending(snap)
     _problems(session, snap)
+    streamed = bool(snap.config.get("stream_bids"))
     left, right = st.columns([5, 4])
     with left, st.container(height=560, autoscroll=True, border=False):
-        _transcript(snap.messages, snap.models, live=not snap.done, now=datetime.now(UTC))
+        # a streamed run was watched forming: its winner is posted whole, not replayed
+        _transcript(snap.messages, snap.models, live=not snap.done and not streamed,
+                    now=datetime.now(UTC))
+        if streamed:
+            _candidates(snap)
     with right:
         _floor(snap)
 
@@ -119,6 +124,33 @@ def _transcript(messages: Sequence[Message], models: ModelInfo, *, live: bool,
             bubble(message, model=model, text=text, streaming=not done)
         else:
             bubble(message, model=model)
+
+
+def _candidates(snap: JobSnapshot) -> None:
+    """Streamed runs: every candidate's reply forming under the transcript while the turn is
+    open; once it settles the winner is posted above and the losers fold into an expander."""
+    forming = logic.forming_for(snap.id)
+    last = snap.turns[-1] if snap.turns else None
+    turn, bids = (forming.snapshot() if forming is not None else (0, {}))
+    open_turn = not snap.done and turn and (last is None or last.turn < turn)
+    if open_turn:
+        with st.container(key=f"forming_{snap.id}", border=True):
+            st.caption(f"Turn {turn}: the candidates are writing")
+            for i, (agent, status, text) in enumerate(
+                    logic.candidate_rows(list(snap.agents), bids)):
+                with st.container(key=f"cand_{i}"):
+                    st.markdown(f"**{escape_markdown(agent)}** · {escape_markdown(status)}")
+                    if text:
+                        st.markdown(safe_markdown(text) + " ▌")
+    if last is not None:
+        losers = logic.losing_bids(snap.bids_by_turn.get(last.turn, ()))
+        if losers:
+            with st.expander(f"Turn {last.turn}: {len(losers)} other candidate"
+                             f"{'s' if len(losers) != 1 else ''} (not posted)",
+                             icon=":material/unfold_more:"):
+                for bid in losers:
+                    st.markdown(f"**{escape_markdown(bid.agent)}** · score {bid.score:.2f}")
+                    st.markdown(safe_markdown(bid.message))
 
 
 def _floor(snap: JobSnapshot) -> None:

@@ -13,6 +13,7 @@ from groupchat_core import remembered_modes as engine_modes
 from groupchat_ui.kit.components import feedback
 
 from . import actions, logic
+from .actions import STREAM_KEY
 
 
 def remembered_modes() -> None:
@@ -28,3 +29,12 @@ def remembered_modes() -> None:
               help="Forget every remembered mode: the next bid of each model tries forced "
                    "tool choice again.")
     feedback("modes")
+
+
+def streaming() -> None:
+    """Whether runs started here stream their bids (the Run page shows candidates forming)."""
+    st.toggle("Stream bids live", value=bool(st.session_state.get(STREAM_KEY, True)),
+              key="pref_stream_bids", on_change=actions.on_stream_bids,
+              help="On: every candidate's reply shows on the Run page as it is written (bids "
+                   "are requested with stream=true). Off: bids arrive whole. Sweeps never "
+                   "stream. For this browser tab, until it is reloaded.")
