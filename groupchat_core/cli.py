@@ -28,6 +28,7 @@ from ._outputs import OUTPUT_TYPES
 from ._records import Event, RunFinished, RunStarted, TurnCompleted
 from ._secrets import scrub
 from ._sim import is_sim_model
+from ._stream_printer import DeltaPrinter
 from ._terminal import terminal_text
 
 
@@ -97,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="override the spec's output_type")
     run.add_argument("--quiet", action="store_true", help="no per-turn progress lines")
     run.add_argument("--no-store", action="store_true", help="do not record the run")
+    run.add_argument("--stream", action=argparse.BooleanOptionalAction, default=None,
+                     help="stream bids, printing each candidate's reply as it forms (stderr); "
+                     "default: the spec's stream_bids (off)")
     runs = sub.add_parser("list", help="recorded runs, newest first")
     runs.add_argument("--status", default=None)
     runs.add_argument("--agent", default=None, help="only runs this agent took part in")
@@ -151,7 +155,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError("--task must not be empty")
     spec = _load_spec(args.spec)
     overrides = {"output_type": args.output_type} if args.output_type else {}
+    if args.stream is not None:
+        overrides["stream_bids"] = args.stream
     chat = GroupChat.from_spec(spec, **overrides)
+    if chat.stream_bids:
+        chat.add_observer(DeltaPrinter(say, sys.stderr))
     recorder = None if args.no_store else _store(args).attach(chat)
     if not args.quiet:
         chat.add_observer(TurnPrinter(sys.stderr))
