@@ -42,8 +42,9 @@ def test_forming_bids_follow_the_current_turn_and_redact_keys():
 def test_candidate_rows_say_who_is_typing_who_is_in_and_who_has_not_started():
     rows = logic.candidate_rows(["A", "B", "C"], {"A": (None, "Hel", False),
                                                   "B": (0.4, "Done.", True)})
-    assert rows == [("A", "score … · typing…", "Hel"), ("B", "score 0.40 · bid in", "Done."),
-                    ("C", "waiting for the first token…", "")]
+    assert rows == [("A", "score … · typing…", "Hel", True),
+                    ("B", "score 0.40 · bid in", "Done.", False),
+                    ("C", "waiting for the first token…", "", False)]
 
 
 def test_losing_bids_are_the_unposted_candidates_with_a_message():

@@ -260,8 +260,8 @@ def forming_for(job_id: str) -> FormingBids | None:
 
 
 def candidate_rows(agents: Sequence[str], forming: Mapping[str, tuple[float | None, str, bool]],
-                   ) -> list[tuple[str, str, str]]:
-    """(agent, status line, message so far) per agent in roster order, for the live floor."""
+                   ) -> list[tuple[str, str, str, bool]]:
+    """(agent, status line, message so far, still typing) per agent in roster order."""
     rows = []
     for agent in agents:
         score, text, done = forming.get(agent, (None, "", False))
@@ -270,7 +270,7 @@ def candidate_rows(agents: Sequence[str], forming: Mapping[str, tuple[float | No
         else:
             shown = "score …" if score is None else f"score {score:.2f}"
             status = f"{shown} · {'bid in' if done else 'typing…'}"
-        rows.append((agent, status, text))
+        rows.append((agent, status, text, agent in forming and not done))
     return rows
 
 
