@@ -140,6 +140,7 @@ class _Response:
     events: list[bytes] | None = None  # a server-sent-events body, one element per write
     chunk_delay: float = 0.0
     cut: bool = False
+    model: str = ""
 
 
 def _error(status: int, message: str, err_type: str, delay: float = 0.0) -> _Response:

@@ -56,6 +56,7 @@ class FakeOpenAIServer:
         self._configs: dict[str, ModelConfig] = {}
         self._requests: list[RecordedRequest] = []
         self._unexpected: list[str] = []
+        self._stream_writes: list[tuple[str, list[float]]] = []
 
     def start(self) -> FakeOpenAIServer:
         """Bind (port 0 picks a free port) and serve in a daemon thread."""
@@ -130,6 +131,7 @@ class FakeOpenAIServer:
         with self._lock:
             for store in (self._scripts, self._responders, self._configs):
                 store.clear()
+            self._stream_writes.clear()
             self._requests.clear()
             self._unexpected.clear()
 
@@ -144,6 +146,17 @@ class FakeOpenAIServer:
         """Models called with nothing scripted; tests should assert this stays empty."""
         with self._lock:
             return list(self._unexpected)
+
+    @property
+    def stream_writes(self) -> list[tuple[str, list[float]]]:
+        """Per streamed reply, in order of completion: (model, time.monotonic() after each SSE
+        write was flushed); for measuring delivery, e.g. first token to first character."""
+        with self._lock:
+            return list(self._stream_writes)
+
+    def _streamed(self, model: str, times: list[float]) -> None:
+        with self._lock:
+            self._stream_writes.append((model, times))
 
     def requests_for(self, model: str) -> list[RecordedRequest]:
         """Requests whose body named this model."""
@@ -216,7 +229,7 @@ class FakeOpenAIServer:
             n = self._counter
         if body.get("stream") is True:
             return _Response(200, {}, delay, events=stream_events(body, reply, n, config),
-                             chunk_delay=reply.chunk_delay, cut=reply.cut)
+                             chunk_delay=reply.chunk_delay, cut=reply.cut, model=model)
         return _Response(200, _completion(body, reply, n), delay)
 
     def _models_payload(self) -> dict[str, Any]:
@@ -265,11 +278,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         self.wfile.flush()
+        times: list[float] = []
         for data in response.events:
             if response.chunk_delay > 0:
                 time.sleep(response.chunk_delay)
             self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
             self.wfile.flush()
+            times.append(time.monotonic())
+        self.server.owner._streamed(response.model, times)
         if response.cut:
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
