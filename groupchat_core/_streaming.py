@@ -140,7 +140,7 @@ def _read_chunk(chunk: Any, reply: StreamedReply, partial: PartialBid) -> bool:
         function = getattr(call, "function", None)
         parts = reply.calls.setdefault(index, [""])
         name = getattr(function, "name", None)
-        if name:
+        if name and name != parts[0]:  # sent once (OpenAI) or again with every delta (llama.cpp)
             parts[0] += name
         if reply.respond is None and parts[0] == "respond":
             reply.respond = index

@@ -186,13 +186,17 @@ class _Deltas:
 def test_bids_stream_from_the_real_model_into_the_same_bids(llm: LocalLLMServer) -> None:
     """llama.cpp's server streams the respond call's arguments; at temperature 0 the streamed
     bids are the bids the same requests give unstreamed."""
-    plain = one_turn(pair(llm))
+    task = "Park or data centre for the old rail yard?"
+    records = []
     deltas = _Deltas()
-    chat = GroupChat(agents=pair(llm), max_loops=2, threshold=0.0, bid_timeout=None,
-                     stream_bids=True, on_event=[deltas])
-    chat.run("Park or data centre for the old rail yard?")
-    streamed = chat.last_run
-    assert streamed is not None
+    for stream in (False, True):  # no bid cache: the second run must reach the model
+        chat = GroupChat(agents=pair(llm), max_loops=2, threshold=0.0, bid_timeout=None,
+                         stream_bids=stream, on_event=[deltas], bid_cache=False)
+        chat.run(task)
+        records.append(chat.last_run)
+    plain, streamed = records
+    assert plain is not None and streamed is not None
+    assert all(b.path == "tool_call" for b in plain.bids if b.turn == 1)
     first = [b for b in streamed.bids if b.turn == 1]
     assert all(b.path == "tool_call:stream" and b.calls == 1 for b in first), first
     assert all(b.completion_tokens for b in first)

@@ -97,6 +97,8 @@ def test_the_fake_server_streams_tool_call_deltas_as_server_sent_events(server):
     assert fragments == ['{"score": 0.', '7, "message": "hi"}']
     assert events[3]["choices"][0]["finish_reason"] == "tool_calls"
     assert events[4]["usage"]["completion_tokens"] > 0
+    [(model, times)] = server.stream_writes  # one flush time per write: 5 events and [DONE]
+    assert model == "m" and len(times) == 6 and times == sorted(times)
 
 
 def test_split_utf8_arrives_in_separate_writes_that_only_join_to_valid_text(server):
