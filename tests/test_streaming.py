@@ -347,3 +347,39 @@ def test_in_process_models_do_not_stream():
                      max_loops=3, stream_bids=True, on_event=[seen])
     chat.run("Plan a picnic")
     assert seen.events == [] and {b.path for b in chat.last_run.bids} == {"simulation"}
+
+
+# --- the delta reader, unit by unit ----------------------------------------------------------
+
+
+def _chunk(arguments: str, name: str | None = None, finish: str | None = None) -> Any:
+    from types import SimpleNamespace as NS
+
+    call = NS(index=0, function=NS(name=name, arguments=arguments))
+    delta = NS(content=None, tool_calls=[call] if arguments or name else None)
+    return NS(usage=None, choices=[NS(finish_reason=finish, delta=delta)])
+
+
+def test_a_name_repeated_with_every_delta_is_one_name():
+    """llama-cpp-python sends the function name again with every argument delta."""
+    from groupchat_core._replies import parse_response
+    from groupchat_core._streaming import PartialBid, StreamedReply, _read_chunk
+
+    reply, partial = StreamedReply(), PartialBid()
+    for piece in ['{"score": 0.4', ', "message": "a', 'b"}']:
+        _read_chunk(_chunk(piece, name="respond"), reply, partial)
+    _read_chunk(_chunk("", finish="tool_calls"), reply, partial)
+    parsed, path = parse_response(reply.as_response(), "forced")
+    assert (parsed.score, parsed.message, path) == (0.4, "ab", "tool_call")
+    assert (partial.score, partial.message) == (0.4, "ab")
+
+
+def test_partial_reading_stops_past_the_scan_bound_but_the_reply_is_kept():
+    from groupchat_core._bidding import MAX_TEXT_SCAN_CHARS
+    from groupchat_core._streaming import PartialBid
+
+    partial = PartialBid()
+    assert partial.feed('{"score": 0.5, "message": "') is True
+    assert partial.feed("x" * MAX_TEXT_SCAN_CHARS) is False  # past the bound: not parsed
+    assert partial.message == "" and partial.size > MAX_TEXT_SCAN_CHARS
+    assert len("".join(partial.parts)) == partial.size  # the final parse still sees it all
