@@ -47,6 +47,14 @@ def test_candidate_rows_say_who_is_typing_who_is_in_and_who_has_not_started():
                     ("C", "waiting for the first token…", "", False)]
 
 
+def test_only_runs_with_a_real_model_show_candidates_forming():
+    sims = {"A": ("sim/eager", None), "B": ("sim/reserved", None)}
+    mixed = {**sims, "C": ("openai/x", "http://127.0.0.1:1/v1")}
+    assert logic.streams({"stream_bids": True}, mixed)
+    assert not logic.streams({"stream_bids": True}, sims)
+    assert not logic.streams({"stream_bids": False}, mixed)
+
+
 def test_losing_bids_are_the_unposted_candidates_with_a_message():
     bids = [Bid(turn=1, agent="A", position=0, message="won", winner=True),
             Bid(turn=1, agent="B", position=1, message="lost"),

@@ -96,7 +96,7 @@ def _render(registry: JobRegistry, session: SessionState, snap: JobSnapshot) -> 
     else:
         _ending(snap)
     _problems(session, snap)
-    streamed = bool(snap.config.get("stream_bids"))
+    streamed = logic.streams(snap.config, snap.models)
     left, right = st.columns([5, 4])
     with left, st.container(height=560, autoscroll=True, border=False):
         # a streamed run was watched forming: its winner is posted whole, not replayed

@@ -259,6 +259,13 @@ def forming_for(job_id: str) -> FormingBids | None:
         return _FORMING.get(job_id)
 
 
+def streams(config: Mapping[str, Any], models: Mapping[str, tuple[str, str | None]]) -> bool:
+    """Whether a run's candidates can be watched forming: stream_bids on and some agent on a
+    real model (sims answer in-process and do not stream; their winners replay word by word)."""
+    return bool(config.get("stream_bids")) and any(
+        not is_sim_model(model) for model, _ in models.values())
+
+
 def candidate_rows(agents: Sequence[str], forming: Mapping[str, tuple[float | None, str, bool]],
                    ) -> list[tuple[str, str, str, bool]]:
     """(agent, status line, message so far, still typing) per agent in roster order."""
