@@ -123,3 +123,24 @@ def test_cli_run_no_stream_sends_no_stream(server, tmp_path, capsys):
     code = main(["run", _spec(server, tmp_path), "--task", "t", "--no-stream", "--no-store"])
     assert code == 0 and "(0.80)" not in capsys.readouterr().err
     assert "stream" not in server.requests_for("a")[0].body
+
+
+def test_the_settings_toggle_is_what_the_run_page_reads():
+    from streamlit.testing.v1 import AppTest
+
+    from groupchat_ui.kit import jobs as job_registry
+    from groupchat_ui.run.actions import STREAM_KEY
+
+    root = Path(__file__).resolve().parents[1]
+    at = AppTest.from_file(str(root / "streamlit_app.py"), default_timeout=60)
+    at.run()
+    at.switch_page("app_pages/settings.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    toggle = at.toggle(key="pref_stream_bids")
+    assert toggle.value is True  # on by default for dashboard runs
+    toggle.set_value(False).run()
+    assert at.session_state[STREAM_KEY] is False
+    at.switch_page("app_pages/run.py").run()
+    at.switch_page("app_pages/settings.py").run()  # the choice survives page switches
+    assert at.toggle(key="pref_stream_bids").value is False
+    job_registry.registry().shutdown()
