@@ -57,6 +57,9 @@ with st.form("preferences_form"):
                           on_click=actions.on_save_preferences)
 components.feedback("preferences")
 
+st.subheader("Live bids")
+view.streaming()
+
 st.subheader("Tool-choice modes remembered")
 view.remembered_modes()
 

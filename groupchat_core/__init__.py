@@ -38,6 +38,7 @@ from ._outputs import OUTPUT_TYPES
 from ._ratelimit import set_rate_limit
 from ._records import (
     Bid,
+    BidDelta,
     BidReceived,
     Event,
     LullReached,
@@ -110,6 +111,7 @@ __all__ = [
     "Agent",
     "BackgroundLoop",
     "Bid",
+    "BidDelta",
     "BidReceived",
     "ChatConfig",
     "ChatSpec",

@@ -67,6 +67,9 @@ class ChatConfig(BaseModel):
     seed: int = 0
     bid_timeout: float | None = 120.0
     batch_concurrency: int = 1
+    # Stream bids (stream=true) so observers asking for "bid_delta" events watch them form;
+    # off by default: a stream costs CPU per delta, and nobody may be watching (sweeps).
+    stream_bids: bool = False
 
     @field_validator("name")
     @classmethod

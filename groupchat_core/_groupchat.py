@@ -23,7 +23,7 @@ from ._errors import ConfigError
 from ._loop import background_loop
 from ._model_calls import in_process_model, load_litellm_off_loop
 from ._outputs import StreamingCallback, format_output, stream_message
-from ._records import Event, Message, RunRecord
+from ._records import BidDelta, Event, Message, RunRecord
 from ._sim import is_sim_model, persona_for
 from ._turn_loop import TurnLoop
 
@@ -93,6 +93,7 @@ class GroupChat:
         seed: int
         bid_timeout: float | None
         batch_concurrency: int
+        stream_bids: bool
 
     def __init__(
         self,
@@ -175,7 +176,9 @@ class GroupChat:
     def add_observer(self, observer: Observer) -> None:
         """Watch every run of this chat. An observer may declare `wants` (a set of event
         kinds) to skip the rest, and `thread_safe = True` to be called on the engine's loop
-        thread directly instead of on the thread driving the run (it must then be quick)."""
+        thread directly instead of on the thread driving the run (it must then be quick).
+        "bid_delta" events are opt-in: only an observer whose `wants` names them gets them,
+        and bids stream (stream_bids) only while some observer does."""
         self._observers.append(observer)
 
     def remove_observer(self, observer: Observer) -> None:
@@ -196,9 +199,18 @@ class GroupChat:
             for observer in observers:
                 wants = getattr(observer, "wants", None)
                 if wants is not None and event.kind not in wants:
-                    continue
+                    continue  # (bid_delta events go through emit_delta only)
                 if getattr(observer, "thread_safe", False):
                     _guarded(observer, event)  # quick and thread-safe: no hop to the caller
+                else:
+                    dispatch(_guarded, observer, event)
+
+        deltas = [o for o in observers if "bid_delta" in (getattr(o, "wants", None) or ())]
+
+        def emit_delta(event: BidDelta) -> None:
+            for observer in deltas:
+                if getattr(observer, "thread_safe", False):
+                    _guarded(observer, event)
                 else:
                     dispatch(_guarded, observer, event)
 
@@ -211,7 +223,8 @@ class GroupChat:
             problems = check_credentials(self.agents)  # before anything is spent
             if problems:
                 raise ConfigError(credentials_error(problems))
-        run = TurnLoop(self.agents, self._config.model_copy(), task, emit, post, self._bid_cache)
+        run = TurnLoop(self.agents, self._config.model_copy(), task, emit, post, self._bid_cache,
+                       emit_delta if self.stream_bids and deltas else None)
         current = asyncio.current_task()
         with self._lock:
             self._active.add((asyncio.get_running_loop(), current))

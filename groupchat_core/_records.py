@@ -23,6 +23,13 @@ BidPath = Literal[
     "json_text",  # provider rejected tools; asked for a JSON object in plain text
     "tool_call:json",  # json mode (no tools sent), but the reply carried a respond call anyway
     "text_fallback",  # tools were sent, but the reply was text (parsed as JSON, or silent)
+    "tool_call:stream",  # streamed (stream_bids): the forced respond call, read as it arrived
+    "tool_call:required:stream",  # ... streamed after the forced tool_choice was rejected
+    "tool_call:auto:stream",  # ... streamed with tool_choice "auto"
+    "tool_call:unstreamed",  # streaming asked for, refused by the model: a non-streamed bid
+    "tool_call:required:unstreamed",
+    "tool_call:auto:unstreamed",
+    "text_fallback:unstreamed",
     "simulation",  # offline sim/<persona> model, run in-process
     "scripted",  # a scripted fake from groupchat_core.testing._scripted
     "none",  # no call was completed (e.g. cancelled, blocked)
@@ -125,7 +132,9 @@ class Bid(_Record):
         "tool_choice), json_text (tools rejected; JSON asked for in plain text), tool_call:json "
         "(JSON asked for, but the reply carried a respond call, which was read), text_fallback "
         "(tools sent, text reply), simulation (sim/ model), scripted (test fake), none (no "
-        "reply: the call failed).")
+        "reply: the call failed). With stream_bids, a streamed tool path ends in :stream, and "
+        "one ends in :unstreamed when the model refused to stream (a 400 on stream=true, or a "
+        "stream without a respond call) and the bid was asked for again without streaming.")
     error: str | None = Field(
         default=None,
         description="Null, or what went wrong: the failed call's exception type and text (at "
@@ -309,6 +318,20 @@ class BidReceived(_Record):
     bid: Bid
 
 
+class BidDelta(_Record):
+    """A bid forming (stream_bids): the score once its number is complete, the message so far.
+
+    Sent only to observers whose `wants` names "bid_delta"; the bid itself follows as
+    BidReceived, which is the truth (a delta is a preview of untrusted model text)."""
+
+    kind: Literal["bid_delta"] = "bid_delta"
+    run_id: str
+    turn: int
+    agent: str
+    score: float | None = None
+    message: str = ""
+
+
 class SpeakerSelected(_Record):
     """A turn has a winner (`turn.winner`); its message is posted next."""
 
@@ -356,6 +379,7 @@ Event = Annotated[
     RunStarted
     | TurnStarted
     | BidReceived
+    | BidDelta
     | SpeakerSelected
     | LullReached
     | MessagePosted

@@ -18,6 +18,7 @@ from ._bidding import PromptRoom, build_bid_prompt, describe_participant, is_unr
 from ._config import ChatConfig
 from ._model_calls import (
     BID_DEADLINE,
+    BID_STREAM,
     ModelCallFailed,
     cap_text,
     count_tokens,
@@ -30,6 +31,7 @@ from ._model_calls import call_litellm as _call_litellm
 from ._providers import BidRequest, ModelReply
 from ._records import (
     Bid,
+    BidDelta,
     BidReceived,
     Event,
     LullReached,
@@ -53,6 +55,7 @@ if TYPE_CHECKING:
     from ._bidcache import BidCache
 
 Emit = Callable[[Event], None]
+EmitDelta = Callable[[BidDelta], None]
 Post = Callable[[Message], None]
 
 
@@ -61,9 +64,10 @@ class TurnLoop:
 
     def __init__(
         self, agents: Sequence[Agent], config: ChatConfig, task: str, emit: Emit, post: Post,
-        bid_cache: BidCache | None = None,
+        bid_cache: BidCache | None = None, emit_delta: EmitDelta | None = None,
     ) -> None:
         self.agents = list(agents)
+        self.emit_delta = emit_delta  # None: bids are not streamed (nobody watches them form)
         self.bid_cache = bid_cache
         self.config = config
         self.emit = emit
@@ -249,6 +253,8 @@ class TurnLoop:
         bid = Bid(turn=turn, agent=agent.agent_name, position=pos)
         limit = self._bid_limit(agent)
         deadline = asyncio.timeout(limit)
+        if self.emit_delta is not None:
+            BID_STREAM.set(self._delta_sink(turn, agent.agent_name))  # this bid's task only
         try:
             async with deadline:
                 reply = await self._call(turn, agent, history)
@@ -274,6 +280,16 @@ class TurnLoop:
                                       "eligible": early.eligible})
         self.emit(BidReceived(run_id=self.record.run_id, bid=live))
         return bid
+
+    def _delta_sink(self, turn: int, agent: str) -> Callable[[float | None, str], None]:
+        """What a streamed bid calls as it forms: a BidDelta to the observers asking for them."""
+        emit, run_id = self.emit_delta, self.record.run_id
+        assert emit is not None
+
+        def sink(score: float | None, message: str) -> None:
+            emit(BidDelta(run_id=run_id, turn=turn, agent=agent, score=score, message=message))
+
+        return sink
 
     async def _call(self, turn: int, agent: Agent,
                     history: tuple[tuple[str, str], ...]) -> ModelReply:

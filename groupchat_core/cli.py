@@ -35,6 +35,7 @@ from ._outputs import OUTPUT_TYPES
 from ._records import Event, RunFinished, RunStarted, TurnCompleted
 from ._secrets import scrub
 from ._sim import is_sim_model
+from ._stream_printer import DeltaPrinter
 from .store import RUN_STATUSES
 
 
@@ -141,6 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="override the spec's max_loops (messages before the chat ends)")
     run.add_argument("--seed", type=_number(int), default=None, metavar="N",
                      help="override the spec's seed (sim agents' noise)")
+    run.add_argument("--stream", action=argparse.BooleanOptionalAction, default=None,
+                     help="stream bids, printing each candidate's reply as it forms (stderr); "
+                     "default: the spec's stream_bids (off)")
     runs = sub.add_parser("list", help="recorded runs, newest first")
     runs.add_argument("--status", default=None, choices=RUN_STATUSES,
                       help="only runs with this status")
@@ -203,7 +207,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     spec = _load_spec(args.spec)
     overrides = {name: getattr(args, name) for name in CHAT_FLAGS
                  if getattr(args, name) is not None}
+    if args.stream is not None:
+        overrides["stream_bids"] = args.stream
     chat = _chat(spec, overrides)
+    if chat.stream_bids:
+        chat.add_observer(DeltaPrinter(say, sys.stderr))
     recorder = None if args.no_store else _store(args).attach(chat)
     chat.add_observer(log_events)  # --log-level / -v: the turns and bids in the log
     if not args.quiet:

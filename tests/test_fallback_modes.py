@@ -11,7 +11,7 @@ import pytest
 from pydantic import SecretStr
 
 from groupchat_core import Agent, GroupChat, remembered_modes
-from groupchat_core import _model_calls as model_calls
+from groupchat_core import _tool_modes as tool_modes
 from groupchat_core._model_calls import forget_remembered_modes, rejection_kind, tools_hash
 from groupchat_core.testing._fake_server import FakeOpenAIServer, Reply, error, text, tool_call
 
@@ -140,13 +140,13 @@ def test_one_agents_step_down_never_changes_another_agents_requests(
     assert (memo.model, memo.api_base, memo.mode) == ("openai/same", server.base_url, "required")
     assert memo.tools_hash == tools_hash(odd.tools_list_dictionary)
     assert memo.tools_hash != tools_hash(plain.tools_list_dictionary)
-    assert 0 < memo.expires_in <= model_calls.MODE_MEMORY_TTL_S
+    assert 0 < memo.expires_in <= tool_modes.MODE_MEMORY_TTL_S
 
 
 def test_a_remembered_mode_expires_and_the_model_is_probed_again(
     server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(model_calls, "MODE_MEMORY_TTL_S", 1.5)
+    monkeypatch.setattr(tool_modes, "MODE_MEMORY_TTL_S", 1.5)
     server.configure("flaky", reject_forced_tool_choice=True)
     server.set_responder("flaky", _silent)
     server.set_responder("other", _silent)

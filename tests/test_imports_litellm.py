@@ -1,4 +1,4 @@
-"""Who may import litellm: only _model_calls.py and _sim_litellm.py, and only inside functions.
+"""Who may import litellm: only _litellm.py and _sim_litellm.py, and only inside functions.
 
 litellm takes seconds to import, so importing the engine must never pull it in; the two modules
 that talk to it load it lazily when a call needs it. Also pins that the provider types do not
@@ -14,7 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "groupchat_core"
-ALLOWED = {"_model_calls.py", "_sim_litellm.py"}
+ALLOWED = {"_litellm.py", "_sim_litellm.py"}
 
 
 def litellm_imports(tree: ast.Module) -> list[tuple[int, bool]]:

@@ -167,3 +167,45 @@ def test_a_declared_small_window_keeps_a_long_chat_bidding() -> None:
     used = [b.prompt_tokens or 0 for b in record.bids]
     assert max(used) + 100 <= window  # what the server counted, plus the reply's room
     assert used[-1] > used[0]  # the history really grew into the budget
+
+
+# --- streamed bids ---------------------------------------------------------------------------
+
+
+class _Deltas:
+    wants = frozenset({"bid_delta"})
+    thread_safe = True
+
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+
+    def __call__(self, event: Any) -> None:
+        self.events.append(event)
+
+
+def test_bids_stream_from_the_real_model_into_the_same_bids(llm: LocalLLMServer) -> None:
+    """llama.cpp's server streams the respond call's arguments; at temperature 0 the streamed
+    bids are the bids the same requests give unstreamed."""
+    task = "Park or data centre for the old rail yard?"
+    records = []
+    deltas = _Deltas()
+    for stream in (False, True):  # no bid cache: the second run must reach the model
+        chat = GroupChat(agents=pair(llm), max_loops=2, threshold=0.0, bid_timeout=None,
+                         stream_bids=stream, on_event=[deltas], bid_cache=False)
+        chat.run(task)
+        records.append(chat.last_run)
+    plain, streamed = records
+    assert plain is not None and streamed is not None
+    assert all(b.path == "tool_call" for b in plain.bids if b.turn == 1)
+    first = [b for b in streamed.bids if b.turn == 1]
+    assert all(b.path == "tool_call:stream" and b.calls == 1 for b in first), first
+    assert all(b.completion_tokens for b in first)
+    assert [(b.score, b.message, b.error) for b in first] == [
+        (b.score, b.message, b.error) for b in plain.bids if b.turn == 1]
+    for bid in first:
+        mine = [e for e in deltas.events if e.agent == bid.agent and e.turn == 1]
+        assert mine, f"no deltas from {bid.agent}"
+        assert mine[-1].message.strip() == bid.message
+        assert mine[-1].score == bid.score
+        if len(bid.message) > 20:  # a real message grew over several deltas
+            assert len({e.message for e in mine}) > 2

@@ -112,8 +112,8 @@ def test_the_package_api_is_pinned():
         "format_decimal", "dump_spec", "load_spec", "load_spec_text",
         # records and the events observers receive
         "Bid", "Message", "RunRecord", "Turn", "Event", "RunStarted", "TurnStarted",
-        "BidReceived", "SpeakerSelected", "LullReached", "MessagePosted", "TurnCompleted",
-        "RunFinished", "format_cost",  # "unknown" cost is not zero
+        "BidReceived", "BidDelta", "SpeakerSelected", "LullReached", "MessagePosted",
+        "TurnCompleted", "RunFinished", "format_cost",  # "unknown" cost is not zero
         # errors
         "GroupChatError", "ConfigError", "CliError", "ModelCallError", "StoreError",
         # the shared background loop and the in-flight call limit

@@ -13,6 +13,7 @@ import pytest
 
 from groupchat_core import Agent, ConfigError, GroupChat, set_rate_limit
 from groupchat_core import _model_calls as model_calls
+from groupchat_core import _retries as retries
 from groupchat_core._ratelimit import RATE_LIMITS, RateLimits
 from groupchat_core.testing import FakeOpenAIServer, error, tool_call
 
@@ -65,7 +66,7 @@ def test_retry_after_ms_is_read_first(server: FakeOpenAIServer) -> None:
 def test_a_long_retry_after_is_capped(
         server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(model_calls, "MAX_RETRY_AFTER", 0.5)
+    monkeypatch.setattr(retries, "MAX_RETRY_AFTER", 0.5)
     server.script("cap", [error(429, "come back in an hour", retry_after=3600),
                           tool_call(0.9, "ok")])
     one_turn(server, "cap")

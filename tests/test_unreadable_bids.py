@@ -142,7 +142,7 @@ def test_analysis_and_exports_say_it_was_no_lull(server: FakeOpenAIServer) -> No
 def test_a_reply_cut_off_at_max_tokens_says_so() -> None:
     from types import SimpleNamespace
 
-    from groupchat_core._model_calls import _parse_response
+    from groupchat_core._replies import parse_response as _parse_response
 
     call = SimpleNamespace(function=SimpleNamespace(name="respond",
                                                     arguments='{"score": 0.8, "mess'))

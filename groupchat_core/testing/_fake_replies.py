@@ -36,6 +36,13 @@ class Reply:
     retry_after: float | None = None
     retry_after_ms: float | None = None
     latency: float = 0.0
+    # Streaming (a request with stream=true): how the arguments (or text) are split into deltas,
+    # the pause before each delta, whether the stream is cut off after the last scripted
+    # fragment, and whether multibyte characters are split across separate network writes.
+    fragments: tuple[str, ...] | None = None
+    chunk_delay: float = 0.0
+    cut: bool = False
+    split_utf8: bool = False
 
 
 Responder = Callable[[dict[str, Any]], Reply]
@@ -48,16 +55,30 @@ def tool_call(
     name: str = "respond",
     arguments_raw: str | None = None,
     latency: float = 0.0,
+    fragments: list[str] | None = None,
+    chunk_delay: float = 0.0,
+    cut: bool = False,
+    split_utf8: bool = False,
 ) -> Reply:
-    """A single function call; arguments_raw lets tests send malformed arguments verbatim."""
+    """A single function call; arguments_raw lets tests send malformed arguments verbatim.
+
+    For a streamed request the arguments go out as tool-call deltas: `fragments` scripts the
+    split (their join is the arguments), else about eight characters a delta; `chunk_delay`
+    paces them; `cut` drops the connection after the fragments (no finish, no [DONE]);
+    `split_utf8` writes each multibyte character's bytes in two network writes."""
+    if fragments is not None:
+        arguments_raw = "".join(fragments)
     if arguments_raw is None:
-        arguments_raw = json.dumps({"score": score, "message": message})
-    return Reply("tool_call", tool_name=name, arguments=arguments_raw, latency=latency)
+        arguments_raw = json.dumps({"score": score, "message": message}, ensure_ascii=False)
+    return Reply("tool_call", tool_name=name, arguments=arguments_raw, latency=latency,
+                 fragments=tuple(fragments) if fragments is not None else None,
+                 chunk_delay=chunk_delay, cut=cut, split_utf8=split_utf8)
 
 
-def text(content: str, *, latency: float = 0.0) -> Reply:
-    """Plain assistant content, as a model that ignores tools would answer."""
-    return Reply("text", content=content, latency=latency)
+def text(content: str, *, latency: float = 0.0, chunk_delay: float = 0.0) -> Reply:
+    """Plain assistant content, as a model that ignores tools would answer (streamed: a delta
+    per word)."""
+    return Reply("text", content=content, latency=latency, chunk_delay=chunk_delay)
 
 
 def error(
@@ -106,6 +127,8 @@ class ModelConfig:
     reject_tools: bool = False
     reject_required_tool_choice: bool = False
     context_window: int | None = None  # reject prompts longer than this many tokens
+    reject_stream: bool = False  # stream=true gets a 400
+    stream_text_only: bool = False  # streamed replies carry content deltas, never tool calls
 
 
 @dataclass
@@ -114,6 +137,10 @@ class _Response:
     payload: dict[str, Any]
     delay: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
+    events: list[bytes] | None = None  # a server-sent-events body, one element per write
+    chunk_delay: float = 0.0
+    cut: bool = False
+    model: str = ""
 
 
 def _error(status: int, message: str, err_type: str, delay: float = 0.0) -> _Response:
@@ -142,8 +169,8 @@ def _parse_object(raw: bytes) -> dict[str, Any] | None:
 def _rejection(body: dict[str, Any], config: ModelConfig) -> str | None:
     """The 400 message a picky provider would send for this request, if any."""
     choice = body.get("tool_choice")
-    if body.get("stream"):
-        return "FakeOpenAIServer does not support stream=True"
+    if config.reject_stream and body.get("stream"):
+        return "stream=true is not supported by this model"
     if config.reject_tools and body.get("tools"):
         return "tools are not supported by this model"
     if config.reject_forced_tool_choice and isinstance(choice, dict):
@@ -216,3 +243,73 @@ def _completion(body: dict[str, Any], reply: Reply, n: int) -> dict[str, Any]:
             "total_tokens": prompt_tokens + completion_tokens,
         },
     }
+
+
+STREAM_FRAGMENT_CHARS = 8  # default split of streamed arguments
+
+
+def _split_utf8(data: bytes) -> list[bytes]:
+    """The bytes cut inside every multibyte character (each part sent as its own write)."""
+    parts, start = [], 0
+    for i in range(1, len(data)):
+        if data[i] & 0xC0 == 0x80 and data[i - 1] & 0xC0 == 0xC0:  # after a lead byte
+            parts.append(data[start:i])
+            start = i
+    parts.append(data[start:])
+    return parts
+
+
+def _sse(payload: dict[str, Any]) -> bytes:
+    return b"data: " + json.dumps(payload, ensure_ascii=False).encode() + b"\n\n"
+
+
+def stream_events(body: dict[str, Any], reply: Reply, n: int,
+                  config: ModelConfig) -> list[bytes]:
+    """The SSE writes of a streamed reply: a chat.completion.chunk per delta, the finish, usage
+    when asked for (stream_options.include_usage), then [DONE]; a cut stream stops early."""
+    head = {"id": f"chatcmpl-fake-{n}", "object": "chat.completion.chunk",
+            "created": int(time.time()), "model": body.get("model", "")}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    events: list[dict[str, Any]] = []
+    as_text = reply.kind == "text" or config.stream_text_only
+    if as_text:
+        words = (reply.content if reply.kind == "text" else reply.arguments) or ""
+        pieces = [w + " " for w in words.split(" ")] if words else []
+        if pieces:
+            pieces[-1] = pieces[-1][:-1]
+        events.append(chunk({"role": "assistant", "content": ""}))
+        events += [chunk({"content": p}) for p in pieces]
+        finish, completion = "stop", _count_words(words)
+    else:
+        args = reply.arguments
+        fragments = list(reply.fragments) if reply.fragments is not None else [
+            args[i:i + STREAM_FRAGMENT_CHARS] for i in range(0, len(args), STREAM_FRAGMENT_CHARS)]
+        call = {"index": 0, "id": f"call_{n}", "type": "function",
+                "function": {"name": reply.tool_name, "arguments": ""}}
+        events.append(chunk({"role": "assistant", "content": None, "tool_calls": [call]}))
+        events += [chunk({"tool_calls": [{"index": 0, "function": {"arguments": f}}]})
+                   for f in fragments]
+        finish, completion = "tool_calls", _count_words(args)
+    out = [_sse(e) for e in events]
+    if reply.cut:
+        return _writes(out, reply.split_utf8)
+    out.append(_sse(chunk({}, finish)))
+    options = body.get("stream_options")
+    if isinstance(options, dict) and options.get("include_usage"):
+        messages = body.get("messages")
+        messages = messages if isinstance(messages, list) else []
+        prompt = sum(_count_words(m.get("content")) for m in messages if isinstance(m, dict))
+        usage = {"prompt_tokens": prompt, "completion_tokens": completion,
+                 "total_tokens": prompt + completion}
+        out.append(_sse({**head, "choices": [], "usage": usage}))
+    out.append(b"data: [DONE]\n\n")
+    return _writes(out, reply.split_utf8)
+
+
+def _writes(events: list[bytes], split_utf8: bool) -> list[bytes]:
+    if not split_utf8:
+        return events
+    return [part for event in events for part in _split_utf8(event)]

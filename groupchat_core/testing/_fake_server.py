@@ -31,6 +31,7 @@ from ._fake_replies import (
     _rejection,
     _Response,
     error,
+    stream_events,
     text,
     tool_call,
 )
@@ -55,6 +56,7 @@ class FakeOpenAIServer:
         self._configs: dict[str, ModelConfig] = {}
         self._requests: list[RecordedRequest] = []
         self._unexpected: list[str] = []
+        self._stream_writes: list[tuple[str, list[float]]] = []
 
     def start(self) -> FakeOpenAIServer:
         """Bind (port 0 picks a free port) and serve in a daemon thread."""
@@ -111,12 +113,16 @@ class FakeOpenAIServer:
         reject_tools: bool = False,
         reject_required_tool_choice: bool = False,
         context_window: int | None = None,
+        reject_stream: bool = False,
+        stream_text_only: bool = False,
     ) -> None:
         """Make a model behave like a provider that rejects some tool options with HTTP 400, or
         (context_window=N) whose context holds N tokens: a longer prompt (counted by
-        `prompt_tokens`) gets llama-cpp-python's context-length 400 and consumes nothing."""
+        `prompt_tokens`) gets llama-cpp-python's context-length 400 and consumes nothing.
+        `reject_stream` answers stream=true with a 400; `stream_text_only` streams every reply
+        as content deltas without tool calls (non-streamed requests still get the tool call)."""
         config = ModelConfig(reject_forced_tool_choice, reject_tools, reject_required_tool_choice,
-                             context_window)
+                             context_window, reject_stream, stream_text_only)
         with self._lock:
             self._configs[model] = config
 
@@ -125,6 +131,7 @@ class FakeOpenAIServer:
         with self._lock:
             for store in (self._scripts, self._responders, self._configs):
                 store.clear()
+            self._stream_writes.clear()
             self._requests.clear()
             self._unexpected.clear()
 
@@ -139,6 +146,17 @@ class FakeOpenAIServer:
         """Models called with nothing scripted; tests should assert this stays empty."""
         with self._lock:
             return list(self._unexpected)
+
+    @property
+    def stream_writes(self) -> list[tuple[str, list[float]]]:
+        """Per streamed reply, in order of completion: (model, time.monotonic() after each SSE
+        write was flushed); for measuring delivery, e.g. first token to first character."""
+        with self._lock:
+            return list(self._stream_writes)
+
+    def _streamed(self, model: str, times: list[float]) -> None:
+        with self._lock:
+            self._stream_writes.append((model, times))
 
     def requests_for(self, model: str) -> list[RecordedRequest]:
         """Requests whose body named this model."""
@@ -209,6 +227,9 @@ class FakeOpenAIServer:
         with self._lock:
             self._counter += 1
             n = self._counter
+        if body.get("stream") is True:
+            return _Response(200, {}, delay, events=stream_events(body, reply, n, config),
+                             chunk_delay=reply.chunk_delay, cut=reply.cut, model=model)
         return _Response(200, _completion(body, reply, n), delay)
 
     def _models_payload(self) -> dict[str, Any]:
@@ -235,6 +256,9 @@ class _Handler(BaseHTTPRequestHandler):
         response = self.server.owner._dispatch(self.command, path, raw, headers)
         if response.delay > 0:
             time.sleep(response.delay)
+        if response.events is not None:
+            self._stream(response)
+            return
         data = json.dumps(response.payload).encode()
         self.send_response(response.status)
         self.send_header("Content-Type", "application/json")
@@ -243,6 +267,31 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
+
+    def _stream(self, response: _Response) -> None:
+        """Server-sent events in chunked encoding, a write (and a flush) per element; a cut
+        stream ends without the closing chunk and drops the connection."""
+        assert response.events is not None
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+        times: list[float] = []
+        for data in response.events:
+            if response.chunk_delay > 0:
+                time.sleep(response.chunk_delay)
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+            times.append(time.monotonic())
+        self.server.owner._streamed(response.model, times)
+        if response.cut:
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
 

@@ -130,6 +130,9 @@ class LocalLLMServer:
             "--model_alias", MODEL_ALIAS, "--chat_format", "chatml-function-calling",
             "--host", self.host, "--port", str(self.port), "--n_ctx", str(self.n_ctx),
             "--n_threads", "2", "--verbose", "false",
+            # its default ends a running stream (with [DONE], no finish) whenever another
+            # request arrives: concurrent streamed bids would cut each other off
+            "--interrupt_requests", "false",
         ]
 
     def start(self) -> LocalLLMServer:

@@ -21,6 +21,7 @@ from groupchat_ui.kit.state import SessionState, get, move
 from . import logic
 
 ROSTER_KEY = "run_roster"
+STREAM_KEY = "stream_bids"  # the Settings page's "Stream bids live" (this session; default on)
 
 
 def fill_params(values: Mapping[str, Any]) -> None:
@@ -118,7 +119,8 @@ def on_start_run() -> None:
         job_id = logic.start_run(
             store, store_access.job_registry(), session.owner, [by_name[n] for n in roster],
             str(st.session_state.get("run_task") or ""), param_values(),
-            session.provider_keys, user=session.user, user_name=session.user_name)
+            session.provider_keys, user=session.user, user_name=session.user_name,
+            stream=bool(st.session_state.get(STREAM_KEY, True)))
     except (ConfigError, StoreError) as exc:
         say_at("run_form", "error", f"The run did not start: {exc}")  # under Start
         return

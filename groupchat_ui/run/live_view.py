@@ -21,7 +21,7 @@ from groupchat_ui.kit.jobs import JobRegistry, JobSnapshot, may_manage, not_your
 from groupchat_ui.kit.labels import run_label
 from groupchat_ui.kit.metrics import PHONE_CSS
 from groupchat_ui.kit.providers import failure_hint, model_label
-from groupchat_ui.kit.safety import escape_markdown, redact
+from groupchat_ui.kit.safety import escape_markdown, redact, safe_markdown
 from groupchat_ui.kit.state import SessionState
 
 from . import actions, logic
@@ -102,9 +102,14 @@ def _render(registry: JobRegistry, session: SessionState, snap: JobSnapshot) -> 
     else:
         _ending(snap)
     _problems(session, snap)
+    streamed = logic.streams(snap.config, snap.models)
     left, right = st.columns([5, 4])
     with left, st.container(height=560, autoscroll=True, border=False):
-        _transcript(snap.messages, snap.models, live=not snap.done, now=datetime.now(UTC))
+        # a streamed run was watched forming: its winner is posted whole, not replayed
+        _transcript(snap.messages, snap.models, live=not snap.done and not streamed,
+                    now=datetime.now(UTC), folded=snap.bids_by_turn if streamed else None)
+        if streamed:
+            _candidates(snap)
     with right:
         _floor(snap)
 
@@ -115,8 +120,9 @@ def _status_line(status: str, job_id: str, turn: int, messages: int) -> None:
 
 
 def _transcript(messages: Sequence[Message], models: ModelInfo, *, live: bool,
-                now: Any = None) -> None:
-    """Every message in order; the newest agent reply streams in word by word while live."""
+                now: Any = None, folded: Mapping[int, Sequence[Bid]] | None = None) -> None:
+    """Every message in order; the newest agent reply streams in word by word while live.
+    `folded` (streamed runs): under each posted reply, the turn's other candidates, folded."""
     for i, message in enumerate(messages):
         model = models.get(message.role, (None, None))[0] if message.score is not None else None
         newest = live and i == len(messages) - 1 and message.score is not None
@@ -125,6 +131,38 @@ def _transcript(messages: Sequence[Message], models: ModelInfo, *, live: bool,
             bubble(message, model=model, text=text, streaming=not done)
         else:
             bubble(message, model=model)
+        if folded is not None and i > 0:  # message i is turn i's winner
+            _folded(i, logic.losing_bids(folded.get(i, ())))
+
+
+def _folded(turn: int, losers: Sequence[Bid]) -> None:
+    """A settled turn's other candidates: out of the way, one click from their text."""
+    if not losers:
+        return
+    with st.expander(f"Turn {turn}: {len(losers)} other candidate"
+                     f"{'s' if len(losers) != 1 else ''} (not posted)",
+                     icon=":material/unfold_more:"):
+        for bid in losers:
+            st.markdown(f"**{escape_markdown(bid.agent)}** · score {bid.score:.2f}")
+            st.markdown(safe_markdown(bid.message))
+
+
+def _candidates(snap: JobSnapshot) -> None:
+    """Streamed runs: every candidate's reply forming under the transcript while the turn is
+    open; once it settles the winner is posted and the others fold under it (_folded)."""
+    forming = logic.forming_for(snap.id)
+    last = snap.turns[-1] if snap.turns else None
+    turn, bids = (forming.snapshot() if forming is not None else (0, {}))
+    open_turn = not snap.done and turn and (last is None or last.turn < turn)
+    if open_turn:
+        with st.container(key=f"forming_{snap.id}", border=True):
+            st.caption(f"Turn {turn}: the candidates are writing")
+            for i, (agent, status, text, typing) in enumerate(
+                    logic.candidate_rows(list(snap.agents), bids)):
+                with st.container(key=f"cand_{i}"):
+                    st.markdown(f"**{escape_markdown(agent)}** · {escape_markdown(status)}")
+                    if text:
+                        st.markdown(safe_markdown(text) + (" ▌" if typing else ""))
 
 
 def _floor(snap: JobSnapshot) -> None:

@@ -17,12 +17,15 @@ import pandas as pd
 from groupchat_core import (
     Agent,
     Bid,
+    BidDelta,
+    BidReceived,
     ChatConfig,
     ConfigError,
     Event,
     GroupChat,
     RunRecord,
     Turn,
+    TurnStarted,
     check_credentials,
     format_cost,
     is_sim_model,
@@ -36,7 +39,7 @@ from groupchat_ui.kit.safety import redact
 
 CHAT_PARAMS = ("name", "description", "max_loops", "threshold", "recency_penalty",
                "recency_window", "idle_timeout", "output_type", "seed", "bid_timeout",
-               "bid_prompt", "verbose", "bid_cache")
+               "bid_prompt", "verbose", "bid_cache", "stream_bids")
 WORDS_PER_SECOND = 14.0
 NO_READABLE_BID = "no agent produced a readable bid"
 KEY_FIX = ("Add the key in Settings (this browser session only), start the server with it in "
@@ -182,18 +185,108 @@ def redacting(observer: Callable[[Event], None],
 
 def start_run(store: RunStore, registry: JobRegistry, owner: str, agents: Sequence[Agent],
               task: str, params: Mapping[str, Any], session_keys: Mapping[str, str], *,
-              user: str = LOCAL_USER, user_name: str | None = None) -> str:
+              user: str = LOCAL_USER, user_name: str | None = None, stream: bool = True) -> str:
     """Start a recorded chat as a background job of this session; returns the job id. The
-    run is recorded as `user`'s (who alone may stop or delete it)."""
+    run is recorded as `user`'s (who alone may stop or delete it).
+
+    `stream` (the Settings page's "Stream bids live", on by default) streams every bid so the
+    live view shows the candidates forming (see FormingBids)."""
     if len(agents) < 2:
         raise ConfigError("pick at least two agents for a chat")
     if not task.strip():
         raise ConfigError("the task must not be empty: it is the first message of the chat")
-    chat = build_chat(agents, params, session_keys)
+    chat = build_chat(agents, {**params, "stream_bids": stream}, session_keys)
+    forming = FormingBids(list(session_keys.values()))
+    if stream:
+        chat.add_observer(forming)
     recorder = redacting(store.recorder(chat, owner=user, owner_name=user_name or user),
                          list(session_keys.values()))
-    return registry.start_chat(chat, task, owner=owner, extra_observers=[recorder], user=user,
-                               user_name=user_name)
+    job_id = registry.start_chat(chat, task, owner=owner, extra_observers=[recorder], user=user,
+                                 user_name=user_name)
+    with _forming_lock:
+        _FORMING[job_id] = forming
+    return job_id
+
+
+# --- candidates forming (streamed bids) ----------------------------------------------------
+
+FORMING_CHARS = 4_000  # of a forming message shown live; the bid log has the whole reply
+
+
+class FormingBids:
+    """The current turn's streamed candidates: agent -> (score or None, message so far, done).
+
+    An engine observer asking for bid deltas (so the chat streams), called on the engine's
+    loop thread (`thread_safe`): it only replaces a small dict under a lock. The live view
+    reads `snapshot()`; deltas are model text, redacted here and rendered inert there."""
+
+    wants = frozenset({"bid_delta", "turn_started", "bid"})
+    thread_safe = True
+
+    def __init__(self, secrets: Sequence[str] = ()) -> None:
+        self._secrets = [s for s in secrets if s]
+        self._lock = threading.Lock()
+        self._turn = 0
+        self._bids: dict[str, tuple[float | None, str, bool]] = {}
+        self.deltas = 0
+
+    def __call__(self, event: Event) -> None:
+        with self._lock:
+            if isinstance(event, TurnStarted):
+                self._turn, self._bids = event.turn, {}
+            elif isinstance(event, BidDelta) and event.turn == self._turn:
+                self.deltas += 1
+                text = redact(event.message[:FORMING_CHARS], self._secrets)
+                self._bids[event.agent] = (event.score, text, False)
+            elif isinstance(event, BidReceived) and event.bid.turn == self._turn:
+                bid = event.bid
+                text = redact(bid.message[:FORMING_CHARS], self._secrets)
+                self._bids[bid.agent] = (bid.score, text, True)
+
+    def snapshot(self) -> tuple[int, dict[str, tuple[float | None, str, bool]]]:
+        """(turn, agent -> (score, message so far, bid in)) as of now."""
+        with self._lock:
+            return self._turn, dict(self._bids)
+
+
+_FORMING: dict[str, FormingBids] = {}
+_forming_lock = threading.Lock()
+MAX_FORMING_JOBS = 256  # the oldest jobs' candidates are forgotten (their runs are stored)
+
+
+def forming_for(job_id: str) -> FormingBids | None:
+    """The streamed candidates of a job started in this process, if it streams."""
+    with _forming_lock:
+        while len(_FORMING) > MAX_FORMING_JOBS:
+            del _FORMING[next(iter(_FORMING))]
+        return _FORMING.get(job_id)
+
+
+def streams(config: Mapping[str, Any], models: Mapping[str, tuple[str, str | None]]) -> bool:
+    """Whether a run's candidates can be watched forming: stream_bids on and some agent on a
+    real model (sims answer in-process and do not stream; their winners replay word by word)."""
+    return bool(config.get("stream_bids")) and any(
+        not is_sim_model(model) for model, _ in models.values())
+
+
+def candidate_rows(agents: Sequence[str], forming: Mapping[str, tuple[float | None, str, bool]],
+                   ) -> list[tuple[str, str, str, bool]]:
+    """(agent, status line, message so far, still typing) per agent in roster order."""
+    rows = []
+    for agent in agents:
+        score, text, done = forming.get(agent, (None, "", False))
+        if agent not in forming:
+            status = "waiting for the first token…"
+        else:
+            shown = "score …" if score is None else f"score {score:.2f}"
+            status = f"{shown} · {'bid in' if done else 'typing…'}"
+        rows.append((agent, status, text, agent in forming and not done))
+    return rows
+
+
+def losing_bids(bids: Iterable[Bid]) -> list[Bid]:
+    """A settled turn's candidates that were not posted (folded away under the transcript)."""
+    return [b for b in bids if not b.winner and b.message]
 
 
 # --- what the live view shows -------------------------------------------------------------

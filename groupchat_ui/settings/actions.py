@@ -63,3 +63,12 @@ def on_reprobe() -> None:
     forget_remembered_modes()
     say_at("modes", "success", "Forgotten: the next bid of each model probes from forced "
            "tool choice again.")
+
+
+STREAM_KEY = "stream_bids"  # read by the Run page when it starts a run (default on)
+
+
+def on_stream_bids() -> None:
+    """Keep the toggle's value where the Run page reads it (widget state is dropped on page
+    switches; this key is not)."""
+    st.session_state[STREAM_KEY] = bool(st.session_state["pref_stream_bids"])

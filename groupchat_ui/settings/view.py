@@ -15,6 +15,7 @@ from groupchat_core.store import data_location, stray_databases
 from groupchat_ui.kit.components import feedback
 
 from . import actions, logic
+from .actions import STREAM_KEY
 
 
 def remembered_modes() -> None:
@@ -45,3 +46,12 @@ def data_home(shown_url: str) -> None:
                    f"{'the path above' if location.path else 'a folder of your choice'}.",
                    icon=":material/database:")
         st.code(f"GROUPCHAT_DB=sqlite:///{path}", language=None)
+
+
+def streaming() -> None:
+    """Whether runs started here stream their bids (the Run page shows candidates forming)."""
+    st.toggle("Stream bids live", value=bool(st.session_state.get(STREAM_KEY, True)),
+              key="pref_stream_bids", on_change=actions.on_stream_bids,
+              help="On: every candidate's reply shows on the Run page as it is written (bids "
+                   "are requested with stream=true). Off: bids arrive whole. Sweeps never "
+                   "stream. For this browser tab, until it is reloaded.")

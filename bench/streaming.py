@@ -1,0 +1,186 @@
+"""Streaming benchmarks (issue 14). Measurement only: nothing here asserts on time.
+
+    python -m bench.streaming           # full run, about a minute on 2 cores
+    python -m bench.streaming --quick   # smoke run
+
+Against FakeOpenAIServer in a spawned process (its CPU never counts against the client):
+
+(a) first token to first character: for each streamed bid, from the server's flush of the
+    first SSE write that carries message text (FakeOpenAIServer.stream_writes, CLOCK_MONOTONIC,
+    shared by both processes) to the moment the dashboard's own observer
+    (groupchat_ui.run.logic.FormingBids, what the Run page renders from) holds that text. The
+    browser is not in the loop: the Run page's live fragment polls every REFRESH_S (0.5 s), so
+    the screen adds 0-500 ms (mean 250 ms) plus Streamlit's delta round trip on top.
+(b) CPU per bid, streamed vs not: one-turn chats of 8 agents, each reply a 60-word message
+    (about 55 deltas of 8 characters when streamed), zero latency; process CPU per bid of the
+    chat with stream_bids on and a FormingBids observer, of the same chat with stream_bids off,
+    and of stream_bids on with no observer asking for deltas (nothing streams). Pairs
+    alternate order so other tenants' load hits every side alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from bench.engine import _settled_cpu, machine
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+WORDS = ("Streaming lets the room watch every candidate reply take shape while the turn is "
+         "still open, so a slow model no longer means a silent screen; this sentence is sixty "
+         "words long to stand in for a typical bid message from a small local model that "
+         "argues one point, names a risk, and proposes a next step for the group to weigh "
+         "before the floor moves on again").split()
+MESSAGE = " ".join(WORDS[:60])
+HEAD = '{"score": 0.2, "message": "'
+
+
+def _serve(conn: Any, chunk_delay: float) -> None:
+    """Child process: every bid is the same low-score 60-word reply (a lull after one turn)."""
+    from groupchat_core.testing import FakeOpenAIServer, tool_call
+
+    server = FakeOpenAIServer().start()
+    fragments = [HEAD + WORDS[0]] + [" " + w for w in WORDS[1:60]] + ['"}']
+    server.set_responder(None, lambda body: tool_call(
+        fragments=fragments, chunk_delay=delay[0], score=None, message=None))
+    delay = [chunk_delay]
+    conn.send(server.base_url)
+    while True:
+        command, arg = conn.recv()
+        if command == "delay":
+            delay[0] = arg
+            conn.send(arg)
+        elif command == "writes":
+            conn.send(server.stream_writes)
+            server.reset()
+            server.set_responder(None, lambda body: tool_call(
+                fragments=fragments, chunk_delay=delay[0], score=None, message=None))
+        else:
+            break
+    server.stop()
+
+
+class Server:
+    def __enter__(self) -> Server:
+        ctx = multiprocessing.get_context("spawn")
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_serve, args=(child, 0.0), daemon=True)
+        self._proc.start()
+        self.base_url: str = self._conn.recv()
+        return self
+
+    def ask(self, command: str, arg: Any = None) -> Any:
+        self._conn.send((command, arg))
+        return self._conn.recv()
+
+    def __exit__(self, *exc: object) -> None:
+        self._conn.send(("stop", None))
+        self._proc.join(5)
+        if self._proc.is_alive():
+            self._proc.terminate()
+
+
+def _chat(base_url: str, n: int, stream: bool, observer: Any) -> Any:
+    from groupchat_core import Agent, GroupChat
+
+    agents = [Agent(agent_name=f"Agent{i}", model_name=f"openai/m{i}", api_base=base_url,
+                    api_key="sk-local") for i in range(n)]
+    return GroupChat(agents=agents, max_loops=2, stream_bids=stream,
+                     on_event=[observer] if observer is not None else [])
+
+
+class TimedForming:
+    """The Run page's FormingBids observer, noting when each agent's first text arrived."""
+
+    def __init__(self) -> None:
+        from groupchat_ui.run.logic import FormingBids
+
+        self.inner = FormingBids()
+        self.wants, self.thread_safe = self.inner.wants, True
+        self.first: dict[str, float] = {}
+
+    def __call__(self, event: Any) -> None:
+        self.inner(event)
+        if event.kind == "bid_delta" and event.message and event.agent not in self.first:
+            self.first[event.agent] = time.monotonic()
+
+
+def first_char_latencies(server: Server, runs: int, n: int) -> list[float]:
+    """Milliseconds from the first message-bearing SSE write to FormingBids holding it."""
+    server.ask("delay", 0.02)
+    out: list[float] = []
+    for _ in range(runs):
+        timed = TimedForming()
+        chat = _chat(server.base_url, n, True, timed)
+        chat.run("Stream a turn.")
+        assert all(b.path == "tool_call:stream" for b in chat.last_run.bids), chat.last_run.bids
+        for model, times in server.ask("writes"):
+            agent = f"Agent{model.removeprefix('m')}"
+            out.append((timed.first[agent] - times[1]) * 1000.0)  # write 1: HEAD + first word
+    server.ask("delay", 0.0)
+    return out
+
+
+def cpu_per_bid(server: Server, pairs: int, n: int) -> dict[str, list[float]]:
+    """Per-bid CPU milliseconds of each variant, over `pairs` rounds in rotating order."""
+    variants: dict[str, Callable[[], Any]] = {
+        "streamed (stream_bids on, FormingBids observer)":
+            lambda: _chat(server.base_url, n, True, TimedForming()),
+        "not streamed (stream_bids off)": lambda: _chat(server.base_url, n, False, None),
+        "stream_bids on, no delta observer (nothing streams)":
+            lambda: _chat(server.base_url, n, True, None),
+    }
+    results: dict[str, list[float]] = {name: [] for name in variants}
+    names = list(variants)
+    for name in names:  # warm-up: imports, clients, caches
+        variants[name]().run("warm up")
+    for i in range(pairs):
+        for name in names[i % 3:] + names[:i % 3]:
+            chat = variants[name]()
+            cpu = _settled_cpu(lambda chat=chat: chat.run("One turn."))
+            assert len(chat.last_run.bids) == n and all(b.error is None
+                                                        for b in chat.last_run.bids)
+            results[name].append(cpu * 1000.0 / n)
+        server.ask("writes")  # drop the write log
+    return results
+
+
+def _q(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    runs, pairs = (3, 4) if args.quick else (20, 30)
+    from groupchat_core import prepare_litellm
+
+    prepare_litellm()
+    with Server() as server:
+        lat = first_char_latencies(server, runs, 4)
+        cpu = cpu_per_bid(server, pairs, 8)
+    print("## machine")
+    for key, value in machine().items():
+        print(f"- {key}: {value}")
+    print(f"\n(a) first token to first character at the observer, {len(lat)} bids "
+          f"({runs} one-turn chats of 4 streamed agents, 20 ms between deltas)")
+    print(f"    median {statistics.median(lat):.2f} ms · p90 {_q(lat, 0.9):.2f} ms · "
+          f"max {max(lat):.2f} ms")
+    print(f"\n(b) CPU per bid, {pairs} rounds of one-turn chats of 8 agents, 60-word replies")
+    base = statistics.median(cpu["not streamed (stream_bids off)"])
+    for name, values in cpu.items():
+        med = statistics.median(values)
+        print(f"    {name}: median {med:.2f} ms/bid (p90 {_q(values, 0.9):.2f}), "
+              f"{med - base:+.2f} ms vs not streamed")
+
+
+if __name__ == "__main__":
+    main()

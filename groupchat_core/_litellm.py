@@ -1,0 +1,37 @@
+"""Loading litellm: once, lazily, off the event loop.
+
+litellm is imported only by this module and _sim_litellm.py (the sim provider litellm can call),
+always inside functions: it takes seconds to import (tests/test_imports_litellm.py pins the rule).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+from typing import Any
+
+
+@functools.cache
+def litellm_module() -> Any:
+    """Import litellm once, offline-friendly: local price map, no debug banner, sim registered."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True
+    from ._sim_litellm import register_litellm_provider
+
+    register_litellm_provider()
+    return litellm
+
+
+_litellm_ready = False
+
+
+async def load_litellm_off_loop() -> None:
+    """Import litellm (seconds) on a worker thread, so the shared loop keeps serving other chats
+    (a dashboard's live views, sim runs) while the first real-model chat starts."""
+    global _litellm_ready
+    if not _litellm_ready:
+        await asyncio.to_thread(litellm_module)
+        _litellm_ready = True

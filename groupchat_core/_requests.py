@@ -1,0 +1,97 @@
+"""Building one bid request for litellm and sending it under a total deadline."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+from ._bidding import FORCED_RESPOND_CHOICE
+from ._bodies import ResponseTooLarge, capped_client_kwargs, in_chain
+from ._errors import ModelCallError
+from ._tool_modes import JSON_TEXT_INSTRUCTION
+
+if TYPE_CHECKING:
+    from ._agent import Agent
+
+
+def remote_calls_blocked() -> bool:
+    """Tests set GROUPCHAT_BLOCK_REMOTE_CALLS=1: only loopback api_base hosts may be called."""
+    return os.environ.get("GROUPCHAT_BLOCK_REMOTE_CALLS", "") not in ("", "0", "false")
+
+
+def check_allowed(agent: Agent) -> None:
+    if not remote_calls_blocked():
+        return
+    if not is_loopback(agent.api_base):
+        raise ModelCallError(
+            f"real model calls are blocked (GROUPCHAT_BLOCK_REMOTE_CALLS is set): agent "
+            f"{agent.agent_name!r} would call {agent.model_name!r}; use a sim/ model or a local "
+            "api_base"
+        )
+
+
+LOCAL_PLACEHOLDER_KEY = "no-key"
+_LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def is_loopback(url: str | None) -> bool:
+    """True for an api_base on this machine (a local server: llama.cpp, vLLM, Ollama...)."""
+    return urlparse(url or "").hostname in _LOOPBACK_HOSTS
+
+
+def _local_placeholder_key(agent: Agent) -> str | None:
+    """A key for an OpenAI-compatible server on loopback when none was given: local servers
+    ignore it, but the OpenAI SDK refuses to send a request without one."""
+    if (agent.model_name.startswith("openai/") and is_loopback(agent.api_base)
+            and not os.environ.get("OPENAI_API_KEY")):
+        return LOCAL_PLACEHOLDER_KEY
+    return None
+
+
+def request_kwargs(agent: Agent, messages: list[dict[str, Any]], mode: str) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {
+        **agent.litellm_kwargs,
+        "model": agent.model_name,
+        "messages": messages,
+        "temperature": agent.temperature,
+        "max_tokens": agent.max_tokens,
+        "timeout": agent.timeout,
+        "num_retries": 0,  # retries are ours (below), so they are counted and bounded
+        "max_retries": 0,
+    }
+    if agent.api_base:
+        kwargs["api_base"] = agent.api_base
+    key = agent.secret_key() or _local_placeholder_key(agent)
+    if key:
+        kwargs["api_key"] = key
+    if mode == "json":
+        last = dict(messages[-1])
+        last["content"] = str(last.get("content", "")) + JSON_TEXT_INSTRUCTION
+        kwargs["messages"] = [*messages[:-1], last]
+        return kwargs
+    kwargs["tools"] = agent.tools_list_dictionary
+    kwargs["tool_choice"] = {"forced": FORCED_RESPOND_CHOICE}.get(mode, mode)
+    return kwargs
+
+
+async def one_request(litellm: Any, kwargs: dict[str, Any]) -> Any:
+    """One HTTP request under a total deadline of Agent.timeout.
+
+    litellm's `timeout` bounds each read, so a server trickling a byte every few seconds would
+    hold a bid forever; this bounds the request from send to last byte.
+    """
+    limit = kwargs.get("timeout")
+    try:
+        async with asyncio.timeout(limit):
+            return await litellm.acompletion(**kwargs, **capped_client_kwargs(litellm, kwargs))
+    except TimeoutError as exc:
+        raise litellm.Timeout(
+            message=f"no complete reply within {limit} s (Agent.timeout bounds each request, "
+            "first byte to last)", model=kwargs.get("model"), llm_provider="") from exc
+    except Exception as exc:
+        too_large = in_chain(exc, ResponseTooLarge)
+        if too_large is not None:  # the SDK calls it "Connection error."; say what happened,
+            raise too_large from None  # and as no litellm error it is neither retried nor a rung
+        raise

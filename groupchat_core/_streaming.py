@@ -1,0 +1,222 @@
+"""Streamed bids: one stream=true request, its respond-call deltas read as they arrive.
+
+Why: a turn lasts as long as its slowest bid; streaming lets observers watch every candidate
+form. The final bid is read from the accumulated reply by the same parser as a non-streamed
+one (_replies.parse_response), so streaming changes when a bid is seen, never what it is.
+The partial JSON is read with jiter's partial mode (installed with openai), so the score shows
+once its number is complete and the message grows token by token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import jiter
+
+from ._bidding import MAX_MESSAGE_CHARS, MAX_TEXT_SCAN_CHARS, ParsedBid, parse_score
+from ._bodies import ResponseTooLarge, capped_client_kwargs, in_chain
+from ._litellm import litellm_module
+from ._records import BidPath
+from ._retries import is_context_window_error
+
+# Called with (score or None, message so far) whenever the partial bid changes.
+DeltaSink = Callable[[float | None, str], None]
+
+# Set by the turn loop for each bid's task when the chat streams bids (like BID_DEADLINE): the
+# seam's signature stays (agent, messages), and concurrent bids each see their own sink.
+BID_STREAM: ContextVar[DeltaSink | None] = ContextVar("groupchat_bid_stream", default=None)
+
+STREAMED_PATHS: dict[str, BidPath] = {
+    "tool_call": "tool_call:stream",
+    "tool_call:required": "tool_call:required:stream",
+    "tool_call:auto": "tool_call:auto:stream",
+}
+UNSTREAMED_PATHS: dict[str, BidPath] = {
+    "tool_call": "tool_call:unstreamed",
+    "tool_call:required": "tool_call:required:unstreamed",
+    "tool_call:auto": "tool_call:auto:unstreamed",
+    "text_fallback": "text_fallback:unstreamed",
+}
+_NUMBER_TAIL = frozenset("0123456789.eE+-")
+
+
+class PartialBid:
+    """The respond call's arguments as they grow, read leniently after every fragment.
+
+    Reading stops (deltas stop; the final parse still reads everything within the body cap)
+    past MAX_TEXT_SCAN_CHARS, so a runaway stream costs bounded parsing work."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.size = 0
+        self.score: float | None = None
+        self.message = ""
+
+    def feed(self, fragment: str) -> bool:
+        """Add a fragment; True when the visible score or message changed."""
+        self.parts.append(fragment)
+        self.size += len(fragment)
+        if not fragment or self.size > MAX_TEXT_SCAN_CHARS:
+            return False
+        text = "".join(self.parts)
+        try:
+            value = jiter.from_json(text.encode(), partial_mode="trailing-strings")
+        except ValueError:
+            return False
+        if not isinstance(value, dict):
+            return False
+        score = _complete_score(value, text)
+        message = value.get("message")
+        message = message[:MAX_MESSAGE_CHARS] if isinstance(message, str) else self.message
+        if (score, message) == (self.score, self.message):
+            return False
+        self.score, self.message = score, message
+        return True
+
+
+def _complete_score(value: dict[str, Any], text: str) -> float | None:
+    """The score once nothing more can be appended to it: a later key follows it, or the text
+    has moved past it (a comma or the closing brace); "0." then "7" is not 0 then 0.7."""
+    if "score" not in value:
+        return None
+    if next(reversed(value)) == "score":
+        tail = text.rstrip()[-1:]
+        if tail not in (",", "}"):
+            return None
+    score, error = parse_score(value["score"])
+    return None if error else score
+
+
+@dataclass
+class StreamedReply:
+    """What a stream delivered, shaped like a chat completion for the shared reply parser."""
+
+    calls: dict[int, list[str]] = field(default_factory=dict)  # index -> [name, arguments...]
+    content: list[str] = field(default_factory=list)
+    finish_reason: str | None = None
+    usage: Any = None
+    cut: str | None = None  # why the stream ended early (after respond deltas), else None
+    respond: int | None = None  # the index of the first respond call
+
+    @property
+    def has_respond(self) -> bool:
+        return self.respond is not None
+
+    def as_response(self) -> Any:
+        """A completion-like object: choices[0].message.tool_calls / content, finish_reason."""
+        tool_calls = [
+            SimpleNamespace(function=SimpleNamespace(name=parts[0], arguments="".join(parts[1:])))
+            for _, parts in sorted(self.calls.items())]
+        message = SimpleNamespace(tool_calls=tool_calls or None,
+                                  content="".join(self.content) or None)
+        choice = SimpleNamespace(message=message, finish_reason=self.finish_reason)
+        return SimpleNamespace(choices=[choice], usage=self.usage)
+
+
+def _read_chunk(chunk: Any, reply: StreamedReply, partial: PartialBid) -> bool:
+    """Fold one streamed chunk into the reply; True when the partial bid changed."""
+    usage = getattr(chunk, "usage", None)
+    if usage is not None and getattr(usage, "total_tokens", None):
+        reply.usage = usage
+    choices = getattr(chunk, "choices", None) or []
+    if not choices:
+        return False
+    choice = choices[0]
+    if getattr(choice, "finish_reason", None):
+        reply.finish_reason = choice.finish_reason
+    delta = getattr(choice, "delta", None)
+    if delta is None:
+        return False
+    if getattr(delta, "content", None):
+        reply.content.append(delta.content)
+    changed = False
+    for call in getattr(delta, "tool_calls", None) or []:
+        index = getattr(call, "index", 0) or 0
+        function = getattr(call, "function", None)
+        parts = reply.calls.setdefault(index, [""])
+        name = getattr(function, "name", None)
+        if name and name != parts[0]:  # sent once (OpenAI) or again with every delta (llama.cpp)
+            parts[0] += name
+        if reply.respond is None and parts[0] == "respond":
+            reply.respond = index
+        arguments = getattr(function, "arguments", None) or ""
+        if arguments:
+            parts.append(arguments)
+        if index == reply.respond and arguments:
+            changed = partial.feed(arguments) or changed
+        elif index == reply.respond and len(parts) > 1 and not partial.parts:
+            changed = partial.feed("".join(parts[1:])) or changed  # arguments before the name
+    return changed
+
+
+async def streamed_request(litellm: Any, kwargs: dict[str, Any], sink: DeltaSink) -> StreamedReply:
+    """One stream=true request under a total deadline of Agent.timeout, first byte to last
+    delta (a hostile server trickling deltas cannot hold a bid past it).
+
+    A failure before any respond delta is raised like a non-streamed one (retried, stepped
+    down, reported); after respond deltas the stream counts as cut off: what arrived is the
+    reply, and the parser reports it unreadable when its arguments are incomplete."""
+    limit = kwargs.get("timeout")
+    reply, partial = StreamedReply(), PartialBid()
+    streamed = {**kwargs, "stream": True, "stream_options": {"include_usage": True}}
+    try:
+        async with asyncio.timeout(limit):
+            stream = await litellm.acompletion(
+                **streamed, **capped_client_kwargs(litellm, streamed))
+            async for chunk in stream:
+                if _read_chunk(chunk, reply, partial):
+                    sink(partial.score, partial.message)
+    except TimeoutError as exc:
+        raise litellm.Timeout(
+            message=f"no complete reply within {limit} s (Agent.timeout bounds each request, "
+            "first byte to last)", model=kwargs.get("model"), llm_provider="") from exc
+    except Exception as exc:
+        too_large = in_chain(exc, ResponseTooLarge)
+        if too_large is not None:
+            raise too_large from None
+        if not reply.has_respond:
+            raise
+        reply.cut = f"{type(exc).__name__}"
+        reply.finish_reason = None
+    if reply.has_respond and reply.finish_reason is None and reply.cut is None:
+        reply.cut = "no finish_reason"
+    return reply
+
+
+def cut_note(parsed: ParsedBid, reply: StreamedReply) -> ParsedBid:
+    """An unreadable bid from a cut-off stream says so (as a reply cut at max_tokens does)."""
+    if parsed.readable or reply.cut is None:
+        return parsed
+    return ParsedBid(parsed.score, parsed.message,
+                     f"{parsed.error} (the stream was cut off: {reply.cut})", False)
+
+
+def stream_refused(exc: BaseException) -> bool:
+    """A provider saying it cannot stream: a 400/422-class rejection whose text names streaming
+    (not a context-window error, which has its own handling)."""
+    litellm = litellm_module()
+    rejecting = (litellm.BadRequestError, litellm.UnsupportedParamsError,
+                 litellm.UnprocessableEntityError)
+    if not isinstance(exc, rejecting) or is_context_window_error(exc):
+        return False
+    return "stream" in str(exc)[:16_000].lower()
+
+
+def streamed_cost(kwargs: dict[str, Any], usage: Any) -> float | None:
+    """The cost of a streamed bid from its reported usage and litellm's prices, else None."""
+    prompt = getattr(usage, "prompt_tokens", None)
+    completion = getattr(usage, "completion_tokens", None)
+    if not isinstance(prompt, int) or not isinstance(completion, int):
+        return None
+    try:
+        costs = litellm_module().cost_per_token(
+            model=str(kwargs.get("model", "")), prompt_tokens=prompt,
+            completion_tokens=completion)
+        return float(costs[0] + costs[1])
+    except Exception:
+        return None

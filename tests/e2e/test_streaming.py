@@ -1,0 +1,91 @@
+"""A live run streams its bids: a candidate's reply grows on the Run page before the turn ends,
+its text stays inert, and once the turn settles the winner is posted and the other candidate
+folds away (one click from its text).
+
+Two agents on the fake OpenAI server (real HTTP from the app's process): A's reply arrives as a
+slow stream of deltas, so its growth is observable; B answers at once with a weaker bid. Sim
+agents answer in-process and do not stream, so the fake server is the model here.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from groupchat_core import Agent
+from groupchat_core.store import RunStore
+from groupchat_core.testing import FakeOpenAIServer, tool_call
+
+from .conftest import (
+    WAIT_MS,
+    expect,
+    fresh,
+    open_page,
+    pick_roster,
+    screenshot,
+    start_run,
+    status_line,
+)
+
+WORDS = ["Streaming", "words", "arrive", "one", "by", "one", "so", "the", "room", "can",
+         "watch", "this", "reply", "form", "<img", "src=x", "onerror=window.__pwned=1>", "end."]
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer() as srv:
+        yield srv
+
+
+def test_a_candidate_reply_grows_before_the_turn_ends(app_server, app_db_url, page, fake):
+    suffix = uuid.uuid4().hex[:6]
+    slow, quick = f"Slow-{suffix}", f"Quick-{suffix}"
+    message = " ".join(WORDS)
+    head = '{"score": 0.9, "message": "'
+    fragments = [head + WORDS[0]] + [" " + w for w in WORDS[1:]] + ['"}']
+    fake.script(f"slow{suffix}", [tool_call(fragments=fragments, chunk_delay=0.6, score=None,
+                                            message=None)])
+    fake.script(f"quick{suffix}", [tool_call(0.3, f"{quick} would rather listen.")])
+    fake.set_responder(None, lambda body: tool_call(0.0, ""))  # turn 2: a lull ends the run
+    RunStore(app_db_url).save_agents([
+        Agent(agent_name=slow, model_name=f"openai/slow{suffix}", api_base=fake.base_url),
+        Agent(agent_name=quick, model_name=f"openai/quick{suffix}", api_base=fake.base_url)])
+
+    page.goto(app_server)
+    expect(status_line(page)).to_have_text(re.compile(r"^status: idle"), timeout=WAIT_MS)
+    open_page(page, "Run")
+    pick_roster(page, [slow, quick])
+    page.locator(".st-key-run_task textarea").fill("Watch the bids form.")
+    start_run(page)
+
+    candidate = fresh(page, ".st-key-cand_0")
+    expect(candidate).to_contain_text("Streaming words", timeout=WAIT_MS)
+    early = candidate.inner_text()
+    expect(candidate).to_contain_text("score 0.90 · typing…")
+    expect(candidate).to_contain_text("so the room can watch", timeout=WAIT_MS)
+    grown = candidate.inner_text()
+    assert len(grown) > len(early)
+    # the turn is still open: nobody has spoken yet, the status says running
+    expect(status_line(page)).to_have_text(re.compile(r"^status: running .* messages 0$"))
+    screenshot(page, "streaming-1-forming")
+
+    expect(status_line(page)).to_have_text(re.compile(r"^status: finished"), timeout=WAIT_MS)
+    posted = page.get_by_test_id("stChatMessage").filter(has_text="onerror=window.__pwned=1")
+    expect(posted.first).to_be_visible()
+    assert page.evaluate("() => window.__pwned === undefined")
+    assert page.locator('[data-testid="stChatMessage"] img[src="x"]').count() == 0
+    expect(fresh(page, ".st-key-cand_0")).to_have_count(0)  # the forming panel folded away
+    folded = "Turn 1: 1 other candidate (not posted)"
+    other = page.get_by_test_id("stExpander").filter(has_text=folded)
+    expect(other).to_be_visible()
+    other.get_by_text(folded).click()
+    expect(other.get_by_text(f"{quick} would rather listen.")).to_be_visible()
+    screenshot(page, "streaming-2-settled")
+    assert fake.requests_for(f"slow{suffix}")[0].body["stream"] is True
+    stored = RunStore(app_db_url).list_runs(agent=slow)
+    bids = RunStore(app_db_url).load_run(stored.iloc[0]["run_id"]).bids
+    assert [(b.agent, b.message, b.path) for b in bids[:1]] == [
+        (slow, message, "tool_call:stream")]
