@@ -52,6 +52,7 @@ with left:
 
 with right:
     view.agent_form(session.editing, session.form_errors, on_save=actions.on_save_agent)
+    view.show_form_once()
     st.button("New agent", key="new_agent", icon=":material/person_add:",
               on_click=actions.on_new_agent,
               help="A blank form; an agent being edited is left as last saved.")

@@ -3,6 +3,8 @@
     python -m bench.dashboard            # full run, about two minutes on 2 cores
     python -m bench.dashboard --quick    # smoke run (a 200-turn run, fewer repetitions)
     python -m bench.dashboard --write    # also rewrite the figures between the markers
+    python -m bench.dashboard --compare-with DIR   # only part 3, this tree against another
+                                         # checkout (e.g. `git archive HEAD~1`), interleaved
 
 1. the Analysis page for a 1,000-turn x 16-agent run, server side: the data and figure work the
    page does (no Streamlit), the page script under AppTest (whole, and without its transcript
@@ -151,7 +153,7 @@ main()
 
 
 @contextmanager
-def make_run(url: str, script_log: Path | None = None) -> Any:
+def make_run(url: str, script_log: Path | None = None, root: Path = ROOT) -> Any:
     """The server as `make run` starts it (its command line, GROUPCHAT_DB set); with
     `script_log`, the same CLI with each script run's duration appended to that file."""
     from tests.e2e.conftest import free_port, wait_healthy
@@ -165,7 +167,7 @@ def make_run(url: str, script_log: Path | None = None) -> Any:
     else:
         cmd = [sys.executable, "-c", TIMED_BOOT, *args]
         env["BENCH_SCRIPT_LOG"] = str(script_log)
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     try:
         wait_healthy(f"http://127.0.0.1:{port}", proc)  # type: ignore[arg-type]
@@ -301,6 +303,52 @@ def bench_interactive(url: str, runs: dict[str, str], reps: int) -> dict[str, di
             for name, rows in found.items()}
 
 
+def compare_interactive(url: str, runs: dict[str, str], other: Path,
+                        rounds: int) -> list[str]:
+    """`interactive` for this tree's server and one started from `other` (another checkout,
+    same database), every case of both in each round, the order reversed every other round
+    (so the shared machine's load hits both alike): medians, quartiles and per-round ratios."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.e2e.conftest import CHROMIUM_ARGS
+
+    key = "tab click answered"
+    found: dict[tuple[str, str, bool], list[float]] = {}
+    loads: list[float] = []
+    with sync_playwright() as pw, make_run(url, root=other) as before, make_run(url) as after:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                     args=CHROMIUM_ARGS)
+        cases = [(tree, base, name, run_id, phone) for name, run_id in runs.items()
+                 for phone in (False, True) for tree, base in (("other", before),
+                                                               ("this", after))]
+        for _, base, _, run_id, phone in cases:
+            interactive(browser, base, run_id, phone)  # warm-up
+        for i in range(rounds):
+            loads.append(os.getloadavg()[0])
+            for tree, base, name, run_id, phone in (cases if i % 2 == 0 else cases[::-1]):
+                result = interactive(browser, base, run_id, phone)
+                found.setdefault((tree, name, phone), []).append(result[key])
+        browser.close()
+    lines = [f"| case | other tree: {key} (s), median (quartiles) | this tree | this / other "
+             "per round, median (range) |", "|---|---:|---:|---:|"]
+
+    def spread(values: list[float]) -> str:
+        q = statistics.quantiles(values, n=4) if len(values) > 1 else values * 3
+        return f"{q[1]:.2f} ({q[0]:.2f}–{q[2]:.2f})"
+
+    for name in runs:
+        for phone in (False, True):
+            a, b = found[("other", name, phone)], found[("this", name, phone)]
+            ratios = [y / x for x, y in zip(a, b, strict=True)]
+            size = "phone 390x844" if phone else "desktop 1280x900"
+            lines.append(f"| {name}, {size} | {spread(a)} | {spread(b)} | "
+                         f"{statistics.median(ratios):.2f} ({min(ratios):.2f}–"
+                         f"{max(ratios):.2f}) |")
+    lines.append(f"\n{rounds} rounds; load average (1 min) at each round's start: "
+                 + ", ".join(f"{x:.1f}" for x in loads) + ".")
+    return lines
+
+
 # --- report ---------------------------------------------------------------------------------
 
 
@@ -367,8 +415,19 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.dashboard")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--write", action="store_true")
+    parser.add_argument("--compare-with", type=Path, default=None,
+                        help="another checkout: run only part 3, side by side with it")
+    parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args(argv)
     turns, reps = (200, 3) if args.quick else (1000, 5)
+    if args.compare_with is not None:
+        with tempfile.TemporaryDirectory() as folder:
+            url = f"sqlite:///{folder}/dashboard.db"
+            runs = {f"big run, {turns:,} turns x 16": build_run(url, turns),
+                    "control, 10 turns x 16": build_run(url, 10)}
+            print("\n".join(compare_interactive(url, runs, args.compare_with.resolve(),
+                                                args.rounds)))
+        return
     with tempfile.TemporaryDirectory() as folder:
         url = f"sqlite:///{folder}/dashboard.db"
         os.environ["GROUPCHAT_DB"] = url  # for AppTest and the server

@@ -70,9 +70,19 @@ def _writer_cpu(store: RunStore) -> float:
     return seen[0]
 
 
+async def _thread_time() -> float:
+    return time.thread_time()
+
+
+def _loop_cpu() -> float:
+    """CPU seconds the engine's loop thread has used so far (read on that thread)."""
+    return background_loop().submit(_thread_time()).result()
+
+
 def _timed(make: Callable[[], GroupChat], mode: str, store: RunStore,
-           on_loop: bool) -> tuple[float, float, float, int]:
-    """(wall s, process CPU s, writer-thread CPU s, turns) of one chat.
+           on_loop: bool) -> tuple[float, float, float, float, int]:
+    """(wall s, process CPU s, writer-thread CPU s, engine-loop-thread CPU s, turns) of one
+    chat.
 
     on_loop: run it as a job on the engine's background loop (as the dashboard and sweeps do),
     where observers are called on the loop thread; else `run()` from this thread, which the
@@ -85,7 +95,7 @@ def _timed(make: Callable[[], GroupChat], mode: str, store: RunStore,
     elif mode == "store":
         chat.add_observer(store.recorder(chat))
     task = "Plan the offsite and its budget."
-    writer = _writer_cpu(store)
+    writer, loop = _writer_cpu(store), _loop_cpu()
     wall, cpu = time.perf_counter(), time.process_time()
     if on_loop:
         background_loop().submit(chat.arun_record(task)).result()
@@ -93,7 +103,7 @@ def _timed(make: Callable[[], GroupChat], mode: str, store: RunStore,
         chat.run(task)  # returns once the run is in the store
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     turns = len(chat.last_run.turns) if chat.last_run else 0
-    return wall, cpu, _writer_cpu(store) - writer, turns
+    return wall, cpu, _writer_cpu(store) - writer, _loop_cpu() - loop, turns
 
 
 def _spread(values: list[float]) -> tuple[float, float, float]:
@@ -108,15 +118,17 @@ def bench_overhead(store: RunStore, make: Callable[[int], GroupChat], reps: int,
     wall: dict[str, list[float]] = {m: [] for m in modes}
     cpu: dict[str, list[float]] = {m: [] for m in modes}
     writer: list[float] = []
+    loop: dict[str, list[float]] = {m: [] for m in modes}
     turns = 0
     _timed(lambda: make(999), "store", store, on_loop)  # warm-up: statements, caches
     _timed(lambda: make(998), "none", store, on_loop)
     for rep in range(reps):
         order = modes if rep % 2 == 0 else modes[::-1]
         for mode in order:
-            w, c, wc, turns = _timed(lambda rep=rep: make(rep), mode, store, on_loop)
+            w, c, wc, lc, turns = _timed(lambda rep=rep: make(rep), mode, store, on_loop)
             wall[mode].append(w)
             cpu[mode].append(c)
+            loop[mode].append(lc)
             if mode == "store":
                 writer.append(wc)
 
@@ -131,6 +143,7 @@ def bench_overhead(store: RunStore, make: Callable[[int], GroupChat], reps: int,
         "ratio": paired(wall, "store", "none"), "ratio_noop": paired(wall, "store", "noop"),
         "cpu_ratio": paired(cpu, "store", "none"),
         "writer_ms": statistics.median(writer) * 1000,
+        "loop_ms": {m: statistics.median(loop[m]) * 1000 for m in modes},
     }
 
 
@@ -161,7 +174,8 @@ def report(rows: list[tuple[str, dict[str, Any]]], read: dict[str, Any], quick: 
         return (f"| {name} | {r['turns']} | {w['none'] * 1000:.0f} | {w['noop'] * 1000:.0f} | "
                 f"{w['store'] * 1000:.0f} | **{spread(r['ratio'])}** | "
                 f"{spread(r['ratio_noop'])} | {spread(r['cpu_ratio'])} | "
-                f"{r['writer_ms']:.1f} |")
+                f"{r['writer_ms']:.1f} | "
+                f"{r['loop_ms']['none']:.0f} / {r['loop_ms']['store']:.0f} |")
 
     ok = "meets" if read["frame_s"] < TARGETS["read_s"] else "misses"
     before, after = load
@@ -173,8 +187,9 @@ def report(rows: list[tuple[str, dict[str, Any]]], read: dict[str, Any], quick: 
         f"{'/'.join(f'{x:.1f}' for x in after)} after: other work shares these cores.\n",
         "| 16-agent chat, how it is run | turns | no observer ms | no-op observer ms | store ms | "
         f"store / none, median (quartiles) (target ≤ {TARGETS['overhead']}×) | store / no-op | "
-        "CPU store / none | writer thread CPU ms per run |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "CPU store / none | writer thread CPU ms per run | engine loop thread CPU ms, none / "
+        "store |",
+        "|---|---|---|---|---|---|---|---|---|---|",
         *(row(name, r) for name, r in rows),
         "",
         f"Reading the bids of a {read['turns']:,}-turn × 16-agent run ({read['rows']:,} rows) "

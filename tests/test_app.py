@@ -1,7 +1,7 @@
 """The dashboard through Streamlit's AppTest: every page renders, and each page does its job.
 
-AppTest never fires `run_every`, so live runs are followed by polling with short sleeps and
-`at.run()`. The job registry lives for the whole test process: every test cancels its jobs.
+Shared helpers (opening the app, pages, status lines, polling) are in tests/app_helpers.py. The
+job registry lives for the whole test process: every test cancels its jobs.
 """
 
 from __future__ import annotations
@@ -10,11 +10,25 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from app_helpers import (
+    DEADLINE_S,
+    ROOT,
+    goto,
+    new_app,
+    poll,
+    query,
+    rendered_text,
+    save_agents,
+    session,
+    status,
+    sweep_status,
+    texts,
+    turn,
+)
 from streamlit.testing.v1 import AppTest
 
 from groupchat_core import (
@@ -27,78 +41,20 @@ from groupchat_core import (
 from groupchat_core.store import RunStore
 from groupchat_ui.analysis import logic as analysis_logic
 from groupchat_ui.kit import jobs as job_registry
-from groupchat_ui.kit import store_access
-from groupchat_ui.kit.state import STATE_KEY, SessionState
 
-ROOT = Path(__file__).resolve().parents[1]
 PAGES = ("agents", "run", "analysis", "runs", "settings")
-DEADLINE_S = 30.0
 SECRET = "sk-test-0123456789abcdefSECRET"
 
 
 @pytest.fixture
 def app() -> Iterator[AppTest]:
-    at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    yield at
+    yield new_app()
     job_registry.registry().shutdown()
 
 
 @pytest.fixture
 def store() -> RunStore:
     return RunStore()  # GROUPCHAT_DB points into this test's tmp_path (tests/conftest.py)
-
-
-def save_agents(store: RunStore, agents: list[Agent]) -> None:
-    """Write agents behind the dashboard's back, then drop its cached reads (as its own
-    writes do)."""
-    store.save_agents(agents)
-    store_access.invalidate()
-
-
-def goto(at: AppTest, page: str) -> AppTest:
-    at.switch_page(f"app_pages/{page}.py").run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def session(at: AppTest) -> SessionState:
-    return at.session_state[STATE_KEY]
-
-
-def status(at: AppTest) -> str:
-    return next((c.value for c in at.caption if c.value.startswith("status:")), "")
-
-
-def turn(at: AppTest) -> int:
-    found = re.search(r"turn (\d+)", status(at))
-    return int(found.group(1)) if found else 0
-
-
-def poll(at: AppTest, check: Callable[[AppTest], bool], what: str) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while not check(at):
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}; last status: {status(at)!r}")
-        time.sleep(0.2)
-        at.run()
-        assert not at.exception, [e.value for e in at.exception]
-
-
-def rendered_text(at: AppTest) -> str:
-    """Everything sent to the browser in the last run (every element's protobuf, as text)."""
-    parts: list[str] = []
-
-    def walk(node: Any) -> None:
-        proto = getattr(node, "proto", None)
-        if proto is not None:
-            parts.append(str(proto))
-        for child in getattr(node, "children", {}).values():
-            walk(child)
-
-    walk(at._tree)
-    return "\n".join(parts)
 
 
 def test_every_page_renders_without_an_exception(app: AppTest):
@@ -123,10 +79,6 @@ def fill_agent(at: AppTest, name: str, role: str = "", model: str | None = None,
 
 def names_in(store: RunStore) -> list[str]:
     return [a.agent_name for a in store.list_agents()]
-
-
-def texts(elements: Any) -> str:
-    return " ".join(e.value for e in elements)
 
 
 def test_agents_page_creates_edits_renames_and_deletes_an_agent(app: AppTest, store: RunStore):
@@ -351,14 +303,18 @@ def test_coming_back_to_run_shows_the_job_you_were_watching(app: AppTest):
     a = session(app).current_job
     app.button(key="start_run").click().run()
     b = session(app).current_job
-    assert a != b and b in status(app)
-    for page in ("analysis", "agents", "run"):
+    assert a and b and a != b and b in status(app) and a not in status(app)
+    for page in ("analysis", "run"):
         goto(app, page)
-    assert b in status(app) and app.selectbox(key="job_select").value == b
+    assert b in status(app) and a not in status(app)
+    assert app.selectbox(key="job_select").value == b and query(app, "job") == b
+    for page in ("agents", "runs", "settings", "run"):  # any page in between
+        goto(app, page)
+    assert b in status(app) and query(app, "job") == b
     app.selectbox(key="job_select").set_value(a).run()  # now watch A
-    goto(app, "runs")
+    goto(app, "analysis")
     goto(app, "run")
-    assert a in status(app) and app.query_params["job"] == [a] or app.query_params["job"] == a
+    assert a in status(app) and b not in status(app) and query(app, "job") == a
 
 
 def test_a_reload_keeps_this_browsers_jobs(app: AppTest):
@@ -381,10 +337,6 @@ def test_a_reload_keeps_this_browsers_jobs(app: AppTest):
     stranger.query_params["sid"] = "not-an-id"  # a malformed id starts a new browser
     stranger.run()
     assert session(stranger).owner != owner and "0 in all" in texts(stranger.sidebar.caption)
-
-
-def sweep_status(at: AppTest) -> str:
-    return next((c.value for c in at.caption if c.value.startswith("sweep status:")), "")
 
 
 def test_a_reload_shows_a_running_sweep_with_stop(app: AppTest, store: RunStore):

@@ -7,12 +7,11 @@ remembered tool-choice modes and unknown cost. Real HTTP goes to the shipped fak
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from app_helpers import ROOT, errors, goto, new_app, poll, save_agents, session, status
 from streamlit.testing.v1 import AppTest
 
 from groupchat_core import Agent, GroupChat, bundle_json, forget_remembered_modes
@@ -21,19 +20,13 @@ from groupchat_core.testing import FakeOpenAIServer, text, tool_call
 from groupchat_ui.analysis import logic as analysis_logic
 from groupchat_ui.kit import jobs as job_registry
 from groupchat_ui.kit import store_access
-from groupchat_ui.kit.state import STATE_KEY, SessionState
 
-ROOT = Path(__file__).resolve().parents[1]
-DEADLINE_S = 30.0
 ISO_MICROS = re.compile(r"\d{2}:\d{2}:\d{2}\.\d+|T\d{2}:")
 
 
 @pytest.fixture
 def app() -> Iterator[AppTest]:
-    at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    yield at
+    yield new_app()
     job_registry.registry().shutdown()
 
 
@@ -48,35 +41,6 @@ def server() -> Iterator[FakeOpenAIServer]:
     with FakeOpenAIServer() as fake:
         yield fake
     forget_remembered_modes()
-
-
-def save_agents(store: RunStore, agents: list[Agent]) -> None:
-    store.save_agents(agents)
-    store_access.invalidate()
-
-
-def goto(at: AppTest, page: str) -> AppTest:
-    at.switch_page(f"app_pages/{page}.py").run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def session(at: AppTest) -> SessionState:
-    return at.session_state[STATE_KEY]
-
-
-def status(at: AppTest) -> str:
-    return next((c.value for c in at.caption if c.value.startswith("status:")), "")
-
-
-def poll(at: AppTest, check: Callable[[AppTest], bool], what: str) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while not check(at):
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}; last status: {status(at)!r}")
-        time.sleep(0.2)
-        at.run()
-        assert not at.exception, [e.value for e in at.exception]
 
 
 def run_from_page(at: AppTest, roster: list[str], task: str, *, name: str = "",
@@ -100,10 +64,6 @@ def run_from_page(at: AppTest, roster: list[str], task: str, *, name: str = "",
 def sim_pair(store: RunStore) -> None:
     save_agents(store, [Agent(agent_name="Ann", model_name="sim/eager"),
                         Agent(agent_name="Ben", model_name="sim/contrarian")])
-
-
-def errors(at: AppTest) -> str:
-    return " ".join(e.value for e in at.error)
 
 
 # --- labels say which run it is -----------------------------------------------------------

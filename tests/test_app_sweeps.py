@@ -1,17 +1,14 @@
 """The Sweeps page through AppTest: empty store, a small sim sweep to heatmaps, bad input,
-stop then resume (every cell finished exactly once).
-
-AppTest never fires `run_every`, so running sweeps are followed by polling with short sleeps
-and `at.run()`.
+stop then resume (every cell finished exactly once). Shared helpers: tests/app_helpers.py.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
+from app_helpers import goto, new_app, sweep_status
+from app_helpers import poll as poll_app
 from streamlit.testing.v1 import AppTest
 
 from groupchat_core.store import RunStore
@@ -20,32 +17,18 @@ from groupchat_ui.kit import jobs as job_registry
 from groupchat_ui.kit import store_access
 from groupchat_ui.kit.presets import DEBATE_TRIO
 
-ROOT = Path(__file__).resolve().parents[1]
 DEADLINE_S = 60.0
+status = sweep_status  # the status line these tests read
 
 
 @pytest.fixture
 def at() -> Iterator[AppTest]:
-    app = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
-    app.run()
-    app.switch_page("app_pages/sweeps.py").run()
-    assert not app.exception, [e.value for e in app.exception]
-    yield app
+    yield goto(new_app(), "sweeps")
     job_registry.registry().shutdown()
 
 
-def status(at: AppTest) -> str:
-    return next((c.value for c in at.caption if c.value.startswith("sweep status:")), "")
-
-
 def poll(at: AppTest, check: Callable[[AppTest], bool], what: str) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while not check(at):
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}; last status: {status(at)!r}")
-        time.sleep(0.2)
-        at.run()
-        assert not at.exception, [e.value for e in at.exception]
+    poll_app(at, check, what, deadline_s=DEADLINE_S, shown=sweep_status)
 
 
 def small_grid(at: AppTest, repeats: int = 2, max_loops: int = 6) -> None:

@@ -86,3 +86,45 @@ def test_the_served_app_watches_no_files():
     # Turned back on for development, it still skips the big folders.
     for folder in (".venv", "data"):
         assert repr(folder) in blacklist
+
+
+def rotating_winners(agents: int, turns: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Bids and turns of a big run where agent (t * 7) % agents wins turn t: every agent wins."""
+    rng = random.Random(5)
+    winner = {t: f"A{(t * 7) % agents:02d}" for t in range(1, turns + 1)}
+    rows = [{"turn": t, "agent": f"A{a:02d}", "score": s, "adjusted": s,
+             "winner": winner[t] == f"A{a:02d}", "message": "x"}
+            for t in range(1, turns + 1) for a in range(agents)
+            for s in [round(rng.uniform(0.3, 1.0), 3)]]
+    turns_df = pd.DataFrame({"turn": list(winner), "winner": list(winner.values()),
+                             "lull": [False] * turns})
+    return pd.DataFrame(rows), turns_df
+
+
+def test_a_big_runs_charts_still_show_every_agent_and_every_winner():
+    """Issue 11 §3: cheaper to draw, nothing lost. Marks are SVG (WebGL is drawn in software on a
+    machine without a GPU and cost more than the SVG stars it replaced)."""
+    bids, turns = rotating_winners(16, 1000)
+    agents = [f"A{a:02d}" for a in range(16)]
+    winners = sorted(zip(turns["turn"], turns["winner"], strict=True))
+
+    heatmap = charts.bids_heatmap(bids, "adjusted", 0.5, agents)
+    heat, stars = heatmap.data[0], heatmap.data[1]
+    assert list(heat.y) == agents and len(heat.x) == 1000
+    assert stars.type == "scatter" and stars.name == charts.WINNER_LABEL
+    assert sorted(zip(stars.customdata, stars.y, strict=True)) == winners
+
+    lines = charts.bid_lines(bids, turns, 0.5, "adjusted", agents)
+    by_name = {t.name: t for t in lines.data}
+    assert [t.name for t in lines.data[:16]] == agents
+    assert all(len(by_name[a].x) == 1000 for a in agents)
+    won = by_name["winner"]
+    assert sorted(won.x) == list(range(1, 1001))
+    colors = charts.agent_colors(agents)
+    assert list(won.marker.color) == [colors[a] for a in bids[bids["winner"]]["agent"]]
+
+    timeline = charts.winner_timeline(turns, agents)
+    shown = sorted((x, t.name) for t in timeline.data if t.name in agents for x in t.x)
+    assert shown == winners
+    assert all(t.type == "scatter" for fig in (heatmap, lines, timeline) for t in fig.data
+               if t.type != "heatmap")

@@ -453,7 +453,7 @@ def test_a_turn_that_cannot_be_written_stops_recording_and_flags_the_run(
     real_write = store.turn_writer.write_turns
 
     def failing_on_turn_2(conn, run_id, items):
-        if any(turn.turn == 2 for turn, _, _ in items):
+        if any(item.number == 2 for item in items):
             raise error
         real_write(conn, run_id, items)
 

@@ -12,6 +12,12 @@ turn. What the writer has not committed yet is kept in memory, per run:
   (one executemany per table instead of one transaction per turn), and with the run's end if
   that arrived too.
 
+What is kept is plain rows, taken from the events when the recorder receives them (on the
+engine's thread, before the engine goes on), each from the first event that carries it: a
+posted message from its `message_posted`, a turn row from its `speaker_selected` or `lull`, the
+bids from `turn_completed`. The engine hands its records to observers without copying them, and
+nothing an observer, or the caller's thread, does to them afterwards reaches the store.
+
 A crash loses the turns not yet committed (when the database keeps up: the turn in flight),
 never part of one. A write that fails because the connection dropped is retried on a new
 connection, with the turns still in memory, until the database has been unreachable for
@@ -40,11 +46,12 @@ from sqlalchemy.exc import SQLAlchemyError
 from .._errors import StoreError
 from .._records import (
     Event,
+    LullReached,
     Message,
     MessagePosted,
     RunFinished,
-    RunRecord,
     RunStarted,
+    SpeakerSelected,
     TurnCompleted,
     utc_now,
 )
@@ -177,15 +184,15 @@ def _unhold() -> None:
 class _Batch:
     """What one transaction writes for one run: its start (with the task), turns, its end."""
 
-    start: tuple[dict[str, Any], list[dict[str, Any]], Message] | None = None
-    turns: list[TurnCompleted] = field(default_factory=list)
-    finish: RunRecord | None = None
+    start: tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]] | None = None
+    turns: list[TurnRows] = field(default_factory=list)
+    finish: dict[str, Any] | None = None  # the run row's final values (finish_values)
 
     def what(self) -> str:
         """For messages: what the transaction records."""
         parts = ["the start of a run"] if self.start else []
         if self.turns:
-            first, last = self.turns[0].turn.turn, self.turns[-1].turn.turn
+            first, last = self.turns[0].number, self.turns[-1].number
             parts.append(f"turn {first}" if first == last else f"turns {first}-{last}")
         if self.finish is not None:
             parts.append("the end of a run")
@@ -198,10 +205,12 @@ class _RunLog:
 
     run_id: str
     start: tuple[dict[str, Any], list[dict[str, Any]]] | None  # run row and agents, unwritten
-    task: Message | None = None
-    turns: list[TurnCompleted] = field(default_factory=list)
-    finish: RunRecord | None = None
-    position: int = 1  # next message position (0 is the task); writer thread only
+    task: dict[str, Any] | None = None  # the task's message row
+    turns: list[TurnRows] = field(default_factory=list)
+    finish: dict[str, Any] | None = None  # the run row's final values
+    position: int = 1  # next message position (0 is the task), as turns are received
+    message: dict[str, Any] | None = None  # the turn's posted message, taken when posted
+    turn_row: tuple[int, Any] | None = None  # (turn, row), taken when the turn was decided
     in_store: bool = False  # the run row is committed; writer thread only
 
     def take(self) -> _Batch | None:
@@ -226,7 +235,8 @@ class StoreRecorder:
     """
 
     # Only these events are written; the engine then never relays the rest to this observer.
-    wants = frozenset({"run_started", "message_posted", "turn_completed", "run_finished"})
+    wants = frozenset({"run_started", "message_posted", "speaker_selected", "lull",
+                       "turn_completed", "run_finished"})
     # Handing an event over is quick and thread-safe: the engine calls it on its own thread
     # instead of relaying each event to the thread that runs the chat.
     thread_safe = True
@@ -244,8 +254,9 @@ class StoreRecorder:
         self._lock = threading.Lock()
         self._logs: dict[str, _RunLog] = {}  # open runs (and failed ones, until they end)
         self._scheduled = False
-        self._unflagged: dict[str, RunRecord] = {}  # failed runs not flagged in the store yet
-        self._lost_starts: dict[str, tuple[dict[str, Any], list[dict[str, Any]], Message]] = {}
+        self._unflagged: dict[str, dict[str, Any]] = {}  # failed runs' ends not flagged yet
+        self._lost_starts: dict[str, tuple[dict[str, Any], list[dict[str, Any]],
+                                           dict[str, Any]]] = {}
         self._connections: dict[str, Connection] = {}  # writer thread only
         self.failures: dict[str, str] = {}  # run_id -> the first write that failed
         self.run_ids: list[str] = []
@@ -253,16 +264,42 @@ class StoreRecorder:
     # --- on the engine's side: hand events over ---------------------------------------------
 
     def __call__(self, event: Event) -> None:
+        """Take what the store needs from the event as plain rows, now (see the module's
+        docstring); the writer thread writes them later."""
         if isinstance(event, TurnCompleted):
-            self._add(event.run_id, lambda log: log.turns.append(event))
+            self._add(event.run_id, lambda log: self._turn(log, event))
+        elif isinstance(event, SpeakerSelected | LullReached):
+            row = self.store.turn_writer.turn_row(event.run_id, event.turn)
+            self._add(event.run_id, lambda log: setattr(log, "turn_row", (event.turn.turn, row)),
+                      write=False)
         elif isinstance(event, MessagePosted):
             if event.turn == 0:
-                self._add(event.run_id, lambda log: setattr(log, "task", event.message))
+                row = message_row(event.run_id, 0, 0, event.message)
+                self._add(event.run_id, lambda log: setattr(log, "task", row))
+            else:
+                self._add(event.run_id, lambda log: self._posted(log, event), write=False)
         elif isinstance(event, RunStarted):
             self._started(event)
         elif isinstance(event, RunFinished):
-            self._add(event.run_id, lambda log: setattr(log, "finish", event.record))
+            values = finish_values(event.record, status_for(event.record))
+            self._add(event.run_id, lambda log: setattr(log, "finish", values))
             self.flush()  # the run is fully recorded when run() returns
+
+    def _posted(self, log: _RunLog, event: MessagePosted) -> None:
+        log.message = message_row(log.run_id, log.position, event.turn, event.message)
+        log.position += 1
+
+    def _turn(self, log: _RunLog, event: TurnCompleted) -> None:
+        """The turn's rows: the message and turn row as taken when first seen, the bids now."""
+        number = event.turn.turn
+        message, log.message = log.message, None
+        if message is None and event.message is not None:  # not seen posted (never, today)
+            message = message_row(log.run_id, log.position, number, event.message)
+            log.position += 1
+        turn_row = log.turn_row[1] if log.turn_row and log.turn_row[0] == number else None
+        log.turn_row = None
+        log.turns.append(self.store.turn_writer.rows(log.run_id, event.turn, event.bids,
+                                                     message, turn_row))
 
     def _started(self, event: RunStarted) -> None:
         specs = agent_specs(self._source)  # read the agents now: they may change later
@@ -274,13 +311,13 @@ class StoreRecorder:
             self._logs[event.run_id] = _RunLog(event.run_id, (row, specs))
             self.run_ids.append(event.run_id)
 
-    def _add(self, run_id: str, change: Callable[[_RunLog], None]) -> None:
+    def _add(self, run_id: str, change: Callable[[_RunLog], None], write: bool = True) -> None:
         with self._lock:
             log = self._logs.get(run_id)
             if log is None:
                 return  # a run that started before this recorder was attached
             change(log)
-            if not self._scheduled:
+            if write and not self._scheduled:
                 self._scheduled = True
                 self._thread.submit(self._drain, coalesce=True)
 
@@ -343,13 +380,6 @@ class StoreRecorder:
     def _write(self, log: _RunLog, batch: _Batch, *, retrying: bool) -> None:
         """One transaction: the run's start with its task, its new turns, its end."""
         run_id = log.run_id
-        position = log.position
-        items: list[TurnRows] = []
-        for event in batch.turns:
-            row = None if event.message is None else message_row(
-                run_id, position, event.turn.turn, event.message)
-            position += row is not None
-            items.append((event.turn, event.bids, row))
         with self._transaction(run_id) as conn:
             if retrying and self._committed(conn, log, batch):
                 pass  # the lost connection had committed it: the commit's reply was lost
@@ -357,20 +387,19 @@ class StoreRecorder:
                 if batch.start is not None:
                     row, specs, task = batch.start
                     insert_run(conn, row, specs)
-                    conn.execute(insert(messages), [message_row(run_id, 0, 0, task)])
-                if items:
-                    self.store.turn_writer.write_turns(conn, run_id, items)
+                    conn.execute(insert(messages), [task])
+                if batch.turns:
+                    self.store.turn_writer.write_turns(conn, run_id, batch.turns)
                 if batch.finish is not None:
-                    values = finish_values(batch.finish, status_for(batch.finish))
-                    conn.execute(update(runs).where(runs.c.run_id == run_id).values(**values))
-        log.position = position
+                    conn.execute(update(runs).where(runs.c.run_id == run_id)
+                                 .values(**batch.finish))
         log.in_store = log.in_store or batch.start is not None
 
     @staticmethod
     def _committed(conn: Connection, log: _RunLog, batch: _Batch) -> bool:
         """Whether a batch whose commit was cut off is in the store after all."""
         if batch.turns:
-            last = batch.turns[-1].turn.turn
+            last = batch.turns[-1].number
             return conn.execute(select(turns.c.turn).where(
                 turns.c.run_id == log.run_id, turns.c.turn == last)).first() is not None
         if batch.start is not None:
@@ -389,13 +418,13 @@ class StoreRecorder:
         self.failures[run_id] = message
         logger.error("%s; recording of run %s stops here", message, run_id)
 
-    def _flag_failed(self, run_id: str, record: RunRecord) -> None:
+    def _flag_failed(self, run_id: str, finish: dict[str, Any]) -> None:
         """Say on the run row that recording stopped, and why (now, or when the database is
         reachable again: at this recorder's next write or abandon(); if the process dies first,
         the next store opened on this host marks the run `interrupted`). A run whose start
         was given up is written then too (its row, agents and task), flagged."""
         note = f"recording failed, the store stops before this: {self.failures[run_id]}"
-        values = {**finish_values(record, "error"), "error": note}
+        values = {**finish, "status": "error", "error": note}
         start = self._lost_starts.get(run_id)
         try:
             with self.store.write("flag a run whose recording failed") as conn:
@@ -403,17 +432,17 @@ class StoreRecorder:
                         runs.c.run_id == run_id)).first() is None:
                     row, specs, task = start
                     insert_run(conn, row, specs)
-                    conn.execute(insert(messages), [message_row(run_id, 0, 0, task)])
+                    conn.execute(insert(messages), [task])
                 conn.execute(update(runs).where(runs.c.run_id == run_id).values(**values))
         except StoreError:
-            self._unflagged[run_id] = record  # the database is still unreachable
+            self._unflagged[run_id] = finish  # the database is still unreachable
         else:
             self._unflagged.pop(run_id, None)
             self._lost_starts.pop(run_id, None)
 
     def _flag_unflagged(self) -> None:
-        for run_id, record in list(self._unflagged.items()):
-            self._flag_failed(run_id, record)
+        for run_id, finish in list(self._unflagged.items()):
+            self._flag_failed(run_id, finish)
             if run_id in self._unflagged:
                 return  # still unreachable: try again later
 
@@ -481,10 +510,10 @@ class StoreRecorder:
             for log in open_logs:
                 if log.start is not None:  # never written: its task had not been posted yet
                     row, specs = log.start
-                    task = log.task or Message(role="User", content=row["task"],
-                                               timestamp=row["started_at"])
+                    task = log.task or message_row(log.run_id, 0, 0, Message(
+                        role="User", content=row["task"], timestamp=row["started_at"]))
                     insert_run(conn, row, specs)
-                    conn.execute(insert(messages), [message_row(log.run_id, 0, 0, task)])
+                    conn.execute(insert(messages), [task])
             conn.execute(update(runs).where(runs.c.run_id.in_([g.run_id for g in open_logs]),
                                             runs.c.status == "running")
                          .values(status=status, error=error, ended_at=utc_now()))

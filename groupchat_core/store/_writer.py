@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
+from itertools import chain
 from operator import attrgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, Dialect, Table, insert
 
@@ -112,18 +113,26 @@ class CompiledInsert:
             sql = self._statements.get(size)
             if sql is None:
                 sql = self._statements[size] = self._head + ", ".join([self._row] * size)
-            cursor.execute(sql, [v for row in rows[start:start + size] for v in row])
+            cursor.execute(sql, list(chain.from_iterable(rows[start:start + size])))
             start, left = start + size, left - size
 
 
-TurnRows = tuple[Turn, Sequence[Bid], dict[str, Any] | None]
-"""One completed turn as the writer takes it: its Turn, its bids, its message row (or None)."""
+class TurnRows(NamedTuple):
+    """One completed turn as the writer takes it: plain values only (str, int, float, bool,
+    None), taken from the engine's records when the turn completed (`TurnWriter.rows`), so
+    nothing done to those records afterwards (by an observer, on any thread) reaches the store."""
+
+    number: int  # the turn number
+    bids: list[Any]  # the bid rows, as CompiledInsert.params makes them
+    turn: Any  # the turn row
+    message: Any | None  # the posted message's row, or None
 
 
 class TurnWriter:
-    """Writes completed turns' rows (bids, turns, messages) inside the caller's transaction.
+    """Turns a completed turn into rows (`rows`, when the turn completes) and writes rows of
+    several turns (`write_turns`) inside the caller's transaction.
 
-    Several turns go in one `executemany` per table: when turns come faster than the database
+    Several turns go in one multi-row INSERT per table: when turns come faster than the database
     commits them (an offline chat), the recorder writes those queued so far together.
     """
 
@@ -139,21 +148,31 @@ class TurnWriter:
             return (run_id, *self._bid_values(bid))
         return {"run_id": run_id, **{k: getattr(bid, k) for k in self._bid_fields}}
 
-    def _turn_row(self, run_id: str, turn: Turn) -> Any:
+    def turn_row(self, run_id: str, turn: Turn) -> Any:
         row = {"run_id": run_id, **{k: getattr(turn, k) for k in self._turn_fields}}
         return self.turns.params([row[c] for c in self.turns.columns])
+
+    def rows(self, run_id: str, turn: Turn, turn_bids: Sequence[Bid],
+             message: dict[str, Any] | None, turn_row: Any = None) -> TurnRows:
+        """One turn's rows (`message` as message_row makes it; `turn_row` when already taken
+        by `turn_row`), copied out of the records."""
+        return TurnRows(
+            turn.turn, [self._bid_row(run_id, b) for b in turn_bids],
+            self.turn_row(run_id, turn) if turn_row is None else turn_row,
+            None if message is None else self.messages.params(
+                [message[c] for c in self.messages.columns]))
 
     def write(self, conn: Connection, run_id: str, turn: Turn, turn_bids: Sequence[Bid],
               message: dict[str, Any] | None) -> None:
         """One turn's rows."""
-        self.write_turns(conn, run_id, [(turn, turn_bids, message)])
+        self.write_turns(conn, run_id, [self.rows(run_id, turn, turn_bids, message)])
 
     def write_turns(self, conn: Connection, run_id: str, items: Sequence[TurnRows]) -> None:
-        """Every row of these turns, in turn order: one executemany per table."""
-        bid_rows = [self._bid_row(run_id, b) for _, turn_bids, _ in items for b in turn_bids]
-        turn_rows = [self._turn_row(run_id, turn) for turn, _, _ in items]
-        message_rows = [self.messages.params([m[c] for c in self.messages.columns])
-                        for _, _, m in items if m is not None]
+        """Every row of these turns (`run_id`'s, as `rows` made them), in turn order: one
+        multi-row INSERT (or executemany) per table."""
+        bid_rows = list(chain.from_iterable(item.bids for item in items))
+        turn_rows = [item.turn for item in items]
+        message_rows = [item.message for item in items if item.message is not None]
         cursor = conn.connection.cursor()
         try:
             self.bids.insert_rows(cursor, bid_rows)

@@ -30,7 +30,8 @@ from . import logic
 __all__ = ["AGENT_KEYS", "OTHER_MODEL", "agent_form_values", "fill_agent_form",
            "on_ask_delete_agent", "on_confirm_delete_agent", "on_confirm_preset",
            "on_delete_agent", "on_duplicate_agent", "on_edit_agent", "on_import_agents",
-           "on_load_preset", "on_move_agent", "on_new_agent", "on_save_agent"]
+           "on_load_preset", "on_move_agent", "on_new_agent", "on_save_agent",
+           "ask_to_show_form", "SCROLL_KEY"]
 
 OTHER_MODEL = "other: a litellm model string"
 AGENT_KEYS = {
@@ -120,6 +121,17 @@ def on_edit_agent(name: str) -> None:
         session.notify("error", str(exc))
         return
     session.editing, session.form_errors = name, {}
+    ask_to_show_form()
+
+
+def ask_to_show_form() -> None:
+    """Have the next render bring the agent form into view (`view.show_form_once`): on a phone
+    the form sits below the list, so an Edit click left it off-screen. A counter, not a flag,
+    so a second Edit scrolls again."""
+    st.session_state[SCROLL_KEY] = int(st.session_state.get(SCROLL_KEY) or 0) + 1
+
+
+SCROLL_KEY = "agent_form_scroll"
 
 
 def on_new_agent() -> None:

@@ -86,7 +86,7 @@ def agent_form(editing: str | None, errors: Mapping[str, str],
     if AGENT_KEYS["agent_name"] not in st.session_state:
         actions.fill_agent_form(None, SIM_MODELS[0])
     k = AGENT_KEYS
-    with st.form("agent_form"):
+    with st.container(key="agent_form_box"), st.form("agent_form"):
         if editing is None:
             st.markdown("**New agent**")
         else:
@@ -118,6 +118,27 @@ def agent_form(editing: str | None, errors: Mapping[str, str],
             _advanced_fields(errors)
         st.form_submit_button("Save agent" if editing is None else "Save changes",
                               key="save_agent", type="primary", on_click=on_save)
+
+
+# Scrolls the agent form into view; run once per Edit click (the counter makes each script new).
+_SHOW_FORM = """<script>/* {n} */
+(() => {{ const form = () => document.querySelector('.st-key-agent_form_box');
+  let tries = 0;
+  const go = () => {{ const el = form();
+    if (el) {{ el.style.scrollMarginTop = '4rem';
+      el.scrollIntoView({{block: 'start', behavior: 'instant'}}); return; }}
+    if (tries++ < 50) setTimeout(go, 50); }};
+  requestAnimationFrame(go); }})();
+</script>"""
+
+
+def show_form_once() -> None:
+    """After an Edit click, scroll the agent form into view once (layout only: the script
+    names no data). Reruns without a new click leave the page where the user put it."""
+    wanted = int(st.session_state.get(actions.SCROLL_KEY) or 0)
+    if wanted and st.session_state.get("agent_form_scrolled") != wanted:
+        st.session_state["agent_form_scrolled"] = wanted
+        st.html(_SHOW_FORM.format(n=wanted), unsafe_allow_javascript=True)
 
 
 def _advanced_fields(errors: Mapping[str, str]) -> None:

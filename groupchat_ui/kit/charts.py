@@ -94,11 +94,13 @@ def _failed(bids: pd.DataFrame) -> pd.Series:
 
 
 def _mark(rows: pd.DataFrame, offset: float, name: str, marker: dict[str, Any],
-          what: str) -> go.Scatter | go.Scattergl:
-    """Marks beside the cells of `rows` (turn + offset), hovering as the cell's turn; drawn with
-    WebGL past CELL_TEXT_MAX marks (thousands of SVG markers keep a browser busy for seconds)."""
-    trace = go.Scattergl if len(rows) > CELL_TEXT_MAX else go.Scatter
-    return trace(
+          what: str) -> go.Scatter:
+    """Marks beside the cells of `rows` (turn + offset), hovering as the cell's turn. Always SVG,
+    never WebGL (`Scattergl`): on a machine without a GPU, Chromium draws WebGL in software
+    (SwiftShader), and the WebGL trace's set-up alone cost more than 1,000 SVG stars (Plotly's
+    first draw of the 1,000-turn heatmap: ~850 ms with WebGL stars, ~530 ms with SVG ones,
+    ~190 ms with none; BENCHMARKS.md, dashboard findings)."""
+    return go.Scatter(
         x=[int(t) + offset for t in rows["turn"]], y=list(rows["agent"]), mode="markers",
         name=name, marker=marker, customdata=[int(t) for t in rows["turn"]],
         hovertemplate=f"{what}: %{{y}}, turn %{{customdata}}<extra></extra>")

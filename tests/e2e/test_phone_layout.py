@@ -16,7 +16,7 @@ from groupchat_core import Agent, GroupChat
 from groupchat_core.store import RunStore
 from groupchat_core.testing import ScriptedBids
 
-from .conftest import SCREENSHOTS, WAIT_MS, expect, status_line, wait_idle, wait_plots
+from .conftest import SCREENSHOTS, WAIT_MS, expect, fresh, status_line, wait_idle, wait_plots
 
 PHONE = {"width": 390, "height": 844}
 SHOTS = SCREENSHOTS / "phone"  # artifacts/ (git-ignored), like every e2e screenshot
@@ -119,3 +119,38 @@ def test_run_fits_a_phone(app_server: str, phone: Any):
     # The run's six summary cards: three per row on a phone (two rows), not six rows.
     tops = phone.evaluate(TOPS, '.st-key-cards_summary [data-testid="stMetric"]')
     assert len(tops) == 6 and len({round(t) for t in tops}) == 2, tops
+
+
+def test_edit_brings_the_agent_form_into_view_on_a_phone(app_server: str, app_db_url: str,
+                                                         phone: Any):
+    """Issue 11: at 390x844 the form sits below the list of agents, and Edit opened it
+    off-screen. Now the form scrolls into view, its title and name field on the screen."""
+    names = [f"PhoneEdit{i}" for i in range(6)]
+    RunStore(app_db_url).save_agents([Agent(agent_name=n, model_name="sim/eager",
+                                            system_prompt=f"Agent {n} for the phone test.")
+                                      for n in names])
+    edit = fresh(phone, f".st-key-agent_edit_{names[1]} button").filter(visible=True)
+    phone.goto(f"{app_server}/agents")
+    for _ in range(30):  # the page reads saved agents through a cache of a few seconds
+        wait_idle(phone)
+        if edit.count():
+            break
+        phone.wait_for_timeout(1_000)
+        phone.reload()
+    expect(edit).to_be_visible(timeout=WAIT_MS)
+    assert_fits(phone)
+    form = fresh(phone, ".st-key-agent_form_box")
+    expect(form).not_to_be_in_viewport()  # below the list: why it must scroll
+    for _ in range(3):  # a rerun landing on the tap swallows it: tap again while not editing
+        wait_idle(phone)
+        edit.tap()
+        try:
+            expect(form.get_by_text(f"Edit {names[1]}", exact=True)).to_be_attached(
+                timeout=10_000)
+            break
+        except AssertionError:
+            continue
+    expect(form.get_by_text(f"Edit {names[1]}", exact=True)).to_be_in_viewport(timeout=WAIT_MS)
+    expect(form.locator(".st-key-agent_form_name input")).to_be_in_viewport()
+    expect(form.locator(".st-key-agent_form_name input")).to_have_value(names[1])
+    shot(phone, "after-agents-edit-phone-test")

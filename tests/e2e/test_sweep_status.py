@@ -3,8 +3,10 @@ caption, the progress bar, the Results header and the sidebar (issue 11).
 
 Before, the caption sat at "0 / 12 cells" until the sweep ended, the bar said "2 of 24 cells
 done" while Results said "0 / 24 cells finished" and the sidebar "0 running". Each place now
-redraws on its own timer, so the test waits for a moment when all four agree (they share one
-store read) while a cell is still running, and for all four to read "finished" at the end.
+redraws on its own timer (every 0.5 s), so the test waits for a moment when all four agree
+while a cell is still running, and for all four to read "finished" at the end. A turn lasts a
+second here, so between two turns the status stands still for longer than any place takes to
+redraw: the four places get a stable moment to agree on every turn, even on a busy machine.
 """
 
 from __future__ import annotations
@@ -44,9 +46,7 @@ FOUR_PLACES = """() => {
     bar: bars.length ? bars[0].innerText.trim() : null,
   };
 }"""
-# While a cell runs, the page's caption counts its turns before any cell finished. (The four
-# places are compared exactly once the sweep has finished, below: while it runs each redraws on
-# its own timer and a busy machine can keep them a redraw apart for the whole sweep.)
+# While a cell runs, the page's caption counts its turns before any cell finished.
 RUNNING_WITH_TURNS = "() => { const s = (" + FOUR_PLACES + """)();
   const m = s.caption && s.caption.match(
     /^sweep status: running · (\\d+) \\/ 4 cells finished · 1 running \\((\\d+) turns? so far\\)$/);
@@ -56,6 +56,13 @@ MOVED_ON = "(first) => { const s = (" + FOUR_PLACES + """)();
   const m = s.caption && s.caption.match(
     /(\\d+) \\/ 4 cells finished(?: · 1 running \\((\\d+))?/);
   return m && (Number(m[1]) > 0 || Number(m[2]) > first) ? s.caption : null; }"""
+# While the sweep runs, the four places read the same: the caption, Results and the sidebar the
+# same line, the bar its counts (the line after "sweep status: running · ").
+AGREE_RUNNING = "() => { const s = (" + FOUR_PLACES + """)();
+  const m = s.caption && s.caption.match(
+    /^sweep status: running · (\\d+ \\/ 4 cells finished · 1 running \\((\\d+) turns? so far\\))$/);
+  return m !== null && Number(m[2]) > 0 && s.results === s.caption && s.sidebar === s.caption
+    && s.bar === m[1] ? s : null; }"""
 FINISHED = "sweep status: finished · 4 / 4 cells finished"
 
 
@@ -86,9 +93,9 @@ def start_sweep(page, attempts: int = 3) -> None:
 def test_a_sim_sweeps_status_moves_per_turn_and_reads_the_same_everywhere(
         app_server, app_db_url, page):
     suffix = uuid.uuid4().hex[:6]
-    # Slow enough that a cell runs for seconds: the four places must get a moment to agree
-    # while it runs (each redraws every 0.5 s on its own).
-    agents = DEBATE_TRIO.build_agents(latency_s=0.15)
+    # A turn lasts a second: the status stands still between turns for longer than each place
+    # takes to redraw (0.5 s), so the four places have a stable moment to agree while it runs.
+    agents = DEBATE_TRIO.build_agents(latency_s=1.0)
     for agent in agents:
         agent.agent_name = f"0-{suffix}-{agent.agent_name}"
     store = RunStore(app_db_url)
@@ -115,7 +122,7 @@ def test_a_sim_sweeps_status_moves_per_turn_and_reads_the_same_everywhere(
 
     fill(page, "sw_threshold", "0.01, 0.02")  # low: nobody lulls, every cell runs all turns
     fill(page, "sw_recency_penalty", "0")
-    fill(page, "sw_max_loops", "30")
+    fill(page, "sw_max_loops", "6")  # 5 turns of a second per cell
     fill(page, "sw_repeats", "2")
     fill(page, "sw_concurrency", "1")
     estimate = fresh(page, '[data-testid="stMarkdownContainer"]').filter(has_text="4 cells")
@@ -138,6 +145,11 @@ def test_a_sim_sweeps_status_moves_per_turn_and_reads_the_same_everywhere(
     page.set_viewport_size({"width": 1280, "height": 1000})
     later = page.wait_for_function(MOVED_ON, arg=first, timeout=WAIT_MS).json_value()
     assert later != seen  # it moved on while the sweep ran, not only at the end
+
+    # While it runs, at a moment the status stands still, all four places read the same.
+    agreed = page.wait_for_function(AGREE_RUNNING, timeout=WAIT_MS).json_value()
+    assert agreed["caption"].startswith("sweep status: running · ")
+    assert agreed["results"] == agreed["sidebar"] == agreed["caption"]
 
     done = page.wait_for_function(
         "() => { const s = (" + FOUR_PLACES + ")(); return s.caption === '" + FINISHED +
