@@ -185,6 +185,9 @@ def _floor(snap: JobSnapshot) -> None:
         st.info(f"Turn {last.turn}: lull, so the chat ended.", icon=":material/pause_circle:")
     _bidding_floor(bids, threshold, penalty, agents, key=f"floor_{snap.id}")
     if snap.turns:
+        # A heading line between chart and table: the table's hover toolbar sits above its top
+        # edge and otherwise covers the chart's last agent name on a phone.
+        st.caption("Past turns, newest first")
         st.dataframe(logic.past_turns(snap.turns, snap.bids_by_turn, agents), hide_index=True,
                      key=f"turns_{snap.id}")
 
