@@ -59,6 +59,7 @@ class CellResult(BaseModel):
     cache_hits: int
     cost_usd: float
     error: str | None = None
+    worker: str | None = None  # which worker ran it (host/node/pid), for remote executors
 
     @classmethod
     def from_record(cls, cell: str, record: RunRecord, error: str | None = None) -> CellResult:
