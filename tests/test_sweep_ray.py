@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -28,6 +28,10 @@ AGENTS = [{"agent_name": n, "system_prompt": p, "model_name": "sim/balanced",
           for n, p in (("Optimist", "You argue for the benefits."),
                        ("Pessimist", "You argue for the risks."),
                        ("Realist", "You seek a balanced analysis."))]
+
+
+def slow(latency):
+    return [{**a, "litellm_kwargs": {"sim_latency": latency}} for a in AGENTS]
 
 
 def spec(**changes):
@@ -66,26 +70,30 @@ def sqlite_store(tmp_path):
 
 
 def killer(store, kill_index: int):
-    """A watch that SIGKILLs the worker process running cell `kill_index` (once) from its
-    third turn on, as soon as its run is in the store (a partial run to clean up)."""
+    """A watch that SIGKILLs the worker process running cell `kill_index` at its third turn,
+    once its run is in the store (a partial run to clean up), and remembers the pid."""
     seen: dict[str, object] = {"killed": None}
-    lock = threading.Lock()
 
     def watch(job, item):
         if item["kind"] == "hello":
             seen[f"pid:{job.cell}"] = item["pid"]
-        elif item["kind"] == "turn" and job.index == kill_index:
-            turns = seen.get(f"turns:{job.cell}", 0) + 1
+        elif item["kind"] == "turn" and job.index == kill_index and seen["killed"] is None:
+            turns = int(seen.get(f"turns:{job.cell}", 0)) + 1
             seen[f"turns:{job.cell}"] = turns
-            with lock:
-                if turns >= 3 and seen["killed"] is None and in_store(store, item["run_id"]):
-                    seen["killed"] = seen[f"pid:{job.cell}"]
-                    os.kill(int(seen[f"pid:{job.cell}"]), signal.SIGKILL)
+            if turns >= 3:
+                deadline = time.monotonic() + 5
+                while not in_store(store, item["run_id"]) and time.monotonic() < deadline:
+                    time.sleep(0.01)  # the worker's (or driver's) writer commits within 50 ms
+                seen["killed"] = seen[f"pid:{job.cell}"]
+                os.kill(int(seen[f"pid:{job.cell}"]), signal.SIGKILL)
     return watch, seen
 
 
 def in_store(store, run_id):
-    return run_id in set(store.list_runs()["run_id"])
+    try:
+        return store.run_info(run_id) is not None
+    except Exception:  # not written yet
+        return False
 
 
 def writer_pids(store, sweep_id):
@@ -113,14 +121,15 @@ def check_every_cell_once(store, sweep, outcome):
 def test_a_sweep_on_ray_survives_a_killed_worker(cluster, backend, request):
     store = (request.getfixturevalue("sqlite_store") if backend == "sqlite"
              else RunStore(request.getfixturevalue("pg_url")))
-    sweep = spec()
-    watch, seen = killer(store, kill_index=2)
+    sweep = spec(base={"max_loops": 8, "agents": slow(0.2)},  # the kill lands mid-cell
+                 grid={"threshold": [0.3, 0.5]})
+    watch, seen = killer(store, kill_index=1)
     events = []
     with RayExecutor(store, watch=watch) as executor:
         assert executor.workers_record is (backend == "postgresql")
         outcome = run_sweep(sweep, store, executor=executor, on_event=events.append)
 
-    assert (outcome.status, outcome.cells_done) == ("finished", 6)
+    assert (outcome.status, outcome.cells_done) == ("finished", 4)
     assert seen["killed"] is not None
     runs = check_every_cell_once(store, sweep, outcome)
     lost = runs[runs["status"] != "finished"]  # the killed attempt: kept, flagged, not counted
@@ -134,7 +143,7 @@ def test_a_sweep_on_ray_survives_a_killed_worker(cluster, backend, request):
             == bids.groupby("run_id")["calls"].sum().reindex(finished["run_id"])).all()
     done = [e for e in events if isinstance(e, CellFinished)]
     workers = Counter(e.worker.split("/")[1] for e in done)  # by node
-    assert len(workers) == 2 and sum(workers.values()) == 6  # both worker nodes ran cells
+    assert len(workers) == 2 and sum(workers.values()) == 4  # both worker nodes ran cells
     assert all(str(seen["killed"]) not in e.worker for e in done if e.cell == killed_cell)
     pids = writer_pids(store, outcome.sweep_id)
     if backend == "postgresql":
@@ -186,3 +195,22 @@ def test_keys_reach_workers_through_the_runtime_env_never_the_store(cluster, sql
     session = Path(ray._private.worker._global_node.get_session_dir_path())
     leaked = [p for p in session.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
     assert leaked == []  # nor in the cluster's logs
+
+
+def test_the_cli_runs_a_sweep_on_ray_and_refuses_a_stray_address(cluster, tmp_path, capsys):
+    import json
+
+    from groupchat_core.cli import main
+
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps(spec(grid={"threshold": [0.4, 0.6]}, repeats=1).to_data()))
+    made, _ = cluster
+    code = main(["sweep", str(path), "--executor", "ray", "--ray-address", made.address,
+                 "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 0 and "finished: 2/2 cells done" in out
+    store = RunStore()
+    assert set(store.list_runs()["status"]) == {"finished"}
+    dispose_engines()
+    assert main(["sweep", str(path), "--ray-address", made.address]) == 2
+    assert "--ray-address only applies with --executor ray" in capsys.readouterr().err

@@ -25,9 +25,10 @@ crossed plus those in the turn batches not yet delivered, i.e. at most `concurre
 (agents + one turn's bids) calls; nothing new starts after the crossing is seen.
 
 Keys: provider keys never travel in the CellJob (it holds no secrets). Workers get them from the
-driver's environment through Ray's runtime_env `env_vars`, only the variables the cells' agents
-need (and GROUPCHAT_DB for a server store); Ray keeps them in the cluster's memory, not in the
-store, the job or the logs.
+driver's environment, only the variables the cells' agents need (and GROUPCHAT_DB for a server
+store), as a separate small task argument (`Secrets`): inline in the task, in memory. Not
+through runtime_env `env_vars`: Ray's runtime-env agent writes those into its log files (the
+tests check the cluster's session folder for a key).
 
 Faults: when a worker dies mid-cell (its process killed, its node lost), the driver flags the
 partial run `error` ("its Ray worker died"), keeps the cell's claim (the driver still owns it)
@@ -163,12 +164,9 @@ class RayExecutor:
         failures: list[str] = []
         for attempt in range(self.retries + 1):
             state = _Attempt()
-            options: dict[str, Any] = {"num_cpus": self.cpus_per_cell}
-            env_vars = self._env_vars(job)
-            if env_vars:
-                options["runtime_env"] = {"env_vars": env_vars}
-            stream = self._remote.options(**options).remote(
-                job.model_dump(), self.workers_record, self.bid_cache)
+            stream = self._remote.options(num_cpus=self.cpus_per_cell).remote(
+                job.model_dump(), self.workers_record, self.bid_cache,
+                Secrets(self._env_vars(job)))
             try:
                 async for ref in stream:
                     self._take(job, state, await ref, usage)
@@ -259,6 +257,18 @@ class RayExecutor:
                 status=status, error=reason, ended_at=utc_now()))
 
 
+class Secrets:
+    """Keys for one task, passed as a task argument: small arguments travel inline in the task
+    (in memory, over Ray's RPC), never in Ray's logs, unlike runtime_env env_vars (which Ray's
+    runtime-env agent writes to its log files). Its repr never shows them."""
+
+    def __init__(self, values: dict[str, str]) -> None:
+        self.values = values
+
+    def __repr__(self) -> str:
+        return f"Secrets({sorted(self.values)})"
+
+
 # --- on the worker ----------------------------------------------------------------------------
 
 
@@ -290,8 +300,8 @@ def worker_label() -> tuple[str, int, str]:
     return f"{me.hostname}/{node}/pid {me.pid}", me.pid, me.hostname
 
 
-def run_cell_stream(job_data: dict[str, Any], workers_record: bool,
-                    bid_cache: bool | None) -> Iterator[dict[str, Any]]:
+def run_cell_stream(job_data: dict[str, Any], workers_record: bool, bid_cache: bool | None,
+                    secrets: Secrets) -> Iterator[dict[str, Any]]:
     """The Ray task of one cell: runs its chat, streaming what the driver needs turn by turn.
 
     Items: {"kind": "hello"} first (who runs it), then one {"kind": "turn"} per completed turn
@@ -301,6 +311,7 @@ def run_cell_stream(job_data: dict[str, Any], workers_record: bool,
     from .._loop import background_loop
 
     job = CellJob.model_validate(job_data)
+    os.environ.update(secrets.values)  # litellm reads keys from the environment
     label, pid, host = worker_label()
     yield {"kind": "hello", "worker": label, "pid": pid, "host": host}
 
@@ -310,7 +321,7 @@ def run_cell_stream(job_data: dict[str, Any], workers_record: bool,
         from .._bidcache import BidCache
         from ..store import RunStore
 
-        store = RunStore(os.environ[DB_ENV])
+        store = RunStore(secrets.values[DB_ENV])
         if bid_cache is not False:
             cache = BidCache(store, cache_all=bid_cache is True)
     chat = GroupChat.from_spec(job.spec, bid_cache=cache)
