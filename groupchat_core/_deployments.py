@@ -22,19 +22,21 @@ else None (the model-call code then calls litellm.acompletion as before).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import threading
 from collections.abc import Awaitable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ._errors import ConfigError
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _KEYISH = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|API_BASE|BASE_URL", re.I)
 MAX_DEPLOYMENTS = 64
+COOLDOWN_S = 30.0
 # Per-request settings of the model-call seam that name one endpoint: a routed call drops them
 # (they would override the deployment the Router picked).
 _ENDPOINT_KWARGS = ("api_base", "api_key", "client", "base_url")
@@ -81,11 +83,12 @@ def parse_deployments(data: Any, where: str = "deployments") -> Deployments:
                               "deployments")
         try:
             found = [Deployment.model_validate(item) for item in items]
-        except ValueError as exc:
-            first = str(exc).splitlines()
-            raise ConfigError(f"{where}.{model}: {first[-1].strip() if first else exc} (each "
-                              "deployment takes name, model, api_base, api_key_env, rpm, "
-                              "tpm)") from None
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(str(p) for p in err["loc"]) or "deployment"
+            text = str(err["msg"]).removeprefix("Value error, ")
+            raise ConfigError(f"{where}.{model}: {field}: {text} (each deployment takes name, "
+                              "model, api_base, api_key_env, rpm, tpm)") from None
         names = [d.name for d in found]
         if len(set(names)) != len(names):
             raise ConfigError(f"{where}.{model}: deployment names must be unique")
@@ -121,8 +124,16 @@ def model_list(deployments: Deployments, env: Mapping[str, str] | None = None
             if d.tpm:
                 params["tpm"] = d.tpm
             out.append({"model_name": group, "litellm_params": params,
-                        "model_info": {"id": d.name}})
+                        "model_info": {"id": deployment_id(group, d)}})
     return out
+
+
+def deployment_id(group: str, d: Deployment) -> str:
+    """The Router's id of a deployment: its name, plus a digest of where it points (the Router
+    keeps rpm/tpm usage per id for the minute, across Routers of the process: two deployments
+    that share a name but not an endpoint must not share a count)."""
+    digest = hashlib.sha256(f"{group}\n{d.model}\n{d.api_base}".encode()).hexdigest()[:12]
+    return f"{d.name}#{digest}"
 
 
 class _Registry:
@@ -144,12 +155,19 @@ class _Registry:
         with self.lock:
             if self.router is None and self.deployments:
                 from litellm import Router
+                from litellm.types.router import AllowedFailsPolicy, RetryPolicy
 
                 self.router = Router(
                     model_list=model_list(self.deployments),
                     routing_strategy="usage-based-routing-v2",  # honours rpm / tpm
                     num_retries=0,  # the engine's retries count and bound every call
-                    allowed_fails=1, cooldown_time=30,  # a failing deployment sits out 30 s
+                    # a deployment that fails (5xx, timeout, refused) sits out COOLDOWN_S; one
+                    # at its rpm/tpm is only skipped while it is (not a fault)
+                    allowed_fails=0, cooldown_time=COOLDOWN_S,
+                    allowed_fails_policy=AllowedFailsPolicy(RateLimitErrorAllowedFails=10**6),
+                    # a deployment found at its limit when the call starts (concurrent bids
+                    # race for the last slot): the Router picks another one at once
+                    retry_policy=RetryPolicy(RateLimitErrorRetries=3),
                     enable_pre_call_checks=False)
             return self.router
 
@@ -180,7 +198,10 @@ def routed_call(kwargs: dict[str, Any]) -> Awaitable[Any] | None:
     if model not in _registry.deployments:
         return None
     router = _registry.get_router()
-    request = {k: v for k, v in kwargs.items() if k not in _ENDPOINT_KWARGS}
+    # num_retries=0 from the engine would also switch off the Router's retry on a deployment
+    # found at its limit (no request made); the engine's own retries stay as they are
+    request = {k: v for k, v in kwargs.items() if k not in _ENDPOINT_KWARGS
+               and k != "num_retries"}
     return router.acompletion(**request)  # type: ignore[no-any-return]
 
 
@@ -190,9 +211,9 @@ def deployment_of(response: Any) -> str | None:
     model_id = hidden.get("model_id")
     if model_id is None:
         return None
-    for items in _registry.deployments.values():
+    for group, items in _registry.deployments.items():
         for d in items:
-            if d.name == model_id:
+            if deployment_id(group, d) == model_id:
                 return d.name
     return None
 

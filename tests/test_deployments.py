@@ -1,0 +1,146 @@
+"""Several deployments of one model, load-balanced by litellm's Router, over real HTTP to two
+(or three) local fake OpenAI servers: calls spread, per-deployment rpm respected, a failing
+deployment routed around, each bid records its deployment."""
+
+from __future__ import annotations
+
+import contextvars
+import itertools
+from collections import Counter
+
+import pytest
+
+from groupchat_core import ConfigError, GroupChat
+from groupchat_core import _deployments as deployments
+from groupchat_core._loop import background_loop
+from groupchat_core.testing._fake_server import FakeOpenAIServer, error, tool_call
+
+
+@pytest.fixture
+def routed_seam(monkeypatch):
+    """The Router hook wired into the model-call seam exactly as docs/sweeps.md ("Several
+    deployments", merge note) says it is merged once _model_calls.py's split lands: the request
+    goes through `routed_call` when the model has deployments, and the reply carries
+    `deployment_of(response)`. Applied here by monkeypatch only because that file is being
+    split right now."""
+    from groupchat_core import _model_calls, _turn_loop
+
+    answered: contextvars.ContextVar[list[str | None] | None] = contextvars.ContextVar(
+        "answered", default=None)
+    one_request = _model_calls._one_request
+    call_litellm = _turn_loop._call_litellm
+
+    async def routed_request(litellm, kwargs):
+        routed = deployments.routed_call(kwargs)
+        if routed is None:
+            return await one_request(litellm, kwargs)
+        response = await routed
+        slot = answered.get()
+        if slot is not None:
+            slot[0] = deployments.deployment_of(response)
+        return response
+
+    async def call(agent, messages):
+        slot: list[str | None] = [None]
+        token = answered.set(slot)
+        try:
+            reply = await call_litellm(agent, messages)
+        finally:
+            answered.reset(token)
+        reply.deployment = slot[0]
+        return reply
+
+    monkeypatch.setattr(_model_calls, "_one_request", routed_request)
+    monkeypatch.setattr(_turn_loop, "_call_litellm", call)
+    yield
+    deployments.use_deployments({})
+
+
+@pytest.fixture
+def servers():
+    made = [FakeOpenAIServer().start() for _ in range(3)]
+    count = itertools.count()
+    for server in made[:2]:  # a new message every time: the chat never stops on a repeat
+        server.set_responder(None, lambda body: tool_call(0.6, f"Point {next(count)}."))
+    made[2].set_responder(None, lambda body: error(500, "this deployment is down"))
+    yield made
+    for server in made:
+        server.stop()
+
+
+def chat(loops: int = 4) -> GroupChat:
+    # The agents' own api_base is any loopback URL: a routed model's endpoint comes from its
+    # deployments (the Router's choice), not from the agent.
+    agents = [{"agent_name": n, "system_prompt": "Speak briefly.", "model_name": "openai/fake",
+               "api_base": "http://127.0.0.1:9/v1", "num_retries": 3}
+              for n in ("Ann", "Bob", "Cy")]
+    return GroupChat.from_spec({"agents": agents, "max_loops": loops, "threshold": 0.1,
+                                "recency_penalty": 0.0}, bid_cache=False)
+
+
+def record_of(chat: GroupChat):
+    """Run on the engine's loop, where litellm's clients (and the Router's) live."""
+    return background_loop().submit(chat.arun_record("Should we?")).result()
+
+
+def test_calls_spread_over_both_deployments_and_each_bid_records_its_own(routed_seam,
+                                                                         servers):
+    a, b, _ = servers
+    deployments.use_deployments({"openai/fake": [{"name": "a", "api_base": a.base_url},
+                                                 {"name": "b", "api_base": b.base_url}]})
+    record = record_of(chat(loops=6))
+    bids = record.bids
+    assert len(bids) == 15 and all(bid.error is None for bid in bids)
+    by_deployment = Counter(bid.deployment for bid in bids)
+    assert set(by_deployment) == {"a", "b"}  # spread, and every bid says which one answered
+    assert (by_deployment["a"], by_deployment["b"]) == (len(a.requests), len(b.requests))
+
+
+def test_a_per_deployment_rpm_limit_is_respected(routed_seam, servers):
+    a, b, _ = servers
+    deployments.use_deployments({"openai/fake": [
+        {"name": "small", "api_base": a.base_url, "rpm": 3},
+        {"name": "big", "api_base": b.base_url, "rpm": 6}]})
+    record = record_of(chat(loops=4))  # 3 turns (the task counts as a message)
+    assert len(record.bids) == 9 and all(bid.error is None for bid in record.bids)
+    # 9 calls within the minute fit only as 3 + 6: each deployment exactly at its limit
+    assert (len(a.requests), len(b.requests)) == (3, 6)
+    used = Counter(bid.deployment for bid in record.bids)
+    assert (used["small"], used["big"]) == (3, 6)
+
+
+def test_a_failing_deployment_is_routed_around(routed_seam, servers):
+    _, b, down = servers
+    deployments.use_deployments({"openai/fake": [
+        {"name": "down", "api_base": down.base_url}, {"name": "up", "api_base": b.base_url}]})
+    record = record_of(chat(loops=4))
+    assert all(bid.error is None for bid in record.bids)  # a failed try is retried elsewhere
+    assert {bid.deployment for bid in record.bids} == {"up"}
+    assert len(down.requests) <= 1  # then it sits out its cooldown
+
+
+def test_a_model_without_deployments_is_not_routed(routed_seam, servers):
+    a, b, _ = servers
+    deployments.use_deployments({"openai/other": [{"name": "b", "api_base": b.base_url}]})
+    agents = [{"agent_name": n, "system_prompt": "Speak.", "model_name": "openai/fake",
+               "api_base": a.base_url} for n in ("Ann", "Bob")]
+    record = record_of(GroupChat.from_spec({"agents": agents, "max_loops": 2,
+                                            "threshold": 0.1}, bid_cache=False))
+    assert {bid.deployment for bid in record.bids} == {None} and not b.requests
+
+
+def test_keys_are_named_by_variable_and_checked(monkeypatch):
+    with pytest.raises(ConfigError, match="api_key_env must be an environment variable name"):
+        deployments.parse_deployments({"m": [{"name": "a", "api_key_env": "sk-live 123"}]})
+    with pytest.raises(ConfigError, match="each deployment takes name"):
+        deployments.parse_deployments({"m": [{"name": "a", "api_key": "sk-123"}]})
+    with pytest.raises(ConfigError, match="names must be unique"):
+        deployments.parse_deployments({"m": [{"name": "a"}, {"name": "a"}]})
+    parsed = deployments.parse_deployments(
+        {"m": [{"name": "east", "api_base": "https://e/v1", "api_key_env": "EAST_KEY"}]})
+    with pytest.raises(ConfigError, match="needs its key in EAST_KEY, which is not set"):
+        deployments.model_list(parsed, env={})
+    monkeypatch.setenv("EAST_KEY", "sk-east")
+    assert deployments.model_list(parsed)[0]["litellm_params"]["api_key"] == "sk-east"
+    assert "sk-east" not in repr(parsed) and "sk-east" not in str(deployments.to_data(parsed))
+    assert deployments.key_variables({"agents": []}, parsed) == ["EAST_KEY"]
