@@ -154,7 +154,7 @@ class _Registry:
     def get_router(self) -> Any:
         with self.lock:
             if self.router is None and self.deployments:
-                from litellm import Router
+                from litellm.router import Router
                 from litellm.types.router import AllowedFailsPolicy, RetryPolicy
 
                 self.router = Router(

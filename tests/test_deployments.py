@@ -144,3 +144,27 @@ def test_keys_are_named_by_variable_and_checked(monkeypatch):
     assert deployments.model_list(parsed)[0]["litellm_params"]["api_key"] == "sk-east"
     assert "sk-east" not in repr(parsed) and "sk-east" not in str(deployments.to_data(parsed))
     assert deployments.key_variables({"agents": []}, parsed) == ["EAST_KEY"]
+
+
+def test_a_sweep_spec_names_deployments_and_its_cells_use_them(routed_seam, servers, tmp_path):
+    from groupchat_core.store import RunStore, dispose_engines
+    from groupchat_core.sweeps import parse_sweep, run_sweep
+
+    a, b, _ = servers
+    agents = [{"agent_name": n, "system_prompt": "Speak.", "model_name": "openai/fake",
+               "api_base": "http://127.0.0.1:9/v1"} for n in ("Ann", "Bob")]
+    sweep = parse_sweep({
+        "name": "routed", "base": {"agents": agents, "max_loops": 3},
+        "grid": {"threshold": [0.1, 0.2]}, "tasks": ["Go"], "repeats": 2, "bid_cache": False,
+        "deployments": {"openai/fake": [{"name": "a", "api_base": a.base_url},
+                                        {"name": "b", "api_base": b.base_url}]}})
+    store = RunStore(f"sqlite:///{tmp_path}/routed.db")
+    outcome = run_sweep(sweep, store)
+    assert outcome.status == "finished" and outcome.calls == 16
+    assert a.requests and b.requests and len(a.requests) + len(b.requests) == 16
+    assert store.get_sweep(outcome.sweep_id)["grid"]["deployments"]["openai/fake"][0] == {
+        "name": "a", "api_base": a.base_url}  # names and endpoints only: no key anywhere
+    dispose_engines()
+    with pytest.raises(ConfigError, match="api_key"):
+        parse_sweep({**sweep.to_data(), "deployments": {"openai/fake": [
+            {"name": "a", "api_key": "sk-live"}]}})

@@ -147,9 +147,9 @@ class RayExecutor:
     def _env_vars(self, job: CellJob) -> dict[str, str]:
         """The driver's variables this cell's workers need: agents' key variables, and the
         store's URL when workers record (never written into the job)."""
-        from .._deployments import key_variables
+        from .._deployments import key_variables, parse_deployments
 
-        names = set(key_variables(job.spec))
+        names = set(key_variables(job.spec, parse_deployments(job.deployments)))
         found = {name: self.env[name] for name in sorted(names) if self.env.get(name)}
         if self.workers_record:
             found[DB_ENV] = self.store.url
@@ -324,6 +324,10 @@ def run_cell_stream(job_data: dict[str, Any], workers_record: bool, bid_cache: b
         store = RunStore(secrets.values[DB_ENV])
         if bid_cache is not False:
             cache = BidCache(store, cache_all=bid_cache is True)
+    if job.deployments:
+        from .._deployments import use_deployments
+
+        use_deployments(job.deployments)
     chat = GroupChat.from_spec(job.spec, bid_cache=cache)
     events: queue.SimpleQueue[Any] = queue.SimpleQueue()
     recorder = None if store is None else store.attach(chat, sweep_id=job.sweep_id,
