@@ -162,6 +162,9 @@ def test_a_sweep_spec_names_deployments_and_its_cells_use_them(routed_seam, serv
     outcome = run_sweep(sweep, store)
     assert outcome.status == "finished" and outcome.calls == 16
     assert a.requests and b.requests and len(a.requests) + len(b.requests) == 16
+    bids = store.bids(list(store.list_runs(sweep_id=outcome.sweep_id)["run_id"]))
+    used = bids["deployment"].value_counts()  # the store keeps which deployment answered
+    assert (used["a"], used["b"]) == (len(a.requests), len(b.requests))
     assert store.get_sweep(outcome.sweep_id)["grid"]["deployments"]["openai/fake"][0] == {
         "name": "a", "api_base": a.base_url}  # names and endpoints only: no key anywhere
     dispose_engines()

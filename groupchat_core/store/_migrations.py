@@ -80,8 +80,13 @@ def _v4_to_v5(conn: Connection) -> None:
     _add_columns(conn, "agents", ("position",), 5)
 
 
+def _v5_to_v6(conn: Connection) -> None:
+    """v6: bids.deployment (which deployment of a model answered; NULL for earlier bids)."""
+    _add_columns(conn, "bids", ("deployment",), 6)
+
+
 STEPS: dict[int, Callable[[Connection], None]] = {  # from version -> next
-    1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5}
+    1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6}
 
 
 def ensure_schema(engine: Engine) -> None:

@@ -19,6 +19,9 @@ Version history (see migrations.py):
        (see store/_sweeps.py)
     5  agents.position: the order of the saved agents (the Agents page's list), which is a
        parameter of an experiment (ties go to the earlier agent), so it survives a reload
+    6  bids.deployment: which deployment of a model answered (several deployments load-balanced
+       by litellm's Router, _deployments.py); NULL for a model with one endpoint
+       (to be renumbered 7 when the owner/versions schema lands as 6)
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from sqlalchemy import (
     false,
 )
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 RUN_STATUSES = ("running", "finished", "cancelled", "error", "interrupted")
 
 
@@ -173,6 +176,8 @@ def _messages(md: MetaData) -> None:
 def _bids(md: MetaData, version: int) -> None:
     extra: list[Column[Any]] = [] if version < 3 else [
         Column("cached", Boolean, nullable=False, server_default=false())]
+    if version >= 6:
+        extra.append(Column("deployment", String(100)))
     Table(
         "bids", md,
         Column("run_id", String(64), _run_fk(), primary_key=True),
