@@ -116,7 +116,8 @@ def test_a_failing_deployment_is_routed_around(routed_seam, servers):
     record = record_of(chat(loops=4))
     assert all(bid.error is None for bid in record.bids)  # a failed try is retried elsewhere
     assert {bid.deployment for bid in record.bids} == {"up"}
-    assert len(down.requests) <= 1  # then it sits out its cooldown
+    assert len(down.requests) <= 3  # the first turn's bids at most: then it sits out
+    assert len(b.requests) >= len(record.bids)
 
 
 def test_a_model_without_deployments_is_not_routed(routed_seam, servers):
