@@ -214,3 +214,21 @@ def test_the_cli_runs_a_sweep_on_ray_and_refuses_a_stray_address(cluster, tmp_pa
     dispose_engines()
     assert main(["sweep", str(path), "--ray-address", made.address]) == 2
     assert "--ray-address only applies with --executor ray" in capsys.readouterr().err
+
+
+def test_an_address_where_no_cluster_answers_is_one_line_at_once(tmp_path, capsys):
+    import socket
+
+    from groupchat_core.cli import main
+
+    with socket.socket() as free:  # a port nobody listens on
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    path = tmp_path / "sweep.json"
+    path.write_text(__import__("json").dumps(spec(repeats=1).to_data()))
+    assert main(["sweep", str(path), "--executor", "ray", "--ray-address",
+                 f"127.0.0.1:{port}"]) == 2
+    err = capsys.readouterr().err
+    assert f"no Ray cluster answers at 127.0.0.1:{port}" in err and "Traceback" not in err
+    assert main(["sweep", str(path), "--executor", "ray", "--ray-address", "nonsense"]) == 2
+    assert "is not host:port" in capsys.readouterr().err

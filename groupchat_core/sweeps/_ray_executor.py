@@ -112,6 +112,8 @@ class RayExecutor:
 
         import groupchat_core
 
+        if self._remote is None:
+            _check_reachable(self.address)
         if not ray.is_initialized():
             options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
                                        "logging_level": logging.WARNING,
@@ -255,6 +257,25 @@ class RayExecutor:
                 runs.c.status == "running", runs.c.pid == state.pid,
                 runs.c.hostname == state.hostname).values(
                 status=status, error=reason, ended_at=utc_now()))
+
+
+def _check_reachable(address: str | None, timeout: float = 3.0) -> None:
+    """A host:port address that answers nothing fails at once with one line (ray.init would
+    retry for minutes); "auto", "ray://" and None are left to Ray."""
+    if not address or address == "auto" or "://" in address:
+        return
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise ConfigError(f"--ray-address {address!r} is not host:port (e.g. 10.0.0.5:6379), "
+                          "auto, or ray://host:port")
+    import socket
+
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ConfigError(f"no Ray cluster answers at {address} ({exc.strerror or exc}); "
+                          "start one there (`ray start --head`), or leave --ray-address out to "
+                          "start a local cluster") from None
 
 
 class Secrets:
