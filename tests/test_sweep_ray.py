@@ -1,6 +1,7 @@
 """Sweeps on a real local Ray cluster: a head and two worker nodes (separate raylet processes),
 sim sweeps recorded into SQLite (by the driver) and PostgreSQL (by the workers), a worker
-killed mid-cell, budget caps across workers, keys that reach workers but never the store."""
+killed mid-cell, budget caps across workers, keys that reach workers but never the store or
+Ray's logs, the CLI."""
 
 from __future__ import annotations
 
@@ -171,7 +172,7 @@ def test_a_budget_cap_is_global_across_workers_and_a_resume_finishes(cluster, sq
     check_every_cell_once(store, sweep, resumed)
 
 
-def test_keys_reach_workers_through_the_runtime_env_never_the_store(cluster, sqlite_store,
+def test_keys_reach_workers_as_a_task_argument_never_the_store_or_ray_logs(cluster, sqlite_store,
                                                                    monkeypatch, tmp_path):
     secret = "sk-ray-test-5f1c0ffee"
     monkeypatch.setenv("OPENAI_API_KEY", secret)
