@@ -39,8 +39,7 @@ def main() -> None:
 
     import groupchat_core
     from groupchat_core.store import RunStore
-    from groupchat_core.sweeps import run_sweep
-    from groupchat_core.sweeps._ray_executor import RayExecutor
+    from groupchat_core.sweeps import RayExecutor, run_sweep
 
     folder = tempfile.mkdtemp(prefix="bench-ray-")
     local_store = RunStore(f"sqlite:///{folder}/local.db")

@@ -19,8 +19,12 @@ os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 
 from groupchat_core.store import RunStore, dispose_engines  # noqa: E402
 from groupchat_core.store._migrations import forget_checked  # noqa: E402
-from groupchat_core.sweeps import CellFinished, parse_sweep, run_sweep  # noqa: E402
-from groupchat_core.sweeps._ray_executor import RayExecutor  # noqa: E402
+from groupchat_core.sweeps import (  # noqa: E402
+    CellFinished,
+    RayExecutor,
+    parse_sweep,
+    run_sweep,
+)
 from groupchat_core.testing._fake_server import FakeOpenAIServer, tool_call  # noqa: E402
 
 MB = 2**20

@@ -29,6 +29,7 @@ from ._events import (
 )
 from ._executor import CellJob, CellResult, Executor, LocalExecutor, UsageHook
 from ._plan import SweepPlan, finished_cells, plan_sweep
+from ._ray_executor import RayExecutor
 from ._results import aggregate, heatmap_frame, sweep_results, sweep_summary, t95
 from ._scheduler import SweepRunner, arun_sweep, run_sweep
 from ._spec import (
@@ -57,6 +58,7 @@ __all__ = [
     "Executor",
     "Grid",
     "LocalExecutor",
+    "RayExecutor",
     "SweepEvent",
     "SweepFinished",
     "SweepOutcome",

@@ -48,10 +48,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import update
-
 from .._errors import ConfigError, StoreError
-from .._records import BidReceived, Event, RunFinished, RunStarted, TurnCompleted, utc_now
+from .._records import BidReceived, Event, RunFinished, RunStarted, TurnCompleted
 from ._executor import CellJob, CellResult, UsageHook
 
 if TYPE_CHECKING:
@@ -249,14 +247,9 @@ class RayExecutor:
     def _flag_worker_run(self, job: CellJob, state: _Attempt, status: str,
                          reason: str) -> None:
         """A server store: the dead worker's run left `running` is flagged (by its writer)."""
-        from ..store._schema import runs
-
-        with self.store.write("flag a run whose Ray worker died") as conn:
-            conn.execute(update(runs).where(
-                runs.c.sweep_id == job.sweep_id, runs.c.cell == job.cell,
-                runs.c.status == "running", runs.c.pid == state.pid,
-                runs.c.hostname == state.hostname).values(
-                status=status, error=reason, ended_at=utc_now()))
+        assert state.pid is not None and state.hostname is not None
+        self.store.flag_writer_runs(job.sweep_id, job.cell, pid=state.pid,
+                                    hostname=state.hostname, status=status, reason=reason)
 
 
 def _check_reachable(address: str | None, timeout: float = 3.0) -> None:
@@ -312,13 +305,13 @@ _END = object()
 
 def worker_label() -> tuple[str, int, str]:
     """(label, pid, host) of this Ray worker: its node's id prefix, host and pid."""
+    import socket
+
     import ray
 
-    from ..store._process import this_writer
-
-    me = this_writer()
+    pid, host = os.getpid(), socket.gethostname()  # as the store records a run's writer
     node = ray.get_runtime_context().get_node_id()[:8]
-    return f"{me.hostname}/{node}/pid {me.pid}", me.pid, me.hostname
+    return f"{host}/{node}/pid {pid}", pid, host
 
 
 def run_cell_stream(job_data: dict[str, Any], workers_record: bool, bid_cache: bool | None,
