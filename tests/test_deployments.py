@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextvars
 import itertools
+import time
 from collections import Counter
 
 import pytest
@@ -99,14 +100,15 @@ def test_calls_spread_over_both_deployments_and_each_bid_records_its_own(routed_
 def test_a_per_deployment_rpm_limit_is_respected(routed_seam, servers):
     a, b, _ = servers
     deployments.use_deployments({"openai/fake": [
-        {"name": "small", "api_base": a.base_url, "rpm": 3},
-        {"name": "big", "api_base": b.base_url, "rpm": 6}]})
-    record = record_of(chat(loops=4))  # 3 turns (the task counts as a message)
-    assert len(record.bids) == 9 and all(bid.error is None for bid in record.bids)
-    # 9 calls within the minute fit only as 3 + 6: each deployment exactly at its limit
-    assert (len(a.requests), len(b.requests)) == (3, 6)
+        {"name": "small", "api_base": a.base_url, "rpm": 2},
+        {"name": "big", "api_base": b.base_url, "rpm": 50}]})
+    minute = time.strftime("%H:%M", time.gmtime())
+    record = record_of(chat(loops=4))  # 3 turns of 3 bids (the task counts as a message)
+    windows = 1 if time.strftime("%H:%M", time.gmtime()) == minute else 2  # litellm counts
+    assert len(record.bids) == 9 and all(bid.error is None for bid in record.bids)  # per minute
+    assert 1 <= len(a.requests) <= 2 * windows  # used, but never over its requests per minute
     used = Counter(bid.deployment for bid in record.bids)
-    assert (used["small"], used["big"]) == (3, 6)
+    assert (used["small"], used["big"]) == (len(a.requests), len(b.requests))
 
 
 def test_a_failing_deployment_is_routed_around(routed_seam, servers):
