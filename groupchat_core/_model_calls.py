@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
+from ._deployments import deployment_of, has_deployments
 from ._litellm import litellm_module as litellm_module
 from ._litellm import load_litellm_off_loop as load_litellm_off_loop
 from ._providers import BidRequest as BidRequest  # re-exported: callers route bids via here
@@ -83,7 +84,9 @@ async def call_litellm(agent: Agent, messages: list[dict[str, Any]]) -> ModelRep
     attempts = Attempts(retries_left=agent.num_retries)
     sink = BID_STREAM.get()
     wants_stream = sink is not None
-    stream = wants_stream and streams(cache_key)
+    # A routed model (several deployments, _deployments.py) is asked unstreamed: the Router
+    # picks the deployment per request and says which answered on the whole reply.
+    stream = wants_stream and streams(cache_key) and not has_deployments(agent.model_name)
     while True:
         kwargs = request_kwargs(agent, messages, mode)
         streaming = stream and mode != "json" and sink is not None
@@ -122,7 +125,8 @@ async def call_litellm(agent: Agent, messages: list[dict[str, Any]]) -> ModelRep
             prompt, completion, cost = usage_and_cost(response)
             if wants_stream and mode != "json":
                 path = UNSTREAMED_PATHS.get(path, path)
-        return ModelReply(parsed, path, prompt, completion, cost, calls=attempts.calls)
+        return ModelReply(parsed, path, prompt, completion, cost, calls=attempts.calls,
+                          deployment=None if streaming else deployment_of(response))
 
 
 async def _stream_send(litellm: Any, kwargs: dict[str, Any], *, sink: DeltaSink) -> Any:

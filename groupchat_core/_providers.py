@@ -40,6 +40,7 @@ class ModelReply:
     cost_usd: float | None = None
     calls: int = 1
     cached: bool = False  # served by the bid cache (see _bidcache.py): no call was made
+    deployment: str | None = None  # the deployment that answered (_deployments.py), if routed
 
 
 class InProcessModel(Protocol):

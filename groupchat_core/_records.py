@@ -149,6 +149,11 @@ class Bid(_Record):
     cached: bool = Field(
         default=False,
         description="Whether the bid cache answered it: no model call was made (calls == 0).")
+    deployment: str | None = Field(
+        default=None,
+        description="Which deployment of the model answered (its name in the spec's "
+        "deployments, load-balanced by litellm's Router); null for a model with one endpoint, "
+        "an in-process model, a cache hit or a failed call.")
 
 
 class Turn(_Record):

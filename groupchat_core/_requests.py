@@ -9,6 +9,7 @@ from urllib.parse import urlparse
 
 from ._bidding import FORCED_RESPOND_CHOICE
 from ._bodies import ResponseTooLarge, capped_client_kwargs, in_chain
+from ._deployments import routed_call
 from ._errors import ModelCallError
 from ._tool_modes import JSON_TEXT_INSTRUCTION
 
@@ -85,6 +86,9 @@ async def one_request(litellm: Any, kwargs: dict[str, Any]) -> Any:
     limit = kwargs.get("timeout")
     try:
         async with asyncio.timeout(limit):
+            routed = routed_call(kwargs)  # a model with several deployments: litellm's Router
+            if routed is not None:
+                return await routed
             return await litellm.acompletion(**kwargs, **capped_client_kwargs(litellm, kwargs))
     except TimeoutError as exc:
         raise litellm.Timeout(

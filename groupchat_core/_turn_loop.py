@@ -337,7 +337,7 @@ def _apply_reply(bid: Bid, reply: ModelReply) -> None:
     bid.score, bid.message, bid.error = reply.bid.score, reply.bid.message, reply.bid.error
     bid.path, bid.calls = reply.path, reply.calls
     bid.prompt_tokens, bid.completion_tokens = reply.prompt_tokens, reply.completion_tokens
-    bid.cost_usd, bid.cached = reply.cost_usd, reply.cached
+    bid.cost_usd, bid.cached, bid.deployment = reply.cost_usd, reply.cached, reply.deployment
 
 
 def _turn_row(turn: int, bids: list[Bid], s: Selection) -> Turn:

@@ -83,7 +83,7 @@ def test_a_v5_store_is_upgraded_to_v6_keeping_runs_sweeps_and_agents(store_url):
 
     store = RunStore(store_url)
 
-    assert SCHEMA_VERSION == 6
+    assert SCHEMA_VERSION >= 6  # later versions keep these columns
     assert set(NEW) <= _columns(store_url, "runs") and set(NEW) <= _columns(store_url, "sweeps")
     info = store.run_info("old-run")
     assert (info["task"], info["tags"], info["notes"], info["sweep_id"]) == (

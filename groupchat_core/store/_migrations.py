@@ -89,8 +89,14 @@ def _v5_to_v6(conn: Connection) -> None:
     _add_columns(conn, "sweeps", names, 6)
 
 
+def _v6_to_v7(conn: Connection) -> None:
+    """v7: bids.deployment (which deployment of a model answered; NULL for earlier bids)."""
+    _add_columns(conn, "bids", ("deployment",), 7)
+
+
 STEPS: dict[int, Callable[[Connection], None]] = {  # from version -> next
-    1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6}
+    1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6,
+    6: _v6_to_v7}
 
 
 def ensure_schema(engine: Engine) -> None:

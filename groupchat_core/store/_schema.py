@@ -23,6 +23,8 @@ Version history (see migrations.py):
        subject and display name, or "local" on a server without login; NULL for rows from
        before v6 and for scripts that name no owner), and app_version / litellm_version (the
        code that recorded it)
+    7  bids.deployment: which deployment of a model answered (several deployments load-balanced
+       by litellm's Router, _deployments.py); NULL for a model with one endpoint
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from sqlalchemy import (
     false,
 )
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 RUN_STATUSES = ("running", "finished", "cancelled", "error", "interrupted")
 
 
@@ -187,6 +189,8 @@ def _messages(md: MetaData) -> None:
 def _bids(md: MetaData, version: int) -> None:
     extra: list[Column[Any]] = [] if version < 3 else [
         Column("cached", Boolean, nullable=False, server_default=false())]
+    if version >= 7:
+        extra.append(Column("deployment", String(100)))
     Table(
         "bids", md,
         Column("run_id", String(64), _run_fk(), primary_key=True),

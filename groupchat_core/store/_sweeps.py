@@ -227,6 +227,16 @@ class SweepBook(StoreBase):
                 sweep_cells.c.hostname == me.hostname).values(
                 state="finished" if run_id else "open", run_id=run_id, updated_at=utc_now()))
 
+    def flag_writer_runs(self, sweep_id: str, cell: str, *, pid: int, hostname: str,
+                         status: str, reason: str) -> int:
+        """Close the runs of a cell left `running` by a writer known to be gone (a Ray worker
+        killed mid-cell, sweeps/_ray_executor.py): how many were flagged."""
+        with self.write("flag the runs of a dead worker") as conn:
+            return int(conn.execute(update(runs).where(
+                runs.c.sweep_id == sweep_id, runs.c.cell == cell, runs.c.status == "running",
+                runs.c.pid == pid, runs.c.hostname == hostname).values(
+                status=status, error=reason, ended_at=utc_now())).rowcount)
+
     def cell_claims(self, sweep_id: str) -> pd.DataFrame:
         """The sweep's cell claims (cell, state, run_id, owner), for tests and diagnosis."""
         import pandas as pd

@@ -37,6 +37,7 @@ from ._importance import importance
 from ._intervals import Interval, bootstrap_mean, clopper_pearson, t95, t_interval, wilson
 from ._natures import NATURES, MetricNature, methods_text, metric_interval, nature_of
 from ._plan import SweepPlan, finished_cells, plan_sweep
+from ._ray_executor import RayExecutor
 from ._results import aggregate, heatmap_frame, sweep_results, sweep_summary, varying
 from ._scheduler import SweepRunner, arun_sweep, run_sweep
 from ._spec import (
@@ -69,6 +70,7 @@ __all__ = [
     "Interval",
     "LocalExecutor",
     "MetricNature",
+    "RayExecutor",
     "SweepEvent",
     "SweepFinished",
     "SweepOutcome",

@@ -87,6 +87,12 @@ def add_parser(sub: Any) -> None:
     sweep.add_argument("--estimate", action="store_true",
                        help="print the pre-flight estimate and exit without running")
     sweep.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    sweep.add_argument("--executor", choices=("local", "ray"), default="local",
+                       help="where cells run: this process (local), or one Ray task per cell "
+                            "(ray; see docs/sweeps.md)")
+    sweep.add_argument("--ray-address", default=None, metavar="ADDR",
+                       help="with --executor ray: the cluster (host:port of its head, or auto); "
+                            "default: start a local cluster for this sweep")
     sweep.add_argument("--json", action="store_true",
                        help="print the outcome (or the --estimate) as JSON on stdout")
     add_verbs(verbs)
@@ -182,6 +188,8 @@ def _cmd_run(args: argparse.Namespace, store: Any) -> int:
         raise CliError("give a sweep spec file, or --resume SWEEP")
     if args.take_over and args.resume is None:
         raise CliError("--take-over only applies with --resume SWEEP")
+    if args.ray_address is not None and args.executor != "ray":
+        raise CliError("--ray-address only applies with --executor ray")
     _positive(args.max_usd, "--max-usd")
     _positive(args.max_calls, "--max-calls", integer=True)
     _positive(args.concurrency, "--concurrency", integer=True)
@@ -200,11 +208,19 @@ def _cmd_run(args: argparse.Namespace, store: Any) -> int:
         return 0
     progress = SweepProgress(sys.stderr, bar=sys.stderr.isatty())
     observers = [] if args.quiet else [progress]
+    executor = None
+    if args.executor == "ray":
+        from ._ray_executor import RayExecutor
+
+        executor = RayExecutor(store, address=args.ray_address, bid_cache=plan.spec.bid_cache)
+        executor.start()
     try:
-        outcome = run_sweep(plan=plan, store=store, on_event=observers,
+        outcome = run_sweep(plan=plan, store=store, on_event=observers, executor=executor,
                             max_calls=args.max_calls, max_usd=args.max_usd)
     finally:
         progress.close()
+        if executor is not None:
+            executor.close()
     from ._scheduler import STOPPED_ON_REQUEST
 
     code = 1 if outcome.reason == STOPPED_ON_REQUEST else EXIT.get(outcome.status, 1)

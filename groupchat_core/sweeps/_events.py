@@ -81,6 +81,7 @@ class CellFinished(_Event):
     cache_hits: int = 0
     cost_usd: float = 0.0
     error: str | None = None
+    worker: str | None = None  # which worker ran it (Ray executor: host/node/pid)
     cells_done: int
     cells_total: int
 

@@ -43,6 +43,7 @@ class CellJob(BaseModel):
     index: int
     spec: dict[str, Any]  # the cell's chat spec (ChatSpec.to_data())
     task: str
+    deployments: dict[str, list[dict[str, Any]]] | None = None  # key variable names, no keys
 
 
 class CellResult(BaseModel):
@@ -59,6 +60,7 @@ class CellResult(BaseModel):
     cache_hits: int
     cost_usd: float
     error: str | None = None
+    worker: str | None = None  # which worker ran it (host/node/pid), for remote executors
 
     @classmethod
     def from_record(cls, cell: str, record: RunRecord, error: str | None = None) -> CellResult:
@@ -98,6 +100,10 @@ class LocalExecutor:
     async def submit(self, job: CellJob, usage: UsageHook) -> CellResult:
         from .._groupchat import GroupChat
 
+        if job.deployments:
+            from .._deployments import use_deployments
+
+            use_deployments(job.deployments)
         chat = GroupChat.from_spec(job.spec, bid_cache=self.bid_cache)
         recorder = self.store.attach(chat, sweep_id=job.sweep_id, cell=job.cell)
         chat.add_observer(_UsageObserver(usage))

@@ -230,7 +230,8 @@ class SweepRunner:
         self._emit(CellStarted(sweep_id=self.sweep_id, cell=cell.key, index=cell.index))
         job = CellJob(sweep_id=self.sweep_id, cell=cell.key, index=cell.index,
                       spec=self.spec.chat_spec(cell).to_data(),
-                      task=self.spec.tasks[cell.task_index])
+                      task=self.spec.tasks[cell.task_index],
+                      deployments=self.spec.deployments)
         try:
             result = await self.executor.submit(job, self._usage)
         except asyncio.CancelledError:  # a cap or the user stopped the sweep

@@ -206,6 +206,8 @@ class SweepSpec(BaseModel):
     random: dict[str, Any] | None = None  # random search: {samples: N, param: range/choice}
     sample_seed: int | None = None  # seeds every sampled axis; None: base.seed
     _axes: dict[str, list[Any]] = PrivateAttr(default_factory=dict)
+    # model name -> its deployments, load-balanced by litellm's Router (_deployments.py)
+    deployments: dict[str, list[dict[str, Any]]] | None = None
 
     @field_validator("schema_version")
     @classmethod
@@ -240,6 +242,13 @@ class SweepSpec(BaseModel):
         high = {"repeats": 10_000, "concurrency": 256, "max_calls": MAX_CALLS_CAP}.get(
             info.field_name)
         return None if v is None else _number(info.field_name, v, integer=True, low=1, high=high)
+
+    @field_validator("deployments", mode="before")
+    @classmethod
+    def _deployments(cls, v: Any) -> Any:
+        from .._deployments import parse_deployments, to_data
+
+        return None if v is None else to_data(parse_deployments(v))
 
     @field_validator("max_usd", mode="before")
     @classmethod
@@ -365,8 +374,9 @@ class SweepSpec(BaseModel):
         return data
 
     def same_cells(self, other: SweepSpec) -> bool:
-        """True when both specs define the same cells (caps and concurrency may differ)."""
-        keep = {"max_calls", "max_usd", "concurrency"}
+        """True when both specs define the same cells (caps, concurrency and deployments may
+        differ)."""
+        keep = {"max_calls", "max_usd", "concurrency", "deployments"}
         mine = {k: v for k, v in self.to_data().items() if k not in keep}
         theirs = {k: v for k, v in other.to_data().items() if k not in keep}
         return mine == theirs

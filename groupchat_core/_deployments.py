@@ -1,0 +1,237 @@
+"""Several deployments of one model, load-balanced by litellm's Router (docs/sweeps.md,
+"Several deployments").
+
+Why: sweeps against real providers hit per-deployment rate limits; the same model served from
+several endpoints (regions, accounts, a local server farm) multiplies what a sweep can do. A
+deployments map names, per model, the endpoints that serve it:
+
+    deployments:
+      openai/gpt-4o-mini:
+        - {name: east, api_base: https://east.example/v1, api_key_env: EAST_KEY, rpm: 60}
+        - {name: west, api_base: https://west.example/v1, api_key_env: WEST_KEY, tpm: 90000}
+
+Keys are named by environment variable only (never written in a spec, a store or a log). Agents
+keep using the model's name; a call for a model with deployments goes through one
+`litellm.Router` (usage-based routing: each deployment's rpm/tpm is respected, a failing
+deployment is cooled down and routed around), and the deployment that answered is read back from
+the response (`deployment_of`) for the bid record.
+
+The seam: `routed_call(kwargs)` returns an awaitable completion for a model with deployments,
+else None (the model-call code then calls litellm.acompletion as before).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+from collections.abc import Awaitable, Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ._errors import ConfigError
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+_KEYISH = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|API_BASE|BASE_URL", re.I)
+MAX_DEPLOYMENTS = 64
+COOLDOWN_S = 30.0
+# Per-request settings of the model-call seam that name one endpoint: a routed call drops them
+# (they would override the deployment the Router picked).
+_ENDPOINT_KWARGS = ("api_base", "api_key", "client", "base_url")
+
+
+class Deployment(BaseModel):
+    """One endpoint serving a model. `model`: the litellm model string it is called with (the
+    group's name by default); `api_key_env`: the environment variable holding its key."""
+
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    name: str = Field(min_length=1, max_length=100)
+    model: str | None = None
+    api_base: str | None = None
+    api_key_env: str | None = None
+    rpm: int | None = Field(default=None, ge=1)
+    tpm: int | None = Field(default=None, ge=1)
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env(cls, v: str | None) -> str | None:
+        if v is not None and not _ENV_NAME.match(v):
+            raise ValueError("api_key_env must be an environment variable name (the key itself "
+                             "never goes in a spec)")
+        return v
+
+
+Deployments = dict[str, list[Deployment]]
+
+
+def parse_deployments(data: Any, where: str = "deployments") -> Deployments:
+    """Validate a deployments map (model name -> list of deployments); ConfigError naming the
+    problem otherwise."""
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{where} must map a model name to a list of deployments")
+    parsed: Deployments = {}
+    for model, items in data.items():
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigError(f"{where}: model names must be non-empty strings")
+        if not isinstance(items, list) or not 1 <= len(items) <= MAX_DEPLOYMENTS:
+            raise ConfigError(f"{where}.{model} must be a list of 1 to {MAX_DEPLOYMENTS} "
+                              "deployments")
+        try:
+            found = [Deployment.model_validate(item) for item in items]
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(str(p) for p in err["loc"]) or "deployment"
+            text = str(err["msg"]).removeprefix("Value error, ")
+            raise ConfigError(f"{where}.{model}: {field}: {text} (each deployment takes name, "
+                              "model, api_base, api_key_env, rpm, tpm)") from None
+        names = [d.name for d in found]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"{where}.{model}: deployment names must be unique")
+        parsed[model] = found
+    return parsed
+
+
+def to_data(deployments: Deployments) -> dict[str, list[dict[str, Any]]]:
+    return {m: [d.model_dump(exclude_none=True) for d in ds] for m, ds in deployments.items()}
+
+
+def model_list(deployments: Deployments, env: Mapping[str, str] | None = None
+               ) -> list[dict[str, Any]]:
+    """litellm Router's model_list; keys are read from `env` (the process's) only here."""
+    env = os.environ if env is None else env
+    out: list[dict[str, Any]] = []
+    for group, items in deployments.items():
+        for d in items:
+            params: dict[str, Any] = {"model": d.model or group}
+            if d.api_base:
+                params["api_base"] = d.api_base
+            if d.api_key_env:
+                key = env.get(d.api_key_env)
+                if not key:
+                    raise ConfigError(f"deployment {d.name!r} of {group} needs its key in "
+                                      f"{d.api_key_env}, which is not set; set it or drop "
+                                      "api_key_env")
+                params["api_key"] = key
+            elif d.api_base:
+                params["api_key"] = "sk-no-key-required"  # an open (local) server
+            if d.rpm:
+                params["rpm"] = d.rpm
+            if d.tpm:
+                params["tpm"] = d.tpm
+            out.append({"model_name": group, "litellm_params": params,
+                        "model_info": {"id": deployment_id(group, d)}})
+    return out
+
+
+def deployment_id(group: str, d: Deployment) -> str:
+    """The Router's id of a deployment: its name, plus a digest of where it points (the Router
+    keeps rpm/tpm usage per id for the minute, across Routers of the process: two deployments
+    that share a name but not an endpoint must not share a count)."""
+    digest = hashlib.sha256(f"{group}\n{d.model}\n{d.api_base}".encode()).hexdigest()[:12]
+    return f"{d.name}#{digest}"
+
+
+class _Registry:
+    """The process's deployments and the one Router serving them (rebuilt when they change)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.deployments: Deployments = {}
+        self.router: Any = None
+
+    def use(self, deployments: Deployments) -> None:
+        with self.lock:
+            if to_data(deployments) == to_data(self.deployments):
+                return
+            self.deployments = dict(deployments)
+            self.router = None
+
+    def get_router(self) -> Any:
+        with self.lock:
+            if self.router is None and self.deployments:
+                from litellm.router import Router
+                from litellm.types.router import AllowedFailsPolicy, RetryPolicy
+
+                self.router = Router(
+                    model_list=model_list(self.deployments),
+                    routing_strategy="usage-based-routing-v2",  # honours rpm / tpm
+                    num_retries=0,  # the engine's retries count and bound every call
+                    # a deployment that fails (5xx, timeout, refused) sits out COOLDOWN_S; one
+                    # at its rpm/tpm is only skipped while it is (not a fault)
+                    allowed_fails=0, cooldown_time=COOLDOWN_S,
+                    allowed_fails_policy=AllowedFailsPolicy(RateLimitErrorAllowedFails=10**6),
+                    # a deployment found at its limit when the call starts (concurrent bids
+                    # race for the last slot): the Router picks another one at once
+                    retry_policy=RetryPolicy(RateLimitErrorRetries=3),
+                    enable_pre_call_checks=False)
+            return self.router
+
+
+_registry = _Registry()
+
+
+def use_deployments(deployments: Deployments | Mapping[str, Any] | None) -> None:
+    """Make these the process's deployments (calls for their models are routed from now on)."""
+    parsed = (deployments if _is_parsed(deployments)
+              else parse_deployments(deployments))
+    _registry.use(parsed)  # type: ignore[arg-type]
+
+
+def _is_parsed(value: Any) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(v, list) and all(isinstance(d, Deployment) for d in v) for v in value.values())
+
+
+def has_deployments(model: str) -> bool:
+    return model in _registry.deployments
+
+
+def routed_call(kwargs: dict[str, Any]) -> Awaitable[Any] | None:
+    """The completion for a model with deployments (through the Router, endpoint settings of
+    the agent dropped), else None: the caller then uses litellm.acompletion itself."""
+    model = str(kwargs.get("model", ""))
+    if model not in _registry.deployments:
+        return None
+    router = _registry.get_router()
+    # num_retries=0 from the engine would also switch off the Router's retry on a deployment
+    # found at its limit (no request made); the engine's own retries stay as they are
+    request = {k: v for k, v in kwargs.items() if k not in _ENDPOINT_KWARGS
+               and k != "num_retries"}
+    return router.acompletion(**request)  # type: ignore[no-any-return]
+
+
+def deployment_of(response: Any) -> str | None:
+    """The name of the deployment that answered a routed call (None for a direct call)."""
+    hidden = getattr(response, "_hidden_params", None) or {}
+    model_id = hidden.get("model_id")
+    if model_id is None:
+        return None
+    for group, items in _registry.deployments.items():
+        for d in items:
+            if deployment_id(group, d) == model_id:
+                return d.name
+    return None
+
+
+def key_variables(spec: Mapping[str, Any], deployments: Deployments | None = None) -> list[str]:
+    """Environment variables a chat spec's calls read (for workers elsewhere): each agent's
+    provider key and base-URL variables (e.g. OPENAI_API_KEY) and its deployments' key
+    variables. In-process models (sim/) need none."""
+    from ._model_calls import in_process_model
+
+    names: set[str] = set()
+    for d in (deployments or {}).values():
+        names.update(x.api_key_env for x in d if x.api_key_env)
+    for agent in spec.get("agents") or []:
+        model = str(agent.get("model_name", "")) if isinstance(agent, Mapping) else ""
+        if not model or in_process_model(model) is not None:
+            continue
+        provider = model.split("/", 1)[0] if "/" in model else "openai"
+        prefix = re.sub(r"[^A-Za-z0-9]", "_", provider).upper() + "_"
+        names.update(n for n in os.environ if n.startswith(prefix) and _KEYISH.search(n))
+    return sorted(names)

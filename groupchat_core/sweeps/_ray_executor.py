@@ -1,0 +1,386 @@
+"""Running sweep cells on a Ray cluster: each cell is one Ray task (docs/sweeps.md, "Sweeps on
+Ray").
+
+Why Ray and not something home-made: scheduling over machines, worker processes, failure
+detection and cancellation are solved there. The runner (scheduler.py) stays the only one that
+decides which cells run: it claims each cell in the store *before* submitting it here, so
+claim-once cells and resume hold however many workers there are (the driver owns every claim).
+
+Each cell is a streaming-generator task. The worker runs the cell's chat and streams back, turn
+by turn: who it is (node, host, pid), the usage of each bid (calls, cost), and (SQLite) the
+engine's events. Where the run is recorded depends on the store:
+
+- PostgreSQL (a server every worker reaches): the worker records its run turn by turn into the
+  shared store itself, exactly as the local executor would.
+- SQLite (one machine): workers never open the file. Many processes writing one SQLite file
+  works with WAL, but its single writer lock turns every turn of every worker into a wait on
+  the same lock, and a worker SIGKILLed inside a transaction is only cleaned up by the next
+  opener; so the driver, the file's only writer, replays the streamed events into the same
+  StoreRecorder the local executor uses (identical rows, turn by turn, as batches arrive).
+
+Budget caps are global: usage reaches the driver's runner as each turn's batch arrives, and the
+runner stops launching and cancels every cell in flight once a cap is reached (force-kills the
+tasks). Guarantee: calls over the cap are bounded by the bids already in flight when the cap is
+crossed plus those in the turn batches not yet delivered, i.e. at most `concurrency` cells x
+(agents + one turn's bids) calls; nothing new starts after the crossing is seen.
+
+Keys: provider keys never travel in the CellJob (it holds no secrets). Workers get them from the
+driver's environment, only the variables the cells' agents need (and GROUPCHAT_DB for a server
+store), as a separate small task argument (`Secrets`): inline in the task, in memory. Not
+through runtime_env `env_vars`: Ray's runtime-env agent writes those into its log files (the
+tests check the cluster's session folder for a key).
+
+Faults: when a worker dies mid-cell (its process killed, its node lost), the driver flags the
+partial run `error` ("its Ray worker died"), keeps the cell's claim (the driver still owns it)
+and submits the cell again as a new run, up to `retries` times; after that the cell's result is
+an `error` and its claim is reopened, so a resume runs it. A finished cell is finished in the
+store before the task ends, so a death afterwards can never lose or double it. Ray's own task
+retries are off (max_retries=0): a blind re-execution could not flag the partial run first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import queue
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .._errors import ConfigError, StoreError
+from .._records import BidReceived, Event, RunFinished, RunStarted, TurnCompleted
+from ._executor import CellJob, CellResult, UsageHook
+
+if TYPE_CHECKING:
+    from ..store import RunStore
+
+logger = logging.getLogger("groupchat_core")
+DEFAULT_RETRIES = 2  # new attempts of a cell whose worker died
+DB_ENV = "GROUPCHAT_DB"
+
+
+@dataclass
+class _Attempt:
+    """What the driver knows of one attempt of a cell (from the stream)."""
+
+    worker: str | None = None
+    pid: int | None = None
+    hostname: str | None = None
+    run_id: str | None = None
+    result: CellResult | None = None
+    recorder: Any = None  # the driver's StoreRecorder (SQLite), else None
+    seen: list[str] = field(default_factory=list)
+
+
+class RayExecutor:
+    """Executor running each cell as a Ray task (see the module docstring).
+
+    `address`: a running cluster ("auto", "ray://..." or host:port); None starts a local one
+    (and stops it on close). `cpus_per_cell`: Ray CPUs a cell reserves (1 suits CPU-bound sim
+    cells; a fraction lets I/O-bound cells share a CPU). `retries`: new attempts after a
+    worker dies. `env`: the environment keys are read from (the driver's by default).
+    `watch(job, item)`: called on the driver with every item a worker streams."""
+
+    def __init__(self, store: RunStore, *, address: str | None = None,
+                 cpus_per_cell: float = 1.0, retries: int = DEFAULT_RETRIES,
+                 bid_cache: bool | None = None, init_options: dict[str, Any] | None = None,
+                 env: dict[str, str] | None = None,
+                 watch: Callable[[CellJob, dict[str, Any]], None] | None = None) -> None:
+        if cpus_per_cell <= 0:
+            raise ConfigError(f"cpus_per_cell must be positive, got {cpus_per_cell!r}")
+        self.store = store
+        self.address = address
+        self.cpus_per_cell = cpus_per_cell
+        self.retries = max(0, retries)
+        self.bid_cache = bid_cache
+        self.init_options = dict(init_options or {})
+        self.env = dict(os.environ if env is None else env)
+        self.watch = watch  # sees every streamed item (tests; progress views)
+        self.workers_record = store.engine.dialect.name != "sqlite"
+        self._started_ray = False
+        self._remote: Any = None
+
+    # --- the cluster ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Connect to the cluster (or start a local one); ships this process's groupchat_core
+        to the workers, so they run exactly the driver's code."""
+        import ray
+
+        import groupchat_core
+
+        if self._remote is None:
+            _check_reachable(self.address)
+        if not ray.is_initialized():
+            options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
+                                       "logging_level": logging.WARNING,
+                                       **self.init_options}
+            options.setdefault("runtime_env", {"py_modules": [groupchat_core]})
+            try:
+                ray.init(address=self.address, **options)
+            except (ConnectionError, ValueError, RuntimeError) as exc:
+                where = self.address or "a local cluster"
+                raise ConfigError(f"could not connect to Ray at {where}: "
+                                  f"{str(exc).splitlines()[0] if str(exc) else exc!r}; check "
+                                  "--ray-address (host:port of the head, or auto)") from None
+            self._started_ray = True
+        if self._remote is None:
+            self._remote = ray.remote(num_returns="streaming", max_retries=0)(run_cell_stream)
+
+    def close(self) -> None:
+        """Disconnect (and stop the local cluster if this executor started it)."""
+        if self._started_ray:
+            import ray
+
+            ray.shutdown()
+            self._started_ray = False
+        self._remote = None
+
+    def __enter__(self) -> RayExecutor:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _env_vars(self, job: CellJob) -> dict[str, str]:
+        """The driver's variables this cell's workers need: agents' key variables, and the
+        store's URL when workers record (never written into the job)."""
+        from .._deployments import key_variables, parse_deployments
+
+        names = set(key_variables(job.spec, parse_deployments(job.deployments)))
+        found = {name: self.env[name] for name in sorted(names) if self.env.get(name)}
+        if self.workers_record:
+            found[DB_ENV] = self.store.url
+        return found
+
+    # --- one cell ---------------------------------------------------------------------------
+
+    async def submit(self, job: CellJob, usage: UsageHook) -> CellResult:
+        import ray
+
+        self.start()
+        failures: list[str] = []
+        for attempt in range(self.retries + 1):
+            state = _Attempt()
+            stream = self._remote.options(num_cpus=self.cpus_per_cell).remote(
+                job.model_dump(), self.workers_record, self.bid_cache,
+                Secrets(self._env_vars(job)))
+            try:
+                async for ref in stream:
+                    self._take(job, state, await ref, usage)
+            except asyncio.CancelledError:
+                ray.cancel(stream, force=True)
+                self._cleanup(job, state, "cancelled", "cancelled: a budget cap or the user "
+                              "stopped the sweep")
+                raise
+            except ray.exceptions.RayTaskError as exc:  # the cell's own code raised
+                cause = exc.cause if isinstance(getattr(exc, "cause", None), BaseException) \
+                    else exc
+                self._cleanup(job, state, "error", f"{type(cause).__name__}: {cause}")
+                if isinstance(cause, (StoreError, ConfigError)):
+                    raise cause from None
+                raise StoreError(f"cell {job.cell} failed on Ray worker {state.worker}: "
+                                 f"{type(cause).__name__}: {str(cause).splitlines()[0]}"
+                                 ) from None
+            except ray.exceptions.RayError as exc:  # the worker or its node died
+                reason = (f"its Ray worker {state.worker or '(not started)'} died mid-cell "
+                          f"({type(exc).__name__})")
+                failures.append(reason)
+                logger.warning("sweep %s cell %s: %s; attempt %d of %d", job.sweep_id,
+                               job.cell, reason, attempt + 1, self.retries + 1)
+                self._cleanup(job, state, "error", reason + "; the cell was run again")
+                continue
+            if state.result is None:
+                raise StoreError(f"cell {job.cell}: its Ray task ended without a result")
+            return state.result
+        return CellResult(cell=job.cell, run_id="", status="error", stop_reason=None,
+                          messages=0, turns=0, calls=0, bids=0, cache_hits=0, cost_usd=0.0,
+                          error=f"gave up after {len(failures)} attempts: {failures[-1]}",
+                          worker=None)
+
+    def _take(self, job: CellJob, state: _Attempt, item: dict[str, Any],
+              usage: UsageHook) -> None:
+        """One streamed item from the worker."""
+        kind = item["kind"]
+        if self.watch is not None:
+            self.watch(job, item)
+        if kind == "hello":
+            state.worker, state.pid, state.hostname = item["worker"], item["pid"], item["host"]
+            if not self.workers_record:
+                state.recorder = self._driver_recorder(job)
+        elif kind == "turn":
+            if item["calls"] or item["cost"]:
+                usage(item["calls"], item["cost"])
+            state.run_id = item.get("run_id") or state.run_id
+            if state.recorder is not None:
+                for event in item["events"]:
+                    state.recorder(event)
+        elif kind == "result":
+            result = CellResult.model_validate(item["result"])
+            if state.recorder is not None:
+                state.recorder.flush()
+                if state.recorder.failures:
+                    raise StoreError(f"run {result.run_id} was not fully recorded: "
+                                     + next(iter(state.recorder.failures.values())))
+            state.result = result.model_copy(update={"worker": state.worker})
+
+    def _driver_recorder(self, job: CellJob) -> Any:
+        """The driver's recorder of a cell's run (SQLite): reads the agents from the spec."""
+        from .._groupchat import GroupChat
+
+        source = GroupChat.from_spec(job.spec, bid_cache=False)
+        return self.store.recorder(source, sweep_id=job.sweep_id, cell=job.cell)
+
+    def _cleanup(self, job: CellJob, state: _Attempt, status: str, reason: str) -> None:
+        """Close the partial run of an attempt that did not end normally."""
+        try:
+            if state.recorder is not None:
+                state.recorder.abandon(reason, status=status)
+            elif state.pid is not None:
+                self._flag_worker_run(job, state, status, reason)
+        except StoreError as exc:  # a resume still sees the run unfinished: nothing is lost
+            logger.error("sweep %s cell %s: could not flag its partial run: %s",
+                         job.sweep_id, job.cell, exc)
+
+    def _flag_worker_run(self, job: CellJob, state: _Attempt, status: str,
+                         reason: str) -> None:
+        """A server store: the dead worker's run left `running` is flagged (by its writer)."""
+        assert state.pid is not None and state.hostname is not None
+        self.store.flag_writer_runs(job.sweep_id, job.cell, pid=state.pid,
+                                    hostname=state.hostname, status=status, reason=reason)
+
+
+def _check_reachable(address: str | None, timeout: float = 3.0) -> None:
+    """A host:port address that answers nothing fails at once with one line (ray.init would
+    retry for minutes); "auto", "ray://" and None are left to Ray."""
+    if not address or address == "auto" or "://" in address:
+        return
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise ConfigError(f"--ray-address {address!r} is not host:port (e.g. 10.0.0.5:6379), "
+                          "auto, or ray://host:port")
+    import socket
+
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ConfigError(f"no Ray cluster answers at {address} ({exc.strerror or exc}); "
+                          "start one there (`ray start --head`), or leave --ray-address out to "
+                          "start a local cluster") from None
+
+
+class Secrets:
+    """Keys for one task, passed as a task argument: small arguments travel inline in the task
+    (in memory, over Ray's RPC), never in Ray's logs, unlike runtime_env env_vars (which Ray's
+    runtime-env agent writes to its log files). Its repr never shows them."""
+
+    def __init__(self, values: dict[str, str]) -> None:
+        self.values = values
+
+    def __repr__(self) -> str:
+        return f"Secrets({sorted(self.values)})"
+
+
+# --- on the worker ----------------------------------------------------------------------------
+
+
+class _Collector:
+    """Engine observer on the worker: hands events to the streaming task's thread."""
+
+    thread_safe = True
+
+    def __init__(self, events: queue.SimpleQueue[Any], record: bool) -> None:
+        self.events = events
+        self.wants = frozenset({"bid", "turn_completed", "run_finished", "run_started"}
+                               | ({"message_posted"} if record else set()))
+
+    def __call__(self, event: Event) -> None:
+        self.events.put(event)
+
+
+_END = object()
+
+
+def worker_label() -> tuple[str, int, str]:
+    """(label, pid, host) of this Ray worker: its node's id prefix, host and pid."""
+    import socket
+
+    import ray
+
+    pid, host = os.getpid(), socket.gethostname()  # as the store records a run's writer
+    node = ray.get_runtime_context().get_node_id()[:8]
+    return f"{host}/{node}/pid {pid}", pid, host
+
+
+def run_cell_stream(job_data: dict[str, Any], workers_record: bool, bid_cache: bool | None,
+                    secrets: Secrets) -> Iterator[dict[str, Any]]:
+    """The Ray task of one cell: runs its chat, streaming what the driver needs turn by turn.
+
+    Items: {"kind": "hello"} first (who runs it), then one {"kind": "turn"} per completed turn
+    (its bids' calls and cost; with a driver-recorded store, the engine events to record), then
+    {"kind": "result"}."""
+    from .._groupchat import GroupChat
+    from .._loop import background_loop
+
+    job = CellJob.model_validate(job_data)
+    os.environ.update(secrets.values)  # litellm reads keys from the environment
+    label, pid, host = worker_label()
+    yield {"kind": "hello", "worker": label, "pid": pid, "host": host}
+
+    store: RunStore | None = None
+    cache: Any = False
+    if workers_record:
+        from .._bidcache import BidCache
+        from ..store import RunStore
+
+        store = RunStore(secrets.values[DB_ENV])
+        if bid_cache is not False:
+            cache = BidCache(store, cache_all=bid_cache is True)
+    if job.deployments:
+        from .._deployments import use_deployments
+
+        use_deployments(job.deployments)
+    chat = GroupChat.from_spec(job.spec, bid_cache=cache)
+    events: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    recorder = None if store is None else store.attach(chat, sweep_id=job.sweep_id,
+                                                       cell=job.cell)
+    chat.add_observer(_Collector(events, record=store is None))
+    future = background_loop().submit(chat.arun_record(job.task))
+    future.add_done_callback(lambda _: events.put(_END))
+
+    pending: list[Event] = []
+    calls, cost, run_id = 0, 0.0, None
+    while True:
+        event = events.get()
+        if event is _END:
+            break
+        if isinstance(event, BidReceived):
+            calls += event.bid.calls
+            cost += event.bid.cost_usd or 0.0
+            continue
+        if isinstance(event, RunStarted):
+            run_id = event.run_id
+        if store is None:
+            pending.append(event)
+        if isinstance(event, (TurnCompleted, RunStarted, RunFinished)):
+            yield {"kind": "turn", "run_id": run_id, "calls": calls, "cost": cost,
+                   "events": pending}
+            pending, calls, cost = [], 0, 0.0
+    if pending or calls:
+        yield {"kind": "turn", "run_id": run_id, "calls": calls, "cost": cost,
+               "events": pending}
+    try:
+        record = future.result()
+    except BaseException as exc:
+        if recorder is not None and recorder.run_ids:
+            recorder.abandon(f"{type(exc).__name__}: {exc}")
+        raise
+    if recorder is not None and recorder.failures:
+        raise StoreError(f"run {record.run_id} was not fully recorded: "
+                         + next(iter(recorder.failures.values())))
+    if cache is not False:
+        cache.flush()
+    yield {"kind": "result", "result": CellResult.from_record(job.cell, record).model_dump()}
+
