@@ -74,7 +74,9 @@ def test_sweep_json_outcome_list_and_show(capsys, tmp_path):
     assert len(shown["intervals"]) == len(expected) == 2 * len(METRICS)
     first = shown["intervals"][0]
     assert list(first) == ["threshold", "metric", "n", "mean", "std", "sem", "ci_low",
-                           "ci_high"]
+                           "ci_high", "interval_method"]
+    assert {row["metric"]: row["interval_method"] for row in shown["intervals"]}["lulled"] \
+        == "wilson"
     assert first["n"] == 2 and first["mean"] == pytest.approx(expected["mean"].iloc[0])
     code, out, _ = run_cli(capsys, "sweep", "show", sweep_id)
     assert code == 0 and f"sweep_id: {sweep_id}" in out and "ci_high" in out
@@ -96,6 +98,8 @@ def test_sweep_export_has_every_cell_with_metrics_and_intervals(capsys, tmp_path
         assert float(row["messages_mean"]) == pytest.approx(mine["mean"])
         assert int(row["messages_n"]) == 2 and row["run_id"] in set(results["run_id"])
         assert {f"{m}_ci_low" for m in METRICS} <= set(row)
+        assert (row["lulled_interval_method"], row["evenness_interval_method"]) == (
+            "wilson", "bootstrap")  # each metric's interval says how it was made
     target = tmp_path / "cells.json"
     code, _, err = run_cli(capsys, "sweep", "export", sweep_id, "--format", "json", "-o",
                            str(target))

@@ -95,16 +95,17 @@ def _stop(args: argparse.Namespace, store: Any) -> int:
 
 def cells_with_intervals(store: Any, sweep_id: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every cell (sweep_results) joined with the 95 % interval of each metric over the
-    cells sharing its parameter combination: `<metric>_n`, `_mean`, `_ci_low`, `_ci_high`."""
+    cells sharing its parameter combination: `<metric>_n`, `_mean`, `_ci_low`, `_ci_high`,
+    `_interval_method`."""
     cells = sweep_results(store, sweep_id)
     intervals = aggregate(cells)
     by = list(intervals.columns[:list(intervals.columns).index("metric")])
     frame = cells.copy()
     for metric in METRICS:
         part = intervals[intervals["metric"] == metric].drop(columns="metric")
-        part = part[[*by, "n", "mean", "ci_low", "ci_high"]].rename(columns={
+        part = part[[*by, "n", "mean", "ci_low", "ci_high", "interval_method"]].rename(columns={
             "n": f"{metric}_n", "mean": f"{metric}_mean", "ci_low": f"{metric}_ci_low",
-            "ci_high": f"{metric}_ci_high"})
+            "ci_high": f"{metric}_ci_high", "interval_method": f"{metric}_interval_method"})
         if by:
             frame = frame.merge(part, on=by, how="left")
         else:

@@ -106,7 +106,12 @@ class RayExecutor:
     def start(self) -> None:
         """Connect to the cluster (or start a local one); ships this process's groupchat_core
         to the workers, so they run exactly the driver's code."""
-        import ray
+        try:
+            import ray
+        except ImportError:  # an optional extra: the local executor needs none of it
+            raise ConfigError("--executor ray needs Ray, which is not installed: "
+                              "pip install 'groupchat-lab[ray]' (a clone's make setup has it)"
+                              ) from None
 
         import groupchat_core
 
