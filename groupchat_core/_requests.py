@@ -91,11 +91,23 @@ async def one_request(litellm: Any, kwargs: dict[str, Any]) -> Any:
                 return await routed
             return await litellm.acompletion(**kwargs, **capped_client_kwargs(litellm, kwargs))
     except TimeoutError as exc:
-        raise litellm.Timeout(
-            message=f"no complete reply within {limit} s (Agent.timeout bounds each request, "
-            "first byte to last)", model=kwargs.get("model"), llm_provider="") from exc
+        raise deadline_exceeded(litellm, kwargs) from exc
     except Exception as exc:
-        too_large = in_chain(exc, ResponseTooLarge)
-        if too_large is not None:  # the SDK calls it "Connection error."; say what happened,
-            raise too_large from None  # and as no litellm error it is neither retried nor a rung
+        raise_if_too_large(exc)
         raise
+
+
+def deadline_exceeded(litellm: Any, kwargs: dict[str, Any]) -> Exception:
+    """What a request past its whole deadline raises, streamed or not: litellm's Timeout, so it
+    is retried and reported like a read timeout."""
+    return litellm.Timeout(  # type: ignore[no-any-return]
+        message=f"no complete reply within {kwargs.get('timeout')} s (Agent.timeout bounds "
+        "each request, first byte to last)", model=kwargs.get("model"), llm_provider="")
+
+
+def raise_if_too_large(exc: BaseException) -> None:
+    """A reply over the body cap surfaces as ResponseTooLarge: the SDK calls it "Connection
+    error."; say what happened, and as no litellm error it is neither retried nor a rung."""
+    too_large = in_chain(exc, ResponseTooLarge)
+    if too_large is not None:
+        raise too_large from None

@@ -19,9 +19,10 @@ from typing import Any
 import jiter
 
 from ._bidding import MAX_MESSAGE_CHARS, MAX_TEXT_SCAN_CHARS, ParsedBid, parse_score
-from ._bodies import ResponseTooLarge, capped_client_kwargs, in_chain
+from ._bodies import capped_client_kwargs
 from ._litellm import litellm_module
 from ._records import BidPath
+from ._requests import deadline_exceeded, raise_if_too_large
 from ._retries import is_context_window_error
 
 # Called with (score or None, message so far) whenever the partial bid changes.
@@ -172,13 +173,9 @@ async def streamed_request(litellm: Any, kwargs: dict[str, Any], sink: DeltaSink
                 if _read_chunk(chunk, reply, partial):
                     sink(partial.score, partial.message)
     except TimeoutError as exc:
-        raise litellm.Timeout(
-            message=f"no complete reply within {limit} s (Agent.timeout bounds each request, "
-            "first byte to last)", model=kwargs.get("model"), llm_provider="") from exc
+        raise deadline_exceeded(litellm, kwargs) from exc
     except Exception as exc:
-        too_large = in_chain(exc, ResponseTooLarge)
-        if too_large is not None:
-            raise too_large from None
+        raise_if_too_large(exc)
         if not reply.has_respond:
             raise
         reply.cut = f"{type(exc).__name__}"
