@@ -18,7 +18,7 @@ st.info(f"Offline by default. {SIM_NOTE}", icon=":material/science:")
 
 with st.expander("New sweep", expanded=not session.sweep_jobs, icon=":material/grid_on:"):
     spec = view.define(store, store_access.agents())
-    view.launch(registry, store, session, spec)
+    view.launch(registry, store, session, spec, view.where())
 
 view.live(registry, store, session)
 

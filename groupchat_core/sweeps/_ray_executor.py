@@ -58,6 +58,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger("groupchat_core")
 DEFAULT_RETRIES = 2  # new attempts of a cell whose worker died
 DB_ENV = "GROUPCHAT_DB"
+NO_RAY = ("--executor ray needs Ray, which is not installed: "
+          "pip install 'groupchat-lab[ray]' (a clone's make setup has it)")
 
 
 @dataclass
@@ -109,9 +111,7 @@ class RayExecutor:
         try:
             import ray
         except ImportError:  # an optional extra: the local executor needs none of it
-            raise ConfigError("--executor ray needs Ray, which is not installed: "
-                              "pip install 'groupchat-lab[ray]' (a clone's make setup has it)"
-                              ) from None
+            raise ConfigError(NO_RAY) from None
 
         import groupchat_core
 
@@ -132,6 +132,16 @@ class RayExecutor:
             self._started_ray = True
         if self._remote is None:
             self._remote = ray.remote(num_returns="streaming", max_retries=0)(run_cell_stream)
+
+    def check(self) -> None:
+        """Refuse at once, with start()'s one line, what start() would refuse before it
+        connects: Ray not installed, an address that is none or where nothing answers. Why: the
+        dashboard checks this on its Start button, then runs the slow start() off its loop."""
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise ConfigError(NO_RAY) from None
+        _check_reachable(self.address)
 
     def close(self) -> None:
         """Disconnect (and stop the local cluster if this executor started it)."""

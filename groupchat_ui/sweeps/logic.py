@@ -7,8 +7,10 @@ script run. Offline by default: the presets' agents are `sim/` simulations, not 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +21,7 @@ from groupchat_core.store import RunStore
 from groupchat_core.sweeps import (
     CellFinished,
     CellStarted,
+    RayExecutor,
     SweepFinished,
     SweepPlan,
     SweepSpec,
@@ -37,6 +40,8 @@ DEFAULT_GRID = {"threshold": "0.3, 0.4, 0.5, 0.6, 0.7", "recency_penalty": "0.0,
 BOUNDS = {"threshold": (0.0, 1.0), "recency_penalty": (0.0, 1.0), "recency_window": (0, 1000)}
 MAX_CHECKED_COMBOS = 500
 RESUMABLE = frozenset({"cancelled", "interrupted", "stopped_budget", "error"})
+EXECUTORS = {"local": "this server", "ray": "a Ray cluster"}
+WORKER_LABEL_MAX = 120
 SIM_NOTE = ("sim/ agents are simulations: scripted bidders with seeded randomness, not language "
             "models. Their results describe the simulator, not how LLMs behave.")
 
@@ -163,23 +168,120 @@ def preflight(spec: SweepSpec, store: RunStore) -> tuple[int, str, str]:
     return len(plan.cells), est.summary(), head
 
 
+@dataclass(frozen=True)
+class RayState:
+    """A job event of a sweep on Ray (not a sweep event): its cluster is `starting` (the slow
+    part: a local cluster starts in seconds) or `connected`. Marks the job as a Ray sweep."""
+
+    address: str | None
+    state: str
+
+    def text(self) -> str:
+        where = self.address or "a local cluster started for this sweep"
+        return (f"cells run on Ray · {where} · "
+                + ("starting the cluster…" if self.state == "starting" else "connected"))
+
+
+_ray_jobs: list[str] = []  # this process's Ray sweep jobs (Ray is one connection per process)
+
+
+def ray_executor(registry: JobRegistry, store: RunStore, address: str,
+                 spec: SweepSpec | None) -> RayExecutor:
+    """An executor for a Ray cluster at `address` (blank: start a local one), checked at once
+    (Ray installed, the address answers: the engine's one-line ConfigError), not started."""
+    busy = [j for j in _ray_jobs if _running(registry, j)]
+    _ray_jobs[:] = busy
+    if busy:
+        raise ConfigError("a sweep on Ray already runs on this server (one Ray connection per "
+                          "process): wait for it or stop it, or run this one on this server")
+    executor = RayExecutor(store, address=address.strip() or None,
+                           bid_cache=None if spec is None else spec.bid_cache)
+    executor.check()
+    return executor
+
+
+def _running(registry: JobRegistry, job_id: str) -> bool:
+    try:
+        return not registry.task_snapshot(job_id).done
+    except KeyError:
+        return False
+
+
+async def on_ray(executor: RayExecutor, emit: Callable[[Any], None],
+                 sweep: Callable[[], Awaitable[Any]]) -> Any:
+    """Run `sweep()` once `executor` is started; start and close it on worker threads (start
+    blocks for seconds: the dashboard's loop must not), close it however the sweep ends."""
+    emit(RayState(executor.address, "starting"))
+    starting = asyncio.ensure_future(asyncio.to_thread(executor.start))
+    try:
+        await asyncio.shield(starting)
+        emit(RayState(executor.address, "connected"))
+        return await sweep()
+    finally:
+        with contextlib.suppress(Exception):  # stopped while starting: let it end, then close
+            await starting
+        await asyncio.to_thread(executor.close)
+
+
 def start_sweep(registry: JobRegistry, store: RunStore, owner: str,
                 spec: SweepSpec | None = None, resume: str | None = None, *,
-                user: str = LOCAL_USER, user_name: str | None = None) -> str:
+                user: str = LOCAL_USER, user_name: str | None = None,
+                executor: str = "local", ray_address: str = "") -> str:
     """Launch a new sweep (or the rest of sweep `resume`) as a job; returns the job id. A new
-    sweep and its runs are recorded as `user`'s; only its owner may resume one (ConfigError)."""
+    sweep and its runs are recorded as `user`'s; only its owner may resume one (ConfigError).
+    `executor` "ray": its cells run on the Ray cluster at `ray_address` (blank: a local one);
+    a bad address or a missing Ray is a ConfigError here, before any job starts."""
     if spec is None and resume is None:
         raise ConfigError("a sweep needs a spec, or a sweep id to resume")
+    if executor not in EXECUTORS:
+        raise ConfigError(f"run cells on: {executor!r} is not one of {', '.join(EXECUTORS)}")
     if resume is not None:
         sweep = store.get_sweep(resume)
         if not may_manage(sweep.get("owner"), user):
             raise ConfigError(not_yours(sweep.get("owner_name") or sweep.get("owner"), "sweep"))
+    ray = ray_executor(registry, store, ray_address, spec) if executor == "ray" else None
 
     def factory(emit: Any) -> Any:
-        return arun_sweep(spec, store, resume=resume, on_event=emit, owner=user,
-                          owner_name=user_name or user)
+        def run() -> Any:
+            return arun_sweep(spec, store, resume=resume, on_event=emit, owner=user,
+                              owner_name=user_name or user, executor=ray)
 
-    return registry.start_job(factory, owner, kind="sweep", user=user, user_name=user_name)
+        return run() if ray is None else on_ray(ray, emit, run)
+
+    job_id = registry.start_job(factory, owner, kind="sweep", user=user, user_name=user_name)
+    if ray is not None:
+        _ray_jobs.append(job_id)
+    return job_id
+
+
+def page_words(message: str) -> str:
+    """The engine's Ray messages name the CLI's flags; the page has a choice and a field."""
+    return (message.replace("--ray-address", "the Ray address")
+            .replace("--executor ray", "a Ray cluster"))
+
+
+def ray_state(events: Sequence[Any]) -> RayState | None:
+    """The latest RayState of a job's events; None for a sweep on this server."""
+    return next((e for e in reversed(events) if isinstance(e, RayState)), None)
+
+
+def worker_table(events: Sequence[Any]) -> pd.DataFrame:
+    """Per-worker progress of a Ray sweep, from its CellFinished events' `worker`: cells
+    finished, cells that ended otherwise (cancelled, error), the last cell and how it ended.
+    The label is a host name and ids from the cluster: kept as plain text (a table cell is
+    never markdown), control characters dropped, cut to WORKER_LABEL_MAX. Empty when no event
+    names a worker (a local sweep)."""
+    rows: dict[str, dict[str, Any]] = {}
+    for event in events:
+        if not isinstance(event, CellFinished) or not event.worker:
+            continue
+        label = "".join(c if c.isprintable() else " " for c in event.worker)
+        label = label[:WORKER_LABEL_MAX]
+        row = rows.setdefault(label, {"worker": label, "finished": 0, "not finished": 0})
+        row["finished" if event.status == "finished" else "not finished"] += 1
+        row["last cell"], row["last status"] = event.index, event.status
+    columns = ["worker", "finished", "not finished", "last cell", "last status"]
+    return pd.DataFrame(list(rows.values()), columns=columns)
 
 
 @dataclass

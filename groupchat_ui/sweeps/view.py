@@ -112,15 +112,39 @@ def define(store: RunStore, agents: list[Agent]) -> SweepSpec | None:
     return spec
 
 
+def where() -> dict[str, str]:
+    """Where the cells run: this server's process (default) or a Ray cluster, at an address
+    or (blank) a local cluster started for the sweep."""
+    cols = st.columns([1, 2])
+    executor = cols[0].radio(
+        "Run cells on", list(svc.EXECUTORS), key="sw_executor", horizontal=True,
+        format_func=svc.EXECUTORS.get,
+        help="A Ray cluster runs each cell as a Ray task, over as many machines as it has; "
+             "needs the ray extra: pip install 'groupchat-lab[ray]'.")
+    address = cols[1].text_input(
+        "Ray address (blank: start a local cluster)", "", key="sw_ray_address",
+        disabled=executor != "ray", placeholder="host:port of the head, or auto",
+        help="The head of a running cluster (`ray start --head` prints it), `auto` for the "
+             "cluster this machine belongs to, or blank to start one on this server.")
+    return {"executor": executor, "ray_address": address}
+
+
 def launch(registry: JobRegistry, store: RunStore, session: SessionState,
-           spec: SweepSpec | None) -> None:
-    """The Start button: starts nothing unless the grid is valid."""
+           spec: SweepSpec | None, runner: dict[str, str] | None = None) -> None:
+    """The Start button: starts nothing unless the grid is valid and (on Ray) Ray is installed
+    and the address answers; else the engine's one line, under the button."""
     if st.button("Start sweep", key="sw_start", type="primary", icon=":material/play_arrow:",
                  disabled=spec is None):
         if spec is not None:
-            session.sweep_jobs.append(svc.start_sweep(
-                registry, store, session.owner, spec, user=session.user,
-                user_name=session.user_name))
+            try:
+                job_id = svc.start_sweep(registry, store, session.owner, spec,
+                                         user=session.user, user_name=session.user_name,
+                                         **(runner or {}))
+            except ConfigError as exc:
+                st.error(f"Cannot start the sweep: {escape_markdown(svc.page_words(str(exc)))}",
+                         icon=":material/error:")
+                return
+            session.sweep_jobs.append(job_id)
             st.rerun()
 
 
@@ -255,3 +279,17 @@ def _render(registry: JobRegistry, store: RunStore, session: SessionState, snap:
         st.info(f"Sweep {prog.outcome.status}: {escape_markdown(prog.outcome.reason or '')}. "
                 "Finished cells are kept; Resume (under Results) runs only the rest.")
     st.dataframe(prog.table(status), hide_index=True, key=f"sw_cells_{snap.id}", height=240)
+    _workers(snap)
+
+
+def _workers(snap: Any) -> None:
+    """A sweep on Ray: where its cluster is, and cells per worker (nothing for a local one)."""
+    ray = svc.ray_state(snap.events)
+    if ray is None:
+        return
+    st.caption(escape_markdown(ray.text()))
+    workers = svc.worker_table(snap.events)
+    if workers.empty:
+        st.caption("workers: none has finished a cell yet")
+        return
+    st.dataframe(workers, hide_index=True, key=f"sw_workers_{snap.id}")
