@@ -301,3 +301,39 @@ def test_a_second_user_watches_a_sweep_but_cannot_stop_or_resume_it(signed_in, s
     assert store.get_sweep(sweep_id)["status"] == "cancelled"
     runs = store.list_runs(sweep_id=sweep_id)
     assert len(runs) and set(runs["owner"]) == {USERS["alice"][0]}  # her sweep's runs are hers
+
+
+def test_the_owner_stops_and_resumes_a_sweep_from_another_session(signed_in, store: RunStore):
+    """A sweep started in one browser is watched, stopped and resumed from another browser of
+    the same signed-in user (the job registry is per server, ownership per user)."""
+    from groupchat_ui.kit.presets import DEBATE_TRIO
+
+    store.save_agents(DEBATE_TRIO.build_agents(latency_s=0.3))
+    store_access.invalidate()
+    laptop, phone = signed_in("alice"), signed_in("alice")
+    goto(laptop, "sweeps")
+    laptop.selectbox(key="sw_room").select("Saved agents").run()
+    laptop.multiselect(key="sw_saved").set_value(["Optimist", "Pessimist", "Realist"]).run()
+    laptop.text_input(key="sw_threshold").input("0.4, 0.6")
+    laptop.number_input(key="sw_repeats").set_value(3)
+    laptop.number_input(key="sw_max_loops").set_value(6)
+    laptop.number_input(key="sw_concurrency").set_value(1).run()
+    laptop.button(key="sw_start").click().run()
+    poll(laptop, lambda a: sweep_status(a).startswith("sweep status: running"), "the sweep")
+    sweep_id = laptop.query_params["sweep"]
+
+    goto(phone, "sweeps", sweep=sweep_id)  # the other browser opens the sweep's link
+    assert sweep_status(phone).startswith("sweep status: running")
+    assert not phone.button(key="sw_stop").disabled  # hers to stop, from any session
+    phone.button(key="sw_stop").click().run()
+    poll(phone, lambda a: sweep_status(a).startswith("sweep status: cancelled"), "the stop")
+    assert store.get_sweep(sweep_id)["status"] == "cancelled"
+    poll(phone, lambda a: any(b.key == "sw_resume" for b in a.button), "Resume")
+    assert not phone.button(key="sw_resume").disabled
+    phone.button(key="sw_resume").click().run()
+    poll(phone, lambda a: sweep_status(a).startswith("sweep status: finished"), "the resumed sweep")
+    assert store.get_sweep(sweep_id)["status"] == "finished"
+    assert len(store.list_runs(sweep_id=sweep_id)) >= 6  # every cell, none lost to the stop
+    runs = store.list_runs(sweep_id=sweep_id)
+    assert set(runs["owner"]) == {USERS["alice"][0]}
+    assert store.get_sweep(sweep_id)["owner"] == USERS["alice"][0]
