@@ -249,12 +249,20 @@ HEATMAP_DRAWN = """() => { const p = document.querySelector('.st-key-bids_heatma
 }"""
 
 
-def interactive(browser: Any, base: str, run_id: str, phone: bool = False) -> dict[str, float]:
-    """One visit to a run's Analysis page in a fresh browser context whose first page (the
-    landing page) has loaded, so plotly.js and Streamlit's bundle are in its cache, as for
-    someone already using the app. Seconds from `goto` until the bids heatmap is drawn, until
-    a click on the second tab has shown that tab (the main thread was free to handle it), and
-    the main thread's long tasks (> 50 ms) in that span: their sum, and when the last ended."""
+def script_runs(log: Path | None) -> list[float]:
+    """Durations of the script runs the instrumented server has logged so far."""
+    return [float(x) for x in log.read_text().split()] if log and log.exists() else []
+
+
+def interactive(browser: Any, base: str, run_id: str, phone: bool = False,
+                log: Path | None = None) -> dict[str, float]:
+    """One visit to a run's Analysis page by a full navigation (`goto /analysis?run=`, as a
+    link from outside or a reload) in a fresh browser context whose first page (the landing
+    page) has loaded, so plotly.js and Streamlit's bundle are in its cache, as for someone
+    already using the app. Seconds from `goto` until the bids heatmap is drawn, until a click on
+    the second tab has shown that tab (the main thread was free to handle it), the main thread's
+    long tasks (> 50 ms) in that span (their sum, when the last ended) and, with the server's
+    `log`, the page's script runs in that span (their sum: server time)."""
     size = {"width": 390, "height": 844} if phone else {"width": 1280, "height": 900}
     context = browser.new_context(viewport=size)
     page = context.new_page()
@@ -262,42 +270,110 @@ def interactive(browser: Any, base: str, run_id: str, phone: bool = False) -> di
     landing(page)
     page.locator(IDLE).wait_for(state="attached", timeout=120_000)
     page.add_init_script(LONGTASKS)
+    before = len(script_runs(log))
     start = time.perf_counter()
     page.goto(f"{base}/analysis?run={run_id}")
+    result = _drawn_and_clicked(page, start, 0.0)
+    result["script runs, sum"] = _script_time(page, log, before)
+    context.close()
+    return result
+
+
+def in_app(browser: Any, base: str, run_id: str, phone: bool = False,
+           log: Path | None = None) -> dict[str, float]:
+    """One visit to a run's Analysis page from inside the app, as a user moves between pages:
+    a fresh context opens the run's Analysis page once (so the session has chosen that run),
+    goes to the Run page with the sidebar, then, timed, clicks "Analysis" in the sidebar (no
+    page reload: the same websocket session, Streamlit's bundle and plotly.js already
+    evaluated). The same figures as `interactive`, from that click."""
+    size = {"width": 390, "height": 844} if phone else {"width": 1280, "height": 900}
+    context = browser.new_context(viewport=size)
+    page = context.new_page()
+    page.add_init_script(LONGTASKS)
+    page.goto(f"{base}/analysis?run={run_id}")
+    page.wait_for_function(HEATMAP_DRAWN, timeout=120_000, polling=50)
+    page.locator(IDLE).wait_for(state="attached", timeout=120_000)
+    _sidebar_link(page, "Run").click(timeout=120_000)
+    landing(page)
+    page.wait_for_function("() => !document.querySelector('.st-key-bids_heatmap')",
+                           timeout=120_000, polling=50)
+    link = _sidebar_link(page, "Analysis")
+    link.wait_for(timeout=120_000)
+    t0 = page.evaluate("performance.now()") / 1000
+    before = len(script_runs(log))
+    start = time.perf_counter()
+    link.click(timeout=120_000)
+    result = _drawn_and_clicked(page, start, t0)
+    result["script runs, sum"] = _script_time(page, log, before)
+    context.close()
+    return result
+
+
+def _sidebar_link(page: Any, title: str) -> Any:
+    """The sidebar's link to a page; on a phone the sidebar is folded away: open it first."""
+    expand = page.get_by_test_id("stExpandSidebarButton")
+    if expand.is_visible():
+        expand.click()
+    return page.get_by_test_id("stSidebarNav").get_by_text(title, exact=True)
+
+
+def _drawn_and_clicked(page: Any, start: float, t0: float) -> dict[str, float]:
     page.wait_for_function(HEATMAP_DRAWN, timeout=120_000, polling=50)
     drawn = time.perf_counter() - start
+    sidebar = page.get_by_test_id("stSidebar")
+    if page.viewport_size["width"] < 500 and sidebar.get_attribute("data-collapsed") == "false":
+        # On a phone the sidebar stays open over the page after a link in it was tapped: the
+        # user folds it away to reach the tabs (part of the time measured).
+        page.get_by_test_id("stSidebarHeader").hover()
+        page.get_by_test_id("stSidebarCollapseButton").click(force=True)
+        page.locator('[data-testid="stSidebar"][data-collapsed="true"]').wait_for(
+            state="attached", timeout=120_000)
     tab = page.get_by_role("tab").nth(1)
     tab.click(timeout=120_000)
     page.wait_for_function("(t) => t.getAttribute('aria-selected') === 'true'",
                            arg=tab.element_handle(), timeout=120_000, polling=50)
     clicked = time.perf_counter() - start
-    tasks = page.evaluate("window.__longtasks")
-    context.close()
+    tasks = [(s / 1000 - t0, d / 1000) for s, d in page.evaluate("window.__longtasks")
+             if s / 1000 + d / 1000 > t0]
     return {"heatmap drawn": drawn, "tab click answered": clicked,
-            "long tasks, sum": sum(d for _, d in tasks) / 1000,
-            "last long task ended": max((s + d for s, d in tasks), default=0.0) / 1000}
+            "long tasks, sum": sum(d for _, d in tasks),
+            "last long task ended": max((s + d for s, d in tasks), default=0.0)}
+
+
+def _script_time(page: Any, log: Path | None, before: int) -> float:
+    """Server seconds in script runs since `before` (the tab click's rerun included, once it
+    has ended: wait until no script runs)."""
+    if log is None:
+        return float("nan")
+    page.locator(IDLE).wait_for(state="attached", timeout=120_000)
+    return sum(script_runs(log)[before:])
+
+
+VISITS = {"full navigation": interactive, "in-app": in_app}
 
 
 def bench_interactive(url: str, runs: dict[str, str], reps: int) -> dict[str, dict[str, float]]:
-    """`interactive` for each run (name -> id) at desktop and phone size: one warm-up visit,
-    then `reps` rounds visiting every case in turn (so load on a shared machine hits all
-    alike); medians."""
+    """Both visits (`VISITS`) for each run (name -> id) at desktop and phone size, against a
+    server that logs its script runs: one warm-up visit each, then `reps` rounds visiting every
+    case in turn (so load on a shared machine hits all alike); medians."""
     from playwright.sync_api import sync_playwright
 
     from tests.e2e.conftest import CHROMIUM_ARGS
 
-    cases = [(f"{name}, {size}", run_id, size.startswith("phone"))
-             for name, run_id in runs.items() for size in ("desktop 1280x900", "phone 390x844")]
-    found: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in cases}
-    with sync_playwright() as pw:
+    cases = [(f"{name}, {visit}, {size}", run_id, VISITS[visit], size.startswith("phone"))
+             for visit in VISITS for name, run_id in runs.items()
+             for size in ("desktop 1280x900", "phone 390x844")]
+    found: dict[str, list[dict[str, float]]] = {name: [] for name, *_ in cases}
+    with sync_playwright() as pw, tempfile.TemporaryDirectory() as folder:
+        log = Path(folder) / "script_runs.txt"
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
                                      args=CHROMIUM_ARGS)
-        with make_run(url) as base:
-            for _, run_id, phone in cases:
-                interactive(browser, base, run_id, phone)  # warm-up: server caches, imports
+        with make_run(url, log) as base:
+            for _, run_id, visit, phone in cases:
+                visit(browser, base, run_id, phone, log)  # warm-up: server caches, imports
             for _ in range(reps):
-                for name, run_id, phone in cases:
-                    found[name].append(interactive(browser, base, run_id, phone))
+                for name, run_id, visit, phone in cases:
+                    found[name].append(visit(browser, base, run_id, phone, log))
         browser.close()
     return {name: {k: statistics.median(r[k] for r in rows) for k in rows[0]}
             for name, rows in found.items()}
@@ -305,45 +381,59 @@ def bench_interactive(url: str, runs: dict[str, str], reps: int) -> dict[str, di
 
 def compare_interactive(url: str, runs: dict[str, str], other: Path,
                         rounds: int) -> list[str]:
-    """`interactive` for this tree's server and one started from `other` (another checkout,
-    same database), every case of both in each round, the order reversed every other round
-    (so the shared machine's load hits both alike): medians, quartiles and per-round ratios."""
+    """Both visits (`VISITS`) for this tree's server and one started from `other` (another
+    checkout, same database; both log their script runs), every case of both in each round, the
+    order reversed every other round (so the shared machine's load hits both alike): medians,
+    quartiles and per-round ratios of the tab click answered, and medians of the script time and
+    the long tasks."""
     from playwright.sync_api import sync_playwright
 
     from tests.e2e.conftest import CHROMIUM_ARGS
 
     key = "tab click answered"
-    found: dict[tuple[str, str, bool], list[float]] = {}
+    found: dict[tuple[str, str, str, bool], list[dict[str, float]]] = {}
     loads: list[float] = []
-    with sync_playwright() as pw, make_run(url, root=other) as before, make_run(url) as after:
+    with tempfile.TemporaryDirectory() as folder, sync_playwright() as pw, \
+            make_run(url, Path(folder) / "other.txt", root=other) as before, \
+            make_run(url, Path(folder) / "this.txt") as after:
+        logs = {"other": Path(folder) / "other.txt", "this": Path(folder) / "this.txt"}
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
                                      args=CHROMIUM_ARGS)
-        cases = [(tree, base, name, run_id, phone) for name, run_id in runs.items()
-                 for phone in (False, True) for tree, base in (("other", before),
-                                                               ("this", after))]
-        for _, base, _, run_id, phone in cases:
-            interactive(browser, base, run_id, phone)  # warm-up
+        cases = [(tree, base, visit, name, run_id, phone) for visit in VISITS
+                 for name, run_id in runs.items() for phone in (False, True)
+                 for tree, base in (("other", before), ("this", after))]
+        for tree, base, visit, _, run_id, phone in cases:
+            VISITS[visit](browser, base, run_id, phone, logs[tree])  # warm-up
         for i in range(rounds):
             loads.append(os.getloadavg()[0])
-            for tree, base, name, run_id, phone in (cases if i % 2 == 0 else cases[::-1]):
-                result = interactive(browser, base, run_id, phone)
-                found.setdefault((tree, name, phone), []).append(result[key])
+            for tree, base, visit, name, run_id, phone in (cases if i % 2 == 0
+                                                            else cases[::-1]):
+                result = VISITS[visit](browser, base, run_id, phone, logs[tree])
+                found.setdefault((tree, visit, name, phone), []).append(result)
         browser.close()
-    lines = [f"| case | other tree: {key} (s), median (quartiles) | this tree | this / other "
-             "per round, median (range) |", "|---|---:|---:|---:|"]
+    lines = [f"| visit | case | other tree: {key} (s), median (quartiles) | this tree | "
+             "this / other per round, median (range) | script runs, sum (s): other → this | "
+             "long tasks, sum (s): other → this |", "|---|---|---:|---:|---:|---:|---:|"]
 
     def spread(values: list[float]) -> str:
         q = statistics.quantiles(values, n=4) if len(values) > 1 else values * 3
         return f"{q[1]:.2f} ({q[0]:.2f}–{q[2]:.2f})"
 
-    for name in runs:
-        for phone in (False, True):
-            a, b = found[("other", name, phone)], found[("this", name, phone)]
-            ratios = [y / x for x, y in zip(a, b, strict=True)]
-            size = "phone 390x844" if phone else "desktop 1280x900"
-            lines.append(f"| {name}, {size} | {spread(a)} | {spread(b)} | "
-                         f"{statistics.median(ratios):.2f} ({min(ratios):.2f}–"
-                         f"{max(ratios):.2f}) |")
+    def median(rows: list[dict[str, float]], k: str) -> str:
+        return f"{statistics.median(r[k] for r in rows):.2f}"
+
+    for visit in VISITS:
+        for name in runs:
+            for phone in (False, True):
+                a, b = found[("other", visit, name, phone)], found[("this", visit, name, phone)]
+                ratios = [y[key] / x[key] for x, y in zip(a, b, strict=True)]
+                size = "phone 390x844" if phone else "desktop 1280x900"
+                lines.append(
+                    f"| {visit} | {name}, {size} | {spread([r[key] for r in a])} | "
+                    f"{spread([r[key] for r in b])} | {statistics.median(ratios):.2f} "
+                    f"({min(ratios):.2f}–{max(ratios):.2f}) | "
+                    f"{median(a, 'script runs, sum')} → {median(b, 'script runs, sum')} | "
+                    f"{median(a, 'long tasks, sum')} → {median(b, 'long tasks, sum')} |")
     lines.append(f"\n{rounds} rounds; load average (1 min) at each round's start: "
                  + ", ".join(f"{x:.1f}" for x in loads) + ".")
     return lines
@@ -400,10 +490,10 @@ def report(turns: int, rows: int, functions: dict[str, float], apptest: dict[str
         lines += [
             f"| browser busy on the Analysis page, app already open (median of {reps}) | "
             "heatmap drawn (s) | tab click answered (s) | long tasks, sum (s) | "
-            f"target < {target:g} s |",
-            "|---|---:|---:|---:|---|",
+            f"script runs, sum (s) | target < {target:g} s |",
+            "|---|---:|---:|---:|---:|---|",
             *(f"| {name} | {r['heatmap drawn']:.2f} | {r['tab click answered']:.2f} | "
-              f"{r['long tasks, sum']:.2f} | "
+              f"{r['long tasks, sum']:.2f} | {r['script runs, sum']:.2f} | "
               f"{verdict(r['tab click answered'], target) if 'big' in name else '—'} |"
               for name, r in busy.items()),
             "",

@@ -469,6 +469,46 @@ def test_analysis_opens_the_run_named_in_the_url(app: AppTest, store: RunStore):
     assert app.query_params["run"] == second
 
 
+def chart_turns(app: AppTest, key: str) -> list[int]:
+    """The turns on the x axis of a chart's first trace, as the browser receives them."""
+    chart = next(c for c in app.get("plotly_chart") if c.key == key)
+    return [int(x) for x in json.loads(chart.proto.spec)["data"][0]["x"]]
+
+
+def test_analysis_pages_a_long_runs_per_turn_charts_by_windows_of_turns(app: AppTest,
+                                                                        store: RunStore):
+    """Issue 11 §3: a long run's Bids tab opens on its latest 200 turns, and a picker reaches
+    every earlier window; the Speakers tab's timeline follows the window, its summaries do not."""
+    from groupchat_core import Agent, GroupChat
+    from groupchat_core.testing import ScriptedBids
+
+    script = {name: [(0.9 if t % 3 == i else 0.4, f"{name} {t}") for t in range(450)]
+              for i, name in enumerate(("Ann", "Bo", "Cy"))}
+    fake = ScriptedBids(script)
+    chat = GroupChat(agents=[Agent(agent_name=n, model_name=fake.model_name) for n in script],
+                     max_loops=451, threshold=0.5)
+    store.attach(chat)
+    chat.run("A long one.")
+    store.flush()
+    goto(app, "analysis")
+    picker = app.selectbox(key="bid_window")
+    assert picker.options == ["turns 1–200", "turns 201–400", "turns 401–450 (latest)"]
+    assert picker.value == (401, 450)
+    assert chart_turns(app, "bids_heatmap") == list(range(401, 451))
+    picker.set_value((1, 200)).run()
+    assert chart_turns(app, "bids_heatmap") == list(range(1, 201))
+    assert chart_turns(app, "bid_lines") == list(range(1, 201))
+    open_tab(app, "Speakers")
+    assert app.selectbox(key="bid_window").value == (1, 200)
+    timeline = json.loads(next(c for c in app.get("plotly_chart")
+                               if c.key == "winner_timeline").proto.spec)["data"]
+    assert sorted(x for t in timeline[1:] for x in t["x"]) == list(range(1, 201))
+    shares = json.loads(next(c for c in app.get("plotly_chart")
+                             if c.key == "turn_shares").proto.spec)["data"][0]
+    assert list(shares["x"]) == ["Ann", "Bo", "Cy"]  # the whole run's shares
+    assert abs(sum(shares["y"]) - 1) < 1e-9
+
+
 def select_rows(at: AppTest, rows: list[int]) -> None:
     at.session_state["runs_table"] = {"selection": {"rows": rows, "columns": [], "cells": []}}
     at.run()

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from groupchat_ui.analysis import logic
 from groupchat_ui.kit import charts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,3 +129,48 @@ def test_a_big_runs_charts_still_show_every_agent_and_every_winner():
     assert shown == winners
     assert all(t.type == "scatter" for fig in (heatmap, lines, timeline) for t in fig.data
                if t.type != "heatmap")
+
+
+@pytest.mark.parametrize(("turns", "expected"), [
+    (1000, [(1, 200), (201, 400), (401, 600), (601, 800), (801, 1000)]),
+    (450, [(1, 200), (201, 400), (401, 450)]),
+    (200, [(1, 200)]),
+    (3, [(1, 3)]),
+    (0, []),
+])
+def test_the_per_turn_charts_page_by_windows_that_cover_every_turn(turns: int, expected):
+    assert logic.turn_windows(list(range(turns, 0, -1))) == expected  # any order in, oldest first
+    covered = [t for first, last in expected for t in range(first, last + 1)]
+    assert covered == list(range(1, turns + 1))  # every turn once: nothing lost, nothing twice
+
+
+def test_each_window_of_a_big_run_shows_every_agent_and_that_windows_winners():
+    """Issue 11 §3, paged: the Bids tab draws one window of turns at a time (the latest first);
+    each window's heatmap, bid lines and speaker timeline show all 16 agents and every winner of
+    the window's turns, and the windows together reach every turn and every winner."""
+    bids, turns = rotating_winners(16, 1000)
+    agents = [f"A{a:02d}" for a in range(16)]
+    reached: list[tuple[int, str]] = []
+    for window in logic.turn_windows(list(turns["turn"])):
+        part, part_turns = logic.in_window(bids, window), logic.in_window(turns, window)
+        span = list(range(window[0], window[1] + 1))
+        winners = sorted(zip(part_turns["turn"], part_turns["winner"], strict=True))
+        assert [t for t, _ in winners] == span
+
+        heatmap = charts.bids_heatmap(part, "adjusted", 0.5, agents)
+        heat, stars = heatmap.data[0], heatmap.data[1]
+        assert list(heat.y) == agents and list(heat.x) == span
+        assert sorted(zip(stars.customdata, stars.y, strict=True)) == winners
+
+        lines = charts.bid_lines(part, part_turns, 0.5, "adjusted", agents)
+        by_name = {t.name: t for t in lines.data}
+        assert [t.name for t in lines.data[:16]] == agents
+        assert all(list(by_name[a].x) == span for a in agents)
+        assert sorted(by_name["winner"].x) == span
+
+        timeline = charts.winner_timeline(part_turns, agents)
+        assert sorted((x, t.name) for t in timeline.data if t.name in agents
+                      for x in t.x) == winners
+        reached += winners
+    assert reached == sorted(zip(turns["turn"], turns["winner"], strict=True))
+    assert {a for _, a in reached} == set(agents)

@@ -7,7 +7,7 @@ easy to get subtly wrong and easy to test as data.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -85,6 +85,25 @@ def turn_bids(bids: pd.DataFrame, turn: int) -> pd.DataFrame:
                "error", "latency_ms", "path"]
     rows = bids[bids["turn"] == turn].sort_values("position", kind="stable")
     return rows[columns].reset_index(drop=True)
+
+
+BID_WINDOW = 200  # turns per window of the per-turn charts (the transcript pages too)
+
+
+def turn_windows(turns: Sequence[int], size: int = BID_WINDOW) -> list[tuple[int, int]]:
+    """The per-turn charts' windows as (first turn, last turn), oldest first; together they
+    cover every turn. Why: a 1,000-turn run's heatmap and bid lines drew 2,000 winner stars and
+    16,000 cells at once, keeping the browser busy; a window of `size` turns draws a fifth."""
+    ordered = sorted(int(t) for t in turns)
+    return [(ordered[i], ordered[min(i + size, len(ordered)) - 1])
+            for i in range(0, len(ordered), size)]
+
+
+def in_window(frame: pd.DataFrame, window: tuple[int, int] | None) -> pd.DataFrame:
+    """The rows of a bids or turns frame whose turn lies in `window` (all rows for None)."""
+    if window is None or frame.empty:
+        return frame
+    return frame[frame["turn"].between(window[0], window[1])]
 
 
 def run_demo(store: RunStore) -> str:

@@ -112,20 +112,44 @@ def tabs(data: RunData, run_id: str) -> None:
                 body()
 
 
+def turn_window(data: RunData) -> tuple[int, int] | None:
+    """The window of turns the per-turn charts show: the latest by default, a picker when the
+    run has more than one window (every turn stays reachable). None: the whole run."""
+    windows = logic.turn_windows([int(t) for t in data.turns["turn"]]) \
+        if not data.turns.empty else []
+    if len(windows) <= 1:
+        return None
+    if st.session_state.get("bid_window") not in windows:  # another run, or the first visit
+        st.session_state["bid_window"] = windows[-1]
+    window: tuple[int, int] = st.selectbox(
+        "Turns shown", windows, key="bid_window",
+        format_func=lambda w: f"turns {w[0]}–{w[1]}" + (" (latest)" if w == windows[-1]
+                                                        else ""),
+        help=f"Per-turn charts show {logic.BID_WINDOW} turns at a time; pick earlier turns here."
+    ) or windows[-1]
+    return window
+
+
 def bid_charts(data: RunData) -> None:
+    window = turn_window(data)
+    bids, turns = logic.in_window(data.bids, window), logic.in_window(data.turns, window)
     value = st.segmented_control("Heatmap values", ["score", "adjusted"], default="adjusted",
                                  key="heatmap_value", format_func=lambda v: {
                                      "score": "raw score", "adjusted": "adjusted"}[v])
-    st.plotly_chart(charts.bids_heatmap(data.bids, value or "adjusted", data.threshold,
+    st.plotly_chart(charts.bids_heatmap(bids, value or "adjusted", data.threshold,
                                         data.agents), key="bids_heatmap", **_CHART)
-    st.plotly_chart(charts.bid_lines(data.bids, data.turns, data.threshold, "adjusted",
-                                     data.agents), key="bid_lines", **_CHART)
+    st.plotly_chart(charts.bid_lines(bids, turns, data.threshold, "adjusted", data.agents),
+                    key="bid_lines", **_CHART)
 
 
 def speaker_charts(data: RunData) -> None:
-    st.plotly_chart(charts.winner_timeline(data.turns, data.agents), key="winner_timeline",
-                    **_CHART)
+    """Who spoke when (per turn, in the chosen window), then the whole run's summaries."""
+    window = turn_window(data)
+    st.plotly_chart(charts.winner_timeline(logic.in_window(data.turns, window), data.agents),
+                    key="winner_timeline", **_CHART)
     m = speaker_metrics(data.turns, data.bids)
+    if window is not None:
+        st.caption("Below: the whole run.")
     left, right = st.columns(2)
     left.plotly_chart(charts.transition_heatmap(transition_matrix(data.turns, data.agents)),
                       key="transitions", **_CHART)
