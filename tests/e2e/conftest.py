@@ -212,9 +212,25 @@ def start_run(page: Any, attempts: int = 3) -> None:
         try:
             expect(status_line(page)).not_to_have_text(unchanged, timeout=10_000)
             return
-        except AssertionError:
+        except AssertionError as exc:
             if attempt == attempts - 1:
-                raise
+                said = " | ".join(page.get_by_test_id("stAlert").all_inner_texts())
+                raise AssertionError(f"the run did not start; the page says: {said!r}") from exc
+
+
+def fill_task(page: Any, text: str, attempts: int = 3) -> None:
+    """Type the Run page's task and leave the field (Streamlit takes it on blur). A rerun that
+    lands while typing redraws the field empty, so type again until it keeps the text."""
+    for attempt in range(attempts):
+        wait_idle(page)
+        field = page.locator(".st-key-run_task textarea")
+        field.fill(text)
+        field.press("Tab")
+        wait_idle(page)
+        if page.locator(".st-key-run_task textarea").input_value() == text:
+            return
+        if attempt == attempts - 1:
+            raise AssertionError("the task field kept dropping what was typed")
 
 
 def css_key(name: str) -> str:

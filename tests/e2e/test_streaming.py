@@ -22,6 +22,7 @@ from groupchat_core.testing import FakeOpenAIServer, tool_call
 from .conftest import (
     WAIT_MS,
     expect,
+    fill_task,
     fresh,
     open_page,
     pick_roster,
@@ -58,7 +59,7 @@ def test_a_candidate_reply_grows_before_the_turn_ends(app_server, app_db_url, pa
     expect(status_line(page)).to_have_text(re.compile(r"^status: idle"), timeout=WAIT_MS)
     open_page(page, "Run")
     pick_roster(page, [slow, quick])
-    page.locator(".st-key-run_task textarea").fill("Watch the bids form.")
+    fill_task(page, "Watch the bids form.")
     start_run(page)
 
     candidate = fresh(page, ".st-key-cand_0")
