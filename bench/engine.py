@@ -91,12 +91,19 @@ def _serve(conn: Any, latency: float) -> None:
 
 
 class ServerProcess:
-    """FakeOpenAIServer in a spawned process, so its CPU never counts against the client."""
+    """FakeOpenAIServer in a spawned process, so its CPU never counts against the client.
+
+    `serve(conn, arg)` runs in the child: it sends the server's base URL, then answers
+    commands over the pipe (default: silent bids after `arg` seconds of latency)."""
+
+    def __init__(self, serve: Callable[[Any, float], None] = _serve,
+                 arg: float = LATENCY_S) -> None:
+        self._serve, self._arg = serve, arg
 
     def __enter__(self) -> ServerProcess:
         ctx = multiprocessing.get_context("spawn")
         self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(child, LATENCY_S), daemon=True)
+        self._proc = ctx.Process(target=self._serve, args=(child, self._arg), daemon=True)
         self._proc.start()
         self.base_url: str = self._conn.recv()
         return self

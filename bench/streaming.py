@@ -21,14 +21,13 @@ Against FakeOpenAIServer in a spawned process (its CPU never counts against the 
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import statistics
 import time
 from collections.abc import Callable
 from typing import Any
 
-from bench.engine import _settled_cpu, machine
+from bench.engine import ServerProcess, _settled_cpu, machine
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -66,26 +65,6 @@ def _serve(conn: Any, chunk_delay: float) -> None:
     server.stop()
 
 
-class Server:
-    def __enter__(self) -> Server:
-        ctx = multiprocessing.get_context("spawn")
-        self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(child, 0.0), daemon=True)
-        self._proc.start()
-        self.base_url: str = self._conn.recv()
-        return self
-
-    def ask(self, command: str, arg: Any = None) -> Any:
-        self._conn.send((command, arg))
-        return self._conn.recv()
-
-    def __exit__(self, *exc: object) -> None:
-        self._conn.send(("stop", None))
-        self._proc.join(5)
-        if self._proc.is_alive():
-            self._proc.terminate()
-
-
 def _chat(base_url: str, n: int, stream: bool, observer: Any) -> Any:
     from groupchat_core import Agent, GroupChat
 
@@ -111,7 +90,7 @@ class TimedForming:
             self.first[event.agent] = time.monotonic()
 
 
-def first_char_latencies(server: Server, runs: int, n: int) -> list[float]:
+def first_char_latencies(server: ServerProcess, runs: int, n: int) -> list[float]:
     """Milliseconds from the first message-bearing SSE write to FormingBids holding it."""
     server.ask("delay", 0.02)
     out: list[float] = []
@@ -127,7 +106,7 @@ def first_char_latencies(server: Server, runs: int, n: int) -> list[float]:
     return out
 
 
-def cpu_per_bid(server: Server, pairs: int, n: int) -> dict[str, list[float]]:
+def cpu_per_bid(server: ServerProcess, pairs: int, n: int) -> dict[str, list[float]]:
     """Per-bid CPU milliseconds of each variant, over `pairs` rounds in rotating order."""
     variants: dict[str, Callable[[], Any]] = {
         "streamed (stream_bids on, FormingBids observer)":
@@ -164,7 +143,7 @@ def main() -> None:
     from groupchat_core import prepare_litellm
 
     prepare_litellm()
-    with Server() as server:
+    with ServerProcess(_serve, 0.0) as server:
         lat = first_char_latencies(server, runs, 4)
         cpu = cpu_per_bid(server, pairs, 8)
     print("## machine")
