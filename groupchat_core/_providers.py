@@ -64,6 +64,12 @@ def register_in_process(prefix: str, model: InProcessModel) -> None:
     _IN_PROCESS[prefix] = model
 
 
+def unregister_in_process(prefix: str, model: InProcessModel) -> None:
+    """Stop routing '<prefix>/...' to `model` (if it is still the one registered)."""
+    if _IN_PROCESS.get(prefix) is model:
+        del _IN_PROCESS[prefix]
+
+
 def registered_in_process(prefix: str) -> InProcessModel | None:
     """The provider registered for a model-name prefix, if any (routing is _model_calls')."""
     return _IN_PROCESS.get(prefix)

@@ -18,7 +18,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._providers import BidRequest, ModelReply, register_in_process, reply_from_arguments
+from .._providers import (
+    BidRequest,
+    ModelReply,
+    register_in_process,
+    reply_from_arguments,
+    unregister_in_process,
+)
 
 
 class UnexpectedModelCall(BaseException):  # noqa: N818 - BaseException so the engine re-raises
@@ -53,6 +59,11 @@ class ScriptedBids:
     @property
     def model_name(self) -> str:
         return f"{self._prefix}/model"
+
+    def close(self) -> None:
+        """Unregister this fake: the process-wide registry of in-process models otherwise
+        keeps it, its script and every call it answered, for the life of the process."""
+        unregister_in_process(self._prefix, self)
 
     def remaining(self) -> dict[str, int]:
         """Scripted bids not yet used, per agent."""
