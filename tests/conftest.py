@@ -108,7 +108,7 @@ def release_store_engines() -> None:
     """No write of this test still queued, no pooled connection left, schema checks forgotten."""
     from groupchat_core.store import dispose_engines
     from groupchat_core.store._migrations import forget_checked
-    from groupchat_core.store._recorder import writer_thread
+    from groupchat_core.store._writer_thread import writer_thread
 
     writer_thread().flush(10)
     dispose_engines()

@@ -442,7 +442,7 @@ def _disk_error(backend: str) -> tuple[Exception, str]:
 def test_a_turn_that_cannot_be_written_stops_recording_and_flags_the_run(
         store, backend, monkeypatch, caplog):
     error, phrase = _disk_error(backend)
-    slow = 0.1  # turns far apart: each is written on its own
+    slow = 0.3  # turns further apart than the 0.1 s write cadence: each is written alone
     chat = make_chat({
         "Alice": [ScriptedBid(0.9, "A1", slow), ScriptedBid(0.9, "A2", slow),
                   ScriptedBid(0.2, "", slow)],

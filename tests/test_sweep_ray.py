@@ -88,7 +88,7 @@ def killer(store, kill_index: int):
             if turns >= 3:
                 deadline = time.monotonic() + 5
                 while not in_store(store, item["run_id"]) and time.monotonic() < deadline:
-                    time.sleep(0.01)  # the worker's (or driver's) writer commits within 50 ms
+                    time.sleep(0.01)  # the worker's (or driver's) writer commits within 0.1 s
                 seen["killed"] = seen[f"pid:{job.cell}"]
                 os.kill(int(seen[f"pid:{job.cell}"]), signal.SIGKILL)
     return watch, seen

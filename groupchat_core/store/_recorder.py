@@ -1,9 +1,12 @@
-"""Recording a run as it happens: the engine observer and the thread that does its writes.
+"""Recording a run as it happens: the engine observer that hands its writes to the store writer
+thread (_writer_thread.py).
 
 The observer only hands events over; the writes happen on the process's store writer thread, so
-the engine's loop never waits for the database (a slow disk, a busy lock held by another
-process, a remote PostgreSQL), and SQLite's work, which releases the GIL, overlaps the next
-turn. What the writer has not committed yet is kept in memory, per run:
+a chat waiting for its models never waits for the database (a slow disk, a busy lock held by
+another process, a remote PostgreSQL). A chat producing turns faster than the writer's cadence
+(COALESCE_S) lets the writer have the GIL when a write is due, for at most HAND_OVER_S, rather
+than starve it (see _writer_thread.py). What the writer has not committed yet is kept in memory,
+per run:
 
 - a run's start (its row, its agents) waits for the task message, and the three go in **one**
   transaction: no reader ever sees a run without its task;
@@ -30,9 +33,8 @@ run's end.
 
 from __future__ import annotations
 
-import atexit
+import asyncio
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -69,89 +71,13 @@ from ._writer import (
     spec_data,
     status_for,
 )
+from ._writer_thread import COALESCE_S, writer_thread
 
 if TYPE_CHECKING:
     from ._runstore import RunStore
 
 logger = logging.getLogger("groupchat_core")
-FLUSH_AT_EXIT_S = 10.0
 RETRY_FIRST_S, RETRY_MAX_S = 0.05, 1.0  # backoff between reconnect attempts
-COALESCE_S = 0.05  # a run's turns reach the store at most this long after they complete
-
-
-class WriterThread:
-    """A daemon thread running submitted writes one after another, in order.
-
-    Writes submitted with `coalesce=True` (a recorder's "write what you have") are run at most
-    once per COALESCE_S: when turns come faster than that (an offline chat), the writer wakes
-    once for several of them and writes them in one transaction, instead of taking the GIL
-    from the engine's thread and committing once per turn. `flush()` cuts the wait short.
-    """
-
-    def __init__(self, name: str) -> None:
-        self._queue: queue.SimpleQueue[tuple[Callable[..., None], tuple[Any, ...], bool]] = (
-            queue.SimpleQueue())
-        self._hurry = threading.Event()
-        self._last_batch = 0.0
-        self._thread = threading.Thread(target=self._main, name=name, daemon=True)
-        self._thread.start()
-
-    def submit(self, fn: Callable[..., None], *args: Any, coalesce: bool = False) -> None:
-        self._queue.put((fn, args, coalesce))
-
-    def flush(self, timeout: float | None = None) -> bool:
-        """Wait until everything submitted so far is done; False on timeout."""
-        if threading.current_thread() is self._thread:
-            return True
-        done = threading.Event()
-        self.submit(done.set)
-        self._hurry.set()
-        return done.wait(timeout)
-
-    def _main(self) -> None:
-        while True:
-            fn, args, coalesce = self._queue.get()
-            if coalesce:
-                wait = self._last_batch + COALESCE_S - time.monotonic()
-                if wait > 0:
-                    self._hurry.wait(wait)
-                self._hurry.clear()
-            self._run(fn, args)
-            while True:  # everything that arrived meanwhile, without waiting again
-                try:
-                    fn, args, _ = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                self._run(fn, args)
-            self._last_batch = time.monotonic()
-
-    @staticmethod
-    def _run(fn: Callable[..., None], args: tuple[Any, ...]) -> None:
-        try:
-            fn(*args)
-        except Exception:  # a bug in a write must not kill the thread for every later run
-            logger.exception("run store writer: %r failed", fn)
-
-
-_thread: WriterThread | None = None
-_thread_lock = threading.Lock()
-
-
-def writer_thread() -> WriterThread:
-    """The process's one store writer thread, started on first use (writes are short; one
-    thread keeps every database's writes in order and costs nothing while idle)."""
-    global _thread
-    with _thread_lock:
-        if _thread is None:
-            _thread = WriterThread("groupchat-store-writer")
-            atexit.register(flush_all)
-        return _thread
-
-
-def flush_all(timeout: float = FLUSH_AT_EXIT_S) -> None:
-    """Finish queued writes (at interpreter exit, so a script's last turns are not lost)."""
-    if _thread is not None:
-        _thread.flush(timeout)
 
 
 HELD_CONNECTIONS = 4  # runs that keep their write connection between turns, process-wide
@@ -275,7 +201,10 @@ class StoreRecorder:
         elif isinstance(event, MessagePosted):
             if event.turn == 0:
                 row = message_row(event.run_id, 0, 0, event.message)
-                self._add(event.run_id, lambda log: setattr(log, "task", row))
+                # A run's start joins its first turns (one transaction, and in a busy chat
+                # no write of its own while the engine runs: see _writer_thread.py).
+                self._add(event.run_id, lambda log: setattr(log, "task", row),
+                          not_before=COALESCE_S)
             else:
                 self._add(event.run_id, lambda log: self._posted(log, event), write=False)
         elif isinstance(event, RunStarted):
@@ -311,15 +240,34 @@ class StoreRecorder:
             self._logs[event.run_id] = _RunLog(event.run_id, (row, specs))
             self.run_ids.append(event.run_id)
 
-    def _add(self, run_id: str, change: Callable[[_RunLog], None], write: bool = True) -> None:
+    def _add(self, run_id: str, change: Callable[[_RunLog], None], write: bool = True,
+             not_before: float = 0.0) -> None:
         with self._lock:
             log = self._logs.get(run_id)
             if log is None:
                 return  # a run that started before this recorder was attached
             change(log)
-            if write and not self._scheduled:
-                self._scheduled = True
-                self._thread.submit(self._drain, coalesce=True)
+            if not write or self._scheduled:
+                return
+            self._scheduled = True
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # fed from a plain thread: the writer coalesces on its own
+            self._thread.submit(self._drain, coalesce=True)
+            return
+        # On the engine's loop: the write waits for a timer there (see _writer_thread.py).
+        self._thread.defer(self._drain)
+        loop.call_later(max(not_before, self._thread.due_in()), self._due)
+
+    def _due(self) -> None:
+        """On the engine's loop, when the deferred write is due: submit it, and if turns come
+        faster than the writer's cadence, let the writer have the GIL until it is written
+        (again every COALESCE_S while the writer is behind)."""
+        self._thread.run_deferred(self._drain)
+        with self._lock:
+            busy = sum(len(log.turns) for log in self._logs.values()) > 1
+        if busy and not self._thread.hand_over():
+            asyncio.get_running_loop().call_later(COALESCE_S, self._due)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every event received so far is written (or has failed)."""

@@ -25,10 +25,11 @@ from ._connect import db_errors, default_url, get_engine, safe_url, write_engine
 from ._library import Library, check_owner
 from ._migrations import ensure_schema
 from ._process import this_writer, writer_alive
-from ._recorder import StoreRecorder, writer_thread
+from ._recorder import StoreRecorder
 from ._schema import RUN_STATUSES, run_agents, runs, turns
 from ._sweeps import SweepBook
 from ._writer import TurnWriter, insert_imported, run_row
+from ._writer_thread import writer_thread
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -156,8 +156,10 @@ class TurnWriter:
              message: dict[str, Any] | None, turn_row: Any = None) -> TurnRows:
         """One turn's rows (`message` as message_row makes it; `turn_row` when already taken
         by `turn_row`), copied out of the records."""
+        values = self._bid_values
         return TurnRows(
-            turn.turn, [self._bid_row(run_id, b) for b in turn_bids],
+            turn.turn, [(run_id, *values(b)) for b in turn_bids] if values is not None else [
+                self._bid_row(run_id, b) for b in turn_bids],
             self.turn_row(run_id, turn) if turn_row is None else turn_row,
             None if message is None else self.messages.params(
                 [message[c] for c in self.messages.columns]))
