@@ -56,6 +56,35 @@ def sim_chat(**kwargs) -> GroupChat:
     return GroupChat(agents=agents, max_loops=8, seed=7, **kwargs)
 
 
+def test_values_bound_the_fast_way_read_back_exactly(sqlite_store):
+    """On SQLite the recorder binds True/False as 1/0 and None as NaN (which SQLite stores as
+    NULL), and a float equal to 1 or 0 goes in as an int (1.0 == True): every value must read
+    back as it was, and be stored with the type it had before (REAL, 0/1, NULL)."""
+    fake = ScriptedBids({"Alice": [(1.0, "one"), (0.0, "")], "Bob": [(0.0, ""), (1.0, "two")]})
+    chat = GroupChat(agents=[Agent(agent_name=n, model_name=fake.model_name)
+                             for n in ("Alice", "Bob")], max_loops=3, threshold=0.5)
+    sqlite_store.attach(chat)
+    chat.run("Go.")
+    record = chat.last_run
+    assert [b.score for b in record.bids] == [1.0, 0.0, 0.0, 1.0]
+    assert sqlite_store.load_run(record.run_id) == record
+    with sqlite_store.engine.connect() as conn:
+        stored = conn.execute(text(
+            "SELECT typeof(score), typeof(adjusted), typeof(latency_ms), typeof(winner), "
+            "winner, typeof(cost_usd), typeof(error), typeof(deployment) FROM bids "
+            "WHERE run_id = :run ORDER BY turn, position"), {"run": record.run_id}).all()
+        turn_types = conn.execute(text(
+            "SELECT typeof(lull), typeof(margin) FROM turns WHERE run_id = :run"),
+            {"run": record.run_id}).all()
+    assert [tuple(row) for row in stored] == [
+        ("real", "real", "real", "integer", 1, "null", "null", "null"),
+        ("real", "real", "real", "integer", 0, "null", "null", "null"),
+        ("real", "real", "real", "integer", 0, "null", "null", "null"),
+        ("real", "real", "real", "integer", 1, "null", "null", "null")]
+    assert [tuple(row) for row in turn_types] == [
+        ("integer", "null" if t.margin is None else "real") for t in record.turns]
+
+
 def test_the_parametrised_store_fixture_runs_on_each_backend(store, backend):
     """The fixture every backend-agnostic test uses really gives a store on its backend."""
     assert store.engine.dialect.name == backend
