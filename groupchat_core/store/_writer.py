@@ -121,19 +121,17 @@ class CompiledInsert:
 
     @property
     def multi_row(self) -> bool:
-        """Whether rows go in multi-row statements (then `insert_flat` takes them)."""
+        """Whether rows go in multi-row statements (then a sequence may hold several rows)."""
         return bool(self._most)
 
-    def insert_rows(self, cursor: Any, rows: Sequence[Any]) -> None:
-        """Insert these rows (as params() makes them) with a DBAPI cursor."""
+    def insert_rows(self, cursor: Any, rows: Sequence[Sequence[Any]]) -> None:
+        """Insert these rows with a DBAPI cursor: as params() makes them, or (multi_row) any
+        sequences of their values, several rows' in one (a turn's bids are one tuple)."""
         if not self._most:
             cursor.executemany(self.sql, rows)
             return
-        self.insert_flat(cursor, list(chain.from_iterable(rows)))
-
-    def insert_flat(self, cursor: Any, values: list[Any]) -> None:
-        """Insert rows given as one flat list of their values (multi_row only)."""
-        values = list(map(_FAST_BIND.get, values, values))
+        fast = _FAST_BIND.get
+        values = list(map(fast, chain.from_iterable(rows), chain.from_iterable(rows)))
         width = len(self.columns)
         start, left = 0, len(values) // width
         while left:
@@ -213,15 +211,14 @@ class TurnWriter:
     def write_turns(self, conn: Connection, run_id: str, items: Sequence[TurnRows]) -> None:
         """Every row of these turns (`run_id`'s, as `rows` made them), in turn order: one
         multi-row INSERT (or executemany) per table."""
-        bid_rows: Any = list(chain.from_iterable(item.bids for item in items))
+        # Multi-row: each turn's bids are one flat tuple; else a list of rows per turn.
+        bid_rows: list[Any] = [item.bids for item in items] if self.bids.multi_row else list(
+            chain.from_iterable(item.bids for item in items))
         turn_rows = [item.turn for item in items]
         message_rows = [item.message for item in items if item.message is not None]
         cursor = conn.connection.cursor()
         try:
-            if self.bids.multi_row:
-                self.bids.insert_flat(cursor, bid_rows)  # TurnRows.bids is flat there
-            else:
-                self.bids.insert_rows(cursor, bid_rows)
+            self.bids.insert_rows(cursor, bid_rows)
             self.turns.insert_rows(cursor, turn_rows)
             self.messages.insert_rows(cursor, message_rows)
         finally:
