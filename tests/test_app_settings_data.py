@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from groupchat_core import _home as home
 from groupchat_ui.kit import jobs as job_registry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -17,6 +18,9 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def settings(monkeypatch, tmp_path) -> Iterator[Callable[[], AppTest]]:
     monkeypatch.chdir(tmp_path)
+    # The page also looks in the checkout's own data/ folder, where `make run` keeps the
+    # developer's store: the test must see only its own files.
+    monkeypatch.setattr(home, "CHECKOUT_ROOT", tmp_path / "checkout")
 
     def open_page() -> AppTest:
         at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
