@@ -216,13 +216,19 @@ def test_sign_in_owns_runs_and_a_second_user_can_watch_but_not_stop_or_delete(
         open_page(bob, "Runs")  # alice's run is the only one: select it, try to delete it
         grid = bob.locator(".st-key-runs_table [data-testid='stDataFrameResizable']")
         expect(grid).to_be_visible(timeout=WAIT_MS)
+        delete = bob.locator(".st-key-delete_runs button")
         for _ in range(5):
             wait_idle(bob)
-            if bob.locator(".st-key-delete_runs button").is_enabled():
+            if delete.is_enabled():
                 break
             box = grid.bounding_box()
             bob.mouse.click(box["x"] + 14, box["y"] + 17)  # the header: select all
-        bob.locator(".st-key-delete_runs button").click()
+            try:  # a second click before the rerun lands would select nothing again
+                expect(delete).to_be_enabled(timeout=10_000)
+                break
+            except AssertionError:
+                continue
+        delete.click()
         expect(bob.get_by_text(re.compile(r"^Nothing was deleted: 1 of the selected runs were "
                                           r"started by someone else"))
                ).to_be_visible(timeout=WAIT_MS)
