@@ -66,9 +66,11 @@ def wait_healthy(url: str, proc: subprocess.Popen[bytes], deadline_s: float = 60
 
 
 @contextmanager
-def serve_app(db_url: str, log_path: Path) -> Iterator[str]:
-    """`streamlit run streamlit_app.py` as `make run` starts it, on a free port; yields its URL."""
-    port = free_port()
+def serve_app(db_url: str, log_path: Path, port: int | None = None,
+              extra_args: Sequence[str] = ()) -> Iterator[str]:
+    """`streamlit run streamlit_app.py` as `make run` starts it, on `port` (a free one by
+    default) with `extra_args` for streamlit; yields its URL."""
+    port = port or free_port()
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env.update(GROUPCHAT_DB=db_url, GROUPCHAT_BLOCK_REMOTE_CALLS="1",
                LITELLM_LOCAL_MODEL_COST_MAP="True")
@@ -76,7 +78,7 @@ def serve_app(db_url: str, log_path: Path) -> Iterator[str]:
         proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", str(ROOT / "streamlit_app.py"),
              "--server.headless", "true", "--server.address", "127.0.0.1",
-             "--server.port", str(port), "--browser.gatherUsageStats", "false"],
+             "--server.port", str(port), "--browser.gatherUsageStats", "false", *extra_args],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{port}"
         try:

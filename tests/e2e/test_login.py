@@ -15,10 +15,7 @@ job through its link but cannot stop it (Stop disabled, with the reason) nor del
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -33,7 +30,6 @@ from groupchat_core import Agent
 from groupchat_core.store import RunStore, dispose_engines
 
 from .conftest import (
-    ROOT,
     VIEWPORT,
     WAIT_MS,
     expect,
@@ -43,10 +39,10 @@ from .conftest import (
     open_page,
     pick_roster,
     screenshot,
+    serve_app,
     set_number,
     start_run,
     status_line,
-    wait_healthy,
     wait_idle,
 )
 
@@ -96,26 +92,10 @@ def serve_with_login(provider: str, data: Path) -> Iterator[tuple[str, str]]:
     store.save_agents([Agent(agent_name=n, model_name="sim/eager", litellm_kwargs=slow)
                        for n in ("Ann", "Ben")])
     dispose_engines()
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env.update(GROUPCHAT_DB=db_url, GROUPCHAT_BLOCK_REMOTE_CALLS="1",
-               LITELLM_LOCAL_MODEL_COST_MAP="True")
-    with open(data / "streamlit.log", "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "streamlit_app.py"),
-             "--server.headless", "true", "--server.address", "127.0.0.1",
-             "--server.port", str(port), "--browser.gatherUsageStats", "false",
-             "--secrets.files", str(secrets)],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            wait_healthy(url, proc)
-            yield url, db_url
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    with serve_app(db_url, data / "streamlit.log", port,
+                   ["--secrets.files", str(secrets)]) as served:
+        assert served == url
+        yield url, db_url
 
 
 @pytest.fixture(scope="module")
