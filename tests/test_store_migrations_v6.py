@@ -12,6 +12,7 @@ import json
 
 import pytest
 from sqlalchemy import create_engine, insert, inspect
+from test_store_migrations import SPEC  # the same old run spec
 
 from groupchat_core import ConfigError, GroupChat, StoreError, bundle_json, import_bundle
 from groupchat_core._version import app_version, litellm_version
@@ -22,12 +23,6 @@ from groupchat_core.store._schema import metadata_for
 from groupchat_core.sweeps import SweepSpec, run_sweep
 from groupchat_ui.kit.presets import DEBATE_TRIO
 
-SPEC = {"name": "old", "description": "d", "max_loops": 5, "threshold": 0.5,
-        "recency_penalty": 0.3, "recency_window": 1, "idle_timeout": 8.0,
-        "output_type": "str-all-except-first", "verbose": False, "auto_equip": True,
-        "bid_prompt": None, "seed": 0, "bid_timeout": 120.0, "batch_concurrency": 1,
-        "schema_version": 1, "agents": [{"agent_name": "A", "model_name": "sim/eager"},
-                                        {"agent_name": "B", "model_name": "sim/eager"}]}
 NEW = ("owner", "owner_name", "app_version", "litellm_version")
 
 
