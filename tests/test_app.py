@@ -141,6 +141,25 @@ def test_the_agent_order_is_stored_and_survives_a_reload(app: AppTest, store: Ru
         "Pessimist · sim/contrarian (simulated)"]
 
 
+def test_agents_saved_by_another_writer_show_on_the_next_rerun(app: AppTest, store: RunStore):
+    """The house issue's e2e race: agents saved behind the dashboard's back (the CLI, another
+    server, a test) waited out a 10 s cache. The cache now follows the store's own change token,
+    so a save, a reorder and a delete by another writer each show on the very next rerun."""
+    goto(app, "run")
+    assert app.multiselect(key="run_roster").options == []
+    other = RunStore(store.url)  # another writer: nothing tells the dashboard's cache
+    other.save_agents([Agent(agent_name=n, model_name="sim/eager") for n in ("Ann", "Ben")])
+    app.run()
+    assert app.multiselect(key="run_roster").options == [
+        "Ann · sim/eager (simulated)", "Ben · sim/eager (simulated)"]
+    other.set_agent_order(["Ben"])
+    app.run()
+    assert app.multiselect(key="run_roster").options[0].startswith("Ben · ")
+    other.delete_agent("Ann")
+    app.run()
+    assert app.multiselect(key="run_roster").options == ["Ben · sim/eager (simulated)"]
+
+
 def test_a_preset_asks_before_replacing_edited_agents(app: AppTest, store: RunStore):
     goto(app, "agents")
     app.button(key="load_preset").click().run()

@@ -111,6 +111,15 @@ class Library(StoreBase):
                                 .order_by(*_IN_ORDER)).all()
         return [_agent(name, raw) for name, raw in rows]
 
+    def agents_version(self) -> tuple[tuple[str, int | None, str], ...]:
+        """A cheap token that changes whenever the saved agents do (a save, rename, reorder or
+        delete by any writer: this process, the CLI, another server), so readers can cache
+        `list_agents` until it changes instead of for a guessed lifetime."""
+        with self.read("check the saved agents") as conn:
+            rows = conn.execute(select(agents.c.name, agents.c.position, agents.c.updated_at)
+                                .order_by(agents.c.name)).all()
+        return tuple((str(n), None if p is None else int(p), str(u)) for n, p, u in rows)
+
     def get_agent(self, name: str) -> Agent:
         with self.read("read an agent") as conn:
             raw = conn.execute(select(agents.c.spec_json).where(agents.c.name == name)).scalar()

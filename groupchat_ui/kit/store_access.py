@@ -42,15 +42,17 @@ def job_registry() -> JobRegistry:
     return process_registry()
 
 
-@st.cache_data(show_spinner=False, ttl=10, max_entries=8)
-def _agent_specs(url: str) -> list[dict[str, Any]]:
+@st.cache_data(show_spinner=False, max_entries=8)
+def _agent_specs(url: str, version: tuple[Any, ...]) -> list[dict[str, Any]]:
     return [a.to_spec() for a in _store_at(url).list_agents()]
 
 
 def agents() -> list[Agent]:
-    """Saved agents (by name); never carry a key. Writers elsewhere (the CLI, another server)
-    show up within the 10-second cache lifetime; this dashboard's own writes at once."""
-    return [Agent.model_validate(spec) for spec in _agent_specs(default_url())]
+    """Saved agents (by name); never carry a key. Cached until the store's agents change, by
+    whichever writer (this dashboard, the CLI, another server): one small query checks."""
+    url = default_url()
+    return [Agent.model_validate(spec)
+            for spec in _agent_specs(url, _store_at(url).agents_version())]
 
 
 @st.cache_data(show_spinner=False, ttl=2, max_entries=16)
