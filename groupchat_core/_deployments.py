@@ -32,6 +32,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ._errors import ConfigError
+from ._secrets import hold_secrets
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _KEYISH = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|API_BASE|BASE_URL", re.I)
@@ -117,6 +118,7 @@ def model_list(deployments: Deployments, env: Mapping[str, str] | None = None
                                       f"{d.api_key_env}, which is not set; set it or drop "
                                       "api_key_env")
                 params["api_key"] = key
+                hold_secrets([key])  # masked in any model output that echoes it (_secrets.py)
             elif d.api_base:
                 params["api_key"] = "sk-no-key-required"  # an open (local) server
             if d.rpm:

@@ -14,12 +14,18 @@ from typing import Any
 
 @functools.cache
 def litellm_module() -> Any:
-    """Import litellm once, offline-friendly: local price map, no debug banner, sim registered."""
+    """Import litellm once, offline-friendly: local price map, no debug banner, sim registered,
+    every HTTP transport bounded (_bodies.py)."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 
     litellm.suppress_debug_info = True
+    from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
+
+    from ._bodies import install
     from ._sim_litellm import register_litellm_provider
+
+    install(AsyncHTTPHandler)  # every route's bytes bounded where they are read, before any client
 
     register_litellm_provider()
     return litellm

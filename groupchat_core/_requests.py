@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from ._bidding import FORCED_RESPOND_CHOICE
-from ._bodies import ResponseTooLarge, capped_client_kwargs, in_chain
+from ._bodies import REQUEST_DEADLINE, RequestDeadline, ResponseTooLarge, in_chain
 from ._deployments import routed_call
 from ._errors import ModelCallError
 from ._tool_modes import JSON_TEXT_INSTRUCTION
@@ -84,17 +84,26 @@ async def one_request(litellm: Any, kwargs: dict[str, Any]) -> Any:
     hold a bid forever; this bounds the request from send to last byte.
     """
     limit = kwargs.get("timeout")
+    token = set_request_deadline(limit)
     try:
         async with asyncio.timeout(limit):
             routed = routed_call(kwargs)  # a model with several deployments: litellm's Router
             if routed is not None:
                 return await routed
-            return await litellm.acompletion(**kwargs, **capped_client_kwargs(litellm, kwargs))
+            return await litellm.acompletion(**kwargs)
     except TimeoutError as exc:
         raise deadline_exceeded(litellm, kwargs) from exc
     except Exception as exc:
-        raise_if_too_large(exc)
+        raise_if_bounded(litellm, kwargs, exc)
         raise
+    finally:
+        REQUEST_DEADLINE.reset(token)
+
+
+def set_request_deadline(limit: Any) -> Any:
+    """Tell the bounded HTTP layer (_bodies.py) when this task's request must have ended."""
+    deadline = asyncio.get_running_loop().time() + float(limit) if limit else None
+    return REQUEST_DEADLINE.set(deadline)
 
 
 def deadline_exceeded(litellm: Any, kwargs: dict[str, Any]) -> Exception:
@@ -105,9 +114,12 @@ def deadline_exceeded(litellm: Any, kwargs: dict[str, Any]) -> Exception:
         "each request, first byte to last)", model=kwargs.get("model"), llm_provider="")
 
 
-def raise_if_too_large(exc: BaseException) -> None:
-    """A reply over the body cap surfaces as ResponseTooLarge: the SDK calls it "Connection
-    error."; say what happened, and as no litellm error it is neither retried nor a rung."""
+def raise_if_bounded(litellm: Any, kwargs: dict[str, Any], exc: BaseException) -> None:
+    """A bound of the HTTP layer, whatever error litellm wrapped it in ("Connection error.",
+    an APIConnectionError): a reply over the body cap is ResponseTooLarge (no litellm error,
+    so neither retried nor a rung); a body still arriving at the deadline is the deadline."""
     too_large = in_chain(exc, ResponseTooLarge)
     if too_large is not None:
         raise too_large from None
+    if in_chain(exc, RequestDeadline) is not None:
+        raise deadline_exceeded(litellm, kwargs) from None

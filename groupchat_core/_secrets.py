@@ -1,8 +1,9 @@
-"""Credentials never leave the process: one scrubber for every text the engine keeps or shows.
+"""Credentials never leave the process: one masking function for every text kept or shown.
 
-A provider may echo what it was sent ("Incorrect API key provided: Bearer sk-..."), so any
-error text is scrubbed before it is stored on a bid or run, logged, or printed. The scrubber
-knows every credential a call could have used:
+A provider may echo what it was sent ("Incorrect API key provided: Bearer sk-..."), in an error
+or inside the model's reply, so error text and model output alike (each streamed delta, the
+message, the bid) are scrubbed before they are stored, logged, printed or shown. `mask` is the
+one masking function (the dashboard's too); `scrub` masks every credential the process holds:
 
 - the agent's own `api_key`;
 - every environment variable whose name looks like a credential (litellm reads provider keys
@@ -11,11 +12,13 @@ knows every credential a call could have used:
   VERTEX_CREDENTIALS, ...), see `is_credential_env_name`;
 - secret-looking values inside `litellm_kwargs` (header values of Authorization / api-key,
   entries named like keys, tokens, secrets, passwords or credentials), see `is_secret_name`;
+- every secret handed to `hold_secrets`: each agent's key once a chat runs it (a Settings key of
+  any session), deployments' `api_key_env` values, the dashboard's `.streamlit/secrets.toml`;
 - and, whatever their source, `Bearer <token>` and `sk-...` key shapes.
 
-Only whole values of at least MIN_SECRET_LENGTH characters are masked: a dummy key such as "x"
-(usual for local servers) is not a secret, and masking it would maul the text
-("OpenAIE***ception").
+Only whole values of at least MIN_SECRET_LENGTH (8) characters are masked, everywhere: a dummy
+key such as "x" or "no-key" (usual for local servers) is not a secret, and masking it would maul
+the text ("OpenAIE***ception"); no provider issues keys that short.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import threading
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -123,26 +127,52 @@ def agent_secrets(agent: Agent) -> list[str]:
     return ([key] if key else []) + kwargs_secrets(agent.litellm_kwargs)
 
 
-def scrub(text: str, agents: Iterable[Agent] = (), extra: Iterable[str] = ()) -> str:
-    """`text` with every credential a call could have used masked as ***.
+_held: set[str] = set()
+_held_lock = threading.Lock()
 
-    Known values (the agents', the environment's, `extra`) are masked wherever they occur whole,
-    longest first, when at least MIN_SECRET_LENGTH characters long; then Bearer tokens and
-    sk-... key shapes are masked whatever their source.
-    """
-    if not text:
-        return text
+
+def hold_secrets(values: Iterable[str]) -> None:
+    """Remember secrets this process holds (keys given in a session, deployment keys, the
+    dashboard's secrets file), so model output that echoes one is masked in every chat."""
+    found = {v for v in values if isinstance(v, str) and len(v) >= MIN_SECRET_LENGTH}
+    if found:
+        with _held_lock:
+            _held.update(found)
+
+
+def held_secrets(agents: Iterable[Agent] = (), extra: Iterable[str] = ()) -> list[str]:
+    """Every secret known now, longest first: the agents', `extra`, the environment's, and
+    those held (hold_secrets); only values of at least MIN_SECRET_LENGTH characters."""
     known: set[str] = set(extra)
     for agent in agents:
         known.update(agent_secrets(agent))
     known.update(env_secrets())
-    for secret in sorted((s for s in known if len(s) >= MIN_SECRET_LENGTH), key=len,
+    with _held_lock:
+        known.update(_held)
+    return sorted((s for s in known if len(s) >= MIN_SECRET_LENGTH), key=len, reverse=True)
+
+
+def mask(text: str | None, secrets: Iterable[str]) -> str:
+    """The one masking function: `text` with each of `secrets` (whole values of at least
+    MIN_SECRET_LENGTH characters, longest first) and every Bearer token or sk-... key shape
+    replaced by ***."""
+    if not text:
+        return ""
+    for secret in sorted((s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH), key=len,
                          reverse=True):
         if secret in text:
             text = text.replace(secret, MASK)
     for pattern, replacement in _PATTERNS:
         text = pattern.sub(replacement, text)
     return text
+
+
+def scrub(text: str, agents: Iterable[Agent] = (), extra: Iterable[str] = ()) -> str:
+    """`text` with every credential the process holds masked as *** (`mask` over
+    `held_secrets`)."""
+    if not text:
+        return text
+    return mask(text, held_secrets(agents, extra))
 
 
 def scrub_optional(text: str | None, agents: Iterable[Agent] = ()) -> str | None:

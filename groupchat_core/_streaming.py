@@ -19,11 +19,13 @@ from typing import Any
 import jiter
 
 from ._bidding import MAX_MESSAGE_CHARS, MAX_TEXT_SCAN_CHARS, ParsedBid, parse_score
-from ._bodies import capped_client_kwargs
+from ._bodies import REQUEST_DEADLINE
+from ._delta_gate import DeltaGate
 from ._litellm import litellm_module
 from ._records import BidPath
-from ._requests import deadline_exceeded, raise_if_too_large
+from ._requests import deadline_exceeded, raise_if_bounded, set_request_deadline
 from ._retries import is_context_window_error
+from ._secrets import held_secrets, kwargs_secrets
 
 # Called with (score or None, message so far) whenever the partial bid changes.
 DeltaSink = Callable[[float | None, str], None]
@@ -47,23 +49,34 @@ _NUMBER_TAIL = frozenset("0123456789.eE+-")
 
 
 class PartialBid:
-    """The respond call's arguments as they grow, read leniently after every fragment.
+    """The respond call's arguments as they grow, read leniently when asked (`refresh`).
 
-    Reading stops (deltas stop; the final parse still reads everything within the body cap)
-    past MAX_TEXT_SCAN_CHARS, so a runaway stream costs bounded parsing work."""
+    Fragments are only collected as they arrive; the partial JSON is parsed when the delta gate
+    has room for an event (_delta_gate.py), so a flood of tiny deltas costs a few parses a
+    second, not one per delta. Reading stops past MAX_TEXT_SCAN_CHARS (the final parse still
+    reads everything within the body cap), so a runaway stream costs bounded parsing work."""
 
     def __init__(self) -> None:
         self.parts: list[str] = []
         self.size = 0
         self.score: float | None = None
         self.message = ""
+        self._dirty = False
 
     def feed(self, fragment: str) -> bool:
-        """Add a fragment; True when the visible score or message changed."""
+        """Add a fragment; True when it is worth reading again (`refresh`)."""
         self.parts.append(fragment)
         self.size += len(fragment)
         if not fragment or self.size > MAX_TEXT_SCAN_CHARS:
             return False
+        self._dirty = True
+        return True
+
+    def refresh(self) -> bool:
+        """Read the arguments so far; True when the visible score or message changed."""
+        if not self._dirty:
+            return False
+        self._dirty = False
         text = "".join(self.parts)
         try:
             value = jiter.from_json(text.encode(), partial_mode="trailing-strings")
@@ -120,7 +133,7 @@ class StreamedReply:
 
 
 def _read_chunk(chunk: Any, reply: StreamedReply, partial: PartialBid) -> bool:
-    """Fold one streamed chunk into the reply; True when the partial bid changed."""
+    """Fold one streamed chunk into the reply; True when the respond arguments grew."""
     usage = getattr(chunk, "usage", None)
     if usage is not None and getattr(usage, "total_tokens", None):
         reply.usage = usage
@@ -159,30 +172,59 @@ async def streamed_request(litellm: Any, kwargs: dict[str, Any], sink: DeltaSink
     """One stream=true request under a total deadline of Agent.timeout, first byte to last
     delta (a hostile server trickling deltas cannot hold a bid past it).
 
-    A failure before any respond delta is raised like a non-streamed one (retried, stepped
-    down, reported); after respond deltas the stream counts as cut off: what arrived is the
-    reply, and the parser reports it unreadable when its arguments are incomplete."""
+    Deltas reach `sink` through a DeltaGate (masked, coalesced, the loop yielded to). A failure
+    before any respond delta is raised like a non-streamed one (retried, stepped down,
+    reported); after respond deltas the stream counts as cut off: what arrived is the reply,
+    and the parser reports it unreadable when its arguments are incomplete."""
     limit = kwargs.get("timeout")
     reply, partial = StreamedReply(), PartialBid()
+    gate = DeltaGate(sink, held_secrets(extra=kwargs_secrets(kwargs)))
     streamed = {**kwargs, "stream": True, "stream_options": {"include_usage": True}}
+    token = set_request_deadline(limit)
     try:
         async with asyncio.timeout(limit):
-            stream = await litellm.acompletion(
-                **streamed, **capped_client_kwargs(litellm, streamed))
+            stream = await litellm.acompletion(**streamed)
             async for chunk in stream:
-                if _read_chunk(chunk, reply, partial):
-                    sink(partial.score, partial.message)
+                if _read_chunk(chunk, reply, partial) and gate.due() and partial.refresh():
+                    gate.send(partial.score, partial.message)
+                await gate.pause()
     except TimeoutError as exc:
         raise deadline_exceeded(litellm, kwargs) from exc
     except Exception as exc:
-        raise_if_too_large(exc)
+        raise_if_bounded(litellm, kwargs, exc)
         if not reply.has_respond:
             raise
         reply.cut = f"{type(exc).__name__}"
         reply.finish_reason = None
-    if reply.has_respond and reply.finish_reason is None and reply.cut is None:
-        reply.cut = "no finish_reason"
+    finally:
+        REQUEST_DEADLINE.reset(token)
+    if reply.has_respond:
+        partial.refresh()
+        gate.send(partial.score, partial.message, final=True)
+    if reply.has_respond and reply.cut is None:
+        reply.cut = _ended_early(reply)
     return reply
+
+
+def _ended_early(reply: StreamedReply) -> str | None:
+    """Why a stream that ended cleanly still ended early: no finish reason, or respond
+    arguments that stop mid-JSON without the server's "tool_calls" finish (litellm reports
+    "stop" when a server sends `[DONE]` mid-call). A finish of "tool_calls" or "length" is the
+    server's word, read as the same reply unstreamed would be."""
+    if reply.finish_reason is None:
+        return "no finish_reason"
+    if reply.finish_reason in ("tool_calls", "function_call", "length") or reply.respond is None:
+        return None
+    arguments = "".join(reply.calls[reply.respond][1:]).encode()
+    try:
+        jiter.from_json(arguments)
+    except ValueError:
+        try:
+            jiter.from_json(arguments, partial_mode="trailing-strings")
+        except ValueError:
+            return None  # malformed, not incomplete
+        return "it ended mid tool call"
+    return None
 
 
 def cut_note(parsed: ParsedBid, reply: StreamedReply) -> ParsedBid:

@@ -47,7 +47,7 @@ from ._records import (
     cost_totals,
     utc_now,
 )
-from ._secrets import scrub, scrub_optional
+from ._secrets import agent_secrets, hold_secrets, scrub, scrub_optional
 from ._selection import NO_READ_BID_REASONS, Candidate, Selection, select_speaker, standing
 from ._transcript import PromptBudget, Transcript, omitted_note
 
@@ -100,6 +100,7 @@ class TurnLoop:
 
     async def execute(self) -> RunRecord:
         record = self.record
+        hold_secrets(s for a in self.agents for s in agent_secrets(a))  # masked in every chat
         self.emit(RunStarted(run_id=record.run_id, task=record.task, config=record.config,
                              agents=[a.agent_name for a in self.agents],
                              started_at=record.started_at))
@@ -273,6 +274,8 @@ class TurnLoop:
                     "" if self.config.bid_timeout is not None else
                     " (bid_timeout unset: Agent.timeout x every request the bid may make)")
         bid.error = scrub_optional(bid.error, (agent,))
+        if bid.message:  # model output may echo a key: masked before any observer or store
+            bid.message = scrub(bid.message, (agent,))
         if bid.error is not None:
             bid.error = cap_text(bid.error)
         bid.latency_ms = (time.perf_counter() - start) * 1000.0
