@@ -53,6 +53,7 @@ from ._records import (
     TurnStarted,
     format_cost,
 )
+from ._secrets import hold_secrets, mask_secrets
 from ._selection import select_speaker
 from ._sim import PERSONAS as _PERSONAS
 from ._sim import SIM_PREFIX as _SIM_PREFIX
@@ -143,12 +144,14 @@ __all__ = [
     "forget_remembered_modes",
     "format_cost",
     "format_decimal",
+    "hold_secrets",
     "import_bundle",
     "is_sim_model",
     "litellm_version",
     "load_agents_text",
     "load_spec",
     "load_spec_text",
+    "mask_secrets",
     "max_inflight_calls",
     "prepare_litellm",
     "remembered_modes",

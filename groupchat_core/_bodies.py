@@ -48,10 +48,6 @@ class ResponseTooLarge(Exception):
     """A reply body larger than any bid can need; the rest was not read."""
 
 
-class RequestDeadline(Exception):
-    """The request's whole deadline passed while its bytes were still arriving."""
-
-
 SLICE = 8_192  # bytes handed on at a time: litellm parses what it is given without awaiting
 YIELD_EVERY = 0.005  # seconds a body may be read and parsed before the loop is yielded to
 _last_yield: ContextVar[float] = ContextVar("groupchat_last_yield", default=0.0)
@@ -83,7 +79,20 @@ async def _read_until(deadline: float | None, step: Any) -> Any:
         async with asyncio.timeout_at(deadline):
             return await step
     except TimeoutError:
-        raise RequestDeadline("the request's deadline passed while its body arrived") from None
+        raise deadline_error()("the request's whole deadline passed while its body was still "
+                               "arriving") from None
+
+
+@functools.cache
+def deadline_error() -> type[Exception]:
+    """The request's whole deadline passed while its bytes were still arriving: an httpx read
+    timeout, so every litellm route reports it as its Timeout."""
+    import httpx
+
+    class RequestDeadline(httpx.ReadTimeout):
+        pass
+
+    return RequestDeadline
 
 
 @functools.cache

@@ -6,7 +6,7 @@ loop (a flood stalled it 2 s and the bid timed out). So:
 
 - at most EVENTS_PER_SECOND delta events per bid reach the observers; each carries the whole
   message so far, so batching loses no text, and the last (`final`) one is always sent;
-- each event's message is masked (_secrets.mask, over every secret the process holds) and,
+- each event's message is masked (_secrets.mask_secrets, over every secret the process holds) and,
   until the final one, holds back a tail that may be the start of a secret: as long as the
   longest secret minus one, and the trailing word (up to MAX_WORD_HOLD characters) for Bearer
   tokens and sk-... shapes, so a key split across deltas is never shown in part;
@@ -20,7 +20,7 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable
 
-from ._secrets import MIN_SECRET_LENGTH, mask
+from ._secrets import MIN_SECRET_LENGTH, mask_secrets
 
 EVENTS_PER_SECOND = 20  # delta events per bid toward observers
 YIELD_EVERY = 0.005  # seconds of stream reading between yields to the shared loop
@@ -55,7 +55,7 @@ class DeltaGate:
 
     def send(self, score: float | None, message: str, *, final: bool = False) -> None:
         """Send what may be shown of (score, message so far); a repeat is dropped."""
-        shown = mask(message, self._secrets)
+        shown = mask_secrets(message, self._secrets)
         if not final:
             shown = shown[: max(0, len(shown) - max(self._hold, _trailing_word(shown)))]
         self._next = self._clock() + 1.0 / EVENTS_PER_SECOND

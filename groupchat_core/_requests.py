@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from ._bidding import FORCED_RESPOND_CHOICE
-from ._bodies import REQUEST_DEADLINE, RequestDeadline, ResponseTooLarge, in_chain
+from ._bodies import REQUEST_DEADLINE, ResponseTooLarge, deadline_error, in_chain
 from ._deployments import routed_call
 from ._errors import ModelCallError
 from ._tool_modes import JSON_TEXT_INSTRUCTION
@@ -121,5 +121,5 @@ def raise_if_bounded(litellm: Any, kwargs: dict[str, Any], exc: BaseException) -
     too_large = in_chain(exc, ResponseTooLarge)
     if too_large is not None:
         raise too_large from None
-    if in_chain(exc, RequestDeadline) is not None:
+    if in_chain(exc, deadline_error()) is not None:
         raise deadline_exceeded(litellm, kwargs) from None

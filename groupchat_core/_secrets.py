@@ -2,8 +2,8 @@
 
 A provider may echo what it was sent ("Incorrect API key provided: Bearer sk-..."), in an error
 or inside the model's reply, so error text and model output alike (each streamed delta, the
-message, the bid) are scrubbed before they are stored, logged, printed or shown. `mask` is the
-one masking function (the dashboard's too); `scrub` masks every credential the process holds:
+message, the bid) are scrubbed before they are stored, logged, printed or shown. `mask_secrets`
+is the one masking function (the dashboard's too); `scrub` masks every secret the process holds:
 
 - the agent's own `api_key`;
 - every environment variable whose name looks like a credential (litellm reads provider keys
@@ -152,7 +152,7 @@ def held_secrets(agents: Iterable[Agent] = (), extra: Iterable[str] = ()) -> lis
     return sorted((s for s in known if len(s) >= MIN_SECRET_LENGTH), key=len, reverse=True)
 
 
-def mask(text: str | None, secrets: Iterable[str]) -> str:
+def mask_secrets(text: str | None, secrets: Iterable[str]) -> str:
     """The one masking function: `text` with each of `secrets` (whole values of at least
     MIN_SECRET_LENGTH characters, longest first) and every Bearer token or sk-... key shape
     replaced by ***."""
@@ -168,11 +168,11 @@ def mask(text: str | None, secrets: Iterable[str]) -> str:
 
 
 def scrub(text: str, agents: Iterable[Agent] = (), extra: Iterable[str] = ()) -> str:
-    """`text` with every credential the process holds masked as *** (`mask` over
+    """`text` with every credential the process holds masked as *** (`mask_secrets` over
     `held_secrets`)."""
     if not text:
         return text
-    return mask(text, held_secrets(agents, extra))
+    return mask_secrets(text, held_secrets(agents, extra))
 
 
 def scrub_optional(text: str | None, agents: Iterable[Agent] = ()) -> str | None:

@@ -10,7 +10,8 @@ import re
 import pytest
 from markdown_it import MarkdownIt
 
-from groupchat_ui.kit.safety import escape_markdown, redact, safe_markdown
+from groupchat_core import mask_secrets
+from groupchat_ui.kit.safety import escape_markdown, safe_markdown
 
 MD = MarkdownIt("commonmark").enable("strikethrough")
 
@@ -98,8 +99,9 @@ def test_escape_markdown_flattens_to_one_line():
     assert escape_markdown("two\nlines\t here") == "two lines here"
 
 
-def test_redact_replaces_every_secret_longest_first():
-    secrets = ["sk-abc", "sk-abcdef"]
-    assert redact("key sk-abcdef and sk-abc", secrets) == "key *** and ***"
-    assert redact(None, secrets) == ""
-    assert redact("tiny a key", ["a", ""]) == "tiny a key"  # too short to redact safely
+def test_the_dashboard_masks_with_the_engines_one_function_longest_first():
+    secrets = ["key-abcdefgh", "key-abcdefgh-longer"]
+    assert mask_secrets("k key-abcdefgh-longer and key-abcdefgh", secrets) == "k *** and ***"
+    assert mask_secrets(None, secrets) == ""
+    # one minimum length (8) everywhere: shorter values are no keys, masking them mauls text
+    assert mask_secrets("tiny a key1234", ["a", "", "key1234"]) == "tiny a key1234"

@@ -6,17 +6,20 @@
 fails loudly on a call it did not expect; `assert_complete()` checks every scripted bid was used.
 `FakeOpenAIServer` is a real OpenAI-compatible HTTP server on 127.0.0.1 for the litellm path,
 with scripted tool calls, latency and provider errors (reply builders: tool_call, text, error).
+`HostileServer` is a hostile one (huge bodies, trickles, floods, echoed keys, cut streams).
 `LocalLLMServer` runs a real small LLM (SmolLM2-135M via llama.cpp) behind the same API, offline:
 `python -m groupchat_core.testing.local_llm install` builds it once per machine.
 """
 
 from ._fake_replies import ModelConfig, RecordedRequest, Reply, error, text, tool_call
 from ._fake_server import FakeOpenAIServer
+from ._hostile import HostileServer
 from ._local_llm import LocalLLMServer, llm_home
 from ._scripted import ScriptedBid, ScriptedBids, UnexpectedModelCall
 
 __all__ = [
     "FakeOpenAIServer",
+    "HostileServer",
     "LocalLLMServer",
     "ModelConfig",
     "RecordedRequest",

@@ -15,14 +15,12 @@ Layers, so that security never depends on parsing markdown exactly like the brow
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 
 _IMAGE = re.compile(r"(\\*)!\[")
 _DOLLAR = re.compile(r"(\\*)\$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _MD_INLINE = re.compile(r"([\\`*_\[\]<$~|]|!(?=\[)|:(?=[A-Za-z]))")
 _MD_LINE_START = re.compile(r"^(\s*\d*)([#>+\-=]|(?<=\d)[.)])")
-REDACTED = "***"
 
 
 def _escape_unescaped(pattern: re.Pattern[str], text: str, literal: str) -> str:
@@ -103,11 +101,3 @@ def escape_markdown(text: str) -> str:
     flat = " ".join(str(text).split())
     flat = _MD_INLINE.sub(r"\\\1", flat)
     return _MD_LINE_START.sub(lambda m: m.group(1) + "\\" + m.group(2), flat)
-
-
-def redact(text: str | None, secrets: Iterable[str]) -> str:
-    """Replace every occurrence of a secret (a provider key) with *** before anything shows it."""
-    out = text or ""
-    for secret in sorted((s for s in secrets if s and len(s) >= 4), key=len, reverse=True):
-        out = out.replace(secret, REDACTED)
-    return out

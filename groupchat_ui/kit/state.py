@@ -21,10 +21,11 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 import streamlit as st
 
-from groupchat_core import DEFAULT_MODEL
+from groupchat_core import DEFAULT_MODEL, hold_secrets
 
 from .jobs import LOCAL_USER, JobRegistry
 
@@ -71,7 +72,9 @@ class SessionState:
         return notices
 
     def secrets(self) -> list[str]:
-        return [v for v in self.provider_keys.values() if v]
+        keys = [v for v in self.provider_keys.values() if v]
+        hold_secrets(keys)  # masked in every chat's model output, whoever runs it
+        return keys
 
 
 def get() -> SessionState:
@@ -85,11 +88,25 @@ def get() -> SessionState:
     return current
 
 
+def _secret_values(section: Any) -> list[str]:
+    """The `*secret*` values of a secrets.toml section and its subsections ([auth.google])."""
+    found: list[str] = []
+    for key, value in section.items():
+        if isinstance(value, str) and "secret" in str(key).lower():
+            found.append(value)
+        elif hasattr(value, "items"):
+            found.extend(_secret_values(value))
+    return found
+
+
 def login_configured() -> bool:
     """Whether `[auth]` is set in .streamlit/secrets.toml: a shared server where everyone signs
     in. Without it (the local single-user case) nobody signs in and everyone is "local"."""
     try:
-        return "auth" in st.secrets
+        configured = "auth" in st.secrets
+        if configured:  # the OIDC client and cookie secrets: never in any model output
+            hold_secrets(_secret_values(st.secrets["auth"]))
+        return configured
     except FileNotFoundError:  # no secrets.toml at all (StreamlitSecretNotFoundError)
         return False
 

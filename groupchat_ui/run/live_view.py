@@ -14,14 +14,14 @@ from typing import Any
 
 import streamlit as st
 
-from groupchat_core import Bid, Message, RunRecord
+from groupchat_core import Bid, Message, RunRecord, mask_secrets
 from groupchat_ui.kit import charts
 from groupchat_ui.kit.components import bubble, cards
 from groupchat_ui.kit.jobs import JobRegistry, JobSnapshot, may_manage, not_yours
 from groupchat_ui.kit.labels import run_label
 from groupchat_ui.kit.metrics import PHONE_CSS
 from groupchat_ui.kit.providers import failure_hint, model_label
-from groupchat_ui.kit.safety import escape_markdown, redact, safe_markdown
+from groupchat_ui.kit.safety import escape_markdown, safe_markdown
 from groupchat_ui.kit.state import SessionState
 
 from . import actions, logic
@@ -211,7 +211,7 @@ def _problems(session: SessionState, snap: JobSnapshot) -> None:
         return
     _failure_errors(logic.failures(bids), snap.models, session.secrets(), fatal=fatal)
     if snap.status == "error" and snap.error:
-        st.error(f"The run failed: {escape_markdown(redact(snap.error, session.secrets()))}")
+        st.error(f"The run failed: {escape_markdown(mask_secrets(snap.error, session.secrets()))}")
 
 
 def _failure_errors(failed: Mapping[str, str], models: ModelInfo, secrets: Sequence[str],
@@ -220,7 +220,7 @@ def _failure_errors(failed: Mapping[str, str], models: ModelInfo, secrets: Seque
     show = st.error if fatal else st.warning
     for agent, error in failed.items():
         model, api_base = models.get(agent, ("?", None))
-        text = redact(error, secrets)[:400]
+        text = mask_secrets(error, secrets)[:400]
         show(f"**{escape_markdown(agent)}** ({escape_markdown(model_label(model))}) failed: "
              f"{escape_markdown(text)}  \n→ {escape_markdown(failure_hint(text, model, api_base))}")
 

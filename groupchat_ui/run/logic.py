@@ -29,13 +29,13 @@ from groupchat_core import (
     check_credentials,
     format_cost,
     is_sim_model,
+    mask_secrets,
     prepare_litellm,
 )
 from groupchat_core.store import RunStore
 from groupchat_ui.kit.jobs import LOCAL_USER, JobRegistry
 from groupchat_ui.kit.presets import Preset
 from groupchat_ui.kit.providers import LIMITS_HELP, missing_keys, with_session_keys
-from groupchat_ui.kit.safety import redact
 
 CHAT_PARAMS = ("name", "description", "max_loops", "threshold", "recency_penalty",
                "recency_window", "idle_timeout", "output_type", "seed", "bid_timeout",
@@ -177,7 +177,7 @@ def redacting(observer: Callable[[Event], None],
         if secrets:
             text = event.model_dump_json()
             if any(s in text for s in secrets):
-                event = type(event).model_validate_json(redact(text, secrets))
+                event = type(event).model_validate_json(mask_secrets(text, secrets))
         observer(event)
 
     return scrubbed
@@ -236,11 +236,11 @@ class FormingBids:
                 self._turn, self._bids = event.turn, {}
             elif isinstance(event, BidDelta) and event.turn == self._turn:
                 self.deltas += 1
-                text = redact(event.message[:FORMING_CHARS], self._secrets)
+                text = mask_secrets(event.message[:FORMING_CHARS], self._secrets)
                 self._bids[event.agent] = (event.score, text, False)
             elif isinstance(event, BidReceived) and event.bid.turn == self._turn:
                 bid = event.bid
-                text = redact(bid.message[:FORMING_CHARS], self._secrets)
+                text = mask_secrets(bid.message[:FORMING_CHARS], self._secrets)
                 self._bids[bid.agent] = (bid.score, text, True)
 
     def snapshot(self) -> tuple[int, dict[str, tuple[float | None, str, bool]]]:
