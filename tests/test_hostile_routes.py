@@ -2,7 +2,8 @@
 
 The same hostile server (groupchat_core.testing._hostile) is reached as `openai/`, as
 `hosted_vllm/` (litellm's own HTTP handler, not the OpenAI SDK) and as `lm_studio/` (an
-OpenAI-compatible prefix whose provider is not "openai"). Each bid ends with a clear error (or,
+OpenAI-compatible prefix whose provider is not "openai"); the byte bounds, which need no
+format, also as `anthropic/` and `ollama_chat/`. Each bid ends with a clear error (or,
 for the flood, its full text), and a second chat running on the same loop at the same time
 completes with all its messages. Loop stalls are measured in bench/hostile.py, not here.
 """
@@ -28,6 +29,9 @@ from groupchat_core.testing import HostileServer
 from groupchat_core.testing._hostile import FLOOD_DELTAS, FLOOD_MESSAGE
 
 ROUTES = ["openai", "hosted_vllm", "lm_studio"]
+# Routes whose request and reply formats the hostile server does not speak: the byte bounds,
+# which need no format, are checked there too.
+OTHER_FORMATS = ["anthropic", "ollama_chat"]
 AGENT_KEY = "sk-agent-canary-0123456789abcdefXYZ"
 ENV_KEY = "env-canary-key-9876543210-qwerty"
 HELD_KEY = "held-session-canary-5555-abcdef"  # another session's key the process holds
@@ -65,7 +69,9 @@ def agent(server: HostileServer, route: str, name: str, model: str, **kw: Any) -
 
 def run_beside_a_neighbour(server: HostileServer, route: str, chat: GroupChat,
                            ) -> tuple[RunRecord, RunRecord]:
-    """Run `chat` and an ordinary 4-message chat concurrently on the shared loop."""
+    """Run `chat` and an ordinary 4-message chat (on `route` when the hostile server speaks
+    its format, else openai/) concurrently on the shared loop."""
+    route = route if route in ROUTES else "openai"
     neighbour = GroupChat(agents=[agent(server, route, "N1", "ok"),
                                   agent(server, route, "N2", "ok")], max_loops=4,
                           recency_penalty=0.0, threshold=0.3)
@@ -89,7 +95,7 @@ def hostile_chat(server: HostileServer, route: str, model: str, *, stream: bool 
                      on_event=[observer] if observer is not None else [])
 
 
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("route", ROUTES + OTHER_FORMATS)
 def test_a_10mb_error_body_is_cut_before_litellm_reads_it(hostile: HostileServer,
                                                           route: str) -> None:
     record, _ = run_beside_a_neighbour(hostile, route, hostile_chat(hostile, route, "huge_error"))
@@ -102,7 +108,7 @@ def test_a_10mb_error_body_is_cut_before_litellm_reads_it(hostile: HostileServer
     assert cut < 20_000, bid.error
 
 
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("route", ROUTES + OTHER_FORMATS)
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 def test_a_10mb_garbage_reply_is_refused_unread(hostile: HostileServer, route: str,
                                                 stream: bool) -> None:
