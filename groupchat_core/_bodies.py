@@ -31,7 +31,8 @@ from typing import Any
 
 from ._sse_coalesce import SSECoalescer
 
-ERROR_BODY_CAP = 16_000  # bytes of an HTTP error body read; the rest is cut unread
+ERROR_BODY_CAP = 8_000  # bytes of an HTTP error body read; the rest is cut unread (litellm
+# runs its redaction regex over the text a dozen times, ~3 ms per pass per 16 KB, on the loop)
 REPLY_BODY_CAP = 2_000_000  # bytes of a whole reply; more fails the request unread
 # bytes of a streamed reply: SSE repeats ~100-250 bytes of framing per delta, so a 20,000-
 # character bid sent one character per delta needs about 4 MB
