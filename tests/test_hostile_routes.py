@@ -210,3 +210,20 @@ def test_a_stream_ended_by_done_mid_call_says_it_was_cut_off(hostile: HostileSer
     assert bid.error.startswith("unreadable: ")
     assert bid.error.endswith("(the stream was cut off: it ended mid tool call)"), bid.error
     assert seen.deltas("A")[-1] == "I was sa"  # what was seen, never posted
+
+
+def test_a_key_one_chat_ran_with_is_masked_in_every_later_chat() -> None:
+    # a Settings key reaches the engine on an agent; once a chat runs it, the process holds it,
+    # so another chat whose provider echoes it (another user's room) never shows it
+    earlier = "earlier-session-key-0123456789abcdef"  # no sk- shape: masked as held only
+    with HostileServer(echo_values=(earlier,)) as server:
+        first = GroupChat(agents=[
+            Agent(agent_name="A", model_name="openai/ok", api_base=server.base_url,
+                  api_key=SecretStr(earlier), num_retries=0),
+            agent(server, "openai", "B", "ok")], max_loops=2, threshold=0.3)
+        first.run("t")
+        later = GroupChat(agents=[agent(server, "hosted_vllm", "C", "echo"),
+                                  agent(server, "hosted_vllm", "D", "echo")],
+                          max_loops=2, threshold=0.3)
+        later.run("t")
+    assert later.last_run.messages[1].content == "I was sent *** and *** today"
