@@ -227,3 +227,24 @@ def test_the_cli_sends_the_key_to_a_trusted_base(
     assert main(["--db", f"sqlite:///{tmp_path}/keys.db", "run", str(spec), "--task", "t",
                  "--quiet"]) == 0
     assert set(_sent(hostile)) == {f"Bearer {canary}"}
+
+
+# --- every provider, not only openai/ ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(("model", "base", "key"), [
+    ("anthropic/claude-3-5-haiku-latest", "https://evil.example/v1", "no-key"),
+    ("hosted_vllm/m", "https://evil.example/v1", "no-key"),
+    ("ollama/llama3", "http://127.0.0.1:11434", "no-key"),
+    ("anthropic/claude-3-5-haiku-latest", None, None),  # its own endpoint: litellm's env key
+    ("anthropic/claude-3-5-haiku-latest", "https://api.anthropic.com", None),
+    ("gpt-4o-mini", "https://api.openai.com/v1", None),
+    ("gpt-4o-mini", "https://api.openai.com.evil.example/v1", "no-key"),
+])
+def test_every_provider_gets_the_placeholder_at_an_untrusted_base(
+        model: str, base: str | None, key: str | None) -> None:
+    from groupchat_core._requests import request_kwargs
+
+    agent = Agent(agent_name="A", model_name=model, api_base=base)
+    sent = request_kwargs(agent, [{"role": "user", "content": "hi"}], "forced")
+    assert sent.get("api_key") == key

@@ -160,11 +160,14 @@ class RayExecutor:
         self.close()
 
     def _env_vars(self, job: CellJob) -> dict[str, str]:
-        """The driver's variables this cell's workers need: agents' key variables, and the
-        store's URL when workers record (never written into the job)."""
+        """The driver's variables this cell's workers need: agents' key variables, the bases
+        those keys may go to (GROUPCHAT_TRUSTED_API_BASES: without it a worker sends a trusted
+        base no key), and the store's URL when workers record (never written into the job)."""
         from .._deployments import key_variables, parse_deployments
+        from .._endpoints import TRUSTED_BASES_ENV
 
         names = set(key_variables(job.spec, parse_deployments(job.deployments)))
+        names.add(TRUSTED_BASES_ENV)
         found = {name: self.env[name] for name in sorted(names) if self.env.get(name)}
         if self.workers_record:
             found[DB_ENV] = self.store.url
