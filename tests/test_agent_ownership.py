@@ -246,3 +246,22 @@ def test_the_agents_page_locks_someone_elses_agent(alices: RunStore,
     alice = signed_in(ALICE)
     assert not alice.button(key="agent_edit_Critic").disabled
     assert alice.button(key="agent_edit_Critic (copy)").disabled
+
+
+def test_settings_keeps_a_key_for_one_api_base(signed_in: Callable[[Actor], AppTest]) -> None:
+    at = signed_in(BOB)
+    at.switch_page("app_pages/settings.py")
+    at.run()
+    at.text_input(key="endpoint_key_base").set_value("https://user@llm.example.org/v1")
+    at.text_input(key="endpoint_key_value").set_value(SECRET)
+    at.button(key="save_endpoint_key").click().run()
+    session = at.session_state[state.STATE_KEY]
+    assert session.provider_keys == {}  # a URL with user info is never an endpoint to key
+    assert any("Give an http(s) API base URL" in e.value for e in at.error)
+    at.text_input(key="endpoint_key_base").set_value("https://LLM.example.org/v1/")
+    at.text_input(key="endpoint_key_value").set_value(SECRET)
+    at.button(key="save_endpoint_key").click().run()
+    session = at.session_state[state.STATE_KEY]
+    assert session.provider_keys == {"https://llm.example.org:443/v1": SECRET}
+    assert at.text_input(key="endpoint_key_value").value == ""
+    assert not any(SECRET in m.value for m in [*at.markdown, *at.success, *at.caption])
