@@ -353,11 +353,7 @@ def run_cell_stream(job_data: dict[str, Any], workers_record: bool, bid_cache: b
         store = RunStore(secrets.values[DB_ENV])
         if bid_cache is not False:
             cache = BidCache(store, cache_all=bid_cache is True)
-    if job.deployments:
-        from .._deployments import use_deployments
-
-        use_deployments(job.deployments)
-    chat = GroupChat.from_spec(job.spec, bid_cache=cache)
+    chat = GroupChat.from_spec(job.spec, bid_cache=cache, deployments=job.deployments)
     events: queue.SimpleQueue[Any] = queue.SimpleQueue()
     recorder = None if store is None else store.attach(chat, sweep_id=job.sweep_id,
                                                        cell=job.cell)
