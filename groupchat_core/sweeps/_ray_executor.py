@@ -45,6 +45,7 @@ import logging
 import os
 import queue
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -123,7 +124,8 @@ class RayExecutor:
                                        **self.init_options}
             options.setdefault("runtime_env", {"py_modules": [groupchat_core]})
             try:
-                ray.init(address=self.address, **options)
+                with loopback_only(self.address is None):
+                    ray.init(address=self.address, **options)
             except (ConnectionError, ValueError, RuntimeError) as exc:
                 where = self.address or "a local cluster"
                 raise ConfigError(f"could not connect to Ray at {where}: "
@@ -265,6 +267,38 @@ class RayExecutor:
         assert state.pid is not None and state.hostname is not None
         self.store.flag_writer_runs(job.sweep_id, job.cell, pid=state.pid,
                                     hostname=state.hostname, status=status, reason=reason)
+
+
+LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": every Ray address is 127.0.0.1
+
+
+@contextmanager
+def loopback_only(local: bool) -> Iterator[None]:
+    """While a local cluster starts (`local`), Ray takes 127.0.0.1 as this node's address, so
+    the GCS, raylet, object manager, agents and workers listen on loopback only.
+
+    Why: by default Ray resolves even 127.0.0.1 to the machine's own network address and binds
+    its ports on every interface, so anyone on the network could reach the cluster (and run
+    code on it). Ray's switch for this is the variable LOOPBACK_ENV (its single-machine mode on
+    macOS and Windows): read at import in the driver (so its constant is set here too) and by
+    the processes the start spawns (they inherit the variable). Both are put back afterwards:
+    a later connection to a real cluster from this process must not claim loopback."""
+    if not local:
+        yield
+        return
+    from ray._private import ray_constants
+
+    saved_env, saved_flag = os.environ.get(LOOPBACK_ENV), ray_constants.ENABLE_RAY_CLUSTER
+    os.environ[LOOPBACK_ENV] = "0"
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = saved_flag
+        if saved_env is None:
+            os.environ.pop(LOOPBACK_ENV, None)
+        else:
+            os.environ[LOOPBACK_ENV] = saved_env
 
 
 def _check_reachable(address: str | None, timeout: float = 3.0) -> None:
