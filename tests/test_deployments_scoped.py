@@ -216,3 +216,20 @@ def test_the_cli_refuses_the_dollar_budget_in_one_line(servers, tmp_path, capsys
     assert main(["--db", db, "sweep", str(path), "--quiet"]) == 2
     assert "max_usd 3 cannot bound this sweep" in capsys.readouterr().err
     dispose_engines()
+
+
+def test_the_bid_cache_keys_a_routed_request_by_its_deployments(servers):
+    from groupchat_core._bidcache import request_key
+    from groupchat_core._deployments import routed_by, routes_for
+    from groupchat_core._providers import BidRequest
+
+    a, b, _ = servers
+    request = BidRequest(agent=Agent(**agents(PARKED)[0]), messages=[{"role": "user",
+                                                                      "content": "Go"}],
+                         history=[], turn=1)
+    direct = request_key(request)
+    keys = set()
+    for server in (a, b):
+        with routed_by(routes_for(to(server))):
+            keys.add(request_key(request))
+    assert direct not in keys and len(keys) == 2  # never another endpoint's answer
