@@ -288,13 +288,16 @@ def loopback_only(local: bool) -> Iterator[None]:
         return
     from ray._private import ray_constants
 
-    saved_env, saved_flag = os.environ.get(LOOPBACK_ENV), ray_constants.ENABLE_RAY_CLUSTER
+    flag = "ENABLE_RAY_CLUSTER"  # the constant Ray read from LOOPBACK_ENV at import
+    saved_env, saved_flag = os.environ.get(LOOPBACK_ENV), getattr(ray_constants, flag, None)
     os.environ[LOOPBACK_ENV] = "0"
-    ray_constants.ENABLE_RAY_CLUSTER = False
+    if saved_flag is not None:
+        setattr(ray_constants, flag, False)
     try:
         yield
     finally:
-        ray_constants.ENABLE_RAY_CLUSTER = saved_flag
+        if saved_flag is not None:
+            setattr(ray_constants, flag, saved_flag)
         if saved_env is None:
             os.environ.pop(LOOPBACK_ENV, None)
         else:
