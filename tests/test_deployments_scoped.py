@@ -233,3 +233,26 @@ def test_the_bid_cache_keys_a_routed_request_by_its_deployments(servers):
         with routed_by(routes_for(to(server))):
             keys.add(request_key(request))
     assert direct not in keys and len(keys) == 2  # never another endpoint's answer
+
+
+def test_the_sweeps_page_job_ends_with_the_same_one_line(store):
+    import time
+
+    from groupchat_ui.kit.jobs import JobRegistry
+    from groupchat_ui.sweeps import logic
+
+    made = [Agent(**a) for a in agents(PARKED, "openai/local-llm")]
+    spec = logic.build_spec(made, ["t"], {"threshold": "0.5", "recency_penalty": "0.3",
+                                          "recency_window": "1"},
+                            {"max_loops": 3, "repeats": 1, "concurrency": 1, "max_usd": 1.0})
+    registry = JobRegistry()
+    try:
+        job = logic.start_sweep(registry, store, "me", spec)
+        while not registry.task_snapshot(job).done:
+            time.sleep(0.05)
+        snap = registry.task_snapshot(job)
+    finally:
+        registry.shutdown()
+    assert snap.status == "error" and "\n" not in (snap.error or "")
+    assert "max_usd 1 cannot bound this sweep" in (snap.error or "")
+    assert store.list_sweeps().empty
