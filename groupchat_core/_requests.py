@@ -9,7 +9,7 @@ from urllib.parse import urlparse
 
 from ._bidding import FORCED_RESPOND_CHOICE
 from ._bodies import ResponseTooLarge, capped_client_kwargs, in_chain
-from ._deployments import routed_call
+from ._deployments import routed_bases, routed_call
 from ._endpoints import PLACEHOLDER_KEY, endpoint_trusted, request_base
 from ._errors import ModelCallError
 from ._tool_modes import JSON_TEXT_INSTRUCTION
@@ -26,7 +26,9 @@ def remote_calls_blocked() -> bool:
 def check_allowed(agent: Agent) -> None:
     if not remote_calls_blocked():
         return
-    if not is_loopback(agent.api_base or request_base(agent.litellm_kwargs)):
+    own = agent.api_base or request_base(agent.litellm_kwargs)
+    bases = routed_bases(agent.model_name) or [own]  # a routed model: its endpoints
+    if not all(is_loopback(base) for base in bases):
         raise ModelCallError(
             f"real model calls are blocked (GROUPCHAT_BLOCK_REMOTE_CALLS is set): agent "
             f"{agent.agent_name!r} would call {agent.model_name!r}; use a sim/ model or a local "

@@ -68,8 +68,8 @@ PARAM_HELP = {
     "bid_prompt": "The template every agent bids with; placeholders such as {threshold} are "
                   "filled with this room's real numbers.",
     "verbose": "Also log bids and print each message on the server's console.",
-    "bid_cache": "Off by default here, so a live run shows each sim's simulated latency "
-                 "(README, \"Bid cache\"). On: the engine's default, answering repeated bid "
+    "bid_cache": "Off by default here, so a live run shows each sim's simulated latency. "
+                 "On: the engine's default, answering repeated bid "
                  "requests of deterministic agents (sim/ models, temperature 0) from this "
                  "server's cache: the same results, at once. Off: every agent is asked afresh.",
 }
