@@ -5,7 +5,9 @@ Why: the Router path used to be judged like a direct call, so a sweep whose agen
 model (no api_base of their own) demanded OPENAI_API_KEY even when every deployment named its
 own key variable or was an open server on this machine. Each deployment is judged on its own:
 
-- `api_key_env` set: that variable must be set (its value is the deployment's key);
+- `api_key_env` set: that variable must be set (its value is the deployment's key), and an
+  `api_base` must be trusted (the provider's own, or listed in GROUPCHAT_TRUSTED_API_BASES):
+  a server key never goes to an endpoint a sweep file's author chose;
 - no `api_key_env`, a loopback `api_base` (127.0.0.1, localhost, ::1): an open local server
   (llama.cpp, vLLM, Ollama...), no key needed; the Router sends a placeholder;
 - no `api_key_env`, any other `api_base`: refused (a server elsewhere takes a key; name the
@@ -23,7 +25,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 
-from ._deployments import Deployment, Routes, price
+from ._deployments import Deployment, Routes, price, untrusted_key_problem
 from ._requests import is_loopback
 from ._routing import in_process_model
 
@@ -47,10 +49,10 @@ def key_problems(routes: Routes | None, models: Iterable[str],
 def _problem(group: str, d: Deployment, env: Mapping[str, str]) -> str | None:
     where = f"deployment {d.name!r} of {group}"
     if d.api_key_env:
-        if env.get(d.api_key_env):
-            return None
-        return f"{where} needs its key in {d.api_key_env}, which is not set; set it or drop " \
-               "api_key_env"
+        if not env.get(d.api_key_env):
+            return f"{where} needs its key in {d.api_key_env}, which is not set; set it or " \
+                   "drop api_key_env"
+        return untrusted_key_problem(group, d, env)
     if d.api_base:
         if is_loopback(d.api_base):
             return None  # an open server on this machine

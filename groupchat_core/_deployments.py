@@ -41,6 +41,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ._endpoints import TRUSTED_BASES_ENV, endpoint_trusted
 from ._errors import ConfigError
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
@@ -110,6 +111,17 @@ def to_data(deployments: Deployments) -> dict[str, list[dict[str, Any]]]:
     return {m: [d.model_dump(exclude_none=True) for d in ds] for m, ds in deployments.items()}
 
 
+def untrusted_key_problem(group: str, d: Deployment, env: Mapping[str, str]) -> str | None:
+    """A server key (named by `api_key_env`) goes only to a trusted endpoint, as an agent's
+    does (docs/engine.md, Security model): a sweep file must not send the server's keys to a
+    base its author controls."""
+    if not d.api_base or endpoint_trusted(d.model or group, d.api_base, env):
+        return None
+    return f"deployment {d.name!r} of {group} would send the key in {d.api_key_env} to " \
+           f"untrusted api_base {d.api_base}; ask an admin to trust it via " \
+           f"{TRUSTED_BASES_ENV}, or drop api_key_env for an open server"
+
+
 def model_list(deployments: Deployments, env: Mapping[str, str] | None = None
                ) -> list[dict[str, Any]]:
     """litellm Router's model_list; keys are read from `env` (the process's) only here."""
@@ -126,6 +138,9 @@ def model_list(deployments: Deployments, env: Mapping[str, str] | None = None
                     raise ConfigError(f"deployment {d.name!r} of {group} needs its key in "
                                       f"{d.api_key_env}, which is not set; set it or drop "
                                       "api_key_env")
+                refused = untrusted_key_problem(group, d, env)
+                if refused:
+                    raise ConfigError(refused)
                 params["api_key"] = key
             elif d.api_base:
                 params["api_key"] = "sk-no-key-required"  # an open (local) server

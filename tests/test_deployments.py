@@ -100,6 +100,9 @@ def test_keys_are_named_by_variable_and_checked(monkeypatch):
     with pytest.raises(ConfigError, match="needs its key in EAST_KEY, which is not set"):
         deployments.model_list(parsed, env={})
     monkeypatch.setenv("EAST_KEY", "sk-east")
+    with pytest.raises(ConfigError, match="would send the key in EAST_KEY to untrusted api_base"):
+        deployments.model_list(parsed)  # a key from the environment goes to trusted bases only
+    monkeypatch.setenv("GROUPCHAT_TRUSTED_API_BASES", "https://e/v1/")
     assert deployments.model_list(parsed)[0]["litellm_params"]["api_key"] == "sk-east"
     assert "sk-east" not in repr(parsed) and "sk-east" not in str(deployments.to_data(parsed))
     assert deployments.key_variables({"agents": []}, parsed) == ["EAST_KEY"]

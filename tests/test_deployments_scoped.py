@@ -133,9 +133,27 @@ def test_deployments_with_their_own_key_variable_start_without_openai_api_key(
         servers, store, monkeypatch):
     a, _, _ = servers
     monkeypatch.setenv("EAST_KEY", "sk-east-deployment")  # and no OPENAI_API_KEY (conftest)
+    monkeypatch.setenv("GROUPCHAT_TRUSTED_API_BASES", a.base_url)  # a key goes only there
     outcome = run_sweep(sweep(to(a, api_key_env="EAST_KEY")), store)  # agents: no api_base
     assert outcome.status == "finished" and a.requests
     assert {r.headers.get("authorization") for r in a.requests} == {"Bearer sk-east-deployment"}
+
+
+def test_a_server_key_never_goes_to_an_untrusted_deployment_base(servers, store, monkeypatch):
+    """A sweep file may name any api_base and any variable: `api_key_env: OPENAI_API_KEY` at a
+    server its author controls must not carry the server's key there (Security model)."""
+    a, _, _ = servers
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-canary-server-key-0123456789")
+    routes = to(a, api_key_env="OPENAI_API_KEY")
+    with pytest.raises(ConfigError) as caught:
+        run_sweep(sweep(routes), store)
+    text = str(caught.value)
+    assert "\n" not in text and "would send the key in OPENAI_API_KEY to untrusted api_base" \
+        in text and "GROUPCHAT_TRUSTED_API_BASES" in text and "sk-canary" not in text
+    chat = GroupChat.from_spec({"agents": agents(), "max_loops": 2}, deployments=routes)
+    with pytest.raises(ConfigError, match="untrusted api_base"):
+        chat.run("Go")
+    assert not a.requests and store.list_sweeps().empty
 
 
 def test_an_open_server_on_loopback_needs_no_key(servers, store):
