@@ -28,6 +28,7 @@ from ._bidding import (
 )
 from ._config import ChatConfig, ChatSpec, dump_spec, load_spec, load_spec_text
 from ._credentials import check_credentials
+from ._endpoints import TRUSTED_BASES_ENV, endpoint_trusted, normalise_base
 from ._errors import CliError, ConfigError, GroupChatError, ModelCallError, StoreError
 from ._groupchat import GroupChat
 from ._limiter import max_inflight_calls, set_max_inflight_calls
@@ -109,6 +110,7 @@ __all__ = [
     "OUTPUT_TYPES",
     "RESPOND_TOOL",
     "SIM_MODELS",
+    "TRUSTED_BASES_ENV",
     "Agent",
     "BackgroundLoop",
     "Bid",
@@ -141,6 +143,7 @@ __all__ = [
     "check_credentials",
     "dump_agents",
     "dump_spec",
+    "endpoint_trusted",
     "forget_remembered_modes",
     "format_cost",
     "format_decimal",
@@ -153,6 +156,7 @@ __all__ = [
     "load_spec_text",
     "mask_secrets",
     "max_inflight_calls",
+    "normalise_base",
     "prepare_litellm",
     "remembered_modes",
     "select_speaker",
