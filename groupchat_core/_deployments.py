@@ -271,7 +271,11 @@ def _new_router(params: list[dict[str, Any]]) -> Any:
 
 
 def _has_price(entry: Any) -> bool:
-    return isinstance(entry, dict) and any(k.endswith("_cost_per_token") for k in entry)
+    """A price-map entry that prices something: a number, not the None-filled template litellm
+    writes for a model it met but cannot price (which still has `..._cost_per_token` keys)."""
+    return isinstance(entry, dict) and any(
+        "cost_per" in k and isinstance(v, int | float) and not isinstance(v, bool)
+        for k, v in entry.items())
 
 
 def _keep_unknown_cost_unknown(response: Any) -> None:
