@@ -76,8 +76,8 @@ class BidCacheTable(StoreBase):
         now = utc_now()
         rows = [{"key": key, "model_name": model[:200], "value_json": json.dumps(entry),
                  "created_at": now} for key, (model, entry) in batch.items()]
-        with self.write("store cached bids") as conn:
-            _insert_new(conn, rows)
+        # Skipping known keys makes it idempotent: retried on a lost connection.
+        self.retrying("store cached bids", lambda conn: _insert_new(conn, rows))
 
     def cache_clear(self) -> int:
         """Delete every stored answer; returns how many there were."""

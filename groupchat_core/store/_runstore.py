@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Connection, Select, delete, func, literal, select, update
 
@@ -21,7 +21,7 @@ from .._errors import StoreError
 from .._records import RunRecord
 from . import _reader as reader
 from ._cachetable import BidCacheTable
-from ._connect import db_errors, default_url, get_engine, safe_url, write_engine
+from ._connect import db_errors, default_url, get_engine, retry_lost, safe_url, write_engine
 from ._library import Library, check_owner
 from ._migrations import ensure_schema
 from ._process import this_writer, writer_alive
@@ -42,6 +42,7 @@ LIST_COLUMNS = (
 )
 RunIds = str | Sequence[str] | None
 RECONNECT_FOR_S = 30.0
+T = TypeVar("T")
 
 
 class RunStore(Library, SweepBook, BidCacheTable):
@@ -99,6 +100,15 @@ class RunStore(Library, SweepBook, BidCacheTable):
     def read(self, what: str) -> Iterator[Connection]:
         with db_errors(what, self.url), self.engine.connect() as conn:
             yield conn
+
+    def retrying(self, what: str, work: Callable[[Connection], T], *, write: bool = True) -> T:
+        """`work(conn)` in one transaction, retried on a new connection while a server
+        database is unreachable (up to `reconnect_for` seconds); `work` must be idempotent.
+        Any other database error, or giving up, is one StoreError naming `what`."""
+        engine = self.write_engine if write else self.engine
+        with db_errors(what, self.url):
+            return retry_lost(engine.begin, work, server=engine.dialect.name != "sqlite",
+                              for_s=self.reconnect_for)
 
     # --- recording ------------------------------------------------------------------------
 

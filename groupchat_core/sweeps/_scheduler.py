@@ -192,7 +192,9 @@ class SweepRunner:
     async def _cell(self, cell: Cell, gate: asyncio.Semaphore) -> None:
         try:
             try:
-                claim = self.store.claim_cell(self.sweep_id, cell.key)
+                # Off the loop: a claim retried on a lost connection must not stall the
+                # chats in flight (store.retrying backs off for up to reconnect_for).
+                claim = await asyncio.to_thread(self.store.claim_cell, self.sweep_id, cell.key)
             except StoreError as exc:
                 self._stop("error", f"cell {cell.key} could not be claimed: {exc}")
                 self._cell_end(cell, None, "error", str(exc))
