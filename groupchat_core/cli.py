@@ -276,7 +276,13 @@ def _load_spec(path: str) -> Any:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from .sweeps._cli import cmd_sweep as run
 
-    return run(args, _store(args))
+    if args.verb == "list" and (missing := store.no_store(args)) is not None:
+        if args.json:
+            print("[]")
+        else:
+            say(missing, sys.stderr)
+        return 0
+    return run(args, _store(args, create=args.verb == "run"))  # the other verbs only read
 
 
 COMMANDS = {"run": cmd_run, "list": store.cmd_list, "show": store.cmd_show,

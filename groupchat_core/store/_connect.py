@@ -40,6 +40,7 @@ from sqlalchemy.pool import StaticPool
 
 from .._errors import StoreError
 from .._home import DB_VAR, data_location
+from ._sqlite_check import check_sqlite_file
 
 ENV_VAR = DB_VAR
 BUSY_TIMEOUT_MS = 10_000
@@ -70,7 +71,8 @@ def safe_url(url: str | URL) -> str:
 
 
 def get_engine(url: str) -> Engine:
-    """The process-wide Engine for this URL, created on first use (with the SQLite folder)."""
+    """The process-wide Engine for this URL, created on first use (with the SQLite folder,
+    after a quick check of an existing SQLite file: _sqlite_check.py)."""
     with _lock:
         engine = _engines.get(url)
         if engine is None:
@@ -100,6 +102,8 @@ def _create(url: str) -> Engine:
         if parsed.database in (None, "", ":memory:"):
             kwargs["poolclass"] = StaticPool  # one shared in-memory database, not one per conn
         else:
+            if not parsed.database.startswith("file:"):
+                check_sqlite_file(Path(parsed.database).expanduser())  # before any write
             _make_folder(parsed.database)
     else:
         kwargs["pool_pre_ping"] = True  # a pooled connection the server dropped is replaced

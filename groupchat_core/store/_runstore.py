@@ -27,6 +27,7 @@ from ._migrations import ensure_schema
 from ._process import this_writer, writer_alive
 from ._recorder import StoreRecorder
 from ._schema import RUN_STATUSES, run_agents, runs, turns
+from ._sqlite_check import missing_store
 from ._sweeps import SweepBook
 from ._writer import TurnWriter, insert_imported, run_row
 from ._writer_thread import writer_thread
@@ -49,15 +50,20 @@ class RunStore(Library, SweepBook, BidCacheTable):
     """A run store at one SQLAlchemy URL; cheap to create (engines are shared per URL).
 
     `reconnect_for`: how many seconds recording keeps reconnecting to a database that dropped
-    its connection before it gives a run up (see docs/engine.md §11).
+    its connection before it gives a run up (see docs/engine.md §11). `create=False`: a SQLite
+    file that does not exist is refused (StoreError) rather than created with its folders (for
+    read-only commands). An existing SQLite file that fails a quick integrity check is refused,
+    unchanged (_sqlite_check.py).
 
     All SQL lives in this package: runs here, saved agents and presets in _library.py, sweeps
     in _sweeps.py, the bid cache's table in _cachetable.py (mixins, one public object).
     """
 
     def __init__(self, url: str | None = None, *,
-                 reconnect_for: float = RECONNECT_FOR_S) -> None:
+                 reconnect_for: float = RECONNECT_FOR_S, create: bool = True) -> None:
         self.url = url or default_url()
+        if not create and (missing := missing_store(self.url)) is not None:
+            raise StoreError(missing)  # read-only use: never a new file or folder
         self.engine = get_engine(self.url)
         self.write_engine = write_engine(self.engine)
         # How long recording keeps reconnecting to a database it lost before it gives up a
