@@ -8,7 +8,8 @@ The store is filled with real recorded runs (scripted 16-agent chats, copied by 
 their bundles under new ids) up to the target size. Then, each in a fresh process-level state
 (engines disposed, schema checks forgotten), median of 5: `PRAGMA quick_check` alone (what
 RunStore runs once per file per process), `PRAGMA integrity_check` alone (for comparison, not
-used), and a whole `RunStore(url)` open. The page cache is warm (the file was just written):
+used), and `RunStore(url)` on a new engine (the check and the connection; the process still
+remembers that the schema is current). The page cache is warm (the file was just written):
 a cold disk adds its read time to the check. Measurement only: nothing here asserts on time.
 """
 
@@ -26,9 +27,8 @@ from pathlib import Path
 
 from bench.report import write_section
 from bench.store import close_fakes, scripted_chat
-from groupchat_core._bundles import export_bundle, import_bundle
+from groupchat_core import bundle_json, import_bundle
 from groupchat_core.store import RunStore, dispose_engines
-from groupchat_core.store._migrations import forget_checked
 
 
 def build(path: Path, target_mb: float) -> int:
@@ -39,7 +39,7 @@ def build(path: Path, target_mb: float) -> int:
     store.attach(chat)
     chat.run("Fill the store.")
     store.flush()
-    bundle = export_bundle(store, chat.last_run.run_id)
+    bundle = json.loads(bundle_json(store, chat.last_run.run_id))
     count = 1
     while path.stat().st_size < target_mb * 1e6:
         copy = json.loads(json.dumps(bundle))
@@ -62,12 +62,12 @@ def median_s(fn: object, reps: int = 5) -> float:
 
 def pragma(path: Path, name: str) -> None:
     with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+        conn.execute("PRAGMA mmap_size=268435456")  # as _sqlite_check.py does
         assert conn.execute(f"PRAGMA {name}").fetchall()[0][0] == "ok"
 
 
 def open_store(url: str) -> None:
-    dispose_engines()
-    forget_checked()
+    dispose_engines()  # a new engine: the file is checked again (the schema check is not)
     RunStore(url)
 
 
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
         f"| {quick * 1000:.0f} ms |\n"
         f"| `PRAGMA integrity_check` (not used: compares every index too) "
         f"| {full * 1000:.0f} ms |\n"
-        f"| a whole `RunStore(url)` open, check included | {whole * 1000:.0f} ms |\n")
+        f"| `RunStore(url)` on a new engine, check included | {whole * 1000:.0f} ms |\n")
     print(figures)
     if args.write:
         write_section("store_open", figures)

@@ -20,7 +20,7 @@ LIST_FIELDS = (
     "run_id", "name", "status", "stop_reason", "task", "agents", "turns", "threshold",
     "recency_penalty", "recency_window", "max_loops", "total_calls", "total_prompt_tokens",
     "total_completion_tokens", "total_cost_usd", "started_at", "ended_at", "sweep_id", "cell",
-    "tags", "error",
+    "tags", "error", "owner", "owner_name",
 )
 
 
@@ -40,8 +40,7 @@ def store_of(args: argparse.Namespace, *, create: bool = True) -> Any:
 
 def no_store(args: argparse.Namespace) -> str | None:
     """Why there is nothing to list (no SQLite store at that path yet), else None."""
-    from ..store import default_url
-    from ..store._sqlite_check import missing_store
+    from ..store import default_url, missing_store
 
     return missing_store(args.db or default_url())
 
@@ -120,9 +119,13 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     from .._bundles import MAX_BUNDLE_BYTES, import_bundle
+    from .owner import cli_owner
 
+    owner = cli_owner(args)
     data = read_file(args.file, MAX_BUNDLE_BYTES)
-    run_id = import_bundle(store_of(args), data, source=Path(args.file).name)
+    store = store_of(args)
+    run_id = import_bundle(store, data, source=Path(args.file).name)
+    store.set_owner(run_id, owner, owner)  # whoever imports it (as the dashboard does)
     say(f"imported run {run_id}")
     return 0
 

@@ -23,6 +23,8 @@ from sqlalchemy.exc import ArgumentError
 
 from .._errors import StoreError
 
+MMAP_BYTES = 256 * 2**20
+
 
 def sqlite_file(url: str) -> Path | None:
     """The file of a SQLite URL; None for other databases, in-memory ones and URI filenames."""
@@ -66,6 +68,7 @@ def check_sqlite_file(path: Path) -> None:
 def _quick_check(path: Path) -> str | None:
     try:
         with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+            conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")  # reads pages without copying them
             rows = conn.execute("PRAGMA quick_check(1)").fetchall()
     except sqlite3.DatabaseError as exc:  # "file is not a database", "malformed", ...
         if "unable to open" in str(exc):

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, and_, exc, func, insert, or_, select, update
+from sqlalchemy import Connection, and_, delete, exc, func, insert, or_, select, update
 
 from .._errors import StoreError
 from .._records import utc_now
@@ -176,6 +176,24 @@ class SweepBook(StoreBase):
                             "while this one was resuming it")
         with _active_lock:
             _active.add(sweep_id)
+
+    def delete_sweep(self, sweep_id: str) -> int:
+        """Delete a sweep with its runs (their logs cascade) and cell claims, in one
+        transaction; how many runs went with it. A sweep's runs are its results: kept without
+        it they would only clutter the run list (export them first to keep one). Refused
+        (SweepBusy) while a live process runs it: stop it first."""
+        me = this_writer()
+        with self.write("delete a sweep") as conn:
+            row = conn.execute(select(sweeps).where(sweeps.c.sweep_id == sweep_id)).first()
+            if row is None:
+                raise StoreError(f"no sweep {sweep_id!r}")
+            problem = _busy(row, me, take_over=False)
+            if problem is not None:
+                raise SweepBusy(problem.replace("then resume it", "then delete it"))
+            gone = int(conn.execute(delete(runs).where(runs.c.sweep_id == sweep_id)).rowcount)
+            conn.execute(delete(sweep_cells).where(sweep_cells.c.sweep_id == sweep_id))
+            conn.execute(delete(sweeps).where(sweeps.c.sweep_id == sweep_id))
+        return gone
 
     def request_sweep_stop(self, sweep_id: str) -> bool:
         """Ask the owner of running sweep `sweep_id` to stop after the cells in flight; False

@@ -20,6 +20,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import getpass
+import os
 import threading
 import time
 import uuid
@@ -56,17 +58,43 @@ CoroFactory = Callable[[Emit], Awaitable[Any]]
 LOCAL_USER = "local"  # who every session acts for on a server without login
 
 
+ADMINS_VAR = "GROUPCHAT_ADMINS"  # comma-separated identities (sign-in emails) of the admins
+
+
+def admins() -> frozenset[str]:
+    """The server's admins: `GROUPCHAT_ADMINS`, e.g. "ana@example.org,ops@example.org"."""
+    return frozenset(a.strip() for a in os.environ.get(ADMINS_VAR, "").split(",") if a.strip())
+
+
+def os_user() -> str | None:
+    """Who this server process runs as: the owner the CLI records by default (--owner)."""
+    try:
+        return getpass.getuser() or None
+    except Exception:  # no user name in the environment or the password database
+        return None
+
+
 def may_manage(owner: str | None, user: str) -> bool:
-    """Whether `user` may stop or delete something (a job, a run, a sweep) owned by `owner`:
-    only its owner may, or anyone when nobody is recorded (runs and sweeps from before owners
-    were kept, or made by a script that named none). Everyone else can watch."""
-    return owner is None or owner == user
+    """Whether `user` may stop, resume or delete something (a job, a run, a sweep) owned by
+    `owner`. A signed-in user: only their own; an admin (GROUPCHAT_ADMINS): anything,
+    including what has no owner recorded (older runs, scripts). Without login every session
+    is LOCAL_USER, one person's dashboard: theirs, nobody's, and the CLI's runs of the OS user
+    the server runs as. Everyone else can watch."""
+    if user in admins():
+        return True
+    if user == LOCAL_USER:
+        return owner is None or owner == LOCAL_USER or owner == os_user()
+    return owner is not None and owner == user
 
 
 def not_yours(owner_name: str | None, what: str) -> str:
-    """The one-line reason shown next to a disabled Stop or Delete."""
-    return (f"Only {owner_name or 'its owner'}, who started this {what}, can stop or delete "
-            "it; you can watch.")
+    """The one-line reason shown next to a disabled Stop, Resume or Delete."""
+    if owner_name is None:
+        return (f"Nobody is recorded as having started this {what} (the command line, a "
+                "script or an older version made it): only an admin can change or delete it; "
+                "you can watch.")
+    return (f"Only {owner_name}, who started this {what}, can stop or delete it; you can "
+            "watch.")
 
 
 _current_job: contextvars.ContextVar[Job | None] = contextvars.ContextVar(
