@@ -27,5 +27,6 @@ class StoreBase:
     def read(self, what: str) -> AbstractContextManager[Connection]:
         raise NotImplementedError
 
-    def retrying(self, what: str, work: Callable[[Connection], T], *, write: bool = True) -> T:
+    def retrying(self, what: str, work: Callable[[Connection], T], *, write: bool = True,
+                 for_s: float | None = None) -> T:
         raise NotImplementedError

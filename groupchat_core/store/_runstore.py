@@ -107,14 +107,15 @@ class RunStore(Library, SweepBook, BidCacheTable):
         with db_errors(what, self.url), self.engine.connect() as conn:
             yield conn
 
-    def retrying(self, what: str, work: Callable[[Connection], T], *, write: bool = True) -> T:
+    def retrying(self, what: str, work: Callable[[Connection], T], *, write: bool = True,
+                 for_s: float | None = None) -> T:
         """`work(conn)` in one transaction, retried on a new connection while a server
-        database is unreachable (up to `reconnect_for` seconds); `work` must be idempotent.
-        Any other database error, or giving up, is one StoreError naming `what`."""
+        database is unreachable (for `for_s` seconds, default `reconnect_for`); `work` must be
+        idempotent. Any other database error, or giving up, is one StoreError naming `what`."""
         engine = self.write_engine if write else self.engine
         with db_errors(what, self.url):
             return retry_lost(engine.begin, work, server=engine.dialect.name != "sqlite",
-                              for_s=self.reconnect_for)
+                              for_s=self.reconnect_for if for_s is None else for_s)
 
     # --- recording ------------------------------------------------------------------------
 
