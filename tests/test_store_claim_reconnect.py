@@ -25,7 +25,8 @@ REPO = Path(__file__).resolve().parents[1]
 CELLS = 12
 
 CHILD = """
-import sys, threading
+import sys, threading, weakref
+from contextlib import suppress
 import psycopg
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
@@ -44,7 +45,7 @@ def kill_all():
 
 
 engine = RunStore(url).engine  # the process-wide engine the CLI will use for this URL
-seen, committing, lock = set(), {}, threading.Lock()
+seen, committing, lock = set(), weakref.WeakKeyDictionary(), threading.Lock()
 
 
 @event.listens_for(engine, "before_cursor_execute")
@@ -58,7 +59,7 @@ def before(conn, cursor, statement, params, context, executemany):
     if mode == "before-insert":
         kill_all()
     else:
-        committing[id(conn.connection)] = params["cell"]
+        committing[conn.connection.dbapi_connection] = params["cell"]
 
 
 real_commit = engine.dialect.do_commit
@@ -66,8 +67,11 @@ real_commit = engine.dialect.do_commit
 
 def commit_then_drop(connection):
     real_commit(connection)
-    if committing.pop(id(connection), None) is not None:
-        kill_all()  # the claim is committed; its reply never arrives
+    if committing.pop(connection.dbapi_connection, None) is not None:
+        # The claim is committed; its reply never arrives (this backend ends, and the others).
+        with suppress(psycopg.Error):
+            connection.dbapi_connection.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+        kill_all()
         raise psycopg.OperationalError("server closed the connection unexpectedly")
 
 

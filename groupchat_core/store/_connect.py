@@ -97,6 +97,8 @@ def _create(url: str) -> Engine:
             f"{ENV_VAR} is not a valid SQLAlchemy URL: {url!r} (e.g. sqlite:///data/groupchat.db "
             "or postgresql+psycopg://user:pass@host/db)") from None
     kwargs: dict[str, Any] = {}
+    backend, _, driver = parsed.drivername.partition("+")
+    psycopg3 = backend == "postgresql" and driver in ("", "psycopg")
     if parsed.get_backend_name() == "sqlite":
         kwargs["connect_args"] = {"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000}
         if parsed.database in (None, "", ":memory:"):
@@ -107,13 +109,10 @@ def _create(url: str) -> Engine:
             _make_folder(parsed.database)
     else:
         kwargs["pool_pre_ping"] = True  # a pooled connection the server dropped is replaced
-        backend, _, driver = parsed.drivername.partition("+")
         if backend == "postgresql" and driver in ("", "psycopg", "psycopg2"):
             kwargs["connect_args"] = {k: v for k, v in LIBPQ_TIMEOUTS.items()
                                       if k not in parsed.query}
             quiet_driver_notes()
-            kwargs["_psycopg"] = driver in ("", "psycopg")
-    psycopg3 = kwargs.pop("_psycopg", False)
     try:
         engine = create_engine(parsed, **kwargs)
     except NoSuchModuleError:
