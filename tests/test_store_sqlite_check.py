@@ -133,3 +133,21 @@ def test_a_store_that_does_not_exist_is_refused_by_runstore_create_false(tmp_pat
     assert not path.parent.exists()
     RunStore(f"sqlite:///{path}")  # the default still creates it (and its folder)
     assert path.exists()
+
+
+def test_the_dashboard_shows_a_damaged_store_as_one_error_and_leaves_it_unchanged(
+        tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    path = tmp_path / "damaged.db"
+    url = recorded_store(path, runs=1)
+    corrupt_one_page(path)
+    before = digest(path)
+    monkeypatch.setenv("GROUPCHAT_DB", url)
+    at = AppTest.from_file(str(REPO / "streamlit_app.py"), default_timeout=60)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]  # no traceback on the page
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and errors[0].startswith("The store cannot be opened: the store ")
+    assert "damaged" in errors[0] and ".recover" in errors[0]
+    assert digest(path) == before

@@ -74,5 +74,8 @@ def _quick_check(path: Path) -> str | None:
         if "unable to open" in str(exc):
             return None  # not ours to judge (permissions, a WAL file we may not create)
         return f"SQLite: {exc}"
-    first = str(rows[0][0]) if rows else "no answer"
-    return None if first == "ok" else f"SQLite's quick_check: {first.splitlines()[0][:200]}"
+    lines = [line for row in rows for line in str(row[0]).splitlines()]
+    if lines == ["ok"]:
+        return None
+    found = next((line for line in lines if not line.startswith("***")), "no detail")
+    return f"SQLite's quick_check: {found[:200]}"
