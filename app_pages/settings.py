@@ -20,7 +20,10 @@ st.subheader("Provider keys (this browser session only)")
 st.caption("Keys typed here stay in this session's server memory: never saved to the store, "
            "exports, logs or the environment, never shown again, gone when the tab is reloaded or "
            "closed (or when you clear them below). "
-           "Keys in the server's environment apply to every session.")
+           "Keys in the server's environment apply to every session. A provider key (here or "
+           "the server's) goes only to its provider's own API, or to an API base the admin "
+           "trusts (GROUPCHAT_TRUSTED_API_BASES); for any other api_base, type a key for it "
+           "below.")
 with st.form("keys_form", clear_on_submit=True):
     cols = st.columns(2)
     for i, (env, label) in enumerate(PROVIDER_KEYS.items()):
@@ -30,6 +33,7 @@ with st.form("keys_form", clear_on_submit=True):
                                autocomplete="off", placeholder="paste a key to set it")
     st.form_submit_button("Save keys for this session", key="save_keys",
                           on_click=actions.on_save_keys)
+view.endpoint_key_form()
 with st.container(horizontal=True):
     for env in list(session.provider_keys):
         st.button(f"Clear {env}", key=f"forget_{env}", icon=":material/key_off:",

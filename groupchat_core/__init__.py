@@ -28,6 +28,7 @@ from ._bidding import (
 )
 from ._config import ChatConfig, ChatSpec, dump_spec, load_spec, load_spec_text
 from ._credentials import check_credentials
+from ._endpoints import TRUSTED_BASES_ENV, endpoint_trusted, normalise_base
 from ._errors import CliError, ConfigError, GroupChatError, ModelCallError, StoreError
 from ._groupchat import GroupChat
 from ._limiter import max_inflight_calls, set_max_inflight_calls
@@ -108,6 +109,7 @@ __all__ = [
     "OUTPUT_TYPES",
     "RESPOND_TOOL",
     "SIM_MODELS",
+    "TRUSTED_BASES_ENV",
     "Agent",
     "BackgroundLoop",
     "Bid",
@@ -140,6 +142,7 @@ __all__ = [
     "check_credentials",
     "dump_agents",
     "dump_spec",
+    "endpoint_trusted",
     "forget_remembered_modes",
     "format_cost",
     "format_decimal",
@@ -150,6 +153,7 @@ __all__ = [
     "load_spec",
     "load_spec_text",
     "max_inflight_calls",
+    "normalise_base",
     "prepare_litellm",
     "remembered_modes",
     "select_speaker",

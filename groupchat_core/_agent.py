@@ -62,13 +62,14 @@ REFERENCE_IGNORED: dict[str, str] = {
     "verbose": "use GroupChat(verbose=True) to log bids and print messages",
     "autosave": "runs are recorded by the store (RunStore().attach(chat))",
     "saved_state_path": "runs are recorded by the store (RunStore().attach(chat))",
-    "dashboard": "the dashboard is a separate app (`make run`)",
+    "dashboard": "the dashboard is a separate app (`groupchat-lab serve`)",
     "retry_interval": "retries back off exponentially on their own (Agent.num_retries)",
     "streaming_on": "each bid is one call; GroupChat.run(task, streaming_callback=...) streams "
                     "posted messages",
 }
 
-README_KEYWORDS = 'README.md, "Code written for the reference"'
+# Named in the unknown-keyword error itself: a pip user has no README to look them up in.
+REFERENCE_KEYWORDS = ", ".join([*REFERENCE_ALIASES, *REFERENCE_IGNORED])
 
 
 MAX_NAME_LENGTH = 200  # names are identifiers (stored, charted, filtered), not prose
@@ -295,4 +296,4 @@ def _unknown_message(unknown: list[str]) -> str:
         close = difflib.get_close_matches(name, sorted(_ACCEPTED), n=1)
         parts.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
     return (f"Agent got unknown keyword {', '.join(parts)}; accepted keywords are its fields "
-            f"and the reference's keywords listed in {README_KEYWORDS}")
+            f"and the reference's keywords ({REFERENCE_KEYWORDS})")

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._agent import Agent
 from ._bidding import ParsedBid
+from ._deployments import routed_bases
 from ._errors import ConfigError, StoreError
 from ._providers import BidRequest, InProcessModel, ModelReply
 from ._sim import is_sim_model
@@ -63,6 +64,9 @@ def request_key(request: BidRequest) -> str:
             "system": agent.system_prompt, "history": [list(m) for m in request.history],
             "turn": request.turn, "temperature": agent.temperature,
         }
+    routed = routed_bases(agent.model_name)  # the chat's own deployments answer, not api_base
+    if routed is not None:
+        parts["routed"] = routed
     parts.update(v=KEY_VERSION, seed=request.seed)
     text = json.dumps(parts, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                       default=str)

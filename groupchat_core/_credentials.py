@@ -12,7 +12,9 @@ starts, and lists every problem at once. It never blocks what it cannot judge:
 - only missing keys count: settings litellm also lists (OLLAMA_API_BASE, a project or region)
   often have defaults, and a call without them fails with its own clear error;
 - an OpenAI-compatible server on this machine (`openai/<name>` with a loopback `api_base`)
-  needs no key: the engine sends a placeholder when none is set (_model_calls.py).
+  needs no key: the engine sends a placeholder when none is set (_model_calls.py);
+- an agent at an api_base that is not trusted (_endpoints.py) never gets a key from the
+  environment, so whether one is set there says nothing about it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
+
+from ._endpoints import endpoint_trusted
 
 if TYPE_CHECKING:
     from ._agent import Agent
@@ -49,6 +53,8 @@ def _skipped(agent: Agent) -> bool:
         return True
     if agent.model_name.startswith("openai/") and is_loopback(agent.api_base):
         return True  # a local server: the engine sends a placeholder key
+    if not endpoint_trusted(agent.model_name, agent.api_base):
+        return True  # no server key goes there anyway (_endpoints.py): nothing to check
     return any(_CREDENTIAL_KWARGS.search(k) for k in agent.litellm_kwargs)
 
 

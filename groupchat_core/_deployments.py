@@ -11,26 +11,37 @@ deployments map names, per model, the endpoints that serve it:
         - {name: west, api_base: https://west.example/v1, api_key_env: WEST_KEY, tpm: 90000}
 
 Keys are named by environment variable only (never written in a spec, a store or a log). Agents
-keep using the model's name; a call for a model with deployments goes through one
+keep using the model's name; a call for a model with deployments goes through a
 `litellm.Router` (usage-based routing: each deployment's rpm/tpm is respected, a failing
 deployment is cooled down and routed around), and the deployment that answered is read back from
 the response (`deployment_of`) for the bid record.
 
-The seam: `routed_call(kwargs)` returns an awaitable completion for a model with deployments,
-else None (the model-call code then calls litellm.acompletion as before).
+Scoped, never process-wide: deployments belong to the chat that declared them
+(`GroupChat(deployments=...)`; a sweep passes its own to each cell's chat). A run sets ROUTES
+to its chat's Routes (or None) for its own task and the tasks of its bids, so other chats on the
+same loop, before, during and after, call their own api_base with their own key. Chats that
+declare the same deployments (a sweep's cells) share one Router and so its rpm/tpm counts.
+
+The seam: `routed_call(kwargs)` returns an awaitable completion for a model with deployments in
+the running chat, else None (the model-call code then calls litellm.acompletion as before).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import threading
-from collections.abc import Awaitable, Mapping
+from collections import OrderedDict
+from collections.abc import Awaitable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ._endpoints import TRUSTED_BASES_ENV, endpoint_trusted
 from ._errors import ConfigError
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
@@ -100,6 +111,17 @@ def to_data(deployments: Deployments) -> dict[str, list[dict[str, Any]]]:
     return {m: [d.model_dump(exclude_none=True) for d in ds] for m, ds in deployments.items()}
 
 
+def untrusted_key_problem(group: str, d: Deployment, env: Mapping[str, str]) -> str | None:
+    """A server key (named by `api_key_env`) goes only to a trusted endpoint, as an agent's
+    does (docs/engine.md, Security model): a sweep file must not send the server's keys to a
+    base its author controls."""
+    if not d.api_base or endpoint_trusted(d.model or group, d.api_base, env):
+        return None
+    return f"deployment {d.name!r} of {group} would send the key in {d.api_key_env} to " \
+           f"untrusted api_base {d.api_base}; ask an admin to trust it via " \
+           f"{TRUSTED_BASES_ENV}, or drop api_key_env for an open server"
+
+
 def model_list(deployments: Deployments, env: Mapping[str, str] | None = None
                ) -> list[dict[str, Any]]:
     """litellm Router's model_list; keys are read from `env` (the process's) only here."""
@@ -116,6 +138,9 @@ def model_list(deployments: Deployments, env: Mapping[str, str] | None = None
                     raise ConfigError(f"deployment {d.name!r} of {group} needs its key in "
                                       f"{d.api_key_env}, which is not set; set it or drop "
                                       "api_key_env")
+                refused = untrusted_key_problem(group, d, env)
+                if refused:
+                    raise ConfigError(refused)
                 params["api_key"] = key
             elif d.api_base:
                 params["api_key"] = "sk-no-key-required"  # an open (local) server
@@ -136,50 +161,47 @@ def deployment_id(group: str, d: Deployment) -> str:
     return f"{d.name}#{digest}"
 
 
-class _Registry:
-    """The process's deployments and the one Router serving them (rebuilt when they change)."""
+class Routes:
+    """The deployments one chat (or one sweep's cells) declared, and the Router serving them.
 
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.deployments: Deployments = {}
-        self.router: Any = None
+    Why scoped: deployments used to be the process's, so after a sweep (or while it ran) an
+    ordinary chat on the same model name was routed to the sweep's endpoints, its own api_base
+    and key ignored. A chat's runs set ROUTES to its own Routes (or to None), so a call is
+    routed only for the chat that declared the model's deployments."""
 
-    def use(self, deployments: Deployments) -> None:
-        with self.lock:
-            if to_data(deployments) == to_data(self.deployments):
-                return
-            self.deployments = dict(deployments)
-            self.router = None
+    def __init__(self, deployments: Deployments) -> None:
+        self.deployments: Deployments = dict(deployments)
 
-    def get_router(self) -> Any:
-        with self.lock:
-            if self.router is None and self.deployments:
-                from litellm.router import Router
-                from litellm.types.router import AllowedFailsPolicy, RetryPolicy
+    def serves(self, model: str) -> bool:
+        return model in self.deployments
 
-                self.router = Router(
-                    model_list=model_list(self.deployments),
-                    routing_strategy="usage-based-routing-v2",  # honours rpm / tpm
-                    num_retries=0,  # the engine's retries count and bound every call
-                    # a deployment that fails (5xx, timeout, refused) sits out COOLDOWN_S; one
-                    # at its rpm/tpm is only skipped while it is (not a fault)
-                    allowed_fails=0, cooldown_time=COOLDOWN_S,
-                    allowed_fails_policy=AllowedFailsPolicy(RateLimitErrorAllowedFails=10**6),
-                    # a deployment found at its limit when the call starts (concurrent bids
-                    # race for the last slot): the Router picks another one at once
-                    retry_policy=RetryPolicy(RateLimitErrorRetries=3),
-                    enable_pre_call_checks=False)
-            return self.router
+    def router(self) -> Any:
+        return _shared_router(self.deployments)
+
+    async def call(self, request: dict[str, Any]) -> Any:
+        response = await self.router().acompletion(**request)
+        _keep_unknown_cost_unknown(response)
+        return response
+
+    def deployment_of(self, response: Any) -> str | None:
+        hidden = getattr(response, "_hidden_params", None) or {}
+        model_id = hidden.get("model_id")
+        for group, items in self.deployments.items():
+            for d in items:
+                if deployment_id(group, d) == model_id:
+                    return d.name
+        return None
 
 
-_registry = _Registry()
+# The deployments in force for the running chat (set by GroupChat.arun_record around each run,
+# inherited by the tasks of its bids); None: nothing is routed.
+ROUTES: ContextVar[Routes | None] = ContextVar("groupchat_routes", default=None)
 
 
-def use_deployments(deployments: Deployments | Mapping[str, Any] | None) -> None:
-    """Make these the process's deployments (calls for their models are routed from now on)."""
-    parsed = (deployments if _is_parsed(deployments)
-              else parse_deployments(deployments))
-    _registry.use(parsed)  # type: ignore[arg-type]
+def routes_for(deployments: Deployments | Mapping[str, Any] | None) -> Routes | None:
+    """A Routes for these deployments (parsed and checked first), None for none."""
+    parsed = deployments if _is_parsed(deployments) else parse_deployments(deployments)
+    return Routes(parsed) if parsed else None  # type: ignore[arg-type]
 
 
 def _is_parsed(value: Any) -> bool:
@@ -187,42 +209,140 @@ def _is_parsed(value: Any) -> bool:
         isinstance(v, list) and all(isinstance(d, Deployment) for d in v) for v in value.values())
 
 
+@contextmanager
+def routed_by(routes: Routes | None) -> Iterator[None]:
+    """Route the calls made inside (this task and the tasks it starts) through `routes` only."""
+    token = ROUTES.set(routes)
+    try:
+        yield
+    finally:
+        ROUTES.reset(token)
+
+
+_routers: OrderedDict[str, Any] = OrderedDict()
+_routers_lock = threading.Lock()
+MAX_ROUTERS = 16
+
+
+def _shared_router(deployments: Deployments) -> Any:
+    """One Router per distinct set of deployments (and keys), shared by every chat declaring
+    the same set: the cells of a sweep share rpm/tpm counts and cooldowns."""
+    params = model_list(deployments)
+    key = hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()
+    with _routers_lock:
+        router = _routers.get(key)
+        if router is None:
+            router = _routers[key] = _new_router(params)
+            while len(_routers) > MAX_ROUTERS:
+                _routers.popitem(last=False)
+        _routers.move_to_end(key)
+        return router
+
+
+def _new_router(params: list[dict[str, Any]]) -> Any:
+    """A Router, without the empty price entries it writes into litellm's process-wide price
+    map for models litellm cannot price (they would read as $0 for every later call to the
+    model, routed or not: unknown cost must stay unknown)."""
+    from litellm.router import Router
+    from litellm.types.router import AllowedFailsPolicy, RetryPolicy
+
+    from ._litellm import litellm_module
+
+    prices = litellm_module().model_cost
+    before = set(prices)
+    router = Router(
+        model_list=params,
+        routing_strategy="usage-based-routing-v2",  # honours rpm / tpm
+        num_retries=0,  # the engine's retries count and bound every call
+        # a deployment that fails (5xx, timeout, refused) sits out COOLDOWN_S; one at its
+        # rpm/tpm is only skipped while it is (not a fault)
+        allowed_fails=0, cooldown_time=COOLDOWN_S,
+        allowed_fails_policy=AllowedFailsPolicy(RateLimitErrorAllowedFails=10**6),
+        # a deployment found at its limit when the call starts (concurrent bids race for the
+        # last slot): the Router picks another one at once
+        retry_policy=RetryPolicy(RateLimitErrorRetries=3),
+        enable_pre_call_checks=False)
+    for name in set(prices) - before:
+        if "#" not in name and not _has_price(prices[name]):  # "#": a deployment's own id
+            del prices[name]
+    return router
+
+
+def _has_price(entry: Any) -> bool:
+    return isinstance(entry, dict) and any(k.endswith("_cost_per_token") for k in entry)
+
+
+def _keep_unknown_cost_unknown(response: Any) -> None:
+    """The Router reports $0 for a model litellm cannot price; a direct call reports None.
+    Ask the price map for the deployment's model: no price known means the cost is unknown
+    (None), so a bid on it reads "unknown", never $0.0000."""
+    hidden = getattr(response, "_hidden_params", None)
+    if not isinstance(hidden, dict) or hidden.get("response_cost"):
+        return
+    model = str(hidden.get("litellm_model_name") or getattr(response, "model", "") or "")
+    usage = getattr(response, "usage", None)
+    hidden["response_cost"] = price(model, getattr(usage, "prompt_tokens", None),
+                                    getattr(usage, "completion_tokens", None))
+
+
+def price(model: str, prompt: Any, completion: Any) -> float | None:
+    """USD for these tokens from litellm's price map; None when no price is known."""
+    if not isinstance(prompt, int) or not isinstance(completion, int):
+        return None
+    from ._litellm import litellm_module
+
+    litellm = litellm_module()
+    bare = model.split("/", 1)[-1]
+    if not any(_has_price(litellm.model_cost.get(name)) for name in (model, bare)):
+        return None  # not in the price map (or only an empty entry a Router wrote)
+    try:
+        costs = litellm.cost_per_token(model=model, prompt_tokens=prompt,
+                                       completion_tokens=completion)
+    except Exception:  # "This model isn't mapped yet"
+        return None
+    return float(costs[0]) + float(costs[1])
+
+
 def has_deployments(model: str) -> bool:
-    return model in _registry.deployments
+    routes = ROUTES.get()
+    return routes is not None and routes.serves(model)
+
+
+def routed_bases(model: str) -> list[str | None] | None:
+    """The api_base of each deployment serving `model` in the running chat (None: not
+    routed); for the loopback guard of tests (GROUPCHAT_BLOCK_REMOTE_CALLS)."""
+    routes = ROUTES.get()
+    if routes is None or not routes.serves(model):
+        return None
+    return [d.api_base for d in routes.deployments[model]]
 
 
 def routed_call(kwargs: dict[str, Any]) -> Awaitable[Any] | None:
-    """The completion for a model with deployments (through the Router, endpoint settings of
-    the agent dropped), else None: the caller then uses litellm.acompletion itself."""
+    """The completion for a model with deployments in the running chat (through the Router,
+    endpoint settings of the agent dropped), else None: the caller then uses
+    litellm.acompletion itself."""
     model = str(kwargs.get("model", ""))
-    if model not in _registry.deployments:
+    routes = ROUTES.get()
+    if routes is None or not routes.serves(model):
         return None
-    router = _registry.get_router()
     # num_retries=0 from the engine would also switch off the Router's retry on a deployment
     # found at its limit (no request made); the engine's own retries stay as they are
     request = {k: v for k, v in kwargs.items() if k not in _ENDPOINT_KWARGS
                and k != "num_retries"}
-    return router.acompletion(**request)  # type: ignore[no-any-return]
+    return routes.call(request)
 
 
 def deployment_of(response: Any) -> str | None:
     """The name of the deployment that answered a routed call (None for a direct call)."""
-    hidden = getattr(response, "_hidden_params", None) or {}
-    model_id = hidden.get("model_id")
-    if model_id is None:
-        return None
-    for group, items in _registry.deployments.items():
-        for d in items:
-            if deployment_id(group, d) == model_id:
-                return d.name
-    return None
+    routes = ROUTES.get()
+    return None if routes is None else routes.deployment_of(response)
 
 
 def key_variables(spec: Mapping[str, Any], deployments: Deployments | None = None) -> list[str]:
     """Environment variables a chat spec's calls read (for workers elsewhere): each agent's
     provider key and base-URL variables (e.g. OPENAI_API_KEY) and its deployments' key
     variables. In-process models (sim/) need none."""
-    from ._model_calls import in_process_model
+    from ._routing import in_process_model
 
     names: set[str] = set()
     for d in (deployments or {}).values():

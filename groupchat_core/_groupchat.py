@@ -19,6 +19,8 @@ from ._agent import Agent
 from ._bidcache import BidCache, resolve_cache
 from ._config import ChatConfig, ChatSpec, explain, parse_spec
 from ._credentials import check_credentials, credentials_error
+from ._deployment_checks import key_problems
+from ._deployments import Deployments, Routes, routed_by, routes_for
 from ._errors import ConfigError
 from ._loop import background_loop
 from ._model_calls import in_process_model, load_litellm_off_loop
@@ -77,6 +79,7 @@ class GroupChat:
     _active: set[tuple[asyncio.AbstractEventLoop, asyncio.Task[Any] | None]]
     _lock: threading.Lock
     _bid_cache: BidCache | None
+    _routes: Routes | None
 
     if TYPE_CHECKING:  # the config fields, read and written through to `_config` (below)
         name: str
@@ -111,6 +114,7 @@ class GroupChat:
         *,
         on_event: Observer | Iterable[Observer] | None = None,
         bid_cache: BidCache | bool | None = None,
+        deployments: Deployments | dict[str, Any] | None = None,
         **extensions: Any,
     ) -> None:
         """The reference's signature; every default is ChatConfig's (see _config.py).
@@ -118,7 +122,11 @@ class GroupChat:
         `bid_cache`: None (default) answers repeated requests of deterministic agents (sim/
         models, temperature 0) from the process's memory cache; True caches every agent's bids
         (opt-in where answers vary); False turns caching off; a BidCache (e.g. store-backed)
-        is used as given. See _bidcache.py."""
+        is used as given. See _bidcache.py.
+
+        `deployments`: several endpoints per model name, load-balanced by litellm's Router
+        for this chat's runs only (docs/sweeps.md, "Several deployments"); other chats on the
+        same model name keep their own api_base and key."""
         try:
             config = ChatConfig(
                 name=name, description=description, max_loops=max_loops, threshold=threshold,
@@ -139,6 +147,7 @@ class GroupChat:
         object.__setattr__(self, "_active", set())
         object.__setattr__(self, "_lock", threading.Lock())
         object.__setattr__(self, "_bid_cache", resolve_cache(bid_cache))
+        object.__setattr__(self, "_routes", routes_for(deployments))
 
     # Config fields read and write through to the validated config, like the reference's attrs.
     def __getattr__(self, item: str) -> Any:
@@ -220,7 +229,7 @@ class GroupChat:
 
         if any(in_process_model(a.model_name) is None for a in self.agents):
             await load_litellm_off_loop()  # token counting needs it; never import on the loop
-            problems = check_credentials(self.agents)  # before anything is spent
+            problems = self._credential_problems()  # before anything is spent
             if problems:
                 raise ConfigError(credentials_error(problems))
         run = TurnLoop(self.agents, self._config.model_copy(), task, emit, post, self._bid_cache,
@@ -229,11 +238,19 @@ class GroupChat:
         with self._lock:
             self._active.add((asyncio.get_running_loop(), current))
         try:
-            return await run.execute()
+            with routed_by(self._routes):  # this chat's deployments only, never another's
+                return await run.execute()
         finally:
             with self._lock:
                 self._active.discard((asyncio.get_running_loop(), current))
             object.__setattr__(self, "last_run", run.record)
+
+    def _credential_problems(self) -> list[str]:
+        """Missing keys: routed agents are judged by their deployments (_deployment_checks)."""
+        routes = self._routes
+        direct = [a for a in self.agents if routes is None or not routes.serves(a.model_name)]
+        models = [a.model_name for a in self.agents]
+        return check_credentials(direct) + key_problems(routes, models)
 
     async def arun(self, task: str, streaming_callback: StreamingCallback | None = None) -> Any:
         """Async twin of run(): callbacks and observers run on the caller's loop, in order.

@@ -14,6 +14,7 @@ import functools
 from typing import TYPE_CHECKING, Any
 
 from ._deployments import deployment_of, has_deployments
+from ._endpoints import explain_refusal
 from ._litellm import litellm_module as litellm_module
 from ._litellm import load_litellm_off_loop as load_litellm_off_loop
 from ._providers import BidRequest as BidRequest  # re-exported: callers route bids via here
@@ -104,7 +105,8 @@ async def call_litellm(agent: Agent, messages: list[dict[str, Any]]) -> ModelRep
                 stream = False
                 continue
             if next_mode is None:
-                raise ModelCallFailed(exc, attempts.calls) from exc
+                raise ModelCallFailed(explain_refusal(agent.agent_name, kwargs, exc),
+                                      attempts.calls) from exc
             mode = next_mode
             continue
         if streaming and not response.has_respond:  # content only: ask again, unstreamed

@@ -9,7 +9,8 @@ from urllib.parse import urlparse
 
 from ._bidding import FORCED_RESPOND_CHOICE
 from ._bodies import ResponseTooLarge, capped_client_kwargs, in_chain
-from ._deployments import routed_call
+from ._deployments import routed_bases, routed_call
+from ._endpoints import PLACEHOLDER_KEY, endpoint_trusted, request_base
 from ._errors import ModelCallError
 from ._tool_modes import JSON_TEXT_INSTRUCTION
 
@@ -25,7 +26,9 @@ def remote_calls_blocked() -> bool:
 def check_allowed(agent: Agent) -> None:
     if not remote_calls_blocked():
         return
-    if not is_loopback(agent.api_base):
+    own = agent.api_base or request_base(agent.litellm_kwargs)
+    bases = routed_bases(agent.model_name) or [own]  # a routed model: its endpoints
+    if not all(is_loopback(base) for base in bases):
         raise ModelCallError(
             f"real model calls are blocked (GROUPCHAT_BLOCK_REMOTE_CALLS is set): agent "
             f"{agent.agent_name!r} would call {agent.model_name!r}; use a sim/ model or a local "
@@ -33,7 +36,7 @@ def check_allowed(agent: Agent) -> None:
         )
 
 
-LOCAL_PLACEHOLDER_KEY = "no-key"
+LOCAL_PLACEHOLDER_KEY = PLACEHOLDER_KEY
 _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
@@ -42,10 +45,18 @@ def is_loopback(url: str | None) -> bool:
     return urlparse(url or "").hostname in _LOOPBACK_HOSTS
 
 
-def _local_placeholder_key(agent: Agent) -> str | None:
-    """A key for an OpenAI-compatible server on loopback when none was given: local servers
-    ignore it, but the OpenAI SDK refuses to send a request without one."""
-    if (agent.model_name.startswith("openai/") and is_loopback(agent.api_base)
+def _endpoint_key(agent: Agent, kwargs: dict[str, Any]) -> str | None:
+    """The key this request carries: the agent's own (its caller's choice), else none on a
+    trusted endpoint (litellm reads the provider's key from the environment, or a loopback
+    server gets the placeholder the OpenAI SDK insists on), else the placeholder: an untrusted
+    endpoint must never receive the environment's key, which litellm would send by itself."""
+    own = agent.secret_key()
+    if own:
+        return own
+    base = request_base(kwargs)
+    if not endpoint_trusted(agent.model_name, base):
+        return PLACEHOLDER_KEY
+    if (agent.model_name.startswith("openai/") and is_loopback(base)
             and not os.environ.get("OPENAI_API_KEY")):
         return LOCAL_PLACEHOLDER_KEY
     return None
@@ -64,7 +75,7 @@ def request_kwargs(agent: Agent, messages: list[dict[str, Any]], mode: str) -> d
     }
     if agent.api_base:
         kwargs["api_base"] = agent.api_base
-    key = agent.secret_key() or _local_placeholder_key(agent)
+    key = _endpoint_key(agent, kwargs)
     if key:
         kwargs["api_key"] = key
     if mode == "json":

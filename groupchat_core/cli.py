@@ -156,7 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--limit", type=_limit, default=20,
                       help=f"how many runs to list, 1 to {MAX_LIST_LIMIT:,} (default 20)")
     runs.add_argument("--json", action="store_true",
-                      help="a JSON array of runs (fields: docs/engine.md, The command line)")
+                      help="a JSON array of runs, one object per run (stable field names)")
     show = sub.add_parser("show", help="a run's summary and transcript")
     show.add_argument("run", help="run id (or a unique prefix)")
     show.add_argument("--bids", action="store_true", help="also print the bid log")

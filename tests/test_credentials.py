@@ -70,17 +70,21 @@ def test_what_cannot_or_need_not_be_checked_is_skipped(monkeypatch: pytest.Monke
     assert check_credentials([Agent(agent_name="Env", model_name="gpt-4o-mini")]) == []
 
 
-def test_a_local_openai_server_needs_no_key() -> None:
-    """The engine sends a placeholder key to an OpenAI-compatible server on loopback."""
+def test_a_local_openai_server_needs_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine sends a placeholder key to an OpenAI-compatible server on loopback, and no
+    server key to an untrusted base at all: only a trusted base needs the key set."""
     local = Agent(agent_name="Local", model_name="openai/smol", api_base="http://127.0.0.1:8080/v1")
     assert check_credentials([local]) == []
     remote = Agent(agent_name="Remote", model_name="openai/smol", api_base="http://10.1.2.3/v1")
+    assert check_credentials([remote]) == []  # untrusted: OPENAI_API_KEY would not go there
+    monkeypatch.setenv("GROUPCHAT_TRUSTED_API_BASES", "http://10.1.2.3/v1")
     [problem] = check_credentials([remote])
     assert "OPENAI_API_KEY" in problem
 
 
-def test_a_run_without_keys_raises_before_any_call() -> None:
+def test_a_run_without_keys_raises_before_any_call(monkeypatch: pytest.MonkeyPatch) -> None:
     with FakeOpenAIServer() as server:
+        monkeypatch.setenv("GROUPCHAT_TRUSTED_API_BASES", server.base_url)  # keys may go there
         agents = [Agent(agent_name=n, model_name="anthropic/claude-3-5-haiku-20241022",
                         api_base=server.base_url) for n in ("A", "B")]
         chat = GroupChat(agents=agents)
@@ -137,6 +141,7 @@ def test_a_sweep_whose_key_is_refused_stops_after_three_cells(
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong-key")  # passes the check; the server refuses
     with FakeOpenAIServer() as server:
+        monkeypatch.setenv("GROUPCHAT_TRUSTED_API_BASES", server.base_url)  # the key goes there
         server.set_responder(None, lambda body: error(401, "Incorrect API key provided: sk-w***"))
         agents = [{"agent_name": n, "model_name": "openai/m", "api_base": server.base_url,
                    "litellm_kwargs": {"extra_headers": {"X-Test": "1"}}} for n in ("A", "B")]
@@ -164,6 +169,7 @@ def test_the_cli_sweep_says_why_it_stopped(
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong-key")
     with FakeOpenAIServer() as server:
+        monkeypatch.setenv("GROUPCHAT_TRUSTED_API_BASES", server.base_url)  # the key goes there
         server.set_responder(None, lambda body: error(401, "Incorrect API key provided"))
         agents = [{"agent_name": n, "model_name": "openai/m", "api_base": server.base_url}
                   for n in ("A", "B")]

@@ -17,13 +17,6 @@ from groupchat_core.testing._fake_server import FakeOpenAIServer, error, tool_ca
 
 
 @pytest.fixture
-def routed_seam():
-    """Deployments registered by a test are forgotten after it."""
-    yield
-    deployments.use_deployments({})
-
-
-@pytest.fixture
 def servers():
     made = [FakeOpenAIServer().start() for _ in range(3)]
     count = itertools.count()
@@ -35,14 +28,14 @@ def servers():
         server.stop()
 
 
-def chat(loops: int = 4) -> GroupChat:
+def chat(routes: dict | None, loops: int = 4) -> GroupChat:
     # The agents' own api_base is any loopback URL: a routed model's endpoint comes from its
     # deployments (the Router's choice), not from the agent.
     agents = [{"agent_name": n, "system_prompt": "Speak briefly.", "model_name": "openai/fake",
                "api_base": "http://127.0.0.1:9/v1", "num_retries": 3}
               for n in ("Ann", "Bob", "Cy")]
     return GroupChat.from_spec({"agents": agents, "max_loops": loops, "threshold": 0.1,
-                                "recency_penalty": 0.0}, bid_cache=False)
+                                "recency_penalty": 0.0}, bid_cache=False, deployments=routes)
 
 
 def record_of(chat: GroupChat):
@@ -50,12 +43,10 @@ def record_of(chat: GroupChat):
     return background_loop().submit(chat.arun_record("Should we?")).result()
 
 
-def test_calls_spread_over_both_deployments_and_each_bid_records_its_own(routed_seam,
-                                                                         servers):
+def test_calls_spread_over_both_deployments_and_each_bid_records_its_own(servers):
     a, b, _ = servers
-    deployments.use_deployments({"openai/fake": [{"name": "a", "api_base": a.base_url},
-                                                 {"name": "b", "api_base": b.base_url}]})
-    record = record_of(chat(loops=6))
+    record = record_of(chat({"openai/fake": [{"name": "a", "api_base": a.base_url},
+                                             {"name": "b", "api_base": b.base_url}]}, loops=6))
     bids = record.bids
     assert len(bids) == 15 and all(bid.error is None for bid in bids)
     by_deployment = Counter(bid.deployment for bid in bids)
@@ -63,13 +54,12 @@ def test_calls_spread_over_both_deployments_and_each_bid_records_its_own(routed_
     assert (by_deployment["a"], by_deployment["b"]) == (len(a.requests), len(b.requests))
 
 
-def test_a_per_deployment_rpm_limit_is_respected(routed_seam, servers):
+def test_a_per_deployment_rpm_limit_is_respected(servers):
     a, b, _ = servers
-    deployments.use_deployments({"openai/fake": [
-        {"name": "small", "api_base": a.base_url, "rpm": 2},
-        {"name": "big", "api_base": b.base_url, "rpm": 50}]})
+    routes = {"openai/fake": [{"name": "small", "api_base": a.base_url, "rpm": 2},
+                              {"name": "big", "api_base": b.base_url, "rpm": 50}]}
     minute = time.strftime("%H:%M", time.gmtime())
-    record = record_of(chat(loops=4))  # 3 turns of 3 bids (the task counts as a message)
+    record = record_of(chat(routes, loops=4))  # 3 turns of 3 bids (the task counts as a message)
     windows = 1 if time.strftime("%H:%M", time.gmtime()) == minute else 2  # litellm counts
     assert len(record.bids) == 9 and all(bid.error is None for bid in record.bids)  # per minute
     assert 1 <= len(a.requests) <= 2 * windows  # used, but never over its requests per minute
@@ -77,24 +67,24 @@ def test_a_per_deployment_rpm_limit_is_respected(routed_seam, servers):
     assert (used["small"], used["big"]) == (len(a.requests), len(b.requests))
 
 
-def test_a_failing_deployment_is_routed_around(routed_seam, servers):
+def test_a_failing_deployment_is_routed_around(servers):
     _, b, down = servers
-    deployments.use_deployments({"openai/fake": [
-        {"name": "down", "api_base": down.base_url}, {"name": "up", "api_base": b.base_url}]})
-    record = record_of(chat(loops=4))
+    record = record_of(chat({"openai/fake": [
+        {"name": "down", "api_base": down.base_url}, {"name": "up", "api_base": b.base_url}]},
+        loops=4))
     assert all(bid.error is None for bid in record.bids)  # a failed try is retried elsewhere
     assert {bid.deployment for bid in record.bids} == {"up"}
     assert len(down.requests) <= 3  # the first turn's bids at most: then it sits out
     assert len(b.requests) >= len(record.bids)
 
 
-def test_a_model_without_deployments_is_not_routed(routed_seam, servers):
+def test_a_model_without_deployments_is_not_routed(servers):
     a, b, _ = servers
-    deployments.use_deployments({"openai/other": [{"name": "b", "api_base": b.base_url}]})
     agents = [{"agent_name": n, "system_prompt": "Speak.", "model_name": "openai/fake",
                "api_base": a.base_url} for n in ("Ann", "Bob")]
-    record = record_of(GroupChat.from_spec({"agents": agents, "max_loops": 2,
-                                            "threshold": 0.1}, bid_cache=False))
+    record = record_of(GroupChat.from_spec(
+        {"agents": agents, "max_loops": 2, "threshold": 0.1}, bid_cache=False,
+        deployments={"openai/other": [{"name": "b", "api_base": b.base_url}]}))
     assert {bid.deployment for bid in record.bids} == {None} and not b.requests
 
 
@@ -110,12 +100,15 @@ def test_keys_are_named_by_variable_and_checked(monkeypatch):
     with pytest.raises(ConfigError, match="needs its key in EAST_KEY, which is not set"):
         deployments.model_list(parsed, env={})
     monkeypatch.setenv("EAST_KEY", "sk-east")
+    with pytest.raises(ConfigError, match="would send the key in EAST_KEY to untrusted api_base"):
+        deployments.model_list(parsed)  # a key from the environment goes to trusted bases only
+    monkeypatch.setenv("GROUPCHAT_TRUSTED_API_BASES", "https://e/v1/")
     assert deployments.model_list(parsed)[0]["litellm_params"]["api_key"] == "sk-east"
     assert "sk-east" not in repr(parsed) and "sk-east" not in str(deployments.to_data(parsed))
     assert deployments.key_variables({"agents": []}, parsed) == ["EAST_KEY"]
 
 
-def test_a_sweep_spec_names_deployments_and_its_cells_use_them(routed_seam, servers, tmp_path):
+def test_a_sweep_spec_names_deployments_and_its_cells_use_them(servers, tmp_path):
     from groupchat_core.store import RunStore, dispose_engines
     from groupchat_core.sweeps import parse_sweep, run_sweep
 

@@ -246,11 +246,16 @@ def test_a_local_server_needs_no_key_a_placeholder_is_sent(server):
     assert server.requests_for("local")[0].headers["authorization"] == "Bearer no-key"
 
 
-def test_an_environment_key_wins_over_the_local_placeholder(server, monkeypatch):
+def test_an_environment_key_reaches_a_local_server_only_when_trusted(server, monkeypatch):
+    """OPENAI_API_KEY goes to a local server only when GROUPCHAT_TRUSTED_API_BASES lists it
+    (test_endpoint_keys.py): anyone may point a shared agent at a server of their own."""
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    server.script("local", [tool_call(0.1, "")])
-    server.script("other", [tool_call(0.1, "")])
+    server.script("local", [tool_call(0.1, ""), tool_call(0.1, "")])
+    server.script("other", [tool_call(0.1, ""), tool_call(0.1, "")])
     agents = [Agent(agent_name=n, model_name=f"openai/{n.lower()}", api_base=server.base_url)
               for n in ("Local", "Other")]
     GroupChat(agents=agents).run("t")
-    assert server.requests_for("local")[0].headers["authorization"] == f"Bearer {KEY}"
+    assert server.requests_for("local")[0].headers["authorization"] == "Bearer no-key"
+    monkeypatch.setenv("GROUPCHAT_TRUSTED_API_BASES", server.base_url)
+    GroupChat(agents=agents).run("t")
+    assert server.requests_for("local")[1].headers["authorization"] == f"Bearer {KEY}"

@@ -123,6 +123,8 @@ def test_the_package_api_is_pinned():
         "forget_remembered_modes",
         # checks before spending: provider keys, and per-model request/token rate limits
         "check_credentials", "set_rate_limit",
+        # keys bound to endpoints: which api_base may receive a key the agent did not bring
+        "TRUSTED_BASES_ENV", "endpoint_trusted", "normalise_base",
         # exports, bundles and agents files
         "bids_csv", "transcript_markdown", "bundle_json", "import_bundle", "dump_agents",
         "load_agents_text",

@@ -62,8 +62,13 @@ class _EchoHandler(BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def echo_server() -> Iterator[str]:
+def echo_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The echoing server, trusted (GROUPCHAT_TRUSTED_API_BASES) so the environment's key is
+    sent there and the scrubbing of what it echoes is tested (test_endpoint_keys.py: an
+    untrusted base never gets that key)."""
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _EchoHandler)
+    base = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    monkeypatch.setenv("GROUPCHAT_TRUSTED_API_BASES", base)
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
                               daemon=True)
     thread.start()

@@ -181,6 +181,7 @@ def test_keys_reach_workers_as_a_task_argument_never_the_store_or_ray_logs(clust
     secret = "sk-ray-test-5f1c0ffee"
     monkeypatch.setenv("OPENAI_API_KEY", secret)
     with FakeOpenAIServer() as server:
+        monkeypatch.setenv("GROUPCHAT_TRUSTED_API_BASES", server.base_url)  # the key may go
         server.set_responder(None, lambda body: tool_call(0.6, "A point."))
         agents = [{"agent_name": n, "system_prompt": "Speak.", "model_name": "openai/fake",
                    "api_base": server.base_url} for n in ("A", "B")]

@@ -308,10 +308,12 @@ def _store_bytes(tmp_path) -> bytes:
     return b"".join(p.read_bytes() for p in tmp_path.glob("groupchat.db*"))
 
 
-def test_a_session_key_reaches_the_provider_but_never_the_store(store: RunStore, tmp_path):
+def test_a_session_key_reaches_the_provider_but_never_the_store(store: RunStore, tmp_path,
+                                                                monkeypatch):
     from groupchat_core.testing._fake_server import FakeOpenAIServer, error, tool_call
 
     with FakeOpenAIServer() as server:
+        monkeypatch.setenv("GROUPCHAT_TRUSTED_API_BASES", server.base_url)  # the key may go
         server.script("kind", [tool_call(0.9, "Hello"), tool_call(0.1, "")])
         # A provider that echoes the key in its error text (some do, partly masked or not).
         server.set_responder("leaky", lambda body: error(401, f"Incorrect API key {SECRET}"))

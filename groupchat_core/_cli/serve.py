@@ -34,7 +34,8 @@ def add_parser(sub: Any) -> None:
                        help=f"TCP port to listen on (default {DEFAULT_PORT})")
     serve.add_argument("--address", default=DEFAULT_ADDRESS,
                        help=f"address to listen on (default {DEFAULT_ADDRESS}: this machine "
-                            "only; 0.0.0.0 serves the network, see the README's Deploy)")
+                            "only; 0.0.0.0 serves the network: a trusted one, else keep "
+                            f"{DEFAULT_ADDRESS} behind a TLS reverse proxy)")
 
 
 def _port(text: str) -> int:

@@ -2,7 +2,10 @@
 
 Agents are stored as `Agent.to_spec()`, so an api_key can never reach the database. Agents keep
 a position (schema v4): the order people arrange them in is part of an experiment (selection
-ties go to the earlier agent), so it lives in the store and survives a reload.
+ties go to the earlier agent), so it lives in the store and survives a reload. Agents have an
+owner (schema v8): who saved or imported it (the dashboard's signed-in user; None for the CLI
+and scripts); replacing or renaming an agent keeps its owner. Who may edit what is the
+caller's rule (the dashboard: groupchat_ui/kit/access.py), not the store's.
 """
 
 from __future__ import annotations
@@ -68,17 +71,29 @@ class Library(StoreBase):
 
     # --- agents ---------------------------------------------------------------------------
 
-    def save_agent(self, agent: Agent) -> None:
+    def save_agent(self, agent: Agent, *, owner: str | None = None,
+                   owner_name: str | None = None) -> None:
         """Save (or replace) an agent under its name; its api_key is never stored."""
-        self.save_agents([agent])
+        self.save_agents([agent], owner=owner, owner_name=owner_name)
 
-    def save_agents(self, items: Sequence[Agent]) -> None:
+    def save_agents(self, items: Sequence[Agent], *, owner: str | None = None,
+                    owner_name: str | None = None) -> None:
         """Save several agents in one transaction: all of them or, on error, none. A new agent
-        goes to the end of the saved order; a replaced one keeps its place."""
+        goes to the end of the saved order and belongs to `owner`; a replaced one keeps its
+        place and its owner."""
+        owner, owner_name = check_owner(owner), check_owner(owner_name)
         with self.write("save agents") as conn:
             for agent in items:
                 _upsert(conn, agents, check_name("agent", agent.agent_name), agent.to_spec(),
-                        position=_next_position(conn))
+                        position=_next_position(conn), owner=owner,
+                        owner_name=owner_name or owner)
+
+    def agent_owners(self) -> dict[str, tuple[str | None, str | None]]:
+        """Every saved agent's (owner, owner_name); (None, None) for ownerless agents (saved
+        before schema v8, or by a writer that named no owner)."""
+        with self.read("read the agents' owners") as conn:
+            rows = conn.execute(select(agents.c.name, agents.c.owner, agents.c.owner_name)).all()
+        return {str(n): (o, on) for n, o, on in rows}
 
     def rename_agent(self, old: str, agent: Agent) -> None:
         """Replace agent `old` by `agent` under its (new) name, in its place in the order; a

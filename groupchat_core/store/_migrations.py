@@ -94,9 +94,15 @@ def _v6_to_v7(conn: Connection) -> None:
     _add_columns(conn, "bids", ("deployment",), 7)
 
 
+def _v7_to_v8(conn: Connection) -> None:
+    """v8: agents.owner and agents.owner_name. Existing agents keep NULL: ownerless, so with
+    login on only an admin edits them (everyone may still use and duplicate them)."""
+    _add_columns(conn, "agents", ("owner", "owner_name"), 8)
+
+
 STEPS: dict[int, Callable[[Connection], None]] = {  # from version -> next
     1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6,
-    6: _v6_to_v7}
+    6: _v6_to_v7, 7: _v7_to_v8}
 
 
 def ensure_schema(engine: Engine) -> None:

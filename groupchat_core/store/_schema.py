@@ -25,6 +25,8 @@ Version history (see migrations.py):
        code that recorded it)
     7  bids.deployment: which deployment of a model answered (several deployments load-balanced
        by litellm's Router, _deployments.py); NULL for a model with one endpoint
+    8  agents.owner and agents.owner_name: who saved or imported a saved agent (as on runs);
+       NULL for agents from before v8 and for writers that name no owner (the CLI, scripts)
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from sqlalchemy import (
     false,
 )
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 RUN_STATUSES = ("running", "finished", "cancelled", "error", "interrupted")
 
 
@@ -67,6 +69,8 @@ def _library(md: MetaData, version: int) -> None:
     for name, key in (("agents", "name"), ("presets", "name")):
         extra: list[Column[Any]] = [Column("position", Integer)] if (
             name == "agents" and version >= 5) else []
+        if name == "agents" and version >= 8:  # who saved it: others may use, not edit it
+            extra += [Column("owner", String(320)), Column("owner_name", String(320))]
         Table(
             name, md,
             Column(key, String(200), primary_key=True),

@@ -90,7 +90,7 @@ def add_parser(sub: Any) -> None:
     sweep.add_argument("--quiet", action="store_true", help="no progress on stderr")
     sweep.add_argument("--executor", choices=("local", "ray"), default="local",
                        help="where cells run: this process (local), or one Ray task per cell "
-                            "(ray; see docs/sweeps.md)")
+                            "(ray; needs pip install 'groupchat-lab[ray]')")
     sweep.add_argument("--ray-address", default=None, metavar="ADDR",
                        help="with --executor ray: the cluster (host:port of its head, or auto); "
                             "default: start a local cluster for this sweep")

@@ -100,11 +100,8 @@ class LocalExecutor:
     async def submit(self, job: CellJob, usage: UsageHook) -> CellResult:
         from .._groupchat import GroupChat
 
-        if job.deployments:
-            from .._deployments import use_deployments
-
-            use_deployments(job.deployments)
-        chat = GroupChat.from_spec(job.spec, bid_cache=self.bid_cache)
+        chat = GroupChat.from_spec(job.spec, bid_cache=self.bid_cache,
+                                   deployments=job.deployments)  # this cell's chat only
         recorder = self.store.attach(chat, sweep_id=job.sweep_id, cell=job.cell)
         chat.add_observer(_UsageObserver(usage))
         try:

@@ -45,6 +45,7 @@ import logging
 import os
 import queue
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -123,7 +124,8 @@ class RayExecutor:
                                        **self.init_options}
             options.setdefault("runtime_env", {"py_modules": [groupchat_core]})
             try:
-                ray.init(address=self.address, **options)
+                with loopback_only(self.address is None):
+                    ray.init(address=self.address, **options)
             except (ConnectionError, ValueError, RuntimeError) as exc:
                 where = self.address or "a local cluster"
                 raise ConfigError(f"could not connect to Ray at {where}: "
@@ -160,11 +162,14 @@ class RayExecutor:
         self.close()
 
     def _env_vars(self, job: CellJob) -> dict[str, str]:
-        """The driver's variables this cell's workers need: agents' key variables, and the
-        store's URL when workers record (never written into the job)."""
+        """The driver's variables this cell's workers need: agents' key variables, the bases
+        those keys may go to (GROUPCHAT_TRUSTED_API_BASES: without it a worker sends a trusted
+        base no key), and the store's URL when workers record (never written into the job)."""
         from .._deployments import key_variables, parse_deployments
+        from .._endpoints import TRUSTED_BASES_ENV
 
         names = set(key_variables(job.spec, parse_deployments(job.deployments)))
+        names.add(TRUSTED_BASES_ENV)
         found = {name: self.env[name] for name in sorted(names) if self.env.get(name)}
         if self.workers_record:
             found[DB_ENV] = self.store.url
@@ -267,6 +272,41 @@ class RayExecutor:
                                     hostname=state.hostname, status=status, reason=reason)
 
 
+LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": every Ray address is 127.0.0.1
+
+
+@contextmanager
+def loopback_only(local: bool) -> Iterator[None]:
+    """While a local cluster starts (`local`), Ray takes 127.0.0.1 as this node's address, so
+    the GCS, raylet, object manager, agents and workers listen on loopback only.
+
+    Why: by default Ray resolves even 127.0.0.1 to the machine's own network address and binds
+    its ports on every interface, so anyone on the network could reach the cluster (and run
+    code on it). Ray's switch for this is the variable LOOPBACK_ENV (its single-machine mode on
+    macOS and Windows): read at import in the driver (so its constant is set here too) and by
+    the processes the start spawns (they inherit the variable). Both are put back afterwards:
+    a later connection to a real cluster from this process must not claim loopback."""
+    if not local:
+        yield
+        return
+    from ray._private import ray_constants
+
+    flag = "ENABLE_RAY_CLUSTER"  # the constant Ray read from LOOPBACK_ENV at import
+    saved_env, saved_flag = os.environ.get(LOOPBACK_ENV), getattr(ray_constants, flag, None)
+    os.environ[LOOPBACK_ENV] = "0"
+    if saved_flag is not None:
+        setattr(ray_constants, flag, False)
+    try:
+        yield
+    finally:
+        if saved_flag is not None:
+            setattr(ray_constants, flag, saved_flag)
+        if saved_env is None:
+            os.environ.pop(LOOPBACK_ENV, None)
+        else:
+            os.environ[LOOPBACK_ENV] = saved_env
+
+
 def _check_reachable(address: str | None, timeout: float = 3.0) -> None:
     """A host:port address that answers nothing fails at once with one line (ray.init would
     retry for minutes); "auto", "ray://" and None are left to Ray."""
@@ -353,11 +393,7 @@ def run_cell_stream(job_data: dict[str, Any], workers_record: bool, bid_cache: b
         store = RunStore(secrets.values[DB_ENV])
         if bid_cache is not False:
             cache = BidCache(store, cache_all=bid_cache is True)
-    if job.deployments:
-        from .._deployments import use_deployments
-
-        use_deployments(job.deployments)
-    chat = GroupChat.from_spec(job.spec, bid_cache=cache)
+    chat = GroupChat.from_spec(job.spec, bid_cache=cache, deployments=job.deployments)
     events: queue.SimpleQueue[Any] = queue.SimpleQueue()
     recorder = None if store is None else store.attach(chat, sweep_id=job.sweep_id,
                                                        cell=job.cell)

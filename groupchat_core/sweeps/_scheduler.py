@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING
 
 from .._bidcache import BidCache
 from .._credentials import check_credentials, credentials_error, is_credential_failure
+from .._deployment_checks import key_problems, unknowable_budget_error, unknowable_costs
+from .._deployments import routes_for
 from .._errors import ConfigError, StoreError
 from .._loop import background_loop
 from .._model_calls import in_process_model, load_litellm_off_loop
@@ -91,6 +93,7 @@ class SweepRunner:
     async def run(self) -> SweepOutcome:
         started = time.perf_counter()
         self._loop, self._loop_thread = asyncio.get_running_loop(), threading.get_ident()
+        await self._check_budget_knowable()  # before anything is created or spent
         if isinstance(self.executor, LocalExecutor):  # remote workers hold their own keys
             await self._check_credentials()
         self._open()  # takes the sweep over, or raises (SweepBusy): nothing to release then
@@ -131,9 +134,26 @@ class SweepRunner:
         if all(in_process_model(a.model_name) is not None for a in agents.values()):
             return
         await load_litellm_off_loop()
-        problems = check_credentials(agents.values())
+        routes = routes_for(self.spec.deployments)  # a routed agent is judged by its deployments
+        direct = [a for a in agents.values() if routes is None or not routes.serves(a.model_name)]
+        problems = check_credentials(direct) + key_problems(
+            routes, [a.model_name for a in agents.values()])
         if problems:
             raise ConfigError(credentials_error(problems))
+
+    async def _check_budget_knowable(self) -> None:
+        """A dollar budget over calls whose cost is unknown could never stop the sweep:
+        refused with one line (ConfigError), before the sweep is created."""
+        if self.max_usd is None:
+            return
+        models = {a.model_name for cell in self.plan.todo
+                  for a in self.spec.chat_spec(cell).agents}
+        if all(in_process_model(m) is not None for m in models):
+            return  # sims: no litellm needed, and no cost to know
+        await load_litellm_off_loop()  # the price map; never imported on the loop's thread
+        unknown = unknowable_costs(models, routes_for(self.spec.deployments))
+        if unknown:
+            raise ConfigError(unknowable_budget_error(self.max_usd, unknown))
 
     async def _launch(self) -> None:
         gate = asyncio.Semaphore(self.spec.concurrency)

@@ -57,6 +57,7 @@ class FakeOpenAIServer:
         self._requests: list[RecordedRequest] = []
         self._unexpected: list[str] = []
         self._stream_writes: list[tuple[str, list[float]]] = []
+        self._answering = threading.local()  # the request a handler thread is answering
 
     def start(self) -> FakeOpenAIServer:
         """Bind (port 0 picks a free port) and serve in a daemon thread."""
@@ -99,6 +100,11 @@ class FakeOpenAIServer:
         """Queue replies for a model name as it appears in the body (no 'openai/' prefix)."""
         with self._lock:
             self._scripts.setdefault(model, deque()).extend(replies)
+
+    def request_headers(self) -> dict[str, str]:
+        """For a responder: the headers (lower-case names) of the request it is answering, so
+        a test server can play a hostile provider that echoes what it was sent."""
+        return dict(getattr(self._answering, "headers", {}))
 
     def set_responder(self, model: str | None, fn: Responder) -> None:
         """Fallback for when the model's queue is empty; model None applies to all models."""
@@ -176,6 +182,7 @@ class FakeOpenAIServer:
             if parsed is None:
                 response = _error(400, "body is not a JSON object", _ERROR_TYPES[400])
             else:
+                self._answering.headers = headers
                 body, response = parsed, self._chat(parsed)
         elif method == "GET" and path in MODELS_PATHS:
             response = _Response(200, self._models_payload())

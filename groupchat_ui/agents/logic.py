@@ -2,7 +2,9 @@
 and importing agents.
 
 Why: every write the page makes can be tested without a browser or a script run, and a name
-clash is an error the form shows, never a silent overwrite.
+clash is an error the form shows, never a silent overwrite. Every write names its `Actor`:
+with login on, only an agent's owner (or an admin) may change it (kit/access.py); others may
+use and duplicate it, and what they save, import or duplicate is theirs.
 """
 
 from __future__ import annotations
@@ -14,6 +16,10 @@ from pydantic import ValidationError
 
 from groupchat_core import Agent, ConfigError, is_sim_model, load_agents_text, load_spec_text
 from groupchat_core.store import RunStore
+from groupchat_ui.kit.access import Actor, may_edit_agent, not_your_agent
+from groupchat_ui.kit.jobs import LOCAL_USER
+
+LOCAL_ACTOR = Actor(LOCAL_USER, LOCAL_USER)  # a server without login: one local user
 
 AGENT_FIELDS = ("agent_name", "system_prompt", "model_name", "temperature", "max_tokens",
                 "api_base", "timeout", "tool_choice_mode")
@@ -42,20 +48,42 @@ def field_errors(exc: ValidationError) -> dict[str, str]:
     return errors
 
 
+def check_may_edit(store: RunStore, name: str, actor: Actor) -> None:
+    """A ConfigError naming the owner unless `actor` may edit, rename or delete agent `name`."""
+    owner, owner_name = store.agent_owners().get(name, (None, None))
+    if not may_edit_agent(owner, actor.user, signed_in=actor.signed_in):
+        raise ConfigError(not_your_agent(name, owner_name))
+
+
+def editable(store: RunStore, actor: Actor) -> dict[str, bool]:
+    """Which saved agents `actor` may edit, rename or delete (by name)."""
+    return {name: may_edit_agent(owner, actor.user, signed_in=actor.signed_in)
+            for name, (owner, _) in store.agent_owners().items()}
+
+
 def save_agent(store: RunStore, agent: Agent, original: str | None,
-               existing: Iterable[str]) -> str:
+               existing: Iterable[str], actor: Actor = LOCAL_ACTOR) -> str:
     """Create a new agent (`original` None) or update agent `original`, renaming it when the
     name changed (in its place in the saved order); a name clash is an error, not an
-    overwrite. Returns what happened: "created", "updated" or "renamed"."""
+    overwrite, and so is a change to an agent `actor` may not edit. Returns what happened:
+    "created", "updated" or "renamed"."""
     taken = set(existing) - {original}
     if agent.agent_name in taken:
         raise ConfigError(f"an agent named {agent.agent_name!r} already exists: pick another "
                           "name, or edit that agent")
+    if original:
+        check_may_edit(store, original, actor)
     if original and original != agent.agent_name:
         store.rename_agent(original, agent)
         return "renamed"
-    store.save_agent(agent)
+    store.save_agent(agent, owner=actor.user, owner_name=actor.user_name)
     return "updated" if original else "created"
+
+
+def delete_agent(store: RunStore, name: str, actor: Actor = LOCAL_ACTOR) -> bool:
+    """Delete agent `name` if `actor` may (ConfigError naming the owner otherwise)."""
+    check_may_edit(store, name, actor)
+    return store.delete_agent(name)
 
 
 def copy_name(name: str, existing: Iterable[str]) -> str:
@@ -66,19 +94,23 @@ def copy_name(name: str, existing: Iterable[str]) -> str:
     return candidate
 
 
-def duplicate_agent(store: RunStore, name: str, existing: Iterable[str]) -> str:
-    """A copy of agent `name`, saved right after it in the stored order."""
+def duplicate_agent(store: RunStore, name: str, existing: Iterable[str],
+                    actor: Actor = LOCAL_ACTOR) -> str:
+    """A copy of agent `name` (anyone's), saved right after it in the stored order and owned
+    by `actor`."""
     existing = list(existing)
     copy = store.get_agent(name).model_copy(update={"agent_name": copy_name(name, existing)})
-    store.save_agent(copy)
+    store.save_agent(copy, owner=actor.user, owner_name=actor.user_name)
     order = [n for n in existing if n != copy.agent_name]
     order.insert(order.index(name) + 1 if name in order else len(order), copy.agent_name)
     store.set_agent_order(order)
     return copy.agent_name
 
 
-def import_agents(store: RunStore, data: str | bytes, source: str) -> list[str]:
-    """Agents from an agents file (or a chat spec's agents), saved all or none."""
+def import_agents(store: RunStore, data: str | bytes, source: str,
+                  actor: Actor = LOCAL_ACTOR) -> list[str]:
+    """Agents from an agents file (or a chat spec's agents), saved all or none, owned by
+    `actor`; replacing an agent of someone else's is refused (nothing is imported)."""
     try:
         agents = load_agents_text(data, source)
     except ConfigError as first:
@@ -89,5 +121,9 @@ def import_agents(store: RunStore, data: str | bytes, source: str) -> list[str]:
             raise first from None
         if not agents:
             raise first from None
-    store.save_agents(agents)
+    owners = store.agent_owners()
+    for agent in agents:
+        if agent.agent_name in owners:
+            check_may_edit(store, agent.agent_name, actor)
+    store.save_agents(agents, owner=actor.user, owner_name=actor.user_name)
     return [a.agent_name for a in agents]

@@ -18,12 +18,14 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from groupchat_core import SIM_MODELS, Agent
+from groupchat_ui.kit import store_access
+from groupchat_ui.kit.access import not_your_agent
 from groupchat_ui.kit.components import confirm
 from groupchat_ui.kit.providers import LIMITS_HELP, MODEL_HINT, SIM_NOTE, model_label
 from groupchat_ui.kit.safety import escape_markdown
-from groupchat_ui.kit.state import SessionState
+from groupchat_ui.kit.state import SessionState, actor
 
-from . import actions
+from . import actions, logic
 from .actions import AGENT_KEYS, OTHER_MODEL
 
 UP, DOWN = ":material/arrow_upward:", ":material/arrow_downward:"
@@ -37,6 +39,9 @@ def agent_rows(agents: Sequence[Agent], session: SessionState) -> list[str]:
     by_name = {a.agent_name: a for a in agents}
     names = list(by_name)  # the store's order (agents.position)
     session.agent_order = names
+    who = actor(session)
+    store = store_access.store()
+    rights, owners = logic.editable(store, who), store.agent_owners()
     for i, name in enumerate(names):
         agent = by_name[name]
         with st.container(border=True, key=f"agent_row_{i}"):
@@ -44,10 +49,13 @@ def agent_rows(agents: Sequence[Agent], session: SessionState) -> list[str]:
             role = agent.system_prompt[:90] + ("…" if len(agent.system_prompt) > 90 else "")
             editing = " · :orange-badge[:material/edit: editing]" if (
                 session.editing == name) else ""
+            owner = owners.get(name, (None, None))[1]
+            by = f" · by {escape_markdown(owner)}" if owner and who.signed_in else ""
             text.markdown(f"**{i + 1}. {escape_markdown(name)}** · "
-                          f"{escape_markdown(model_label(agent.model_name))}{editing}  \n"
+                          f"{escape_markdown(model_label(agent.model_name))}{by}{editing}  \n"
                           f"{escape_markdown(role) or '*no role*'}")
-            _agent_tools(tools, name, names, i)
+            locked = None if rights.get(name, True) else not_your_agent(name, owner)
+            _agent_tools(tools, name, names, i, locked)
             if session.confirm_agent_delete == name:
                 confirm(f"Delete the agent {escape_markdown(name)} for good? Past runs keep "
                         "their copy of it.", "confirm_agent_delete",
@@ -55,16 +63,20 @@ def agent_rows(agents: Sequence[Agent], session: SessionState) -> list[str]:
     return names
 
 
-def _agent_tools(column: DeltaGenerator, name: str, names: list[str], i: int) -> None:
+def _agent_tools(column: DeltaGenerator, name: str, names: list[str], i: int,
+                 locked: str | None) -> None:
+    """The row's buttons; `locked` (why this user may not change the agent) disables Edit and
+    Delete and says why in their help; Duplicate stays open to everyone."""
     buttons = [
         (UP, "up", "Move up", actions.on_move_agent, (name, -1, names), i == 0),
         (DOWN, "down", "Move down", actions.on_move_agent, (name, 1, names),
          i == len(names) - 1),
-        (":material/edit:", "edit", "Edit", actions.on_edit_agent, (name,), False),
+        (":material/edit:", "edit", locked or "Edit", actions.on_edit_agent, (name,),
+         locked is not None),
         (":material/content_copy:", "dup", "Duplicate", actions.on_duplicate_agent, (name,),
          False),
-        (":material/delete:", "delete", "Delete (asks first)", actions.on_ask_delete_agent,
-         (name,), False),
+        (":material/delete:", "delete", locked or "Delete (asks first)",
+         actions.on_ask_delete_agent, (name,), locked is not None),
     ]
     with column.container(horizontal=True, horizontal_alignment="right", gap="small"):
         for label, kind, help_text, callback, args, disabled in buttons:

@@ -21,7 +21,6 @@ import asyncio
 import concurrent.futures
 import contextvars
 import getpass
-import os
 import threading
 import time
 import uuid
@@ -48,6 +47,8 @@ from groupchat_core import (
     background_loop,
 )
 
+from .access import is_admin
+
 JobStatus = Literal["queued", "running", "finished", "cancelled", "error"]
 TERMINAL: frozenset[str] = frozenset({"finished", "cancelled", "error"})
 DEFAULT_TTL_S = 3600.0
@@ -56,14 +57,6 @@ Emit = Callable[[Any], None]
 CoroFactory = Callable[[Emit], Awaitable[Any]]
 
 LOCAL_USER = "local"  # who every session acts for on a server without login
-
-
-ADMINS_VAR = "GROUPCHAT_ADMINS"  # comma-separated identities (sign-in emails) of the admins
-
-
-def admins() -> frozenset[str]:
-    """The server's admins: `GROUPCHAT_ADMINS`, e.g. "ana@example.org,ops@example.org"."""
-    return frozenset(a.strip() for a in os.environ.get(ADMINS_VAR, "").split(",") if a.strip())
 
 
 def os_user() -> str | None:
@@ -76,11 +69,11 @@ def os_user() -> str | None:
 
 def may_manage(owner: str | None, user: str) -> bool:
     """Whether `user` may stop, resume or delete something (a job, a run, a sweep) owned by
-    `owner`. A signed-in user: only their own; an admin (GROUPCHAT_ADMINS): anything,
-    including what has no owner recorded (older runs, scripts). Without login every session
-    is LOCAL_USER, one person's dashboard: theirs, nobody's, and the CLI's runs of the OS user
-    the server runs as. Everyone else can watch."""
-    if user in admins():
+    `owner`. A signed-in user: only their own; an admin (GROUPCHAT_ADMINS, access.py):
+    anything, including what has no owner recorded (older runs, scripts). Without login every
+    session is LOCAL_USER, one person's dashboard: theirs, nobody's, and the CLI's runs of the
+    OS user the server runs as. Everyone else can watch."""
+    if is_admin(user):
         return True
     if user == LOCAL_USER:
         return owner is None or owner == LOCAL_USER or owner == os_user()

@@ -78,8 +78,9 @@ EXPERT_PANEL = Preset(
 LOCAL_LLM_URL = "http://127.0.0.1:8080/v1"
 LOCAL_LLM_DEBATE = Preset(
     name="Local LLM debate (SmolLM2)",
-    description="The debate trio on a real local model: run `make llm` first (no key, offline; "
-                "a few seconds per bid, one bid at a time).",
+    description="The debate trio on a real local model: start its server first (`python -m "
+                "groupchat_core.testing.local_llm serve`, in a clone `make llm`; no key, "
+                "offline; a few seconds per bid, one bid at a time).",
     task="Should we adopt AI for medical diagnosis?",
     agents=(
         ("Optimist-LLM", "You argue for the benefits.", "openai/smollm2"),

@@ -5,7 +5,10 @@ Why (no streamlit, no litellm import: both checks run on every render of the Run
   server environment, instead of a chat that silently lulls on failed bids;
 - keys: a key typed in Settings lives in one browser session; it reaches the engine only on
   per-job copies of the agents (`Agent.api_key`, which no dump, spec or store row includes),
-  never `os.environ`, which every other session would share;
+  never `os.environ`, which every other session would share. A provider's key goes only to an
+  agent whose endpoint is trusted (the provider's own, or GROUPCHAT_TRUSTED_API_BASES); an
+  agent at any other api_base gets only a key typed for that very base (`endpoint_key_name`),
+  since anyone may point a shared saved agent at a server they control;
 - failures: a failed bid's error text becomes a message naming the agent and the fix.
 """
 
@@ -18,7 +21,7 @@ from urllib.parse import urlparse
 
 from pydantic import SecretStr
 
-from groupchat_core import Agent, is_sim_model
+from groupchat_core import Agent, endpoint_trusted, is_sim_model, normalise_base
 
 # Environment variables litellm reads, with a label for the Settings page.
 PROVIDER_KEYS: dict[str, str] = {
@@ -116,13 +119,32 @@ def missing_keys(agents: Sequence[Agent], session_keys: Mapping[str, str],
     return warnings
 
 
+def endpoint_key_name(api_base: str) -> str | None:
+    """The session-key name of a key typed for one API base (its normal form), or None when
+    the URL cannot be an endpoint (not http(s), user info, a query)."""
+    return normalise_base(api_base)
+
+
+def session_key_for(agent: Agent, session_keys: Mapping[str, str]) -> str | None:
+    """The session key an agent's job may carry: one typed for its exact api_base, else its
+    provider's key when the endpoint is trusted, else none (the engine then sends no key)."""
+    base = agent.api_base
+    if base:
+        own = session_keys.get(endpoint_key_name(base) or "")
+        if own:
+            return own
+    if not endpoint_trusted(agent.model_name, base):
+        return None
+    return session_keys.get(key_need(agent.model_name, base).env or "") or None
+
+
 def with_session_keys(agents: Iterable[Agent], session_keys: Mapping[str, str]) -> list[Agent]:
-    """Deep copies for one job, each carrying its provider's session key (if any) as api_key."""
+    """Deep copies for one job, each carrying the session key meant for its endpoint (if any)
+    as api_key; an agent that carries its own key keeps it."""
     copies = []
     for agent in agents:
         copy = agent.model_copy(deep=True)
-        env = key_need(agent.model_name, agent.api_base).env
-        key = session_keys.get(env or "")
+        key = None if agent.api_key is not None else session_key_for(agent, session_keys)
         if key:
             copy.api_key = SecretStr(key)
         copies.append(copy)
@@ -144,6 +166,10 @@ LIMITS_HELP = (
 
 _CONNECTION = r"APIConnectionError|Connection ?(refused|error)|ConnectError|getaddrinfo"
 _HINTS: tuple[tuple[str, str], ...] = (
+    (r"UntrustedEndpoint|untrusted api_base", "This agent's api_base is not trusted on this "
+     "server, so no server or Settings provider key is sent there. Type a key for that exact "
+     "API base in Settings (this browser session only), or ask an admin to list it in "
+     "GROUPCHAT_TRUSTED_API_BASES."),
     (r"GROUPCHAT_BLOCK_REMOTE_CALLS|remote calls are blocked", "Real model calls are blocked in "
      "this process (GROUPCHAT_BLOCK_REMOTE_CALLS is set): nothing was sent. Use a sim/ model or "
      "a local api_base, or start the server without that variable."),

@@ -26,6 +26,7 @@ import streamlit as st
 
 from groupchat_core import DEFAULT_MODEL
 
+from .access import Actor
 from .jobs import LOCAL_USER, JobRegistry
 
 STATE_KEY = "groupchat_lab"
@@ -109,6 +110,12 @@ def identify(session: SessionState) -> bool:
     session.user = ident
     session.user_name = _printable(st.user.get("name"))[:200] or ident
     return True
+
+
+def actor(session: SessionState) -> Actor:
+    """Who this session's writes are made for (call after `identify`): the signed-in user
+    when login is configured, else the one local user who may edit everything."""
+    return Actor(session.user, session.user_name, signed_in=login_configured())
 
 
 def _printable(value: object) -> str:

@@ -16,7 +16,7 @@ from groupchat_core import ConfigError, StoreError
 from groupchat_ui.kit import store_access
 from groupchat_ui.kit.components import say_at
 from groupchat_ui.kit.presets import PRESETS
-from groupchat_ui.kit.state import SessionState, get, move
+from groupchat_ui.kit.state import SessionState, actor, get, move
 
 from . import logic
 
@@ -70,7 +70,7 @@ def on_confirm_preset(answer: bool | str) -> None:
 def _load_preset(name: str, keep: tuple[str, ...]) -> None:
     session, preset = get(), PRESETS[name]
     try:
-        names = logic.load_preset(store_access.store(), preset, keep=keep)
+        names = logic.load_preset(store_access.store(), preset, keep=keep, actor=actor(session))
     except StoreError as exc:
         session.notify("error", str(exc))
         return

@@ -32,6 +32,7 @@ from groupchat_core import (
     prepare_litellm,
 )
 from groupchat_core.store import RunStore
+from groupchat_ui.kit.access import Actor, may_edit_agent
 from groupchat_ui.kit.jobs import LOCAL_USER, JobRegistry
 from groupchat_ui.kit.presets import Preset
 from groupchat_ui.kit.providers import LIMITS_HELP, missing_keys, with_session_keys
@@ -67,8 +68,8 @@ PARAM_HELP = {
     "bid_prompt": "The template every agent bids with; placeholders such as {threshold} are "
                   "filled with this room's real numbers.",
     "verbose": "Also log bids and print each message on the server's console.",
-    "bid_cache": "Off by default here, so a live run shows each sim's simulated latency "
-                 "(README, \"Bid cache\"). On: the engine's default, answering repeated bid "
+    "bid_cache": "Off by default here, so a live run shows each sim's simulated latency. "
+                 "On: the engine's default, answering repeated bid "
                  "requests of deterministic agents (sim/ models, temperature 0) from this "
                  "server's cache: the same results, at once. Off: every agent is asked afresh.",
 }
@@ -93,19 +94,25 @@ def preset_copy_name(name: str, taken: Iterable[str]) -> str:
     return candidate
 
 
-def load_preset(store: RunStore, preset: Preset, keep: Iterable[str] = ()) -> list[str]:
+def load_preset(store: RunStore, preset: Preset, keep: Iterable[str] = (),
+                actor: Actor | None = None) -> list[str]:
     """Save the preset's agents and the room as a store preset; the saved agents named in
-    `keep` are left alone and the preset's versions saved as copies (`preset_copy_name`).
-    Returns the agents' names as saved, in the preset's order."""
-    keep, taken = set(keep), [a.agent_name for a in store.list_agents()]
+    `keep`, and those `actor` may not edit (someone else's, kit/access.py) where they differ
+    from the preset's, are left alone and the preset's versions saved as copies
+    (`preset_copy_name`). Returns the agents' names as saved, in the preset's order."""
+    actor = actor or Actor(LOCAL_USER, LOCAL_USER)
+    saved = {a.agent_name: a.to_spec() for a in store.list_agents()}
+    keep, taken = set(keep), list(saved)
+    keep |= {name for name, (owner, _) in store.agent_owners().items()
+             if not may_edit_agent(owner, actor.user, signed_in=actor.signed_in)}
     agents = []
     for agent in preset.build_agents():
-        if agent.agent_name in keep:
+        if agent.agent_name in keep and saved.get(agent.agent_name) != agent.to_spec():
             agent = agent.model_copy(update={"agent_name": preset_copy_name(agent.agent_name,
                                                                             taken)})
             taken.append(agent.agent_name)
         agents.append(agent)
-    store.save_agents(agents)
+    store.save_agents(agents, owner=actor.user, owner_name=actor.user_name)
     store.save_preset(preset.name, preset.spec())
     return [a.agent_name for a in agents]
 

@@ -12,7 +12,7 @@ import streamlit as st
 
 from groupchat_core import ConfigError, forget_remembered_modes, set_max_inflight_calls
 from groupchat_ui.kit.components import say_at
-from groupchat_ui.kit.providers import PROVIDER_KEYS
+from groupchat_ui.kit.providers import PROVIDER_KEYS, endpoint_key_name
 from groupchat_ui.kit.state import get
 
 
@@ -28,6 +28,24 @@ def on_save_keys() -> None:
     say_at("keys", "success" if saved else "info",
            f"Set for this browser session (until the tab is reloaded or closed): "
            f"{', '.join(saved)}." if saved else "No key was typed.")
+
+
+def on_save_endpoint_key() -> None:
+    """Keep a key for one API base (an agent's own server) in this session only: it goes to
+    agents whose api_base is exactly that base, and nowhere else."""
+    base = str(st.session_state.get("endpoint_key_base") or "").strip()
+    value = str(st.session_state.get("endpoint_key_value") or "").strip()
+    st.session_state["endpoint_key_value"] = ""
+    name = endpoint_key_name(base)
+    if name is None or not value:
+        say_at("keys", "error", "Give an http(s) API base URL (no user name, query or "
+               "fragment), e.g. https://llm.example.org/v1, and the key for it."
+               if name is None else f"No key was typed for {name}.")
+        return
+    get().provider_keys[name] = value
+    st.session_state["endpoint_key_base"] = ""
+    say_at("keys", "success", f"Set a key for {name} for this browser session: only agents "
+           "whose api_base is exactly this base get it.")
 
 
 def on_forget_key(env: str) -> None:

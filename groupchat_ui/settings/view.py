@@ -55,3 +55,16 @@ def streaming() -> None:
               help="On: every candidate's reply shows on the Run page as it is written (bids "
                    "are requested with stream=true). Off: bids arrive whole. Sweeps never "
                    "stream. For this browser tab, until it is reloaded.")
+
+
+def endpoint_key_form() -> None:
+    """A key for one API base: saved agents are shared, so a provider key typed above never
+    goes to an agent pointing at some other server; its owner's key for it goes here."""
+    with st.form("endpoint_key_form", clear_on_submit=False):
+        cols = st.columns(2)
+        cols[0].text_input("API base (exactly as the agent has it)", key="endpoint_key_base",
+                           placeholder="https://llm.example.org/v1")
+        cols[1].text_input("Key for that API base", type="password", key="endpoint_key_value",
+                           autocomplete="off", placeholder="paste a key to set it")
+        st.form_submit_button("Save key for this API base", key="save_endpoint_key",
+                              on_click=actions.on_save_endpoint_key)

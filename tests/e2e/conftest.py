@@ -67,13 +67,15 @@ def wait_healthy(url: str, proc: subprocess.Popen[bytes], deadline_s: float = 60
 
 @contextmanager
 def serve_app(db_url: str, log_path: Path, port: int | None = None,
-              extra_args: Sequence[str] = ()) -> Iterator[str]:
+              extra_args: Sequence[str] = (),
+              extra_env: dict[str, str] | None = None) -> Iterator[str]:
     """`streamlit run streamlit_app.py` as `make run` starts it, on `port` (a free one by
-    default) with `extra_args` for streamlit; yields its URL."""
+    default) with `extra_args` for streamlit and `extra_env` in its environment (where the
+    test's own *_API_KEY variables never go); yields its URL."""
     port = port or free_port()
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env.update(GROUPCHAT_DB=db_url, GROUPCHAT_BLOCK_REMOTE_CALLS="1",
-               LITELLM_LOCAL_MODEL_COST_MAP="True")
+               LITELLM_LOCAL_MODEL_COST_MAP="True", **(extra_env or {}))
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", str(ROOT / "streamlit_app.py"),

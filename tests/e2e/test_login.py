@@ -72,9 +72,10 @@ def oidc_provider() -> Iterator[str]:
 
 
 @contextmanager
-def serve_with_login(provider: str, data: Path) -> Iterator[tuple[str, str]]:
-    """`streamlit run streamlit_app.py` with `[auth]` in a secrets file of its own; yields
-    (app URL, store URL)."""
+def serve_with_login(provider: str, data: Path,
+                     extra_env: dict[str, str] | None = None) -> Iterator[tuple[str, str]]:
+    """`streamlit run streamlit_app.py` with `[auth]` in a secrets file of its own (and
+    `extra_env` in its environment); yields (app URL, store URL)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     secrets = data / "secrets.toml"
@@ -93,7 +94,7 @@ def serve_with_login(provider: str, data: Path) -> Iterator[tuple[str, str]]:
                        for n in ("Ann", "Ben")])
     dispose_engines()
     with serve_app(db_url, data / "streamlit.log", port,
-                   ["--secrets.files", str(secrets)]) as served:
+                   ["--secrets.files", str(secrets)], extra_env) as served:
         assert served == url
         yield url, db_url
 
