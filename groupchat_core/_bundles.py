@@ -82,6 +82,10 @@ class BundleRun(_Strict):
     total_cost_usd: float = Field(default=0.0, ge=0)
     tags: list[str] = Field(default_factory=list)
     notes: str = ""
+    # Who the run was recorded for, as information: never imported (the importer becomes
+    # the owner, RunStore.import_run), so a file cannot make a run look like anyone's.
+    owner: str | None = Field(default=None, max_length=320)
+    owner_name: str | None = Field(default=None, max_length=320)
 
     _times = field_validator("started_at", "ended_at")(_iso)
     _ints = field_validator("total_calls", "total_prompt_tokens", "total_completion_tokens",

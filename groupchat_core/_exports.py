@@ -163,6 +163,7 @@ def _header(info: dict[str, Any], record: RunRecord) -> list[str]:
         f"{_md_inline(info['stop_reason'] or 'none')})",
         f"- Started: {_md_inline(info['started_at'])}; ended: "
         f"{_md_inline(info['ended_at'] or 'not recorded')}",
+        f"- Owner: {_md_inline(_owner_text(info))}",
         f"- Agents: {agents}",
         f"- Threshold {_md_inline(spec['threshold'])}, recency penalty "
         f"{_md_inline(spec['recency_penalty'])} (window {_md_inline(spec['recency_window'])}), "
@@ -173,6 +174,14 @@ def _header(info: dict[str, Any], record: RunRecord) -> list[str]:
         *([f"- Error: {_md_inline(info['error'])}"] if info.get("error") else []),
         "", "## Task", "", _quote(record.task), "", "## Turns", "",
     ]
+
+
+def _owner_text(info: dict[str, Any]) -> str:
+    """Who the run was recorded for: name (identity), or that nobody was recorded."""
+    owner, name = info.get("owner"), info.get("owner_name")
+    if not owner:
+        return "none recorded"
+    return owner if not name or name == owner else f"{name} ({owner})"
 
 
 def transcript_markdown(store: RunStore, run_id: str) -> str:

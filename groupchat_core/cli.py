@@ -28,6 +28,7 @@ from typing import Any, NoReturn, TextIO
 
 from ._cli import serve, store
 from ._cli.output import LOG_LEVELS, log_events, quiet_broken_pipe, setup_logging
+from ._cli.owner import add_owner_flag, cli_owner
 from ._cli.store import say
 from ._errors import CliError, GroupChatError
 from ._groupchat import GroupChat
@@ -131,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="override the spec's output_type")
     run.add_argument("--quiet", action="store_true", help="no per-turn progress lines")
     run.add_argument("--no-store", action="store_true", help="do not record the run")
+    add_owner_flag(run, "the run is recorded for")
     # The chat's parameters, on top of the spec's (checked by the same rules as a spec).
     run.add_argument("--threshold", type=_number(float), default=None, metavar="X",
                      help="override the spec's threshold (a bid must exceed it to speak)")
@@ -167,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("-o", "--output", default=None, help="file to write (default stdout)")
     imp = sub.add_parser("import", help="add a run bundle (JSON) to the store")
     imp.add_argument("file", help="a bundle written by `export --format json`")
+    add_owner_flag(imp, "the imported run belongs to (bundles carry no owner)")
     _agents_parser(sub)
     from .sweeps._cli import add_parser as add_sweep_parser
 
@@ -212,7 +215,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     chat = _chat(spec, overrides)
     if chat.stream_bids:
         chat.add_observer(DeltaPrinter(say, sys.stderr))
-    recorder = None if args.no_store else _store(args).attach(chat)
+    owner = cli_owner(args)
+    recorder = None if args.no_store else _store(args).attach(chat, owner=owner,
+                                                               owner_name=owner)
     chat.add_observer(log_events)  # --log-level / -v: the turns and bids in the log
     if not args.quiet:
         chat.add_observer(TurnPrinter(sys.stderr))
@@ -276,7 +281,13 @@ def _load_spec(path: str) -> Any:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from .sweeps._cli import cmd_sweep as run
 
-    return run(args, _store(args))
+    if args.verb == "list" and (missing := store.no_store(args)) is not None:
+        if args.json:
+            print("[]")
+        else:
+            say(missing, sys.stderr)
+        return 0
+    return run(args, _store(args, create=args.verb == "run"))  # the other verbs only read
 
 
 COMMANDS = {"run": cmd_run, "list": store.cmd_list, "show": store.cmd_show,

@@ -106,7 +106,8 @@ def test_the_owner_rule():
     assert may_manage("alice@example.org", "alice@example.org")
     assert not may_manage("alice@example.org", "bob@example.org")
     assert not may_manage(LOCAL_USER, "bob@example.org")  # made before login was turned on
-    assert may_manage(None, "bob@example.org")  # nobody recorded: as before owners were kept
+    assert not may_manage(None, "bob@example.org")  # nobody recorded: read-only (admins
+    # delete those: tests/test_ownership_delete.py)
 
 
 def test_only_the_user_a_job_runs_for_can_stop_it():

@@ -20,7 +20,7 @@ LIST_FIELDS = (
     "run_id", "name", "status", "stop_reason", "task", "agents", "turns", "threshold",
     "recency_penalty", "recency_window", "max_loops", "total_calls", "total_prompt_tokens",
     "total_completion_tokens", "total_cost_usd", "started_at", "ended_at", "sweep_id", "cell",
-    "tags", "error",
+    "tags", "error", "owner", "owner_name",
 )
 
 
@@ -30,14 +30,29 @@ def say(text: object, stream: TextIO | None = None, *, multiline: bool = False) 
     print(terminal_text(text, multiline=multiline), file=stream or sys.stdout, flush=True)
 
 
-def store_of(args: argparse.Namespace) -> Any:
+def store_of(args: argparse.Namespace, *, create: bool = True) -> Any:
+    """The store of --db (else GROUPCHAT_DB, else the data home). `create=False` for commands
+    that only read: a SQLite store that does not exist is an error naming it, never created."""
     from ..store import RunStore
 
-    return RunStore(args.db)
+    return RunStore(args.db, create=create)
+
+
+def no_store(args: argparse.Namespace) -> str | None:
+    """Why there is nothing to list (no SQLite store at that path yet), else None."""
+    from ..store import default_url, missing_store
+
+    return missing_store(args.db or default_url())
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    store = store_of(args)
+    if (missing := no_store(args)) is not None:  # nothing recorded yet: an empty list
+        if args.json:
+            emit_json([])
+        else:
+            say(missing, sys.stderr)
+        return 0
+    store = store_of(args, create=False)
     frame = store.list_runs(status=args.status, agent=args.agent, since=args.since,
                             tag=args.tag, limit=args.limit)
     if args.json:
@@ -74,7 +89,7 @@ def text_table(frame: Any) -> str:
 def cmd_show(args: argparse.Namespace) -> int:
     from .._exports import transcript_markdown
 
-    store = store_of(args)
+    store = store_of(args, create=False)
     run_id = store.resolve(args.run)
     if args.json:
         from .._bundles import export_bundle
@@ -95,7 +110,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from .._bundles import bundle_json
     from .._exports import bids_csv, transcript_markdown
 
-    store = store_of(args)
+    store = store_of(args, create=False)
     run_id = store.resolve(args.run)
     writers = {"json": bundle_json, "csv": bids_csv, "md": transcript_markdown}
     emit(writers[args.format](store, run_id), args.output)
@@ -104,9 +119,13 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     from .._bundles import MAX_BUNDLE_BYTES, import_bundle
+    from .owner import cli_owner
 
+    owner = cli_owner(args)
     data = read_file(args.file, MAX_BUNDLE_BYTES)
-    run_id = import_bundle(store_of(args), data, source=Path(args.file).name)
+    store = store_of(args)
+    run_id = import_bundle(store, data, source=Path(args.file).name)
+    store.set_owner(run_id, owner, owner)  # whoever imports it (as the dashboard does)
     say(f"imported run {run_id}")
     return 0
 
@@ -115,7 +134,9 @@ def cmd_agents(args: argparse.Namespace) -> int:
     from .._bundles import dump_agents, load_agents_text
     from .._config import MAX_SPEC_BYTES
 
-    store = store_of(args)
+    if args.verb == "list" and no_store(args) is not None:
+        return 0  # no store yet: no saved agents
+    store = store_of(args, create=args.verb == "import")
     if args.verb == "import":
         agents = load_agents_text(read_file(args.file, MAX_SPEC_BYTES), Path(args.file).name)
         store.save_agents(agents)

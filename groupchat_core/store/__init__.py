@@ -10,9 +10,11 @@ Where the data lives: `data_location()` (GROUPCHAT_DB, else GROUPCHAT_HOME, else
 
 from .._home import DataLocation, data_location, stray_databases
 from ._connect import ENV_VAR, default_url, dispose_engines, safe_url
+from ._library import check_owner
 from ._recorder import StoreRecorder
 from ._runstore import RunStore
 from ._schema import RUN_STATUSES, SCHEMA_VERSION
+from ._sqlite_check import missing_store
 from ._sweeps import SWEEP_STATUSES, CellClaim, SweepBusy
 from ._writer import status_for
 
@@ -26,9 +28,11 @@ __all__ = [
     "RunStore",
     "StoreRecorder",
     "SweepBusy",
+    "check_owner",
     "data_location",
     "default_url",
     "dispose_engines",
+    "missing_store",
     "safe_url",
     "status_for",
     "stray_databases",

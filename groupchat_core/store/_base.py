@@ -6,9 +6,13 @@ object with one public API (`RunStore`), so nothing outside `store/` touches tab
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractContextManager
+from typing import TypeVar
 
 from sqlalchemy import Connection, Engine
+
+T = TypeVar("T")
 
 
 class StoreBase:
@@ -21,4 +25,8 @@ class StoreBase:
         raise NotImplementedError
 
     def read(self, what: str) -> AbstractContextManager[Connection]:
+        raise NotImplementedError
+
+    def retrying(self, what: str, work: Callable[[Connection], T], *, write: bool = True,
+                 for_s: float | None = None) -> T:
         raise NotImplementedError

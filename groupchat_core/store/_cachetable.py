@@ -52,14 +52,19 @@ class _SqliteLookup:
         return None if row is None else json.loads(row[0])
 
 
+LOOKUP_RETRY_S = 0.2
+
+
 class BidCacheTable(StoreBase):
     """Mixin for RunStore: the `bid_cache` table, and cache hit rates read from the bid log."""
 
     def cache_get(self, key: str) -> dict[str, Any] | None:
-        """The cached answer under `key` (one read through the store's engine), else None."""
-        with self.read("read the bid cache") as conn:
-            raw = conn.execute(select(bid_cache.c.value_json)
-                               .where(bid_cache.c.key == key)).scalar()
+        """The cached answer under `key` (one read through the store's engine), else None. A
+        lost connection is retried briefly (LOOKUP_RETRY_S: a lookup may run on the event loop);
+        after that the caller asks the model instead."""
+        raw = self.retrying("read the bid cache", lambda conn: conn.execute(
+            select(bid_cache.c.value_json).where(bid_cache.c.key == key)).scalar(),
+            write=False, for_s=LOOKUP_RETRY_S)
         return None if raw is None else json.loads(raw)
 
     def cache_reader(self) -> Callable[[str], dict[str, Any] | None]:
@@ -76,8 +81,8 @@ class BidCacheTable(StoreBase):
         now = utc_now()
         rows = [{"key": key, "model_name": model[:200], "value_json": json.dumps(entry),
                  "created_at": now} for key, (model, entry) in batch.items()]
-        with self.write("store cached bids") as conn:
-            _insert_new(conn, rows)
+        # Skipping known keys makes it idempotent: retried on a lost connection.
+        self.retrying("store cached bids", lambda conn: _insert_new(conn, rows))
 
     def cache_clear(self) -> int:
         """Delete every stored answer; returns how many there were."""

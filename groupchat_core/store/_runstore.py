@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Connection, Select, delete, func, literal, select, update
 
@@ -21,12 +21,13 @@ from .._errors import StoreError
 from .._records import RunRecord
 from . import _reader as reader
 from ._cachetable import BidCacheTable
-from ._connect import db_errors, default_url, get_engine, safe_url, write_engine
+from ._connect import db_errors, default_url, get_engine, retry_lost, safe_url, write_engine
 from ._library import Library, check_owner
 from ._migrations import ensure_schema
 from ._process import this_writer, writer_alive
 from ._recorder import StoreRecorder
 from ._schema import RUN_STATUSES, run_agents, runs, turns
+from ._sqlite_check import missing_store
 from ._sweeps import SweepBook
 from ._writer import TurnWriter, insert_imported, run_row
 from ._writer_thread import writer_thread
@@ -42,21 +43,27 @@ LIST_COLUMNS = (
 )
 RunIds = str | Sequence[str] | None
 RECONNECT_FOR_S = 30.0
+T = TypeVar("T")
 
 
 class RunStore(Library, SweepBook, BidCacheTable):
     """A run store at one SQLAlchemy URL; cheap to create (engines are shared per URL).
 
     `reconnect_for`: how many seconds recording keeps reconnecting to a database that dropped
-    its connection before it gives a run up (see docs/engine.md §11).
+    its connection before it gives a run up (see docs/engine.md §11). `create=False`: a SQLite
+    file that does not exist is refused (StoreError) rather than created with its folders (for
+    read-only commands). An existing SQLite file that fails a quick integrity check is refused,
+    unchanged (_sqlite_check.py).
 
     All SQL lives in this package: runs here, saved agents and presets in _library.py, sweeps
     in _sweeps.py, the bid cache's table in _cachetable.py (mixins, one public object).
     """
 
     def __init__(self, url: str | None = None, *,
-                 reconnect_for: float = RECONNECT_FOR_S) -> None:
+                 reconnect_for: float = RECONNECT_FOR_S, create: bool = True) -> None:
         self.url = url or default_url()
+        if not create and (missing := missing_store(self.url)) is not None:
+            raise StoreError(missing)  # read-only use: never a new file or folder
         self.engine = get_engine(self.url)
         self.write_engine = write_engine(self.engine)
         # How long recording keeps reconnecting to a database it lost before it gives up a
@@ -99,6 +106,16 @@ class RunStore(Library, SweepBook, BidCacheTable):
     def read(self, what: str) -> Iterator[Connection]:
         with db_errors(what, self.url), self.engine.connect() as conn:
             yield conn
+
+    def retrying(self, what: str, work: Callable[[Connection], T], *, write: bool = True,
+                 for_s: float | None = None) -> T:
+        """`work(conn)` in one transaction, retried on a new connection while a server
+        database is unreachable (for `for_s` seconds, default `reconnect_for`); `work` must be
+        idempotent. Any other database error, or giving up, is one StoreError naming `what`."""
+        engine = self.write_engine if write else self.engine
+        with db_errors(what, self.url):
+            return retry_lost(engine.begin, work, server=engine.dialect.name != "sqlite",
+                              for_s=self.reconnect_for if for_s is None else for_s)
 
     # --- recording ------------------------------------------------------------------------
 

@@ -22,9 +22,10 @@ import json
 import threading
 import uuid
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, and_, exc, func, insert, or_, select, update
+from sqlalchemy import Connection, and_, delete, exc, func, insert, or_, select, update
 
 from .._errors import StoreError
 from .._records import utc_now
@@ -105,9 +106,9 @@ class SweepBook(StoreBase):
         me = this_writer()
         mine = or_(sweeps.c.pid.is_(None),
                    and_(sweeps.c.pid == me.pid, sweeps.c.hostname == me.hostname))
-        with self.write("finish a sweep") as conn:
-            done = conn.execute(update(sweeps).where(sweeps.c.sweep_id == sweep_id, mine).values(
-                status=status, reason=reason, ended_at=utc_now())).rowcount
+        done = self.retrying("finish a sweep", lambda conn: conn.execute(
+            update(sweeps).where(sweeps.c.sweep_id == sweep_id, mine).values(
+                status=status, reason=reason, ended_at=utc_now())).rowcount)
         self.release_sweep(sweep_id)
         return bool(done)
 
@@ -132,9 +133,9 @@ class SweepBook(StoreBase):
 
     def sweep_owner_identity(self, sweep_id: str) -> tuple[str | None, str | None]:
         """Who started sweep `sweep_id` (owner, owner_name); (None, None) if unknown."""
-        with self.read("read a sweep's owner") as conn:
-            row = conn.execute(select(sweeps.c.owner, sweeps.c.owner_name).where(
-                sweeps.c.sweep_id == sweep_id)).first()
+        row = self.retrying("read a sweep's owner", lambda conn: conn.execute(
+            select(sweeps.c.owner, sweeps.c.owner_name).where(
+                sweeps.c.sweep_id == sweep_id)).first(), write=False)
         return (None, None) if row is None else (row.owner, row.owner_name)
 
     def sweep_owner(self, sweep_id: str, *, take_over: bool = False) -> str | None:
@@ -176,6 +177,24 @@ class SweepBook(StoreBase):
         with _active_lock:
             _active.add(sweep_id)
 
+    def delete_sweep(self, sweep_id: str) -> int:
+        """Delete a sweep with its runs (their logs cascade) and cell claims, in one
+        transaction; how many runs went with it. A sweep's runs are its results: kept without
+        it they would only clutter the run list (export them first to keep one). Refused
+        (SweepBusy) while a live process runs it: stop it first."""
+        me = this_writer()
+        with self.write("delete a sweep") as conn:
+            row = conn.execute(select(sweeps).where(sweeps.c.sweep_id == sweep_id)).first()
+            if row is None:
+                raise StoreError(f"no sweep {sweep_id!r}")
+            problem = _busy(row, me, take_over=False)
+            if problem is not None:
+                raise SweepBusy(problem.replace("then resume it", "then delete it"))
+            gone = int(conn.execute(delete(runs).where(runs.c.sweep_id == sweep_id)).rowcount)
+            conn.execute(delete(sweep_cells).where(sweep_cells.c.sweep_id == sweep_id))
+            conn.execute(delete(sweeps).where(sweeps.c.sweep_id == sweep_id))
+        return gone
+
     def request_sweep_stop(self, sweep_id: str) -> bool:
         """Ask the owner of running sweep `sweep_id` to stop after the cells in flight; False
         when it is not running. A resume clears the request (reopen_sweep resets reason)."""
@@ -186,10 +205,10 @@ class SweepBook(StoreBase):
 
     def sweep_stop_requested(self, sweep_id: str) -> bool:
         """Whether `sweep stop` asked this running sweep to stop (the owner polls this)."""
-        with self.read("read a sweep stop request") as conn:
-            reason = conn.execute(select(sweeps.c.reason).where(
-                sweeps.c.sweep_id == sweep_id, sweeps.c.status == "running")).scalar()
-        return reason == STOP_REQUESTED
+        reason = self.retrying("read a sweep stop request", lambda conn: conn.execute(
+            select(sweeps.c.reason).where(sweeps.c.sweep_id == sweep_id,
+                                          sweeps.c.status == "running")).scalar(), write=False)
+        return bool(reason == STOP_REQUESTED)
 
     # --- cells ------------------------------------------------------------------------------
 
@@ -197,35 +216,49 @@ class SweepBook(StoreBase):
         """Claim a cell for this process before running it: True once, for one claimer only.
 
         Claimable: a cell never claimed (the insert wins; the (sweep_id, cell) key is unique),
-        or one whose claim is `open` (its run failed) or `finished` by a run since deleted."""
-        me, now = this_writer(), utc_now()
+        or one whose claim is `open` (its run failed) or `finished` by a run since deleted.
+        A lost connection is retried (RunStore.retrying); each attempt carries the same claim
+        stamp (`claimed_at`, unique in this process), so a retry after a commit whose reply
+        was lost recognises its own claim instead of reading it as someone else's."""
+        me, stamp = this_writer(), _claim_stamp()
         owner = {"pid": me.pid, "hostname": me.hostname, "proc_start": me.proc_start}
-        with self.write("claim a sweep cell") as conn:
+        key = (sweep_cells.c.sweep_id == sweep_id, sweep_cells.c.cell == cell)
+
+        def claim(conn: Connection) -> CellClaim:
+            mine = CellClaim(True, "running", None, me.pid, me.hostname)
             if _insert_claim(conn, {"sweep_id": sweep_id, "cell": cell, "state": "running",
-                                    "run_id": None, "claimed_at": now, "updated_at": now,
+                                    "run_id": None, "claimed_at": stamp, "updated_at": stamp,
                                     **owner}):
-                return CellClaim(True, "running", None, me.pid, me.hostname)
-            key = (sweep_cells.c.sweep_id == sweep_id, sweep_cells.c.cell == cell)
+                return mine
+            row = conn.execute(select(sweep_cells).where(*key)).one()
+            if (row.state, row.claimed_at, row.pid, row.hostname, row.proc_start) == (
+                    "running", stamp, me.pid, me.hostname, me.proc_start):
+                return mine  # an earlier attempt of this very claim committed
             reclaimable = or_(sweep_cells.c.state == "open", and_(
                 sweep_cells.c.state == "finished", sweep_cells.c.run_id.is_(None)))
             taken = conn.execute(update(sweep_cells).where(*key, reclaimable).values(
-                state="running", run_id=None, claimed_at=now, updated_at=now,
+                state="running", run_id=None, claimed_at=stamp, updated_at=stamp,
                 **owner)).rowcount
             if taken == 1:
-                return CellClaim(True, "running", None, me.pid, me.hostname)
-            row = conn.execute(select(sweep_cells).where(*key)).one()
-        return CellClaim(False, row.state, row.run_id, row.pid, row.hostname)
+                return mine
+            return CellClaim(False, row.state, row.run_id, row.pid, row.hostname)
+
+        return self.retrying("claim a sweep cell", claim)
 
     def finish_cell(self, sweep_id: str, cell: str, run_id: str | None = None) -> None:
         """End this process's claim on a cell: `finished` with its finished run, else `open`
-        again (no run, or it did not finish), so a resume runs the cell again."""
+        again (no run, or it did not finish), so a resume runs the cell again. Idempotent, so
+        retried on a lost connection."""
         me = this_writer()
-        with self.write("finish a sweep cell") as conn:
+
+        def finish(conn: Connection) -> None:
             conn.execute(update(sweep_cells).where(
                 sweep_cells.c.sweep_id == sweep_id, sweep_cells.c.cell == cell,
                 sweep_cells.c.state == "running", sweep_cells.c.pid == me.pid,
                 sweep_cells.c.hostname == me.hostname).values(
                 state="finished" if run_id else "open", run_id=run_id, updated_at=utc_now()))
+
+        self.retrying("finish a sweep cell", finish)
 
     def flag_writer_runs(self, sweep_id: str, cell: str, *, pid: int, hostname: str,
                          status: str, reason: str) -> int:
@@ -271,6 +304,21 @@ class SweepBook(StoreBase):
                 conn.execute(update(sweeps).where(sweeps.c.sweep_id.in_(dead),
                                                   sweeps.c.status == "running")
                              .values(status="interrupted", reason="its process ended"))
+
+
+_stamp_lock = threading.Lock()
+_last_stamp = ""
+
+
+def _claim_stamp() -> str:
+    """A claim time that no other claim of this process shares (the claim's identity)."""
+    global _last_stamp
+    with _stamp_lock:
+        stamp = utc_now()
+        if _last_stamp and stamp <= _last_stamp:  # the same microsecond, or the clock stepped
+            stamp = (datetime.fromisoformat(_last_stamp) + timedelta(microseconds=1)).isoformat()
+        _last_stamp = stamp
+        return stamp
 
 
 def _owner() -> dict[str, Any]:

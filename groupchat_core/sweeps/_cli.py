@@ -1,6 +1,7 @@
 """`groupchat-lab sweep SPEC [--resume SWEEP] [--max-usd N]`: a sweep, headless; and the
-sweeps in the store: `sweep list`, `sweep show SWEEP`, `sweep stop SWEEP`, `sweep export SWEEP`
-(_cli_manage.py). `sweep SPEC` is short for `sweep run SPEC`.
+sweeps in the store: `sweep list`, `sweep show SWEEP`, `sweep stop SWEEP`, `sweep export SWEEP`,
+`sweep delete SWEEP` (_cli_manage.py). A new sweep is recorded for `--owner`, else the OS user.
+`sweep SPEC` is short for `sweep run SPEC`.
 
 A sweep has one owner: `--resume` of a sweep another live process still runs is refused with
 one line naming it (pid, host, since when) and how to stop it; `--take-over` resumes one left
@@ -36,7 +37,7 @@ from ._events import (
 )
 
 EXIT = {"finished": 0, "stopped_budget": 1, "error": 1, "cancelled": 130}
-VERBS = ("run", "list", "show", "stop", "export")
+VERBS = ("run", "list", "show", "stop", "export", "delete")
 _GLOBAL_WITH_VALUE = ("--db", "--log-level")
 
 
@@ -95,6 +96,10 @@ def add_parser(sub: Any) -> None:
                             "default: start a local cluster for this sweep")
     sweep.add_argument("--json", action="store_true",
                        help="print the outcome (or the --estimate) as JSON on stdout")
+    from .._cli.owner import add_owner_flag
+
+    add_owner_flag(sweep, "a new sweep and its runs are recorded for (a resume keeps the "
+                          "sweep's owner)")
     add_verbs(verbs)
 
 
@@ -215,8 +220,12 @@ def _cmd_run(args: argparse.Namespace, store: Any) -> int:
         executor = RayExecutor(store, address=args.ray_address, bid_cache=plan.spec.bid_cache)
         executor.start()
     try:
+        from .._cli.owner import cli_owner
+
+        owner = cli_owner(args)
         outcome = run_sweep(plan=plan, store=store, on_event=observers, executor=executor,
-                            max_calls=args.max_calls, max_usd=args.max_usd)
+                            max_calls=args.max_calls, max_usd=args.max_usd, owner=owner,
+                            owner_name=owner)
     finally:
         progress.close()
         if executor is not None:

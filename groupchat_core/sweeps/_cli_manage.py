@@ -1,5 +1,12 @@
-"""`sweep list`, `sweep show SWEEP`, `sweep stop SWEEP`, `sweep export SWEEP`: the sweeps in
-the store, for people (tables) and scripts (`--json`, field names in docs/engine.md).
+"""`sweep list`, `sweep show SWEEP`, `sweep stop SWEEP`, `sweep export SWEEP`, `sweep delete
+SWEEP`: the sweeps in the store, for people (tables) and scripts (`--json`, field names in
+docs/engine.md).
+
+`sweep delete` removes the sweep with its runs and cell claims (store.delete_sweep), after a
+confirmation naming it (`--yes` skips it; without a terminal to ask on, `--yes` is required).
+Only the sweep's owner deletes it: the CLI's identity (`--owner`, else the OS user) must be the
+one recorded, or none may be recorded (the CLI holds the store's credentials: a sweep nobody
+owns is the CLI's to manage). A running sweep is refused: stop it first.
 
 `sweep stop` records a stop request in the store: the sweep's owner (this machine or another,
 the CLI or the dashboard) sees it before launching its next cell, lets the cells in flight
@@ -17,11 +24,12 @@ import pandas as pd
 from .._cli.output import emit_json, records
 from .._cli.store import emit, say, text_table
 from .._errors import CliError
+from .._terminal import terminal_text
 from ._results import METRICS, aggregate, sweep_results, sweep_summary
 
 # `sweep list --json`: one object per sweep, newest first.
 LIST_FIELDS = ("sweep_id", "name", "status", "reason", "created_at", "ended_at", "runs", "pid",
-               "hostname")
+               "hostname", "owner", "owner_name")
 SHOWN_METRICS = ("messages", "lull_turn", "evenness", "total_calls")
 
 
@@ -36,6 +44,13 @@ def add_verbs(verbs: Any) -> None:
     stop = verbs.add_parser("stop", help="ask a running sweep to stop after its cells in "
                                          "flight (resume it later with --resume)")
     stop.add_argument("sweep", help="sweep id (or a unique prefix)")
+    remove = verbs.add_parser("delete", help="delete a sweep with its runs (only its owner; "
+                                             "asks first unless --yes)")
+    remove.add_argument("sweep", help="sweep id (or a unique prefix)")
+    remove.add_argument("--yes", action="store_true", help="do not ask for a confirmation")
+    from .._cli.owner import add_owner_flag
+
+    add_owner_flag(remove, "deletes it (must be the sweep's recorded owner)")
     export = verbs.add_parser("export", help="every cell with its metrics and the 95 %% "
                                              "intervals of its parameter combination")
     export.add_argument("sweep", help="sweep id (or a unique prefix)")
@@ -46,7 +61,8 @@ def add_verbs(verbs: Any) -> None:
 
 
 def run_verb(args: argparse.Namespace, store: Any) -> int:
-    handlers = {"list": _list, "show": _show, "stop": _stop, "export": _export}
+    handlers = {"list": _list, "show": _show, "stop": _stop, "export": _export,
+                "delete": _delete}
     return handlers[args.verb](args, store)
 
 
@@ -90,6 +106,31 @@ def _stop(args: argparse.Namespace, store: Any) -> int:
     say(f"asked sweep {sweep[:12]} ({where}) to stop: it launches no more cells, finishes "
         f"the ones in flight and ends cancelled; resume with `sweep --resume {sweep[:12]}`",
         sys.stderr)
+    return 0
+
+
+def _delete(args: argparse.Namespace, store: Any) -> int:
+    from .._cli.owner import cli_owner
+
+    row = store.get_sweep(args.sweep)
+    sweep, owner, me = row["sweep_id"], row.get("owner"), cli_owner(args)
+    label = f"sweep {sweep[:12]} ({terminal_text(row['name'])})"
+    if owner is not None and owner != me:
+        raise CliError(f"{label} belongs to {terminal_text(row.get('owner_name') or owner)}, "
+                       f"not to {terminal_text(me or 'an unknown user')}: only its owner "
+                       "deletes it (run as that user, or give --owner)")
+    runs = int(len(store.list_runs(sweep_id=sweep)))
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise CliError(f"deleting {label} and its {runs} runs needs a confirmation: add "
+                           "--yes (stdin is not a terminal to ask on)")
+        print(f"Delete {label} and its {runs} runs? This cannot be undone. [y/N] ",
+              end="", file=sys.stderr, flush=True)
+        if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+            say("nothing deleted", sys.stderr)
+            return 1
+    gone = store.delete_sweep(sweep)
+    say(f"deleted {label} and its {gone} runs", sys.stderr)
     return 0
 
 

@@ -183,7 +183,7 @@ def sweep_summary(store: RunStore, sweep_id: str) -> dict[str, Any]:
     keys = {c.key for c in spec.cells()}
     return {
         **{k: row[k] for k in ("sweep_id", "name", "status", "reason", "created_at",
-                               "ended_at")},
+                               "ended_at", "owner", "owner_name")},
         "cells_total": len(keys),
         "cells_done": len(keys & set(finished_cells(store, sweep_id))),
         "runs": int(len(store.list_runs(sweep_id=sweep_id))), "bids": bids,

@@ -26,6 +26,7 @@ another live process runs it), and claims each cell in the store before running 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
@@ -158,7 +159,9 @@ class SweepRunner:
         gate = asyncio.Semaphore(self.spec.concurrency)
         for cell in self.plan.todo:
             await gate.acquire()
-            self._check_stop_request()
+            requested = self.status is None and await asyncio.to_thread(self._stop_requested)
+            if requested and self.status is None:  # a cap may have stopped it meanwhile
+                self.status, self.reason = "cancelled", STOPPED_ON_REQUEST
             if self.status is not None:
                 gate.release()
                 break
@@ -167,18 +170,15 @@ class SweepRunner:
             task.add_done_callback(self.running.discard)
         await self._drain()
 
-    def _check_stop_request(self) -> None:
+    def _stop_requested(self) -> bool:
         """`sweep stop` (from any process) recorded a request: launch no more cells, let the
-        ones in flight finish, end `cancelled`; a resume runs the rest."""
-        if self.status is not None:
-            return
+        ones in flight finish, end `cancelled`; a resume runs the rest. Read off the loop (the
+        read is retried on a lost connection); the loop alone sets the status."""
         try:
-            requested = self.store.sweep_stop_requested(self.sweep_id)
+            return self.store.sweep_stop_requested(self.sweep_id)
         except StoreError as exc:  # unreadable now: the next cell asks again
             logger.warning("sweep %s: could not read stop requests: %s", self.sweep_id, exc)
-            return
-        if requested:
-            self.status, self.reason = "cancelled", STOPPED_ON_REQUEST
+            return False
 
     async def _drain(self) -> None:
         while self.running:
@@ -212,7 +212,7 @@ class SweepRunner:
     async def _cell(self, cell: Cell, gate: asyncio.Semaphore) -> None:
         try:
             try:
-                claim = self.store.claim_cell(self.sweep_id, cell.key)
+                claim = await self._claim(cell)
             except StoreError as exc:
                 self._stop("error", f"cell {cell.key} could not be claimed: {exc}")
                 self._cell_end(cell, None, "error", str(exc))
@@ -224,9 +224,23 @@ class SweepRunner:
             try:
                 finished_run = await self._run_cell(cell)
             finally:  # finished with its run, else open again for a resume
-                self._release_cell(cell, finished_run)
+                await _off_loop(self._release_cell, cell, finished_run)
         finally:
             gate.release()
+
+    async def _claim(self, cell: Cell) -> CellClaim:
+        """Claim the cell off the loop: a claim retried on a lost connection must not stall
+        the chats in flight (store.retrying backs off for up to reconnect_for). Cancelled
+        meanwhile (a cap, Stop), a claim the thread still made is released at once."""
+        claiming = asyncio.ensure_future(
+            asyncio.to_thread(self.store.claim_cell, self.sweep_id, cell.key))
+        try:
+            return await asyncio.shield(claiming)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                if (await claiming).claimed:
+                    await _off_loop(self._release_cell, cell, None)
+            raise
 
     def _release_cell(self, cell: Cell, finished_run: str | None) -> None:
         try:
@@ -386,3 +400,15 @@ def run_sweep(spec: SweepSpec | None = None, store: RunStore | None = None, *,
         lambda relay: arun_sweep(spec, store, on_event=lambda event: relay(notify, event),
                                  **options),  # type: ignore[arg-type]
         keep=lambda fn, args: isinstance(args[0], SweepFinished))  # the end is always seen
+
+
+async def _off_loop(fn: Callable[..., object], *args: object) -> None:
+    """`fn(*args)` on a thread, awaited to its end even if this task is cancelled meanwhile
+    (then the cancellation goes on): a claim's end must be written before the session ends,
+    or a resume could reopen the claim first and the late write would find it gone."""
+    done = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+    try:
+        await asyncio.shield(done)
+    except asyncio.CancelledError:
+        await done
+        raise

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import getpass
 import threading
 import time
 import uuid
@@ -46,6 +47,8 @@ from groupchat_core import (
     background_loop,
 )
 
+from .access import is_admin
+
 JobStatus = Literal["queued", "running", "finished", "cancelled", "error"]
 TERMINAL: frozenset[str] = frozenset({"finished", "cancelled", "error"})
 DEFAULT_TTL_S = 3600.0
@@ -56,17 +59,35 @@ CoroFactory = Callable[[Emit], Awaitable[Any]]
 LOCAL_USER = "local"  # who every session acts for on a server without login
 
 
+def os_user() -> str | None:
+    """Who this server process runs as: the owner the CLI records by default (--owner)."""
+    try:
+        return getpass.getuser() or None
+    except Exception:  # no user name in the environment or the password database
+        return None
+
+
 def may_manage(owner: str | None, user: str) -> bool:
-    """Whether `user` may stop or delete something (a job, a run, a sweep) owned by `owner`:
-    only its owner may, or anyone when nobody is recorded (runs and sweeps from before owners
-    were kept, or made by a script that named none). Everyone else can watch."""
-    return owner is None or owner == user
+    """Whether `user` may stop, resume or delete something (a job, a run, a sweep) owned by
+    `owner`. A signed-in user: only their own; an admin (GROUPCHAT_ADMINS, access.py):
+    anything, including what has no owner recorded (older runs, scripts). Without login every
+    session is LOCAL_USER, one person's dashboard: theirs, nobody's, and the CLI's runs of the
+    OS user the server runs as. Everyone else can watch."""
+    if is_admin(user):
+        return True
+    if user == LOCAL_USER:
+        return owner is None or owner == LOCAL_USER or owner == os_user()
+    return owner is not None and owner == user
 
 
 def not_yours(owner_name: str | None, what: str) -> str:
-    """The one-line reason shown next to a disabled Stop or Delete."""
-    return (f"Only {owner_name or 'its owner'}, who started this {what}, can stop or delete "
-            "it; you can watch.")
+    """The one-line reason shown next to a disabled Stop, Resume or Delete."""
+    if owner_name is None:
+        return (f"Nobody is recorded as having started this {what} (the command line, a "
+                "script or an older version made it): only an admin can change or delete it; "
+                "you can watch.")
+    return (f"Only {owner_name}, who started this {what}, can stop or delete it; you can "
+            "watch.")
 
 
 _current_job: contextvars.ContextVar[Job | None] = contextvars.ContextVar(

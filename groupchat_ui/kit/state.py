@@ -56,6 +56,7 @@ class SessionState:
     selected_run: str | None = None
     confirm_delete: tuple[str, ...] = ()  # runs waiting for "Yes, delete" (Runs page)
     confirm_agent_delete: str | None = None  # agent waiting for "Yes, delete" (Agents page)
+    confirm_sweep_delete: str | None = None  # sweep waiting for "Yes, delete" (Sweeps page)
     confirm_preset: tuple[str, tuple[str, ...]] | None = None  # (preset, agents it would change)
     notices: list[tuple[str, str]] = field(default_factory=list)  # (kind, text), shown once
 

@@ -15,11 +15,19 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from groupchat_core import Agent, RunRecord, bids_csv, bundle_json, transcript_markdown
+from groupchat_core import (
+    Agent,
+    RunRecord,
+    StoreError,
+    bids_csv,
+    bundle_json,
+    transcript_markdown,
+)
 from groupchat_core.store import RunStore, default_url, safe_url
 
 from .jobs import JobRegistry
 from .jobs import registry as process_registry
+from .safety import escape_markdown
 
 
 @st.cache_resource(show_spinner=False)
@@ -29,7 +37,19 @@ def _store_at(url: str) -> RunStore:
 
 def store() -> RunStore:
     """The RunStore at GROUPCHAT_DB (or the default SQLite file), one per URL per process."""
-    return _store_at(default_url())
+    return _opened(default_url())
+
+
+def _opened(url: str) -> RunStore:
+    """The cached store at `url`. One that cannot be opened (a damaged SQLite file, an
+    unreachable server) stops the page with the store's one-line reason and fix, instead of
+    a traceback."""
+    try:
+        return _store_at(url)
+    except StoreError as exc:
+        st.error(f"The store cannot be opened: {escape_markdown(str(exc))}",
+                 icon=":material/error:")
+        st.stop()
 
 
 def data_location() -> str:
@@ -44,7 +64,7 @@ def job_registry() -> JobRegistry:
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def _agent_specs(url: str, version: tuple[Any, ...]) -> list[dict[str, Any]]:
-    return [a.to_spec() for a in _store_at(url).list_agents()]
+    return [a.to_spec() for a in _opened(url).list_agents()]
 
 
 def agents() -> list[Agent]:
@@ -52,12 +72,12 @@ def agents() -> list[Agent]:
     whichever writer (this dashboard, the CLI, another server): one small query checks."""
     url = default_url()
     return [Agent.model_validate(spec)
-            for spec in _agent_specs(url, _store_at(url).agents_version())]
+            for spec in _agent_specs(url, _opened(url).agents_version())]
 
 
 @st.cache_data(show_spinner=False, ttl=2, max_entries=16)
 def _runs(url: str, status: str | None, agent: str | None, since: str | None) -> pd.DataFrame:
-    return _store_at(url).list_runs(status=status, agent=agent, since=since)
+    return _opened(url).list_runs(status=status, agent=agent, since=since)
 
 
 def runs(status: str | None = None, agent: str | None = None,
@@ -87,7 +107,7 @@ class RunData:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def _run_data(url: str, run_id: str, token: tuple[Any, ...]) -> RunData:
-    s = _store_at(url)
+    s = _opened(url)
     record = s.load_run(run_id)
     return RunData(s.run_info(run_id), record, record.bids_frame(), record.turns_frame(),
                    s.messages(run_id))
@@ -105,7 +125,7 @@ def run_data(run_id: str) -> RunData:
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def _downloads(url: str, run_id: str, token: tuple[Any, ...]) -> dict[str, str]:
-    s = _store_at(url)
+    s = _opened(url)
     return {"bundle": bundle_json(s, run_id), "csv": bids_csv(s, run_id),
             "markdown": transcript_markdown(s, run_id)}
 

@@ -36,8 +36,9 @@ def on_ask_delete(run_ids: list[str]) -> None:
         return
     if others:
         say_at(DELETE_SLOT, "error", f"Nothing was deleted: {len(others)} of the selected "
-               "runs were started by someone else, and only whoever started a run can delete "
-               "it. Select only your own runs.")
+               "runs were started by someone else, or by nobody recorded (the command line, a "
+               "script, an older version); only whoever started a run, or an admin, can "
+               "delete it. Select only your own runs.")
         return
     session.confirm_delete = tuple(run_ids)
 

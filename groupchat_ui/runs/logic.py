@@ -144,7 +144,8 @@ def import_run(store: RunStore, data: str | bytes, source: str, *, user: str = L
 
 
 def delete_runs(store: RunStore, run_ids: Iterable[str], user: str = LOCAL_USER) -> int:
-    """Delete the runs `user` may delete (their own, or nobody's); returns how many were."""
+    """Delete the runs `user` may delete (may_manage: their own; an admin any); returns how
+    many were."""
     owners = store.list_runs().set_index("run_id")["owner"].to_dict()
     return sum(store.delete_run(run_id) for run_id in run_ids
                if run_id in owners and may_manage(_text(owners[run_id]), user))

@@ -254,6 +254,16 @@ def start_sweep(registry: JobRegistry, store: RunStore, owner: str,
     return job_id
 
 
+def delete_sweep(store: RunStore, sweep_id: str, user: str = LOCAL_USER) -> int:
+    """Delete sweep `sweep_id` with its runs, for `user` (its owner, or an admin: may_manage);
+    how many runs went with it. Someone else's is a ConfigError saying whose; a running one is
+    refused by the store (SweepBusy: stop it first)."""
+    sweep = store.get_sweep(sweep_id)
+    if not may_manage(sweep.get("owner"), user):
+        raise ConfigError(not_yours(sweep.get("owner_name") or sweep.get("owner"), "sweep"))
+    return store.delete_sweep(sweep["sweep_id"])
+
+
 def page_words(message: str) -> str:
     """The engine's Ray messages name the CLI's flags; the page has a choice and a field."""
     return (message.replace("--ray-address", "the Ray address")

@@ -15,6 +15,8 @@ import streamlit as st
 from groupchat_core import Agent, ConfigError, StoreError
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import SweepSpec
+from groupchat_ui.kit import store_access
+from groupchat_ui.kit.components import confirm
 from groupchat_ui.kit.jobs import JobRegistry, may_manage, not_yours
 from groupchat_ui.kit.presets import PRESETS
 from groupchat_ui.kit.safety import escape_markdown
@@ -172,6 +174,43 @@ def resume_button(registry: JobRegistry, store: RunStore, session: SessionState,
         st.rerun()
     if reason:
         st.caption(escape_markdown(reason))
+
+
+def delete_button(store: RunStore, session: SessionState, info: dict[str, Any],
+                  running: bool) -> None:
+    """Delete the sweep shown, with its runs, after a confirmation naming it; only its owner
+    (or an admin) may: others see the button disabled, with the reason."""
+    sweep_id, name = info["sweep_id"], str(info.get("name") or "")
+    mine = may_manage(info.get("owner"), session.user)
+    reason = (not_yours(info.get("owner_name") or info.get("owner"), "sweep") if not mine else
+              "Stop the sweep first." if running else None)
+    st.button("Delete sweep", key="sw_delete", icon=":material/delete:",
+              disabled=reason is not None, on_click=_ask_delete, args=(session, sweep_id),
+              help=reason or "Delete this sweep and its runs for good.")
+    if session.confirm_sweep_delete == sweep_id:
+        confirm(f"Delete sweep **{escape_markdown(name)}** ({sweep_id[:8]}) and its "
+                f"{info.get('runs', 0)} run(s) for good? Nothing can undo that.",
+                "confirm_sweep_delete", lambda yes: _on_delete(store, session, sweep_id, yes),
+                yes="Yes, delete")
+
+
+def _ask_delete(session: SessionState, sweep_id: str) -> None:
+    session.confirm_sweep_delete = sweep_id
+
+
+def _on_delete(store: RunStore, session: SessionState, sweep_id: str, confirmed: bool) -> None:
+    session.confirm_sweep_delete = None
+    if not confirmed:
+        return
+    try:
+        count = svc.delete_sweep(store, sweep_id, session.user)
+    except (ConfigError, StoreError) as exc:
+        session.notify("error", f"Nothing was deleted: {exc}")
+        return
+    st.session_state.pop("sw_pick", None)
+    st.query_params.pop("sweep", None)
+    store_access.invalidate()
+    session.notify("success", f"Deleted sweep {sweep_id[:8]} and its {count} run(s).")
 
 
 def _latest(registry: JobRegistry, session: SessionState) -> Any:
