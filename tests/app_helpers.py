@@ -19,6 +19,7 @@ from streamlit.testing.v1 import AppTest
 
 from groupchat_core import Agent
 from groupchat_core.store import RunStore
+from groupchat_ui.kit import state as ui_state
 from groupchat_ui.kit import store_access
 from groupchat_ui.kit.state import STATE_KEY, SessionState
 
@@ -43,10 +44,42 @@ def save_agents(store: RunStore, agents: list[Agent]) -> None:
     store_access.invalidate()
 
 
-def goto(at: AppTest, page: str) -> AppTest:
-    at.switch_page(f"app_pages/{page}.py").run()
+def goto(at: AppTest, page: str, **params: str) -> AppTest:
+    """Switch to a page, with query parameters (a shared link) when given."""
+    at.switch_page(f"app_pages/{page}.py")
+    for name, value in params.items():
+        at.query_params[name] = value
+    at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
+
+
+def signed_in_sessions(monkeypatch: pytest.MonkeyPatch, users: dict[str, tuple[str, str]]
+                       ) -> Callable[[str], AppTest]:
+    """A server with login on: `open_as(name)` opens the app in a new session signed in as
+    `users[name]` (identity, display name). Sign-in is simulated by replacing `state.identify`;
+    the real OIDC sign-in is tests/e2e/test_login.py."""
+
+    def identify(session: SessionState) -> bool:
+        import streamlit as st
+
+        who = st.session_state.get("test_user")
+        if who is None:
+            return False
+        session.user, session.user_name = users[who]
+        return True
+
+    monkeypatch.setattr(ui_state, "identify", identify)
+    monkeypatch.setattr(ui_state, "login_configured", lambda: True)
+
+    def open_as(who: str) -> AppTest:
+        at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
+        at.session_state["test_user"] = who
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        return at
+
+    return open_as
 
 
 def session(at: AppTest) -> SessionState:

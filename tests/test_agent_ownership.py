@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-import streamlit as st
+from app_helpers import goto, signed_in_sessions
 from sqlalchemy import insert
 from streamlit.testing.v1 import AppTest
 
@@ -207,27 +207,10 @@ def test_the_untrusted_hint_names_the_fix() -> None:
 
 @pytest.fixture
 def signed_in(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Actor], AppTest]]:
-    """The dashboard as a signed-in user (identify replaced, as in tests/test_ownership.py)."""
-    users = {a.user: a for a in (ALICE, BOB)}
-
-    def identify(session: state.SessionState) -> bool:
-        who = users[st.session_state["test_user"]]
-        session.user, session.user_name = who.user, who.user_name
-        return True
-
-    monkeypatch.setattr(state, "identify", identify)
-    monkeypatch.setattr(state, "login_configured", lambda: True)
-
-    def open_as(who: Actor) -> AppTest:
-        at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
-        at.session_state["test_user"] = who.user
-        at.run()
-        at.switch_page("app_pages/agents.py")
-        at.run()
-        assert not at.exception, [e.value for e in at.exception]
-        return at
-
-    yield open_as
+    """The dashboard's Agents page as a signed-in user."""
+    open_as = signed_in_sessions(monkeypatch, {a.user: (a.user, a.user_name)
+                                               for a in (ALICE, BOB)})
+    yield lambda who: goto(open_as(who.user), "agents")
     job_registry.registry().shutdown()
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-import streamlit as st
+from app_helpers import goto, signed_in_sessions
 from streamlit.testing.v1 import AppTest
 
 from groupchat_core import Agent, ConfigError
@@ -38,35 +38,9 @@ def store() -> RunStore:
 @pytest.fixture
 def signed_in(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], AppTest]]:
     """Opens the dashboard as a signed-in user (by short name): a server with login on."""
-
-    def identify(session: state.SessionState) -> bool:
-        who = st.session_state.get("test_user")
-        if who is None:
-            return False
-        session.user, session.user_name = USERS[who]
-        return True
-
-    monkeypatch.setattr(state, "identify", identify)
-    monkeypatch.setattr(state, "login_configured", lambda: True)
-
-    def open_as(who: str) -> AppTest:
-        at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
-        at.session_state["test_user"] = who
-        at.run()
-        assert not at.exception, [e.value for e in at.exception]
-        return at
-
+    open_as = signed_in_sessions(monkeypatch, USERS)
     yield open_as
     job_registry.registry().shutdown()
-
-
-def goto(at: AppTest, page: str, **params: str) -> AppTest:
-    at.switch_page(f"app_pages/{page}.py")
-    for name, value in params.items():
-        at.query_params[name] = value
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
 
 
 def status(at: AppTest) -> str:

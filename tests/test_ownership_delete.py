@@ -14,14 +14,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-import streamlit as st
+from app_helpers import goto, signed_in_sessions
 from streamlit.testing.v1 import AppTest
 
 from groupchat_core import ConfigError, GroupChat
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import parse_sweep, run_sweep
 from groupchat_ui.kit import jobs as job_registry
-from groupchat_ui.kit import state, store_access
+from groupchat_ui.kit import store_access
 from groupchat_ui.kit.jobs import LOCAL_USER, may_manage
 from groupchat_ui.kit.presets import DEBATE_TRIO
 from groupchat_ui.runs import logic as runs_logic
@@ -40,36 +40,11 @@ def store() -> RunStore:
 
 @pytest.fixture
 def signed_in(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], AppTest]]:
-    def identify(session: state.SessionState) -> bool:
-        who = st.session_state.get("test_user")
-        if who is None:
-            return False
-        session.user, session.user_name = USERS[who]
-        return True
-
-    monkeypatch.setattr(state, "identify", identify)
-    monkeypatch.setattr(state, "login_configured", lambda: True)
+    open_as = signed_in_sessions(monkeypatch, USERS)
     monkeypatch.setenv(ADMINS_VAR, "root@example.org")
     store_access.invalidate()
-
-    def open_as(who: str) -> AppTest:
-        at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
-        at.session_state["test_user"] = who
-        at.run()
-        assert not at.exception, [e.value for e in at.exception]
-        return at
-
     yield open_as
     job_registry.registry().shutdown()
-
-
-def goto(at: AppTest, page: str, **params: str) -> AppTest:
-    at.switch_page(f"app_pages/{page}.py")
-    for name, value in params.items():
-        at.query_params[name] = value
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
 
 
 def texts(at: AppTest) -> str:
