@@ -184,9 +184,13 @@ def explain(exc: ValidationError, what: str = "config") -> ConfigError:
         where = ".".join(str(p) for p in err["loc"]) or what
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
+            key = str(err["loc"][-1])
             msg = "unknown key (remove it or check its spelling)"
-            close = difflib.get_close_matches(str(err["loc"][-1]), _KNOWN_KEYS, n=1)
-            if close:
+            close = difflib.get_close_matches(key, _KNOWN_KEYS, n=1)
+            if key in _KNOWN_KEYS:  # spelt right, but in the wrong kind of file or place
+                msg = "not a key here (it belongs to a chat spec or an agent: is this the " \
+                      "right kind of file?)"
+            elif close:
                 msg = f"unknown key (did you mean {close[0]!r}?)"
         parts.append(f"{where}: {msg}")
     return ConfigError(f"invalid {what}: " + "; ".join(parts))

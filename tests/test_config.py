@@ -425,6 +425,18 @@ def test_unknown_top_level_key_suggests_the_closest_setting() -> None:
         load_spec_text('{"treshold": 0.4}')
 
 
+def test_a_chat_spec_read_as_an_agents_file_says_so_not_did_you_mean_itself() -> None:
+    """`agents import examples/debate.yaml` said "name: unknown key (did you mean 'name'?)"."""
+    from groupchat_core import load_agents_text
+
+    text = (Path(__file__).resolve().parents[1] / "examples" / "debate.yaml").read_text()
+    with pytest.raises(ConfigError) as caught:
+        load_agents_text(text, "debate.yaml")
+    message = str(caught.value)
+    assert "name: not a key here" in message and "right kind of file" in message
+    assert "did you mean 'name'" not in message and "\n" not in message
+
+
 @pytest.mark.parametrize("kwargs", [
     {"extra_headers": {"Authorization": f"Bearer {SECRET}"}},
     {"extra_headers": {"X-Custom-Auth": SECRET}},
