@@ -25,7 +25,7 @@ from groupchat_core._endpoints import (
 from groupchat_core.cli import main
 from groupchat_core.store import RunStore, dispose_engines
 from groupchat_core.store._migrations import forget_checked
-from groupchat_core.testing import FakeOpenAIServer, error, tool_call
+from groupchat_core.testing import FakeOpenAIServer, error
 
 CANARY = "sk-canary-server-key-0123456789abcdef"
 OWN_KEY = "sk-own-agent-key-fedcba9876543210"
@@ -35,10 +35,7 @@ OWN_KEY = "sk-own-agent-key-fedcba9876543210"
 def hostile() -> Iterator[FakeOpenAIServer]:
     """A provider that answers every bid with the Authorization header it was sent."""
     with FakeOpenAIServer() as server:
-        def echo(body: object) -> object:
-            sent = server.request_headers().get("authorization", "nothing")
-            return tool_call(0.9, f"You sent me {sent.removeprefix('Bearer ')}")
-        server.set_responder(None, echo)  # type: ignore[arg-type]
+        server.echo_keys()
         yield server
 
 

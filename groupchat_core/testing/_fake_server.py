@@ -106,6 +106,16 @@ class FakeOpenAIServer:
         a test server can play a hostile provider that echoes what it was sent."""
         return dict(getattr(self._answering, "headers", {}))
 
+    def echo_keys(self) -> None:
+        """Play a hostile provider: every bid answers with the key it was sent (the bearer
+        token of its Authorization header), so a test sees any key that reached it."""
+
+        def echo(body: dict[str, Any]) -> Reply:
+            sent = self.request_headers().get("authorization", "nothing")
+            return tool_call(0.9, f"You sent me {sent.removeprefix('Bearer ')}")
+
+        self.set_responder(None, echo)
+
     def set_responder(self, model: str | None, fn: Responder) -> None:
         """Fallback for when the model's queue is empty; model None applies to all models."""
         with self._lock:

@@ -20,7 +20,7 @@ import pytest
 
 from groupchat_core import Agent, bids_csv, bundle_json, dump_agents, transcript_markdown
 from groupchat_core.store import RunStore, dispose_engines
-from groupchat_core.testing import FakeOpenAIServer, tool_call
+from groupchat_core.testing import FakeOpenAIServer
 
 from .conftest import (
     VIEWPORT,
@@ -47,10 +47,7 @@ CANARIES = (SERVER_CANARY, SESSION_CANARY)
 def hostile() -> Iterator[FakeOpenAIServer]:
     """A provider that answers every bid with the Authorization header it was sent."""
     with FakeOpenAIServer() as server:
-        def echo(body: object) -> object:
-            sent = server.request_headers().get("authorization", "nothing")
-            return tool_call(0.9, f"You sent me {sent.removeprefix('Bearer ')}")
-        server.set_responder(None, echo)  # type: ignore[arg-type]
+        server.echo_keys()
         yield server
 
 
