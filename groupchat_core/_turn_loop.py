@@ -47,7 +47,7 @@ from ._records import (
     cost_totals,
     utc_now,
 )
-from ._secrets import agent_secrets, hold_secrets, scrub, scrub_optional
+from ._secrets import agent_secrets, held_secrets, hold_secrets, mask_secrets, scrub
 from ._selection import NO_READ_BID_REASONS, Candidate, Selection, select_speaker, standing
 from ._transcript import PromptBudget, Transcript, omitted_note
 
@@ -180,8 +180,9 @@ class TurnLoop:
         """Every agent bids concurrently on the same snapshot; a turn lasts as its slowest bid."""
         history = tuple(self.history)
         recent = set(self.recent)
+        secrets = held_secrets(self.agents)  # read once a turn: it scans the environment
         return list(await asyncio.gather(
-            *(self._bid(turn, pos, agent, history, recent) for pos, agent in
+            *(self._bid(turn, pos, agent, history, recent, secrets) for pos, agent in
               enumerate(self.agents))
         ))
 
@@ -253,7 +254,8 @@ class TurnLoop:
         return default_bid_deadline(agent) if limit is None else limit
 
     async def _bid(self, turn: int, pos: int, agent: Agent,
-                   history: tuple[tuple[str, str], ...], recent: set[str]) -> Bid:
+                   history: tuple[tuple[str, str], ...], recent: set[str],
+                   secrets: list[str]) -> Bid:
         start = time.perf_counter()
         bid = Bid(turn=turn, agent=agent.agent_name, position=pos)
         limit = self._bid_limit(agent)
@@ -273,9 +275,10 @@ class TurnLoop:
                 bid.error = f"TimeoutError: no bid within {limit:g} s" + (
                     "" if self.config.bid_timeout is not None else
                     " (bid_timeout unset: Agent.timeout x every request the bid may make)")
-        bid.error = scrub_optional(bid.error, (agent,))
+        if bid.error is not None:
+            bid.error = mask_secrets(bid.error, secrets)
         if bid.message:  # model output may echo a key: masked before any observer or store
-            bid.message = scrub(bid.message, (agent,))
+            bid.message = mask_secrets(bid.message, secrets)
         if bid.error is not None:
             bid.error = cap_text(bid.error)
         bid.latency_ms = (time.perf_counter() - start) * 1000.0
