@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 from groupchat_core import Agent, GroupChat
-from groupchat_core.store import RunStore
 from groupchat_core.store._writer_thread import COALESCE_S
 from groupchat_core.testing import ScriptedBids
 
@@ -44,36 +43,62 @@ def scripted_chat(agents: int, turns: int) -> GroupChat:
                      max_loops=turns + 1, threshold=0.5)
 
 
-def test_a_busy_chats_turns_are_committed_as_it_runs(tmp_path: Path) -> None:
-    """Polls the number of committed turns while a 1,500-turn offline chat runs: the store is
-    never more than a few write intervals behind the engine (it was a whole chat behind)."""
-    path = tmp_path / "runs.db"
-    store = RunStore(f"sqlite:///{path}")
+CHAT = textwrap.dedent("""
+    import json, sys, time
+    sys.path[:0] = [sys.argv[2], sys.argv[3]]
+    from groupchat_core.store import RunStore
+    from test_store_cadence import TURNS, scripted_chat
+
+    store = RunStore(f"sqlite:///{sys.argv[1]}")
     warm_up = scripted_chat(16, 20)  # a first write also connects and prepares statements
     warm_up.add_observer(store.recorder(warm_up))
     warm_up.run("Warm up.")
+    print("warm", len(warm_up.last_run.turns), flush=True)
+    sys.stdin.readline()  # the poller is ready
     chat = scripted_chat(16, TURNS)
-    done_at: list[float] = []  # when each turn completed, on the engine's thread
-    chat.add_observer(store.recorder(chat))
+    done_at = []  # when each turn completed, on the engine's thread
 
-    def note(event: object) -> None:
+    def note(event):
         done_at.append(time.monotonic())
 
-    note.wants = frozenset({"turn_completed"})  # type: ignore[attr-defined]
-    note.thread_safe = True  # type: ignore[attr-defined]
+    note.wants = frozenset({"turn_completed"})
+    note.thread_safe = True
+    chat.add_observer(store.recorder(chat))
     chat.add_observer(note)
+    chat.run("Plan the offsite.")
+    print(json.dumps([len(chat.last_run.turns), done_at]), flush=True)
+""")
+
+
+def test_a_busy_chats_turns_are_committed_as_it_runs(tmp_path: Path) -> None:
+    """Polls the number of committed turns while a 1,500-turn offline chat runs: the store is
+    never more than a few write intervals behind the engine (it was a whole chat behind).
+    The chat runs in a fresh process of its own, so what the rest of the suite left in the
+    test process's heap (and its garbage collections) does not count against the store."""
+    import json
+
+    path = tmp_path / "runs.db"
+    tests = str(Path(__file__).resolve().parent)
+    chat = subprocess.Popen([sys.executable, "-c", CHAT, str(path), tests, str(Path(tests).parent)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert chat.stdin is not None and chat.stdout is not None
+    warm = chat.stdout.readline().split()
+    assert warm[0] == "warm", warm
+    before = int(warm[1])
     poller = subprocess.Popen([sys.executable, "-c", POLLER, str(path)],
                               stdout=subprocess.PIPE, text=True)
     try:
         assert poller.stdout is not None and poller.stdout.readline().strip() == "ready"
-        chat.run("Plan the offsite.")
+        chat.stdin.write("go\n")
+        chat.stdin.flush()
+        turns, done_at = json.loads(chat.stdout.readline())
+        assert chat.wait(timeout=60) == 0
         time.sleep(0.3)  # a few more polls, now that every turn is committed
     finally:
+        chat.kill()
         poller.kill()
         output, _ = poller.communicate()
-    assert chat.last_run is not None and len(chat.last_run.turns) == TURNS == len(done_at)
-    assert warm_up.last_run is not None
-    before = len(warm_up.last_run.turns)
+    assert turns == TURNS == len(done_at)
     fields = [line.split() for line in output.splitlines()]  # the kill may cut the last line
     polls = [(float(f[0]), int(f[1]) - before) for f in fields if len(f) == 2]
     assert polls[-1][1] == TURNS
