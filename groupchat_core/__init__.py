@@ -26,17 +26,8 @@ from ._bidding import (
     RESPOND_TOOL,
     format_decimal,
 )
-from ._config import ChatConfig, ChatSpec, dump_spec, load_spec, load_spec_text
-from ._credentials import check_credentials
-from ._endpoints import TRUSTED_BASES_ENV, endpoint_trusted, normalise_base
+from ._config import OUTPUT_TYPES, ChatConfig, ChatSpec, dump_spec, load_spec, load_spec_text
 from ._errors import CliError, ConfigError, GroupChatError, ModelCallError, StoreError
-from ._groupchat import GroupChat
-from ._limiter import max_inflight_calls, set_max_inflight_calls
-from ._loop import BackgroundLoop, background_loop
-from ._model_calls import RememberedMode, forget_remembered_modes, remembered_modes
-from ._model_calls import litellm_module as _litellm_module
-from ._outputs import OUTPUT_TYPES
-from ._ratelimit import set_rate_limit
 from ._records import (
     Bid,
     BidDelta,
@@ -55,15 +46,23 @@ from ._records import (
     format_cost,
 )
 from ._secrets import hold_secrets, mask_secrets
-from ._selection import select_speaker
-from ._sim import PERSONAS as _PERSONAS
-from ._sim import SIM_PREFIX as _SIM_PREFIX
-from ._sim import is_sim_model
 from ._version import app_version, litellm_version
+from .engine._groupchat import GroupChat
+from .engine._loop import BackgroundLoop, background_loop
+from .engine._selection import select_speaker
+from .providers._credentials import check_credentials
+from .providers._endpoints import TRUSTED_BASES_ENV, endpoint_trusted, normalise_base
+from .providers._limiter import max_inflight_calls, set_max_inflight_calls
+from .providers._model_calls import RememberedMode, forget_remembered_modes, remembered_modes
+from .providers._model_calls import litellm_module as _litellm_module
+from .providers._ratelimit import set_rate_limit
+from .providers._sim import PERSONAS as _PERSONAS
+from .providers._sim import SIM_PREFIX as _SIM_PREFIX
+from .providers._sim import is_sim_model
 
 if TYPE_CHECKING:
-    from ._bundles import bundle_json, dump_agents, import_bundle, load_agents_text
-    from ._exports import bids_csv, transcript_markdown
+    from .exports._bundles import bundle_json, dump_agents, import_bundle, load_agents_text
+    from .exports._tables import bids_csv, transcript_markdown
 
 # Every simulated model name, "sim/balanced" first (the dashboard's model picker offers these).
 SIM_MODELS: tuple[str, ...] = tuple(_SIM_PREFIX + name for name in _PERSONAS)
@@ -78,12 +77,12 @@ def prepare_litellm() -> ModuleType:
 # Exports and bundles need the store (SQLAlchemy); they load on first use so that
 # `import groupchat_core` stays fast (the cold-start benchmark counts it).
 _LAZY = {
-    "bids_csv": "._exports",
-    "transcript_markdown": "._exports",
-    "bundle_json": "._bundles",
-    "import_bundle": "._bundles",
-    "dump_agents": "._bundles",
-    "load_agents_text": "._bundles",
+    "bids_csv": ".exports._tables",
+    "transcript_markdown": ".exports._tables",
+    "bundle_json": ".exports._bundles",
+    "import_bundle": ".exports._bundles",
+    "dump_agents": ".exports._bundles",
+    "load_agents_text": ".exports._bundles",
 }
 
 

@@ -19,9 +19,28 @@ from ._agent import _ACCEPTED as _AGENT_KEYWORDS
 from ._agent import Agent, _short_name
 from ._bidding import DEFAULT_BID_PROMPT, validate_bid_prompt
 from ._errors import ConfigError
-from ._outputs import OUTPUT_TYPES
 from ._safeload import check_int
 from ._secrets import secret_paths
+
+# Every shape a finished conversation can be returned in (docs/engine.md §8).
+OUTPUT_TYPES: tuple[str, ...] = (
+    "list",
+    "dict",
+    "dictionary",
+    "str",
+    "string",
+    "all",
+    "final",
+    "last",
+    "json",
+    "yaml",
+    "xml",
+    "dict-all-except-first",
+    "str-all-except-first",
+    "dict-final",
+    "list-final",
+    "basemodel",
+)
 
 SCHEMA_VERSION = 1
 MAX_SPEC_BYTES = 1_000_000

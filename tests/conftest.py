@@ -44,7 +44,7 @@ def _offline(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
     monkeypatch.setenv("GROUPCHAT_BLOCK_REMOTE_CALLS", "1")
     monkeypatch.setenv("GROUPCHAT_DB", f"sqlite:///{tmp_path}/groupchat.db")
     monkeypatch.setattr(socket.socket, "connect", _loopback_only)
-    from groupchat_core import _retries as retries
+    from groupchat_core.providers import _retries as retries
 
     monkeypatch.setattr(retries, "RETRY_BASE_DELAY", 0.01)
 

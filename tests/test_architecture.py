@@ -179,8 +179,8 @@ def test_pure_ui_modules_import_only_pure_ui_modules():
 
 def test_importing_the_engine_and_pure_ui_loads_no_streamlit():
     modules = ", ".join([
-        "groupchat_core", "groupchat_core.analysis", "groupchat_core._bundles",
-        "groupchat_core._exports", "groupchat_core.cli", "groupchat_core.store",
+        "groupchat_core", "groupchat_core.analysis", "groupchat_core.exports._bundles",
+        "groupchat_core.exports._tables", "groupchat_core.cli", "groupchat_core.store",
         "groupchat_core.sweeps", *pure_ui()])
     code = f"import sys, {modules}; sys.exit('streamlit' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=False).returncode == 0

@@ -24,7 +24,7 @@ from groupchat_core._bidding import (
     parse_tool_calls,
     validate_bid_prompt,
 )
-from groupchat_core._selection import Candidate, select_speaker
+from groupchat_core.engine._selection import Candidate, select_speaker
 
 # --- docs/engine.md §4: the respond tool ----------------------------------------------------------
 

@@ -26,7 +26,7 @@ from scripted_trio import TASK, trio_chat
 from sqlalchemy import select
 
 from groupchat_core import Agent, ConfigError, GroupChat
-from groupchat_core._bundles import export_bundle, import_bundle, read_bundle
+from groupchat_core.exports._bundles import export_bundle, import_bundle, read_bundle
 from groupchat_core.store import RunStore
 from groupchat_core.store._schema import METADATA
 from groupchat_core.testing import ScriptedBids

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from groupchat_core import Agent, ConfigError, GroupChat, app_version, litellm_version
-from groupchat_core._bundles import export_bundle, import_bundle, read_bundle
+from groupchat_core.exports._bundles import export_bundle, import_bundle, read_bundle
 from groupchat_core.store import SCHEMA_VERSION, RunStore, dispose_engines
 from groupchat_core.store._migrations import forget_checked
 

@@ -16,7 +16,7 @@ import pytest
 from scripted_trio import trio_script
 
 from groupchat_core import Agent, ConfigError, GroupChat, StoreError
-from groupchat_core._bundles import (
+from groupchat_core.exports._bundles import (
     MAX_BUNDLE_BYTES,
     BundleRun,
     bundle_json,
@@ -26,7 +26,7 @@ from groupchat_core._bundles import (
     load_agents_text,
     read_bundle,
 )
-from groupchat_core._exports import bids_csv, transcript_markdown
+from groupchat_core.exports._tables import bids_csv, transcript_markdown
 from groupchat_core.store import RUN_STATUSES, RunStore, dispose_engines
 from groupchat_core.store._migrations import forget_checked
 from groupchat_core.testing import ScriptedBids

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from groupchat_core._cli.store import LIST_FIELDS
 from groupchat_core.cli import build_parser, main
+from groupchat_core.cli._store import LIST_FIELDS
 from groupchat_core.store import SCHEMA_VERSION, RunStore, dispose_engines
 from groupchat_core.store._migrations import forget_checked
 

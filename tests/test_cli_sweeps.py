@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from groupchat_core.cli import main
+from groupchat_core.cli._sweeps_manage import LIST_FIELDS
 from groupchat_core.store import RunStore, dispose_engines
 from groupchat_core.store._migrations import forget_checked
 from groupchat_core.sweeps import aggregate, sweep_results
-from groupchat_core.sweeps._cli_manage import LIST_FIELDS
 from groupchat_core.sweeps._results import METRICS
 from groupchat_core.sweeps._scheduler import STOPPED_ON_REQUEST
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from groupchat_core import RESPOND_TOOL, Agent, GroupChat
-from groupchat_core._transcript import SAFETY_TOKENS, PromptBudget, completion_reserve
+from groupchat_core.engine._transcript import SAFETY_TOKENS, PromptBudget, completion_reserve
 from groupchat_core.testing import FakeOpenAIServer, error, tool_call
 from groupchat_core.testing._fake_replies import prompt_tokens
 

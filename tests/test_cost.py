@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from groupchat_core import Agent, GroupChat
-from groupchat_core._exports import transcript_markdown
 from groupchat_core._records import Bid, RunRecord, cost_totals, format_cost
 from groupchat_core.cli import main
+from groupchat_core.exports._tables import transcript_markdown
 from groupchat_core.store import RunStore, dispose_engines
 from groupchat_core.store._migrations import forget_checked
 from groupchat_core.sweeps import parse_sweep, run_sweep

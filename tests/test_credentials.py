@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from groupchat_core import Agent, ConfigError, GroupChat, check_credentials
-from groupchat_core._credentials import is_credential_failure
 from groupchat_core.cli import main
+from groupchat_core.providers._credentials import is_credential_failure
 from groupchat_core.store import RunStore, dispose_engines
 from groupchat_core.store._migrations import forget_checked
 from groupchat_core.sweeps import parse_sweep, run_sweep

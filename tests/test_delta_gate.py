@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from groupchat_core._bodies import ResponseTooLarge
-from groupchat_core._delta_gate import EVENTS_PER_SECOND, DeltaGate
-from groupchat_core._sse_coalesce import STREAM_TEXT_CAP, SSECoalescer
+from groupchat_core.providers._bodies import ResponseTooLarge
+from groupchat_core.providers._delta_gate import EVENTS_PER_SECOND, DeltaGate
+from groupchat_core.providers._sse_coalesce import STREAM_TEXT_CAP, SSECoalescer
 
 KEY = "sk-live-split-across-deltas-0123456789"
 

@@ -11,8 +11,8 @@ from collections import Counter
 import pytest
 
 from groupchat_core import ConfigError, GroupChat
-from groupchat_core import _deployments as deployments
-from groupchat_core._loop import background_loop
+from groupchat_core.engine._loop import background_loop
+from groupchat_core.providers import _deployments as deployments
 from groupchat_core.testing._fake_server import FakeOpenAIServer, error, tool_call
 
 

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from groupchat_core import Agent, ConfigError, GroupChat
-from groupchat_core._loop import background_loop
 from groupchat_core.cli import main
+from groupchat_core.engine._loop import background_loop
 from groupchat_core.store import RunStore, dispose_engines
 from groupchat_core.store._migrations import forget_checked
 from groupchat_core.sweeps import arun_sweep, parse_sweep, run_sweep
@@ -237,9 +237,9 @@ def test_the_cli_refuses_the_dollar_budget_in_one_line(servers, tmp_path, capsys
 
 
 def test_the_bid_cache_keys_a_routed_request_by_its_deployments(servers):
-    from groupchat_core._bidcache import request_key
-    from groupchat_core._deployments import routed_by, routes_for
-    from groupchat_core._providers import BidRequest
+    from groupchat_core.engine._bidcache import request_key
+    from groupchat_core.providers._deployments import routed_by, routes_for
+    from groupchat_core.providers._providers import BidRequest
 
     a, b, _ = servers
     request = BidRequest(agent=Agent(**agents(PARKED)[0]), messages=[{"role": "user",

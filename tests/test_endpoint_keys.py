@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 from groupchat_core import Agent, GroupChat, bids_csv, bundle_json, transcript_markdown
-from groupchat_core._endpoints import (
+from groupchat_core.cli import main
+from groupchat_core.providers._endpoints import (
     TRUSTED_BASES_ENV,
     endpoint_trusted,
     normalise_base,
     trusted_bases,
 )
-from groupchat_core.cli import main
 from groupchat_core.store import RunStore, dispose_engines
 from groupchat_core.store._migrations import forget_checked
 from groupchat_core.testing import FakeOpenAIServer, error
@@ -240,7 +240,7 @@ def test_the_cli_sends_the_key_to_a_trusted_base(
 ])
 def test_every_provider_gets_the_placeholder_at_an_untrusted_base(
         model: str, base: str | None, key: str | None) -> None:
-    from groupchat_core._requests import request_kwargs
+    from groupchat_core.providers._requests import request_kwargs
 
     agent = Agent(agent_name="A", model_name=model, api_base=base)
     sent = request_kwargs(agent, [{"role": "user", "content": "hi"}], "forced")

@@ -278,7 +278,7 @@ def test_unexpected_scripted_call_fails_loudly():
 def test_a_closed_scripted_fake_is_no_longer_routed_to():
     """close() drops the fake from the process-wide registry (which otherwise keeps it and
     every call it answered for the life of the process); closing twice is harmless."""
-    from groupchat_core._providers import registered_in_process
+    from groupchat_core.providers._providers import registered_in_process
 
     fake = ScriptedBids({"A": [(0.9, "a")], "B": [(0.1, "")]})
     prefix = fake.model_name.split("/")[0]

@@ -14,7 +14,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "groupchat_core"
-ALLOWED = {"_litellm.py", "_sim_litellm.py", "_deployments.py"}  # + the Router
+# The two seams, and _deployments for the Router.
+ALLOWED = {"providers/_litellm.py", "providers/_sim_litellm.py", "providers/_deployments.py"}
 
 
 def litellm_imports(tree: ast.Module) -> list[tuple[int, bool]]:
@@ -57,16 +58,17 @@ def test_only_the_two_seams_import_litellm_and_only_lazily():
 
 
 def test_importing_the_engine_does_not_load_litellm():
-    code = ("import sys, groupchat_core, groupchat_core._model_calls, groupchat_core._sim_litellm,"
-            " groupchat_core._turn_loop; sys.exit('litellm' in sys.modules)")
+    code = ("import sys, groupchat_core, groupchat_core.providers._model_calls,"
+            " groupchat_core.providers._sim_litellm, groupchat_core.engine._turn_loop;"
+            " sys.exit('litellm' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=False).returncode == 0
 
 
 def test_provider_types_import_neither_the_seam_nor_the_sim_provider():
-    tree = ast.parse((PACKAGE / "_providers.py").read_text(encoding="utf-8"))
+    tree = ast.parse((PACKAGE / "providers" / "_providers.py").read_text(encoding="utf-8"))
     modules = {node.module for node in ast.walk(tree)
                if isinstance(node, ast.ImportFrom) and node.module}
     assert not modules & {"_model_calls", "_sim_provider"}
-    sim_provider = ast.parse((PACKAGE / "_sim_provider.py").read_text(encoding="utf-8"))
+    sim_provider = ast.parse((PACKAGE / "providers" / "_sim_provider.py").read_text("utf-8"))
     assert "_model_calls" not in {node.module for node in ast.walk(sim_provider)
                                   if isinstance(node, ast.ImportFrom)}

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from groupchat_core import ConfigError, max_inflight_calls, set_max_inflight_calls
-from groupchat_core._limiter import CallLimiter
+from groupchat_core.providers._limiter import CallLimiter
 
 
 def test_limit_holds_across_two_loops_in_two_threads():

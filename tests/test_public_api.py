@@ -36,7 +36,7 @@ CLIENTS = ("groupchat_ui", "app_pages", "bench", "streamlit_app.py")  # code out
 
 def private_uses(source: str) -> list[str]:
     """Every use of a private part of groupchat_core in one file's source: imports of `_`
-    modules or `_` names, and attribute chains like `groupchat_core._loop.x`."""
+    modules or `_` names, and attribute chains like `groupchat_core.engine._loop.x`."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -66,7 +66,7 @@ def client_files() -> list[Path]:
 
 def test_the_private_use_check_catches_every_form():
     source = """
-import groupchat_core._loop
+import groupchat_core.engine._loop
 import groupchat_core
 from groupchat_core._records import Bid
 from groupchat_core.store._connect import safe_url
@@ -74,12 +74,12 @@ from groupchat_core import _errors
 from groupchat_core.sweeps import run_sweep
 from groupchat_ui.job_registry import JobRegistry
 from . import _local
-groupchat_core._model_calls.litellm_module()
+groupchat_core.providers._model_calls.litellm_module()
 groupchat_core.prepare_litellm()
 """
     assert private_uses(source) == [
-        "groupchat_core._loop", "groupchat_core._records", "groupchat_core.store._connect",
-        "groupchat_core._errors", "groupchat_core._model_calls"]
+        "groupchat_core.engine._loop", "groupchat_core._records", "groupchat_core.store._connect",
+        "groupchat_core._errors", "groupchat_core.providers._model_calls"]
 
 
 def test_dashboard_pages_and_benchmarks_use_only_the_public_api():
@@ -162,7 +162,7 @@ def test_importing_the_package_stays_light():
 
     code = ("import sys, groupchat_core; assert 'sqlalchemy' not in sys.modules; "
             "from groupchat_core import bids_csv; assert 'sqlalchemy' in sys.modules; "
-            "assert bids_csv.__module__ == 'groupchat_core._exports'")
+            "assert bids_csv.__module__ == 'groupchat_core.exports._tables'")
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
 
 

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from groupchat_core import RESPOND_TOOL, Bid, Message, RunRecord, Turn
 from groupchat_core._records import BidPath, RunStatus, StopReason, TurnReason
-from groupchat_core._selection import Candidate, select_speaker
+from groupchat_core.engine._selection import Candidate, select_speaker
 from groupchat_core.store._schema import RUN_STATUSES
 
 RECORD_MODELS: list[type[BaseModel]] = [Message, Bid, Turn, RunRecord]

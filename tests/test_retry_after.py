@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from groupchat_core import Agent, ConfigError, GroupChat, set_rate_limit
-from groupchat_core import _model_calls as model_calls
-from groupchat_core import _retries as retries
-from groupchat_core._ratelimit import RATE_LIMITS, RateLimits
+from groupchat_core.providers import _model_calls as model_calls
+from groupchat_core.providers import _retries as retries
+from groupchat_core.providers._ratelimit import RATE_LIMITS, RateLimits
 from groupchat_core.testing import FakeOpenAIServer, error, tool_call
 
 KEY = "sk-local-dummy-key"

@@ -22,8 +22,8 @@ import pytest
 from markdown_it import MarkdownIt
 
 from groupchat_core import Agent, ConfigError, GroupChat
-from groupchat_core._exports import bids_csv, defuse_cell, frame_csv, transcript_markdown
 from groupchat_core._terminal import terminal_text
+from groupchat_core.exports._tables import bids_csv, defuse_cell, frame_csv, transcript_markdown
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import parse_sweep, run_sweep, sweep_results
 from groupchat_core.testing import FakeOpenAIServer, tool_call
@@ -152,7 +152,7 @@ def test_nothing_writes_csv_but_the_one_defuser():
             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
                 if ".to_csv(" in line:
                     found.append(f"{path.relative_to(ROOT)}:{number}")
-    assert len(found) == 1 and found[0].startswith("groupchat_core/_exports.py"), found
+    assert len(found) == 1 and found[0].startswith("groupchat_core/exports/_tables.py"), found
     view = (ROOT / "groupchat_ui" / "sweeps" / "results_view.py").read_text(encoding="utf-8")
     assert "frame_csv(frame)" in view
 

@@ -23,8 +23,6 @@ from pathlib import Path
 import pytest
 
 from groupchat_core import Agent, ChatSpec, ConfigError, GroupChat, dump_spec, load_spec_text
-from groupchat_core._bundles import bundle_json, dump_agents
-from groupchat_core._exports import bids_csv, transcript_markdown
 from groupchat_core._secrets import (
     MIN_SECRET_LENGTH,
     ScrubFilter,
@@ -33,6 +31,8 @@ from groupchat_core._secrets import (
     redact_kwargs,
     scrub,
 )
+from groupchat_core.exports._bundles import bundle_json, dump_agents
+from groupchat_core.exports._tables import bids_csv, transcript_markdown
 from groupchat_core.store import RunStore
 
 ENV_KEY = "sk-env-key-must-not-leak-0123456789"

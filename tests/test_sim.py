@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from groupchat_core._sim import (
+from groupchat_core.providers._sim import (
     DEFAULT_SIM_MODEL,
     PERSONAS,
     SimBid,
@@ -29,7 +29,7 @@ from groupchat_core._sim import (
     sim_options_from,
     simulate_bid,
 )
-from groupchat_core._sim_litellm import register_litellm_provider
+from groupchat_core.providers._sim_litellm import register_litellm_provider
 
 TASK = ("User", "Should our school adopt AI tutoring tools for homework help?")
 RESPOND_TOOL = {
@@ -266,5 +266,5 @@ def test_litellm_passes_sim_failure_rate(litellm_mod) -> None:  # type: ignore[n
 
 
 def test_import_does_not_import_litellm() -> None:
-    code = "import sys, groupchat_core._sim; assert 'litellm' not in sys.modules"
+    code = "import sys, groupchat_core.providers._sim; assert 'litellm' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

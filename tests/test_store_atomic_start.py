@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import event, func, select
 
 from groupchat_core import Agent, GroupChat
-from groupchat_core._bundles import export_bundle, import_bundle
+from groupchat_core.exports._bundles import export_bundle, import_bundle
 from groupchat_core.store import RunStore, dispose_engines
 from groupchat_core.store._migrations import forget_checked
 from groupchat_core.store._schema import messages, run_agents, runs

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from groupchat_core import Agent, BidDelta, GroupChat, forget_remembered_modes, remembered_modes
-from groupchat_core import _bodies as bodies
+from groupchat_core.providers import _bodies as bodies
 from groupchat_core.testing import FakeOpenAIServer, Reply, text, tool_call
 
 KEY = "sk-test-stream-0123456789abcdef"
@@ -367,8 +367,8 @@ def _chunk(arguments: str, name: str | None = None, finish: str | None = None) -
 
 def test_a_name_repeated_with_every_delta_is_one_name():
     """llama-cpp-python sends the function name again with every argument delta."""
-    from groupchat_core._replies import parse_response
-    from groupchat_core._streaming import PartialBid, StreamedReply, _read_chunk
+    from groupchat_core.providers._replies import parse_response
+    from groupchat_core.providers._streaming import PartialBid, StreamedReply, _read_chunk
 
     reply, partial = StreamedReply(), PartialBid()
     for piece in ['{"score": 0.4', ', "message": "a', 'b"}']:
@@ -382,7 +382,7 @@ def test_a_name_repeated_with_every_delta_is_one_name():
 
 def test_partial_reading_stops_past_the_scan_bound_but_the_reply_is_kept():
     from groupchat_core._bidding import MAX_TEXT_SCAN_CHARS
-    from groupchat_core._streaming import PartialBid
+    from groupchat_core.providers._streaming import PartialBid
 
     partial = PartialBid()
     assert partial.feed('{"score": 0.5, "message": "') is True

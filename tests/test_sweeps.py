@@ -8,7 +8,7 @@ import math
 import pytest
 
 from groupchat_core import ConfigError, StoreError
-from groupchat_core._loop import background_loop
+from groupchat_core.engine._loop import background_loop
 from groupchat_core.store import RunStore, dispose_engines
 from groupchat_core.store._migrations import forget_checked
 from groupchat_core.sweeps import (

@@ -10,7 +10,7 @@ variants with what to install; they never skip.
 from __future__ import annotations
 
 from groupchat_core import Agent, GroupChat
-from groupchat_core._bidcache import BidCache, cache_stats
+from groupchat_core.engine._bidcache import BidCache, cache_stats
 from groupchat_core.sweeps import (
     finished_cells,
     parse_sweep,

@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from groupchat_core import Agent, GroupChat
-from groupchat_core import _transcript as transcript_module
-from groupchat_core._model_calls import approximate_tokens
-from groupchat_core._transcript import Transcript
+from groupchat_core.engine import _transcript as transcript_module
+from groupchat_core.engine._transcript import Transcript
+from groupchat_core.providers._model_calls import approximate_tokens
 from groupchat_core.testing import ScriptedBids
 
 LINES = [("User", "abcd"), ("A", "1234567"), ("B", "2234567"), ("A", "3234567"),

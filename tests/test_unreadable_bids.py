@@ -9,8 +9,8 @@ import pytest
 from pydantic import SecretStr
 
 from groupchat_core import Agent, GroupChat
-from groupchat_core._exports import transcript_markdown
 from groupchat_core.analysis import counterfactual, explain_turn
+from groupchat_core.exports._tables import transcript_markdown
 from groupchat_core.store import RunStore
 from groupchat_core.testing._fake_server import FakeOpenAIServer, Reply, error, text, tool_call
 
@@ -142,7 +142,7 @@ def test_analysis_and_exports_say_it_was_no_lull(server: FakeOpenAIServer) -> No
 def test_a_reply_cut_off_at_max_tokens_says_so() -> None:
     from types import SimpleNamespace
 
-    from groupchat_core._replies import parse_response as _parse_response
+    from groupchat_core.providers._replies import parse_response as _parse_response
 
     call = SimpleNamespace(function=SimpleNamespace(name="respond",
                                                     arguments='{"score": 0.8, "mess'))

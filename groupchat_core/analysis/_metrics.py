@@ -19,7 +19,7 @@ import pandas as pd
 
 from .._bidding import format_decimal, is_unreadable
 from .._errors import ConfigError
-from .._selection import NO_READ_BID_REASONS, Candidate, select_speaker
+from ..engine._selection import NO_READ_BID_REASONS, Candidate, select_speaker
 
 
 @dataclass(frozen=True)

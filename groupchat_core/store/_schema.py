@@ -120,7 +120,7 @@ def _sweep_cells(md: MetaData) -> None:
 
 
 def _bid_cache(md: MetaData) -> None:
-    """Answers to bid requests, by the sha256 of the request (see groupchat_core._bidcache)."""
+    """Answers to bid requests, by the sha256 of the request (groupchat_core.engine._bidcache)."""
     Table(
         "bid_cache", md,
         Column("key", String(64), primary_key=True),

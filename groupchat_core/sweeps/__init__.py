@@ -17,10 +17,10 @@ random search), _estimate (calls, tokens, cost), _plan (new or resumed: what is 
 is left), _executor (where a cell runs), _scheduler (concurrency, budget caps, events), _events
 (what observers get), _results (DataFrames for tables and heatmaps), _intervals and _natures
 (which interval fits which metric), _importance (which parameter matters), _compare (two cells:
-effect size, permutation test), _cli (the `sweep` subcommand).
+effect size, permutation test). The `sweep` subcommand lives in groupchat_core/cli/_sweeps.py.
 """
 
-from .._exports import frame_csv
+from ..exports._tables import frame_csv
 from ._compare import Comparison, compare_cells, compare_values, min_attainable_p, too_few
 from ._estimate import Estimate, estimate
 from ._events import (

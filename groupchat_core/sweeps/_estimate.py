@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from .._limiter import max_inflight_calls
-from .._model_calls import count_tokens, in_process_model
-from .._sim import is_sim_model
+from ..providers._limiter import max_inflight_calls
+from ..providers._model_calls import count_tokens, in_process_model
+from ..providers._sim import is_sim_model
 from ._spec import Cell, SweepSpec
 
 if TYPE_CHECKING:
@@ -146,7 +146,7 @@ def _price(model: str, prompt: int, completion: int) -> float | None:
     """USD from litellm's cost map; 0 for in-process models; None when no price is known."""
     if in_process_model(model) is not None or is_sim_model(model):
         return 0.0
-    from .._model_calls import litellm_module
+    from ..providers._model_calls import litellm_module
 
     try:
         prompt_cost, completion_cost = litellm_module().cost_per_token(

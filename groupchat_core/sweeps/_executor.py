@@ -24,7 +24,7 @@ from .._records import BidReceived, Event, RunRecord
 from ..store import status_for
 
 if TYPE_CHECKING:
-    from .._bidcache import BidCache
+    from ..engine._bidcache import BidCache
     from ..store import RunStore
 
 
@@ -98,7 +98,7 @@ class LocalExecutor:
         self.bid_cache = bid_cache
 
     async def submit(self, job: CellJob, usage: UsageHook) -> CellResult:
-        from .._groupchat import GroupChat
+        from ..engine._groupchat import GroupChat
 
         chat = GroupChat.from_spec(job.spec, bid_cache=self.bid_cache,
                                    deployments=job.deployments)  # this cell's chat only

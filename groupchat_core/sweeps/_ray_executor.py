@@ -165,8 +165,8 @@ class RayExecutor:
         """The driver's variables this cell's workers need: agents' key variables, the bases
         those keys may go to (GROUPCHAT_TRUSTED_API_BASES: without it a worker sends a trusted
         base no key), and the store's URL when workers record (never written into the job)."""
-        from .._deployments import key_variables, parse_deployments
-        from .._endpoints import TRUSTED_BASES_ENV
+        from ..providers._deployments import key_variables, parse_deployments
+        from ..providers._endpoints import TRUSTED_BASES_ENV
 
         names = set(key_variables(job.spec, parse_deployments(job.deployments)))
         names.add(TRUSTED_BASES_ENV)
@@ -248,7 +248,7 @@ class RayExecutor:
 
     def _driver_recorder(self, job: CellJob) -> Any:
         """The driver's recorder of a cell's run (SQLite): reads the agents from the spec."""
-        from .._groupchat import GroupChat
+        from ..engine._groupchat import GroupChat
 
         source = GroupChat.from_spec(job.spec, bid_cache=False)
         return self.store.recorder(source, sweep_id=job.sweep_id, cell=job.cell)
@@ -376,8 +376,8 @@ def run_cell_stream(job_data: dict[str, Any], workers_record: bool, bid_cache: b
     Items: {"kind": "hello"} first (who runs it), then one {"kind": "turn"} per completed turn
     (its bids' calls and cost; with a driver-recorded store, the engine events to record), then
     {"kind": "result"}."""
-    from .._groupchat import GroupChat
-    from .._loop import background_loop
+    from ..engine._groupchat import GroupChat
+    from ..engine._loop import background_loop
 
     job = CellJob.model_validate(job_data)
     os.environ.update(secrets.values)  # litellm reads keys from the environment
@@ -387,7 +387,7 @@ def run_cell_stream(job_data: dict[str, Any], workers_record: bool, bid_cache: b
     store: RunStore | None = None
     cache: Any = False
     if workers_record:
-        from .._bidcache import BidCache
+        from ..engine._bidcache import BidCache
         from ..store import RunStore
 
         store = RunStore(secrets.values[DB_ENV])

@@ -33,13 +33,13 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from .._bidcache import BidCache
-from .._credentials import check_credentials, credentials_error, is_credential_failure
-from .._deployment_checks import key_problems, unknowable_budget_error, unknowable_costs
-from .._deployments import routes_for
 from .._errors import ConfigError, StoreError
-from .._loop import background_loop
-from .._model_calls import in_process_model, load_litellm_off_loop
+from ..engine._bidcache import BidCache
+from ..engine._loop import background_loop
+from ..providers._credentials import check_credentials, credentials_error, is_credential_failure
+from ..providers._deployment_checks import key_problems, unknowable_budget_error, unknowable_costs
+from ..providers._deployments import routes_for
+from ..providers._model_calls import in_process_model, load_litellm_off_loop
 from ._estimate import estimate
 from ._events import (
     BudgetStopped,

@@ -246,7 +246,7 @@ class SweepSpec(BaseModel):
     @field_validator("deployments", mode="before")
     @classmethod
     def _deployments(cls, v: Any) -> Any:
-        from .._deployments import parse_deployments, to_data
+        from ..providers._deployments import parse_deployments, to_data
 
         return None if v is None else to_data(parse_deployments(v))
 
@@ -396,7 +396,7 @@ def parse_sweep(data: Any, source: str = "sweep spec") -> SweepSpec:
 def _check_chats(spec: SweepSpec) -> None:
     """Build one chat per model/temperature/prompt combination (and per model set per agent,
     and per model drawn at random): every cell must be runnable."""
-    from .._groupchat import GroupChat
+    from ..engine._groupchat import GroupChat
 
     axes = {k: v for k, v in spec.axes().items()
             if k in ("model", "temperature", "bid_prompt")}

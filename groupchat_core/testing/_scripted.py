@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._providers import (
+from ..providers._providers import (
     BidRequest,
     ModelReply,
     register_in_process,

@@ -11,12 +11,12 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._records import BidPath
 from ._bodies import ERROR_BODY_CAP
 from ._litellm import litellm_module
-from ._records import BidPath
 
 if TYPE_CHECKING:
-    from ._agent import Agent
+    from .._agent import Agent
 
 MODE_MEMORY_TTL_S = 600.0  # a remembered fallback mode is re-probed from "forced" after this
 JSON_TEXT_INSTRUCTION = (

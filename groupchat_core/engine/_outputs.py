@@ -9,29 +9,13 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 from xml.etree import ElementTree as ET
 
+from .._config import OUTPUT_TYPES
+
 if TYPE_CHECKING:
-    from ._records import Message, RunRecord
+    from .._records import Message, RunRecord
 
 StreamingCallback = Callable[[str, str, bool], None]
 
-OUTPUT_TYPES: tuple[str, ...] = (
-    "list",
-    "dict",
-    "dictionary",
-    "str",
-    "string",
-    "all",
-    "final",
-    "last",
-    "json",
-    "yaml",
-    "xml",
-    "dict-all-except-first",
-    "str-all-except-first",
-    "dict-final",
-    "list-final",
-    "basemodel",
-)
 
 
 def _line(m: Message) -> str:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 
-from ._records import BidReceived, Event, LullReached, MessagePosted, RunFinished, SpeakerSelected
-from ._secrets import ScrubFilter, install_log_filter
-from ._terminal import terminal_text
+from .._records import BidReceived, Event, LullReached, MessagePosted, RunFinished, SpeakerSelected
+from .._secrets import ScrubFilter, install_log_filter
+from .._terminal import terminal_text
 
 logger = logging.getLogger("groupchat_core")
 

@@ -15,18 +15,18 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from ._agent import Agent
+from .._agent import Agent
+from .._config import ChatConfig, ChatSpec, explain, parse_spec
+from .._errors import ConfigError
+from .._records import BidDelta, Event, Message, RunRecord
+from ..providers._credentials import check_credentials, credentials_error
+from ..providers._deployment_checks import key_problems
+from ..providers._deployments import Deployments, Routes, routed_by, routes_for
+from ..providers._model_calls import in_process_model, load_litellm_off_loop
+from ..providers._sim import is_sim_model, persona_for
 from ._bidcache import BidCache, resolve_cache
-from ._config import ChatConfig, ChatSpec, explain, parse_spec
-from ._credentials import check_credentials, credentials_error
-from ._deployment_checks import key_problems
-from ._deployments import Deployments, Routes, routed_by, routes_for
-from ._errors import ConfigError
 from ._loop import background_loop
-from ._model_calls import in_process_model, load_litellm_off_loop
 from ._outputs import StreamingCallback, format_output, stream_message
-from ._records import BidDelta, Event, Message, RunRecord
-from ._sim import is_sim_model, persona_for
 from ._turn_loop import TurnLoop
 
 Observer = Callable[[Event], None]

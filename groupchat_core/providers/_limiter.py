@@ -12,7 +12,7 @@ import threading
 from collections import deque
 from types import TracebackType
 
-from ._errors import ConfigError
+from .._errors import ConfigError
 
 DEFAULT_MAX_INFLIGHT = 32
 

@@ -18,10 +18,10 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
-from ._model_calls import count_tokens, input_budget
+from ..providers._model_calls import count_tokens, input_budget
 
 if TYPE_CHECKING:
-    from ._agent import Agent
+    from .._agent import Agent
 
 SAFETY_TOKENS = 128  # chat templates, tool wrappers and tokenizer drift beyond our count
 FRAMING_TOKENS = 12  # role markers of the system and user messages, and the reply's priming

@@ -7,15 +7,15 @@ import os
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from ._bidding import FORCED_RESPOND_CHOICE
+from .._bidding import FORCED_RESPOND_CHOICE
+from .._errors import ModelCallError
 from ._bodies import REQUEST_DEADLINE, ResponseTooLarge, deadline_error, in_chain
 from ._deployments import routed_bases, routed_call
 from ._endpoints import PLACEHOLDER_KEY, endpoint_trusted, request_base
-from ._errors import ModelCallError
 from ._tool_modes import JSON_TEXT_INSTRUCTION
 
 if TYPE_CHECKING:
-    from ._agent import Agent
+    from .._agent import Agent
 
 
 def remote_calls_blocked() -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from ._records import BidDelta
+from .._records import BidDelta
 
 TAIL_CHARS = 100  # of the message so far shown per line
 

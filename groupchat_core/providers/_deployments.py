@@ -41,9 +41,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from .._errors import ConfigError
+from .._secrets import hold_secrets
 from ._endpoints import TRUSTED_BASES_ENV, endpoint_trusted
-from ._errors import ConfigError
-from ._secrets import hold_secrets
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _KEYISH = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|API_BASE|BASE_URL", re.I)

@@ -11,11 +11,11 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ._bidding import ParsedBid, parse_arguments
-from ._records import BidPath
+from .._bidding import ParsedBid, parse_arguments
+from .._records import BidPath
 
 if TYPE_CHECKING:
-    from ._agent import Agent
+    from .._agent import Agent
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
-from ._errors import ModelCallError
+from .._errors import ModelCallError
 
 TRUSTED_BASES_ENV = "GROUPCHAT_TRUSTED_API_BASES"
 PLACEHOLDER_KEY = "no-key"  # what an untrusted endpoint gets: no secret, and no env fallback

@@ -25,14 +25,17 @@ from typing import Any, Literal, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ._agent import Agent
-from ._config import MAX_SPEC_BYTES, ChatSpec, explain, parse_spec
-from ._errors import ConfigError
-from ._records import Bid, Message, RunRecord, StopReason, Turn, utc_now
-from ._safeload import MAX_STORED_INT, check_plain, parse_text
-from ._selection import select_speaker
-from ._turn_loop import _candidate, _turn_row  # the engine's own bid -> candidate and turn row
-from .store import RunStore, status_for
+from .._agent import Agent
+from .._config import MAX_SPEC_BYTES, ChatSpec, explain, parse_spec
+from .._errors import ConfigError
+from .._records import Bid, Message, RunRecord, StopReason, Turn, utc_now
+from .._safeload import MAX_STORED_INT, check_plain, parse_text
+from ..engine._selection import select_speaker
+from ..engine._turn_loop import (  # the engine's own bid -> candidate and turn row
+    _candidate,
+    _turn_row,
+)
+from ..store import RunStore, status_for
 
 BUNDLE_FORMAT = "groupchat-run"
 BUNDLE_VERSION = 1
@@ -135,8 +138,8 @@ class WrittenBy(_Strict):
 
 def written_by() -> dict[str, Any]:
     """This code's `written_by` block: app, litellm and store schema versions."""
-    from ._version import app_version, litellm_version
-    from .store import SCHEMA_VERSION
+    from .._version import app_version, litellm_version
+    from ..store import SCHEMA_VERSION
 
     return {"app_version": app_version(), "litellm_version": litellm_version(),
             "store_schema_version": SCHEMA_VERSION}

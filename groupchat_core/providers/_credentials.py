@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ._endpoints import endpoint_trusted
 
 if TYPE_CHECKING:
-    from ._agent import Agent
+    from .._agent import Agent
 
 # Providers that can authenticate without an environment variable (instance roles, ~/.aws,
 # gcloud application-default credentials): validate_environment would wrongly flag them.

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from ._records import TurnReason
+from .._records import TurnReason
 
 
 @dataclass(frozen=True)

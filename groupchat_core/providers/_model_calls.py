@@ -59,7 +59,7 @@ from ._tool_modes import remembered_modes as remembered_modes
 from ._tool_modes import tools_hash as tools_hash
 
 if TYPE_CHECKING:
-    from ._agent import Agent
+    from .._agent import Agent
 
 FALLBACK_RUNGS = 3  # rejected requests a bid may add while stepping down the ladder
 

@@ -33,15 +33,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ._agent import Agent
-from ._bidding import ParsedBid
-from ._deployments import routed_bases
-from ._errors import ConfigError, StoreError
-from ._providers import BidRequest, InProcessModel, ModelReply
-from ._sim import is_sim_model
+from .._agent import Agent
+from .._bidding import ParsedBid
+from .._errors import ConfigError, StoreError
+from ..providers._deployments import routed_bases
+from ..providers._providers import BidRequest, InProcessModel, ModelReply
+from ..providers._sim import is_sim_model
 
 if TYPE_CHECKING:
-    from .store import RunStore
+    from ..store import RunStore
 
 logger = logging.getLogger("groupchat_core")
 KEY_VERSION = 1  # bump when what a key covers changes: old entries then simply stop matching

@@ -6,15 +6,15 @@
     export RUN             as a JSON bundle, the bid log as CSV, or the transcript as Markdown
     import FILE            add a run bundle to the store
     agents list|import|export   saved agents
-    sweep SPEC [--resume SWEEP] [--max-usd N]   a parameter sweep (see sweeps/_cli.py), and
+    sweep SPEC [--resume SWEEP] [--max-usd N]   a parameter sweep (see cli/_sweeps.py), and
     sweep list|show|stop|export                 the sweeps in the store
-    serve [--port N]       the dashboard (_cli/serve.py)
+    serve [--port N]       the dashboard (cli/_serve.py)
     --version              app, litellm and schema versions, and where the data lives
 
 stdout carries only results (pipeable; a reader that goes away, as `| head` does, ends the
 command quietly with status 141); progress and the run id go to stderr. Every error is one line
 `error: ...` on stderr and exit status 2. The list/show/export/import/agents commands live in
-_cli/store.py; this module holds the parser and `run`.
+cli/_store.py; this module holds the parser and `run`.
 """
 
 from __future__ import annotations
@@ -26,18 +26,19 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn, TextIO
 
-from ._cli import serve, store
-from ._cli.output import LOG_LEVELS, log_events, quiet_broken_pipe, setup_logging
-from ._cli.owner import add_owner_flag, cli_owner
-from ._cli.store import say
-from ._errors import CliError, GroupChatError
-from ._groupchat import GroupChat
-from ._outputs import OUTPUT_TYPES
-from ._records import Event, RunFinished, RunStarted, TurnCompleted
-from ._secrets import scrub
-from ._sim import is_sim_model
-from ._stream_printer import DeltaPrinter
-from .store import RUN_STATUSES
+from .._config import OUTPUT_TYPES
+from .._errors import CliError, GroupChatError
+from .._records import Event, RunFinished, RunStarted, TurnCompleted
+from .._secrets import scrub
+from ..engine._groupchat import GroupChat
+from ..engine._stream_printer import DeltaPrinter
+from ..providers._sim import is_sim_model
+from ..store import RUN_STATUSES
+from . import _serve as serve
+from . import _store as store
+from ._output import LOG_LEVELS, log_events, quiet_broken_pipe, setup_logging
+from ._owner import add_owner_flag, cli_owner
+from ._store import say
 
 
 class TurnPrinter:
@@ -91,7 +92,7 @@ class _Version(argparse.Action):
     """--version: printed, then exit (computed only when asked: it reads the data home)."""
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
-        from ._cli.info import version_text
+        from ._info import version_text
 
         say(version_text(), multiline=True)
         parser.exit()
@@ -171,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("file", help="a bundle written by `export --format json`")
     add_owner_flag(imp, "the imported run belongs to (bundles carry no owner)")
     _agents_parser(sub)
-    from .sweeps._cli import add_parser as add_sweep_parser
+    from ._sweeps import add_parser as add_sweep_parser
 
     add_sweep_parser(sub)
     serve.add_parser(sub)
@@ -247,7 +248,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _chat(spec: Any, overrides: dict[str, Any]) -> GroupChat:
     """The spec's chat with the command line's parameters, checked by ChatConfig's rules;
     a bad value is one line naming the flag."""
-    from ._errors import ConfigError
+    from .._errors import ConfigError
 
     try:
         return GroupChat.from_spec(spec, **overrides)
@@ -273,13 +274,13 @@ def _abandon(recorder: Any, exc: BaseException) -> None:
 
 def _load_spec(path: str) -> Any:
     """A chat spec file, read as untrusted data: bounded, no YAML aliases, no secret fields."""
-    from ._config import load_spec
+    from .._config import load_spec
 
     return load_spec(path)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from .sweeps._cli import cmd_sweep as run
+    from ._sweeps import cmd_sweep as run
 
     if args.verb == "list" and (missing := store.no_store(args)) is not None:
         if args.json:
@@ -297,7 +298,7 @@ COMMANDS = {"run": cmd_run, "list": store.cmd_list, "show": store.cmd_show,
 
 def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    from .sweeps._cli import with_default_verb
+    from ._sweeps import with_default_verb
 
     try:
         args = build_parser().parse_args(

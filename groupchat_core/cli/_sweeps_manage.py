@@ -21,11 +21,11 @@ from typing import Any
 
 import pandas as pd
 
-from .._cli.output import emit_json, records
-from .._cli.store import emit, say, text_table
 from .._errors import CliError
 from .._terminal import terminal_text
-from ._results import METRICS, aggregate, sweep_results, sweep_summary
+from ..sweeps._results import METRICS, aggregate, sweep_results, sweep_summary
+from ._output import emit_json, records
+from ._store import emit, say, text_table
 
 # `sweep list --json`: one object per sweep, newest first.
 LIST_FIELDS = ("sweep_id", "name", "status", "reason", "created_at", "ended_at", "runs", "pid",
@@ -48,7 +48,7 @@ def add_verbs(verbs: Any) -> None:
                                              "asks first unless --yes)")
     remove.add_argument("sweep", help="sweep id (or a unique prefix)")
     remove.add_argument("--yes", action="store_true", help="do not ask for a confirmation")
-    from .._cli.owner import add_owner_flag
+    from ._owner import add_owner_flag
 
     add_owner_flag(remove, "deletes it (must be the sweep's recorded owner)")
     export = verbs.add_parser("export", help="every cell with its metrics and the 95 %% "
@@ -110,7 +110,7 @@ def _stop(args: argparse.Namespace, store: Any) -> int:
 
 
 def _delete(args: argparse.Namespace, store: Any) -> int:
-    from .._cli.owner import cli_owner
+    from ._owner import cli_owner
 
     row = store.get_sweep(args.sweep)
     sweep, owner, me = row["sweep_id"], row.get("owner"), cli_owner(args)
@@ -156,7 +156,7 @@ def cells_with_intervals(store: Any, sweep_id: str) -> tuple[pd.DataFrame, pd.Da
 
 
 def _export(args: argparse.Namespace, store: Any) -> int:
-    from .._exports import frame_csv
+    from ..exports._tables import frame_csv
 
     summary = sweep_summary(store, args.sweep)
     frame, intervals = cells_with_intervals(store, summary["sweep_id"])
@@ -165,7 +165,7 @@ def _export(args: argparse.Namespace, store: Any) -> int:
     else:
         import json
 
-        from .._cli.output import plain
+        from ._output import plain
 
         data = {"sweep": summary, "cells": records(frame, list(frame.columns)),
                 "intervals": records(intervals, list(intervals.columns))}

@@ -13,7 +13,7 @@ from typing import Any, TextIO
 
 from .._errors import ConfigError
 from .._terminal import terminal_text
-from .output import emit_json, records
+from ._output import emit_json, records
 
 # `list --json`: one object per run, newest first.
 LIST_FIELDS = (
@@ -87,12 +87,12 @@ def text_table(frame: Any) -> str:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from .._exports import transcript_markdown
+    from ..exports._tables import transcript_markdown
 
     store = store_of(args, create=False)
     run_id = store.resolve(args.run)
     if args.json:
-        from .._bundles import export_bundle
+        from ..exports._bundles import export_bundle
 
         bundle = export_bundle(store, run_id)  # the bundle's documented fields
         shown = {key: bundle[key] for key in ("run", "written_by", "messages", "turns")}
@@ -107,8 +107,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from .._bundles import bundle_json
-    from .._exports import bids_csv, transcript_markdown
+    from ..exports._bundles import bundle_json
+    from ..exports._tables import bids_csv, transcript_markdown
 
     store = store_of(args, create=False)
     run_id = store.resolve(args.run)
@@ -118,8 +118,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from .._bundles import MAX_BUNDLE_BYTES, import_bundle
-    from .owner import cli_owner
+    from ..exports._bundles import MAX_BUNDLE_BYTES, import_bundle
+    from ._owner import cli_owner
 
     owner = cli_owner(args)
     data = read_file(args.file, MAX_BUNDLE_BYTES)
@@ -131,8 +131,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_agents(args: argparse.Namespace) -> int:
-    from .._bundles import dump_agents, load_agents_text
     from .._config import MAX_SPEC_BYTES
+    from ..exports._bundles import dump_agents, load_agents_text
 
     if args.verb == "list" and no_store(args) is not None:
         return 0  # no store yet: no saved agents

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._bidding import ParsedBid, parse_text_reply, parse_tool_calls
+from .._bidding import ParsedBid, parse_text_reply, parse_tool_calls
+from .._records import BidPath
 from ._litellm import litellm_module
-from ._records import BidPath
 from ._tool_modes import PATHS
 
 MAX_ERROR_CHARS = 2_000  # stored error text (bid.error); a provider body is not a log file

@@ -19,10 +19,10 @@ import re
 import unicodedata
 from typing import TYPE_CHECKING, Any
 
-from ._records import Bid, RunRecord, Turn, format_cost
-from ._sim import is_sim_model
-from ._terminal import terminal_text
-from .store import RunStore
+from .._records import Bid, RunRecord, Turn, format_cost
+from .._terminal import terminal_text
+from ..providers._sim import is_sim_model
+from ..store import RunStore
 
 if TYPE_CHECKING:
     import pandas as pd

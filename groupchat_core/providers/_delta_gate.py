@@ -20,7 +20,7 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable
 
-from ._secrets import MIN_SECRET_LENGTH, mask_secrets
+from .._secrets import MIN_SECRET_LENGTH, mask_secrets
 
 EVENTS_PER_SECOND = 20  # delta events per bid toward observers
 YIELD_EVERY = 0.005  # seconds of stream reading between yields to the shared loop

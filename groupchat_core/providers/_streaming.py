@@ -18,14 +18,14 @@ from typing import Any
 
 import jiter
 
-from ._bidding import MAX_MESSAGE_CHARS, MAX_TEXT_SCAN_CHARS, ParsedBid, parse_score
+from .._bidding import MAX_MESSAGE_CHARS, MAX_TEXT_SCAN_CHARS, ParsedBid, parse_score
+from .._records import BidPath
+from .._secrets import held_secrets, kwargs_secrets
 from ._bodies import REQUEST_DEADLINE
 from ._delta_gate import DeltaGate
 from ._litellm import litellm_module
-from ._records import BidPath
 from ._requests import deadline_exceeded, raise_if_bounded, set_request_deadline
 from ._retries import is_context_window_error
-from ._secrets import held_secrets, kwargs_secrets
 
 # Called with (score or None, message so far) whenever the partial bid changes.
 DeltaSink = Callable[[float | None, str], None]

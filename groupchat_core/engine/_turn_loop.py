@@ -13,23 +13,10 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._agent import Agent
-from ._bidding import PromptRoom, build_bid_prompt, describe_participant, is_unreadable
-from ._config import ChatConfig
-from ._model_calls import (
-    BID_DEADLINE,
-    BID_STREAM,
-    ModelCallFailed,
-    cap_text,
-    count_tokens,
-    default_bid_deadline,
-    in_process_model,
-    is_context_window_error,
-    stated_context_window,
-)
-from ._model_calls import call_litellm as _call_litellm
-from ._providers import BidRequest, ModelReply
-from ._records import (
+from .._agent import Agent
+from .._bidding import PromptRoom, build_bid_prompt, describe_participant, is_unreadable
+from .._config import ChatConfig
+from .._records import (
     Bid,
     BidDelta,
     BidReceived,
@@ -47,7 +34,20 @@ from ._records import (
     cost_totals,
     utc_now,
 )
-from ._secrets import agent_secrets, held_secrets, hold_secrets, mask_secrets, scrub
+from .._secrets import agent_secrets, held_secrets, hold_secrets, mask_secrets, scrub
+from ..providers._model_calls import (
+    BID_DEADLINE,
+    BID_STREAM,
+    ModelCallFailed,
+    cap_text,
+    count_tokens,
+    default_bid_deadline,
+    in_process_model,
+    is_context_window_error,
+    stated_context_window,
+)
+from ..providers._model_calls import call_litellm as _call_litellm
+from ..providers._providers import BidRequest, ModelReply
 from ._selection import NO_READ_BID_REASONS, Candidate, Selection, select_speaker, standing
 from ._transcript import PromptBudget, Transcript, omitted_note
 

@@ -1,6 +1,6 @@
 """`groupchat-lab sweep SPEC [--resume SWEEP] [--max-usd N]`: a sweep, headless; and the
 sweeps in the store: `sweep list`, `sweep show SWEEP`, `sweep stop SWEEP`, `sweep export SWEEP`,
-`sweep delete SWEEP` (_cli_manage.py). A new sweep is recorded for `--owner`, else the OS user.
+`sweep delete SWEEP` (_sweeps_manage.py). A new sweep is recorded for `--owner`, else the OS user.
 `sweep SPEC` is short for `sweep run SPEC`.
 
 A sweep has one owner: `--resume` of a sweep another live process still runs is refused with
@@ -27,7 +27,7 @@ from typing import Any, TextIO
 from .._errors import CliError
 from .._records import format_cost
 from .._terminal import terminal_text
-from ._events import (
+from ..sweeps._events import (
     BudgetStopped,
     CellFinished,
     SweepEvent,
@@ -61,7 +61,7 @@ def with_default_verb(argv: Sequence[str]) -> list[str]:
 
 
 def add_parser(sub: Any) -> None:
-    from ._cli_manage import add_verbs
+    from ._sweeps_manage import add_verbs
 
     group = sub.add_parser("sweep", help="run a parameter sweep (JSON/YAML sweep spec) into "
                                          "the store, resumable; list, show, stop, export sweeps",
@@ -96,7 +96,7 @@ def add_parser(sub: Any) -> None:
                             "default: start a local cluster for this sweep")
     sweep.add_argument("--json", action="store_true",
                        help="print the outcome (or the --estimate) as JSON on stdout")
-    from .._cli.owner import add_owner_flag
+    from ._owner import add_owner_flag
 
     add_owner_flag(sweep, "a new sweep and its runs are recorded for (a resume keeps the "
                           "sweep's owner)")
@@ -167,7 +167,7 @@ class SweepProgress:
 def _positive(value: float | None, name: str, integer: bool = False) -> None:
     """A cap from the command line: positive and finite (`--max-usd nan` would never stop a
     sweep), integers no larger than the spec allows."""
-    from ._spec import MAX_CALLS_CAP
+    from ..sweeps._spec import MAX_CALLS_CAP
 
     if value is not None and (not math.isfinite(value) or value <= 0 or (integer and value < 1)
                               or (integer and value > MAX_CALLS_CAP)):
@@ -177,17 +177,17 @@ def _positive(value: float | None, name: str, integer: bool = False) -> None:
 
 def cmd_sweep(args: argparse.Namespace, store: Any) -> int:
     if args.verb != "run":
-        from ._cli_manage import run_verb
+        from ._sweeps_manage import run_verb
 
         return run_verb(args, store)
     return _cmd_run(args, store)
 
 
 def _cmd_run(args: argparse.Namespace, store: Any) -> int:
-    from .._cli.output import emit_json
-    from ._plan import plan_sweep
-    from ._scheduler import run_sweep
-    from ._spec import load_sweep, parse_sweep
+    from ..sweeps._plan import plan_sweep
+    from ..sweeps._scheduler import run_sweep
+    from ..sweeps._spec import load_sweep, parse_sweep
+    from ._output import emit_json
 
     if args.spec is None and args.resume is None:
         raise CliError("give a sweep spec file, or --resume SWEEP")
@@ -215,12 +215,12 @@ def _cmd_run(args: argparse.Namespace, store: Any) -> int:
     observers = [] if args.quiet else [progress]
     executor = None
     if args.executor == "ray":
-        from ._ray_executor import RayExecutor
+        from ..sweeps._ray_executor import RayExecutor
 
         executor = RayExecutor(store, address=args.ray_address, bid_cache=plan.spec.bid_cache)
         executor.start()
     try:
-        from .._cli.owner import cli_owner
+        from ._owner import cli_owner
 
         owner = cli_owner(args)
         outcome = run_sweep(plan=plan, store=store, on_event=observers, executor=executor,
@@ -230,7 +230,7 @@ def _cmd_run(args: argparse.Namespace, store: Any) -> int:
         progress.close()
         if executor is not None:
             executor.close()
-    from ._scheduler import STOPPED_ON_REQUEST
+    from ..sweeps._scheduler import STOPPED_ON_REQUEST
 
     code = 1 if outcome.reason == STOPPED_ON_REQUEST else EXIT.get(outcome.status, 1)
     if args.json:
@@ -248,7 +248,7 @@ def _cmd_run(args: argparse.Namespace, store: Any) -> int:
 
 def _search_overrides(spec: Any, args: argparse.Namespace) -> Any:
     """--samples and --sample-seed applied to a loaded spec (validated like the file)."""
-    from ._spec import parse_sweep
+    from ..sweeps._spec import parse_sweep
 
     data = spec.to_data()
     if getattr(args, "samples", None) is not None:

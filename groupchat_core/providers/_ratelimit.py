@@ -23,7 +23,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from ._errors import ConfigError
+from .._errors import ConfigError
 
 
 @dataclass
