@@ -28,10 +28,18 @@ import os
 import re
 import threading
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from ._agent import Agent
+
+class Agent(Protocol):
+    """What masking needs of an agent (groupchat_core.Agent satisfies it); a Protocol so this
+    module, which Agent itself uses, never imports Agent back."""
+
+    @property
+    def litellm_kwargs(self) -> Mapping[str, Any]: ...
+
+    def secret_key(self) -> str | None: ...
+
 
 MASK = "***"
 MIN_SECRET_LENGTH = 8

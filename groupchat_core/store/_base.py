@@ -12,14 +12,20 @@ from typing import TypeVar
 
 from sqlalchemy import Connection, Engine
 
+from ._writer import TurnWriter
+
 T = TypeVar("T")
 
 
 class StoreBase:
-    """The store's URL, engine and transaction contexts, implemented by RunStore."""
+    """The store's URL, engines and transaction contexts, implemented by RunStore (the
+    recorder is typed against this too, so it never imports RunStore back)."""
 
     url: str
     engine: Engine
+    write_engine: Engine
+    reconnect_for: float
+    turn_writer: TurnWriter
 
     def write(self, what: str) -> AbstractContextManager[Connection]:
         raise NotImplementedError

@@ -74,7 +74,7 @@ from ._writer import (
 from ._writer_thread import COALESCE_S, writer_thread
 
 if TYPE_CHECKING:
-    from ._runstore import RunStore
+    from ._base import StoreBase
 
 logger = logging.getLogger("groupchat_core")
 RETRY_FIRST_S, RETRY_MAX_S = 0.05, 1.0  # backoff between reconnect attempts
@@ -167,7 +167,7 @@ class StoreRecorder:
     # instead of relaying each event to the thread that runs the chat.
     thread_safe = True
 
-    def __init__(self, store: RunStore, source: Any, *, sweep_id: str | None = None,
+    def __init__(self, store: StoreBase, source: Any, *, sweep_id: str | None = None,
                  cell: str | None = None, owner: str | None = None,
                  owner_name: str | None = None) -> None:
         self.store = store

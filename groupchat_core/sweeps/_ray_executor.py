@@ -47,6 +47,7 @@ import queue
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._errors import ConfigError, StoreError
@@ -114,15 +115,15 @@ class RayExecutor:
         except ImportError:  # an optional extra: the local executor needs none of it
             raise ConfigError(NO_RAY) from None
 
-        import groupchat_core
-
         if self._remote is None:
             _check_reachable(self.address)
         if not ray.is_initialized():
             options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
                                        "logging_level": logging.WARNING,
                                        **self.init_options}
-            options.setdefault("runtime_env", {"py_modules": [groupchat_core]})
+            # The package's folder, by path: importing the package here would import upwards.
+            package = str(Path(__file__).resolve().parents[1])
+            options.setdefault("runtime_env", {"py_modules": [package]})
             try:
                 with loopback_only(self.address is None):
                     ray.init(address=self.address, **options)
