@@ -150,12 +150,19 @@ def test_racing_claimers_in_threads_and_processes_claim_each_cell_once(store):
 
 
 FORCED = """
-import sys
+import sys, time
+from pathlib import Path
 from groupchat_core.store import RunStore
 from groupchat_core.cli import main
 # switch the owner check off: both processes run the sweep; only the cell claims protect it
 RunStore.sweep_owner = lambda self, sweep_id, take_over=False: None
 RunStore.reopen_sweep = lambda self, sweep_id, take_over=False: None
+# a barrier: neither starts the sweep before both have imported everything, so they overlap
+barrier = Path(sys.argv[2])
+(barrier / sys.argv[3]).touch()
+deadline = time.monotonic() + 120
+while len(list(barrier.iterdir())) < 2 and time.monotonic() < deadline:
+    time.sleep(0.01)
 sys.exit(main(["sweep", "--resume", sys.argv[1]]))
 """
 
@@ -164,9 +171,12 @@ def test_two_processes_forced_to_run_one_sweep_still_run_each_cell_once(store, t
     sweep_id = started_sweep(store, tmp_path, latency=0.02)
     before = store.list_runs(sweep_id=sweep_id)
     env = {**os.environ, "GROUPCHAT_DB": store.url}
-    procs = [subprocess.Popen([sys.executable, "-c", FORCED, sweep_id], cwd=ROOT, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(2)]
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    procs = [subprocess.Popen([sys.executable, "-c", FORCED, sweep_id, str(barrier), str(i)],
+                              cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+             for i in range(2)]
     outs = [p.communicate(timeout=300) for p in procs]
     runs = store.list_runs(sweep_id=sweep_id)
     new = runs[~runs["run_id"].isin(before["run_id"])]
