@@ -39,10 +39,19 @@ def new_run(page: Any, max_loops: int, threshold: float | None = None) -> str:
     """Open "New run" if it is closed, set max_loops (and threshold), start; returns the new
     job's id."""
     expander = page.get_by_test_id("stExpander").filter(has_text="New run").first
-    if not page.locator(".st-key-start_run button").is_visible():
+    start = page.locator(".st-key-start_run button")
+    # Look only once no script run is in flight: the rerun after the last Start closes the
+    # panel, and a look before it lands sees the panel still open (then it shuts while typing).
+    for attempt in range(3):
         wait_idle(page)
-        expander.get_by_text("New run").first.click()
-        expect(page.locator(".st-key-start_run button")).to_be_visible(timeout=WAIT_MS)
+        if not start.is_visible():
+            expander.get_by_text("New run").first.click()
+        try:
+            expect(start).to_be_visible(timeout=WAIT_MS // 3)
+            break
+        except AssertionError:
+            if attempt == 2:
+                raise
     set_number(page, "run_param_max_loops", max_loops)
     if threshold is not None:
         set_number(page, "run_param_threshold", threshold)
