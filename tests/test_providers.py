@@ -32,6 +32,7 @@ from groupchat_core.testing import FakeOpenAIServer, ScriptedBids, error, tool_c
 
 PROVIDERS = Path(__file__).resolve().parents[1] / "groupchat_core" / "providers"
 KEY = "sk-local-dummy-key-for-providers"
+PARTIAL = "a partial bid " * 40  # long: the gate holds back a tail that may start a secret
 
 
 class Recording:
@@ -39,6 +40,9 @@ class Recording:
     the loop time it got it at."""
 
     needs_prompt = True
+
+    def partial(self, request: BidRequest) -> str:
+        return PARTIAL
 
     def __init__(self, line: str, score: float = 0.9) -> None:
         self.line, self.score = line, score
@@ -48,8 +52,8 @@ class Recording:
     async def bid(self, request: BidRequest) -> ModelReply:
         with self.lock:
             self.requests.append((request, asyncio.get_running_loop().time()))
-        if request.sink is not None:
-            request.sink(self.score, self.line[:3])  # a partial bid, as a streaming model would
+        if request.sink is not None:  # a partial bid, as a streaming model would send it
+            request.sink(self.score, self.partial(request))
         speaks = request.agent.agent_name == "A"
         return reply_from_arguments(
             {"score": self.score if speaks else 0.0, "message": self.line if speaks else ""},
@@ -114,7 +118,33 @@ def test_the_deadline_and_the_sink_reach_the_provider_as_arguments():
         assert request.deadline is not None
         assert 0 < request.deadline - received_at <= 5.0  # bid_timeout, on the loop's clock
         assert request.sink is not None
-    assert {(d.agent, d.message) for d in deltas} == {("A", "str"), ("B", "str")}
+    assert {d.agent for d in deltas} == {"A", "B"}
+    assert all(d.message and PARTIAL.startswith(d.message) for d in deltas)
+
+
+def test_a_providers_deltas_are_masked_like_a_streamed_litellm_bid():
+    """The sink a provider is given masks every held secret (here the agent's own key)."""
+    secret = "sk-provider-echo-0123456789abcdefXYZ"
+
+    class Echo(Recording):
+        def partial(self, request: BidRequest) -> str:
+            return f"my key is {secret} " + PARTIAL
+
+    deltas: list[BidDelta] = []
+
+    class Watch:
+        wants = frozenset({"bid_delta"})
+        thread_safe = True
+
+        def __call__(self, event: Any) -> None:
+            deltas.append(event)
+
+    agents = [Agent(agent_name=n, model_name="fake/model", api_key=secret) for n in "AB"]
+    chat = GroupChat(agents=agents, max_loops=2, providers={"fake": Echo("x")},
+                     stream_bids=True, on_event=[Watch()])
+    chat.run("t")
+    assert len(deltas) == 2 and all(d.message.startswith("my key is ") for d in deltas)
+    assert not [d for d in deltas if secret in d.message or secret[:12] in d.message]
 
 
 def test_no_sink_is_given_when_nobody_watches_bids_form():

@@ -36,6 +36,7 @@ from .._records import (
     utc_now,
 )
 from .._secrets import agent_secrets, held_secrets, hold_secrets, mask_secrets, scrub
+from ..providers._delta_gate import gated_sink
 from ..providers._model_calls import LITELLM, default_bid_deadline, provider_for
 from ..providers._providers import BidRequest, DeltaSink, ModelReply, Provider
 from ..providers._replies import ModelCallFailed, cap_text
@@ -261,6 +262,8 @@ class TurnLoop:
         limit = self._bid_limit(agent)
         deadline = asyncio.timeout(limit)
         sink = None if self.emit_delta is None else self._delta_sink(turn, agent.agent_name)
+        if sink is not None and self.providers[agent.agent_name] is not LITELLM:
+            sink = gated_sink(sink, secrets)  # masked and paced, as litellm's stream reader is
         try:
             async with deadline:
                 ends = asyncio.get_running_loop().time() + limit
