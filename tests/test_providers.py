@@ -231,3 +231,27 @@ def test_no_context_variable_carries_the_bid_deadline_or_sink():
     names = {n for path in PROVIDERS.glob("*.py")
              for n in ("BID_DEADLINE", "BID_STREAM") if n in path.read_text(encoding="utf-8")}
     assert names == set()
+
+
+def test_a_provider_given_for_a_litellm_prefix_needs_no_key_and_no_litellm():
+    """`openai/...` agents answered by a provider the chat was given: no credential check (no
+    OPENAI_API_KEY in tests), no litellm import (tokens estimated), and never cached."""
+    code = """
+import sys
+sys.path.insert(0, "tests")
+from test_providers import Recording
+from groupchat_core import Agent, GroupChat
+provider = Recording("no litellm here")
+agents = [Agent(agent_name=n, model_name="openai/gpt-4o-mini", temperature=0) for n in "AB"]
+chat = GroupChat(agents=agents, max_loops=2, providers={"openai": provider})
+for _ in range(2):
+    chat.run("t")
+assert chat.last_run.messages[-1].content == "no litellm here"
+assert len(provider.requests) == 4, provider.requests  # temperature 0, yet not cached
+assert "litellm" not in sys.modules
+"""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    subprocess.run([sys.executable, "-c", code], cwd=root, check=True)
