@@ -24,9 +24,9 @@ from groupchat_core.testing import ScriptedBid, ScriptedBids, UnexpectedModelCal
 
 
 def make_chat(script: dict, **kwargs) -> tuple[GroupChat, ScriptedBids]:
-    fake = ScriptedBids(script)
+    fake = ScriptedBids(script, shared=False)  # passed in: no process-wide table
     agents = [Agent(agent_name=name, model_name=fake.model_name) for name in script]
-    return GroupChat(agents=agents, **kwargs), fake
+    return GroupChat(agents=agents, providers=fake.providers, **kwargs), fake
 
 
 def test_three_agents_exact_speakers_stop_reason_and_bid_table():
