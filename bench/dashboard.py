@@ -33,7 +33,7 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from bench.store import close_fakes, scripted_chat  # noqa: E402
+from bench.store import scripted_chat  # noqa: E402
 from groupchat_core.store import RunStore  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,7 +64,6 @@ def build_run(url: str, turns: int) -> str:
     chat = scripted_chat(16, turns, seed=7)
     store.attach(chat)
     chat.run("A long one.")
-    close_fakes()
     store.flush()
     return str(chat.last_run.run_id)
 

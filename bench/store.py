@@ -50,22 +50,14 @@ def scripted_chat(agents: int, turns: int, seed: int) -> GroupChat:
     rng = random.Random(seed)
     script = {f"Agent{i:02d}": [(round(rng.uniform(0.3, 1.0), 4), f"Agent{i:02d} on turn {t}")
                                 for t in range(turns)] for i in range(agents)}
-    fake = ScriptedBids(script)
-    OPEN_FAKES.append(fake)
+    # Passed in, not shared: the fake (its script and every call it answered, 16,000 of each
+    # for a 200-turn chat) goes with the chat. A process-wide one grew the heap by ~10,000
+    # tracked objects per chat, and full garbage collections of 60-400 ms landed in random
+    # repetitions.
+    fake = ScriptedBids(script, shared=False)
     members = [Agent(agent_name=name, model_name=fake.model_name) for name in script]
-    return GroupChat(agents=members, max_loops=turns + 1, threshold=0.5)
-
-
-OPEN_FAKES: list[ScriptedBids] = []
-
-
-def close_fakes() -> None:
-    """Unregister the scripted fakes made so far. Each keeps its script and every call it
-    answered (16,000 of each for a 200-turn chat) for as long as it is registered: left open,
-    they grew the heap by ~10,000 tracked objects per chat, and full garbage collections of
-    60-400 ms landed in random repetitions."""
-    while OPEN_FAKES:
-        OPEN_FAKES.pop().close()
+    return GroupChat(agents=members, max_loops=turns + 1, threshold=0.5,
+                     providers=fake.providers)
 
 
 def sim_chat(agents: int, seed: int) -> GroupChat:
@@ -115,7 +107,6 @@ def _timed(make: Callable[[], GroupChat], mode: str, store: RunStore,
     else:
         chat.run(task)  # returns once the run is in the store
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    close_fakes()
     turns = len(chat.last_run.turns) if chat.last_run else 0
     return wall, cpu, _writer_cpu(store) - writer, _loop_cpu() - loop, turns
 
@@ -165,7 +156,6 @@ def bench_read(store: RunStore, turns: int, reps: int) -> dict[str, Any]:
     chat = scripted_chat(16, turns, seed=7)
     store.attach(chat)
     chat.run("A long one.")
-    close_fakes()
     run_id = chat.last_run.run_id
     frame_s, record_s = [], []
     for _ in range(reps):

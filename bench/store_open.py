@@ -26,7 +26,7 @@ from contextlib import closing
 from pathlib import Path
 
 from bench.report import write_section
-from bench.store import close_fakes, scripted_chat
+from bench.store import scripted_chat
 from groupchat_core import bundle_json, import_bundle
 from groupchat_core.store import RunStore, dispose_engines
 
@@ -46,7 +46,6 @@ def build(path: Path, target_mb: float) -> int:
         copy["run"]["run_id"] = uuid.uuid4().hex
         import_bundle(store, copy)
         count += 1
-    close_fakes()
     dispose_engines()
     return count
 

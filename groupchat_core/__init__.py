@@ -53,12 +53,13 @@ from .engine._selection import select_speaker
 from .providers._credentials import check_credentials
 from .providers._endpoints import TRUSTED_BASES_ENV, endpoint_trusted, normalise_base
 from .providers._limiter import max_inflight_calls, set_max_inflight_calls
-from .providers._model_calls import RememberedMode, forget_remembered_modes, remembered_modes
-from .providers._model_calls import litellm_module as _litellm_module
+from .providers._litellm import litellm_module as _litellm_module
+from .providers._providers import BidRequest, ModelReply, Provider, reply_from_arguments
 from .providers._ratelimit import set_rate_limit
 from .providers._sim import PERSONAS as _PERSONAS
 from .providers._sim import SIM_PREFIX as _SIM_PREFIX
 from .providers._sim import is_sim_model
+from .providers._tool_modes import RememberedMode, forget_remembered_modes, remembered_modes
 
 if TYPE_CHECKING:
     from .exports._bundles import bundle_json, dump_agents, import_bundle, load_agents_text
@@ -115,6 +116,7 @@ __all__ = [
     "Bid",
     "BidDelta",
     "BidReceived",
+    "BidRequest",
     "ChatConfig",
     "ChatSpec",
     "CliError",
@@ -126,6 +128,8 @@ __all__ = [
     "Message",
     "MessagePosted",
     "ModelCallError",
+    "ModelReply",
+    "Provider",
     "RememberedMode",
     "RunFinished",
     "RunRecord",
@@ -157,6 +161,7 @@ __all__ = [
     "max_inflight_calls",
     "normalise_base",
     "prepare_litellm",
+    "reply_from_arguments",
     "remembered_modes",
     "select_speaker",
     "set_max_inflight_calls",

@@ -27,9 +27,9 @@ def trio_script() -> dict[str, list[tuple[float, str]]]:
 
 def trio_chat(**kwargs: Any) -> tuple[GroupChat, ScriptedBids]:
     """The trio as a GroupChat (max_loops=10 unless given) and its script."""
-    fake = ScriptedBids(trio_script())
+    fake = ScriptedBids(trio_script(), shared=False)  # passed in: no process-wide table
     agents = [Agent(agent_name=name, model_name=fake.model_name) for name in TRIO]
-    return GroupChat(agents=agents, **{"max_loops": 10, **kwargs}), fake
+    return GroupChat(agents=agents, providers=fake.providers, **{"max_loops": 10, **kwargs}), fake
 
 
 def trio_record(task: str = TASK, **kwargs: Any) -> RunRecord:

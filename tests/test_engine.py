@@ -24,9 +24,9 @@ from groupchat_core.testing import ScriptedBid, ScriptedBids, UnexpectedModelCal
 
 
 def make_chat(script: dict, **kwargs) -> tuple[GroupChat, ScriptedBids]:
-    fake = ScriptedBids(script)
+    fake = ScriptedBids(script, shared=False)  # passed in: no process-wide table
     agents = [Agent(agent_name=name, model_name=fake.model_name) for name in script]
-    return GroupChat(agents=agents, **kwargs), fake
+    return GroupChat(agents=agents, providers=fake.providers, **kwargs), fake
 
 
 def test_three_agents_exact_speakers_stop_reason_and_bid_table():
@@ -276,16 +276,15 @@ def test_unexpected_scripted_call_fails_loudly():
 
 
 def test_a_closed_scripted_fake_is_no_longer_routed_to():
-    """close() drops the fake from the process-wide registry (which otherwise keeps it and
+    """close() drops the fake from the process-wide shared table (which otherwise keeps it and
     every call it answered for the life of the process); closing twice is harmless."""
-    from groupchat_core.providers._providers import registered_in_process
+    from groupchat_core.providers._routing import in_process_provider
 
     fake = ScriptedBids({"A": [(0.9, "a")], "B": [(0.1, "")]})
-    prefix = fake.model_name.split("/")[0]
-    assert registered_in_process(prefix) is fake
+    assert in_process_provider(fake.model_name) is fake
     fake.close()
     fake.close()
-    assert registered_in_process(prefix) is None
+    assert in_process_provider(fake.model_name) is None
 
 
 def test_validation_errors():

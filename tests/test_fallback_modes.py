@@ -12,7 +12,7 @@ from pydantic import SecretStr
 
 from groupchat_core import Agent, GroupChat, remembered_modes
 from groupchat_core.providers import _tool_modes as tool_modes
-from groupchat_core.providers._model_calls import (
+from groupchat_core.providers._tool_modes import (
     forget_remembered_modes,
     rejection_kind,
     tools_hash,

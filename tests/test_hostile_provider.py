@@ -18,7 +18,8 @@ from groupchat_core import Agent, GroupChat
 from groupchat_core._bidding import MAX_MESSAGE_CHARS
 from groupchat_core.engine import _turn_loop as turn_loop
 from groupchat_core.engine._loop import background_loop
-from groupchat_core.providers._model_calls import MAX_ERROR_CHARS, default_bid_deadline
+from groupchat_core.providers._model_calls import default_bid_deadline
+from groupchat_core.providers._replies import MAX_ERROR_CHARS
 
 BIG = 10_000_000
 

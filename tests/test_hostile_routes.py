@@ -22,7 +22,8 @@ from pydantic import SecretStr
 from groupchat_core import Agent, GroupChat, RunRecord, bids_csv, hold_secrets, transcript_markdown
 from groupchat_core._bidding import MAX_MESSAGE_CHARS
 from groupchat_core.engine._loop import background_loop
-from groupchat_core.providers._model_calls import MAX_ERROR_CHARS, litellm_module
+from groupchat_core.providers._litellm import litellm_module
+from groupchat_core.providers._replies import MAX_ERROR_CHARS
 from groupchat_core.providers._sse_coalesce import STREAM_TEXT_CAP
 from groupchat_core.store import RunStore
 from groupchat_core.testing import HostileServer

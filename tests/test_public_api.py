@@ -132,6 +132,8 @@ def test_the_package_api_is_pinned():
         "app_version", "litellm_version",
         # the one masking function, and the secrets it masks in every chat's output
         "mask_secrets", "hold_secrets",
+        # the one provider interface: what GroupChat(providers=...) is given
+        "Provider", "BidRequest", "ModelReply", "reply_from_arguments",
     ])
 
 

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from groupchat_core import Agent, ConfigError, GroupChat, set_rate_limit
-from groupchat_core.providers import _model_calls as model_calls
 from groupchat_core.providers import _retries as retries
 from groupchat_core.providers._ratelimit import RATE_LIMITS, RateLimits
 from groupchat_core.testing import FakeOpenAIServer, error, tool_call
@@ -192,7 +191,7 @@ class _Refused(Exception):
 def test_retry_after_forms_are_read() -> None:
     import email.utils
 
-    read = model_calls.retry_after_seconds
+    read = retries.retry_after_seconds
     assert read(_Refused({"retry-after": "5"})) == 5.0
     assert read(_Refused({"retry-after": "0.25"})) == 0.25
     assert read(_Refused({"retry-after-ms": "1500", "retry-after": "9"})) == 1.5

@@ -153,7 +153,7 @@ def test_the_estimate_of_a_sim_sweep_is_exact_in_calls_and_free(tmp_path):
 
 
 def test_priced_models_are_costed_with_litellms_prices_and_unknown_ones_said_so():
-    from groupchat_core.providers._model_calls import litellm_module
+    from groupchat_core.providers._litellm import litellm_module
 
     priced = spec_data(grid={"model": ["openai/gpt-4o-mini"]}, tasks=["t"], repeats=1)
     result = estimate(parse_sweep(priced))

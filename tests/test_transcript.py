@@ -11,7 +11,7 @@ import pytest
 from groupchat_core import Agent, GroupChat
 from groupchat_core.engine import _transcript as transcript_module
 from groupchat_core.engine._transcript import Transcript
-from groupchat_core.providers._model_calls import approximate_tokens
+from groupchat_core.providers._tokens import approximate_tokens
 from groupchat_core.testing import ScriptedBids
 
 LINES = [("User", "abcd"), ("A", "1234567"), ("B", "2234567"), ("A", "3234567"),

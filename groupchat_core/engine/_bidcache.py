@@ -37,7 +37,7 @@ from .._agent import Agent
 from .._bidding import ParsedBid
 from .._errors import ConfigError, StoreError
 from ..providers._deployments import routed_bases
-from ..providers._providers import BidRequest, InProcessModel, ModelReply
+from ..providers._providers import BidRequest, ModelReply, Provider
 from ..providers._sim import is_sim_model
 
 if TYPE_CHECKING:
@@ -167,7 +167,7 @@ class BidCache:
     def stats(self) -> CacheStats:
         return self._backing.stats
 
-    def applies(self, agent: Agent, local: InProcessModel | None) -> bool:
+    def applies(self, agent: Agent, local: Provider | None) -> bool:
         """Whether this agent's bids may be cached under this policy."""
         if local is not None:
             return is_sim_model(agent.model_name)

@@ -10,7 +10,7 @@ import concurrent.futures
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -22,7 +22,9 @@ from .._records import BidDelta, Event, Message, RunRecord
 from ..providers._credentials import check_credentials, credentials_error
 from ..providers._deployment_checks import key_problems
 from ..providers._deployments import Deployments, Routes, routed_by, routes_for
-from ..providers._model_calls import in_process_model, load_litellm_off_loop
+from ..providers._litellm import load_litellm_off_loop
+from ..providers._model_calls import LITELLM, provider_for
+from ..providers._providers import Provider
 from ..providers._sim import is_sim_model, persona_for
 from ._bidcache import BidCache, resolve_cache
 from ._loop import background_loop
@@ -69,6 +71,27 @@ def _check_model(agent: Agent) -> None:
             raise ConfigError(f"agent {agent.agent_name!r}: {exc}") from None
 
 
+def _check_providers(providers: Mapping[str, Provider] | None) -> dict[str, Provider]:
+    """Providers by model-name prefix: each key a prefix ("fake", not "fake/model"), each value
+    an object with `needs_prompt` and an async `bid(request)` (providers/_providers.py)."""
+    if providers is None:
+        return {}
+    if not isinstance(providers, Mapping):
+        raise ConfigError("providers must map a model-name prefix to a provider, e.g. "
+                          "providers={'fake': my_provider} for models named 'fake/...'")
+    checked: dict[str, Provider] = {}
+    for prefix, provider in providers.items():
+        if not isinstance(prefix, str) or not prefix or "/" in prefix:
+            raise ConfigError(f"providers key {prefix!r} is not a model-name prefix: use the "
+                              "part before the '/', e.g. 'fake' for 'fake/model'")
+        if not isinstance(provider, Provider):
+            raise ConfigError(
+                f"providers[{prefix!r}] is a {type(provider).__name__}, not a provider: it "
+                "needs a `needs_prompt` attribute and an async `bid(request)` method")
+        checked[prefix] = provider
+    return checked
+
+
 class GroupChat:
     """Turn-based bidding chat: every agent bids each turn; the best bid above threshold speaks."""
 
@@ -80,6 +103,7 @@ class GroupChat:
     _lock: threading.Lock
     _bid_cache: BidCache | None
     _routes: Routes | None
+    _providers: dict[str, Provider]
 
     if TYPE_CHECKING:  # the config fields, read and written through to `_config` (below)
         name: str
@@ -115,6 +139,7 @@ class GroupChat:
         on_event: Observer | Iterable[Observer] | None = None,
         bid_cache: BidCache | bool | None = None,
         deployments: Deployments | dict[str, Any] | None = None,
+        providers: Mapping[str, Provider] | None = None,
         **extensions: Any,
     ) -> None:
         """The reference's signature; every default is ChatConfig's (see _config.py).
@@ -126,7 +151,12 @@ class GroupChat:
 
         `deployments`: several endpoints per model name, load-balanced by litellm's Router
         for this chat's runs only (docs/sweeps.md, "Several deployments"); other chats on the
-        same model name keep their own api_base and key."""
+        same model name keep their own api_base and key.
+
+        `providers`: Provider objects by model-name prefix, for this chat only:
+        `providers={"fake": p}` sends every `fake/...` agent's bids to `p.bid(request)`
+        instead of litellm (docs/engine.md, "Providers"). Unnamed prefixes: `sim/` runs the
+        built-in sims, everything else goes through litellm."""
         try:
             config = ChatConfig(
                 name=name, description=description, max_loops=max_loops, threshold=threshold,
@@ -148,6 +178,7 @@ class GroupChat:
         object.__setattr__(self, "_lock", threading.Lock())
         object.__setattr__(self, "_bid_cache", resolve_cache(bid_cache))
         object.__setattr__(self, "_routes", routes_for(deployments))
+        object.__setattr__(self, "_providers", _check_providers(providers))
 
     # Config fields read and write through to the validated config, like the reference's attrs.
     def __getattr__(self, item: str) -> Any:
@@ -227,13 +258,13 @@ class GroupChat:
             if streaming_callback is not None:
                 dispatch(stream_message, streaming_callback, message)
 
-        if any(in_process_model(a.model_name) is None for a in self.agents):
+        if any(self._provider(a) is LITELLM for a in self.agents):
             await load_litellm_off_loop()  # token counting needs it; never import on the loop
             problems = self._credential_problems()  # before anything is spent
             if problems:
                 raise ConfigError(credentials_error(problems))
         run = TurnLoop(self.agents, self._config.model_copy(), task, emit, post, self._bid_cache,
-                       emit_delta if self.stream_bids and deltas else None)
+                       emit_delta if self.stream_bids and deltas else None, self._providers)
         current = asyncio.current_task()
         with self._lock:
             self._active.add((asyncio.get_running_loop(), current))
@@ -248,9 +279,13 @@ class GroupChat:
     def _credential_problems(self) -> list[str]:
         """Missing keys: routed agents are judged by their deployments (_deployment_checks)."""
         routes = self._routes
-        direct = [a for a in self.agents if routes is None or not routes.serves(a.model_name)]
-        models = [a.model_name for a in self.agents]
+        ours = [a for a in self.agents if self._provider(a) is LITELLM]
+        direct = [a for a in ours if routes is None or not routes.serves(a.model_name)]
+        models = [a.model_name for a in ours]
         return check_credentials(direct) + key_problems(routes, models)
+
+    def _provider(self, agent: Agent) -> Provider:
+        return provider_for(agent.model_name, self._providers)
 
     async def arun(self, task: str, streaming_callback: StreamingCallback | None = None) -> Any:
         """Async twin of run(): callbacks and observers run on the caller's loop, in order.

@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
-from ..providers._model_calls import count_tokens, input_budget
+from ..providers._tokens import count_tokens, input_budget
 
 if TYPE_CHECKING:
     from .._agent import Agent
@@ -51,7 +51,7 @@ def declared_window(agent: Agent) -> int | None:
 class PromptBudget:
     """What one agent's bid prompts may use; mutable because a rejection teaches us more."""
 
-    model: str
+    model: str | None  # what tokens are counted as (None: estimated, see _tokens.py)
     window: int  # context window in tokens
     max_tokens: int  # what the agent asks the reply to be capped at
     fixed: int  # tokens sent every time: system prompt, tools JSON, framing
@@ -59,8 +59,10 @@ class PromptBudget:
     sent: int = 0  # history tokens in the latest prompt built (what a rejection refused)
 
     @classmethod
-    def for_agent(cls, agent: Agent) -> PromptBudget:
-        model = agent.model_name
+    def for_agent(cls, agent: Agent, *, estimate: bool = False) -> PromptBudget:
+        """`estimate`: the agent's model is not litellm's (a provider the chat was given), so
+        its tokens are estimated and its window is the default unless declared."""
+        model = None if estimate else agent.model_name
         tools = agent.tools_list_dictionary
         fixed = FRAMING_TOKENS + count_tokens(model, agent.system_prompt)
         if tools:
@@ -100,15 +102,15 @@ class Transcript:
 
     def __init__(self) -> None:
         self.lines: list[str] = []
-        self._counts: dict[str, list[int]] = {}
-        self._totals: dict[str, int] = {}
+        self._counts: dict[str | None, list[int]] = {}
+        self._totals: dict[str | None, int] = {}
         self._full: str | None = None
 
     def append(self, role: str, content: str) -> None:
         self.lines.append(f"{role}: {content}")
         self._full = None
 
-    def _line_counts(self, model: str) -> tuple[list[int], int]:
+    def _line_counts(self, model: str | None) -> tuple[list[int], int]:
         counts = self._counts.setdefault(model, [])
         total = self._totals.get(model, 0)
         for line in self.lines[len(counts) :]:
@@ -122,7 +124,7 @@ class Transcript:
             self._full = "\n".join(self.lines)
         return self._full
 
-    def window(self, model: str, budget: int) -> Window:
+    def window(self, model: str | None, budget: int) -> Window:
         """History text within `budget` tokens, and how many old messages were left out.
 
         The task is always kept; whole oldest messages after it are dropped, never part of one.

@@ -6,6 +6,7 @@ Observers get typed events as things happen; a stop reason is data on the record
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import time
 import uuid
@@ -35,19 +36,13 @@ from .._records import (
     utc_now,
 )
 from .._secrets import agent_secrets, held_secrets, hold_secrets, mask_secrets, scrub
-from ..providers._model_calls import (
-    BID_DEADLINE,
-    BID_STREAM,
-    ModelCallFailed,
-    cap_text,
-    count_tokens,
-    default_bid_deadline,
-    in_process_model,
-    is_context_window_error,
-    stated_context_window,
-)
-from ..providers._model_calls import call_litellm as _call_litellm
-from ..providers._providers import BidRequest, ModelReply
+from ..providers._delta_gate import gated_sink
+from ..providers._model_calls import LITELLM, default_bid_deadline, provider_for
+from ..providers._providers import BidRequest, DeltaSink, ModelReply, Provider
+from ..providers._replies import ModelCallFailed, cap_text
+from ..providers._retries import is_context_window_error, stated_context_window
+from ..providers._routing import Providers
+from ..providers._tokens import count_tokens
 from ._selection import NO_READ_BID_REASONS, Candidate, Selection, select_speaker, standing
 from ._transcript import PromptBudget, Transcript, omitted_note
 
@@ -65,8 +60,15 @@ class TurnLoop:
     def __init__(
         self, agents: Sequence[Agent], config: ChatConfig, task: str, emit: Emit, post: Post,
         bid_cache: BidCache | None = None, emit_delta: EmitDelta | None = None,
+        providers: Providers | None = None,
     ) -> None:
         self.agents = list(agents)
+        # Each agent's provider, picked once (_routing.py): the chat's own for its prefix, a
+        # sim, or litellm. Non-litellm models have their tokens estimated (None below).
+        self.providers = {a.agent_name: provider_for(a.model_name, providers)
+                          for a in self.agents}
+        self._tokens_of = {a.agent_name: a.model_name if self.providers[a.agent_name] is LITELLM
+                           else None for a in self.agents}
         self.emit_delta = emit_delta  # None: bids are not streamed (nobody watches them form)
         self.bid_cache = bid_cache
         self.config = config
@@ -87,7 +89,7 @@ class TurnLoop:
     def _prompt_overhead(self, agent: Agent) -> PromptBudget:
         """What the agent's bid prompts may use (system prompt, tools and reply room counted);
         kept for the run, so a context-window rejection shrinks every later bid's history."""
-        return PromptBudget.for_agent(agent)
+        return PromptBudget.for_agent(agent, estimate=self._tokens_of[agent.agent_name] is None)
 
     # --- posting and the loop -------------------------------------------------------------
 
@@ -187,11 +189,12 @@ class TurnLoop:
         ))
 
     def _request(self, turn: int, agent: Agent, history: tuple[tuple[str, str], ...],
-                 with_prompt: bool) -> BidRequest:
+                 with_prompt: bool, deadline: float | None,
+                 sink: DeltaSink | None) -> BidRequest:
         messages: list[dict[str, Any]] = []
         if with_prompt:
             messages = self._messages_for(turn, agent, history)
-        return BidRequest(agent, messages, history, turn, self.config.seed)
+        return BidRequest(agent, messages, history, turn, self.config.seed, deadline, sink)
 
     def _messages_for(self, turn: int, agent: Agent,
                       history: tuple[tuple[str, str], ...]) -> list[dict[str, Any]]:
@@ -208,45 +211,43 @@ class TurnLoop:
             last_speaker=last_speaker, last_message=last_message, task=self.record.task,
             turn=turn)
         budget: PromptBudget = self._overhead[agent.agent_name]
-        rest = count_tokens(agent.model_name, fill(
+        tokens_of = self._tokens_of[agent.agent_name]
+        rest = count_tokens(tokens_of, fill(
             conversation="", omitted_note=omitted_note(len(self.transcript.lines))))
-        history_block = self.transcript.window(agent.model_name, budget.history_budget(rest))
+        history_block = self.transcript.window(tokens_of, budget.history_budget(rest))
         budget.sent = history_block.tokens
         prompt = fill(conversation=history_block.text,
                       omitted_note=omitted_note(history_block.omitted))
         system = [{"role": "system", "content": agent.system_prompt}] if agent.system_prompt else []
         return [*system, {"role": "user", "content": prompt}]
 
-    async def _call_model(self, turn: int, agent: Agent, history: tuple[tuple[str, str], ...],
-                          messages: list[dict[str, Any]]) -> ModelReply:
-        """A litellm bid. Sets the bid's deadline for the retry logic (_model_calls.py); when
-        the server says the context window is exceeded, shrinks this agent's budget for the
-        rest of the run, rebuilds the prompt and tries once more."""
-        token = BID_DEADLINE.set(asyncio.get_running_loop().time() + self._bid_limit(agent))
+    async def _call_model(self, provider: Provider, request: BidRequest,
+                          history: tuple[tuple[str, str], ...]) -> ModelReply:
+        """A bid that needs a prompt. When the server says the context window is exceeded,
+        shrinks this agent's budget for the rest of the run, rebuilds the prompt and tries
+        once more (the same deadline and sink: it is the same bid)."""
+        agent, turn, messages = request.agent, request.turn, request.messages
         try:
-            try:
-                return await _call_litellm(agent, messages)
-            except ModelCallFailed as exc:
-                if not is_context_window_error(exc.cause):
-                    raise
-                first = exc
-            budget: PromptBudget = self._overhead[agent.agent_name]
-            budget.shrink(stated_context_window(str(first.cause)))
-            smaller = self._messages_for(turn, agent, history)
-            if smaller == messages:  # the window named did not trim it (tokenizers differ)
-                budget.shrink(None)
-                smaller = self._messages_for(turn, agent, history)
-            if smaller == messages:
-                raise first
-            try:
-                reply = await _call_litellm(agent, smaller)
-            except ModelCallFailed as again:
-                again.calls += first.calls
+            return await provider.bid(request)
+        except ModelCallFailed as exc:
+            if not is_context_window_error(exc.cause):
                 raise
-            reply.calls += first.calls
-            return reply
-        finally:
-            BID_DEADLINE.reset(token)
+            first = exc
+        budget: PromptBudget = self._overhead[agent.agent_name]
+        budget.shrink(stated_context_window(str(first.cause)))
+        smaller = self._messages_for(turn, agent, history)
+        if smaller == messages:  # the window named did not trim it (tokenizers differ)
+            budget.shrink(None)
+            smaller = self._messages_for(turn, agent, history)
+        if smaller == messages:
+            raise first
+        try:
+            reply = await provider.bid(dataclasses.replace(request, messages=smaller))
+        except ModelCallFailed as again:
+            again.calls += first.calls
+            raise
+        reply.calls += first.calls
+        return reply
 
     def _bid_limit(self, agent: Agent) -> float:
         """Seconds one bid may take: bid_timeout, or when unset, every request it may make."""
@@ -260,11 +261,13 @@ class TurnLoop:
         bid = Bid(turn=turn, agent=agent.agent_name, position=pos)
         limit = self._bid_limit(agent)
         deadline = asyncio.timeout(limit)
-        if self.emit_delta is not None:
-            BID_STREAM.set(self._delta_sink(turn, agent.agent_name))  # this bid's task only
+        sink = None if self.emit_delta is None else self._delta_sink(turn, agent.agent_name)
+        if sink is not None and self.providers[agent.agent_name] is not LITELLM:
+            sink = gated_sink(sink, secrets)  # masked and paced, as litellm's stream reader is
         try:
             async with deadline:
-                reply = await self._call(turn, agent, history)
+                ends = asyncio.get_running_loop().time() + limit
+                reply = await self._call(turn, agent, history, ends, sink)
             _apply_reply(bid, reply)
         except ModelCallFailed as exc:
             bid.error, bid.calls = str(exc), exc.calls
@@ -291,7 +294,7 @@ class TurnLoop:
         self.emit(BidReceived(run_id=self.record.run_id, bid=live))
         return bid
 
-    def _delta_sink(self, turn: int, agent: str) -> Callable[[float | None, str], None]:
+    def _delta_sink(self, turn: int, agent: str) -> DeltaSink:
         """What a streamed bid calls as it forms: a BidDelta to the observers asking for them."""
         emit, run_id = self.emit_delta, self.record.run_id
         assert emit is not None
@@ -301,15 +304,16 @@ class TurnLoop:
 
         return sink
 
-    async def _call(self, turn: int, agent: Agent,
-                    history: tuple[tuple[str, str], ...]) -> ModelReply:
-        local = in_process_model(agent.model_name)
-        request = self._request(turn, agent, history, local is None or local.needs_prompt)
+    async def _call(self, turn: int, agent: Agent, history: tuple[tuple[str, str], ...],
+                    deadline: float, sink: DeltaSink | None) -> ModelReply:
+        provider = self.providers[agent.agent_name]
+        request = self._request(turn, agent, history, provider.needs_prompt, deadline, sink)
         call: Callable[[], Awaitable[ModelReply]]
-        if local is not None:
-            call = functools.partial(local, request)
+        if provider.needs_prompt:
+            call = functools.partial(self._call_model, provider, request, history)
         else:
-            call = functools.partial(self._call_model, turn, agent, history, request.messages)
+            call = functools.partial(provider.bid, request)
+        local = None if provider is LITELLM else provider
         if self.bid_cache is not None and self.bid_cache.applies(agent, local):
             return await self.bid_cache.fetch(request, call)
         return await call()

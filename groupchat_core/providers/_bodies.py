@@ -40,7 +40,9 @@ STREAM_BODY_CAP = 8_000_000
 _STREAM_TYPES = ("text/event-stream", "application/x-ndjson")
 
 # The loop time by which the current request must have read its last byte (set by
-# _requests.one_request and _streaming.streamed_request for their own task).
+# _requests.one_request and _streaming.streamed_request for their own task). Why a context
+# variable, when the bid's deadline is an argument (BidRequest.deadline): litellm sits between
+# the request and this transport, and no argument of ours crosses it. It lives for one request.
 REQUEST_DEADLINE: ContextVar[float | None] = ContextVar("groupchat_request_deadline",
                                                         default=None)
 

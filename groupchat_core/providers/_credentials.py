@@ -12,7 +12,7 @@ starts, and lists every problem at once. It never blocks what it cannot judge:
 - only missing keys count: settings litellm also lists (OLLAMA_API_BASE, a project or region)
   often have defaults, and a call without them fails with its own clear error;
 - an OpenAI-compatible server on this machine (`openai/<name>` with a loopback `api_base`)
-  needs no key: the engine sends a placeholder when none is set (_model_calls.py);
+  needs no key: the engine sends a placeholder when none is set (_requests.py);
 - an agent at an api_base that is not trusted (_endpoints.py) never gets a key from the
   environment, so whether one is set there says nothing about it.
 """
@@ -47,9 +47,10 @@ def is_credential_failure(error: str | None) -> bool:
 
 
 def _skipped(agent: Agent) -> bool:
-    from ._model_calls import in_process_model, is_loopback
+    from ._requests import is_loopback
+    from ._routing import in_process_provider
 
-    if in_process_model(agent.model_name) is not None or agent.api_key is not None:
+    if in_process_provider(agent.model_name) is not None or agent.api_key is not None:
         return True
     if agent.model_name.startswith("openai/") and is_loopback(agent.api_base):
         return True  # a local server: the engine sends a placeholder key
@@ -99,7 +100,7 @@ def check_credentials(agents: Iterable[Agent]) -> list[str]:
     todo = [a for a in agents if not _skipped(a)]
     if not todo:
         return []
-    from ._model_calls import litellm_module
+    from ._litellm import litellm_module
 
     litellm = litellm_module()
     problems: list[str] = []

@@ -69,3 +69,16 @@ class DeltaGate:
         if now - self._yielded >= YIELD_EVERY:
             await asyncio.sleep(0)
             self._yielded = self._clock()
+
+
+def gated_sink(sink: Sink, secrets: Iterable[str]) -> Sink:
+    """`sink` behind a DeltaGate, for a provider that calls its request's sink itself (any
+    provider but litellm, whose stream reader gates its own): every message masked with its
+    tail held back, at most EVENTS_PER_SECOND events (the bid event that follows is whole)."""
+    gate = DeltaGate(sink, secrets)
+
+    def send(score: float | None, message: str) -> None:
+        if gate.due():
+            gate.send(score, message)
+
+    return send

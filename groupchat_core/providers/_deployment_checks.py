@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 
 from ._deployments import Deployment, Routes, price, untrusted_key_problem
 from ._requests import is_loopback
-from ._routing import in_process_model
+from ._routing import in_process_provider
 
 
 def key_problems(routes: Routes | None, models: Iterable[str],
@@ -84,7 +84,7 @@ def unknowable_costs(models: Iterable[str], routes: Routes | None) -> list[str]:
     not in litellm's price map. A routed model counts by each of its deployments' models."""
     unknown: list[str] = []
     for model in sorted(set(models)):
-        if in_process_model(model) is not None:
+        if in_process_provider(model) is not None:
             continue  # sims and scripted fakes cost nothing known: $0
         asked = ([d.model or model for d in routes.deployments[model]]
                  if routes is not None and routes.serves(model) else [model])

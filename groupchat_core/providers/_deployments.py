@@ -348,14 +348,14 @@ def key_variables(spec: Mapping[str, Any], deployments: Deployments | None = Non
     """Environment variables a chat spec's calls read (for workers elsewhere): each agent's
     provider key and base-URL variables (e.g. OPENAI_API_KEY) and its deployments' key
     variables. In-process models (sim/) need none."""
-    from ._routing import in_process_model
+    from ._routing import in_process_provider
 
     names: set[str] = set()
     for d in (deployments or {}).values():
         names.update(x.api_key_env for x in d if x.api_key_env)
     for agent in spec.get("agents") or []:
         model = str(agent.get("model_name", "")) if isinstance(agent, Mapping) else ""
-        if not model or in_process_model(model) is not None:
+        if not model or in_process_provider(model) is not None:
             continue
         provider = model.split("/", 1)[0] if "/" in model else "openai"
         prefix = re.sub(r"[^A-Za-z0-9]", "_", provider).upper() + "_"

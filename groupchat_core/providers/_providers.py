@@ -1,15 +1,17 @@
-"""What a bid provider receives and returns, and the registry of in-process providers.
+"""The one provider interface: what a provider receives for one bid and what it returns.
 
-Kept apart from the litellm seam (_model_calls.py) so in-process providers (the sim provider,
-scripted fakes) depend on these types without depending on the module that routes to them:
-`_model_calls` and `_sim_provider` both import this module, and it imports neither.
+Every bid goes to a Provider: the litellm provider (_model_calls.py) for real models, the sim
+provider (_sim_provider.py) for `sim/...`, and test fakes (groupchat_core.testing). The engine
+picks one per agent (_routing.py) and hands it a BidRequest that carries everything the bid
+needs, the deadline and the stream sink included: no context variable, no global. Kept apart
+from the providers themselves so each depends on these types only; this module imports none.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .._bidding import ParsedBid, parse_arguments
 from .._records import BidPath
@@ -17,16 +19,27 @@ from .._records import BidPath
 if TYPE_CHECKING:
     from .._agent import Agent
 
+# Called with (score or None, message so far) whenever a streamed bid's partial reply changes.
+DeltaSink = Callable[[float | None, str], None]
+
 
 @dataclass(frozen=True)
 class BidRequest:
-    """Everything a provider may need for one bid; in-process models use the structured parts."""
+    """Everything a provider may need for one bid.
+
+    `messages` is the bid prompt (empty for a provider that does not need one); `history`,
+    `turn` and `seed` are the structured parts in-process providers use. `deadline` is the
+    loop time (asyncio loop.time()) by which the whole bid must be done, retries included
+    (None: no deadline); `sink`, when set, wants the partial bid as it forms (the chat streams
+    bids and an observer watches them); a provider that cannot stream ignores it."""
 
     agent: Agent
     messages: list[dict[str, Any]]
     history: Sequence[tuple[str, str]]
     turn: int
     seed: int = 0
+    deadline: float | None = None
+    sink: DeltaSink | None = None
 
 
 @dataclass
@@ -43,33 +56,16 @@ class ModelReply:
     deployment: str | None = None  # the deployment that answered (_deployments.py), if routed
 
 
-class InProcessModel(Protocol):
-    """A provider run inside the engine (sims, scripted fakes): no litellm, no network."""
+@runtime_checkable
+class Provider(Protocol):
+    """Answers bids. `needs_prompt`: whether the engine must build the bid prompt (`messages`)
+    for it; the sims bid from the structured history and skip that work."""
 
     needs_prompt: bool
 
-    def __call__(self, request: BidRequest) -> Awaitable[ModelReply]: ...
+    async def bid(self, request: BidRequest) -> ModelReply: ...
 
 
 def reply_from_arguments(arguments: Any, path: BidPath) -> ModelReply:
-    """For in-process models: parse respond-style arguments with the same rules as the wire."""
+    """For in-process providers: parse respond-style arguments with the same rules as the wire."""
     return ModelReply(parse_arguments(arguments), path, calls=1)
-
-
-_IN_PROCESS: dict[str, InProcessModel] = {}
-
-
-def register_in_process(prefix: str, model: InProcessModel) -> None:
-    """Route every model named '<prefix>/...' to `model` instead of litellm."""
-    _IN_PROCESS[prefix] = model
-
-
-def unregister_in_process(prefix: str, model: InProcessModel) -> None:
-    """Stop routing '<prefix>/...' to `model` (if it is still the one registered)."""
-    if _IN_PROCESS.get(prefix) is model:
-        del _IN_PROCESS[prefix]
-
-
-def registered_in_process(prefix: str) -> InProcessModel | None:
-    """The provider registered for a model-name prefix, if any (routing is _model_calls')."""
-    return _IN_PROCESS.get(prefix)

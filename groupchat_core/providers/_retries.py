@@ -10,7 +10,6 @@ import random
 import re
 import time
 from collections.abc import Awaitable, Callable
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,14 +77,8 @@ def retry_after_seconds(exc: BaseException) -> float | None:
     return None
 
 
-# The loop-clock time (loop.time()) by which the current bid must be done, set by the turn loop
-# for each bid's task. Why a context variable: the seam's signature (agent, messages) stays as it
-# is, and each concurrently bidding agent runs in its own task, so each sees its own deadline.
-BID_DEADLINE: ContextVar[float | None] = ContextVar("groupchat_bid_deadline", default=None)
-
-
-def _time_left() -> float | None:
-    deadline = BID_DEADLINE.get()
+def _time_left(deadline: float | None) -> float | None:
+    """Seconds until the bid's deadline (a loop time, BidRequest.deadline), None without one."""
     return None if deadline is None else deadline - asyncio.get_running_loop().time()
 
 
@@ -115,10 +108,11 @@ Send = Callable[[Any, dict[str, Any]], Awaitable[Any]]
 
 
 async def call_with_retries(kwargs: dict[str, Any], attempts: Attempts,
-                            send: Send = one_request) -> Any:
+                            send: Send = one_request, *, deadline: float | None = None) -> Any:
     """One request, retried on transient errors: after the server's Retry-After when it sends
     one (at most MAX_RETRY_AFTER, and never past the bid's deadline: the error is raised at
-    once instead), else after a jittered exponential backoff. Per-model rate limits
+    once instead; `deadline` is the bid's, a loop time), else after a jittered exponential
+    backoff. Per-model rate limits
     (_ratelimit.py) are waited for before each attempt. `send` makes the request (one_request,
     or a streamed one: _streaming.py)."""
     litellm = litellm_module()
@@ -140,7 +134,7 @@ async def call_with_retries(kwargs: dict[str, Any], attempts: Attempts,
                 raise
             delay = _retry_delay(attempts.calls - 1) if asked is None else min(
                 asked, MAX_RETRY_AFTER)
-            left = _time_left()
+            left = _time_left(deadline)
             if left is not None and delay >= left:
                 raise  # the retry could not finish in time: report the real cause now
             attempts.retries_left -= 1

@@ -7,11 +7,13 @@ from ._sim import SimContext, asimulate_bid, persona_for, sim_options_from
 
 
 class SimProvider:
-    """In-process provider for `sim/...` models (docs/engine.md §3: sims may skip litellm)."""
+    """The Provider for `sim/...` models (docs/engine.md §3: sims may skip litellm); it bids
+    from the structured history, so it needs no prompt and ignores the deadline and sink (the
+    turn loop's own timeout still bounds it)."""
 
     needs_prompt = False
 
-    async def __call__(self, request: BidRequest) -> ModelReply:
+    async def bid(self, request: BidRequest) -> ModelReply:
         agent = request.agent
         context = SimContext(
             agent_name=agent.agent_name,

@@ -10,8 +10,6 @@ once its number is complete and the message grows token by token.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -24,15 +22,9 @@ from .._secrets import held_secrets, kwargs_secrets
 from ._bodies import REQUEST_DEADLINE
 from ._delta_gate import DeltaGate
 from ._litellm import litellm_module
+from ._providers import DeltaSink
 from ._requests import deadline_exceeded, raise_if_bounded, set_request_deadline
 from ._retries import is_context_window_error
-
-# Called with (score or None, message so far) whenever the partial bid changes.
-DeltaSink = Callable[[float | None, str], None]
-
-# Set by the turn loop for each bid's task when the chat streams bids (like BID_DEADLINE): the
-# seam's signature stays (agent, messages), and concurrent bids each see their own sink.
-BID_STREAM: ContextVar[DeltaSink | None] = ContextVar("groupchat_bid_stream", default=None)
 
 STREAMED_PATHS: dict[str, BidPath] = {
     "tool_call": "tool_call:stream",

@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 
 from ..providers._limiter import max_inflight_calls
-from ..providers._model_calls import count_tokens, in_process_model
+from ..providers._routing import in_process_provider
 from ..providers._sim import is_sim_model
+from ..providers._tokens import count_tokens
 from ._spec import Cell, SweepSpec
 
 if TYPE_CHECKING:
@@ -144,9 +145,9 @@ class _Tally:
 
 def _price(model: str, prompt: int, completion: int) -> float | None:
     """USD from litellm's cost map; 0 for in-process models; None when no price is known."""
-    if in_process_model(model) is not None or is_sim_model(model):
+    if in_process_provider(model) is not None or is_sim_model(model):
         return 0.0
-    from ..providers._model_calls import litellm_module
+    from ..providers._litellm import litellm_module
 
     try:
         prompt_cost, completion_cost = litellm_module().cost_per_token(
@@ -228,7 +229,7 @@ def _assumptions(result: Estimate, prior: tuple[float, int] | None, concurrency:
         f"cell(s) at once, at most {limit} real-model calls in flight",
     ]
     sims = [m for m in result.models
-            if m in result.sim_models or in_process_model(m) is not None]
+            if m in result.sim_models or in_process_provider(m) is not None]
     priced = [m for m in result.models if m not in sims and m not in result.unpriced_models]
     if sims:
         notes.append(f"{', '.join(sims)}: offline simulations, no cost (they send no "

@@ -39,7 +39,8 @@ from ..engine._loop import background_loop
 from ..providers._credentials import check_credentials, credentials_error, is_credential_failure
 from ..providers._deployment_checks import key_problems, unknowable_budget_error, unknowable_costs
 from ..providers._deployments import routes_for
-from ..providers._model_calls import in_process_model, load_litellm_off_loop
+from ..providers._litellm import load_litellm_off_loop
+from ..providers._routing import in_process_provider
 from ._estimate import estimate
 from ._events import (
     BudgetStopped,
@@ -131,7 +132,7 @@ class SweepRunner:
         for cell in self.plan.todo:
             for agent in self.spec.chat_spec(cell).agents:
                 agents.setdefault((agent.agent_name, agent.model_name, agent.api_base), agent)
-        if all(in_process_model(a.model_name) is not None for a in agents.values()):
+        if all(in_process_provider(a.model_name) is not None for a in agents.values()):
             return
         await load_litellm_off_loop()
         routes = routes_for(self.spec.deployments)  # a routed agent is judged by its deployments
@@ -148,7 +149,7 @@ class SweepRunner:
             return
         models = {a.model_name for cell in self.plan.todo
                   for a in self.spec.chat_spec(cell).agents}
-        if all(in_process_model(m) is not None for m in models):
+        if all(in_process_provider(m) is not None for m in models):
             return  # sims: no litellm needed, and no cost to know
         await load_litellm_off_loop()  # the price map; never imported on the loop's thread
         unknown = unknowable_costs(models, routes_for(self.spec.deployments))

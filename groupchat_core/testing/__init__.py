@@ -4,6 +4,7 @@
 
 `ScriptedBids` answers bids in-process from a script per agent and turn, records every call, and
 fails loudly on a call it did not expect; `assert_complete()` checks every scripted bid was used.
+It is a Provider: pass it in, `GroupChat(..., providers=script.providers)`.
 `FakeOpenAIServer` is a real OpenAI-compatible HTTP server on 127.0.0.1 for the litellm path,
 with scripted tool calls, latency and provider errors (reply builders: tool_call, text, error).
 `HostileServer` is a hostile one (huge bodies, trickles, floods, echoed keys, cut streams).

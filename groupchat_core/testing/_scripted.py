@@ -2,6 +2,12 @@
 
     script = ScriptedBids({"Alice": [(0.9, "hi")], "Bob": [(0.1, "")]})
     alice = Agent(agent_name="Alice", model_name=script.model_name)
+    chat = GroupChat(agents=[alice, ...], providers=script.providers)
+
+A ScriptedBids is a Provider (`bid(request)`) passed to the chat as an object. For chats built
+where no object can be passed (the dashboard's job runner, sweeps), it also routes its own
+`model_name` process-wide until `close()` (shared=True, the default, kept for that documented
+use); `ScriptedBids(script, shared=False)` only answers the chats it is given to.
 
 Each agent's entries are consumed one per turn. An entry is (score, message), a dict of raw
 respond arguments, an Exception (a failed call), or a ScriptedBid for latency. A call beyond the
@@ -18,13 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..providers._providers import (
-    BidRequest,
-    ModelReply,
-    register_in_process,
-    reply_from_arguments,
-    unregister_in_process,
-)
+from ..providers._providers import BidRequest, ModelReply, Provider, reply_from_arguments
+from ..providers._routing import share_provider, unshare_provider
 
 
 class UnexpectedModelCall(BaseException):  # noqa: N818 - BaseException so the engine re-raises
@@ -44,26 +45,36 @@ _ids = itertools.count(1)
 
 
 class ScriptedBids:
-    """In-process fake model: scripted bids per agent per turn, with a record of every call."""
+    """In-process fake provider: scripted bids per agent per turn, with a record of every call."""
 
     needs_prompt = True
 
-    def __init__(self, script: Mapping[str, Sequence[Any]]) -> None:
+    def __init__(self, script: Mapping[str, Sequence[Any]], *, shared: bool = True) -> None:
         self._prefix = f"scripted-{next(_ids)}"
         self._script = {name: [_entry(e) for e in entries] for name, entries in script.items()}
         self._used: dict[str, int] = dict.fromkeys(self._script, 0)
         self._lock = threading.Lock()
         self.calls: list[BidRequest] = []
-        register_in_process(self._prefix, self)
+        if shared:
+            share_provider(self._prefix, self)
+
+    @property
+    def prefix(self) -> str:
+        return self._prefix
 
     @property
     def model_name(self) -> str:
         return f"{self._prefix}/model"
 
+    @property
+    def providers(self) -> dict[str, Provider]:
+        """What to pass as GroupChat(providers=...) for agents on `model_name`."""
+        return {self._prefix: self}
+
     def close(self) -> None:
-        """Unregister this fake: the process-wide registry of in-process models otherwise
-        keeps it, its script and every call it answered, for the life of the process."""
-        unregister_in_process(self._prefix, self)
+        """Stop routing `model_name` process-wide (shared=True): the shared table otherwise
+        keeps this fake, its script and every call it answered, for the life of the process."""
+        unshare_provider(self._prefix, self)
 
     def remaining(self) -> dict[str, int]:
         """Scripted bids not yet used, per agent."""
@@ -78,7 +89,7 @@ class ScriptedBids:
             listing = ", ".join(f"{name!r}: {left} unused" for name, left in unused.items())
             raise AssertionError(f"scripted bids left over ({listing})")
 
-    async def __call__(self, request: BidRequest) -> ModelReply:
+    async def bid(self, request: BidRequest) -> ModelReply:
         name = request.agent.agent_name
         with self._lock:
             self.calls.append(request)
