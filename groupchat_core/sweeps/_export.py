@@ -195,7 +195,7 @@ def _parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:
 
 def read_parquet_meta(data: bytes) -> dict[str, Any]:
     """The export metadata stored in a Parquet export (for readers and tests)."""
-    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+    import pyarrow.parquet as pq
 
     schema = pq.read_schema(io.BytesIO(data))
     raw = (schema.metadata or {}).get(META_KEY)
