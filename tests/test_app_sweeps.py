@@ -204,7 +204,7 @@ def test_random_search_over_every_order_runs_and_its_statistics_tabs_render(at: 
     tables = [d.value for d in at.dataframe]
     ci = next(t for t in tables if "interval_method" in t.columns)
     assert set(ci["order"].astype(str)) == set(frame["order"])
-    assert set(ci["interval_method"]) <= {"wilson", "bootstrap", "t", "t, cut at 0"}
+    assert set(ci["interval_method"]) <= {"wilson", "bootstrap-t", "bootstrap-t, cut to range"}
     ranked = next(t for t in tables if "omega_squared" in t.columns)
     assert set(ranked["parameter"]) == {"threshold", "recency_penalty", "order"}
     assert any("Cell A" == s.label for s in at.selectbox)

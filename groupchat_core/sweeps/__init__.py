@@ -55,6 +55,7 @@ from ._intervals import (
 )
 from ._multiple import benjamini_hochberg, holm
 from ._natures import (
+    CACHE_METRICS,
     NATURES,
     MetricNature,
     feasible_range,
@@ -80,6 +81,7 @@ from ._spec import (
 
 __all__ = [
     "AXES",
+    "CACHE_METRICS",
     "MAX_CELLS",
     "METHODS_VERSION",
     "NATURES",

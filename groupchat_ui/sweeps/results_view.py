@@ -118,11 +118,15 @@ def _intervals(frame: pd.DataFrame, sweep_id: str) -> None:
                                     line=None if line == "(none)" else line), key="sw_ci")
     st.caption("Lines: the mean with its 95% interval over finished chats, pooled over the "
                "axes not shown; dots: each chat's own value. " + methods_text(),
-               help="Wilson: the score interval for a binomial proportion. Bootstrap: 2,000 "
-                    "resamples of the chats, seeded, so the same sweep draws the same bars. "
-                    "t: Student t on the mean, cut at 0. The table below names the method "
-                    "of every row (column interval_method), as the CSV does.")
+               help="Wilson: the score interval for a binomial proportion. bootstrap-t: the "
+                    "studentized bootstrap, 2,000 resamples of the chats, seeded (the same "
+                    "sweep draws the same bars), cut to what the metric can be (messages by "
+                    "max_loops, Gini and entropy by the agents). Its coverage study is in "
+                    "docs/statistics.md. The table below names the method of every row "
+                    "(column interval_method) and, in its note, why a row has no interval.")
     table = agg[agg["metric"] == metric]
+    for line in svc.interval_notes(table):
+        st.warning(line, icon=":material/info:")
     st.dataframe(svc.display_frame(table), hide_index=True, key="sw_ci_table", height=220)
     st.download_button("Download intervals CSV", frame_csv(agg),
                        file_name=f"sweep-{sweep_id[:8]}-intervals.csv", mime="text/csv",
