@@ -165,21 +165,27 @@ def aggregate(results: pd.DataFrame, by: Sequence[str] | None = None,
     if missing:
         raise ConfigError(f"unknown result columns {missing}; columns: {list(results.columns)}")
     rows: list[dict[str, Any]] = []
-    groups = done.groupby(by, sort=True, dropna=False) if by else [((), done)]
+    limits = [c for c in ("max_loops", "agents") if c in done]
+    # numbers once for the whole frame, not once per group (sweeps of thousands of groups)
+    columns = [c for c in dict.fromkeys([*metrics, *limits]) if c not in by]
+    numbers = pd.DataFrame({c: pd.to_numeric(done[c], errors="coerce").astype(float)
+                            for c in columns}, index=done.index)
+    keyed = pd.concat([done[by], numbers], axis=1) if by else numbers
+    groups = keyed.groupby(by, sort=True, dropna=False) if by else [((), keyed)]
     for key, group in groups:
         labels = dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True))
-        limits = {name: _largest(group, name) for name in ("max_loops", "agents")}
+        largest = {c: _largest(pd.to_numeric(group[c], errors="coerce")) if c in limits
+                   else None for c in ("max_loops", "agents")}
         for metric in metrics:
-            values = pd.to_numeric(group[metric], errors="coerce").dropna().astype(float)
-            rows.append({**labels, "metric": metric, **_interval(metric, values, **limits)})
+            values = pd.to_numeric(group[metric], errors="coerce").dropna().astype(float) \
+                if metric in by else group[metric].dropna()
+            rows.append({**labels, "metric": metric, **_interval(metric, values, **largest)})
     return pd.DataFrame(rows, columns=[*by, *AGGREGATE_COLUMNS])
 
 
-def _largest(group: pd.DataFrame, column: str) -> float | None:
-    if column not in group:
-        return None
-    values = pd.to_numeric(group[column], errors="coerce").dropna()
-    return float(values.max()) if len(values) else None
+def _largest(values: pd.Series) -> float | None:
+    finite = values.dropna()
+    return float(finite.max()) if len(finite) else None
 
 
 def _interval(metric: str, values: pd.Series, *, max_loops: float | None,
