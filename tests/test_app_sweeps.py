@@ -61,6 +61,11 @@ def test_a_small_sim_sweep_finishes_and_its_heatmaps_render(at: AppTest):
     store = RunStore()
     frame = sweep_results(store, at.selectbox(key="sw_pick").value)
     assert (frame["status"] == "finished").all() and len(frame) == 8
+    # the downloads come with what makes them reproducible (issue 21)
+    labels = {b.label for b in at.get("download_button")}
+    assert "Download methods & metadata (JSON)" in labels
+    assert any("Simulated: some agents of this sweep are sim/ models" in c.value
+               for c in at.caption)
 
 
 def test_bad_grid_input_shows_an_error_and_starts_nothing(at: AppTest):

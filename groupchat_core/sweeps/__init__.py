@@ -43,6 +43,7 @@ from ._events import (
 )
 from ._executor import CellJob, CellResult, Executor, LocalExecutor, UsageHook
 from ._export import METHODS_VERSION, export_meta, long_frame, methods_paragraph, parquet_bytes
+from ._export import plain as plain_json
 from ._importance import importance
 from ._intervals import (
     Interval,
@@ -134,6 +135,7 @@ __all__ = [
     "nature_of",
     "parse_sweep",
     "parquet_bytes",
+    "plain_json",
     "plan_sweep",
     "run_sweep",
     "studentized_mean",

@@ -9,6 +9,7 @@ thresholds and penalties, with no model calls (groupchat_core.analysis, what-if)
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pandas as pd
@@ -17,7 +18,15 @@ import streamlit as st
 from groupchat_core import ConfigError, StoreError
 from groupchat_core.analysis import whatif_pivot, whatif_run
 from groupchat_core.store import RunStore
-from groupchat_core.sweeps import aggregate, frame_csv, methods_text, sweep_results, sweep_summary
+from groupchat_core.sweeps import (
+    aggregate,
+    export_meta,
+    frame_csv,
+    methods_text,
+    plain_json,
+    sweep_results,
+    sweep_summary,
+)
 from groupchat_ui.kit.jobs import JobRegistry
 from groupchat_ui.kit.safety import escape_markdown
 
@@ -98,6 +107,7 @@ def results(store: RunStore, sweep_id: str) -> None:
                         key="sw_parcoords")
     with tabs[5]:
         _cells(frame, sweep_id)
+        _meta_download(store, sweep_id)
     with tabs[6]:
         whatif(store, frame)
 
@@ -131,6 +141,19 @@ def _intervals(frame: pd.DataFrame, sweep_id: str) -> None:
     st.download_button("Download intervals CSV", frame_csv(agg),
                        file_name=f"sweep-{sweep_id[:8]}-intervals.csv", mime="text/csv",
                        icon=":material/download:", key="sw_ci_csv")
+
+
+def _meta_download(store: RunStore, sweep_id: str) -> None:
+    """What makes the CSVs reproducible and citable: spec, seeds, statistics settings, models,
+    the simulated flag and the versioned methods paragraph (as `sweep export` writes it)."""
+    meta = export_meta(store, sweep_id)
+    if meta["simulated"]:
+        st.caption("Simulated: some agents of this sweep are sim/ models, not language models; "
+                   "the exports say so (`simulated`).")
+    st.download_button("Download methods & metadata (JSON)",
+                       json.dumps(plain_json(meta), indent=1, ensure_ascii=False),
+                       file_name=f"sweep-{sweep_id[:8]}.meta.json", mime="application/json",
+                       icon=":material/description:", key="sw_meta_json")
 
 
 def _cells(frame: pd.DataFrame, sweep_id: str) -> None:
