@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from groupchat_core.sweeps._intervals import (
+from groupchat_core.sweeps import (
     Interval,
     bca_mean,
     bootstrap_mean,

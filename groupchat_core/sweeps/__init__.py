@@ -47,6 +47,7 @@ from ._export import plain as plain_json
 from ._importance import importance
 from ._intervals import (
     Interval,
+    bca_mean,
     bootstrap_mean,
     clopper_pearson,
     studentized_mean,
@@ -111,6 +112,7 @@ __all__ = [
     "UsageHook",
     "aggregate",
     "arun_sweep",
+    "bca_mean",
     "benjamini_hochberg",
     "bootstrap_mean",
     "clopper_pearson",
