@@ -9,6 +9,7 @@ import io
 import itertools
 import json
 import math
+import zlib
 
 import numpy as np
 import pandas as pd
@@ -349,3 +350,24 @@ def test_sims_reached_through_the_model_axis_mark_the_export_simulated(tmp_path)
     assert results["models"].iloc[0] == "A=sim/reserved; B=sim/reserved"
     dispose_engines()
     forget_checked()
+
+
+@pytest.mark.parametrize("metric", [m for m in METRICS if m != "lulled"])
+def test_seeded_property_every_interval_stays_in_range_for_values_at_the_edges(metric):
+    """A property test without hypothesis (not in the venv): 300 seeded samples per metric,
+    n from 1 to 12, values drawn from the range's two ends and a few points between."""
+    rng = np.random.default_rng(zlib.crc32(metric.encode()))
+    for _ in range(300):
+        max_loops, agents = int(rng.integers(2, 15)), int(rng.integers(2, 6))
+        low, high = expected_range(metric, max_loops, agents)
+        top = high if math.isfinite(high) else 50.0
+        points = np.array([low, top, low + (top - low) * rng.random(), top - 1e-9])
+        values = rng.choice(points, size=int(rng.integers(1, 13))).tolist()
+        if metric in ("messages", "turns", "lull_turn", "longest_monologue"):
+            values = [float(round(v)) for v in values]
+        i = metric_interval(metric, values, max_loops=max_loops, agents=agents)
+        if math.isnan(i.low):
+            assert i.note and math.isnan(i.high)
+            continue
+        assert low - 1e-9 <= i.low <= i.estimate <= i.high <= high + 1e-9, (values, i)
+        assert i.high > i.low, (values, i)
