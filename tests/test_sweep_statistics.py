@@ -334,6 +334,10 @@ def test_the_cli_exports_long_parquet_importance_compare_and_methods(edges, caps
     assert code == 2 and "give -o FILE" in err
     code, _, err = run_cli(capsys, "sweep", "export", sweep_id, "--table", "compare")
     assert code == 2 and err.count("\n") == 1 and "--a PARAM=VALUE" in err
+    cells = ["--a", "threshold=0", "--b", "threshold=1"]
+    for extra in (["--table", "importance"], ["--table", "compare", *cells]):
+        code, _, err = run_cli(capsys, "sweep", "export", sweep_id, *extra, "--metric", "nope")
+        assert code == 2 and err.count("\n") == 1 and "'nope'" in err, err
 
 
 def test_sims_reached_through_the_model_axis_mark_the_export_simulated(tmp_path):

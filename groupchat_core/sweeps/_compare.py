@@ -272,7 +272,10 @@ def compare_values(a: Sequence[float], b: Sequence[float], metric: str, *,
 
 
 def _cell_rows(results: pd.DataFrame, where: Mapping[str, Any], metric: str) -> pd.DataFrame:
-    unknown = [c for c in [*where, metric] if c not in results]
+    if metric not in results:
+        raise ConfigError(f"unknown metric {metric!r}; metrics are the result columns such as "
+                          "messages, lulled, evenness, calls_needed")
+    unknown = [c for c in where if c not in results]
     if unknown:
         raise ConfigError(f"unknown result columns {unknown}; pick cells by parameter columns "
                           f"such as {[c for c in ('threshold', 'order') if c in results]}")

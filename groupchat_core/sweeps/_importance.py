@@ -30,6 +30,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from .._errors import ConfigError
 from ._multiple import benjamini_hochberg, holm
 from ._natures import CACHE_METRICS
 from ._results import METRICS, varying
@@ -132,6 +133,10 @@ def importance(results: pd.DataFrame, parameters: Sequence[str] | None = None,
     to every metric but the cache's (CACHE_METRICS). p_holm and p_bh adjust across all rows."""
     params = [p for p in (parameters if parameters is not None else varying(results))
               if p not in NOT_FACTORS]
+    unknown = [c for c in [*metrics, *params] if c not in results]
+    if unknown:
+        raise ConfigError(f"unknown result columns {unknown}: metrics are "
+                          f"{', '.join(METRICS)}; parameters are the swept ones")
     done = results[results["status"] == "finished"] if "status" in results else results
     rows = []
     for metric in metrics:
