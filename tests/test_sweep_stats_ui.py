@@ -114,3 +114,9 @@ def test_a_paired_comparison_and_effect_size_intervals_read_in_the_sentence():
     text = svc.comparison_text(compare_values(a, b, "messages", paired=True), "length")
     assert "6 pairs of chats with the same seeds" in text and "sign-flip" in text
     assert "Cliff's delta" in text and "(95% interval" in text.split("Cohen's d")[1]
+
+
+def test_the_status_line_reports_calls_needed_and_made_apart():
+    assert svc.calls_text({"calls": 12, "cache_hits": 30}) == (
+        "42 model calls needed, 12 made (the cache answered 30)")
+    assert svc.calls_text({"calls": 12, "cache_hits": 0}) == "12 model calls"

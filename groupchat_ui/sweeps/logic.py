@@ -446,3 +446,12 @@ def interval_notes(table: pd.DataFrame) -> list[str]:
                      f"{int(low['coverage_from_n'].max())} repeats: their intervals may "
                      "under-cover (docs/statistics.md); add repeats.")
     return lines
+
+
+def calls_text(summary: Mapping[str, Any]) -> str:
+    """Calls needed and calls made apart: the bid cache answers some bids, so the calls made
+    depend on what earlier cells left in it, the calls needed only on the parameters."""
+    made, hits = int(summary.get("calls") or 0), int(summary.get("cache_hits") or 0)
+    if not hits:
+        return f"{made:,} model calls"
+    return f"{made + hits:,} model calls needed, {made:,} made (the cache answered {hits:,})"

@@ -72,7 +72,7 @@ def header(store: RunStore, sweep_id: str, registry: JobRegistry | None = None,
             st.rerun()  # it ended: redraw the charts, the Resume button and the picker
         now = sweep_summary(store, info["sweep_id"]) if live else info
         st.caption(f"{escape_markdown(status.name)} · {status.text()} · {now['runs']} runs · "
-                   f"{now['calls']} model calls · ${now['cost_usd']:.4f}"
+                   f"{svc.calls_text(now)} · ${now['cost_usd']:.4f}"
                    + (f" · {escape_markdown(status.reason)}" if status.reason else ""))
 
     line()
