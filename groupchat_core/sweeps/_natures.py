@@ -141,7 +141,7 @@ def metric_interval(metric: str, values: Sequence[float], seed: int | None = Non
     if not interval.note and len(values) < min_n(metric):
         interval = Interval(interval.estimate, interval.low, interval.high, interval.method,
                             f"below {min_n(metric)} repeats this interval may under-cover "
-                            "(docs/statistics.md)")
+                            f"(it covers 92 %+ from {min_n(metric)} in the coverage study)")
     return interval
 
 

@@ -444,7 +444,7 @@ def interval_notes(table: pd.DataFrame) -> list[str]:
     if not low.empty:
         lines.append(f"{len(low)} of {len(table)} points have fewer than "
                      f"{int(low['coverage_from_n'].max())} repeats: their intervals may "
-                     "under-cover (docs/statistics.md); add repeats.")
+                     "under-cover; add repeats.")
     return lines
 
 

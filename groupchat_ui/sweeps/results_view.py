@@ -131,8 +131,9 @@ def _intervals(frame: pd.DataFrame, sweep_id: str) -> None:
                help="Wilson: the score interval for a binomial proportion. bootstrap-t: the "
                     "studentized bootstrap, 2,000 resamples of the chats, seeded (the same "
                     "sweep draws the same bars), cut to what the metric can be (messages by "
-                    "max_loops, Gini and entropy by the agents). Its coverage study is in "
-                    "docs/statistics.md. The table below names the method of every row "
+                    "max_loops, Gini and entropy by the agents). It covers at least 92 % "
+                    "from 5 repeats on bounded metrics, 30 on calls and cost (a simulation "
+                    "study). The table below names the method of every row "
                     "(column interval_method) and, in its note, why a row has no interval.")
     table = agg[agg["metric"] == metric]
     for line in svc.interval_notes(table):
