@@ -103,8 +103,11 @@ def test_metrics_of_the_scripted_specification_run():
 def test_metrics_of_an_empty_run_are_zero_or_undefined():
     record = RunRecord(run_id="r", config={}, task="t")
     m = speaker_metrics(record.turns_frame(), record.bids_frame())
-    assert (m.turns, m.messages_posted, m.entropy_bits, m.longest_monologue) == (0, 0, 0.0, 0)
-    assert m.gini is None and m.evenness is None and m.mean_margin is None
+    assert (m.turns, m.messages_posted, m.longest_monologue) == (0, 0, 0)
+    # one rule for a chat without messages: no speaker balance at all (issue 21), not a
+    # monologue of 0 bits for entropy while evenness and Gini leave it out
+    assert m.entropy_bits is None and m.gini is None and m.evenness is None
+    assert m.mean_margin is None
     assert m.lull_turn is None and m.as_dict()["shares"] == {}
 
 

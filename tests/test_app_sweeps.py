@@ -61,6 +61,11 @@ def test_a_small_sim_sweep_finishes_and_its_heatmaps_render(at: AppTest):
     store = RunStore()
     frame = sweep_results(store, at.selectbox(key="sw_pick").value)
     assert (frame["status"] == "finished").all() and len(frame) == 8
+    # the downloads come with what makes them reproducible (issue 21)
+    labels = {b.label for b in at.get("download_button")}
+    assert "Download methods & metadata (JSON)" in labels
+    assert any("Simulated: some agents of this sweep are sim/ models" in c.value
+               for c in at.caption)
 
 
 def test_bad_grid_input_shows_an_error_and_starts_nothing(at: AppTest):
@@ -204,7 +209,7 @@ def test_random_search_over_every_order_runs_and_its_statistics_tabs_render(at: 
     tables = [d.value for d in at.dataframe]
     ci = next(t for t in tables if "interval_method" in t.columns)
     assert set(ci["order"].astype(str)) == set(frame["order"])
-    assert set(ci["interval_method"]) <= {"wilson", "bootstrap", "t", "t, cut at 0"}
+    assert set(ci["interval_method"]) <= {"wilson", "bootstrap-t", "bootstrap-t, cut to range"}
     ranked = next(t for t in tables if "omega_squared" in t.columns)
     assert set(ranked["parameter"]) == {"threshold", "recency_penalty", "order"}
     assert any("Cell A" == s.label for s in at.selectbox)

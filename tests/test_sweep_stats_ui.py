@@ -95,3 +95,28 @@ def test_parallel_coordinates_leave_out_text_axes():
     frame = results_frame()
     fig = charts.parcoords(frame, ["threshold", "order"], ["messages"])
     assert [d.label for d in fig.data[0].dimensions] == ["threshold", "chat length<br>(messages)"]
+
+
+def test_the_page_says_no_variation_and_warns_below_the_coverage_floor():
+    rows = [{"status": "finished", "threshold": t, "max_loops": 6, "agents": 3, "messages": m}
+            for t, values in ((0.2, [5, 5, 5, 5, 5]), (0.5, [1, 3, 2])) for m in values]
+    agg = aggregate(pd.DataFrame(rows), by=["threshold"], metrics=["messages"])
+    lines = svc.interval_notes(agg)
+    assert lines[0].startswith("1 of 2 points have no variation in their repeats (n = 5): "
+                               "no interval is drawn")
+    assert lines[1].startswith("1 of 2 points have fewer than 5 repeats: their intervals may "
+                               "under-cover")
+    charts.ci_chart(agg, pd.DataFrame(rows), "messages", x="threshold", line=None)  # draws
+
+
+def test_a_paired_comparison_and_effect_size_intervals_read_in_the_sentence():
+    a, b = [3.0, 5.0, 4.0, 6.0, 5.0, 7.0], [4.0, 5.5, 5.5, 7.0, 5.5, 9.0]
+    text = svc.comparison_text(compare_values(a, b, "messages", paired=True), "length")
+    assert "6 pairs of chats with the same seeds" in text and "sign-flip" in text
+    assert "Cliff's delta" in text and "(95% interval" in text.split("Cohen's d")[1]
+
+
+def test_the_status_line_reports_calls_needed_and_made_apart():
+    assert svc.calls_text({"calls": 12, "cache_hits": 30}) == (
+        "42 model calls needed, 12 made (the cache answered 30)")
+    assert svc.calls_text({"calls": 12, "cache_hits": 0}) == "12 model calls"

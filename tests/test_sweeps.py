@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import math
 
 import pytest
 
@@ -25,6 +24,7 @@ from groupchat_core.sweeps import (
     heatmap_frame,
     parse_sweep,
     run_sweep,
+    studentized_mean,
     sweep_results,
     sweep_summary,
     t95,
@@ -100,7 +100,7 @@ def test_cells_that_differ_only_in_threshold_share_their_common_prefix(store):
     assert summary["calls"] == cached.calls and summary["cells_done"] == 15
 
 
-def test_results_one_row_per_cell_and_aggregates_with_t_intervals(store):
+def test_results_one_row_per_cell_and_aggregates_with_bounded_intervals(store):
     outcome = run_sweep(spec(repeats=4), store)
     results = sweep_results(store, outcome.sweep_id)
     assert len(results) == 24 and list(results["index"]) == list(range(24))
@@ -115,10 +115,10 @@ def test_results_one_row_per_cell_and_aggregates_with_t_intervals(store):
     values = group["messages"].astype(float)
     row = agg[(agg["threshold"] == 0.5) & (agg["recency_penalty"] == 0.4)
               & (agg["metric"] == "messages")].iloc[0]
-    half = t95(3) * values.std(ddof=1) / math.sqrt(4)
     assert (row["n"], row["mean"]) == (4, values.mean())
-    assert row["ci_low"] == pytest.approx(values.mean() - half)
-    assert row["ci_high"] == pytest.approx(values.mean() + half)
+    expected = studentized_mean(list(values), low=0.0, high=row["range_high"])
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((expected.low, expected.high))
+    assert row["range_high"] == results["max_loops"].max() - 1  # messages: the task is one
 
     matrix = heatmap_frame(agg, "messages")
     assert matrix.shape == (2, 3) and matrix.loc[0.4, 0.5] == row["mean"]

@@ -30,7 +30,10 @@ class SpeakerMetrics:
     messages_posted: int  # agent messages (the task is not counted)
     agents: tuple[str, ...]  # every agent that bid, in agent-list order
     shares: dict[str, float]  # fraction of posted messages per agent (0 for the silent)
-    entropy_bits: float
+    # A chat without messages has no speaker balance: entropy, evenness and Gini are all None
+    # for it (one rule, docs/statistics.md), so no aggregate counts it as a monologue (0 bits)
+    # for one metric while leaving it out of the others.
+    entropy_bits: float | None
     evenness: float | None  # entropy / log2(len(agents)); 1 means perfectly even
     gini: float | None  # 0 equal shares, (n-1)/n a single speaker
     longest_monologue: int
@@ -128,9 +131,9 @@ def speaker_metrics(
         messages_posted=posted,
         agents=tuple(agents),
         shares=shares,
-        entropy_bits=entropy,
+        entropy_bits=entropy if posted else None,
         evenness=entropy / math.log2(len(agents)) if len(agents) > 1 and posted else None,
-        gini=gini(list(shares.values())),
+        gini=gini(list(shares.values())) if posted else None,
         longest_monologue=longest,
         longest_monologue_agent=who,
         mean_margin=float(margins.mean()) if not margins.empty else None,

@@ -30,7 +30,8 @@ from ._store import emit, say, text_table
 # `sweep list --json`: one object per sweep, newest first.
 LIST_FIELDS = ("sweep_id", "name", "status", "reason", "created_at", "ended_at", "runs", "pid",
                "hostname", "owner", "owner_name")
-SHOWN_METRICS = ("messages", "lull_turn", "evenness", "total_calls")
+SHOWN_METRICS = ("messages", "lull_turn", "evenness", "calls_needed")
+TABLES = ("cells", "long", "intervals", "importance", "compare", "methods")
 
 
 def add_verbs(verbs: Any) -> None:
@@ -52,11 +53,25 @@ def add_verbs(verbs: Any) -> None:
 
     add_owner_flag(remove, "deletes it (must be the sweep's recorded owner)")
     export = verbs.add_parser("export", help="every cell with its metrics and the 95 %% "
-                                             "intervals of its parameter combination")
+                                             "intervals of its parameter combination; or the "
+                                             "long table, importance, a comparison, methods")
     export.add_argument("sweep", help="sweep id (or a unique prefix)")
-    export.add_argument("--format", choices=("csv", "json"), default="csv",
-                        help="csv: one row per cell, safe to open in a spreadsheet (default); "
-                             "json: sweep, cells and intervals")
+    export.add_argument("--table", choices=TABLES, default="cells",
+                        help="cells: one row per cell, its intervals beside it (default); long: "
+                             "one row per cell and metric; intervals: one per combination and "
+                             "metric; importance; compare: cell --b against cell --a on each "
+                             "metric; methods: the methods paragraph")
+    export.add_argument("--format", choices=("csv", "json", "parquet"), default="csv",
+                        help="csv: safe to open in a spreadsheet (default; with -o, the spec, "
+                             "seeds and methods go to FILE.meta.json beside it); json: the "
+                             "table with `meta`; parquet (needs -o): `meta` in the file's "
+                             "metadata")
+    export.add_argument("--a", action="append", default=[], metavar="PARAM=VALUE",
+                        help="with --table compare: cell A (repeat for each parameter)")
+    export.add_argument("--b", action="append", default=[], metavar="PARAM=VALUE",
+                        help="with --table compare: cell B")
+    export.add_argument("--metric", action="append", default=None, metavar="METRIC",
+                        help="metrics of importance / compare (default: all that apply)")
     export.add_argument("-o", "--output", default=None, help="file to write (default stdout)")
 
 
@@ -156,18 +171,92 @@ def cells_with_intervals(store: Any, sweep_id: str) -> tuple[pd.DataFrame, pd.Da
 
 
 def _export(args: argparse.Namespace, store: Any) -> int:
-    from ..exports._tables import frame_csv
+    from ..sweeps._export import export_meta
 
     summary = sweep_summary(store, args.sweep)
-    frame, intervals = cells_with_intervals(store, summary["sweep_id"])
-    if args.format == "csv":
-        emit(frame_csv(frame), args.output)
-    else:
-        import json
-
-        from ._output import plain
-
-        data = {"sweep": summary, "cells": records(frame, list(frame.columns)),
-                "intervals": records(intervals, list(intervals.columns))}
-        emit(json.dumps(plain(data), indent=1, ensure_ascii=False), args.output)
+    meta = export_meta(store, summary["sweep_id"])
+    if args.table == "methods":
+        if args.format != "csv":
+            raise CliError("--table methods is a paragraph of text: leave out --format")
+        emit(meta["methods"]["text"], args.output)
+        return 0
+    if args.format == "parquet" and args.output is None:
+        raise CliError("--format parquet writes a binary file: give -o FILE")
+    frame = _export_table(args, store, summary["sweep_id"])
+    extra = None
+    if args.table == "cells" and args.format == "json":  # the v1 shape, plus `meta`
+        extra = {"sweep": summary, "intervals": records(*_records_of(
+            cells_with_intervals(store, summary["sweep_id"])[1]))}
+    _write(frame, meta, args, extra)
     return 0
+
+
+def _records_of(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    return frame, list(frame.columns)
+
+
+def _parse_cell(pairs: list[str], flag: str) -> dict[str, Any]:
+    cell: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise CliError(f"{flag} takes PARAM=VALUE (e.g. {flag} threshold=0.3), got {pair!r}")
+        try:
+            cell[name] = float(value)
+        except ValueError:
+            cell[name] = value
+    return cell
+
+
+def _export_table(args: argparse.Namespace, store: Any, sweep_id: str) -> pd.DataFrame:
+    from ..sweeps._export import long_frame, with_row_facts
+
+    if args.table != "compare" and (args.a or args.b):
+        raise CliError("--a and --b only apply with --table compare")
+    if args.table in ("cells", "long", "intervals"):
+        frame, intervals = cells_with_intervals(store, sweep_id)
+        if args.table == "cells":
+            return with_row_facts(frame)
+        if args.table == "long":
+            return long_frame(sweep_results(store, sweep_id), intervals)
+        return with_row_facts(intervals)
+    results = sweep_results(store, sweep_id)
+    if args.table == "importance":
+        from ..sweeps._importance import IMPORTANCE_METRICS, importance
+
+        return with_row_facts(importance(results, metrics=args.metric or IMPORTANCE_METRICS))
+    from ..sweeps._compare import compare_metrics
+
+    if not args.a or not args.b:
+        raise CliError("--table compare needs the two cells: --a PARAM=VALUE and --b "
+                       "PARAM=VALUE (e.g. --a threshold=0.3 --b threshold=0.6)")
+    return with_row_facts(compare_metrics(results, _parse_cell(args.a, "--a"),
+                                          _parse_cell(args.b, "--b"),
+                                          args.metric or list(METRICS)))
+
+
+def _write(frame: pd.DataFrame, meta: dict[str, Any], args: argparse.Namespace,
+           extra: dict[str, Any] | None = None) -> None:
+    import json
+    from pathlib import Path
+
+    from .._errors import ConfigError
+    from ..exports._tables import frame_csv
+    from ..sweeps._export import parquet_bytes, plain
+
+    if args.format == "json":
+        rows = records(frame, list(frame.columns))
+        data = ({"sweep": extra["sweep"], "cells": rows, "intervals": extra["intervals"],
+                 "meta": meta} if extra is not None else {"meta": meta, "rows": rows})
+        emit(json.dumps(plain(data), indent=1, ensure_ascii=False), args.output)
+        return
+    if args.format == "parquet":
+        try:
+            Path(args.output).write_bytes(parquet_bytes(frame, meta))
+        except OSError as exc:
+            raise ConfigError(f"cannot write {args.output!r}: {exc.strerror or exc}") from None
+        say(f"wrote {args.output}", sys.stderr)
+        return
+    emit(frame_csv(frame), args.output)
+    if args.output is not None:
+        emit(json.dumps(plain(meta), indent=1, ensure_ascii=False), f"{args.output}.meta.json")

@@ -10,6 +10,7 @@
     aggregate(frame)                         # mean, n, 95 % interval fit to each metric
     importance(frame)                        # which parameter moves each metric most
     compare_cells(frame, {"threshold": 0.3}, {"threshold": 0.6}, "lulled")  # effect, test
+    export_meta(store, outcome.sweep_id)     # spec, seeds, settings, models, methods text
     frame_csv(frame)                         # as CSV, safe to open in a spreadsheet
 
 Private modules: _spec (the file format and cells), _space (order, roster, models per agent,
@@ -17,11 +18,20 @@ random search), _estimate (calls, tokens, cost), _plan (new or resumed: what is 
 is left), _executor (where a cell runs), _scheduler (concurrency, budget caps, events), _events
 (what observers get), _results (DataFrames for tables and heatmaps), _intervals and _natures
 (which interval fits which metric), _importance (which parameter matters), _compare (two cells:
-effect size, permutation test). The `sweep` subcommand lives in groupchat_core/cli/_sweeps.py.
+effect size, permutation test, paired by seed), _multiple (Holm, Benjamini-Hochberg),
+_export (self-describing exports, methods paragraph). The `sweep` subcommand lives in
+groupchat_core/cli/_sweeps.py.
 """
 
 from ..exports._tables import frame_csv
-from ._compare import Comparison, compare_cells, compare_values, min_attainable_p, too_few
+from ._compare import (
+    Comparison,
+    compare_cells,
+    compare_metrics,
+    compare_values,
+    min_attainable_p,
+    too_few,
+)
 from ._estimate import Estimate, estimate
 from ._events import (
     BudgetStopped,
@@ -33,9 +43,29 @@ from ._events import (
     SweepStarted,
 )
 from ._executor import CellJob, CellResult, Executor, LocalExecutor, UsageHook
+from ._export import METHODS_VERSION, export_meta, long_frame, methods_paragraph, parquet_bytes
+from ._export import plain as plain_json
 from ._importance import importance
-from ._intervals import Interval, bootstrap_mean, clopper_pearson, t95, t_interval, wilson
-from ._natures import NATURES, MetricNature, methods_text, metric_interval, nature_of
+from ._intervals import (
+    Interval,
+    bca_mean,
+    bootstrap_mean,
+    clopper_pearson,
+    studentized_mean,
+    t95,
+    t_interval,
+    wilson,
+)
+from ._multiple import benjamini_hochberg, holm
+from ._natures import (
+    CACHE_METRICS,
+    NATURES,
+    MetricNature,
+    feasible_range,
+    methods_text,
+    metric_interval,
+    nature_of,
+)
 from ._plan import SweepPlan, finished_cells, plan_sweep
 from ._ray_executor import RayExecutor
 from ._results import aggregate, heatmap_frame, sweep_results, sweep_summary, varying
@@ -54,7 +84,9 @@ from ._spec import (
 
 __all__ = [
     "AXES",
+    "CACHE_METRICS",
     "MAX_CELLS",
+    "METHODS_VERSION",
     "NATURES",
     "SWEEP_SCHEMA_VERSION",
     "BudgetStopped",
@@ -81,24 +113,35 @@ __all__ = [
     "UsageHook",
     "aggregate",
     "arun_sweep",
+    "bca_mean",
+    "benjamini_hochberg",
     "bootstrap_mean",
     "clopper_pearson",
     "compare_cells",
+    "compare_metrics",
     "compare_values",
     "estimate",
+    "feasible_range",
     "finished_cells",
+    "export_meta",
     "frame_csv",
     "heatmap_frame",
     "importance",
+    "holm",
     "load_sweep",
     "load_sweep_text",
+    "long_frame",
     "methods_text",
     "metric_interval",
+    "methods_paragraph",
     "min_attainable_p",
     "nature_of",
     "parse_sweep",
+    "parquet_bytes",
+    "plain_json",
     "plan_sweep",
     "run_sweep",
+    "studentized_mean",
     "sweep_results",
     "sweep_summary",
     "t95",

@@ -9,6 +9,16 @@ Effect sizes: for a rate, the difference in proportions with Newcombe's hybrid s
 (share of pairs where B beats A minus the reverse; no assumption on the distribution) and, for
 counts, Cohen's d (difference over the pooled standard deviation).
 
+Paired when the cells share seeds (issue 21): two cells of one sweep run repeat r with the same
+seed (base seed + r) on the same task, so when both cells hold exactly the same (task, seed) keys
+the test is a sign-flip permutation test on the per-seed differences (exact over the 2^n flips up
+to EXACT_SPLITS, else seeded random flips); with n pairs its smallest two-sided p is 2/2^n.
+Effect sizes carry intervals: Cohen's d by the Hedges-Olkin normal approximation, Cliff's delta by
+Feng and Cliff's asymmetric interval from Cliff's consistent variance (inside [-1, 1]); when the
+two samples are fully separated (delta = ±1) or a side has fewer than 2 values there is no
+interval and the note says so. `compare_metrics` compares two cells on several metrics and adjusts
+the p-values across them (Holm and Benjamini-Hochberg, _multiple.py).
+
 "Too few repeats" is defined, not guessed: with n_a and n_b values the smallest p-value an exact
 permutation test can reach is 1/C(n_a+n_b, n_a) (2/C when n_a == n_b, since the mirrored split is
 as extreme). When that is above ALPHA, or a side has fewer than 2 values, no outcome could be
@@ -27,7 +37,8 @@ import numpy as np
 import pandas as pd
 
 from .._errors import ConfigError
-from ._intervals import wilson
+from ._intervals import CONFIDENCE, wilson, z_value
+from ._multiple import benjamini_hochberg, holm
 from ._natures import nature_of
 
 ALPHA = 0.05
@@ -57,6 +68,11 @@ class Comparison:
     test: str
     enough: bool
     note: str
+    paired: bool = False
+    cliffs_low: float | None = None
+    cliffs_high: float | None = None
+    cohens_low: float | None = None
+    cohens_high: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -138,6 +154,70 @@ def permutation_test(a: Sequence[float], b: Sequence[float], *, seed: int = SEED
         f"permutation test ({permutations:,} seeded random splits)"
 
 
+def too_few_pairs(pairs: int, alpha: float = ALPHA) -> str | None:
+    """Why n pairs cannot support a conclusion at `alpha` (sign-flip test), or None."""
+    smallest = 1.0 if pairs < 1 else min(1.0, 2 / 2 ** pairs)
+    if pairs < 2 or smallest > alpha:
+        return (f"too few repeats to say anything: with {pairs} paired chats (shared seeds) no "
+                f"sign-flip test can reach p < {alpha:g} (the smallest possible p is "
+                f"{smallest:.3g}); add repeats (6 pairs suffice)")
+    return None
+
+
+def paired_test(a: Sequence[float], b: Sequence[float], *, seed: int = SEED,
+                permutations: int = PERMUTATIONS) -> tuple[float, str]:
+    """Two-sided sign-flip permutation p for the mean of the paired differences b - a."""
+    diffs = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+    n = len(diffs)
+    observed = abs(float(diffs.mean()))
+    tolerance = 1e-12 * max(1.0, float(np.abs(diffs).max()))
+    if 2 ** n <= EXACT_SPLITS:
+        signs = np.array(list(itertools.product((1.0, -1.0), repeat=n)))
+        means = np.abs(signs @ diffs / n)
+        return float((means >= observed - tolerance).sum() / len(signs)), \
+            f"exact sign-flip test, paired by seed ({len(signs):,} flips)"
+    rng = np.random.default_rng(seed)
+    signs = rng.choice((1.0, -1.0), size=(permutations, n))
+    hits = int((np.abs(signs @ diffs / n) >= observed - tolerance).sum())
+    return (hits + 1) / (permutations + 1), \
+        f"sign-flip test, paired by seed ({permutations:,} seeded random flips)"
+
+
+def cohens_d_interval(d: float | None, n_a: int, n_b: int,
+                      confidence: float = CONFIDENCE) -> tuple[float | None, float | None]:
+    """Hedges and Olkin's normal-approximation interval of Cohen's d."""
+    if d is None or n_a < 2 or n_b < 2:
+        return None, None
+    se = math.sqrt((n_a + n_b) / (n_a * n_b) + d * d / (2 * (n_a + n_b)))
+    z = z_value(confidence)
+    return d - z * se, d + z * se
+
+
+def cliffs_delta_interval(a: Sequence[float], b: Sequence[float],
+                          confidence: float = CONFIDENCE) -> tuple[float | None, float | None]:
+    """Feng and Cliff's (2004) asymmetric interval for Cliff's delta (B against A), from
+    Cliff's (1993) consistent variance; None when undefined (a side < 2, delta = ±1)."""
+    n_a, n_b = len(a), len(b)
+    if n_a < 2 or n_b < 2:
+        return None, None
+    x, y = np.asarray(a, dtype=float)[:, None], np.asarray(b, dtype=float)[None, :]
+    dom = np.sign(y - x)  # d_ij: +1 where B beats A
+    d = float(dom.mean())
+    if abs(d) >= 1.0:
+        return None, None
+    rows, cols = dom.mean(axis=1), dom.mean(axis=0)
+    var = ((n_b ** 2) * float(((rows - d) ** 2).sum()) + (n_a ** 2) * float(((cols - d) ** 2)
+           .sum()) - float(((dom - d) ** 2).sum())) / (n_a * n_b * (n_a - 1) * (n_b - 1))
+    var = max(var, (1 - d * d) / (n_a * n_b - 1))  # Cliff's floor for the variance
+    z = z_value(confidence)
+    s = math.sqrt(var)
+    root = z * s * math.sqrt((1 - d * d) ** 2 + z * z * var)
+    denom = 1 - d * d + z * z * var
+    low = (d - d ** 3 - root) / denom
+    high = (d - d ** 3 + root) / denom
+    return max(-1.0, low), min(1.0, high)
+
+
 def _newcombe(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
     """Newcombe's hybrid score interval for p_b - p_a (method 10), from Wilson intervals."""
     wa = wilson(sum(1 for v in a if v), len(a))
@@ -149,34 +229,53 @@ def _newcombe(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
 
 
 def compare_values(a: Sequence[float], b: Sequence[float], metric: str, *,
-                   seed: int = SEED) -> Comparison:
-    """Compare two samples of `metric` (B against A)."""
+                   seed: int = SEED, paired: bool = False) -> Comparison:
+    """Compare two samples of `metric` (B against A); `paired`: a[i] and b[i] share a seed."""
     a, b = [float(v) for v in a], [float(v) for v in b]
+    if paired and len(a) != len(b):
+        raise ConfigError(f"paired samples need as many values on each side, got {len(a)} "
+                          f"and {len(b)}")
     nature = nature_of(metric).nature
     mean_a = float(np.mean(a)) if a else math.nan
     mean_b = float(np.mean(b)) if b else math.nan
     low = high = None
     if nature == "proportion" and a and b:
         low, high = _newcombe(a, b)
-    reason = too_few(len(a), len(b))
-    p_value, test = (None, "none") if reason else permutation_test(a, b, seed=seed)
+    reason = too_few_pairs(len(a)) if paired else too_few(len(a), len(b))
+    if reason:
+        p_value, test = None, "none"
+    elif paired:
+        p_value, test = paired_test(a, b, seed=seed)
+    else:
+        p_value, test = permutation_test(a, b, seed=seed)
     if reason:
         note = reason
     else:
         assert p_value is not None
         verdict = "a difference" if p_value < ALPHA else "no clear difference"
         note = f"{verdict} at the 5% level (p = {p_value:.3g}, {test})"
+    delta = None if nature == "proportion" else cliffs_delta(a, b)
+    d = cohens_d(a, b) if nature == "count" else None
+    delta_low, delta_high = (None, None) if delta is None else cliffs_delta_interval(a, b)
+    if delta is not None and abs(delta) >= 1.0 and a and b:
+        note += (f"; Cliff's delta {delta:+.0f}: the {len(a)} and {len(b)} values do not overlap, "
+                 "so it has no interval")
+    elif delta is not None and min(len(a), len(b)) < 2:
+        note += "; effect sizes need 2+ values a side for an interval"
+    d_low, d_high = cohens_d_interval(d, len(a), len(b))
     return Comparison(
         metric=metric, nature=nature, n_a=len(a), n_b=len(b), mean_a=mean_a, mean_b=mean_b,
         difference=mean_b - mean_a, difference_low=low, difference_high=high,
-        cliffs_delta=None if nature == "proportion" else cliffs_delta(a, b),
-        cohens_d=cohens_d(a, b) if nature == "count" else None,
-        p_value=p_value, test=test, enough=reason is None, note=note)
+        cliffs_delta=delta, cohens_d=d, p_value=p_value, test=test, enough=reason is None,
+        note=note, paired=paired, cliffs_low=delta_low, cliffs_high=delta_high,
+        cohens_low=d_low, cohens_high=d_high)
 
 
-def cell_values(results: pd.DataFrame, where: Mapping[str, Any], metric: str) -> list[float]:
-    """The finished chats' values of `metric` in the cell picked by `where` (column: value)."""
-    unknown = [c for c in [*where, metric] if c not in results]
+def _cell_rows(results: pd.DataFrame, where: Mapping[str, Any], metric: str) -> pd.DataFrame:
+    if metric not in results:
+        raise ConfigError(f"unknown metric {metric!r}; metrics are the result columns such as "
+                          "messages, lulled, evenness, calls_needed")
+    unknown = [c for c in where if c not in results]
     if unknown:
         raise ConfigError(f"unknown result columns {unknown}; pick cells by parameter columns "
                           f"such as {[c for c in ('threshold', 'order') if c in results]}")
@@ -184,13 +283,51 @@ def cell_values(results: pd.DataFrame, where: Mapping[str, Any], metric: str) ->
     for column, value in where.items():
         missing = value is None or (isinstance(value, float) and math.isnan(value))
         rows = rows[rows[column].isna()] if missing else rows[rows[column] == value]
-    values = pd.to_numeric(rows[metric], errors="coerce").dropna()
-    return [float(v) for v in values]
+    values = pd.to_numeric(rows[metric], errors="coerce")
+    return rows[values.notna()].assign(_value=values[values.notna()].astype(float))
+
+
+def cell_values(results: pd.DataFrame, where: Mapping[str, Any], metric: str) -> list[float]:
+    """The finished chats' values of `metric` in the cell picked by `where` (column: value)."""
+    return [float(v) for v in _cell_rows(results, where, metric)["_value"]]
+
+
+def _pairs(rows_a: pd.DataFrame, rows_b: pd.DataFrame) -> tuple[list[float], list[float]] | None:
+    """The two cells' values matched by (task, seed), when both hold exactly the same keys."""
+    keys = [c for c in ("task_index", "seed") if c in rows_a and c in rows_b]
+    if "seed" not in keys or rows_a.empty:
+        return None
+    ka = rows_a.set_index(keys)["_value"]
+    kb = rows_b.set_index(keys)["_value"]
+    if not (ka.index.is_unique and kb.index.is_unique) or set(ka.index) != set(kb.index):
+        return None
+    kb = kb.loc[ka.index]
+    return [float(v) for v in ka], [float(v) for v in kb]
 
 
 def compare_cells(results: pd.DataFrame, a: Mapping[str, Any], b: Mapping[str, Any],
-                  metric: str, *, seed: int = SEED) -> Comparison:
+                  metric: str, *, seed: int = SEED, paired: bool | None = None) -> Comparison:
     """Compare cell B with cell A (each picked by parameter values, over its repeats and the
-    tasks it spans) on `metric`, from `sweep_results`."""
-    return compare_values(cell_values(results, a, metric), cell_values(results, b, metric),
-                          metric, seed=seed)
+    tasks it spans) on `metric`, from `sweep_results`. Paired by seed when both cells hold the
+    same (task, seed) keys (`paired=None`, the default); `paired=False` forces the unpaired
+    test."""
+    rows_a, rows_b = _cell_rows(results, a, metric), _cell_rows(results, b, metric)
+    matched = _pairs(rows_a, rows_b) if paired is not False else None
+    if paired and matched is None:
+        raise ConfigError("the two cells do not share their seeds (the same task and repeat "
+                          "on both sides): compare them unpaired")
+    if matched is not None:
+        return compare_values(*matched, metric, seed=seed, paired=True)
+    return compare_values(list(rows_a["_value"]), list(rows_b["_value"]), metric, seed=seed)
+
+
+def compare_metrics(results: pd.DataFrame, a: Mapping[str, Any], b: Mapping[str, Any],
+                    metrics: Sequence[str], *, seed: int = SEED) -> pd.DataFrame:
+    """Cell B against cell A on each metric, one row each, with the p-values adjusted across
+    the metrics: `p_holm` (shown by the pages) and `p_bh`."""
+    rows = [compare_cells(results, a, b, m, seed=seed).as_dict() for m in metrics]
+    frame = pd.DataFrame(rows)
+    if not frame.empty:
+        frame["p_holm"] = holm(list(frame["p_value"]))
+        frame["p_bh"] = benjamini_hochberg(list(frame["p_value"]))
+    return frame

@@ -219,7 +219,8 @@ def _assumptions(result: Estimate, prior: tuple[float, int] | None, concurrency:
     notes = [
         "upper bound: every chat runs max_loops - 1 turns (no lull) and every agent bids on "
         "every turn, one model call per bid",
-        "retries and tool-choice fallbacks add calls; bid-cache hits remove them (not predicted)",
+        "these are calls needed: retries and tool-choice fallbacks add calls; bid-cache hits "
+        "make the calls made fewer (not predicted; results report calls_needed and calls_made)",
         f"prompt tokens: system prompt + bid prompt + task + {MESSAGE_TOKENS} tokens per earlier "
         "message (litellm's tokenizer); sims send no prompt: zero tokens",
         f"completion tokens: max_tokens per call (upper), about {TYPICAL_COMPLETION_TOKENS} "

@@ -10,12 +10,17 @@ Method (a one-way variance decomposition per parameter, over finished chats):
 - p: a seeded permutation test of eta squared (values shuffled across levels; 999 shuffles, fewer
   down to 199 over 20,000 chats), so a parameter whose effect is indistinguishable from noise is
   marked as such.
-Numeric parameters with more than MAX_LEVELS distinct values (random search) are cut into
-MAX_LEVELS quantile bins first. The random-sample index is not a parameter.
+- p_holm, p_bh: the permutation p adjusted across every row of the table (Holm: family-wise
+  error; Benjamini-Hochberg: false discovery rate; _multiple.py). The page shows Holm.
+A grid axis keeps every level (a 6-level threshold grid is 6 groups). Only a numeric parameter
+whose values are too spread to form groups (fewer than 2 values hold MIN_PER_LEVEL chats, as in
+random search, where every draw is new) is cut into MAX_LEVELS quantile bins. The random-sample
+index is not a parameter. The cache metrics (calls made, hit rate, cost) are left out by
+default: they measure what earlier cells left in the bid cache, not the parameters.
 
-Too few to say anything (defined and tested): a parameter needs at least 2 levels with at least
-MIN_PER_LEVEL finished chats each, and more chats than levels; otherwise the row says so and
-carries no figures.
+Too few to say anything (defined and tested): levels with fewer than MIN_PER_LEVEL finished
+chats are left out (the note says how many); at least 2 levels must remain. Otherwise the row
+says exactly that and carries no figures.
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from .._errors import ConfigError
+from ._multiple import benjamini_hochberg, holm
+from ._natures import CACHE_METRICS
 from ._results import METRICS, varying
 
 MAX_LEVELS = 5
@@ -34,18 +42,22 @@ MIN_PERMUTATIONS = 199  # over WORK / PERMUTATIONS chats, fewer shuffles (p to 0
 WORK = 20_000_000  # shuffled values per parameter and metric, at most (but MIN_PERMUTATIONS)
 SEED = 20260101
 COLUMNS = ["metric", "parameter", "levels", "n", "eta_squared", "omega_squared", "p_value",
-           "enough", "note"]
+           "p_holm", "p_bh", "enough", "note"]
+IMPORTANCE_METRICS = tuple(m for m in METRICS if m not in CACHE_METRICS)
 NOT_FACTORS = ("sample",)
 
 
 def _levels(column: pd.Series) -> tuple[np.ndarray, int, str]:
-    """Integer codes per row, the number of levels, and a note on binning."""
+    """Integer codes per row, the number of levels, and a note on binning. Only values too
+    spread to form groups (random search) are binned; grid levels are kept as they are."""
     numeric = pd.to_numeric(column, errors="coerce")
-    if numeric.notna().all() and column.nunique() > MAX_LEVELS:
+    codes, uniques = pd.factorize(column.astype(str), sort=True)
+    counts = np.bincount(codes, minlength=len(uniques)) if len(codes) else np.zeros(0)
+    spread = int((counts >= MIN_PER_LEVEL).sum()) < 2
+    if numeric.notna().all() and len(uniques) > MAX_LEVELS and spread:
         bins = pd.qcut(numeric, MAX_LEVELS, duplicates="drop")
         codes, uniques = pd.factorize(bins, sort=True)
-        return codes, len(uniques), f"binned into {len(uniques)} quantile bins"
-    codes, uniques = pd.factorize(column.astype(str), sort=True)
+        return codes, len(uniques), f"values too spread to group: {len(uniques)} quantile bins"
     return codes, len(uniques), ""
 
 
@@ -73,18 +85,30 @@ def factor_importance(values: Sequence[float], levels: pd.Series, *, seed: int =
     """Eta squared, omega squared and a permutation p-value of one parameter on one metric."""
     y = np.asarray(values, dtype=float)
     codes, k, note = _levels(levels.reset_index(drop=True))
-    n = len(y)
-    counts = np.bincount(codes, minlength=k) if n else np.zeros(0, dtype=int)
-    out: dict[str, object] = {"levels": k, "n": n, "eta_squared": None, "omega_squared": None,
-                              "p_value": None, "enough": False}
-    if k < 2 or n <= k or int(counts.min()) < MIN_PER_LEVEL:
-        out["note"] = (f"too few to say anything: {n} finished chats over {k} level(s); "
-                       f"needs 2+ levels with {MIN_PER_LEVEL}+ chats each")
+    counts = np.bincount(codes, minlength=k) if len(y) else np.zeros(0, dtype=int)
+    usable = counts >= MIN_PER_LEVEL
+    out: dict[str, object] = {"levels": k, "n": len(y), "eta_squared": None,
+                              "omega_squared": None, "p_value": None, "enough": False}
+    if int(usable.sum()) < 2:
+        out["note"] = (f"too few to say anything: needs 2+ levels with {MIN_PER_LEVEL}+ "
+                       f"finished chats each; {int(usable.sum())} of {k} level(s) have that "
+                       f"({len(y)} chats)")
         return out
+    if not usable.all():
+        dropped = int((~usable).sum())
+        keep = usable[codes]
+        y = y[keep]
+        remap = np.cumsum(usable) - 1
+        codes = remap[codes[keep]]
+        k = int(usable.sum())
+        note = "; ".join(filter(None, [note, f"left out {dropped} level(s) with fewer than "
+                                             f"{MIN_PER_LEVEL} chats"]))
+    n = len(y)
+    out.update(levels=k, n=n)
     total = float(((y - y.mean()) ** 2).sum())
     if total == 0:
         out.update(enough=True, eta_squared=0.0, omega_squared=0.0, p_value=1.0,
-                   note="the metric did not vary")
+                   note=f"no variation in {n} chats: nothing to explain")
         return out
     between = float(_ss_between(y[None, :], codes, k)[0])
     within_ms = (total - between) / (n - k)
@@ -102,12 +126,17 @@ def factor_importance(values: Sequence[float], levels: pd.Series, *, seed: int =
 
 
 def importance(results: pd.DataFrame, parameters: Sequence[str] | None = None,
-               metrics: Sequence[str] = METRICS, *, seed: int = SEED,
+               metrics: Sequence[str] = IMPORTANCE_METRICS, *, seed: int = SEED,
                permutations: int = PERMUTATIONS) -> pd.DataFrame:
     """One row per (metric, parameter), most important first within each metric (by omega
-    squared). `parameters` defaults to those that vary in the sweep (task included)."""
+    squared). `parameters` defaults to those that vary in the sweep (task included); `metrics`
+    to every metric but the cache's (CACHE_METRICS). p_holm and p_bh adjust across all rows."""
     params = [p for p in (parameters if parameters is not None else varying(results))
               if p not in NOT_FACTORS]
+    unknown = [c for c in [*metrics, *params] if c not in results]
+    if unknown:
+        raise ConfigError(f"unknown result columns {unknown}: metrics are "
+                          f"{', '.join(METRICS)}; parameters are the swept ones")
     done = results[results["status"] == "finished"] if "status" in results else results
     rows = []
     for metric in metrics:
@@ -121,6 +150,8 @@ def importance(results: pd.DataFrame, parameters: Sequence[str] | None = None,
     frame = pd.DataFrame(rows, columns=COLUMNS)
     if frame.empty:
         return frame
+    frame["p_holm"] = holm(list(frame["p_value"]))
+    frame["p_bh"] = benjamini_hochberg(list(frame["p_value"]))
     frame["_metric"] = frame["metric"].map({m: i for i, m in enumerate(metrics)})
     frame["_rank"] = pd.to_numeric(frame["omega_squared"], errors="coerce").fillna(-np.inf)
     frame = frame.sort_values(["_metric", "_rank"], ascending=[True, False], kind="stable")

@@ -6,8 +6,14 @@ the page only charts them. Everything is read from the store, so results of a sw
 running, stopped by a budget cap or resumed later read the same way.
 
 Confidence intervals fit each metric (_natures.py, _intervals.py): Wilson for the lull rate,
-a seeded percentile bootstrap for bounded metrics (evenness, Gini, entropy, hit rate), Student t
-cut at 0 for counts and amounts; `interval_method` names the one used on every row.
+a seeded studentized bootstrap for every other metric, cut to its feasible range (counts by the
+group's max_loops, Gini and entropy by its agents); `interval_method` names the one used on every
+row and `note` says when there is no interval ("no variation in 5 repeats") or when n is below
+the repeats from which the interval covers (docs/statistics.md).
+
+Model calls come twice: `calls_made` (what was sent; the bid cache answered the rest) and
+`calls_needed` (calls made plus one per bid answered from the cache: what the chat costs on a
+cold cache). Only `calls_needed` measures the parameters; importance leaves the cache metrics out.
 Parameter importance and two-cell comparisons are in _importance.py and _compare.py.
 """
 
@@ -22,8 +28,9 @@ import pandas as pd
 
 from .._errors import ConfigError
 from ..analysis._metrics import speaker_metrics
+from ..providers._sim import is_sim_model
 from . import _space
-from ._natures import metric_interval
+from ._natures import feasible_range, metric_interval, min_n
 from ._plan import stored_spec
 from ._spec import Cell, SweepSpec
 
@@ -35,7 +42,9 @@ LABEL_PARAMS = ("model", "temperature", "bid_prompt", "order", "roster", "agent_
                 "sample")
 PARAM_COLUMNS = [*NUMERIC_PARAMS, *LABEL_PARAMS]
 METRICS = ("messages", "turns", "lull_turn", "lulled", "entropy_bits", "evenness", "gini",
-           "longest_monologue", "total_calls", "hit_rate", "total_cost_usd")
+           "longest_monologue", "calls_needed", "calls_made", "hit_rate", "total_cost_usd")
+AGGREGATE_COLUMNS = ["metric", "n", "mean", "std", "sem", "ci_low", "ci_high", "range_low",
+                     "range_high", "interval_method", "coverage_from_n", "note"]
 _PREFERENCE = {"finished": 0, "error": 1, "cancelled": 2, "interrupted": 3, "running": 4}
 
 
@@ -48,8 +57,23 @@ def _cell_row(spec: SweepSpec, cell: Cell) -> dict[str, Any]:
     for name in LABEL_PARAMS:
         value = cell.params.get(name)
         row[name] = None if value is None else _space.label(name, value)
-    row["agents"] = len(spec.cell_agents(cell))
+    names = spec.cell_agents(cell)
+    row["agents"] = len(names)
+    models = cell_models(spec, cell)
+    row["models"] = "; ".join(f"{n}={models[n]}" for n in names)
+    row["simulated"] = any(is_sim_model(models[n]) for n in names)
+    row["sample_seed"] = spec.base.seed if spec.sample_seed is None else spec.sample_seed
     return row
+
+
+def cell_models(spec: SweepSpec, cell: Cell) -> dict[str, str]:
+    """Each agent's model in a cell (the base's, then the `model` axis, then models per agent):
+    what `SweepSpec.chat_spec` sets, without building the chat."""
+    models = {a.agent_name: a.model_name for a in spec.base.agents}
+    if "model" in cell.params:
+        models = dict.fromkeys(models, str(cell.params["model"]))
+    models.update({str(k): str(v) for k, v in (cell.params.get("agent_models") or {}).items()})
+    return models
 
 
 def _chosen_runs(store: RunStore, sweep_id: str) -> pd.DataFrame:
@@ -113,6 +137,8 @@ def sweep_results(store: RunStore, sweep_id: str) -> pd.DataFrame:
                                                           frame["ended_at"], strict=True)]
     for column in ("lull_turn", "messages", "turns", "bids", "cache_hits", "total_calls"):
         frame[column] = frame[column].astype("Int64")
+    frame["calls_made"] = frame["total_calls"]
+    frame["calls_needed"] = frame["total_calls"] + frame["cache_hits"].fillna(0).astype("Int64")
     return frame
 
 
@@ -127,9 +153,11 @@ def aggregate(results: pd.DataFrame, by: Sequence[str] | None = None,
     """Mean, std, n and a 95 % interval per group and metric, over finished cells.
 
     Long format, one row per (group, metric): `by` columns, metric, n, mean, std, sem,
-    ci_low, ci_high, interval_method (wilson, bootstrap, t or `t, cut at 0`: see
-    _natures.py). `by` defaults to the parameters that vary in the sweep. A metric's n
-    counts the cells where it is defined (e.g. lull_turn only for chats that lulled).
+    ci_low, ci_high, range_low, range_high (the metric's feasible range in the group),
+    interval_method (wilson, bootstrap-t, `bootstrap-t, cut to range`: see _natures.py),
+    coverage_from_n and note (no interval and why, or a warning below coverage_from_n).
+    `by` defaults to the parameters that vary in the sweep. A metric's n counts the cells
+    where it is defined (e.g. lull_turn only for chats that lulled).
     """
     by = list(by) if by is not None else varying(results)
     done = results[results["status"] == "finished"]
@@ -137,24 +165,42 @@ def aggregate(results: pd.DataFrame, by: Sequence[str] | None = None,
     if missing:
         raise ConfigError(f"unknown result columns {missing}; columns: {list(results.columns)}")
     rows: list[dict[str, Any]] = []
-    groups = done.groupby(by, sort=True, dropna=False) if by else [((), done)]
+    limits = [c for c in ("max_loops", "agents") if c in done]
+    # numbers once for the whole frame, not once per group (sweeps of thousands of groups)
+    columns = [c for c in dict.fromkeys([*metrics, *limits]) if c not in by]
+    numbers = pd.DataFrame({c: pd.to_numeric(done[c], errors="coerce").astype(float)
+                            for c in columns}, index=done.index)
+    keyed = pd.concat([done[by], numbers], axis=1) if by else numbers
+    groups = keyed.groupby(by, sort=True, dropna=False) if by else [((), keyed)]
     for key, group in groups:
         labels = dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True))
+        largest = {c: _largest(pd.to_numeric(group[c], errors="coerce")) if c in limits
+                   else None for c in ("max_loops", "agents")}
         for metric in metrics:
-            values = pd.to_numeric(group[metric], errors="coerce").dropna().astype(float)
-            rows.append({**labels, "metric": metric, **_interval(metric, values)})
-    return pd.DataFrame(rows, columns=[*by, "metric", "n", "mean", "std", "sem", "ci_low",
-                                       "ci_high", "interval_method"])
+            values = pd.to_numeric(group[metric], errors="coerce").dropna().astype(float) \
+                if metric in by else group[metric].dropna()
+            rows.append({**labels, "metric": metric, **_interval(metric, values, **largest)})
+    return pd.DataFrame(rows, columns=[*by, *AGGREGATE_COLUMNS])
 
 
-def _interval(metric: str, values: pd.Series) -> dict[str, Any]:
+def _largest(values: pd.Series) -> float | None:
+    finite = values.dropna()
+    return float(finite.max()) if len(finite) else None
+
+
+def _interval(metric: str, values: pd.Series, *, max_loops: float | None,
+              agents: float | None) -> dict[str, Any]:
     n = len(values)
-    interval = metric_interval(metric, list(values))
+    interval = metric_interval(metric, list(values), max_loops=max_loops, agents=agents)
+    low, high = feasible_range(metric, max_loops=max_loops, agents=agents)
     std = float(values.std(ddof=1)) if n >= 2 else math.nan
     return {"n": n, "mean": interval.estimate, "std": std,
             "sem": std / math.sqrt(n) if n >= 2 else math.nan,
             "ci_low": interval.low, "ci_high": interval.high,
-            "interval_method": interval.method}
+            "range_low": math.nan if low is None else low,
+            "range_high": math.nan if high is None else high,
+            "interval_method": interval.method, "coverage_from_n": min_n(metric),
+            "note": interval.note}
 
 
 def heatmap_frame(aggregated: pd.DataFrame, metric: str, x: str = "threshold",

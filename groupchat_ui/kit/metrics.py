@@ -58,7 +58,7 @@ def metric_cards(m: SpeakerMetrics) -> list[Card]:
         ("Turns", str(m.turns), "Turns played, including a final lull.", m.stop_reason),
         ("Lull turn", "none" if m.lull_turn is None else str(m.lull_turn),
          "First turn on which no bid cleared the threshold.", None),
-        ("Speaker entropy", f"{m.entropy_bits:.2f}", "Shannon entropy of turn shares, in bits.",
+        ("Speaker entropy", _fmt(m.entropy_bits), "Shannon entropy of turn shares, in bits.",
          "bits"),
         ("Evenness", _fmt(m.evenness), "Entropy over its maximum: 1 means perfectly even.",
          None),

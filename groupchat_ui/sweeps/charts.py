@@ -21,7 +21,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from groupchat_core.sweeps import heatmap_frame
+from groupchat_core.sweeps import NATURES, heatmap_frame
 from groupchat_ui.kit.charts import PALETTE, empty_figure
 
 METRIC_LABELS: dict[str, str] = {
@@ -38,13 +38,10 @@ SHORT_LABELS: dict[str, str] = {
     "lulled": "lull rate", "entropy_bits": "entropy<br>(bits)", "gini": "Gini",
     "total_cost_usd": "cost<br>(USD)",
 }
-# What a metric can be: (lowest, highest); None: no bound on that side.
+# What a metric can be: (lowest, highest); None: no bound on that side. From the engine's one
+# table of metric natures (groupchat_core.sweeps.NATURES), so charts and intervals agree.
 METRIC_BOUNDS: dict[str, tuple[float | None, float | None]] = {
-    "messages": (0.0, None), "turns": (0.0, None), "lull_turn": (0.0, None),
-    "lulled": (0.0, 1.0), "entropy_bits": (0.0, None), "evenness": (0.0, 1.0),
-    "gini": (0.0, 1.0), "total_cost_usd": (0.0, None), "total_calls": (0.0, None),
-    "hit_rate": (0.0, 1.0), "longest_monologue": (0.0, None),
-}
+    name: (nature.low, nature.high) for name, nature in NATURES.items()}
 DODGE = 0.06  # share of the smallest threshold gap between neighbouring penalty lines
 EMPTY = "no finished cells yet"
 

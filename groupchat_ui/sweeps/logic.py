@@ -411,9 +411,47 @@ def comparison_text(result: Any, metric_label: str) -> str:
         diff += f" (95% interval {result.difference_low:+.3g} to {result.difference_high:+.3g})"
     effect = []
     if result.cliffs_delta is not None:
-        effect.append(f"Cliff's delta {result.cliffs_delta:+.2f}")
+        effect.append(f"Cliff's delta {result.cliffs_delta:+.2f}"
+                      + _span(result.cliffs_low, result.cliffs_high))
     if result.cohens_d is not None:
-        effect.append(f"Cohen's d {result.cohens_d:+.2f}")
-    sizes = f"{result.n_a} vs {result.n_b} finished chats"
+        effect.append(f"Cohen's d {result.cohens_d:+.2f}"
+                      + _span(result.cohens_low, result.cohens_high))
+    sizes = (f"{result.n_a} pairs of chats with the same seeds" if result.paired
+             else f"{result.n_a} vs {result.n_b} finished chats")
     return (f"{metric_label}: A {result.mean_a:.3g}, B {result.mean_b:.3g}; B − A = {diff}"
             + (f"; {', '.join(effect)}" if effect else "") + f" ({sizes}). {result.note}.")
+
+
+def _span(low: float | None, high: float | None) -> str:
+    return "" if low is None or high is None else f" (95% interval {low:+.2f} to {high:+.2f})"
+
+
+def interval_notes(table: pd.DataFrame) -> list[str]:
+    """What the interval table cannot promise, in plain lines: points without variation (no
+    interval drawn rather than a zero-width one) and points below the repeats from which the
+    interval covers."""
+    if table.empty or "note" not in table:
+        return []
+    notes = table["note"].fillna("").astype(str)
+    lines = []
+    flat = table[notes.str.startswith("no variation")]
+    if not flat.empty:
+        counts = ", ".join(sorted({str(int(n)) for n in flat["n"]}))
+        lines.append(f"{len(flat)} of {len(table)} points have no variation in their repeats "
+                     f"(n = {counts}): no interval is drawn for them; see the note column for "
+                     "what can be said.")
+    low = table[notes.str.startswith("below")]
+    if not low.empty:
+        lines.append(f"{len(low)} of {len(table)} points have fewer than "
+                     f"{int(low['coverage_from_n'].max())} repeats: their intervals may "
+                     "under-cover; add repeats.")
+    return lines
+
+
+def calls_text(summary: Mapping[str, Any]) -> str:
+    """Calls needed and calls made apart: the bid cache answers some bids, so the calls made
+    depend on what earlier cells left in it, the calls needed only on the parameters."""
+    made, hits = int(summary.get("calls") or 0), int(summary.get("cache_hits") or 0)
+    if not hits:
+        return f"{made:,} model calls"
+    return f"{made + hits:,} model calls needed, {made:,} made (the cache answered {hits:,})"

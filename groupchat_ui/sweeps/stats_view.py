@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from groupchat_core.sweeps import compare_cells, importance
+from groupchat_core.sweeps import CACHE_METRICS, compare_cells, importance
 from groupchat_ui.kit.safety import escape_markdown
 
 from . import charts
@@ -24,21 +24,30 @@ IMPORTANCE_HELP = (
     "that its values explain (between-level sum of squares / total); omega squared, the same "
     "corrected for the number of values (a parameter with many values, such as every agent "
     "order, explains some variance by chance), which ranks the bars; and p, from a seeded "
-    "permutation test (999 shuffles of the chats across the parameter's values). Numeric "
-    "parameters with more than 5 values (random search) are cut into 5 quantile bins. A "
-    "parameter needs at least 2 values with 2 finished chats each, else it is listed as too few.")
+    "permutation test (999 shuffles of the chats across the parameter's values). p (Holm) is "
+    "adjusted across the rows shown (Holm; p_bh: Benjamini-Hochberg): read that one when "
+    "several parameters are tested. Grid values are kept as they are (a 6-value grid is 6 "
+    "groups); only values too spread to group (random search) are cut into 5 quantile bins. "
+    "Values with fewer than 2 finished chats are left out; a parameter needs 2 values with 2+ "
+    "chats each, else it is listed as too few. Calls made, hit rate and cost measure the bid "
+    "cache (what earlier cells left behind), not the parameters: they are not ranked.")
 COMPARE_HELP = (
-    "B against A over their finished chats (pooled over the axes not picked). Rates: difference "
-    "in proportions with Newcombe's interval. Others: Cliff's delta (share of pairs where B is "
-    "higher minus the reverse, -1 to 1) and, for counts, Cohen's d. p: a permutation test on the "
+    "B against A over their finished chats (pooled over the axes not picked). When both cells "
+    "ran the same seeds (same tasks and repeats) the test is paired: a sign-flip test on the "
+    "per-seed differences (6 pairs reach p < 0.05). Otherwise a permutation test on the "
     "difference in means, exact when the splits are at most 20,000, else 9,999 seeded ones. "
-    "Too few: when no possible split could reach p < 0.05 (3 vs 3 chats: the smallest p is "
-    "0.1), or a side has under 2 chats, no p-value is given.")
+    "Rates: difference in proportions with Newcombe's interval. Others: Cliff's delta (share "
+    "of pairs where B is higher minus the reverse, -1 to 1, with Feng and Cliff's interval) "
+    "and, for counts, Cohen's d (Hedges-Olkin interval). Too few: when no possible split could "
+    "reach p < 0.05 (3 vs 3 chats: the smallest p is 0.1), or a side has under 2 chats, no "
+    "p-value is given. Comparing many metrics at once (`sweep export --table compare`) adjusts "
+    "the p-values by Holm.")
 
 
 def importance_tab(frame: pd.DataFrame) -> None:
     """Which parameter moves the chosen metric most, as bars and a table."""
-    metric = st.selectbox("Metric", METRICS, key="sw_imp_metric",
+    metric = st.selectbox("Metric", [m for m in METRICS if m not in CACHE_METRICS],
+                          key="sw_imp_metric",
                           format_func=charts.METRIC_LABELS.get)
     params = svc.group_columns(frame)
     if not params:
@@ -46,8 +55,8 @@ def importance_tab(frame: pd.DataFrame) -> None:
         return
     table = importance(frame, parameters=params, metrics=[metric])
     st.plotly_chart(charts.importance_chart(table, metric), key="sw_importance")
-    st.caption("Variance explained per parameter (one-way, over finished chats).",
-               help=IMPORTANCE_HELP)
+    st.caption("Variance explained per parameter (one-way, over finished chats); p (Holm) is "
+               "adjusted across these rows.", help=IMPORTANCE_HELP)
     st.dataframe(svc.display_frame(table), hide_index=True, key="sw_importance_table")
 
 
