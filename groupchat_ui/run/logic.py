@@ -326,7 +326,7 @@ def reveal(content: str, posted_at: str | None, now: datetime) -> tuple[str, boo
 def _cell(bid: Bid | None) -> str:
     if bid is None:
         return ""
-    if bid.error and bid.path == "none":
+    if bid.failed:
         return "failed"
     if not bid.message:
         return f"{bid.score:.2f} silent"
