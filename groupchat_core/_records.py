@@ -8,7 +8,7 @@ description, so an exported JSON schema of a run explains itself.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -446,3 +446,41 @@ Event = Annotated[
     | RunFinished,
     Field(discriminator="kind"),
 ]
+
+
+# --- observers ----------------------------------------------------------------------------
+
+
+class Observer(Protocol):
+    """What watches a run: anything called with each event (a plain function will do).
+
+    An observer may also declare, as attributes (a class's are the usual place):
+
+    - `wants: frozenset[str]`: the event kinds it takes (`Event.kind` values); the others are
+      not sent to it. Without it, it gets every kind but "bid_delta", which is opt-in: only an
+      observer whose `wants` names it gets deltas, and bids stream (stream_bids) only while one
+      does.
+    - `thread_safe: bool`: True to be called on the engine's loop thread directly, instead of
+      on the thread that drives the run; it must then be quick (the store's recorder, the
+      dashboard's live view).
+
+    `observer_wants` and `observer_thread_safe` are the one place they are read."""
+
+    def __call__(self, event: Event, /) -> None: ...
+
+
+def observer_wants(observer: Observer) -> frozenset[str] | None:
+    """The event kinds the observer declared it wants, or None (every kind but bid_delta)."""
+    wants = getattr(observer, "wants", None)
+    return None if wants is None else frozenset(wants)
+
+
+def observer_thread_safe(observer: Observer) -> bool:
+    """Whether the observer may be called on the engine's loop thread (see Observer)."""
+    return bool(getattr(observer, "thread_safe", False))
+
+
+def observer_takes(observer: Observer, kind: str) -> bool:
+    """Whether events of this kind go to the observer (bid_delta only when it asked)."""
+    wants = observer_wants(observer)
+    return kind in wants if wants is not None else kind != "bid_delta"
