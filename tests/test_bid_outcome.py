@@ -87,12 +87,12 @@ OLD_BIDS = [  # (error, path, cached) -> the outcome the old rule gave
 ]
 
 
-def _v8_store(url: str) -> None:
+def _old_store(url: str, version: int) -> None:
     from test_store_migrations import SPEC
 
     engine = get_engine(url)
-    create_version(engine, 8)
-    t = metadata_for(8).tables
+    create_version(engine, version)
+    t = metadata_for(version).tables
     with engine.begin() as conn:
         conn.execute(insert(t["runs"]).values(
             run_id="old", name="old", task="t", status="finished", stop_reason="max_loops",
@@ -108,8 +108,9 @@ def _v8_store(url: str) -> None:
     forget_checked()
 
 
-def test_the_v10_upgrade_fills_in_the_outcome_of_old_bids(store_url: str) -> None:
-    _v8_store(store_url)
+@pytest.mark.parametrize("version", [8, 9])  # v9: another branch's step; v10 follows either
+def test_the_v10_upgrade_fills_in_the_outcome_of_old_bids(store_url: str, version: int) -> None:
+    _old_store(store_url, version)
     RunStore(store_url).list_runs()  # opening the store upgrades it
     engine = create_engine(store_url)
     try:
