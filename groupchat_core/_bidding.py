@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from ._records import UNREADABLE
+
 RESPOND_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
@@ -209,9 +211,8 @@ hostile or runaway reply must not put megabytes into every later prompt and the 
 MAX_TEXT_SCAN_CHARS = 4 * MAX_MESSAGE_CHARS
 """How much of a text reply is searched for a JSON bid."""
 
-UNREADABLE = "unreadable: "
-"""Prefix of the error of a bid whose reply could not be read (no score came out of it), so a
-stored bid says whether it was read; see `is_unreadable`."""
+# UNREADABLE (imported above) prefixes the error of a reply no score came out of: the note for
+# people. Whether a bid was read is its `outcome` field (_records.py), set by the turn loop.
 
 
 @dataclass(frozen=True)
@@ -230,7 +231,7 @@ class ParsedBid:
 
 
 def is_unreadable(error: str | None) -> bool:
-    """Whether a bid's stored error marks a reply that could not be read (see UNREADABLE)."""
+    """Whether an error text is an unreadable reply's note (a bid's own answer: its outcome)."""
     return bool(error) and str(error).startswith(UNREADABLE)
 
 

@@ -8,9 +8,9 @@ description, so an exported JSON schema of a run explains itself.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -42,6 +42,35 @@ TurnReason = Literal[
     "all_failed",  # every bid's call failed: the run stops with "error"
     "no_readable_bid",  # no bid could be read (replies unreadable, the rest failed): "error"
 ]
+BidOutcome = Literal[
+    "read",  # a reply came back and its score was read (a clamped score still counts)
+    "cached",  # read, from the bid cache: no model call was made
+    "unreadable",  # a reply came back, but no score could be read from it
+    "failed",  # the call produced no reply (an exception, a timeout, a rejection)
+]
+"""What became of a bid: set once by the turn loop, stored with the bid, read by selection, the
+analysis, the charts, the CLI and the exports. A new kind of participant (a human, a scripted
+voice) adds a value here, and every reader that asks `bid.read` / `bid.failed` keeps working."""
+
+READ_OUTCOMES: frozenset[str] = frozenset({"read", "cached"})
+"""Outcomes of a bid whose score was read: a turn with one of these is a lull, not an error."""
+
+UNREADABLE = "unreadable: "
+"""Prefix of the error of a bid whose reply could not be read: the note for people; the field
+that says so is Bid.outcome."""
+
+
+def outcome_of(error: str | None, path: str, cached: bool) -> BidOutcome:
+    """The outcome a bid recorded before outcomes were stored must have had (old store rows,
+    old bundles, hand-built bids): exact, because the turn loop set error, path and cached by
+    the same rule. New bids get their outcome from the turn loop, not from here."""
+    if error and path == "none":
+        return "failed"
+    if error and error.startswith(UNREADABLE):
+        return "unreadable"
+    return "cached" if cached else "read"
+
+
 # The store's run statuses (store/_schema.py RUN_STATUSES holds the same values).
 RunStatus = Literal["running", "finished", "cancelled", "error", "interrupted"]
 
@@ -154,6 +183,31 @@ class Bid(_Record):
         description="Which deployment of the model answered (its name in the spec's "
         "deployments, load-balanced by litellm's Router); null for a model with one endpoint, "
         "an in-process model, a cache hit or a failed call.")
+    outcome: BidOutcome = Field(
+        default="read",
+        description="What became of the bid: read (its score was read from a reply), cached "
+        "(read, from the bid cache), unreadable (a reply came back, no score could be read: "
+        "the bid counts as score 0.0 and cannot make a lull), failed (the call produced no "
+        "reply). Set by the turn loop; bids recorded before it was stored get it from error, "
+        "path and cached, which is exact.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derive_outcome(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("outcome") is None:
+            data = {**data, "outcome": outcome_of(
+                data.get("error"), data.get("path", "none"), bool(data.get("cached")))}
+        return data
+
+    @property
+    def read(self) -> bool:
+        """Whether a score was read from a reply (from the model or the bid cache)."""
+        return self.outcome in READ_OUTCOMES
+
+    @property
+    def failed(self) -> bool:
+        """Whether the call produced no reply at all."""
+        return self.outcome == "failed"
 
 
 class Turn(_Record):
@@ -187,8 +241,8 @@ class Turn(_Record):
         "is tie_by_order); false on a turn without a winner.")
     failed_bids: int = Field(
         default=0,
-        description="How many bids of the turn were calls that failed (path none). Unreadable "
-        'replies are not counted here: their error starts with "unreadable: ".')
+        description='How many bids of the turn have outcome "failed" (the call produced no '
+        'reply). Unreadable replies are not counted here.')
 
 
 class RunRecord(_Record):
@@ -392,3 +446,41 @@ Event = Annotated[
     | RunFinished,
     Field(discriminator="kind"),
 ]
+
+
+# --- observers ----------------------------------------------------------------------------
+
+
+class Observer(Protocol):
+    """What watches a run: anything called with each event (a plain function will do).
+
+    An observer may also declare, as attributes (a class's are the usual place):
+
+    - `wants: frozenset[str]`: the event kinds it takes (`Event.kind` values); the others are
+      not sent to it. Without it, it gets every kind but "bid_delta", which is opt-in: only an
+      observer whose `wants` names it gets deltas, and bids stream (stream_bids) only while one
+      does.
+    - `thread_safe: bool`: True to be called on the engine's loop thread directly, instead of
+      on the thread that drives the run; it must then be quick (the store's recorder, the
+      dashboard's live view).
+
+    `observer_wants` and `observer_thread_safe` are the one place they are read."""
+
+    def __call__(self, event: Event, /) -> None: ...
+
+
+def observer_wants(observer: Observer) -> frozenset[str] | None:
+    """The event kinds the observer declared it wants, or None (every kind but bid_delta)."""
+    wants = getattr(observer, "wants", None)
+    return None if wants is None else frozenset(wants)
+
+
+def observer_thread_safe(observer: Observer) -> bool:
+    """Whether the observer may be called on the engine's loop thread (see Observer)."""
+    return bool(getattr(observer, "thread_safe", False))
+
+
+def observer_takes(observer: Observer, kind: str) -> bool:
+    """Whether events of this kind go to the observer (bid_delta only when it asked)."""
+    wants = observer_wants(observer)
+    return kind in wants if wants is not None else kind != "bid_delta"

@@ -112,7 +112,7 @@ def test_the_package_api_is_pinned():
         "format_decimal", "dump_spec", "load_spec", "load_spec_text",
         # records and the events observers receive
         "Bid", "Message", "RunRecord", "Turn", "Event", "RunStarted", "TurnStarted",
-        "BidReceived", "BidDelta", "SpeakerSelected", "LullReached", "MessagePosted",
+        "BidReceived", "BidDelta", "SpeakerSelected", "LullReached", "MessagePosted", "Observer",
         "TurnCompleted", "RunFinished", "format_cost",  # "unknown" cost is not zero
         # errors
         "GroupChatError", "ConfigError", "CliError", "ModelCallError", "StoreError",

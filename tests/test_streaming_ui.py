@@ -81,7 +81,7 @@ def _start(srv: FakeOpenAIServer, stream: bool, tmp_path: Path) -> tuple[JobRegi
 
 def test_a_dashboard_run_streams_by_default_and_keeps_the_candidates(server, tmp_path):
     registry, job = _start(server, True, tmp_path)
-    forming = logic.forming_for(job)
+    forming = registry.snapshot(job).forming
     assert forming is not None and forming.deltas >= 2
     assert forming.snapshot()[1]["A"] == (0.8, "Hello", True)
     assert server.requests_for("a")[0].body["stream"] is True
@@ -93,7 +93,7 @@ def test_a_dashboard_run_streams_by_default_and_keeps_the_candidates(server, tmp
 def test_a_dashboard_run_with_streaming_off_sends_no_stream(server, tmp_path):
     registry, job = _start(server, False, tmp_path)
     assert "stream" not in server.requests_for("a")[0].body
-    assert logic.forming_for(job).deltas == 0
+    assert registry.snapshot(job).forming.deltas == 0
     registry.shutdown()
     dispose_engines()
 

@@ -17,9 +17,17 @@ from typing import Any
 
 import pandas as pd
 
-from .._bidding import format_decimal, is_unreadable
+from .._bidding import format_decimal
 from .._errors import ConfigError
-from ..engine._selection import NO_READ_BID_REASONS, Candidate, select_speaker
+from .._records import BidOutcome, outcome_of
+from ..engine._selection import (
+    NO_READ_BID_REASONS,
+    Candidate,
+    Selection,
+    Standing,
+    decide,
+    select_speaker,
+)
 
 
 @dataclass(frozen=True)
@@ -168,17 +176,42 @@ def _num(value: float) -> str:
     return f"{round(float(value), 4):g}"
 
 
+def bid_outcome(row: Any) -> BidOutcome:
+    """A bid row's `outcome` (the field the turn loop set). A frame from before the field was
+    stored (an old CSV export) has none: its outcome follows from error, path and cached."""
+    value = row.get("outcome")
+    if isinstance(value, str) and value:
+        return value  # type: ignore[return-value]  # a BidOutcome, as the store holds it
+    error = row.get("error")
+    return outcome_of(error if isinstance(error, str) else None, str(row.get("path", "none")),
+                      bool(row.get("cached", False)))
+
+
+def bid_outcomes(bids: pd.DataFrame) -> pd.Series:
+    """Every bid row's outcome (see `bid_outcome`), for masks such as `== "failed"`."""
+    if "outcome" in bids and bids["outcome"].notna().all():
+        return bids["outcome"]
+    return pd.Series([bid_outcome(r) for r in bids.to_dict("records")], index=bids.index,
+                     dtype=object)
+
+
 def _failed(row: Any) -> bool:
-    """The engine's rule: a call that failed outright (no reply), not a reply that parsed badly."""
-    error = row.get("error")
-    has_error = isinstance(error, str) and bool(error)
-    return has_error and row.get("path", "none") == "none"
+    return bid_outcome(row) == "failed"
 
 
-def _unreadable(row: Any) -> bool:
-    """A reply no score could be read from (its error starts with "unreadable: ")."""
-    error = row.get("error")
-    return isinstance(error, str) and is_unreadable(error)
+def _candidate(row: Any) -> Candidate:
+    outcome = bid_outcome(row)
+    message = row["message"] if isinstance(row["message"], str) else ""
+    return Candidate(str(row["agent"]), float(row["score"]), message,
+                     failed=outcome == "failed", unreadable=outcome == "unreadable")
+
+
+def _recorded_selection(rows: pd.DataFrame, threshold: float) -> Selection:
+    """The engine's decision over a recorded turn, from the standings its bids carry."""
+    records = rows.to_dict("records")
+    standings = [Standing(bool(r["penalized"]), float(r["adjusted"]), bool(r["eligible"]))
+                 for r in records]
+    return decide([_candidate(r) for r in records], standings, threshold)
 
 
 def _speaking(rows: pd.DataFrame) -> pd.DataFrame:
@@ -198,13 +231,13 @@ def _explain_winner(rows: pd.DataFrame, info: Any, threshold: float) -> list[str
     speaking = _speaking(rows)
     won = rows[rows["winner"].astype(bool)].iloc[0]
     name = won["agent"]
+    chosen = _recorded_selection(rows, threshold)
     parts = [f"{name} spoke with an adjusted bid of {_bid_text(won)}, above the threshold "
              f"{format_decimal(threshold)}."]
-    others = speaking[speaking["agent"] != name]
-    if others.empty:
+    if chosen.runner_up is None:
         parts.append("No other agent offered a message, so there was no runner-up.")
     else:
-        runner = others.sort_values(["adjusted", "position"], ascending=[False, True]).iloc[0]
+        runner = rows.iloc[chosen.runner_up]
         margin = info.get("margin")
         margin = float(won["adjusted"] - runner["adjusted"]) if margin is None else margin
         parts.append(f"The runner-up was {runner['agent']} at {_bid_text(runner)}, "
@@ -213,9 +246,8 @@ def _explain_winner(rows: pd.DataFrame, info: Any, threshold: float) -> list[str
         tied = [a for a in speaking[speaking["adjusted"] == won["adjusted"]]["agent"] if a != name]
         parts.append(f"It was a tie with {', '.join(tied)}; ties go to the agent earliest in "
                      f"the list, {name}.")
-    if bool(info.get("penalty_changed_winner")):
-        raw = speaking[speaking["score"] > threshold].sort_values(
-            ["score", "position"], ascending=[False, True]).iloc[0]
+    if bool(info.get("penalty_changed_winner")) and chosen.raw_winner is not None:
+        raw = rows.iloc[chosen.raw_winner]
         parts.append(f"The recency penalty changed the outcome: on raw scores {raw['agent']} "
                      f"({_num(raw['score'])}) would have won.")
     elif rows["penalized"].astype(bool).any():
@@ -231,12 +263,12 @@ def _explain_no_winner(rows: pd.DataFrame, info: Any, threshold: float) -> list[
                 else "No agent produced a readable bid")
         return [f"{what}, so the run stopped with an error (this is not a lull: no agent "
                 "produced a readable bid).", f"Reasons: {errors}."]
-    speaking = _speaking(rows)
+    best_index = _recorded_selection(rows, threshold).runner_up  # with no winner: the best
     parts = ["Nobody spoke: a lull, which ends the run."]
-    if speaking.empty:
+    if best_index is None:
         parts.append("Every agent stayed silent or failed, so no bid could take the floor.")
         return parts
-    best = speaking.sort_values(["adjusted", "position"], ascending=[False, True]).iloc[0]
+    best = rows.iloc[best_index]
     relation = "equal to" if best["adjusted"] == threshold else "not above"
     parts.append(f"The best adjusted bid with a message was {best['agent']}'s {_bid_text(best)}, "
                  f"{relation} the threshold {format_decimal(threshold)} (a bid must be strictly "
@@ -284,11 +316,7 @@ def recorded_turns(bids: pd.DataFrame) -> list[RecordedTurn]:
     ordered = bids.sort_values(["turn", "position"], kind="stable")
     prepared = []
     for turn, group in ordered.groupby("turn", sort=True):
-        candidates = tuple(
-            Candidate(str(r["agent"]), float(r["score"]),
-                      r["message"] if isinstance(r["message"], str) else "", failed=_failed(r),
-                      unreadable=not _failed(r) and _unreadable(r))
-            for r in group.to_dict("records"))
+        candidates = tuple(_candidate(r) for r in group.to_dict("records"))
         won = [str(a) for a, w in zip(group["agent"], group["winner"], strict=True) if bool(w)]
         prepared.append(RecordedTurn(int(str(turn)), candidates, won[0] if won else None))
     return prepared

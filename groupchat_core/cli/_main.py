@@ -55,7 +55,7 @@ class TurnPrinter:
             row = event.turn
             scores = ", ".join(
                 f"{b.agent} {b.score:.2f}" + (f"→{b.adjusted:.2f}" if b.penalized else "")
-                + (" (failed)" if b.error and b.path == "none" else "")
+                + (" (failed)" if b.failed else "")
                 for b in event.bids
             )
             outcome = f"{row.winner} speaks" if row.winner else (

@@ -39,6 +39,7 @@ from .._errors import ConfigError, StoreError
 from ..providers._deployments import routed_bases
 from ..providers._providers import BidRequest, ModelReply, Provider
 from ..providers._sim import is_sim_model
+from ._outcome import reply_outcome
 
 if TYPE_CHECKING:
     from ..store import RunStore
@@ -87,7 +88,8 @@ def _hit(entry: dict[str, Any]) -> ModelReply:
 
 
 def _storable(reply: ModelReply) -> bool:
-    return reply.bid.error is None and reply.path != "none" and not reply.cached
+    """A reply read from a model call, without a note (a cut message is not worth keeping)."""
+    return reply_outcome(reply) == "read" and reply.bid.error is None
 
 
 @dataclass

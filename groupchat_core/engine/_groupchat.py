@@ -18,7 +18,15 @@ from pydantic import ValidationError
 from .._agent import Agent
 from .._config import ChatConfig, ChatSpec, explain, parse_spec
 from .._errors import ConfigError
-from .._records import BidDelta, Event, Message, RunRecord
+from .._records import (
+    BidDelta,
+    Event,
+    Message,
+    Observer,
+    RunRecord,
+    observer_takes,
+    observer_thread_safe,
+)
 from ..providers._credentials import check_credentials, credentials_error
 from ..providers._deployment_checks import key_problems
 from ..providers._deployments import Deployments, Routes, routed_by, routes_for
@@ -31,7 +39,6 @@ from ._loop import background_loop
 from ._outputs import StreamingCallback, format_output, stream_message
 from ._turn_loop import TurnLoop
 
-Observer = Callable[[Event], None]
 logger = logging.getLogger("groupchat_core")
 _CONFIG_FIELDS = frozenset(ChatConfig.model_fields)
 
@@ -214,11 +221,8 @@ class GroupChat:
         return [m.as_dict() for m in self.last_run.messages] if self.last_run else []
 
     def add_observer(self, observer: Observer) -> None:
-        """Watch every run of this chat. An observer may declare `wants` (a set of event
-        kinds) to skip the rest, and `thread_safe = True` to be called on the engine's loop
-        thread directly instead of on the thread driving the run (it must then be quick).
-        "bid_delta" events are opt-in: only an observer whose `wants` names them gets them,
-        and bids stream (stream_bids) only while some observer does."""
+        """Watch every run of this chat: see `Observer` for `wants` (which event kinds) and
+        `thread_safe` (called on the engine's loop thread)."""
         self._observers.append(observer)
 
     def remove_observer(self, observer: Observer) -> None:
@@ -237,19 +241,18 @@ class GroupChat:
 
         def emit(event: Event) -> None:
             for observer in observers:
-                wants = getattr(observer, "wants", None)
-                if wants is not None and event.kind not in wants:
+                if not observer_takes(observer, event.kind):
                     continue  # (bid_delta events go through emit_delta only)
-                if getattr(observer, "thread_safe", False):
+                if observer_thread_safe(observer):
                     _guarded(observer, event)  # quick and thread-safe: no hop to the caller
                 else:
                     dispatch(_guarded, observer, event)
 
-        deltas = [o for o in observers if "bid_delta" in (getattr(o, "wants", None) or ())]
+        deltas = [o for o in observers if observer_takes(o, "bid_delta")]
 
         def emit_delta(event: BidDelta) -> None:
             for observer in deltas:
-                if getattr(observer, "thread_safe", False):
+                if observer_thread_safe(observer):
                     _guarded(observer, event)
                 else:
                     dispatch(_guarded, observer, event)

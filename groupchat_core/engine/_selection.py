@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-from .._records import TurnReason
+from .._records import BidOutcome, TurnReason
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,24 @@ class Candidate:
         return not (self.failed or self.unreadable)
 
 
+class _Bidlike(Protocol):
+    @property
+    def agent(self) -> str: ...
+    @property
+    def score(self) -> float: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def outcome(self) -> BidOutcome: ...
+
+
+def candidate(bid: _Bidlike) -> Candidate:
+    """A recorded bid (Bid, BundleBid) as selection sees it: failed / unreadable from its
+    outcome, the field the turn loop set."""
+    return Candidate(bid.agent, bid.score, bid.message, failed=bid.outcome == "failed",
+                     unreadable=bid.outcome == "unreadable")
+
+
 @dataclass(frozen=True)
 class Standing:
     """One bid's place in the rule: recency penalty applied, adjusted score, may it win."""
@@ -46,7 +65,12 @@ class Standing:
 
 @dataclass(frozen=True)
 class Selection:
-    """The outcome of one turn and the reasons behind it, so the UI can explain a turn."""
+    """The outcome of one turn and the reasons behind it, so the UI can explain a turn.
+
+    `runner_up`: the best other bid with a message from a completed call, eligible or not
+    (ties go to the earlier agent). `raw_winner`: who would have won on raw scores, without the
+    recency penalty (None when no bid's raw score is above the threshold). Both are indexes
+    into the bids, so the analysis names them instead of re-ranking a frame."""
 
     winner: int | None
     adjusted: tuple[float, ...]
@@ -57,6 +81,8 @@ class Selection:
     margin: float | None
     reason: TurnReason
     penalty_changed_winner: bool
+    runner_up: int | None = None
+    raw_winner: int | None = None
 
 
 def adjusted_score(score: float, penalized: bool, recency_penalty: float) -> float:
@@ -108,20 +134,26 @@ def select_speaker(
 ) -> Selection:
     """Pick the single highest adjusted bid above threshold (docs/engine.md §6), with reasons."""
     recent = set(recent_speakers)
-    standings = [standing(b, recent, threshold, recency_penalty) for b in bids]
+    return decide(bids, [standing(b, recent, threshold, recency_penalty) for b in bids],
+                  threshold)
+
+
+def decide(bids: Sequence[Candidate], standings: Sequence[Standing],
+           threshold: float) -> Selection:
+    """The rest of the rule once each bid's standing is known: the winner, the runner-up, the
+    raw-score winner and the reason. The analysis calls it with a recorded turn's standings."""
     penalized = tuple(s.penalized for s in standings)
     adjusted = tuple(s.adjusted for s in standings)
     eligible = tuple(s.eligible for s in standings)
     spoken = tuple(_speaks(b) for b in bids)
     winner = _best(adjusted, eligible)
-    others = [i != winner and s for i, s in enumerate(spoken)]
-    runner_up = _best(adjusted, others)
+    runner_up = _best(adjusted, [i != winner and s for i, s in enumerate(spoken)])
     runner_up_adjusted = adjusted[runner_up] if runner_up is not None else None
-    if winner is None:
-        return Selection(None, adjusted, penalized, eligible, None, runner_up_adjusted, None,
-                         no_winner_reason(bids), False)
     raw_winner = _best([b.score for b in bids], [s and b.score > threshold
                                                   for s, b in zip(spoken, bids, strict=True)])
+    if winner is None:
+        return Selection(None, adjusted, penalized, eligible, None, runner_up_adjusted, None,
+                         no_winner_reason(bids), False, runner_up, raw_winner)
     changed = raw_winner is not None and raw_winner != winner
     margin = None if runner_up_adjusted is None else adjusted[winner] - runner_up_adjusted
     reason: TurnReason = "highest_bid"
@@ -130,4 +162,4 @@ def select_speaker(
     elif changed:
         reason = "penalty_changed_winner"
     return Selection(winner, adjusted, penalized, eligible, adjusted[winner], runner_up_adjusted,
-                     margin, reason, changed)
+                     margin, reason, changed, runner_up, raw_winner)

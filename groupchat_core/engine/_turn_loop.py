@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._agent import Agent
-from .._bidding import PromptRoom, build_bid_prompt, describe_participant, is_unreadable
+from .._bidding import PromptRoom, build_bid_prompt, describe_participant
 from .._config import ChatConfig
 from .._records import (
     Bid,
@@ -43,7 +43,14 @@ from ..providers._replies import ModelCallFailed, cap_text
 from ..providers._retries import is_context_window_error, stated_context_window
 from ..providers._routing import Providers
 from ..providers._tokens import count_tokens
-from ._selection import NO_READ_BID_REASONS, Candidate, Selection, select_speaker, standing
+from ._outcome import FAILED, reply_outcome
+from ._selection import (
+    NO_READ_BID_REASONS,
+    Selection,
+    candidate,
+    select_speaker,
+    standing,
+)
 from ._transcript import PromptBudget, Transcript, omitted_note
 
 if TYPE_CHECKING:
@@ -149,7 +156,7 @@ class TurnLoop:
         the only place those values are computed (see _selection.py).
         """
         selection = select_speaker(
-            [_candidate(b) for b in bids], list(self.recent), self.config.threshold,
+            [candidate(b) for b in bids], list(self.recent), self.config.threshold,
             self.config.recency_penalty,
         )
         for i, bid in enumerate(bids):
@@ -270,9 +277,9 @@ class TurnLoop:
                 reply = await self._call(turn, agent, history, ends, sink)
             _apply_reply(bid, reply)
         except ModelCallFailed as exc:
-            bid.error, bid.calls = str(exc), exc.calls
+            bid.error, bid.calls, bid.outcome = str(exc), exc.calls, FAILED
         except Exception as exc:  # one agent's failure never fails the turn (docs/engine.md §3)
-            bid.calls = 1
+            bid.calls, bid.outcome = 1, FAILED
             bid.error = f"{type(exc).__name__}: {exc}"
             if isinstance(exc, TimeoutError) and deadline.expired():
                 bid.error = f"TimeoutError: no bid within {limit:g} s" + (
@@ -287,7 +294,7 @@ class TurnLoop:
         bid.latency_ms = (time.perf_counter() - start) * 1000.0
         # The live floor shows a bid before the turn is settled; a bid's standing depends on no
         # other bid, so the selection rule's own `standing` gives the values _settle will write.
-        early = standing(_candidate(bid), recent, self.config.threshold,
+        early = standing(candidate(bid), recent, self.config.threshold,
                          self.config.recency_penalty)
         live = bid.model_copy(update={"penalized": early.penalized, "adjusted": early.adjusted,
                                       "eligible": early.eligible})
@@ -319,11 +326,6 @@ class TurnLoop:
         return await call()
 
 
-def _candidate(bid: Bid) -> Candidate:
-    return Candidate(bid.agent, bid.score, bid.message, failed=_failed(bid),
-                     unreadable=not _failed(bid) and is_unreadable(bid.error))
-
-
 MAX_REASON_CHARS = 300  # per agent in RunRecord.error: enough to name the cause, never a body
 
 
@@ -338,16 +340,12 @@ def no_readable_bid_error(turn: int, bids: Sequence[Bid]) -> str:
     return f"no agent produced a readable bid on turn {turn}: " + "; ".join(reasons)
 
 
-def _failed(bid: Bid) -> bool:
-    """A bid whose call failed outright (no reply), as opposed to a reply that parsed badly."""
-    return bid.error is not None and bid.path == "none"
-
-
 def _apply_reply(bid: Bid, reply: ModelReply) -> None:
     bid.score, bid.message, bid.error = reply.bid.score, reply.bid.message, reply.bid.error
     bid.path, bid.calls = reply.path, reply.calls
     bid.prompt_tokens, bid.completion_tokens = reply.prompt_tokens, reply.completion_tokens
     bid.cost_usd, bid.cached, bid.deployment = reply.cost_usd, reply.cached, reply.deployment
+    bid.outcome = reply_outcome(reply)  # a failed call's is set where it is caught
 
 
 def _turn_row(turn: int, bids: list[Bid], s: Selection) -> Turn:
@@ -360,5 +358,5 @@ def _turn_row(turn: int, bids: list[Bid], s: Selection) -> Turn:
         lull=s.winner is None and s.reason == "lull",
         reason=s.reason,
         penalty_changed_winner=s.penalty_changed_winner,
-        failed_bids=sum(_failed(b) for b in bids),
+        failed_bids=sum(b.failed for b in bids),
     )

@@ -28,17 +28,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .._agent import Agent
 from .._config import MAX_SPEC_BYTES, ChatSpec, explain, parse_spec
 from .._errors import ConfigError
-from .._records import Bid, Message, RunRecord, StopReason, Turn, utc_now
+from .._records import Bid, Message, RunRecord, StopReason, Turn, outcome_of, utc_now
 from .._safeload import MAX_STORED_INT, check_plain, parse_text
-from ..engine._selection import select_speaker
-from ..engine._turn_loop import (  # the engine's own bid -> candidate and turn row
-    _candidate,
-    _turn_row,
-)
+from ..engine._selection import candidate, select_speaker
+from ..engine._turn_loop import _turn_row  # the engine's own turn row
 from ..store import RunStore, status_for
 
 BUNDLE_FORMAT = "groupchat-run"
-BUNDLE_VERSION = 1
+BUNDLE_VERSION = 2
+"""2: bids carry `outcome` (read / cached / unreadable / failed). Version 1 bundles, written
+before it, import all the same: each bid's outcome follows from its error, path and cached."""
+READABLE_BUNDLE_VERSIONS = frozenset({1, BUNDLE_VERSION})
 MAX_BUNDLE_BYTES = 64 * 1024 * 1024
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
@@ -159,9 +159,9 @@ class Bundle(_Strict):
     @field_validator("schema_version")
     @classmethod
     def _version(cls, v: int) -> int:
-        if v != BUNDLE_VERSION:
-            raise ValueError(f"bundle schema_version {v} is not supported (expected "
-                             f"{BUNDLE_VERSION})")
+        if v not in READABLE_BUNDLE_VERSIONS:
+            raise ValueError(f"bundle schema_version {v} is not supported (expected one of "
+                             f"{sorted(READABLE_BUNDLE_VERSIONS)})")
         return v
 
 
@@ -336,6 +336,10 @@ def _check_turns(bundle: Bundle, spec: ChatSpec, names: list[str], fail: Fail) -
             if not 0.0 <= bid.score <= 1.0:
                 fail(f"turn {t}, agent {bid.agent!r}: score {bid.score!r} is outside [0, 1] (the "
                      "engine clamps every score into [0, 1])")
+            expected_outcome = outcome_of(bid.error, bid.path, bid.cached)
+            if bid.outcome != expected_outcome:
+                fail(f"turn {t}, agent {bid.agent!r}: outcome is recorded as {bid.outcome!r}, "
+                     f"but its error, path and cached make it {expected_outcome!r}")
         marked = [b.agent for b in bids if b.winner]
         if len(marked) > 1:
             fail(f"turn {t}: {len(marked)} bids are marked winner "
@@ -343,7 +347,7 @@ def _check_turns(bundle: Bundle, spec: ChatSpec, names: list[str], fail: Fail) -
         if row.winner is not None and row.winner not in names:
             fail(f"turn {t}: winner {row.winner!r} is not one of the agents "
                  f"({', '.join(map(repr, names))})")
-        selection = select_speaker([_candidate(b) for b in bids], list(recent), spec.threshold,
+        selection = select_speaker([candidate(b) for b in bids], list(recent), spec.threshold,
                                    spec.recency_penalty)
         expected = _turn_row(t, list(bids), selection)
         winner = expected.winner

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from sqlalchemy import Connection, Engine, insert, inspect, select, update
 
 from .._errors import StoreError
-from .._records import utc_now
+from .._records import UNREADABLE, utc_now
 from ._connect import safe_url, write_engine
 from ._schema import METADATA, SCHEMA_VERSION, metadata_for, schema_version
 
@@ -100,9 +100,30 @@ def _v7_to_v8(conn: Connection) -> None:
     _add_columns(conn, "agents", ("owner", "owner_name"), 8)
 
 
+def _v8_to_v9(conn: Connection) -> None:
+    """v9 belongs to another branch of issue 25 (run outcomes); on this one it changes nothing,
+    so _v9_to_v10 runs the same on a v8 database and on a v9 one."""
+
+
+def _v9_to_v10(conn: Connection) -> None:
+    """v10: bids.outcome. Existing bids get the outcome the turn loop gave them by the rule it
+    used before the field was stored (docs/engine.md §9): an error on path none is a failed
+    call, an error starting "unreadable: " an unreadable reply, else read (cached when the bid
+    cache answered). Touches only the bids table, so it applies after v8 or after v9."""
+    _add_columns(conn, "bids", ("outcome",), 10)
+    bids_t = metadata_for(10).tables["bids"]
+    has_error = bids_t.c.error.is_not(None) & (bids_t.c.error != "")
+    failed = has_error & (bids_t.c.path == "none")
+    conn.execute(update(bids_t).where(failed).values(outcome="failed"))
+    conn.execute(update(bids_t).where(has_error & ~failed & bids_t.c.error.startswith(
+        UNREADABLE, autoescape=True)).values(outcome="unreadable"))
+    conn.execute(update(bids_t).where(bids_t.c.outcome == "read", bids_t.c.cached.is_(True))
+                 .values(outcome="cached"))
+
+
 STEPS: dict[int, Callable[[Connection], None]] = {  # from version -> next
     1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6,
-    6: _v6_to_v7, 7: _v7_to_v8}
+    6: _v6_to_v7, 7: _v7_to_v8, 8: _v8_to_v9, 9: _v9_to_v10}
 
 
 def ensure_schema(engine: Engine) -> None:

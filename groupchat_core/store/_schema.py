@@ -27,6 +27,9 @@ Version history (see migrations.py):
        by litellm's Router, _deployments.py); NULL for a model with one endpoint
     8  agents.owner and agents.owner_name: who saved or imported a saved agent (as on runs);
        NULL for agents from before v8 and for writers that name no owner (the CLI, scripts)
+    9  (reserved for the run outcomes of issue 25, another branch; here v9 is v8)
+    10 bids.outcome: read / cached / unreadable / failed, set by the turn loop (it was told
+       apart by the error text and path); the upgrade fills it for existing bids by that rule
 """
 
 from __future__ import annotations
@@ -45,9 +48,10 @@ from sqlalchemy import (
     Table,
     Text,
     false,
+    text,
 )
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 10
 RUN_STATUSES = ("running", "finished", "cancelled", "error", "interrupted")
 
 
@@ -195,6 +199,8 @@ def _bids(md: MetaData, version: int) -> None:
         Column("cached", Boolean, nullable=False, server_default=false())]
     if version >= 7:
         extra.append(Column("deployment", String(100)))
+    if version >= 10:
+        extra.append(Column("outcome", String(16), nullable=False, server_default=text("'read'")))
     Table(
         "bids", md,
         Column("run_id", String(64), _run_fk(), primary_key=True),

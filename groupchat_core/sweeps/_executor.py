@@ -14,18 +14,20 @@ model calls complete (at the latest when the cell ends), since budget caps count
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from .._errors import StoreError
-from .._records import BidReceived, Event, RunRecord
+from .._records import BidReceived, Event, Observer, RunRecord
 from ..store import status_for
 
 if TYPE_CHECKING:
     from ..engine._bidcache import BidCache
+    from ..engine._groupchat import GroupChat
     from ..store import RunStore
+    from ..store._recorder import StoreRecorder
 
 
 class UsageHook(Protocol):
@@ -90,6 +92,49 @@ class _UsageObserver:
             self.usage(event.bid.calls, event.bid.cost_usd or 0.0)
 
 
+class CellRun:
+    """The one recipe for running a cell, shared by the local executor and the Ray worker.
+
+    The cell's chat is built from its spec (its own chat: nothing is shared between cells),
+    recorded into `store` as the cell's run (None: the caller records it, as the Ray driver
+    does for SQLite), and watched by `observers`. `run()` runs it on the running event loop
+    and returns its CellResult; a run that did not end normally is flagged `cancelled` or
+    `error` in the store first, and a run the store did not fully take is a StoreError."""
+
+    def __init__(self, job: CellJob, *, store: RunStore | None,
+                 bid_cache: BidCache | bool | None = None,
+                 observers: Iterable[Observer] = ()) -> None:
+        from ..engine._groupchat import GroupChat
+
+        self.job = job
+        self.chat: GroupChat = GroupChat.from_spec(job.spec, bid_cache=bid_cache,
+                                                   deployments=job.deployments)
+        self.recorder: StoreRecorder | None = None if store is None else store.attach(
+            self.chat, sweep_id=job.sweep_id, cell=job.cell)
+        for observer in observers:
+            self.chat.add_observer(observer)
+
+    async def run(self) -> CellResult:
+        try:
+            record = await self.chat.arun_record(self.job.task)
+        except BaseException as exc:
+            self._abandon(exc)
+            raise
+        recorder = self.recorder
+        if recorder is not None and recorder.failures:
+            raise StoreError(f"run {record.run_id} was not fully recorded: "
+                             + next(iter(recorder.failures.values())))
+        return CellResult.from_record(self.job.cell, record)
+
+    def _abandon(self, exc: BaseException) -> None:
+        """Close the run the engine left open (it raised, or the cell was cancelled)."""
+        if self.recorder is None or not self.recorder.run_ids:
+            return
+        cancelled = isinstance(exc, asyncio.CancelledError)
+        self.recorder.abandon(f"{type(exc).__name__}: {exc}",
+                              status="cancelled" if cancelled else "error")
+
+
 class LocalExecutor:
     """Runs cells as chats on the running event loop, each recorded into `store`."""
 
@@ -98,22 +143,6 @@ class LocalExecutor:
         self.bid_cache = bid_cache
 
     async def submit(self, job: CellJob, usage: UsageHook) -> CellResult:
-        from ..engine._groupchat import GroupChat
-
-        chat = GroupChat.from_spec(job.spec, bid_cache=self.bid_cache,
-                                   deployments=job.deployments)  # this cell's chat only
-        recorder = self.store.attach(chat, sweep_id=job.sweep_id, cell=job.cell)
-        chat.add_observer(_UsageObserver(usage))
-        try:
-            record = await chat.arun_record(job.task)
-        except BaseException as exc:
-            if not recorder.run_ids:
-                raise
-            cancelled = isinstance(exc, asyncio.CancelledError)
-            recorder.abandon(f"{type(exc).__name__}: {exc}",
-                             status="cancelled" if cancelled else "error")
-            raise
-        if recorder.failures:
-            raise StoreError(f"run {record.run_id} was not fully recorded: "
-                             + next(iter(recorder.failures.values())))
-        return CellResult.from_record(job.cell, record)
+        cell = CellRun(job, store=self.store, bid_cache=self.bid_cache,
+                       observers=[_UsageObserver(usage)])
+        return await cell.run()

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import ConfigError, StoreError
 from .._records import BidReceived, Event, RunFinished, RunStarted, TurnCompleted
-from ._executor import CellJob, CellResult, UsageHook
+from ._executor import CellJob, CellResult, CellRun, UsageHook
 
 if TYPE_CHECKING:
     from ..store import RunStore
@@ -377,7 +377,6 @@ def run_cell_stream(job_data: dict[str, Any], workers_record: bool, bid_cache: b
     Items: {"kind": "hello"} first (who runs it), then one {"kind": "turn"} per completed turn
     (its bids' calls and cost; with a driver-recorded store, the engine events to record), then
     {"kind": "result"}."""
-    from ..engine._groupchat import GroupChat
     from ..engine._loop import background_loop
 
     job = CellJob.model_validate(job_data)
@@ -394,12 +393,10 @@ def run_cell_stream(job_data: dict[str, Any], workers_record: bool, bid_cache: b
         store = RunStore(secrets.values[DB_ENV])
         if bid_cache is not False:
             cache = BidCache(store, cache_all=bid_cache is True)
-    chat = GroupChat.from_spec(job.spec, bid_cache=cache, deployments=job.deployments)
     events: queue.SimpleQueue[Any] = queue.SimpleQueue()
-    recorder = None if store is None else store.attach(chat, sweep_id=job.sweep_id,
-                                                       cell=job.cell)
-    chat.add_observer(_Collector(events, record=store is None))
-    future = background_loop().submit(chat.arun_record(job.task))
+    cell = CellRun(job, store=store, bid_cache=cache,
+                   observers=[_Collector(events, record=store is None)])
+    future = background_loop().submit(cell.run())
     future.add_done_callback(lambda _: events.put(_END))
 
     pending: list[Event] = []
@@ -423,16 +420,7 @@ def run_cell_stream(job_data: dict[str, Any], workers_record: bool, bid_cache: b
     if pending or calls:
         yield {"kind": "turn", "run_id": run_id, "calls": calls, "cost": cost,
                "events": pending}
-    try:
-        record = future.result()
-    except BaseException as exc:
-        if recorder is not None and recorder.run_ids:
-            recorder.abandon(f"{type(exc).__name__}: {exc}")
-        raise
-    if recorder is not None and recorder.failures:
-        raise StoreError(f"run {record.run_id} was not fully recorded: "
-                         + next(iter(recorder.failures.values())))
+    result = future.result()  # the partial run of a cell that raised is flagged (CellRun)
     if cache is not False:
         cache.flush()
-    yield {"kind": "result", "result": CellResult.from_record(job.cell, record).model_dump()}
-
+    yield {"kind": "result", "result": result.model_dump()}

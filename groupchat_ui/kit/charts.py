@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 
 from groupchat_core import format_decimal
-from groupchat_core.analysis import SpeakerMetrics, agent_order
+from groupchat_core.analysis import SpeakerMetrics, agent_order, bid_outcome, bid_outcomes
 
 PALETTE: tuple[str, ...] = tuple(qualitative.Plotly) + tuple(qualitative.Dark24)
 EMPTY_TEXT = "no bids yet"
@@ -86,11 +86,7 @@ def _silent(bids: pd.DataFrame) -> pd.Series:
 
 
 def _failed(bids: pd.DataFrame) -> pd.Series:
-    if "error" not in bids:
-        return pd.Series(False, index=bids.index)
-    error = bids["error"].apply(lambda e: isinstance(e, str) and bool(e))
-    path = bids["path"] if "path" in bids else pd.Series("none", index=bids.index)
-    return error & (path == "none")
+    return bid_outcomes(bids) == "failed"
 
 
 def _mark(rows: pd.DataFrame, offset: float, name: str, marker: dict[str, Any],
@@ -254,8 +250,7 @@ def turn_shares(shares: SpeakerMetrics | Mapping[str, float] | pd.Series) -> go.
 def _floor_label(row: Any, recency_penalty: float) -> str:
     if row is None:
         return "waiting…"
-    error, path = row.get("error"), row.get("path", "none")
-    if isinstance(error, str) and error and path == "none":
+    if bid_outcome(row) == "failed":
         return "failed"
     if not (isinstance(row.get("message"), str) and row.get("message")):
         return "silent"

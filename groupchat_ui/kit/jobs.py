@@ -28,7 +28,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from groupchat_core import (
     BackgroundLoop,
@@ -38,6 +38,7 @@ from groupchat_core import (
     GroupChat,
     Message,
     MessagePosted,
+    Observer,
     RunFinished,
     RunRecord,
     RunStarted,
@@ -52,7 +53,6 @@ from .access import is_admin
 JobStatus = Literal["queued", "running", "finished", "cancelled", "error"]
 TERMINAL: frozenset[str] = frozenset({"finished", "cancelled", "error"})
 DEFAULT_TTL_S = 3600.0
-Observer = Callable[[Event], None]
 Emit = Callable[[Any], None]
 CoroFactory = Callable[[Emit], Awaitable[Any]]
 
@@ -90,6 +90,18 @@ def not_yours(owner_name: str | None, what: str) -> str:
             "watch.")
 
 
+Candidates = dict[str, tuple[float | None, str, bool]]  # agent -> (score, message so far, in)
+
+
+class LiveCandidates(Protocol):
+    """A chat job's streamed candidates (the Run page's FormingBids): an engine observer of
+    the job's chat, read by the live view through `snapshot()` from any thread."""
+
+    def __call__(self, event: Event, /) -> None: ...
+
+    def snapshot(self) -> tuple[int, Candidates]: ...
+
+
 _current_job: contextvars.ContextVar[Job | None] = contextvars.ContextVar(
     "groupchat_current_job", default=None)
 _routed: weakref.WeakSet[GroupChat] = weakref.WeakSet()  # chats that carry the router observer
@@ -119,6 +131,7 @@ class Job:
     chat: GroupChat | None = None
     task: str = ""
     extra_observers: tuple[Observer, ...] = ()
+    forming: LiveCandidates | None = None  # streamed candidates, kept as long as the job
     models: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
     run_id: str | None = None
     agents: tuple[str, ...] = ()
@@ -190,6 +203,7 @@ class JobSnapshot:
     models: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)  # (model, base)
     user: str = "local"  # who it runs for (may_manage)
     user_name: str = "local"
+    forming: LiveCandidates | None = None  # a streamed chat's candidates (thread-safe, live)
 
     @property
     def done(self) -> bool:
@@ -232,7 +246,7 @@ def _chat_snapshot(job: Job) -> JobSnapshot:
         bids_by_turn=MappingProxyType(by_turn), current_turn=job.current_turn,
         current_bids=tuple(job.current_bids), event_count=len(job.events), record=job.record,
         error=job.error, created_at=job.created_at, updated_at=job.updated_at,
-        models=job.models, user=job.user, user_name=job.user_name,
+        models=job.models, user=job.user, user_name=job.user_name, forming=job.forming,
     )
 
 
@@ -271,12 +285,14 @@ class JobRegistry:
 
     def start_chat(self, chat: GroupChat, task: str, owner: str,
                    extra_observers: Iterable[Observer] = (), *, user: str = LOCAL_USER,
-                   user_name: str | None = None) -> str:
+                   user_name: str | None = None, forming: LiveCandidates | None = None) -> str:
         """Submit `chat.arun_record(task)` to the background loop; returns the new job id.
-        `owner`: the browser session; `user`: who it runs for (who may stop it)."""
+        `owner`: the browser session; `user`: who it runs for (who may stop it); `forming`:
+        the chat's streamed candidates (an observer the caller added to the chat), kept with
+        the job and on its snapshots, so they expire with it."""
         models = {a.agent_name: (a.model_name, a.api_base) for a in chat.agents}
         job = Job(id=uuid.uuid4().hex, owner=owner, kind="chat", lock=self._lock, chat=chat,
-                  task=task, extra_observers=tuple(extra_observers),
+                  task=task, extra_observers=tuple(extra_observers), forming=forming,
                   models=MappingProxyType(models), user=user, user_name=user_name or user)
         _install_router(chat)
         return self._submit(job, lambda: self._run_chat(job))

@@ -19,9 +19,8 @@ from groupchat_ui.kit.presets import PRESETS
 from groupchat_ui.kit.state import SessionState, actor, get, move
 
 from . import logic
-
-ROSTER_KEY = "run_roster"
-STREAM_KEY = "stream_bids"  # the Settings page's "Stream bids live" (this session; default on)
+from .form import PARAM_PREFIX, ROSTER_KEY, TASK_KEY, RunForm
+from .form import STREAM_KEY as STREAM_KEY  # the Settings page writes it, the tests read it
 
 
 def fill_params(values: Mapping[str, Any]) -> None:
@@ -32,11 +31,7 @@ def fill_params(values: Mapping[str, Any]) -> None:
                 value = float(value or 0.0)
             elif name in ("threshold", "recency_penalty", "idle_timeout"):
                 value = float(value)
-            st.session_state["run_param_" + name] = value
-
-
-def param_values() -> dict[str, Any]:
-    return {name: st.session_state.get("run_param_" + name) for name in logic.PARAM_HELP}
+            st.session_state[PARAM_PREFIX + name] = value
 
 
 def on_load_preset(choice_key: str) -> None:
@@ -78,7 +73,7 @@ def _load_preset(name: str, keep: tuple[str, ...]) -> None:
     st.session_state[ROSTER_KEY] = list(names)
     fill_params({**logic.default_params(),  # no run name: runs are labelled by their task
                  "description": preset.description, **preset.settings})
-    st.session_state["run_task"] = preset.task
+    st.session_state[TASK_KEY] = preset.task
     store_access.invalidate()
     session.agent_order = [a.agent_name for a in store_access.agents()]
     kept = f" Your {', '.join(keep)} kept; the preset's saved as copies." if keep else ""
@@ -114,13 +109,13 @@ def on_move_in_roster(name: str, delta: int) -> None:
 def on_start_run() -> None:
     session, store = get(), store_access.store()
     by_name = {a.agent_name: a for a in store_access.agents()}
-    roster = [n for n in st.session_state.get(ROSTER_KEY) or [] if n in by_name]
     try:
+        form = RunForm.from_state(st.session_state)
         job_id = logic.start_run(
-            store, store_access.job_registry(), session.owner, [by_name[n] for n in roster],
-            str(st.session_state.get("run_task") or ""), param_values(),
+            store, store_access.job_registry(), session.owner,
+            [by_name[n] for n in form.roster if n in by_name], form.task, form,
             session.provider_keys, user=session.user, user_name=session.user_name,
-            stream=bool(st.session_state.get(STREAM_KEY, True)))
+            stream=form.stream is not False)
     except (ConfigError, StoreError) as exc:
         say_at("run_form", "error", f"The run did not start: {exc}")  # under Start
         return

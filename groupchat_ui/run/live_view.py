@@ -150,7 +150,7 @@ def _folded(turn: int, losers: Sequence[Bid]) -> None:
 def _candidates(snap: JobSnapshot) -> None:
     """Streamed runs: every candidate's reply forming under the transcript while the turn is
     open; once it settles the winner is posted and the others fold under it (_folded)."""
-    forming = logic.forming_for(snap.id)
+    forming = snap.forming
     last = snap.turns[-1] if snap.turns else None
     turn, bids = (forming.snapshot() if forming is not None else (0, {}))
     open_turn = not snap.done and turn and (last is None or last.turn < turn)

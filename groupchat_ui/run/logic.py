@@ -8,7 +8,7 @@ write it makes and every number it shows can be tested without a browser or a sc
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -23,6 +23,7 @@ from groupchat_core import (
     ConfigError,
     Event,
     GroupChat,
+    Observer,
     RunRecord,
     Turn,
     TurnStarted,
@@ -34,9 +35,11 @@ from groupchat_core import (
 )
 from groupchat_core.store import RunStore
 from groupchat_ui.kit.access import Actor, may_edit_agent
-from groupchat_ui.kit.jobs import LOCAL_USER, JobRegistry
+from groupchat_ui.kit.jobs import LOCAL_USER, Candidates, JobRegistry
 from groupchat_ui.kit.presets import Preset
 from groupchat_ui.kit.providers import LIMITS_HELP, missing_keys, with_session_keys
+
+from .form import RunForm
 
 CHAT_PARAMS = ("name", "description", "max_loops", "threshold", "recency_penalty",
                "recency_window", "idle_timeout", "output_type", "seed", "bid_timeout",
@@ -117,18 +120,14 @@ def load_preset(store: RunStore, preset: Preset, keep: Iterable[str] = (),
     return [a.agent_name for a in agents]
 
 
-def chat_params(values: Mapping[str, Any]) -> dict[str, Any]:
-    """GroupChat keyword arguments from the parameter form (unknown keys dropped)."""
-    params = {k: values[k] for k in CHAT_PARAMS if k in values}
-    if not str(params.get("name") or "").strip():
-        params.pop("name", None)  # the engine's default name; labels then show the task
-    else:
-        params["name"] = str(params["name"]).strip()
-    if params.get("bid_timeout") in (0, 0.0):
-        params["bid_timeout"] = None
-    if "bid_cache" in params:  # on: the engine's own policy (deterministic agents only)
-        params["bid_cache"] = None if params["bid_cache"] else False
-    return params
+def chat_params(values: Mapping[str, Any] | RunForm) -> dict[str, Any]:
+    """GroupChat keyword arguments from the parameter form (see RunForm.chat_kwargs)."""
+    return as_form(values).chat_kwargs()
+
+
+def as_form(values: Mapping[str, Any] | RunForm) -> RunForm:
+    """The run form as its typed model (a mapping of parameters by name is read into one)."""
+    return values if isinstance(values, RunForm) else RunForm.from_values(values)
 
 
 def default_params() -> dict[str, Any]:
@@ -148,7 +147,7 @@ def preflight(agents: Sequence[Agent], session_keys: Mapping[str, str],
     return problems, unknown
 
 
-def build_chat(agents: Sequence[Agent], params: Mapping[str, Any],
+def build_chat(agents: Sequence[Agent], params: Mapping[str, Any] | RunForm,
                session_keys: Mapping[str, str]) -> GroupChat:
     """A chat over per-job agent copies that carry this session's keys (ConfigError if bad)."""
     return GroupChat(agents=with_session_keys(agents, session_keys), **chat_params(params))
@@ -175,8 +174,7 @@ def warm_up_litellm(agents: Iterable[Agent]) -> bool:
     return True
 
 
-def redacting(observer: Callable[[Event], None],
-              secrets: Sequence[str]) -> Callable[[Event], None]:
+def redacting(observer: Observer, secrets: Sequence[str]) -> Observer:
     """Wrap an observer so no event it sees contains a session key (e.g. echoed in an error)."""
     secrets = [s for s in secrets if s]
 
@@ -191,7 +189,7 @@ def redacting(observer: Callable[[Event], None],
 
 
 def start_run(store: RunStore, registry: JobRegistry, owner: str, agents: Sequence[Agent],
-              task: str, params: Mapping[str, Any], session_keys: Mapping[str, str], *,
+              task: str, params: Mapping[str, Any] | RunForm, session_keys: Mapping[str, str], *,
               user: str = LOCAL_USER, user_name: str | None = None, stream: bool = True) -> str:
     """Start a recorded chat as a background job of this session; returns the job id. The
     run is recorded as `user`'s (who alone may stop or delete it).
@@ -202,17 +200,15 @@ def start_run(store: RunStore, registry: JobRegistry, owner: str, agents: Sequen
         raise ConfigError("pick at least two agents for a chat")
     if not task.strip():
         raise ConfigError("the task must not be empty: it is the first message of the chat")
-    chat = build_chat(agents, {**params, "stream_bids": stream}, session_keys)
+    chat = build_chat(agents, as_form(params).model_copy(update={"stream": stream}),
+                      session_keys)
     forming = FormingBids(list(session_keys.values()))
     if stream:
         chat.add_observer(forming)
     recorder = redacting(store.recorder(chat, owner=user, owner_name=user_name or user),
                          list(session_keys.values()))
-    job_id = registry.start_chat(chat, task, owner=owner, extra_observers=[recorder], user=user,
-                                 user_name=user_name)
-    with _forming_lock:
-        _FORMING[job_id] = forming
-    return job_id
+    return registry.start_chat(chat, task, owner=owner, extra_observers=[recorder], user=user,
+                               user_name=user_name, forming=forming)
 
 
 # --- candidates forming (streamed bids) ----------------------------------------------------
@@ -250,23 +246,10 @@ class FormingBids:
                 text = mask_secrets(bid.message[:FORMING_CHARS], self._secrets)
                 self._bids[bid.agent] = (bid.score, text, True)
 
-    def snapshot(self) -> tuple[int, dict[str, tuple[float | None, str, bool]]]:
+    def snapshot(self) -> tuple[int, Candidates]:
         """(turn, agent -> (score, message so far, bid in)) as of now."""
         with self._lock:
             return self._turn, dict(self._bids)
-
-
-_FORMING: dict[str, FormingBids] = {}
-_forming_lock = threading.Lock()
-MAX_FORMING_JOBS = 256  # the oldest jobs' candidates are forgotten (their runs are stored)
-
-
-def forming_for(job_id: str) -> FormingBids | None:
-    """The streamed candidates of a job started in this process, if it streams."""
-    with _forming_lock:
-        while len(_FORMING) > MAX_FORMING_JOBS:
-            del _FORMING[next(iter(_FORMING))]
-        return _FORMING.get(job_id)
 
 
 def streams(config: Mapping[str, Any], models: Mapping[str, tuple[str, str | None]]) -> bool:
@@ -326,7 +309,7 @@ def reveal(content: str, posted_at: str | None, now: datetime) -> tuple[str, boo
 def _cell(bid: Bid | None) -> str:
     if bid is None:
         return ""
-    if bid.error and bid.path == "none":
+    if bid.failed:
         return "failed"
     if not bid.message:
         return f"{bid.score:.2f} silent"

@@ -21,7 +21,7 @@ from groupchat_ui.kit.providers import SIM_NOTE, model_label
 from groupchat_ui.kit.safety import escape_markdown
 from groupchat_ui.kit.state import SessionState, ordered
 
-from . import actions, logic
+from . import actions, form, logic
 
 UP, DOWN = ":material/arrow_upward:", ":material/arrow_downward:"
 PERSIST: Any = "session"
@@ -46,7 +46,7 @@ def new_run(session: SessionState, agents: Sequence[Agent]) -> None:
         logic.warm_up_litellm(chosen)
         problems = key_problems(chosen, session)
         with st.form("run_form"):
-            st.text_area("Task", key="run_task", persist_state="session",
+            st.text_area("Task", key=form.TASK_KEY, persist_state="session",
                          placeholder="Should we adopt AI for medical diagnosis?",
                          help="The first message of the chat (posted as User; it counts toward "
                               "max_loops).")
@@ -100,10 +100,11 @@ def roster_picker(agents: Sequence[Agent], session: SessionState) -> list[str]:
 
 
 def param_inputs(defaults: Mapping[str, Any]) -> None:
-    """Every GroupChat parameter, keyed `run_param_<name>`; call inside the run form."""
-    if "run_param_name" not in st.session_state:
+    """Every GroupChat parameter, keyed `run_param_<name>` (read back as a form.RunForm);
+    call inside the run form."""
+    p = form.PARAM_PREFIX
+    if p + "name" not in st.session_state:
         actions.fill_params(defaults)
-    p = "run_param_"
     st.text_input("Run name (optional)", key=p + "name", help=PARAM_HELP["name"],
                   placeholder="left empty: the run is labelled by its task",
                   persist_state=PERSIST)

@@ -1,0 +1,87 @@
+"""The Run page's New-run form as one typed value: what Start hands to the chat it builds.
+
+Why: the form's widgets keep their values under loose session-state keys (`run_task`,
+`run_roster`, `run_param_<name>`, the Settings page's `stream_bids`). Read in one place, here,
+into a RunForm, the rest of the page (logic.start_run, build_chat) takes typed fields instead
+of a dict whose keys and types are a convention. Defaults and bounds are not repeated here: a
+field left None takes the engine's default, and the engine validates every value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from groupchat_core import ConfigError
+
+PARAM_PREFIX = "run_param_"
+TASK_KEY = "run_task"
+ROSTER_KEY = "run_roster"
+STREAM_KEY = "stream_bids"  # the Settings page's "Stream bids live" (this session; default on)
+
+
+class RunForm(BaseModel):
+    """The New-run form when Start is pressed: the task, the roster in speaking order, whether
+    bids stream, and the chat parameters (None: the engine's default)."""
+
+    model_config = ConfigDict(extra="ignore", hide_input_in_errors=True)
+
+    task: str = ""
+    roster: list[str] = Field(default_factory=list)
+    stream: bool | None = None  # stream_bids; None: the engine's default
+    name: str | None = None  # empty: the run is labelled by its task
+    description: str | None = None
+    max_loops: int | None = None
+    threshold: float | None = None
+    recency_penalty: float | None = None
+    recency_window: int | None = None
+    idle_timeout: float | None = None
+    output_type: str | None = None
+    seed: int | None = None
+    bid_timeout: float | None = None  # 0 in the form means none
+    bid_prompt: str | None = None
+    verbose: bool | None = None
+    bid_cache: bool | None = None  # on: the engine's policy; off: every agent asked afresh
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any], **fields: Any) -> RunForm:
+        """A form from chat parameter values by name (a preset's, a stored run's, a test's)."""
+        data = {**values, **fields}
+        if "stream_bids" in data:  # the engine's name for it
+            data.setdefault("stream", data.pop("stream_bids"))
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "the form"
+            raise ConfigError(f"run form: {where}: {first['msg']}") from None
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> RunForm:
+        """The form as the page's widgets hold it in session state."""
+        params = {name: state[PARAM_PREFIX + name] for name in PARAMS
+                  if state.get(PARAM_PREFIX + name) is not None}
+        return cls.from_values(params, task=str(state.get(TASK_KEY) or ""),
+                               roster=list(state.get(ROSTER_KEY) or []),
+                               stream=bool(state.get(STREAM_KEY, True)))
+
+    def chat_kwargs(self) -> dict[str, Any]:
+        """GroupChat keyword arguments: unset fields dropped, so the engine's defaults apply;
+        a blank name dropped (the run is labelled by its task); bid_timeout 0 is no timeout."""
+        params = self.model_dump(include=set(PARAMS), exclude_none=True)
+        name = str(params.pop("name", "")).strip()
+        if name:
+            params["name"] = name
+        if params.get("bid_timeout") == 0:
+            params["bid_timeout"] = None
+        if "bid_cache" in params:  # on: the engine's own policy (deterministic agents only)
+            params["bid_cache"] = None if params["bid_cache"] else False
+        if self.stream is not None:
+            params["stream_bids"] = self.stream
+        return params
+
+
+PARAMS = tuple(name for name in RunForm.model_fields if name not in ("task", "roster", "stream"))
+"""The chat parameters of the form, each a widget keyed PARAM_PREFIX + name."""
