@@ -7,7 +7,7 @@ scripted fakes) depend on these types without depending on the module that route
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -27,6 +27,9 @@ class BidRequest:
     history: Sequence[tuple[str, str]]
     turn: int
     seed: int = 0
+    # A scored task's answer key, for offline sims only (they state an answer with a declared
+    # accuracy, docs/engine.md §15); never part of a real model's request.
+    answer_key: Mapping[str, Any] | None = None
 
 
 @dataclass
