@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict
 
 from .._errors import StoreError
 from .._records import BidReceived, Event, RunRecord
+from ..outcomes import Task
 from ..store import status_for
 
 if TYPE_CHECKING:
@@ -44,6 +45,11 @@ class CellJob(BaseModel):
     spec: dict[str, Any]  # the cell's chat spec (ChatSpec.to_data())
     task: str
     deployments: dict[str, list[dict[str, Any]]] | None = None  # key variable names, no keys
+    scored: dict[str, Any] | None = None  # the task with its answer (a task set's), if any
+
+    def chat_task(self) -> str | Task:
+        """What the cell's chat runs: the scored Task when the sweep's tasks carry answers."""
+        return self.task if self.scored is None else Task.model_validate(self.scored)
 
 
 class CellResult(BaseModel):
@@ -105,7 +111,7 @@ class LocalExecutor:
         recorder = self.store.attach(chat, sweep_id=job.sweep_id, cell=job.cell)
         chat.add_observer(_UsageObserver(usage))
         try:
-            record = await chat.arun_record(job.task)
+            record = await chat.arun_record(job.chat_task())
         except BaseException as exc:
             if not recorder.run_ids:
                 raise

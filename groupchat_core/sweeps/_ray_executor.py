@@ -398,7 +398,7 @@ def run_cell_stream(job_data: dict[str, Any], workers_record: bool, bid_cache: b
     recorder = None if store is None else store.attach(chat, sweep_id=job.sweep_id,
                                                        cell=job.cell)
     chat.add_observer(_Collector(events, record=store is None))
-    future = background_loop().submit(chat.arun_record(job.task))
+    future = background_loop().submit(chat.arun_record(job.chat_task()))
     future.add_done_callback(lambda _: events.put(_END))
 
     pending: list[Event] = []

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from .._errors import ConfigError
+from .._sim import cell_is_simulated
 from ..analysis._metrics import speaker_metrics
 from . import _space
 from ._natures import metric_interval
@@ -36,6 +37,10 @@ LABEL_PARAMS = ("model", "temperature", "bid_prompt", "order", "roster", "agent_
 PARAM_COLUMNS = [*NUMERIC_PARAMS, *LABEL_PARAMS]
 METRICS = ("messages", "turns", "lull_turn", "lulled", "entropy_bits", "evenness", "gini",
            "longest_monologue", "total_calls", "hit_rate", "total_cost_usd")
+# A sweep over tasks with answers (docs/outcomes.md) adds these: correct (accuracy, Wilson)
+# and score (the judge's, or 1/0), aggregated like the rest.
+OUTCOME_METRICS = ("correct", "score")
+OUTCOME_COLUMNS = ["task_id", "answer", "correct", "score", "scorer"]
 _PREFERENCE = {"finished": 0, "error": 1, "cancelled": 2, "interrupted": 3, "running": 4}
 
 
@@ -49,7 +54,16 @@ def _cell_row(spec: SweepSpec, cell: Cell) -> dict[str, Any]:
         value = cell.params.get(name)
         row[name] = None if value is None else _space.label(name, value)
     row["agents"] = len(spec.cell_agents(cell))
+    row["simulated"] = cell_is_simulated(cell_models(spec, cell))
     return row
+
+
+def cell_models(spec: SweepSpec, cell: Cell) -> list[str]:
+    """The model of each agent of a cell's chat, its model axes applied (as chat_spec does)."""
+    base = {a.agent_name: a.model_name for a in spec.base.agents}
+    per_agent = cell.params.get("agent_models") or {}
+    model = cell.params.get("model")
+    return [per_agent.get(name) or model or base[name] for name in spec.cell_agents(cell)]
 
 
 def _chosen_runs(store: RunStore, sweep_id: str) -> pd.DataFrame:
@@ -100,7 +114,7 @@ def sweep_results(store: RunStore, sweep_id: str) -> pd.DataFrame:
     runs = _chosen_runs(store, sweep_id)
     keep = ["cell", "run_id", "status", "stop_reason", "turns", "total_calls",
             "total_prompt_tokens", "total_completion_tokens", "total_cost_usd", "started_at",
-            "ended_at", "error"]
+            "ended_at", "error", *OUTCOME_COLUMNS]
     frame = cells.merge(runs[keep], on="cell", how="left")
     frame["status"] = frame["status"].fillna("pending")
     agents = {c.key: spec.cell_agents(c) for c in every}
@@ -113,17 +127,29 @@ def sweep_results(store: RunStore, sweep_id: str) -> pd.DataFrame:
                                                           frame["ended_at"], strict=True)]
     for column in ("lull_turn", "messages", "turns", "bids", "cache_hits", "total_calls"):
         frame[column] = frame[column].astype("Int64")
+    frame["correct"] = [None if c is None or c != c else float(bool(c))
+                        for c in frame["correct"]]  # a rate's 0/1 (NaN: no outcome)
+    frame["correct"] = pd.to_numeric(frame["correct"], errors="coerce")
     return frame
 
 
+def metrics_of(results: pd.DataFrame) -> tuple[str, ...]:
+    """The metrics these results have: METRICS, plus OUTCOME_METRICS for scored tasks."""
+    scored = "scorer" in results and results["scorer"].notna().any()
+    return (*METRICS, *OUTCOME_METRICS) if scored else METRICS
+
+
 def varying(results: pd.DataFrame) -> list[str]:
-    """The parameter columns (and task) that take more than one value in these results."""
-    candidates = [*PARAM_COLUMNS, "task_index"]
+    """The parameter columns (and task) that take more than one value in these results. The
+    tasks of a task set (scored tasks) are a sample of questions, not a parameter: accuracy
+    is over them, so they are not grouped by (docs/outcomes.md)."""
+    scored = "scorer" in results and results["scorer"].notna().any()
+    candidates = [*PARAM_COLUMNS, *([] if scored else ["task_index"])]
     return [c for c in candidates if c in results and results[c].nunique(dropna=True) > 1]
 
 
 def aggregate(results: pd.DataFrame, by: Sequence[str] | None = None,
-              metrics: Sequence[str] = METRICS) -> pd.DataFrame:
+              metrics: Sequence[str] | None = None) -> pd.DataFrame:
     """Mean, std, n and a 95 % interval per group and metric, over finished cells.
 
     Long format, one row per (group, metric): `by` columns, metric, n, mean, std, sem,
@@ -132,6 +158,7 @@ def aggregate(results: pd.DataFrame, by: Sequence[str] | None = None,
     counts the cells where it is defined (e.g. lull_turn only for chats that lulled).
     """
     by = list(by) if by is not None else varying(results)
+    metrics = metrics_of(results) if metrics is None else metrics
     done = results[results["status"] == "finished"]
     missing = [c for c in [*by, *metrics] if c not in results]
     if missing:
@@ -190,4 +217,5 @@ def sweep_summary(store: RunStore, sweep_id: str) -> dict[str, Any]:
         "cache_hits": hits, "hit_rate": hits / bids if bids else None,
         "calls": int(stats["calls"].sum()), "cost_usd": float(stats["cost_usd"].sum()),
         "axes": list(spec.axes()),
+        "simulated": any(cell_is_simulated(cell_models(spec, c)) for c in spec.cells()),
     }
