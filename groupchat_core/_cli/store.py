@@ -67,9 +67,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         say(f"no runs in {safe_url(store.url)}", sys.stderr)
         return 0
     table = frame[["run_id", "started_at", "status", "stop_reason", "turns", "agents", "task"]]
-    table = table.assign(
-        outcome=[_verdict(c) for c in frame["correct"]],
-        simulated=["simulated" if s else "" for s in frame["simulated"]])
+    if frame["scorer"].notna().any():  # some run had a task with an answer
+        table = table.assign(outcome=[_verdict(c) for c in frame["correct"]])
+    table = table.assign(simulated=["simulated" if s else "" for s in frame["simulated"]])
     table = table.assign(
         run_id=table["run_id"].str[:12], started_at=table["started_at"].str[:19],
         task=table["task"].str.replace(r"\s+", " ", regex=True).map(shorten),
