@@ -280,8 +280,8 @@ class RunRecord(_Record):
         description="Bids that made a model call litellm could not price (e.g. a local model "
         "missing from its price map); 0 means total_cost_usd is complete.")
     outcome: Outcome | None = Field(
-        default=None, description="For a scored task (docs/outcomes.md): the extracted answer "
-        "and whether it was right; null for a plain task.")
+        default=None, description="For a task with an answer (groupchat_core.outcomes.Task): "
+        "the extracted answer and whether it was right; null for a plain task.")
 
     @property
     def cost_complete(self) -> bool:

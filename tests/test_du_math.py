@@ -35,8 +35,9 @@ def _paper() -> list[tuple[tuple[int, ...], int, str]]:
     for _ in range(100):
         a, b, c, d, e, f = np.random.randint(0, 30, size=6)
         answer = a + b * c + d - e * f
-        question = ("What is the result of {}+{}*{}+{}-{}*{}? Make sure to state your answer "
-                    "at the end of the response.").format(a, b, c, d, e, f)
+        template = ("What is the result of {}+{}*{}+{}-{}*{}? Make sure to state your answer "
+                    "at the end of the response.")  # the paper's string, filled as it does
+        question = template.format(a, b, c, d, e, f)
         rows.append(((int(a), int(b), int(c), int(d), int(e), int(f)), int(answer), question))
     return rows
 
@@ -67,3 +68,12 @@ def test_pinned_problems_from_reading_the_original() -> None:
 def test_the_shipped_file_is_the_generated_set() -> None:
     assert SHIPPED.read_text(encoding="utf-8") == dump_jsonl(du_math_tasks())
     assert load_taskset(SHIPPED) == du_math_tasks()
+
+
+def test_the_example_compares_one_agents_answer_with_a_debate_on_the_set() -> None:
+    from groupchat_core.sweeps import load_sweep
+
+    spec = load_sweep(ROOT / "examples" / "experiments" / "du_math_debate.yaml")
+    assert spec.axes() == {"max_loops": [2, 7]} and spec.cell_count() == 200
+    assert spec.task_set == [t.model_dump(exclude_defaults=True) for t in du_math_tasks()]
+    assert len(spec.base.agents) == 3

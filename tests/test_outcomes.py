@@ -227,3 +227,20 @@ def test_a_low_verdict_is_wrong_and_a_failed_judge_leaves_no_score(server) -> No
     assert (failed.score, failed.correct) == (None, None)
     assert failed.judge is not None and "BadRequestError" in (failed.judge.error or "")
     assert json.loads(failed.model_dump_json())["judge"]["calls"] >= 1
+
+
+def test_the_readmes_tasks_with_answers_example_runs_as_written() -> None:
+    """README "Tasks with answers": its code block, run as is."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Tasks with answers"):readme.index("## The Python API")]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    scope: dict[str, object] = {}
+    exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 - the README's own example
+    chat = scope["chat"]
+    assert isinstance(chat, GroupChat) and chat.last_run is not None
+    outcome = chat.last_run.outcome
+    assert outcome is not None and outcome.correct in (True, False)
+    assert outcome.scorer == "numeric" and set(outcome.votes) == {"A", "B"}
+    assert "du_math_debate.yaml" in section and "du_math_100.jsonl" in section

@@ -157,7 +157,8 @@ def test_a_sweep_whose_model_axis_brings_sims_says_simulated(capsys, store_url) 
     data = json.loads(_cli(capsys, "--db", store_url, "sweep", "show", outcome.sweep_id,
                            "--json"))
     assert data["sweep"]["simulated"] is True
-    assert {r["metric"] for r in data["intervals"]} >= {"correct", "score"}
+    methods = {r["metric"]: r["interval_method"] for r in data["intervals"]}
+    assert (methods["correct"], methods["score"]) == ("wilson", "bootstrap")
     csv = _cli(capsys, "--db", store_url, "sweep", "export", outcome.sweep_id)
     header, *rows = csv.strip().splitlines()
     assert "simulated" in header.split(",") and "correct_interval_method" in header
