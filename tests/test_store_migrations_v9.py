@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 from sqlalchemy import create_engine, insert, inspect
 from test_store_migrations import SPEC  # the same old run spec
@@ -97,6 +98,9 @@ def test_a_scored_run_reads_back_its_outcome_and_a_bundle_carries_it(store, new_
 
     text = bundle_json(store, chat.last_run.run_id)
     assert json.loads(text)["outcome"] == outcome.model_dump()
+    listed = store.list_runs()
+    assert listed["models"].tolist() == [(chat.agents[0].model_name,) * 2]
+    assert len(pd.util.hash_pandas_object(listed)) == 1  # hashable: the dashboard caches it
     other = RunStore(new_database())
     run_id = import_bundle(other, text)
     assert other.load_run(run_id).outcome == outcome

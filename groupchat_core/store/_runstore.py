@@ -163,7 +163,7 @@ class RunStore(Library, SweepBook, BidCacheTable):
     def list_runs(self, *, status: str | None = None, agent: str | None = None,
                   since: str | datetime | None = None, sweep_id: str | None = None,
                   tag: str | None = None, limit: int | None = None) -> pd.DataFrame:
-        """Runs, newest first, as a DataFrame (plus a `turns` count and `models`, the list of
+        """Runs, newest first, as a DataFrame (plus a `turns` count and `models`, a tuple of
         the agents' model names in list order, which says whether a run was simulated:
         groupchat_core._sim.run_is_simulated); all filters combine."""
         import pandas as pd
@@ -175,7 +175,8 @@ class RunStore(Library, SweepBook, BidCacheTable):
             rows = conn.execute(query).all()
             models = reader.run_models(conn, [r[0] for r in rows])
         frame = pd.DataFrame.from_records(rows, columns=[*LIST_COLUMNS, "turns"])
-        frame["models"] = [models.get(run_id, []) for run_id in frame["run_id"]]
+        # tuples, so the frame stays hashable (pandas, the dashboard's st.cache_data)
+        frame["models"] = [tuple(models.get(run_id, ())) for run_id in frame["run_id"]]
         return frame
 
     def run_ids(self) -> list[str]:
