@@ -148,24 +148,25 @@ def cell_is_simulated(model_names: Iterable[str | None]) -> bool:
 
 
 @lru_cache(maxsize=8192)
-def _trigrams(text: str) -> Counter[str]:
-    """Character trigrams of a text's words (lower case, letters only), for similarity."""
+def _trigrams(text: str) -> tuple[Counter[str], float]:
+    """Character trigrams of a text's words (lower case, letters only) and their vector's
+    norm, cached: a turn's agents all compare against the same recent transcript."""
     joined = " " + " ".join(_LETTERS_RE.findall(text.lower())) + " "
-    return Counter(joined[i:i + 3] for i in range(len(joined) - 2))
+    grams = Counter(joined[i:i + 3] for i in range(len(joined) - 2))
+    return grams, math.sqrt(sum(c * c for c in grams.values()))
 
 
 def text_similarity(a: str, b: str) -> float:
     """Cosine similarity (0..1) of two texts' character-trigram counts: a real, cheap
     measure of how much they talk about the same things, which works on short texts and
     inflections ("diagnosis", "diagnostic") where shared whole words are rare."""
-    x, y = _trigrams(a), _trigrams(b)
+    (x, x_norm), (y, y_norm) = _trigrams(a), _trigrams(b)
     if not x or not y:
         return 0.0
+    if len(x) > len(y):
+        x, y = y, x
     dot = sum(count * y[g] for g, count in x.items() if g in y)
-    if not dot:
-        return 0.0
-    norm = math.sqrt(sum(c * c for c in x.values()) * sum(c * c for c in y.values()))
-    return min(1.0, dot / norm)
+    return min(1.0, dot / (x_norm * y_norm)) if dot else 0.0
 
 
 def persona_for(model_name: str) -> Persona:
