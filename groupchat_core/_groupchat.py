@@ -28,7 +28,7 @@ from ._outputs import StreamingCallback, format_output, stream_message
 from ._records import BidDelta, Event, Message, Outcome, RunRecord
 from ._sim import is_sim_model, persona_for
 from ._turn_loop import TurnLoop
-from .outcomes import Task, score_run
+from .outcomes import Task, judge_agent, score_run
 
 Observer = Callable[[Event], None]
 logger = logging.getLogger("groupchat_core")
@@ -234,9 +234,11 @@ class GroupChat:
             if streaming_callback is not None:
                 dispatch(stream_message, streaming_callback, message)
 
-        if any(in_process_model(a.model_name) is None for a in self.agents):
+        judge = [judge_agent(scored)] if scored is not None and scored.scorer == "judge" else []
+        if any(in_process_model(a.model_name) is None for a in [*self.agents, *judge]):
             await load_litellm_off_loop()  # token counting needs it; never import on the loop
-            problems = self._credential_problems()  # before anything is spent
+            # before anything is spent: a judge without its key would fail after the run
+            problems = self._credential_problems() + check_credentials(judge)
             if problems:
                 raise ConfigError(credentials_error(problems))
         run = TurnLoop(self.agents, self._config.model_copy(), task, emit, post, self._bid_cache,

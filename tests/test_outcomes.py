@@ -244,3 +244,16 @@ def test_the_readmes_tasks_with_answers_example_runs_as_written() -> None:
     assert outcome is not None and outcome.correct in (True, False)
     assert outcome.scorer == "numeric" and set(outcome.votes) == {"A", "B"}
     assert "du_math_debate.yaml" in section and "du_math_100.jsonl" in section
+
+
+def test_a_judge_without_its_key_is_refused_before_any_bid() -> None:
+    """The test environment has no OPENAI_API_KEY: the run would spend every bid and then
+    fail to judge, so it is refused at the start with the engine's credentials line."""
+    script = ScriptedBids({"A": [(0.9, "x")], "B": [(0.1, "")]})
+    task = Task(id="j", prompt="Explain.", scorer="judge", rubric="Clear.",
+                judge_model="gpt-4o-mini")
+    with pytest.raises(ConfigError) as err:
+        _scripted_chat(script, max_loops=2).run(task)
+    script.close()
+    assert "agent 'judge' uses gpt-4o-mini but OPENAI_API_KEY is not set" in str(err.value)
+    assert script.calls == []

@@ -13,7 +13,7 @@ from __future__ import annotations
 from .._records import JudgeCall, Outcome
 from ._du_math import DU_QUESTION, du_math_operands, du_math_tasks
 from ._extract import extract, last_number, majority, normalise
-from ._judge import JUDGE_PROMPT, judge_prompt
+from ._judge import JUDGE_PROMPT, judge_agent, judge_prompt
 from ._run import score_run
 from ._score import is_correct, rule_outcome
 from ._task import Task
@@ -30,6 +30,7 @@ __all__ = [
     "dump_jsonl",
     "extract",
     "is_correct",
+    "judge_agent",
     "judge_prompt",
     "last_number",
     "load_taskset",
