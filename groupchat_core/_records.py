@@ -201,11 +201,14 @@ class JudgeCall(_Record):
     model: str = Field(description="The litellm model that judged.")
     prompt: str = Field(description="The whole judge prompt sent (rubric, task, answer).")
     reply: str = Field(default="", description="The judge's raw reply (scrubbed, capped).")
-    calls: int = Field(default=0, description="HTTP requests made (retries included).")
-    prompt_tokens: int | None = Field(default=None, description="As the provider reported.")
-    completion_tokens: int | None = Field(default=None, description="As the provider reported.")
+    calls: int = Field(default=0, ge=0, description="HTTP requests made (retries included).")
+    prompt_tokens: int | None = Field(default=None, ge=0,
+                                      description="As the provider reported.")
+    completion_tokens: int | None = Field(default=None, ge=0,
+                                          description="As the provider reported.")
     cost_usd: float | None = Field(
-        default=None, description="litellm's price for the call; null when it cannot price it.")
+        default=None, ge=0.0,
+        description="litellm's price for the call; null when it cannot price it.")
     error: str | None = Field(default=None, description="Why the call failed; else null.")
 
 
@@ -225,6 +228,7 @@ class Outcome(_Record):
         description="Whether the answer was right (a judge: score >= its pass mark); null when "
         "the judge could not score it.")
     score: float | None = Field(
+        ge=0.0, le=1.0,
         description="1.0 or 0.0 for the rule scorers; the judge's score in [0, 1]; null when "
         "the judge failed.")
     votes: dict[str, str | None] = Field(

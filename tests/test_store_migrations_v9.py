@@ -117,3 +117,15 @@ def test_a_plain_run_has_no_outcome_anywhere(store):
     assert store.load_run(chat.last_run.run_id).outcome is None
     assert "outcome" not in json.loads(bundle_json(store, chat.last_run.run_id))
     assert store.run_info(chat.last_run.run_id)["outcome_json"] is None
+
+
+def test_a_bundle_cannot_carry_an_impossible_outcome(store):
+    from groupchat_core import ConfigError
+
+    chat = _scored_run(store)
+    bundle = json.loads(bundle_json(store, chat.last_run.run_id))
+    for bad in ({"score": 5.0}, {"scorer": "vibes"}, {"extra": 1}):
+        forged = {**bundle, "outcome": {**bundle["outcome"], **bad}}
+        with pytest.raises(ConfigError) as err:
+            import_bundle(store, forged)
+        assert "outcome" in str(err.value) and "\n" not in str(err.value)
