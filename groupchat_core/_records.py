@@ -245,6 +245,52 @@ class Turn(_Record):
         'reply). Unreadable replies are not counted here.')
 
 
+ScorerKind = Literal["exact", "numeric", "regex", "choice", "judge"]
+AnswerFrom = Literal["final", "vote"]
+
+
+class JudgeCall(_Record):
+    """The LLM judge's one call for a run's outcome: what it was asked and what it cost."""
+
+    model: str = Field(description="The litellm model that judged.")
+    prompt: str = Field(description="The whole judge prompt sent (rubric, task, answer).")
+    reply: str = Field(default="", description="The judge's raw reply (scrubbed, capped).")
+    calls: int = Field(default=0, ge=0, description="HTTP requests made (retries included).")
+    prompt_tokens: int | None = Field(default=None, ge=0,
+                                      description="As the provider reported.")
+    completion_tokens: int | None = Field(default=None, ge=0,
+                                          description="As the provider reported.")
+    cost_usd: float | None = Field(
+        default=None, ge=0.0,
+        description="litellm's price for the call; null when it cannot price it.")
+    error: str | None = Field(default=None, description="Why the call failed; else null.")
+
+
+class Outcome(_Record):
+    """Did the group get it right: a scored task's answer, taken and scored after the run
+    (docs/outcomes.md)."""
+
+    task_id: str = Field(description="The task's id in its task set.")
+    scorer: ScorerKind = Field(description="How the answer was scored.")
+    answer_from: AnswerFrom = Field(
+        description="final: the last posted message; vote: majority over each agent's last "
+        "stated answer (ties go to the earliest agent in list order, as Du et al.).")
+    expected: str | None = Field(
+        description="The expected answer (a regex's pattern; null for a judge with a rubric).")
+    answer: str | None = Field(description="The group's extracted answer; null when none.")
+    correct: bool | None = Field(
+        description="Whether the answer was right (a judge: score >= its pass mark); null when "
+        "the judge could not score it.")
+    score: float | None = Field(
+        ge=0.0, le=1.0,
+        description="1.0 or 0.0 for the rule scorers; the judge's score in [0, 1]; null when "
+        "the judge failed.")
+    votes: dict[str, str | None] = Field(
+        default_factory=dict,
+        description="For vote: each agent's last stated answer (null: it stated none).")
+    judge: JudgeCall | None = Field(default=None, description="The judge's call, if any.")
+
+
 class RunRecord(_Record):
     """Everything one run produced: the typed record of docs/engine.md §9."""
 
@@ -291,6 +337,9 @@ class RunRecord(_Record):
         default=0,
         description="Bids that made a model call litellm could not price (e.g. a local model "
         "missing from its price map); 0 means total_cost_usd is complete.")
+    outcome: Outcome | None = Field(
+        default=None, description="For a task with an answer (groupchat_core.outcomes.Task): "
+        "the extracted answer and whether it was right; null for a plain task.")
 
     @property
     def cost_complete(self) -> bool:

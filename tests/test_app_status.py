@@ -74,7 +74,13 @@ def test_labels_name_each_run_by_its_task_or_given_name(app: AppTest, store: Run
     run_from_page(app, ["Ann", "Ben"], "Plan the offsite for the sales team")
     run_from_page(app, ["Ann", "Ben"], "Pick a database", name="DB choice")
 
-    links = [p.label for p in app.sidebar.get("page_link")]
+    def labels(at: AppTest) -> list[str]:
+        return [p.label for p in at.sidebar.get("page_link")]
+
+    # The sidebar is drawn before the status line in a script run, so the run that saw the
+    # status "finished" may have drawn the sidebar before the run had even started.
+    poll(app, lambda at: any("DB choice" in label for label in labels(at)), "the sidebar label")
+    links = labels(app)
     assert any("Plan the offsite" in label for label in links), links
     assert any("DB choice" in label for label in links), links
     assert not any("dynamic-groupchat" in label for label in links)

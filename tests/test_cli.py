@@ -62,7 +62,7 @@ def test_list_shows_a_table_and_filters(capsys):
     code, out, _ = run_cli(capsys, "list")
     header, row = out.strip().splitlines()
     assert header.split() == ["run_id", "started_at", "status", "stop_reason", "turns", "agents",
-                              "task"]
+                              "task", "simulated"]
     assert row.startswith(run_id[:12]) and "finished" in row and "Optimist" in row
     code, out, err = run_cli(capsys, "list", "--status", "interrupted")
     assert code == 0 and out == "" and err.startswith("no runs in sqlite:///")

@@ -82,7 +82,9 @@ def test_show_json_is_the_bundles_run_with_its_messages(capsys):
     run_id = recorded(capsys)
     code, out, _ = run_cli(capsys, "show", run_id[:8], "--json")
     data = json.loads(out)
-    assert code == 0 and list(data) == ["run", "written_by", "messages", "turns"]
+    assert code == 0 and list(data) == ["run", "written_by", "messages", "turns", "simulated",
+                                        "outcome"]
+    assert data["simulated"] is True and data["outcome"] is None  # sims, a plain task
     assert data["run"]["run_id"] == run_id and data["messages"][0]["content"] == (
         "Should we adopt AI?")
     assert data["written_by"]["store_schema_version"] == SCHEMA_VERSION

@@ -4,6 +4,7 @@ downwards, so the folders of groupchat_core read as its architecture:
 
     shared records, config, errors (the top-level modules)
     providers, store          who answers a bid; where a run is kept
+    outcomes                  tasks with answers: scorers, the vote, the judge (via providers)
     engine                    the conversation: turn loop, selection, GroupChat
     analysis, exports         reading recorded runs; bundles and tables
     sweeps                    many chats over a parameter grid
@@ -20,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "groupchat_core"
 LAYERS: dict[str, int] = {
-    "shared": 0, "providers": 1, "store": 1, "engine": 2, "analysis": 3, "exports": 3,
-    "sweeps": 4, "cli": 5, "top": 6}
+    "shared": 0, "providers": 1, "store": 1, "outcomes": 2, "engine": 3, "analysis": 4,
+    "exports": 4, "sweeps": 5, "cli": 6, "top": 7}
 TESTING_MAY_IMPORT = {"shared", "providers", "testing"}
 
 

@@ -13,6 +13,7 @@ from typing import Any, TextIO
 
 from .._errors import ConfigError
 from .._terminal import terminal_text
+from ..providers._sim import run_is_simulated
 from ._output import emit_json, records
 
 # `list --json`: one object per run, newest first.
@@ -20,7 +21,8 @@ LIST_FIELDS = (
     "run_id", "name", "status", "stop_reason", "task", "agents", "turns", "threshold",
     "recency_penalty", "recency_window", "max_loops", "total_calls", "total_prompt_tokens",
     "total_completion_tokens", "total_cost_usd", "started_at", "ended_at", "sweep_id", "cell",
-    "tags", "error", "owner", "owner_name",
+    "tags", "error", "owner", "owner_name", "simulated",
+    "task_id", "answer", "correct", "score", "scorer",  # a scored task's outcome (else null)
 )
 
 
@@ -55,6 +57,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     store = store_of(args, create=False)
     frame = store.list_runs(status=args.status, agent=args.agent, since=args.since,
                             tag=args.tag, limit=args.limit)
+    frame["simulated"] = [run_is_simulated(models) for models in frame["models"]]
     if args.json:
         emit_json(records(frame, LIST_FIELDS))
         return 0
@@ -64,12 +67,22 @@ def cmd_list(args: argparse.Namespace) -> int:
         say(f"no runs in {safe_url(store.url)}", sys.stderr)
         return 0
     table = frame[["run_id", "started_at", "status", "stop_reason", "turns", "agents", "task"]]
+    if frame["scorer"].notna().any():  # some run had a task with an answer
+        table = table.assign(outcome=[_verdict(c) for c in frame["correct"]])
+    table = table.assign(simulated=["simulated" if s else "" for s in frame["simulated"]])
     table = table.assign(
         run_id=table["run_id"].str[:12], started_at=table["started_at"].str[:19],
         task=table["task"].str.replace(r"\s+", " ", regex=True).map(shorten),
         agents=table["agents"].map(shorten))
     say(text_table(table), multiline=True)
     return 0
+
+
+def _verdict(correct: Any) -> str:
+    """A list row's outcome: correct, wrong, or blank for a plain task (or no score)."""
+    if correct is None or correct != correct:  # None or NaN: no outcome
+        return ""
+    return "correct" if bool(correct) else "wrong"
 
 
 def shorten(text: str, width: int = 40) -> str:
@@ -96,6 +109,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
         bundle = export_bundle(store, run_id)  # the bundle's documented fields
         shown = {key: bundle[key] for key in ("run", "written_by", "messages", "turns")}
+        shown["simulated"] = run_is_simulated(a["model_name"] for a in bundle["spec"]["agents"])
+        shown["outcome"] = bundle.get("outcome")
         if args.bids:
             shown["bids"] = bundle["bids"]
         emit_json(shown)

@@ -23,14 +23,14 @@ import pandas as pd
 
 from .._errors import CliError
 from .._terminal import terminal_text
-from ..sweeps._results import METRICS, aggregate, sweep_results, sweep_summary
+from ..sweeps._results import METRICS, aggregate, metrics_of, sweep_results, sweep_summary
 from ._output import emit_json, records
 from ._store import emit, say, text_table
 
 # `sweep list --json`: one object per sweep, newest first.
 LIST_FIELDS = ("sweep_id", "name", "status", "reason", "created_at", "ended_at", "runs", "pid",
                "hostname", "owner", "owner_name")
-SHOWN_METRICS = ("messages", "lull_turn", "evenness", "calls_needed")
+SHOWN_METRICS = ("messages", "lull_turn", "evenness", "calls_needed", "correct")
 TABLES = ("cells", "long", "intervals", "importance", "compare", "methods")
 
 
@@ -102,7 +102,11 @@ def _show(args: argparse.Namespace, store: Any) -> int:
     if args.json:
         emit_json({"sweep": summary, "intervals": records(intervals, list(intervals.columns))})
         return 0
-    lines = [f"{key}: {'' if value is None else value}" for key, value in summary.items()]
+    lines = [f"{key}: {'' if value is None else value}" for key, value in summary.items()
+             if key != "simulated"]
+    if summary["simulated"]:
+        lines.append("simulated: yes (offline sims took part: these results show the lab's "
+                     "machinery, not what a language model would do)")
     say("\n".join(lines), multiline=True)
     shown = intervals[intervals["metric"].isin(SHOWN_METRICS)]
     if not shown.empty:
@@ -157,7 +161,7 @@ def cells_with_intervals(store: Any, sweep_id: str) -> tuple[pd.DataFrame, pd.Da
     intervals = aggregate(cells)
     by = list(intervals.columns[:list(intervals.columns).index("metric")])
     frame = cells.copy()
-    for metric in METRICS:
+    for metric in metrics_of(cells):
         part = intervals[intervals["metric"] == metric].drop(columns="metric")
         part = part[[*by, "n", "mean", "ci_low", "ci_high", "interval_method"]].rename(columns={
             "n": f"{metric}_n", "mean": f"{metric}_mean", "ci_low": f"{metric}_ci_low",

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from ..store import RunStore
 
 logger = logging.getLogger("groupchat_core")
-KEY_VERSION = 1  # bump when what a key covers changes: old entries then simply stop matching
+KEY_VERSION = 2  # bump when what a key covers changes: old entries then simply stop matching
 DEFAULT_MEMORY_ENTRIES = 50_000
 
 
@@ -64,6 +64,7 @@ def request_key(request: BidRequest) -> str:
             "model": agent.model_name, "agent": agent.agent_name,
             "system": agent.system_prompt, "history": [list(m) for m in request.history],
             "turn": request.turn, "temperature": agent.temperature,
+            "extra": agent.litellm_kwargs, "answer_key": request.answer_key,
         }
     routed = routed_bases(agent.model_name)  # the chat's own deployments answer, not api_base
     if routed is not None:

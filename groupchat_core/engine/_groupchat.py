@@ -23,10 +23,12 @@ from .._records import (
     Event,
     Message,
     Observer,
+    Outcome,
     RunRecord,
     observer_takes,
     observer_thread_safe,
 )
+from ..outcomes import Task, judge_agent, score_run
 from ..providers._credentials import check_credentials, credentials_error
 from ..providers._deployment_checks import key_problems
 from ..providers._deployments import Deployments, Routes, routed_by, routes_for
@@ -230,11 +232,17 @@ class GroupChat:
 
     # --- running --------------------------------------------------------------------------
 
-    async def arun_record(self, task: str, streaming_callback: StreamingCallback | None = None,
+    async def arun_record(self, task: str | Task,
+                          streaming_callback: StreamingCallback | None = None,
                           *, _dispatch: Callable[..., None] | None = None) -> RunRecord:
-        """Run one chat on the running loop and return its full typed record."""
+        """Run one chat on the running loop and return its full typed record. A `Task` (a
+        task with an answer, groupchat_core.outcomes) runs its prompt and the record gets its
+        `outcome` (docs/outcomes.md)."""
+        scored = task if isinstance(task, Task) else None
+        if scored is not None:
+            task = scored.prompt
         if not isinstance(task, str) or not task.strip():
-            raise ConfigError("task must be a non-empty string")
+            raise ConfigError("task must be a non-empty string or a groupchat_core.outcomes.Task")
         task = task.replace("\x00", "\ufffd")  # as for replies: no database stores NUL
         dispatch = _dispatch or _call_now
         observers = [*self._observers, *self._console()]
@@ -261,13 +269,16 @@ class GroupChat:
             if streaming_callback is not None:
                 dispatch(stream_message, streaming_callback, message)
 
-        if any(self._provider(a) is LITELLM for a in self.agents):
+        judge = [judge_agent(scored)] if scored is not None and scored.scorer == "judge" else []
+        if any(self._provider(a) is LITELLM for a in [*self.agents, *judge]):
             await load_litellm_off_loop()  # token counting needs it; never import on the loop
-            problems = self._credential_problems()  # before anything is spent
+            # before anything is spent: a judge without its key would fail after the run
+            problems = self._credential_problems() + check_credentials(judge)
             if problems:
                 raise ConfigError(credentials_error(problems))
         run = TurnLoop(self.agents, self._config.model_copy(), task, emit, post, self._bid_cache,
-                       emit_delta if self.stream_bids and deltas else None, self._providers)
+                       emit_delta if self.stream_bids and deltas else None, self._providers,
+                       **self._scoring(scored))
         current = asyncio.current_task()
         with self._lock:
             self._active.add((asyncio.get_running_loop(), current))
@@ -278,6 +289,17 @@ class GroupChat:
             with self._lock:
                 self._active.discard((asyncio.get_running_loop(), current))
             object.__setattr__(self, "last_run", run.record)
+
+    def _scoring(self, scored: Task | None) -> dict[str, Any]:
+        """The turn loop's scorer and the sims' answer key for a scored task (else none)."""
+        if scored is None:
+            return {}
+        names = [a.agent_name for a in self.agents]
+
+        async def score(record: RunRecord) -> Outcome:
+            return await score_run(record, scored, names)
+
+        return {"score": score, "answer_key": scored.answer_key()}
 
     def _credential_problems(self) -> list[str]:
         """Missing keys: routed agents are judged by their deployments (_deployment_checks)."""
@@ -290,7 +312,8 @@ class GroupChat:
     def _provider(self, agent: Agent) -> Provider:
         return provider_for(agent.model_name, self._providers)
 
-    async def arun(self, task: str, streaming_callback: StreamingCallback | None = None) -> Any:
+    async def arun(self, task: str | Task,
+                   streaming_callback: StreamingCallback | None = None) -> Any:
         """Async twin of run(): callbacks and observers run on the caller's loop, in order.
 
         Model calls still run on the shared background loop, so litellm's per-loop clients and
@@ -304,12 +327,13 @@ class GroupChat:
             record = self.last_run
         return format_output(record, self.output_type)
 
-    def run(self, task: str, streaming_callback: StreamingCallback | None = None) -> Any:
+    def run(self, task: str | Task, streaming_callback: StreamingCallback | None = None) -> Any:
         """Run one chat synchronously; callbacks and observers run on the calling thread."""
         record = self._run_sync(task, streaming_callback)
         return format_output(record, self.output_type)
 
-    def _run_sync(self, task: str, streaming_callback: StreamingCallback | None) -> RunRecord:
+    def _run_sync(self, task: str | Task,
+                  streaming_callback: StreamingCallback | None) -> RunRecord:
         try:
             return background_loop().run_relaying(
                 lambda relay: self.arun_record(task, streaming_callback, _dispatch=relay),
@@ -318,7 +342,7 @@ class GroupChat:
             assert self.last_run is not None  # set before the run's task finishes cancelling
             return self.last_run
 
-    def run_batch(self, tasks: Sequence[str]) -> list[Any]:
+    def run_batch(self, tasks: Sequence[str | Task]) -> list[Any]:
         """One fresh, independent chat per task, in task order (batch_concurrency runs several)."""
         tasks = list(tasks)
         if self.batch_concurrency <= 1:
@@ -326,10 +350,10 @@ class GroupChat:
         future = background_loop().submit(self._batch(tasks))
         return future.result()
 
-    async def _batch(self, tasks: list[str]) -> list[Any]:
+    async def _batch(self, tasks: list[str | Task]) -> list[Any]:
         gate = asyncio.Semaphore(self.batch_concurrency)
 
-        async def one(task: str) -> Any:
+        async def one(task: str | Task) -> Any:
             async with gate:
                 return format_output(await self.arun_record(task), self.output_type)
 

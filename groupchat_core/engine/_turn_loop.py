@@ -8,10 +8,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import logging
 import time
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._agent import Agent
@@ -25,6 +26,7 @@ from .._records import (
     LullReached,
     Message,
     MessagePosted,
+    Outcome,
     RunFinished,
     RunRecord,
     RunStarted,
@@ -56,7 +58,9 @@ from ._transcript import PromptBudget, Transcript, omitted_note
 if TYPE_CHECKING:
     from ._bidcache import BidCache
 
+logger = logging.getLogger("groupchat_core")
 Emit = Callable[[Event], None]
+Scorer = Callable[[RunRecord], Awaitable[Outcome]]
 EmitDelta = Callable[[BidDelta], None]
 Post = Callable[[Message], None]
 
@@ -68,8 +72,11 @@ class TurnLoop:
         self, agents: Sequence[Agent], config: ChatConfig, task: str, emit: Emit, post: Post,
         bid_cache: BidCache | None = None, emit_delta: EmitDelta | None = None,
         providers: Providers | None = None,
+        score: Scorer | None = None, answer_key: Mapping[str, Any] | None = None,
     ) -> None:
         self.agents = list(agents)
+        self.score = score  # a scored task's scorer, run as the run ends (docs/outcomes.md)
+        self.answer_key = answer_key  # what sims need to state an answer (never sent out)
         # Each agent's provider, picked once (_routing.py): the chat's own for its prefix, a
         # sim, or litellm. Non-litellm models have their tokens estimated (None below).
         self.providers = {a.agent_name: provider_for(a.model_name, providers)
@@ -120,8 +127,19 @@ class TurnLoop:
             record.stop_reason = "cancelled"
             self._finish()
             raise
+        await self._score()
         self._finish()
         return record
+
+    async def _score(self) -> None:
+        """The outcome of a scored task, before RunFinished (so the store records it). A
+        scorer that fails is logged; the run keeps its record without an outcome."""
+        if self.score is None:
+            return
+        try:
+            self.record.outcome = await self.score(self.record)
+        except Exception:
+            logger.exception("run %s: the outcome could not be scored", self.record.run_id)
 
     async def _turns(self) -> Any:
         turn = 0
@@ -201,7 +219,8 @@ class TurnLoop:
         messages: list[dict[str, Any]] = []
         if with_prompt:
             messages = self._messages_for(turn, agent, history)
-        return BidRequest(agent, messages, history, turn, self.config.seed, deadline, sink)
+        return BidRequest(agent, messages, history, turn, self.config.seed, deadline, sink,
+                          self.answer_key if not with_prompt else None)
 
     def _messages_for(self, turn: int, agent: Agent,
                       history: tuple[tuple[str, str], ...]) -> list[dict[str, Any]]:

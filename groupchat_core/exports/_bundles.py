@@ -28,11 +28,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .._agent import Agent
 from .._config import MAX_SPEC_BYTES, ChatSpec, explain, parse_spec
 from .._errors import ConfigError
-from .._records import Bid, Message, RunRecord, StopReason, Turn, outcome_of, utc_now
+from .._records import Bid, Message, Outcome, RunRecord, StopReason, Turn, outcome_of, utc_now
 from .._safeload import MAX_STORED_INT, check_plain, parse_text
 from ..engine._selection import candidate, select_speaker
 from ..engine._turn_loop import _turn_row  # the engine's own turn row
-from ..store import RunStore, status_for
+from ..store import RunStore, outcome_values, status_for
 
 BUNDLE_FORMAT = "groupchat-run"
 BUNDLE_VERSION = 2
@@ -155,6 +155,7 @@ class Bundle(_Strict):
     messages: list[BundleMessage] = Field(min_length=1)
     bids: list[BundleBid] = Field(default_factory=list)
     turns: list[BundleTurn] = Field(default_factory=list)
+    outcome: Outcome | None = None  # a scored task's outcome (docs/outcomes.md), if any
 
     @field_validator("schema_version")
     @classmethod
@@ -173,7 +174,7 @@ def export_bundle(store: RunStore, run_id: str) -> dict[str, Any]:
     posted_on = store.message_turns(run_id)
     run = {k: info[k] for k in BundleRun.model_fields if k != "tags"}
     run["tags"] = [t for t in (info.get("tags") or "").split(",") if t]
-    return {
+    bundle = {
         "format": BUNDLE_FORMAT, "schema_version": BUNDLE_VERSION, "exported_at": utc_now(),
         "written_by": written_by(), "run": run, "spec": info["spec"],
         "messages": [{**m.model_dump(), "turn": t}
@@ -181,6 +182,9 @@ def export_bundle(store: RunStore, run_id: str) -> dict[str, Any]:
         "bids": [b.model_dump() for b in record.bids],
         "turns": [t.model_dump() for t in record.turns],
     }
+    if record.outcome is not None:  # only scored runs carry one (older readers stay happy)
+        bundle["outcome"] = record.outcome.model_dump()
+    return bundle
 
 
 def bundle_json(store: RunStore, run_id: str) -> str:
@@ -444,6 +448,7 @@ def import_bundle(store: RunStore, data: str | bytes | Mapping[str, Any],
     run = bundle.run.model_dump()
     if run["status"] == "running":
         run["status"] = "interrupted"  # no process here is writing it
+    run.update(outcome_values(bundle.outcome))
     store.import_run(run, spec, message_rows=[m.model_dump() for m in bundle.messages],
                      bid_rows=[b.model_dump() for b in bundle.bids],
                      turn_rows=[t.model_dump() for t in bundle.turns])

@@ -19,9 +19,9 @@ import re
 import unicodedata
 from typing import TYPE_CHECKING, Any
 
-from .._records import Bid, RunRecord, Turn, format_cost
+from .._records import Bid, Outcome, RunRecord, Turn, format_cost
 from .._terminal import terminal_text
-from ..providers._sim import is_sim_model
+from ..providers._sim import is_sim_model, run_is_simulated
 from ..store import RunStore
 
 if TYPE_CHECKING:
@@ -172,8 +172,39 @@ def _header(info: dict[str, Any], record: RunRecord) -> list[str]:
         f"{record.total_completion_tokens} completion tokens, cost "
         f"{format_cost(record.total_cost_usd, record.unpriced_bids)}",
         *([f"- Error: {_md_inline(info['error'])}"] if info.get("error") else []),
+        *_outcome_lines(record),
+        *([SIMULATED_NOTE] if run_is_simulated(a["model_name"] for a in spec["agents"])
+          else []),
         "", "## Task", "", _quote(record.task), "", "## Turns", "",
     ]
+
+
+SIMULATED_NOTE = ("- **Simulated**: offline sims (not language models) took part; these "
+                  "results show the lab's machinery, not what a model would do")
+
+
+def outcome_text(outcome: Outcome) -> str:
+    """One line: the answer, right or wrong (or the judge's score), and how it was scored."""
+    verdict = {True: "correct", False: "wrong", None: "not scored"}[outcome.correct]
+    score = "" if outcome.score is None or outcome.scorer != "judge" else \
+        f", score {outcome.score:g}"
+    expected = "" if outcome.expected is None else f", expected {outcome.expected}"
+    return (f"{verdict}{score}: answer {outcome.answer if outcome.answer is not None else 'none'}"
+            f"{expected} (task {outcome.task_id}, {outcome.scorer} scorer, "
+            f"{outcome.answer_from} answer)")
+
+
+def _outcome_lines(record: RunRecord) -> list[str]:
+    if record.outcome is None:
+        return []
+    lines = [f"- Outcome: {_md_inline(outcome_text(record.outcome))}"]
+    judge = record.outcome.judge
+    if judge is not None:
+        unpriced = int(judge.cost_usd is None and judge.calls > 0)
+        lines.append(f"- Judge: {_md_inline(judge.model)}, {judge.calls} call(s), cost "
+                     f"{format_cost(judge.cost_usd, unpriced)}"
+                     + (f", error: {_md_inline(judge.error)}" if judge.error else ""))
+    return lines
 
 
 def _owner_text(info: dict[str, Any]) -> str:

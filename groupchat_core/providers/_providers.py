@@ -9,7 +9,7 @@ from the providers themselves so each depends on these types only; this module i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -40,6 +40,9 @@ class BidRequest:
     seed: int = 0
     deadline: float | None = None
     sink: DeltaSink | None = None
+    # A scored task's answer key, for offline sims only (they state an answer with a declared
+    # accuracy, docs/engine.md §15); never part of a real model's request.
+    answer_key: Mapping[str, Any] | None = None
 
 
 @dataclass

@@ -9,9 +9,11 @@ real LLM. This module never imports litellm; the sim provider litellm itself can
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import re
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -21,7 +23,8 @@ SIM_PREFIX = "sim/"
 SILENT_BELOW = 0.25  # bids under this are silent ("" message)
 
 # Tuning constants (chosen with a 200-seed loop: 3 agents, threshold 0.5, recency penalty 0.3).
-RELEVANCE_WEIGHT = 0.15
+RELEVANCE_WEIGHT = 0.25
+FULL_RELEVANCE = 0.4  # a trigram cosine this high counts as fully on-topic (docs/engine.md §15)
 DECAY_PER_MESSAGE = 0.02
 NOISE_SCALE = 0.4  # noise amplitude = NOISE_SCALE * temperature
 CONTRARIAN_BOOST = 0.25
@@ -37,18 +40,19 @@ class Persona:
     eagerness: float  # base bid before context effects
     fatigue: float  # penalty for having spoken the last message
     contrarian: bool = False  # boosted by assertive / agreeing messages
-    expertise: float = 0.0  # weight of role-keyword overlap (experts speak on-topic only)
+    expertise: float = 0.0  # weight of prompt/transcript similarity (experts speak on-topic)
+    accuracy: float = 0.5  # on a scored task: chance its stated answer is right (seeded)
 
 
-_PERSONA_TABLE = (  # name, eagerness, fatigue, contrarian, expertise, description
-    ("balanced", 0.66, 0.2, False, 0.0, "a moderate participant who joins when relevant."),
-    ("eager", 0.78, 0.12, False, 0.0, "keen to speak, jumps in often and tires slowly."),
-    ("reserved", 0.44, 0.3, False, 0.0, "quiet, speaks only when clearly relevant."),
-    ("contrarian", 0.54, 0.2, True, 0.0, "pushes back on confident or agreeing messages."),
-    ("expert", 0.36, 0.2, False, 0.5, "speaks up strongly only on its role's keywords."),
+_PERSONA_TABLE = (  # name, eagerness, fatigue, contrarian, expertise, accuracy, description
+    ("balanced", 0.66, 0.2, False, 0.0, 0.7, "a moderate participant who joins when relevant."),
+    ("eager", 0.78, 0.12, False, 0.0, 0.6, "keen to speak, jumps in often and tires slowly."),
+    ("reserved", 0.44, 0.3, False, 0.0, 0.8, "quiet, speaks only when clearly relevant."),
+    ("contrarian", 0.54, 0.2, True, 0.0, 0.5, "pushes back on confident or agreeing messages."),
+    ("expert", 0.36, 0.2, False, 0.5, 0.9, "speaks up strongly only on its role's keywords."),
 )
 PERSONAS: dict[str, Persona] = {
-    n: Persona(n, "Simulated: " + d, e, f, c, x) for n, e, f, c, x, d in _PERSONA_TABLE
+    n: Persona(n, "Simulated: " + d, e, f, c, x, a) for n, e, f, c, x, a, d in _PERSONA_TABLE
 }
 
 _STOPWORDS = frozenset(
@@ -63,6 +67,7 @@ _ASSERTIVE = frozenset(
     "must undeniably indeed right great".split()
 )
 _WORD_RE = re.compile(r"[a-z][a-z'-]+")
+_LETTERS_RE = re.compile(r"[a-z]+")
 
 _TEMPLATES: dict[str, tuple[str, ...]] = {
     "balanced": (
@@ -131,6 +136,39 @@ def is_sim_model(model_name: str) -> bool:
     return model_name.startswith(SIM_PREFIX)
 
 
+def run_is_simulated(model_names: Iterable[str | None]) -> bool:
+    """The one rule for "these results are simulated": any agent of the run (or sweep cell)
+    is a sim. Results shown anywhere (CLI, exports, sweeps) say "simulated" by this."""
+    return any(is_sim_model(str(m)) for m in model_names if m)
+
+
+def cell_is_simulated(model_names: Iterable[str | None]) -> bool:
+    """A sweep cell's agents' models, after its model axis is applied: as run_is_simulated."""
+    return run_is_simulated(model_names)
+
+
+@lru_cache(maxsize=8192)
+def _trigrams(text: str) -> tuple[Counter[str], float]:
+    """Character trigrams of a text's words (lower case, letters only) and their vector's
+    norm, cached: a turn's agents all compare against the same recent transcript."""
+    joined = " " + " ".join(_LETTERS_RE.findall(text.lower())) + " "
+    grams = Counter(joined[i:i + 3] for i in range(len(joined) - 2))
+    return grams, math.sqrt(sum(c * c for c in grams.values()))
+
+
+def text_similarity(a: str, b: str) -> float:
+    """Cosine similarity (0..1) of two texts' character-trigram counts: a real, cheap
+    measure of how much they talk about the same things, which works on short texts and
+    inflections ("diagnosis", "diagnostic") where shared whole words are rare."""
+    (x, x_norm), (y, y_norm) = _trigrams(a), _trigrams(b)
+    if not x or not y:
+        return 0.0
+    if len(x) > len(y):
+        x, y = y, x
+    dot = sum(count * y[g] for g, count in x.items() if g in y)
+    return min(1.0, dot / (x_norm * y_norm)) if dot else 0.0
+
+
 def persona_for(model_name: str) -> Persona:
     """Resolve "sim/<persona>" (or a bare persona name) with a helpful error."""
     name = model_name[len(SIM_PREFIX) :] if is_sim_model(model_name) else model_name
@@ -152,6 +190,8 @@ class SimContext:
     turn: int  # 1-based
     seed: int = 0
     temperature: float = 0.5  # scales the noise amplitude
+    answer_key: Mapping[str, Any] | None = None  # a scored task's answer (docs/engine.md §15)
+    accuracy: float | None = None  # overrides the persona's accuracy (sim_accuracy)
 
 
 @dataclass(frozen=True)
@@ -168,6 +208,7 @@ class SimOptions:
 
     latency_s: float = 0.0
     failure_rate: float = 0.0
+    accuracy: float | None = None  # sim_accuracy: overrides the persona's on scored tasks
 
 
 class SimulatedFailure(RuntimeError):
@@ -179,9 +220,15 @@ def _rng(ctx: SimContext, salt: str = "") -> random.Random:
     return random.Random(f"{salt}{ctx.seed}|{ctx.agent_name}|{ctx.turn}|{len(ctx.history)}")
 
 
-def _persona_effects(ctx: SimContext, persona: Persona, overlap: int) -> float:
+def relevance(ctx: SimContext) -> float:
+    """How on-topic the recent transcript is for this agent: the trigram similarity of its
+    system prompt and the last RECENT_WINDOW messages, scaled so FULL_RELEVANCE counts as 1."""
+    recent = " ".join(text for _, text in ctx.history[-RECENT_WINDOW:])
+    return min(1.0, text_similarity(ctx.system_prompt, recent) / FULL_RELEVANCE)
+
+
+def _persona_effects(ctx: SimContext, persona: Persona, closeness: float) -> float:
     """Relevance, expertise, contrarianism and fatigue for this context."""
-    closeness = min(1.0, overlap / 2)
     effect = RELEVANCE_WEIGHT * closeness + persona.expertise * closeness
     if not ctx.history:
         return effect
@@ -213,19 +260,52 @@ def simulate_bid(ctx: SimContext) -> SimBid:
     """Pure, deterministic bid: eagerness + context effects - decay + seeded noise."""
     persona = persona_for(ctx.persona)
     rng = _rng(ctx)
-    keywords = _tokens(ctx.system_prompt)
-    overlap = sum(len(keywords & _tokens(t)) for _, t in ctx.history[-RECENT_WINDOW:])
     agent_messages = max(len(ctx.history) - 1, 0)
     noise = rng.uniform(-1.0, 1.0) * NOISE_SCALE * max(ctx.temperature, 0.0)
     raw = (
         persona.eagerness
-        + _persona_effects(ctx, persona, overlap)
+        + _persona_effects(ctx, persona, relevance(ctx))
         - DECAY_PER_MESSAGE * agent_messages
         + noise
     )
     score = round(min(1.0, max(0.0, raw)), 4)
     message = _compose(ctx, persona, rng) if score >= SILENT_BELOW else ""
+    if message and ctx.answer_key is not None:
+        message += " " + stated_answer(ctx, persona)
     return SimBid(score=score, message=message)
+
+
+def knows_answer(ctx: SimContext, persona: Persona) -> bool:
+    """Whether this agent is right on this task in this run: a seeded draw per (seed, agent,
+    task), the same on every turn, true with the persona's (or sim_accuracy's) probability."""
+    key = ctx.answer_key or {}
+    accuracy = persona.accuracy if ctx.accuracy is None else ctx.accuracy
+    draw = random.Random(f"answer|{ctx.seed}|{ctx.agent_name}|{key.get('task_id')}|"
+                         f"{key.get('answer')}").random()
+    return draw < accuracy
+
+
+def stated_answer(ctx: SimContext, persona: Persona) -> str:
+    """The sentence a sim ends with on a scored task: the right answer, or a seeded wrong
+    one of the same kind (another number, another letter), so every scorer can read it."""
+    key = ctx.answer_key or {}
+    answer = str(key.get("answer") or "")
+    if knows_answer(ctx, persona):
+        return f"My answer is {answer}."
+    rng = random.Random(f"wrong|{ctx.seed}|{ctx.agent_name}|{key.get('task_id')}")
+    if key.get("scorer") == "numeric":
+        try:
+            value = float(answer)
+        except ValueError:
+            value = 0.0
+        offset = rng.choice((-1, 1)) * rng.randint(1, 10)
+        wrong = value + offset
+        return f"My answer is {int(wrong) if wrong.is_integer() else wrong}."
+    choices = int(key.get("choices") or 0)
+    if key.get("scorer") == "choice" and choices >= 2:
+        letters = [chr(65 + i) for i in range(choices) if chr(65 + i) != answer]
+        return f"My answer is ({rng.choice(letters)})."
+    return "My answer is unknown."
 
 
 def maybe_fail(ctx: SimContext, options: SimOptions) -> None:
@@ -246,8 +326,13 @@ def sim_options_from(kwargs: Mapping[str, Any]) -> SimOptions:
     """Read sim_latency / sim_failure_rate from an agent's extra kwargs, validating ranges."""
     latency = float(kwargs.get("sim_latency", 0.0) or 0.0)
     failure = float(kwargs.get("sim_failure_rate", 0.0) or 0.0)
+    accuracy = kwargs.get("sim_accuracy")
+    if accuracy is not None and not (isinstance(accuracy, int | float)
+                                     and 0.0 <= float(accuracy) <= 1.0):
+        raise ValueError(f"sim_accuracy must be a number from 0 to 1, got {accuracy!r}")
     if not 0.0 <= latency <= 60.0:
         raise ValueError(f"sim_latency must be between 0 and 60 seconds, got {latency}")
     if not 0.0 <= failure <= 1.0:
         raise ValueError(f"sim_failure_rate must be between 0 and 1, got {failure}")
-    return SimOptions(latency_s=latency, failure_rate=failure)
+    return SimOptions(latency_s=latency, failure_rate=failure,
+                      accuracy=None if accuracy is None else float(accuracy))

@@ -15,6 +15,7 @@ class SimProvider:
 
     async def bid(self, request: BidRequest) -> ModelReply:
         agent = request.agent
+        options = sim_options_from(agent.litellm_kwargs)
         context = SimContext(
             agent_name=agent.agent_name,
             system_prompt=agent.system_prompt,
@@ -23,6 +24,8 @@ class SimProvider:
             turn=request.turn,
             seed=request.seed,
             temperature=agent.temperature,
+            answer_key=request.answer_key,
+            accuracy=options.accuracy,
         )
-        bid = await asimulate_bid(context, sim_options_from(agent.litellm_kwargs))
+        bid = await asimulate_bid(context, options)
         return reply_from_arguments({"score": bid.score, "message": bid.message}, "simulation")

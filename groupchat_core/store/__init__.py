@@ -16,7 +16,7 @@ from ._runstore import RunStore
 from ._schema import RUN_STATUSES, SCHEMA_VERSION
 from ._sqlite_check import missing_store
 from ._sweeps import SWEEP_STATUSES, CellClaim, SweepBusy
-from ._writer import status_for
+from ._writer import outcome_values, status_for
 
 __all__ = [
     "ENV_VAR",
@@ -33,6 +33,7 @@ __all__ = [
     "default_url",
     "dispose_engines",
     "missing_store",
+    "outcome_values",
     "safe_url",
     "status_for",
     "stray_databases",

@@ -101,8 +101,9 @@ def _v7_to_v8(conn: Connection) -> None:
 
 
 def _v8_to_v9(conn: Connection) -> None:
-    """v9 belongs to another branch of issue 25 (run outcomes); on this one it changes nothing,
-    so _v9_to_v10 runs the same on a v8 database and on a v9 one."""
+    """v9: a scored task's outcome on runs (task_id, answer, correct, score, scorer,
+    outcome_json). Existing runs keep NULL: they had no task with an answer."""
+    _add_columns(conn, "runs", OUTCOME_COLUMNS, 9)
 
 
 def _v9_to_v10(conn: Connection) -> None:
@@ -121,6 +122,7 @@ def _v9_to_v10(conn: Connection) -> None:
                  .values(outcome="cached"))
 
 
+OUTCOME_COLUMNS = ("task_id", "answer", "correct", "score", "scorer", "outcome_json")
 STEPS: dict[int, Callable[[Connection], None]] = {  # from version -> next
     1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6,
     6: _v6_to_v7, 7: _v7_to_v8, 8: _v8_to_v9, 9: _v9_to_v10}

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, RowMapping, Select, Table, select
 
-from .._records import Bid, Message, RunRecord, Turn, cost_totals
-from ._schema import bids, messages, runs, turns
+from .._records import Bid, Message, Outcome, RunRecord, Turn, cost_totals
+from ._schema import bids, messages, run_agents, runs, turns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -62,6 +62,17 @@ def log_frame(conn: Connection, kind: str, run_ids: Sequence[str] | None) -> pd.
     return pd.DataFrame.from_records(rows, columns=columns)
 
 
+def run_models(conn: Connection, run_ids: Sequence[str]) -> dict[str, list[str]]:
+    """Each run's agents' model names, in agent list order."""
+    found: dict[str, list[str]] = {}
+    for chunk in _chunks(run_ids):
+        query = select(run_agents.c.run_id, run_agents.c.model_name).where(
+            run_agents.c.run_id.in_(chunk)).order_by(run_agents.c.run_id, run_agents.c.position)
+        for run_id, model in conn.execute(query):
+            found.setdefault(run_id, []).append(model)
+    return found
+
+
 def spec_of(spec_json: str) -> dict[str, Any]:
     spec: dict[str, Any] = json.loads(spec_json)
     return spec
@@ -95,7 +106,14 @@ def record_from(conn: Connection, row: Any) -> RunRecord:
         total_completion_tokens=row["total_completion_tokens"],
         total_cost_usd=None if known is None else row["total_cost_usd"],
         unpriced_bids=unpriced,
+        outcome=outcome_of(row),
     )
+
+
+def outcome_of(row: Any) -> Outcome | None:
+    """The run's stored Outcome (schema v9), or None for a plain task or an older run."""
+    text = row.get("outcome_json") if hasattr(row, "get") else None
+    return None if not text else Outcome.model_validate_json(text)
 
 
 def _fields(row: Sequence[Any], columns: list[str], skip: int) -> dict[str, Any]:

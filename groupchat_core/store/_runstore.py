@@ -40,6 +40,7 @@ LIST_COLUMNS = (
     "recency_window", "max_loops", "total_calls", "total_prompt_tokens",
     "total_completion_tokens", "total_cost_usd", "started_at", "ended_at", "sweep_id", "cell",
     "tags", "notes", "error", "owner", "owner_name",
+    "task_id", "answer", "correct", "score", "scorer",  # a scored task's outcome (v9)
 )
 RunIds = str | Sequence[str] | None
 RECONNECT_FOR_S = 30.0
@@ -162,7 +163,9 @@ class RunStore(Library, SweepBook, BidCacheTable):
     def list_runs(self, *, status: str | None = None, agent: str | None = None,
                   since: str | datetime | None = None, sweep_id: str | None = None,
                   tag: str | None = None, limit: int | None = None) -> pd.DataFrame:
-        """Runs, newest first, as a DataFrame (plus a `turns` count); all filters combine."""
+        """Runs, newest first, as a DataFrame (plus a `turns` count and `models`, a tuple of
+        the agents' model names in list order, which says whether a run was simulated:
+        groupchat_core.providers._sim.run_is_simulated); all filters combine."""
         import pandas as pd
 
         query = _filtered(status, agent, since, sweep_id, tag)
@@ -170,7 +173,11 @@ class RunStore(Library, SweepBook, BidCacheTable):
             query = query.limit(max(int(limit), 0))
         with self.read("list runs") as conn:
             rows = conn.execute(query).all()
-        return pd.DataFrame.from_records(rows, columns=[*LIST_COLUMNS, "turns"])
+            models = reader.run_models(conn, [r[0] for r in rows])
+        frame = pd.DataFrame.from_records(rows, columns=[*LIST_COLUMNS, "turns"])
+        # tuples, so the frame stays hashable (pandas, the dashboard's st.cache_data)
+        frame["models"] = [tuple(models.get(run_id, ())) for run_id in frame["run_id"]]
+        return frame
 
     def run_ids(self) -> list[str]:
         with self.read("list runs") as conn:

@@ -27,7 +27,9 @@ Version history (see migrations.py):
        by litellm's Router, _deployments.py); NULL for a model with one endpoint
     8  agents.owner and agents.owner_name: who saved or imported a saved agent (as on runs);
        NULL for agents from before v8 and for writers that name no owner (the CLI, scripts)
-    9  (reserved for the run outcomes of issue 25, another branch; here v9 is v8)
+    9  the outcome of a scored task on runs (docs/outcomes.md): task_id, answer (extracted),
+       correct, score, scorer, and outcome_json (the whole Outcome: votes, the judge's call);
+       NULL for plain tasks and for runs from before v9
     10 bids.outcome: read / cached / unreadable / failed, set by the turn loop (it was told
        apart by the error text and path); the upgrade fills it for existing bids by that rule
 """
@@ -61,6 +63,14 @@ def _provenance(version: int) -> list[Column[Any]]:
         return []
     return [Column("owner", String(320)), Column("owner_name", String(320)),
             Column("app_version", String(40)), Column("litellm_version", String(40))]
+
+
+def _outcome(version: int) -> list[Column[Any]]:
+    """v9 columns of runs: a scored task's outcome (docs/outcomes.md); NULL otherwise."""
+    if version < 9:
+        return []
+    return [Column("task_id", String(200)), Column("answer", Text), Column("correct", Boolean),
+            Column("score", Double), Column("scorer", String(20)), Column("outcome_json", Text)]
 
 
 def _run_fk() -> ForeignKey:
@@ -141,6 +151,7 @@ def _runs(md: MetaData, version: int) -> None:
         Column("notes", Text, nullable=False, server_default=""),
     ]
     extra.extend(_provenance(version))
+    extra.extend(_outcome(version))
     runs = Table(
         "runs", md,
         Column("run_id", String(64), primary_key=True),

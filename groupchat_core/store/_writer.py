@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import Connection, Dialect, Table, insert
 
 from .._config import SCHEMA_VERSION as SPEC_SCHEMA_VERSION
-from .._records import Bid, Message, RunRecord, Turn
+from .._records import Bid, Message, Outcome, RunRecord, Turn
 from ._schema import bids, messages, run_agents, runs, turns
 
 _STATUS = {"cancelled": "cancelled", "error": "error"}
@@ -225,8 +225,18 @@ class TurnWriter:
             cursor.close()
 
 
+def outcome_values(outcome: Outcome | None) -> dict[str, Any]:
+    """The run row's v9 outcome columns (all NULL for a plain task)."""
+    if outcome is None:
+        return {}
+    return {"task_id": outcome.task_id, "answer": outcome.answer, "correct": outcome.correct,
+            "score": outcome.score, "scorer": outcome.scorer,
+            "outcome_json": outcome.model_dump_json()}
+
+
 def finish_values(record: RunRecord, status: str) -> dict[str, Any]:
     return {
+        **outcome_values(record.outcome),
         "status": status, "stop_reason": record.stop_reason, "error": record.error,
         "started_at": record.started_at, "ended_at": record.ended_at,
         "total_calls": record.total_calls, "total_prompt_tokens": record.total_prompt_tokens,

@@ -21,13 +21,13 @@ from pydantic import BaseModel, ConfigDict
 
 from .._errors import StoreError
 from .._records import BidReceived, Event, Observer, RunRecord
+from ..outcomes import Task
 from ..store import status_for
 
 if TYPE_CHECKING:
     from ..engine._bidcache import BidCache
     from ..engine._groupchat import GroupChat
-    from ..store import RunStore
-    from ..store._recorder import StoreRecorder
+    from ..store import RunStore, StoreRecorder
 
 
 class UsageHook(Protocol):
@@ -46,6 +46,11 @@ class CellJob(BaseModel):
     spec: dict[str, Any]  # the cell's chat spec (ChatSpec.to_data())
     task: str
     deployments: dict[str, list[dict[str, Any]]] | None = None  # key variable names, no keys
+    scored: dict[str, Any] | None = None  # the task with its answer (a task set's), if any
+
+    def chat_task(self) -> str | Task:
+        """What the cell's chat runs: the scored Task when the sweep's tasks carry answers."""
+        return self.task if self.scored is None else Task.model_validate(self.scored)
 
 
 class CellResult(BaseModel):
@@ -116,7 +121,7 @@ class CellRun:
 
     async def run(self) -> CellResult:
         try:
-            record = await self.chat.arun_record(self.job.task)
+            record = await self.chat.arun_record(self.job.chat_task())
         except BaseException as exc:
             self._abandon(exc)
             raise

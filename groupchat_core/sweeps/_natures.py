@@ -64,6 +64,8 @@ class MetricNature:
 
 NATURES: dict[str, MetricNature] = {
     "lulled": MetricNature("proportion", 0.0, 1.0, "share of chats that ended in a lull"),
+    "correct": MetricNature("proportion", 0.0, 1.0, "accuracy: share of scored chats right"),
+    "score": MetricNature("bounded", 0.0, 1.0, "outcome score (1/0, or the judge's 0 to 1)"),
     "evenness": MetricNature("bounded", 0.0, 1.0, "speaker entropy / log2(agents), 0 to 1"),
     "gini": MetricNature("bounded", 0.0, 1.0, "Gini of turn shares, 0 (equal) to (k-1)/k",
                          "gini_agents"),

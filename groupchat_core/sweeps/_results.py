@@ -28,7 +28,7 @@ import pandas as pd
 
 from .._errors import ConfigError
 from ..analysis._metrics import speaker_metrics
-from ..providers._sim import is_sim_model
+from ..providers._sim import cell_is_simulated
 from . import _space
 from ._natures import feasible_range, metric_interval, min_n
 from ._plan import stored_spec
@@ -45,6 +45,10 @@ METRICS = ("messages", "turns", "lull_turn", "lulled", "entropy_bits", "evenness
            "longest_monologue", "calls_needed", "calls_made", "hit_rate", "total_cost_usd")
 AGGREGATE_COLUMNS = ["metric", "n", "mean", "std", "sem", "ci_low", "ci_high", "range_low",
                      "range_high", "interval_method", "coverage_from_n", "note"]
+# A sweep over tasks with answers (docs/outcomes.md) adds these: correct (accuracy, Wilson)
+# and score (the judge's, or 1/0), aggregated like the rest.
+OUTCOME_METRICS = ("correct", "score")
+OUTCOME_COLUMNS = ["task_id", "answer", "correct", "score", "scorer"]
 _PREFERENCE = {"finished": 0, "error": 1, "cancelled": 2, "interrupted": 3, "running": 4}
 
 
@@ -61,7 +65,7 @@ def _cell_row(spec: SweepSpec, cell: Cell) -> dict[str, Any]:
     row["agents"] = len(names)
     models = cell_models(spec, cell)
     row["models"] = "; ".join(f"{n}={models[n]}" for n in names)
-    row["simulated"] = any(is_sim_model(models[n]) for n in names)
+    row["simulated"] = cell_is_simulated([models[n] for n in names])
     row["sample_seed"] = spec.base.seed if spec.sample_seed is None else spec.sample_seed
     return row
 
@@ -124,7 +128,7 @@ def sweep_results(store: RunStore, sweep_id: str) -> pd.DataFrame:
     runs = _chosen_runs(store, sweep_id)
     keep = ["cell", "run_id", "status", "stop_reason", "turns", "total_calls",
             "total_prompt_tokens", "total_completion_tokens", "total_cost_usd", "started_at",
-            "ended_at", "error"]
+            "ended_at", "error", *OUTCOME_COLUMNS]
     frame = cells.merge(runs[keep], on="cell", how="left")
     frame["status"] = frame["status"].fillna("pending")
     agents = {c.key: spec.cell_agents(c) for c in every}
@@ -139,17 +143,29 @@ def sweep_results(store: RunStore, sweep_id: str) -> pd.DataFrame:
         frame[column] = frame[column].astype("Int64")
     frame["calls_made"] = frame["total_calls"]
     frame["calls_needed"] = frame["total_calls"] + frame["cache_hits"].fillna(0).astype("Int64")
+    frame["correct"] = [None if c is None or c != c else float(bool(c))
+                        for c in frame["correct"]]  # a rate's 0/1 (NaN: no outcome)
+    frame["correct"] = pd.to_numeric(frame["correct"], errors="coerce")
     return frame
 
 
+def metrics_of(results: pd.DataFrame) -> tuple[str, ...]:
+    """The metrics these results have: METRICS, plus OUTCOME_METRICS for scored tasks."""
+    scored = "scorer" in results and results["scorer"].notna().any()
+    return (*METRICS, *OUTCOME_METRICS) if scored else METRICS
+
+
 def varying(results: pd.DataFrame) -> list[str]:
-    """The parameter columns (and task) that take more than one value in these results."""
-    candidates = [*PARAM_COLUMNS, "task_index"]
+    """The parameter columns (and task) that take more than one value in these results. The
+    tasks of a task set (scored tasks) are a sample of questions, not a parameter: accuracy
+    is over them, so they are not grouped by (docs/outcomes.md)."""
+    scored = "scorer" in results and results["scorer"].notna().any()
+    candidates = [*PARAM_COLUMNS, *([] if scored else ["task_index"])]
     return [c for c in candidates if c in results and results[c].nunique(dropna=True) > 1]
 
 
 def aggregate(results: pd.DataFrame, by: Sequence[str] | None = None,
-              metrics: Sequence[str] = METRICS) -> pd.DataFrame:
+              metrics: Sequence[str] | None = None) -> pd.DataFrame:
     """Mean, std, n and a 95 % interval per group and metric, over finished cells.
 
     Long format, one row per (group, metric): `by` columns, metric, n, mean, std, sem,
@@ -160,6 +176,7 @@ def aggregate(results: pd.DataFrame, by: Sequence[str] | None = None,
     where it is defined (e.g. lull_turn only for chats that lulled).
     """
     by = list(by) if by is not None else varying(results)
+    metrics = metrics_of(results) if metrics is None else metrics
     done = results[results["status"] == "finished"]
     missing = [c for c in [*by, *metrics] if c not in results]
     if missing:
@@ -236,4 +253,5 @@ def sweep_summary(store: RunStore, sweep_id: str) -> dict[str, Any]:
         "cache_hits": hits, "hit_rate": hits / bids if bids else None,
         "calls": int(stats["calls"].sum()), "cost_usd": float(stats["cost_usd"].sum()),
         "axes": list(spec.axes()),
+        "simulated": any(cell_is_simulated(cell_models(spec, c).values()) for c in spec.cells()),
     }

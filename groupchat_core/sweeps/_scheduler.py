@@ -266,6 +266,7 @@ class SweepRunner:
         job = CellJob(sweep_id=self.sweep_id, cell=cell.key, index=cell.index,
                       spec=self.spec.chat_spec(cell).to_data(),
                       task=self.spec.tasks[cell.task_index],
+                      scored=self.spec.scored_task(cell.task_index),
                       deployments=self.spec.deployments)
         try:
             result = await self.executor.submit(job, self._usage)

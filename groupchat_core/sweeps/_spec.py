@@ -30,6 +30,7 @@ from pydantic import (
     Field,
     PrivateAttr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -45,6 +46,7 @@ from .._config import (
 from .._errors import ConfigError
 from .._safeload import show_number
 from . import _space
+from ._tasks import scored_tasks
 
 SWEEP_SCHEMA_VERSION = 1
 MAX_CELLS = 100_000
@@ -198,6 +200,10 @@ class SweepSpec(BaseModel):
     base: ChatSpec
     grid: Grid = Field(default_factory=Grid)
     tasks: list[str]
+    # Tasks with answers (docs/outcomes.md), one per entry of `tasks`, when they carry any:
+    # read from a task-set file named by `tasks:` or given inline; stored whole, so a resumed
+    # sweep needs no file.
+    task_set: list[dict[str, Any]] | None = None
     repeats: int = 1
     concurrency: int = 4
     max_calls: int | None = None
@@ -229,12 +235,42 @@ class SweepSpec(BaseModel):
     def _base(cls, v: Any) -> Any:
         return v if isinstance(v, ChatSpec) else parse_spec(v, "base")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _task_file(cls, data: Any, info: ValidationInfo) -> Any:
+        """`tasks:` naming a task set (a file, or {file, limit}) or listing scored tasks:
+        their prompts become `tasks` and the whole tasks `task_set`."""
+        if not isinstance(data, Mapping) or "tasks" not in data:
+            return data
+        base_dir = (info.context or {}).get("base_dir")
+        scored = scored_tasks(data["tasks"], base_dir, MAX_AXIS)
+        if scored is None:
+            return data
+        if data.get("task_set") is not None:
+            raise ValueError("give the tasks once: in tasks (a file or a list), not task_set")
+        return {**data, "tasks": [t.prompt for t in scored],
+                "task_set": [t.model_dump(exclude_defaults=True) for t in scored]}
+
     @field_validator("tasks", mode="before")
     @classmethod
     def _tasks(cls, v: Any) -> Any:
         if not isinstance(v, list) or not v or len(v) > MAX_AXIS:
-            raise ValueError(f"tasks must be a list of 1 to {MAX_AXIS} task strings")
+            raise ValueError(f"tasks must be a list of 1 to {MAX_AXIS} task strings, task "
+                             "objects, or a task-set file (tasks: tasks.jsonl)")
         return [_text(f"tasks[{i}]", t) for i, t in enumerate(v)]
+
+    @field_validator("task_set", mode="before")
+    @classmethod
+    def _task_set(cls, v: Any) -> Any:
+        if v is None:
+            return None
+        from ..outcomes import tasks_from
+
+        return [t.model_dump(exclude_defaults=True) for t in tasks_from(v, "task_set")]
+
+    def scored_task(self, task_index: int) -> dict[str, Any] | None:
+        """The task with its answer for cell tasks of a task set (else None: a plain task)."""
+        return None if self.task_set is None else self.task_set[task_index]
 
     @field_validator("repeats", "concurrency", "max_calls", mode="before")
     @classmethod
@@ -272,6 +308,8 @@ class SweepSpec(BaseModel):
     def _size(self) -> SweepSpec:
         if len(self.base.agents) < 2:
             raise ValueError("base.agents: a chat needs at least 2 agents")
+        if self.task_set is not None and len(self.task_set) != len(self.tasks):
+            raise ValueError("task_set must hold one task per entry of tasks")
         self._axes = self._expand()
         if self.cell_count() > MAX_CELLS:
             raise ValueError(f"the sweep has {self.cell_count():,} cells, over the "
@@ -382,11 +420,14 @@ class SweepSpec(BaseModel):
         return mine == theirs
 
 
-def parse_sweep(data: Any, source: str = "sweep spec") -> SweepSpec:
+def parse_sweep(data: Any, source: str = "sweep spec",
+                base_dir: str | Path | None = None) -> SweepSpec:
+    """`base_dir`: where a task-set file named by `tasks:` is looked for (the sweep file's
+    folder when read by load_sweep; else the working directory)."""
     if not isinstance(data, Mapping):
         raise ConfigError(f"{source} must be a mapping of settings, got {type(data).__name__}")
     try:
-        spec = SweepSpec.model_validate(dict(data))
+        spec = SweepSpec.model_validate(dict(data), context={"base_dir": base_dir})
     except ValidationError as exc:
         raise explain(exc, source) from None
     _check_chats(spec)
@@ -410,14 +451,16 @@ def _check_chats(spec: SweepSpec) -> None:
         GroupChat.from_spec(spec.chat_spec(Cell(0, params, 0, 0)), bid_cache=False)
 
 
-def load_sweep_text(text: str | bytes, source: str = "sweep spec") -> SweepSpec:
+def load_sweep_text(text: str | bytes, source: str = "sweep spec",
+                    base_dir: str | Path | None = None) -> SweepSpec:
     """Parse untrusted JSON or YAML (bounded, no aliases, no secrets) into a SweepSpec."""
     from .._safeload import parse_text
 
-    return parse_sweep(parse_text(text, source, MAX_SPEC_BYTES), source)
+    return parse_sweep(parse_text(text, source, MAX_SPEC_BYTES), source, base_dir)
 
 
 def load_sweep(path: str | Path) -> SweepSpec:
     from .._safeload import read_limited
 
-    return load_sweep_text(read_limited(path, MAX_SPEC_BYTES, "sweep file"), Path(path).name)
+    return load_sweep_text(read_limited(path, MAX_SPEC_BYTES, "sweep file"), Path(path).name,
+                           Path(path).parent)
