@@ -26,7 +26,8 @@ from ._bidding import (
     RESPOND_TOOL,
     format_decimal,
 )
-from ._config import ChatConfig, ChatSpec, dump_spec, load_spec, load_spec_text
+from ._bounds import AGENT_BOUNDS, CHAT_BOUNDS, Bound
+from ._config import ChatConfig, ChatSpec, chat_default, dump_spec, load_spec, load_spec_text
 from ._credentials import check_credentials
 from ._endpoints import TRUSTED_BASES_ENV, endpoint_trusted, normalise_base
 from ._errors import CliError, ConfigError, GroupChatError, ModelCallError, StoreError
@@ -59,6 +60,17 @@ from ._selection import select_speaker
 from ._sim import PERSONAS as _PERSONAS
 from ._sim import SIM_PREFIX as _SIM_PREFIX
 from ._sim import is_sim_model
+from ._statuses import (
+    JOB_STATUSES,
+    JOB_TERMINAL,
+    RUN_ENDED,
+    RUN_STATUSES,
+    SWEEP_RESUMABLE,
+    SWEEP_STATUSES,
+    JobStatus,
+    RunStatus,
+    SweepStatus,
+)
 from ._version import app_version, litellm_version
 
 if TYPE_CHECKING:
@@ -104,6 +116,20 @@ def __dir__() -> list[str]:
 __version__ = app_version()
 
 __all__ = [
+    # issue 25: statuses, bounds and defaults declared once (the dashboard reads these)
+    "AGENT_BOUNDS",
+    "CHAT_BOUNDS",
+    "JOB_STATUSES",
+    "JOB_TERMINAL",
+    "RUN_ENDED",
+    "RUN_STATUSES",
+    "SWEEP_RESUMABLE",
+    "SWEEP_STATUSES",
+    "Bound",
+    "JobStatus",
+    "RunStatus",
+    "SweepStatus",
+    "chat_default",
     "DEFAULT_BID_PROMPT",
     "DEFAULT_MODEL",
     "FORCED_RESPOND_CHOICE",

@@ -31,6 +31,7 @@ from ._errors import ConfigError
 from ._records import Bid, Message, RunRecord, StopReason, Turn, utc_now
 from ._safeload import MAX_STORED_INT, check_plain, parse_text
 from ._selection import select_speaker
+from ._statuses import RunStatus
 from ._turn_loop import _candidate, _turn_row  # the engine's own bid -> candidate and turn row
 from .store import RunStore, status_for
 
@@ -71,7 +72,7 @@ class BundleRun(_Strict):
     run_id: str = Field(pattern=RUN_ID_PATTERN)
     name: str
     task: str = Field(min_length=1)
-    status: Literal["running", "finished", "cancelled", "error", "interrupted"]
+    status: RunStatus
     stop_reason: StopReason | None = None
     error: str | None = None
     started_at: str

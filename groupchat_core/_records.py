@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ._statuses import RunStatus as RunStatus  # declared once, there
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -42,8 +44,6 @@ TurnReason = Literal[
     "all_failed",  # every bid's call failed: the run stops with "error"
     "no_readable_bid",  # no bid could be read (replies unreadable, the rest failed): "error"
 ]
-# The store's run statuses (store/_schema.py RUN_STATUSES holds the same values).
-RunStatus = Literal["running", "finished", "cancelled", "error", "interrupted"]
 
 
 def utc_now() -> str:

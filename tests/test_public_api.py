@@ -132,6 +132,10 @@ def test_the_package_api_is_pinned():
         "app_version", "litellm_version",
         # the one masking function, and the secrets it masks in every chat's output
         "mask_secrets", "hold_secrets",
+        # statuses, bounds and defaults, each declared once (issue 25 §2)
+        "RUN_STATUSES", "RUN_ENDED", "RunStatus", "SWEEP_STATUSES", "SWEEP_RESUMABLE",
+        "SweepStatus", "JOB_STATUSES", "JOB_TERMINAL", "JobStatus", "CHAT_BOUNDS",
+        "AGENT_BOUNDS", "Bound", "chat_default",
     ])
 
 

@@ -47,8 +47,9 @@ from sqlalchemy import (
     false,
 )
 
+from .._statuses import RUN_STATUSES as RUN_STATUSES  # declared once, there
+
 SCHEMA_VERSION = 8
-RUN_STATUSES = ("running", "finished", "cancelled", "error", "interrupted")
 
 
 def _provenance(version: int) -> list[Column[Any]]:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from .._errors import ConfigError
+from .._statuses import RunStatus
 from ..analysis._metrics import speaker_metrics
 from . import _space
 from ._natures import metric_interval
@@ -36,7 +37,8 @@ LABEL_PARAMS = ("model", "temperature", "bid_prompt", "order", "roster", "agent_
 PARAM_COLUMNS = [*NUMERIC_PARAMS, *LABEL_PARAMS]
 METRICS = ("messages", "turns", "lull_turn", "lulled", "entropy_bits", "evenness", "gini",
            "longest_monologue", "total_calls", "hit_rate", "total_cost_usd")
-_PREFERENCE = {"finished": 0, "error": 1, "cancelled": 2, "interrupted": 3, "running": 4}
+_PREFERENCE: dict[RunStatus, int] = {
+    "finished": 0, "error": 1, "cancelled": 2, "interrupted": 3, "running": 4}
 
 
 def _cell_row(spec: SweepSpec, cell: Cell) -> dict[str, Any]:
