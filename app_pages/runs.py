@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from groupchat_core.store import RUN_STATUSES
+from groupchat_core import CHAT_BOUNDS, RUN_STATUSES
 from groupchat_ui.kit import components, state, store_access
 from groupchat_ui.runs import actions, logic, view
 
@@ -20,8 +20,10 @@ with st.form("runs_filters"):
     since = c[2].date_input("Since", value=None, key="filter_since")
     text = c[3].text_input("Name or task contains", key="filter_text")
     c = st.columns(2)
-    threshold = c[0].slider("threshold", -1.0, 2.0, (-1.0, 2.0), 0.05, key="filter_threshold")
-    loops = c[1].slider("max_loops", 1, 1000, (1, 1000), key="filter_max_loops")
+    low, high = CHAT_BOUNDS["threshold"].low, CHAT_BOUNDS["threshold"].high  # the engine's
+    threshold = c[0].slider("threshold", low, high, (low, high), 0.05, key="filter_threshold")
+    most = int(CHAT_BOUNDS["max_loops"].high)
+    loops = c[1].slider("max_loops", 1, most, (1, most), key="filter_max_loops")
     st.form_submit_button("Apply filters", key="apply_filters")
 
 runs = store_access.runs(None if status == "any" else status, None if agent == "any" else agent,

@@ -17,7 +17,7 @@ from typing import Any
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from groupchat_core import SIM_MODELS, Agent
+from groupchat_core import AGENT_BOUNDS, SIM_MODELS, Agent
 from groupchat_ui.kit import store_access
 from groupchat_ui.kit.access import not_your_agent
 from groupchat_ui.kit.components import confirm
@@ -159,8 +159,8 @@ def _advanced_fields(errors: Mapping[str, str]) -> None:
                   placeholder="http://127.0.0.1:8000/v1",
                   help="Base URL of an OpenAI-compatible server (vLLM, llama.cpp, LM Studio); "
                        "leave empty for the provider's default.")
-    st.number_input("Timeout per request (s)", 0.1, 3600.0, key=k["timeout"],
-                    persist_state=PERSIST, help=LIMITS_HELP)
+    st.number_input("Timeout per request (s)", step=1.0, key=k["timeout"], persist_state=PERSIST,
+                    help=f"{LIMITS_HELP} Allowed: {AGENT_BOUNDS['timeout'].text()} s.")
     st.selectbox("Tool choice mode", TOOL_MODES, key=k["tool_choice_mode"],
                  format_func=lambda m: m or "automatic (fall back as needed)",
                  persist_state=PERSIST,

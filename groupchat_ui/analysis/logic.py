@@ -12,13 +12,13 @@ from typing import Any
 
 import pandas as pd
 
-from groupchat_core import GroupChat
+from groupchat_core import RUN_ENDED, GroupChat
 from groupchat_core.store import RunStore
 from groupchat_ui.kit.labels import row_label
 from groupchat_ui.kit.presets import DEBATE_TRIO
 
 DEMO_NAME = "Demo debate"
-ENDED = frozenset({"finished", "cancelled", "error"})  # not running, not cut off mid-way
+ENDED = RUN_ENDED  # not running, not cut off mid-way (declared in the core)
 NO_READABLE_BID = "no agent produced a readable bid"
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import streamlit as st
 
-from groupchat_core import Agent, ConfigError, StoreError
+from groupchat_core import CHAT_BOUNDS, Agent, ConfigError, StoreError, chat_default
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import SweepSpec
 from groupchat_ui.kit import store_access
@@ -28,6 +28,8 @@ REFRESH_S = 0.5
 REFRESH_HELP = ("Counted from the store, where every turn is recorded as it completes; refreshed "
                 "every half second while the sweep runs.")
 SAVED = "Saved agents"
+
+LOOPS = CHAT_BOUNDS["max_loops"]
 
 
 def _room(agents: list[Agent]) -> tuple[list[Agent], str]:
@@ -45,7 +47,10 @@ def _room(agents: list[Agent]) -> tuple[list[Agent], str]:
 def _options() -> dict[str, Any]:
     cols = st.columns(6)
     return {
-        "max_loops": cols[0].number_input("max_loops", 2, 200, 12, key="sw_max_loops"),
+        "max_loops": cols[0].number_input("max_loops", int(LOOPS.low), int(LOOPS.high), 12,
+                                          key="sw_max_loops", help=f"{LOOPS.text()}; 12 keeps "
+                                          "a sweep's chats short (the engine's default is "
+                                          f"{chat_default('max_loops')})."),
         "repeats": cols[1].number_input("repeats", 1, 1000, 3, key="sw_repeats",
                                         help="Repeat r runs with seed r."),
         "concurrency": cols[2].number_input("concurrency", 1, 64, 4, key="sw_concurrency"),
