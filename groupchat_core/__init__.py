@@ -26,7 +26,7 @@ from ._bidding import (
     RESPOND_TOOL,
     format_decimal,
 )
-from ._bounds import AGENT_BOUNDS, CHAT_BOUNDS, Bound
+from ._bounds import AGENT_BOUNDS, CHAT_BOUNDS, SWEEP_BOUNDS, Bound
 from ._config import ChatConfig, ChatSpec, chat_default, dump_spec, load_spec, load_spec_text
 from ._credentials import check_credentials
 from ._endpoints import TRUSTED_BASES_ENV, endpoint_trusted, normalise_base
@@ -123,6 +123,7 @@ __all__ = [
     "JOB_TERMINAL",
     "RUN_ENDED",
     "RUN_STATUSES",
+    "SWEEP_BOUNDS",
     "SWEEP_RESUMABLE",
     "SWEEP_STATUSES",
     "Bound",

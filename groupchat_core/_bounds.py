@@ -73,6 +73,16 @@ AGENT_BOUNDS: Final[Mapping[str, Bound]] = MappingProxyType({
     "context_window": Bound(1, MAX_AGENT_TOKENS, integer=True),
 })
 
+MAX_SWEEP_AXIS: Final = 1_000  # values per sweep axis (orders, rosters, models, random samples)
+MAX_CALLS_CAP: Final = 1_000_000_000  # a sweep's max_calls: a budget cap, bounded at the edge
+
+SWEEP_BOUNDS: Final[Mapping[str, Bound]] = MappingProxyType({
+    "repeats": Bound(1, 10_000, integer=True),
+    "concurrency": Bound(1, 256, integer=True),
+    "max_calls": Bound(1, MAX_CALLS_CAP, integer=True),
+    "samples": Bound(1, MAX_SWEEP_AXIS, integer=True),  # random draws, sampled orders
+})
+
 
 def out_of_bounds(name: str, value: float, bound: Bound) -> str:
     """The one-line refusal every entry point gives: names the setting, its range and the value."""

@@ -17,9 +17,11 @@ from app_helpers import goto, new_app, session
 from streamlit.testing.v1 import AppTest
 
 from groupchat_core import (
+    AGENT_BOUNDS,
     CHAT_BOUNDS,
     JOB_TERMINAL,
     RUN_ENDED,
+    SWEEP_BOUNDS,
     SWEEP_RESUMABLE,
     Agent,
     ChatConfig,
@@ -78,6 +80,19 @@ def test_the_runs_filter_spans_the_engines_threshold_range(app: AppTest):
     bound = CHAT_BOUNDS["threshold"]
     assert app.slider(key="filter_threshold").value == (bound.low, bound.high)
     assert app.slider(key="filter_max_loops").value == (1, CHAT_BOUNDS["max_loops"].high)
+
+
+def test_the_sweep_and_agent_forms_take_their_ranges_from_the_core(app: AppTest):
+    goto(app, "sweeps")
+    for key, bound in (("sw_max_loops", CHAT_BOUNDS["max_loops"]),
+                       ("sw_repeats", SWEEP_BOUNDS["repeats"]),
+                       ("sw_concurrency", SWEEP_BOUNDS["concurrency"])):
+        widget = app.number_input(key=key)
+        assert (widget.min, widget.max) == (bound.low, bound.high), key
+    goto(app, "agents")
+    temperature = app.number_input(key="agent_form_temperature")
+    assert (temperature.min, temperature.max) == (AGENT_BOUNDS["temperature"].low,
+                                                  AGENT_BOUNDS["temperature"].high)
 
 
 def test_the_engine_refuses_what_the_form_refuses():

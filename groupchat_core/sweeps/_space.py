@@ -25,9 +25,9 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._bounds import AGENT_BOUNDS, CHAT_BOUNDS
+from .._bounds import AGENT_BOUNDS, CHAT_BOUNDS, MAX_SWEEP_AXIS
 
-MAX_AXIS = 1_000  # values per axis (orders, rosters, model combinations, random samples)
+MAX_AXIS = MAX_SWEEP_AXIS  # values per axis (orders, rosters, model combinations, random samples)
 # What random search may draw, within each setting's one declared range (_bounds.py).
 _DRAWN = {**{name: CHAT_BOUNDS[name] for name in
              ("threshold", "recency_penalty", "recency_window", "max_loops")},

@@ -34,7 +34,8 @@ from pydantic import (
     model_validator,
 )
 
-from .._bounds import AGENT_BOUNDS, CHAT_BOUNDS, Bound
+from .._bounds import AGENT_BOUNDS, CHAT_BOUNDS, MAX_SWEEP_AXIS, SWEEP_BOUNDS, Bound
+from .._bounds import MAX_CALLS_CAP as MAX_CALLS_CAP
 from .._config import (
     MAX_SPEC_BYTES,
     ChatSpec,
@@ -47,8 +48,7 @@ from . import _space
 
 SWEEP_SCHEMA_VERSION = 1
 MAX_CELLS = 100_000
-MAX_AXIS = 1_000
-MAX_CALLS_CAP = 1_000_000_000  # max_calls: a budget cap, bounded like every integer at the edge
+MAX_AXIS = MAX_SWEEP_AXIS
 MAX_LABEL = 60  # bid-prompt labels in cell keys and result tables (see short_label)
 AXES = ("threshold", "recency_penalty", "recency_window", "max_loops", "bid_prompt", "model",
         "temperature", "order", "roster", "agent_models")
@@ -257,9 +257,7 @@ class SweepSpec(BaseModel):
     @field_validator("repeats", "concurrency", "max_calls", mode="before")
     @classmethod
     def _counts(cls, v: Any, info: Any) -> Any:
-        high = {"repeats": 10_000, "concurrency": 256, "max_calls": MAX_CALLS_CAP}.get(
-            info.field_name)
-        return None if v is None else _number(info.field_name, v, integer=True, low=1, high=high)
+        return None if v is None else _bounded(SWEEP_BOUNDS[info.field_name])(info.field_name, v)
 
     @field_validator("deployments", mode="before")
     @classmethod

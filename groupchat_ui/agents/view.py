@@ -121,10 +121,11 @@ def agent_form(editing: str | None, errors: Mapping[str, str],
                       help=f"Used only when Model is '{OTHER_MODEL}': {MODEL_HINT}.")
         _error(errors, "model_name")
         cols = st.columns(2)
-        cols[0].number_input("Temperature", 0.0, 2.0, step=0.1, key=k["temperature"],
+        heat, tokens = AGENT_BOUNDS["temperature"], AGENT_BOUNDS["max_tokens"]  # the engine's
+        cols[0].number_input("Temperature", heat.low, heat.high, step=0.1, key=k["temperature"],
                              persist_state=PERSIST)
-        cols[1].number_input("Max tokens", 1, 200_000, step=64, key=k["max_tokens"],
-                             persist_state=PERSIST)
+        cols[1].number_input("Max tokens", int(tokens.low), int(tokens.high), step=64,
+                             key=k["max_tokens"], persist_state=PERSIST)
         _error(errors, "temperature", "max_tokens")
         with st.expander("Advanced"):
             _advanced_fields(errors)

@@ -12,7 +12,7 @@ from typing import Any
 
 import streamlit as st
 
-from groupchat_core import CHAT_BOUNDS, Agent, ConfigError, StoreError, chat_default
+from groupchat_core import CHAT_BOUNDS, SWEEP_BOUNDS, Agent, ConfigError, StoreError, chat_default
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import SweepSpec
 from groupchat_ui.kit import store_access
@@ -30,6 +30,12 @@ REFRESH_HELP = ("Counted from the store, where every turn is recorded as it comp
 SAVED = "Saved agents"
 
 LOOPS = CHAT_BOUNDS["max_loops"]
+
+
+def _range(name: str) -> tuple[int, int]:
+    """(min, max) of a sweep setting's number input: the core's SWEEP_BOUNDS."""
+    bound = SWEEP_BOUNDS[name]
+    return int(bound.low), int(bound.high)
 
 
 def _room(agents: list[Agent]) -> tuple[list[Agent], str]:
@@ -51,9 +57,11 @@ def _options() -> dict[str, Any]:
                                           key="sw_max_loops", help=f"{LOOPS.text()}; 12 keeps "
                                           "a sweep's chats short (the engine's default is "
                                           f"{chat_default('max_loops')})."),
-        "repeats": cols[1].number_input("repeats", 1, 1000, 3, key="sw_repeats",
+        "repeats": cols[1].number_input("repeats", *_range("repeats"), 3, key="sw_repeats",
                                         help="Repeat r runs with seed r."),
-        "concurrency": cols[2].number_input("concurrency", 1, 64, 4, key="sw_concurrency"),
+        "concurrency": cols[2].number_input("concurrency", *_range("concurrency"),
+                                            SweepSpec.model_fields["concurrency"].default,
+                                            key="sw_concurrency"),
         "max_calls": cols[3].number_input("max_calls (0: none)", 0, None, 0, key="sw_max_calls"),
         "max_usd": cols[4].number_input("max_usd (0: none)", 0.0, None, 0.0, step=0.5,
                                         key="sw_max_usd"),
@@ -72,7 +80,8 @@ def _search() -> dict[str, Any]:
     search: dict[str, Any] = {"mode": mode}
     if mode == "random":
         cols = st.columns(3)
-        search["samples"] = cols[0].number_input("draws", 1, 1000, 10, key="sw_samples")
+        search["samples"] = cols[0].number_input("draws", *_range("samples"), 10,
+                                                 key="sw_samples")
         search["threshold_range"] = cols[1].text_input("threshold range (low, high)",
                                                        "0.2, 0.8", key="sw_rand_threshold")
         search["penalty_range"] = cols[2].text_input("recency_penalty range (low, high)",
@@ -83,7 +92,7 @@ def _search() -> dict[str, Any]:
         format_func={"fixed": "as listed", "all": "every order",
                      "sample": "sampled orders"}.get,
         help="Ties go to the agent earlier in the order, so the order is a parameter.")
-    search["order_samples"] = cols[1].number_input("sampled orders", 1, 1000, 6,
+    search["order_samples"] = cols[1].number_input("sampled orders", *_range("samples"), 6,
                                                    key="sw_order_samples",
                                                    disabled=search["order"] != "sample")
     search["roster_sizes"] = cols[2].text_input(
