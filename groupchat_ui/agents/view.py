@@ -67,7 +67,7 @@ def _agent_tools(column: DeltaGenerator, name: str, names: list[str], i: int,
                  locked: str | None) -> None:
     """The row's buttons; `locked` (why this user may not change the agent) disables Edit and
     Delete and says why in their help; Duplicate stays open to everyone."""
-    buttons = [
+    buttons: list[tuple[str, str, str, Callable[..., None], tuple[Any, ...], bool]] = [
         (UP, "up", "Move up", actions.on_move_agent, (name, -1, names), i == 0),
         (DOWN, "down", "Move down", actions.on_move_agent, (name, 1, names),
          i == len(names) - 1),

@@ -112,4 +112,6 @@ def run_demo(store: RunStore) -> str:
     chat = GroupChat(name=DEMO_NAME, agents=DEBATE_TRIO.build_agents(latency_s=0.0), **settings)
     store.attach(chat)
     chat.run(DEBATE_TRIO.task)
+    if chat.last_run is None:  # run() always records one; say so rather than assume it
+        raise RuntimeError("the demo chat ended without a run record")
     return str(chat.last_run.run_id)

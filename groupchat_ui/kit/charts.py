@@ -17,6 +17,8 @@ from plotly.colors import qualitative
 from groupchat_core import format_decimal
 from groupchat_core.analysis import SpeakerMetrics, agent_order
 
+from .frames import records
+
 PALETTE: tuple[str, ...] = tuple(qualitative.Plotly) + tuple(qualitative.Dark24)
 EMPTY_TEXT = "no bids yet"
 _BELOW, _ABOVE = ("#deebf7", "#6baed6"), ("#fdd0a2", "#d94801")
@@ -56,8 +58,12 @@ def as_bids_frame(bids: pd.DataFrame | Iterable[Any] | None) -> pd.DataFrame:
         return pd.DataFrame()
     if isinstance(bids, pd.DataFrame):
         return bids
-    rows = [b.model_dump() if hasattr(b, "model_dump") else dict(b) for b in bids]
-    return pd.DataFrame(rows)
+    return pd.DataFrame([_bid_row(b) for b in bids])
+
+
+def _bid_row(bid: Any) -> dict[str, Any]:
+    """A Bid model or a mapping as one row."""
+    return dict(bid.model_dump() if hasattr(bid, "model_dump") else bid)
 
 
 def _order(bids: pd.DataFrame, agents: Sequence[str] | None) -> list[str]:
@@ -236,7 +242,7 @@ def turn_shares(shares: SpeakerMetrics | Mapping[str, float] | pd.Series) -> go.
     """Share of posted messages per agent, with the equal-share level as a reference line."""
     if isinstance(shares, SpeakerMetrics):
         shares = shares.shares
-    data = dict(shares.items())
+    data = {str(agent): float(share) for agent, share in shares.items()}
     if not data:
         return empty_figure("no messages yet", title="Turn shares")
     order = list(data)
@@ -271,7 +277,7 @@ def bidding_floor(bids: pd.DataFrame | Iterable[Any] | None, threshold: float,
     order = _order(frame, agents)
     if not order:
         return empty_figure(title="Bidding floor")
-    by_agent = {r["agent"]: r for r in frame.to_dict("records")} if not frame.empty else {}
+    by_agent = {r["agent"]: r for r in records(frame)} if not frame.empty else {}
     rows = [by_agent.get(a) for a in order]
     colors = [agent_colors(order)[a] for a in order]
     raw = [None if r is None else r["score"] for r in rows]

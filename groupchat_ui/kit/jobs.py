@@ -210,7 +210,7 @@ class TaskSnapshot:
     id: str
     owner: str
     kind: str
-    status: str
+    status: JobStatus
     events: tuple[Any, ...]
     result: Any
     error: str | None
