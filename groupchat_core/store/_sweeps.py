@@ -30,6 +30,7 @@ from sqlalchemy import Connection, and_, delete, exc, func, insert, or_, select,
 from .._errors import StoreError
 from .._records import utc_now
 from .._statuses import SWEEP_STATUSES as SWEEP_STATUSES  # declared once, there
+from .._statuses import SweepStatus
 from .._version import app_version, litellm_version
 from ._base import StoreBase
 from ._library import check_name, check_owner
@@ -94,7 +95,7 @@ class SweepBook(StoreBase):
             _active.add(sweep_id)
         return sweep_id
 
-    def finish_sweep(self, sweep_id: str, status: str = "finished",
+    def finish_sweep(self, sweep_id: str, status: SweepStatus = "finished",
                      reason: str | None = None) -> bool:
         """Record how a sweep ended; `reason` says why (e.g. which budget cap stopped it).
 
