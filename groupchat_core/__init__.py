@@ -26,7 +26,7 @@ from ._bidding import (
     RESPOND_TOOL,
     format_decimal,
 )
-from ._bounds import AGENT_BOUNDS, CHAT_BOUNDS, SWEEP_BOUNDS, Bound
+from ._bounds import AGENT_BOUNDS, CHAT_BOUNDS, PROCESS_BOUNDS, SWEEP_BOUNDS, Bound
 from ._config import ChatConfig, ChatSpec, chat_default, dump_spec, load_spec, load_spec_text
 from ._credentials import check_credentials
 from ._endpoints import TRUSTED_BASES_ENV, endpoint_trusted, normalise_base
@@ -121,6 +121,7 @@ __all__ = [
     "CHAT_BOUNDS",
     "JOB_STATUSES",
     "JOB_TERMINAL",
+    "PROCESS_BOUNDS",
     "RUN_ENDED",
     "RUN_STATUSES",
     "SWEEP_BOUNDS",

@@ -83,6 +83,11 @@ SWEEP_BOUNDS: Final[Mapping[str, Bound]] = MappingProxyType({
     "samples": Bound(1, MAX_SWEEP_AXIS, integer=True),  # random draws, sampled orders
 })
 
+# Settings of the whole process (the dashboard's Settings page, GROUPCHAT_MAX_INFLIGHT).
+PROCESS_BOUNDS: Final[Mapping[str, Bound]] = MappingProxyType({
+    "max_inflight_calls": Bound(1, 1_024, integer=True),
+})
+
 
 def out_of_bounds(name: str, value: float, bound: Bound) -> str:
     """The one-line refusal every entry point gives: names the setting, its range and the value."""

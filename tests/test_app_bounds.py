@@ -20,6 +20,7 @@ from groupchat_core import (
     AGENT_BOUNDS,
     CHAT_BOUNDS,
     JOB_TERMINAL,
+    PROCESS_BOUNDS,
     RUN_ENDED,
     SWEEP_BOUNDS,
     SWEEP_RESUMABLE,
@@ -28,6 +29,7 @@ from groupchat_core import (
     ConfigError,
     GroupChat,
     chat_default,
+    set_max_inflight_calls,
 )
 from groupchat_core.store import RunStore
 from groupchat_ui.analysis import logic as analysis_logic
@@ -93,6 +95,15 @@ def test_the_sweep_and_agent_forms_take_their_ranges_from_the_core(app: AppTest)
     temperature = app.number_input(key="agent_form_temperature")
     assert (temperature.min, temperature.max) == (AGENT_BOUNDS["temperature"].low,
                                                   AGENT_BOUNDS["temperature"].high)
+
+
+def test_the_settings_limit_is_the_engines(app: AppTest):
+    goto(app, "settings")
+    bound = PROCESS_BOUNDS["max_inflight_calls"]
+    limit = app.number_input(key="pref_inflight")
+    assert (limit.min, limit.max) == (bound.low, bound.high)
+    with pytest.raises(ConfigError, match=r"limit must be an integer <= 1,024 \(its docu"):
+        set_max_inflight_calls(2000)
 
 
 def test_the_engine_refuses_what_the_form_refuses():

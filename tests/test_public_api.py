@@ -135,7 +135,7 @@ def test_the_package_api_is_pinned():
         # statuses, bounds and defaults, each declared once (issue 25 §2)
         "RUN_STATUSES", "RUN_ENDED", "RunStatus", "SWEEP_STATUSES", "SWEEP_RESUMABLE",
         "SweepStatus", "JOB_STATUSES", "JOB_TERMINAL", "JobStatus", "CHAT_BOUNDS",
-        "AGENT_BOUNDS", "SWEEP_BOUNDS", "Bound", "chat_default",
+        "AGENT_BOUNDS", "SWEEP_BOUNDS", "PROCESS_BOUNDS", "Bound", "chat_default",
     ])
 
 
