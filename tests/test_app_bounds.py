@@ -166,6 +166,13 @@ def test_the_dashboard_copies_no_default_of_a_chat_setting():
                     and isinstance(node.args[1], ast.Constant)
                     and isinstance(node.args[1].value, int | float)):
                 copies.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+            if isinstance(node, ast.FunctionDef):  # def chart(..., threshold: float = 0.5)
+                args = node.args.args[len(node.args.args) - len(node.args.defaults):]
+                copies += [f"{path.relative_to(ROOT)}:{node.lineno} {a.arg}"
+                           for a, d in zip(args, node.args.defaults, strict=True)
+                           if a.arg in ChatConfig.model_fields and isinstance(d, ast.Constant)
+                           and isinstance(d.value, int | float)
+                           and not isinstance(d.value, bool)]
     assert not copies, f"defaults copied into the dashboard: {copies}"
 
 

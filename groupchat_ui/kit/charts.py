@@ -14,7 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
-from groupchat_core import format_decimal
+from groupchat_core import chat_default, format_decimal
 from groupchat_core.analysis import SpeakerMetrics, agent_order
 
 from .frames import records
@@ -118,9 +118,12 @@ def _threshold_scale(low: float, high: float, threshold: float) -> list[list[Any
     return [[0.0, _BELOW[0]], [cut, _BELOW[1]], [cut, _ABOVE[0]], [1.0, _ABOVE[1]]]
 
 
-def bids_heatmap(bids: pd.DataFrame, value: str = "score", threshold: float = 0.5,
+def bids_heatmap(bids: pd.DataFrame, value: str = "score", threshold: float | None = None,
                  agents: Sequence[str] | None = None) -> go.Figure:
-    """Agents x turns, coloured by raw or adjusted score with a break at the threshold."""
+    """Agents x turns, coloured by raw or adjusted score with a break at the threshold (the
+    engine's default when None)."""
+    if threshold is None:
+        threshold = float(chat_default("threshold"))
     if value not in ("score", "adjusted"):
         raise ValueError(f"value must be 'score' or 'adjusted', got {value!r}")
     if bids.empty:
