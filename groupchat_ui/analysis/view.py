@@ -11,7 +11,6 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
-from streamlit.elements.lib.mutable_tab_container import TabContainer  # what st.tabs returns
 
 from groupchat_core import Message, format_cost
 from groupchat_core.analysis import explain_turn, speaker_metrics, transition_matrix
@@ -105,13 +104,11 @@ def tabs(data: RunData, run_id: str) -> None:
     """The five tabs; only the open one runs (`on_change="rerun"`), so opening a big run draws
     its two bid charts and not the speaker charts, 25 transcript tables and three downloads
     (built on first view) behind the other tabs. The open tab is kept across reruns and runs."""
-    bids, speakers, why, talk, files = st.tabs(list(TABS), key="analysis_tab",
-                                               on_change="rerun")
-    panels: list[tuple[TabContainer, Callable[[], None]]] = [
-        (bids, lambda: bid_charts(data)), (speakers, lambda: speaker_charts(data)),
-        (why, lambda: explainer(data)), (talk, lambda: transcript(data)),
-        (files, lambda: download_buttons(run_id))]
-    for tab, body in panels:
+    bodies: list[Callable[[], None]] = [  # in TABS order
+        lambda: bid_charts(data), lambda: speaker_charts(data), lambda: explainer(data),
+        lambda: transcript(data), lambda: download_buttons(run_id)]
+    shown = st.tabs(list(TABS), key="analysis_tab", on_change="rerun")
+    for tab, body in zip(shown, bodies, strict=True):
         if tab.open:
             with tab:
                 body()
