@@ -191,3 +191,15 @@ def test_the_dashboard_masks_only_with_the_cores_function():
             if isinstance(node, ast.Constant) and node.value == "***":
                 own.append(f"{path.relative_to(ROOT)}:{node.lineno} spells the mask")
     assert not own, own
+
+
+def test_the_declarations_are_leaves_every_layer_may_import():
+    """_statuses.py and _bounds.py import only the standard library, so the store, the engine,
+    the sweeps and the dashboard can all read them without an import cycle."""
+    for name in ("_statuses.py", "_bounds.py"):
+        tree = ast.parse((ROOT / "groupchat_core" / name).read_text("utf-8"))
+        imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                     for alias in node.names}
+        assert imported <= {"__future__", "math", "collections.abc", "dataclasses", "types",
+                            "typing"}, (name, imported)
