@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from groupchat_core.store import RUN_STATUSES
+from groupchat_core import CHAT_BOUNDS, RUN_STATUSES
 from groupchat_ui.kit import components, state, store_access
 from groupchat_ui.runs import actions, logic, view
 
@@ -14,14 +14,16 @@ components.notices(session)
 every = store_access.runs()
 names = sorted({n.strip() for row in every["agents"].dropna() for n in row.split(",")})
 with st.form("runs_filters"):
-    c = st.columns(4)
-    status = c[0].selectbox("Status", ["any", *RUN_STATUSES], key="filter_status")
-    agent = c[1].selectbox("Agent", ["any", *names], key="filter_agent")
-    since = c[2].date_input("Since", value=None, key="filter_since")
-    text = c[3].text_input("Name or task contains", key="filter_text")
-    c = st.columns(2)
-    threshold = c[0].slider("threshold", -1.0, 2.0, (-1.0, 2.0), 0.05, key="filter_threshold")
-    loops = c[1].slider("max_loops", 1, 1000, (1, 1000), key="filter_max_loops")
+    top = st.columns(4)
+    status = top[0].selectbox("Status", ["any", *RUN_STATUSES], key="filter_status")
+    agent = top[1].selectbox("Agent", ["any", *names], key="filter_agent")
+    since = top[2].date_input("Since", value=None, key="filter_since")
+    text = top[3].text_input("Name or task contains", key="filter_text")
+    ranges = st.columns(2)
+    low, high = CHAT_BOUNDS["threshold"].low, CHAT_BOUNDS["threshold"].high  # the engine's
+    threshold = ranges[0].slider("threshold", low, high, (low, high), 0.05, key="filter_threshold")
+    most = int(CHAT_BOUNDS["max_loops"].high)
+    loops = ranges[1].slider("max_loops", 1, most, (1, most), key="filter_max_loops")
     st.form_submit_button("Apply filters", key="apply_filters")
 
 runs = store_access.runs(None if status == "any" else status, None if agent == "any" else agent,
@@ -32,11 +34,11 @@ table = st.dataframe(view.table(runs), key="runs_table", on_select="rerun", hide
                      selection_mode="multi-row")
 picked = [runs.iloc[i]["run_id"] for i in table.selection.rows if i < len(runs)]
 
-c = st.columns(3)
-if c[0].button("Open in Analysis", key="open_run", disabled=len(picked) != 1):
+acts = st.columns(3)
+if acts[0].button("Open in Analysis", key="open_run", disabled=len(picked) != 1):
     actions.open_in_analysis(picked[0])
-compare = c[1].toggle("Compare the two selected", key="compare_runs", disabled=len(picked) != 2)
-c[2].button("Delete selected", key="delete_runs", disabled=not picked,
+compare = acts[1].toggle("Compare the two selected", key="compare_runs", disabled=len(picked) != 2)
+acts[2].button("Delete selected", key="delete_runs", disabled=not picked,
             on_click=actions.on_ask_delete, args=(picked,))
 components.feedback(actions.DELETE_SLOT)
 if session.confirm_delete:

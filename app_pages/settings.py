@@ -7,10 +7,13 @@ import os
 
 import streamlit as st
 
-from groupchat_core import SIM_MODELS, max_inflight_calls
+from groupchat_core import PROCESS_BOUNDS, SIM_MODELS, max_inflight_calls
 from groupchat_ui.kit import components, state, store_access
 from groupchat_ui.kit.providers import PROVIDER_KEYS, model_label
 from groupchat_ui.settings import actions, view
+
+_LIMIT = PROCESS_BOUNDS["max_inflight_calls"]  # the engine's range
+INFLIGHT = (int(_LIMIT.low), int(_LIMIT.high))
 
 session = state.get()
 st.title("Settings")
@@ -52,7 +55,7 @@ with st.form("preferences_form"):
                  index=SIM_MODELS.index(session.default_model)
                  if session.default_model in SIM_MODELS else 0, key="pref_default_model",
                  help="For this browser tab only, until it is reloaded or closed.")
-    st.number_input("In-flight model call limit", 1, 1024, value=max_inflight_calls(),
+    st.number_input("In-flight model call limit", *INFLIGHT, value=max_inflight_calls(),
                     key="pref_inflight",
                     help="How many model calls may be in flight at once, across every chat "
                          "and session of this server (sim/ models are not limited), until the "

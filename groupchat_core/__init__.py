@@ -26,7 +26,16 @@ from ._bidding import (
     RESPOND_TOOL,
     format_decimal,
 )
-from ._config import OUTPUT_TYPES, ChatConfig, ChatSpec, dump_spec, load_spec, load_spec_text
+from ._bounds import AGENT_BOUNDS, CHAT_BOUNDS, PROCESS_BOUNDS, SWEEP_BOUNDS, Bound
+from ._config import (
+    OUTPUT_TYPES,
+    ChatConfig,
+    ChatSpec,
+    chat_default,
+    dump_spec,
+    load_spec,
+    load_spec_text,
+)
 from ._errors import CliError, ConfigError, GroupChatError, ModelCallError, StoreError
 from ._records import (
     Bid,
@@ -47,6 +56,17 @@ from ._records import (
     format_cost,
 )
 from ._secrets import hold_secrets, mask_secrets
+from ._statuses import (
+    JOB_STATUSES,
+    JOB_TERMINAL,
+    RUN_ENDED,
+    RUN_STATUSES,
+    SWEEP_RESUMABLE,
+    SWEEP_STATUSES,
+    JobStatus,
+    RunStatus,
+    SweepStatus,
+)
 from ._version import app_version, litellm_version
 from .engine._groupchat import GroupChat
 from .engine._loop import BackgroundLoop, background_loop
@@ -105,6 +125,22 @@ def __dir__() -> list[str]:
 __version__ = app_version()
 
 __all__ = [
+    # issue 25: statuses, bounds and defaults declared once (the dashboard reads these)
+    "AGENT_BOUNDS",
+    "CHAT_BOUNDS",
+    "JOB_STATUSES",
+    "JOB_TERMINAL",
+    "PROCESS_BOUNDS",
+    "RUN_ENDED",
+    "RUN_STATUSES",
+    "SWEEP_BOUNDS",
+    "SWEEP_RESUMABLE",
+    "SWEEP_STATUSES",
+    "Bound",
+    "JobStatus",
+    "RunStatus",
+    "SweepStatus",
+    "chat_default",
     "DEFAULT_BID_PROMPT",
     "DEFAULT_MODEL",
     "FORCED_RESPOND_CHOICE",

@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from ._bidding import RESPOND_TOOL
+from ._bounds import AGENT_BOUNDS, MAX_AGENT_LOOPS, MAX_AGENT_TOKENS, MAX_RETRIES
 from ._errors import ConfigError
 from ._safeload import check_int, nonfinite_path, show_number
 from ._secrets import redact_kwargs
@@ -74,10 +75,7 @@ REFERENCE_KEYWORDS = ", ".join([*REFERENCE_ALIASES, *REFERENCE_IGNORED])
 
 MAX_NAME_LENGTH = 200  # names are identifiers (stored, charted, filtered), not prose
 # Numeric maxima (docs/engine.md §2): a bound, not a tuning, so 1e20 is a clear error at the edge.
-MAX_AGENT_TOKENS = 100_000_000  # max_tokens and context_window
-MAX_RETRIES = 100
-MAX_AGENT_LOOPS = 10_000
-MAX_AGENT_TIMEOUT_S = 86_400.0
+MAX_AGENT_TIMEOUT_S = AGENT_BOUNDS["timeout"].high
 MAX_KWARG_INT = 2**63 - 1  # an integer inside litellm_kwargs / tools: what a provider can take
 
 
@@ -141,8 +139,10 @@ class Agent(BaseModel):
     @field_validator("temperature")
     @classmethod
     def _temperature_range(cls, value: float) -> float:
-        if not math.isfinite(value) or not 0 <= value <= 2:
-            raise ValueError(f"temperature must be between 0 and 2, got {value!r}")
+        bound = AGENT_BOUNDS["temperature"]
+        if not bound.holds(value):
+            raise ValueError(f"temperature must be between {bound.low:g} and {bound.high:g}, "
+                             f"got {value!r}")
         return value
 
     @field_validator("context_window")
@@ -180,7 +180,7 @@ class Agent(BaseModel):
     @field_validator("timeout")
     @classmethod
     def _positive_timeout(cls, value: float) -> float:
-        if not math.isfinite(value) or not 0 < value <= MAX_AGENT_TIMEOUT_S:
+        if not AGENT_BOUNDS["timeout"].holds(value):
             raise ValueError(f"timeout must be a positive number of seconds up to "
                              f"{MAX_AGENT_TIMEOUT_S:,.0f} (a day), got {value!r}")
         return value

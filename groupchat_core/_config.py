@@ -18,6 +18,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ._agent import _ACCEPTED as _AGENT_KEYWORDS
 from ._agent import Agent, _short_name
 from ._bidding import DEFAULT_BID_PROMPT, validate_bid_prompt
+from ._bounds import CHAT_BOUNDS, out_of_bounds
+from ._bounds import MAX_BATCH_CONCURRENCY as MAX_BATCH_CONCURRENCY
+from ._bounds import MAX_LOOPS as MAX_LOOPS
+from ._bounds import MAX_RECENCY_WINDOW as MAX_RECENCY_WINDOW
+from ._bounds import MAX_SEED as MAX_SEED
+from ._bounds import MAX_TIMEOUT_S as MAX_TIMEOUT_S
 from ._errors import ConfigError
 from ._safeload import check_int
 from ._secrets import secret_paths
@@ -44,17 +50,13 @@ OUTPUT_TYPES: tuple[str, ...] = (
 
 SCHEMA_VERSION = 1
 MAX_SPEC_BYTES = 1_000_000
-# Documented maxima (docs/engine.md §2): every integer is bounded at the edge, so a value like
-# 1e20 is one clear ConfigError, never an OverflowError or a run the store cannot record.
-MAX_LOOPS = 10_000
-MAX_RECENCY_WINDOW = 10_000
-MAX_BATCH_CONCURRENCY = 1_000
-MAX_SEED = 2**53  # |seed|: exact as a JSON number anywhere
-MAX_TIMEOUT_S = 86_400.0  # idle_timeout, bid_timeout and Agent.timeout: at most a day
 
 
-def _check_int(name: str, value: Any, minimum: int, maximum: int) -> int:
-    return check_int(name, value, minimum, maximum)
+def _check_int(name: str, value: Any) -> int:
+    """Documented integer ranges (docs/engine.md §2, declared in _bounds.py): a value like 1e20
+    is one clear ConfigError, never an OverflowError or a run the store cannot record."""
+    bound = CHAT_BOUNDS[name]
+    return check_int(name, value, int(bound.low), int(bound.high))
 
 
 def _check_number(name: str, value: Any) -> float:
@@ -98,35 +100,39 @@ class ChatConfig(BaseModel):
     @field_validator("max_loops", mode="before")
     @classmethod
     def _max_loops(cls, v: Any) -> int:
-        return _check_int("max_loops", v, 1, MAX_LOOPS)
+        return _check_int("max_loops", v)
 
     @field_validator("recency_window", mode="before")
     @classmethod
     def _window(cls, v: Any) -> int:
-        return _check_int("recency_window", v, 0, MAX_RECENCY_WINDOW)
+        return _check_int("recency_window", v)
 
     @field_validator("batch_concurrency", mode="before")
     @classmethod
     def _batch(cls, v: Any) -> int:
-        return _check_int("batch_concurrency", v, 1, MAX_BATCH_CONCURRENCY)
+        return _check_int("batch_concurrency", v)
 
     @field_validator("seed", mode="before")
     @classmethod
     def _seed(cls, v: Any) -> int:
-        return _check_int("seed", v, -MAX_SEED, MAX_SEED)
+        return _check_int("seed", v)
 
     @field_validator("idle_timeout")
     @classmethod
     def _idle(cls, v: float) -> float:
-        if not math.isfinite(v) or not 0 <= v <= MAX_TIMEOUT_S:
-            raise ValueError(f"idle_timeout must be a number of seconds from 0 to "
-                             f"{MAX_TIMEOUT_S:,.0f}, got {v!r}")
+        bound = CHAT_BOUNDS["idle_timeout"]
+        if not bound.holds(v):
+            raise ValueError(f"idle_timeout must be a number of seconds {bound.text()}, "
+                             f"got {v!r}")
         return v
 
     @field_validator("threshold", "recency_penalty", mode="before")
     @classmethod
-    def _finite(cls, v: Any, info: Any) -> float:
-        return _check_number(info.field_name, v)
+    def _score_setting(cls, v: Any, info: Any) -> float:
+        value, bound = _check_number(info.field_name, v), CHAT_BOUNDS[info.field_name]
+        if not bound.holds(value):
+            raise ValueError(out_of_bounds(info.field_name, value, bound))
+        return value
 
     @field_validator("output_type")
     @classmethod
@@ -143,9 +149,10 @@ class ChatConfig(BaseModel):
     @field_validator("bid_timeout")
     @classmethod
     def _timeout(cls, v: float | None) -> float | None:
-        if v is not None and (not math.isfinite(v) or not 0 < v <= MAX_TIMEOUT_S):
+        high = CHAT_BOUNDS["bid_timeout"].high
+        if v is not None and not CHAT_BOUNDS["bid_timeout"].holds(v):
             raise ValueError(f"bid_timeout must be a positive number of seconds up to "
-                             f"{MAX_TIMEOUT_S:,.0f} (a day), got {v!r}")
+                             f"{high:,.0f} (a day), got {v!r}")
         return v
 
 
@@ -191,6 +198,12 @@ class ChatSpec(ChatConfig):
         data = self.model_dump(exclude={"agents"})
         data["agents"] = [agent.to_spec() for agent in self.agents]
         return data
+
+
+def chat_default(name: str) -> Any:
+    """The engine's default of one chat setting (e.g. 'recency_penalty' -> 0.3): readers of a
+    config that lacks the key fall back to this, never to a copy."""
+    return ChatConfig.model_fields[name].get_default(call_default_factory=True)
 
 
 _KNOWN_KEYS = sorted(set(ChatSpec.model_fields) | _AGENT_KEYWORDS)

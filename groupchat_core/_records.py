@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ._statuses import RunStatus as RunStatus  # declared once, there
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -70,9 +72,6 @@ def outcome_of(error: str | None, path: str, cached: bool) -> BidOutcome:
         return "unreadable"
     return "cached" if cached else "read"
 
-
-# The store's run statuses (store/_schema.py RUN_STATUSES holds the same values).
-RunStatus = Literal["running", "finished", "cancelled", "error", "interrupted"]
 
 
 def utc_now() -> str:

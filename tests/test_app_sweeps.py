@@ -73,8 +73,8 @@ def test_bad_grid_input_shows_an_error_and_starts_nothing(at: AppTest):
     assert any("'abc' is not a number" in e.value for e in at.error)
     assert at.button(key="sw_start").disabled  # a browser cannot click it
     assert "sweep status: idle" in status(at)
-    at.text_input(key="sw_threshold").input("0.4, 1.5").run()
-    assert any("1.5 is outside" in e.value for e in at.error)
+    at.text_input(key="sw_threshold").input("0.4, 5").run()  # the engine's range: -1 to 2
+    assert any("threshold: 5 is outside -1 to 2" in e.value for e in at.error)
     assert RunStore().list_sweeps().empty
 
 

@@ -134,6 +134,10 @@ def test_the_package_api_is_pinned():
         "mask_secrets", "hold_secrets",
         # the one provider interface: what GroupChat(providers=...) is given
         "Provider", "BidRequest", "ModelReply", "reply_from_arguments",
+        # statuses, bounds and defaults, each declared once (issue 25 §2)
+        "RUN_STATUSES", "RUN_ENDED", "RunStatus", "SWEEP_STATUSES", "SWEEP_RESUMABLE",
+        "SweepStatus", "JOB_STATUSES", "JOB_TERMINAL", "JobStatus", "CHAT_BOUNDS",
+        "AGENT_BOUNDS", "SWEEP_BOUNDS", "PROCESS_BOUNDS", "Bound", "chat_default",
     ])
 
 

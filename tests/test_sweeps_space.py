@@ -147,7 +147,7 @@ def test_random_search_is_seeded_within_its_ranges_and_combines_with_the_grid():
     for bad, message in (({"samples": 0, "threshold": {"low": 0, "high": 1}}, "from 1 to"),
                          ({"samples": 3}, "no parameter"),
                          ({"samples": 3, "threshold": {"low": 0.9, "high": 0.1}}, "above high"),
-                         ({"samples": 3, "threshold": {"low": 0, "high": 5}}, "from 0.0 to 1.0"),
+                         ({"samples": 3, "threshold": {"low": 0, "high": 5}}, "from -1.0 to 2.0"),
                          ({"samples": 3, "seed": 1}, "cannot be drawn"),
                          ({"samples": 3, "recency_penalty": {"low": 0, "high": 1}},
                           "both a grid axis")):

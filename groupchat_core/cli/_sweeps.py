@@ -26,6 +26,7 @@ from typing import Any, TextIO
 
 from .._errors import CliError
 from .._records import format_cost
+from .._statuses import SweepStatus
 from .._terminal import terminal_text
 from ..sweeps._events import (
     BudgetStopped,
@@ -36,7 +37,7 @@ from ..sweeps._events import (
     SweepStarted,
 )
 
-EXIT = {"finished": 0, "stopped_budget": 1, "error": 1, "cancelled": 130}
+EXIT: dict[SweepStatus, int] = {"finished": 0, "stopped_budget": 1, "error": 1, "cancelled": 130}
 VERBS = ("run", "list", "show", "stop", "export", "delete")
 _GLOBAL_WITH_VALUE = ("--db", "--log-level")
 

@@ -30,6 +30,7 @@ from .._config import MAX_SPEC_BYTES, ChatSpec, explain, parse_spec
 from .._errors import ConfigError
 from .._records import Bid, Message, Outcome, RunRecord, StopReason, Turn, outcome_of, utc_now
 from .._safeload import MAX_STORED_INT, check_plain, parse_text
+from .._statuses import RunStatus
 from ..engine._selection import candidate, select_speaker
 from ..engine._turn_loop import _turn_row  # the engine's own turn row
 from ..store import RunStore, outcome_values, status_for
@@ -74,7 +75,7 @@ class BundleRun(_Strict):
     run_id: str = Field(pattern=RUN_ID_PATTERN)
     name: str
     task: str = Field(min_length=1)
-    status: Literal["running", "finished", "cancelled", "error", "interrupted"]
+    status: RunStatus
     stop_reason: StopReason | None = None
     error: str | None = None
     started_at: str

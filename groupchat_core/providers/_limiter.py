@@ -12,9 +12,11 @@ import threading
 from collections import deque
 from types import TracebackType
 
+from .._bounds import PROCESS_BOUNDS
 from .._errors import ConfigError
 
 DEFAULT_MAX_INFLIGHT = 32
+_BOUND = PROCESS_BOUNDS["max_inflight_calls"]
 
 
 class CallLimiter:
@@ -38,8 +40,12 @@ class CallLimiter:
 
     def set_limit(self, limit: int) -> None:
         """Change the limit; waiters get newly free slots at once (ConfigError unless >= 1)."""
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ConfigError(f"the in-flight call limit must be an integer >= 1, got {limit!r}")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < _BOUND.low:
+            raise ConfigError(f"the in-flight call limit must be an integer >= {_BOUND.low:g}, "
+                              f"got {limit!r}")
+        if limit > _BOUND.high:
+            raise ConfigError(f"the in-flight call limit must be an integer <= {_BOUND.high:,g} "
+                              f"(its documented maximum), got {limit!r}")
         with self._lock:
             self._limit = limit
         self._wake()
@@ -103,7 +109,7 @@ class CallLimiter:
 
 def _default_limit() -> int:
     raw = os.environ.get("GROUPCHAT_MAX_INFLIGHT", "")
-    return int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_MAX_INFLIGHT
+    return int(raw) if raw.isdigit() and _BOUND.holds(int(raw)) else DEFAULT_MAX_INFLIGHT
 
 
 CALL_LIMITER = CallLimiter(_default_limit())

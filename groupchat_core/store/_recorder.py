@@ -57,6 +57,7 @@ from .._records import (
     TurnCompleted,
     utc_now,
 )
+from .._statuses import RunStatus
 from .._version import app_version, litellm_version
 from ._connect import is_disconnect, safe_url
 from ._process import this_writer
@@ -441,7 +442,7 @@ class StoreRecorder:
             with suppress(SQLAlchemyError):
                 conn.close()
 
-    def abandon(self, error: str, status: str = "error") -> None:
+    def abandon(self, error: str, status: RunStatus = "error") -> None:
         """Close runs this recorder started but never saw finish (the engine raised, Ctrl-C)."""
         self.flush()
         with self._lock:

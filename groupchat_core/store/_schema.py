@@ -53,8 +53,9 @@ from sqlalchemy import (
     text,
 )
 
+from .._statuses import RUN_STATUSES as RUN_STATUSES  # declared once, there
+
 SCHEMA_VERSION = 10
-RUN_STATUSES = ("running", "finished", "cancelled", "error", "interrupted")
 
 
 def _provenance(version: int) -> list[Column[Any]]:

@@ -29,6 +29,8 @@ from sqlalchemy import Connection, and_, delete, exc, func, insert, or_, select,
 
 from .._errors import StoreError
 from .._records import utc_now
+from .._statuses import SWEEP_STATUSES as SWEEP_STATUSES  # declared once, there
+from .._statuses import SweepStatus
 from .._version import app_version, litellm_version
 from ._base import StoreBase
 from ._library import check_name, check_owner
@@ -38,7 +40,6 @@ from ._schema import runs, sweep_cells, sweeps
 if TYPE_CHECKING:
     import pandas as pd
 
-SWEEP_STATUSES = ("running", "finished", "cancelled", "error", "interrupted", "stopped_budget")
 # `sweep stop`: the request is the `reason` of a running sweep; its owner polls for it between
 # cells, wherever it runs (another process, another host, the dashboard), and ends cleanly.
 STOP_REQUESTED = "stop requested"
@@ -94,7 +95,7 @@ class SweepBook(StoreBase):
             _active.add(sweep_id)
         return sweep_id
 
-    def finish_sweep(self, sweep_id: str, status: str = "finished",
+    def finish_sweep(self, sweep_id: str, status: SweepStatus = "finished",
                      reason: str | None = None) -> bool:
         """Record how a sweep ended; `reason` says why (e.g. which budget cap stopped it).
 

@@ -14,12 +14,13 @@ from sqlalchemy import Connection, Dialect, Table, insert
 
 from .._config import SCHEMA_VERSION as SPEC_SCHEMA_VERSION
 from .._records import Bid, Message, Outcome, RunRecord, Turn
+from .._statuses import RunStatus
 from ._schema import bids, messages, run_agents, runs, turns
 
-_STATUS = {"cancelled": "cancelled", "error": "error"}
+_STATUS: dict[str, RunStatus] = {"cancelled": "cancelled", "error": "error"}
 
 
-def status_for(record: RunRecord) -> str:
+def status_for(record: RunRecord) -> RunStatus:
     """The final status of a run that reported its end: finished, cancelled or error."""
     return _STATUS.get(record.stop_reason or "", "finished")
 

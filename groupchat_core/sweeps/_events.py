@@ -12,10 +12,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .._records import utc_now
+from .._statuses import SweepStatus as SweepStatus  # declared once, there
 from ._estimate import Estimate
-
-SweepStatus = Literal["running", "finished", "cancelled", "error", "interrupted",
-                      "stopped_budget"]
 
 
 class _Event(BaseModel):

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from .._errors import ConfigError
+from .._statuses import RunStatus
 from ..analysis._metrics import speaker_metrics
 from ..providers._sim import cell_is_simulated
 from . import _space
@@ -49,7 +50,8 @@ AGGREGATE_COLUMNS = ["metric", "n", "mean", "std", "sem", "ci_low", "ci_high", "
 # and score (the judge's, or 1/0), aggregated like the rest.
 OUTCOME_METRICS = ("correct", "score")
 OUTCOME_COLUMNS = ["task_id", "answer", "correct", "score", "scorer"]
-_PREFERENCE = {"finished": 0, "error": 1, "cancelled": 2, "interrupted": 3, "running": 4}
+_PREFERENCE: dict[RunStatus, int] = {
+    "finished": 0, "error": 1, "cancelled": 2, "interrupted": 3, "running": 4}
 
 
 def _cell_row(spec: SweepSpec, cell: Cell) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from .._errors import ConfigError, StoreError
+from .._statuses import SweepStatus
 from ..engine._bidcache import BidCache
 from ..engine._loop import background_loop
 from ..providers._credentials import check_credentials, credentials_error, is_credential_failure
@@ -79,7 +80,7 @@ class SweepRunner:
         self.max_calls = max_calls if max_calls is not None else plan.spec.max_calls
         self.max_usd = max_usd if max_usd is not None else plan.spec.max_usd
         self.sweep_id = plan.sweep_id or ""
-        self.status: str | None = None
+        self.status: SweepStatus | None = None
         self.reason: str | None = None
         self.running: set[asyncio.Task[None]] = set()
         self.outcome: SweepOutcome | None = None
@@ -199,7 +200,7 @@ class SweepRunner:
         self.store.finish_sweep(self.sweep_id, status, reason)
         s = self._session
         self.outcome = SweepOutcome(
-            sweep_id=self.sweep_id, name=self.spec.name, status=status,  # type: ignore[arg-type]
+            sweep_id=self.sweep_id, name=self.spec.name, status=status,
             reason=reason, cells_total=total, cells_done=self._done, cells_run=int(s["run"]),
             calls=int(s["calls"]), bids=int(s["bids"]), cache_hits=int(s["hits"]),
             cost_usd=float(s["cost"]), calls_total=self.plan.spent_calls + int(s["calls"]),
@@ -339,7 +340,7 @@ class SweepRunner:
             self._emit(BudgetStopped(sweep_id=self.sweep_id, reason=reason, calls_total=calls,
                                      cost_usd_total=cost))
 
-    def _stop(self, status: str, reason: str) -> None:
+    def _stop(self, status: SweepStatus, reason: str) -> None:
         """Launch nothing more and cancel the cells in flight (first stop reason wins)."""
         if self.status is None:
             self.status, self.reason = status, reason

@@ -25,10 +25,14 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-MAX_AXIS = 1_000  # values per axis (orders, rosters, model combinations, random samples)
-RANDOM_PARAMS = {"threshold": (0.0, 1.0, False), "recency_penalty": (0.0, 1.0, False),
-                 "temperature": (0.0, 2.0, False), "recency_window": (0, 10_000, True),
-                 "max_loops": (1, 10_000, True)}
+from .._bounds import AGENT_BOUNDS, CHAT_BOUNDS, MAX_SWEEP_AXIS
+
+MAX_AXIS = MAX_SWEEP_AXIS  # values per axis (orders, rosters, model combinations, random samples)
+# What random search may draw, within each setting's one declared range (_bounds.py).
+_DRAWN = {**{name: CHAT_BOUNDS[name] for name in
+             ("threshold", "recency_penalty", "recency_window", "max_loops")},
+          "temperature": AGENT_BOUNDS["temperature"]}
+RANDOM_PARAMS = {name: (b.low, b.high, b.integer) for name, b in _DRAWN.items()}
 RANDOM_DIGITS = 4
 SPACE_AXES = ("order", "roster", "agent_models")
 

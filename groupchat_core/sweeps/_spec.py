@@ -19,7 +19,7 @@ import hashlib
 import itertools
 import json
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,9 +35,9 @@ from pydantic import (
     model_validator,
 )
 
+from .._bounds import AGENT_BOUNDS, CHAT_BOUNDS, MAX_SWEEP_AXIS, SWEEP_BOUNDS, Bound
+from .._bounds import MAX_CALLS_CAP as MAX_CALLS_CAP
 from .._config import (
-    MAX_LOOPS,
-    MAX_RECENCY_WINDOW,
     MAX_SPEC_BYTES,
     ChatSpec,
     explain,
@@ -50,11 +50,20 @@ from ._tasks import scored_tasks
 
 SWEEP_SCHEMA_VERSION = 1
 MAX_CELLS = 100_000
-MAX_AXIS = 1_000
-MAX_CALLS_CAP = 1_000_000_000  # max_calls: a budget cap, bounded like every integer at the edge
+MAX_AXIS = MAX_SWEEP_AXIS
 MAX_LABEL = 60  # bid-prompt labels in cell keys and result tables (see short_label)
 AXES = ("threshold", "recency_penalty", "recency_window", "max_loops", "bid_prompt", "model",
         "temperature", "order", "roster", "agent_models")
+
+
+def _plain(value: float) -> str:
+    """10000 for an int, 2 for 2.0, 0.25 for 0.25 (bounds in messages)."""
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _finite(value: Any) -> bool:
+    return (not isinstance(value, bool) and isinstance(value, int | float)
+            and math.isfinite(value))
 
 
 def _number(name: str, value: Any, *, integer: bool = False, low: float | None = None,
@@ -67,9 +76,19 @@ def _number(name: str, value: Any, *, integer: bool = False, low: float | None =
         bad = True
     if bad:
         kind = "an integer" if integer else "a finite number"
-        bounds = "" if low is None else f" >= {low}" + ("" if high is None else f" and <= {high}")
+        bounds = "" if low is None else f" >= {_plain(low)}" + (
+            "" if high is None else f" and <= {_plain(high)}")
+        if not integer and not _finite(value):  # nan is not a number: no range to name
+            bounds = ""
         raise ValueError(f"{name} must be {kind}{bounds}, got {show_number(value)}")
     return value if integer else float(value)
+
+
+def _bounded(bound: Bound) -> Callable[[str, Any], Any]:
+    """A grid value's check within the setting's one declared range (_bounds.py)."""
+    def check(name: str, value: Any) -> Any:
+        return _number(name, value, integer=bound.integer, low=bound.low, high=bound.high)
+    return check
 
 
 def _axis(name: str, values: Any, check: Any) -> list[Any]:
@@ -124,21 +143,20 @@ class Grid(BaseModel):
     @field_validator("threshold", "recency_penalty", mode="before")
     @classmethod
     def _floats(cls, v: Any, info: Any) -> Any:
-        return None if v is None else _axis(info.field_name, v, _number)
+        return None if v is None else _axis(info.field_name, v, _bounded(
+            CHAT_BOUNDS[info.field_name]))
 
     @field_validator("recency_window", "max_loops", mode="before")
     @classmethod
     def _ints(cls, v: Any, info: Any) -> Any:
-        low, high = (0, MAX_RECENCY_WINDOW) if info.field_name == "recency_window" else (
-            1, MAX_LOOPS)
-        return None if v is None else _axis(
-            info.field_name, v, lambda n, x: _number(n, x, integer=True, low=low, high=high))
+        return None if v is None else _axis(info.field_name, v, _bounded(
+            CHAT_BOUNDS[info.field_name]))
 
     @field_validator("temperature", mode="before")
     @classmethod
     def _temperatures(cls, v: Any) -> Any:
-        return None if v is None else _axis(
-            "temperature", v, lambda n, x: _number(n, x, low=0, high=2))
+        return None if v is None else _axis("temperature", v, _bounded(
+            AGENT_BOUNDS["temperature"]))
 
     @field_validator("model", mode="before")
     @classmethod
@@ -275,9 +293,7 @@ class SweepSpec(BaseModel):
     @field_validator("repeats", "concurrency", "max_calls", mode="before")
     @classmethod
     def _counts(cls, v: Any, info: Any) -> Any:
-        high = {"repeats": 10_000, "concurrency": 256, "max_calls": MAX_CALLS_CAP}.get(
-            info.field_name)
-        return None if v is None else _number(info.field_name, v, integer=True, low=1, high=high)
+        return None if v is None else _bounded(SWEEP_BOUNDS[info.field_name])(info.field_name, v)
 
     @field_validator("deployments", mode="before")
     @classmethod

@@ -17,7 +17,7 @@ from typing import Any
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from groupchat_core import SIM_MODELS, Agent
+from groupchat_core import AGENT_BOUNDS, SIM_MODELS, Agent
 from groupchat_ui.kit import store_access
 from groupchat_ui.kit.access import not_your_agent
 from groupchat_ui.kit.components import confirm
@@ -67,7 +67,7 @@ def _agent_tools(column: DeltaGenerator, name: str, names: list[str], i: int,
                  locked: str | None) -> None:
     """The row's buttons; `locked` (why this user may not change the agent) disables Edit and
     Delete and says why in their help; Duplicate stays open to everyone."""
-    buttons = [
+    buttons: list[tuple[str, str, str, Callable[..., None], tuple[Any, ...], bool]] = [
         (UP, "up", "Move up", actions.on_move_agent, (name, -1, names), i == 0),
         (DOWN, "down", "Move down", actions.on_move_agent, (name, 1, names),
          i == len(names) - 1),
@@ -121,10 +121,11 @@ def agent_form(editing: str | None, errors: Mapping[str, str],
                       help=f"Used only when Model is '{OTHER_MODEL}': {MODEL_HINT}.")
         _error(errors, "model_name")
         cols = st.columns(2)
-        cols[0].number_input("Temperature", 0.0, 2.0, step=0.1, key=k["temperature"],
+        heat, tokens = AGENT_BOUNDS["temperature"], AGENT_BOUNDS["max_tokens"]  # the engine's
+        cols[0].number_input("Temperature", heat.low, heat.high, step=0.1, key=k["temperature"],
                              persist_state=PERSIST)
-        cols[1].number_input("Max tokens", 1, 200_000, step=64, key=k["max_tokens"],
-                             persist_state=PERSIST)
+        cols[1].number_input("Max tokens", int(tokens.low), int(tokens.high), step=64,
+                             key=k["max_tokens"], persist_state=PERSIST)
         _error(errors, "temperature", "max_tokens")
         with st.expander("Advanced"):
             _advanced_fields(errors)
@@ -159,8 +160,8 @@ def _advanced_fields(errors: Mapping[str, str]) -> None:
                   placeholder="http://127.0.0.1:8000/v1",
                   help="Base URL of an OpenAI-compatible server (vLLM, llama.cpp, LM Studio); "
                        "leave empty for the provider's default.")
-    st.number_input("Timeout per request (s)", 0.1, 3600.0, key=k["timeout"],
-                    persist_state=PERSIST, help=LIMITS_HELP)
+    st.number_input("Timeout per request (s)", step=1.0, key=k["timeout"], persist_state=PERSIST,
+                    help=f"{LIMITS_HELP} Allowed: {AGENT_BOUNDS['timeout'].text()} s.")
     st.selectbox("Tool choice mode", TOOL_MODES, key=k["tool_choice_mode"],
                  format_func=lambda m: m or "automatic (fall back as needed)",
                  persist_state=PERSIST,

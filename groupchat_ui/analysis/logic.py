@@ -12,13 +12,13 @@ from typing import Any
 
 import pandas as pd
 
-from groupchat_core import GroupChat
+from groupchat_core import RUN_ENDED, GroupChat
 from groupchat_core.store import RunStore
 from groupchat_ui.kit.labels import row_label
 from groupchat_ui.kit.presets import DEBATE_TRIO
 
 DEMO_NAME = "Demo debate"
-ENDED = frozenset({"finished", "cancelled", "error"})  # not running, not cut off mid-way
+ENDED = RUN_ENDED  # not running, not cut off mid-way (declared in the core)
 NO_READABLE_BID = "no agent produced a readable bid"
 
 
@@ -112,4 +112,6 @@ def run_demo(store: RunStore) -> str:
     chat = GroupChat(name=DEMO_NAME, agents=DEBATE_TRIO.build_agents(latency_s=0.0), **settings)
     store.attach(chat)
     chat.run(DEBATE_TRIO.task)
+    if chat.last_run is None:  # run() always records one; say so rather than assume it
+        raise RuntimeError("the demo chat ended without a run record")
     return str(chat.last_run.run_id)

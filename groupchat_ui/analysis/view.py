@@ -6,7 +6,8 @@ Why here and not in the page: the page should stay a thin script that calls thes
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -15,6 +16,7 @@ from groupchat_core import Message, format_cost
 from groupchat_core.analysis import explain_turn, speaker_metrics, transition_matrix
 from groupchat_ui.kit import charts
 from groupchat_ui.kit.components import bubble, cards
+from groupchat_ui.kit.frames import records
 from groupchat_ui.kit.jobs import JobRegistry
 from groupchat_ui.kit.labels import local_time, run_title
 from groupchat_ui.kit.metrics import PHONE_CSS, metric_cards
@@ -25,7 +27,7 @@ from groupchat_ui.kit.store_access import RunData, downloads
 
 from . import actions, logic
 
-_CHART = {"config": {"displayModeBar": False}}
+_CHART: dict[str, Any] = {"displayModeBar": False}  # every chart's plotly config
 
 
 def no_ended_run(runs: pd.DataFrame) -> bool:
@@ -44,7 +46,7 @@ def session_runs(registry: JobRegistry, session: SessionState) -> list[str]:
 def run_picker(runs: pd.DataFrame, session: SessionState, mine: Sequence[str] = ()) -> str:
     """A run from the store: `?run=<id>` first, then this session's choice, then this session's
     newest ended run, then anyone's newest ended run (never a half-finished one by default)."""
-    rows = {r["run_id"]: r for r in runs.to_dict("records")}
+    rows = {r["run_id"]: r for r in records(runs)}
     ids = list(rows)
     wanted = st.query_params.get("run") or session.selected_run
     if wanted in rows and st.session_state.get("analysis_run") != wanted:
@@ -102,11 +104,11 @@ def tabs(data: RunData, run_id: str) -> None:
     """The five tabs; only the open one runs (`on_change="rerun"`), so opening a big run draws
     its two bid charts and not the speaker charts, 25 transcript tables and three downloads
     (built on first view) behind the other tabs. The open tab is kept across reruns and runs."""
-    bids, speakers, why, talk, files = st.tabs(list(TABS), key="analysis_tab",
-                                               on_change="rerun")
-    for tab, body in ((bids, lambda: bid_charts(data)), (speakers, lambda: speaker_charts(data)),
-                      (why, lambda: explainer(data)), (talk, lambda: transcript(data)),
-                      (files, lambda: download_buttons(run_id))):
+    bodies: list[Callable[[], None]] = [  # in TABS order
+        lambda: bid_charts(data), lambda: speaker_charts(data), lambda: explainer(data),
+        lambda: transcript(data), lambda: download_buttons(run_id)]
+    shown = st.tabs(list(TABS), key="analysis_tab", on_change="rerun")
+    for tab, body in zip(shown, bodies, strict=True):
         if tab.open:
             with tab:
                 body()
@@ -137,23 +139,23 @@ def bid_charts(data: RunData) -> None:
                                  key="heatmap_value", format_func=lambda v: {
                                      "score": "raw score", "adjusted": "adjusted"}[v])
     st.plotly_chart(charts.bids_heatmap(bids, value or "adjusted", data.threshold,
-                                        data.agents), key="bids_heatmap", **_CHART)
+                                        data.agents), key="bids_heatmap", config=_CHART)
     st.plotly_chart(charts.bid_lines(bids, turns, data.threshold, "adjusted", data.agents),
-                    key="bid_lines", **_CHART)
+                    key="bid_lines", config=_CHART)
 
 
 def speaker_charts(data: RunData) -> None:
     """Who spoke when (per turn, in the chosen window), then the whole run's summaries."""
     window = turn_window(data)
     st.plotly_chart(charts.winner_timeline(logic.in_window(data.turns, window), data.agents),
-                    key="winner_timeline", **_CHART)
+                    key="winner_timeline", config=_CHART)
     m = speaker_metrics(data.turns, data.bids)
     if window is not None:
         st.caption("Below: the whole run.")
     left, right = st.columns(2)
     left.plotly_chart(charts.transition_heatmap(transition_matrix(data.turns, data.agents)),
-                      key="transitions", **_CHART)
-    right.plotly_chart(charts.turn_shares(m), key="turn_shares", **_CHART)
+                      key="transitions", config=_CHART)
+    right.plotly_chart(charts.turn_shares(m), key="turn_shares", config=_CHART)
 
 
 def explainer(data: RunData) -> None:
@@ -189,7 +191,7 @@ def transcript(data: RunData) -> None:
             f"turns {turns[i]}–{turns[min(i + TRANSCRIPT_PAGE, len(turns)) - 1]}")) or 0
     shown = turns[start:start + TRANSCRIPT_PAGE]
     bids = data.bids[data.bids["turn"].isin(shown)]
-    by_turn = {int(r["turn"]): r for r in messages.to_dict("records")[1:]}
+    by_turn = {int(r["turn"]): r for r in records(messages)[1:]}
     for turn in shown:
         label = f"Turn {turn}: {escape_markdown(outcomes[turn])}"  # labels are markdown
         with st.expander(label, expanded=turn <= 3):

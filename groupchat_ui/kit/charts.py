@@ -14,8 +14,10 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
-from groupchat_core import format_decimal
+from groupchat_core import chat_default, format_decimal
 from groupchat_core.analysis import SpeakerMetrics, agent_order, bid_outcome, bid_outcomes
+
+from .frames import records
 
 PALETTE: tuple[str, ...] = tuple(qualitative.Plotly) + tuple(qualitative.Dark24)
 EMPTY_TEXT = "no bids yet"
@@ -56,8 +58,12 @@ def as_bids_frame(bids: pd.DataFrame | Iterable[Any] | None) -> pd.DataFrame:
         return pd.DataFrame()
     if isinstance(bids, pd.DataFrame):
         return bids
-    rows = [b.model_dump() if hasattr(b, "model_dump") else dict(b) for b in bids]
-    return pd.DataFrame(rows)
+    return pd.DataFrame([_bid_row(b) for b in bids])
+
+
+def _bid_row(bid: Any) -> dict[str, Any]:
+    """A Bid model or a mapping as one row."""
+    return dict(bid.model_dump() if hasattr(bid, "model_dump") else bid)
 
 
 def _order(bids: pd.DataFrame, agents: Sequence[str] | None) -> list[str]:
@@ -108,9 +114,12 @@ def _threshold_scale(low: float, high: float, threshold: float) -> list[list[Any
     return [[0.0, _BELOW[0]], [cut, _BELOW[1]], [cut, _ABOVE[0]], [1.0, _ABOVE[1]]]
 
 
-def bids_heatmap(bids: pd.DataFrame, value: str = "score", threshold: float = 0.5,
+def bids_heatmap(bids: pd.DataFrame, value: str = "score", threshold: float | None = None,
                  agents: Sequence[str] | None = None) -> go.Figure:
-    """Agents x turns, coloured by raw or adjusted score with a break at the threshold."""
+    """Agents x turns, coloured by raw or adjusted score with a break at the threshold (the
+    engine's default when None)."""
+    if threshold is None:
+        threshold = float(chat_default("threshold"))
     if value not in ("score", "adjusted"):
         raise ValueError(f"value must be 'score' or 'adjusted', got {value!r}")
     if bids.empty:
@@ -232,7 +241,7 @@ def turn_shares(shares: SpeakerMetrics | Mapping[str, float] | pd.Series) -> go.
     """Share of posted messages per agent, with the equal-share level as a reference line."""
     if isinstance(shares, SpeakerMetrics):
         shares = shares.shares
-    data = dict(shares.items())
+    data = {str(agent): float(share) for agent, share in shares.items()}
     if not data:
         return empty_figure("no messages yet", title="Turn shares")
     order = list(data)
@@ -266,7 +275,7 @@ def bidding_floor(bids: pd.DataFrame | Iterable[Any] | None, threshold: float,
     order = _order(frame, agents)
     if not order:
         return empty_figure(title="Bidding floor")
-    by_agent = {r["agent"]: r for r in frame.to_dict("records")} if not frame.empty else {}
+    by_agent = {r["agent"]: r for r in records(frame)} if not frame.empty else {}
     rows = [by_agent.get(a) for a in order]
     colors = [agent_colors(order)[a] for a in order]
     raw = [None if r is None else r["score"] for r in rows]

@@ -12,7 +12,7 @@ from typing import Any
 
 import streamlit as st
 
-from groupchat_core import Message, StoreError
+from groupchat_core import JobStatus, Message, StoreError
 
 from . import state as _state
 from .jobs import JobRegistry
@@ -27,7 +27,7 @@ from .sweep_status import sweep_status
 __all__ = ["bubble", "cards", "confirm", "feedback", "login_screen", "notices", "preset_confirm",
            "say_at", "sidebar"]
 
-_ICONS = {"queued": ":material/schedule:", "running": ":material/autorenew:",
+_ICONS: dict[JobStatus, str] = {"queued": ":material/schedule:", "running": ":material/autorenew:",
           "finished": ":material/check_circle:", "cancelled": ":material/stop_circle:",
           "error": ":material/error:"}
 

@@ -28,14 +28,16 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from groupchat_core import (
+    JOB_TERMINAL,
     BackgroundLoop,
     Bid,
     BidReceived,
     Event,
     GroupChat,
+    JobStatus,
     Message,
     MessagePosted,
     Observer,
@@ -50,8 +52,7 @@ from groupchat_core import (
 
 from .access import is_admin
 
-JobStatus = Literal["queued", "running", "finished", "cancelled", "error"]
-TERMINAL: frozenset[str] = frozenset({"finished", "cancelled", "error"})
+TERMINAL: frozenset[str] = JOB_TERMINAL  # the statuses, like every status, live in the core
 DEFAULT_TTL_S = 3600.0
 Emit = Callable[[Any], None]
 CoroFactory = Callable[[Emit], Awaitable[Any]]
@@ -223,7 +224,7 @@ class TaskSnapshot:
     id: str
     owner: str
     kind: str
-    status: str
+    status: JobStatus
     events: tuple[Any, ...]
     result: Any
     error: str | None

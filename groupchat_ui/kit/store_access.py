@@ -21,6 +21,7 @@ from groupchat_core import (
     StoreError,
     bids_csv,
     bundle_json,
+    chat_default,
     transcript_markdown,
 )
 from groupchat_core.store import RunStore, default_url, safe_url
@@ -98,7 +99,7 @@ class RunData:
 
     @property
     def threshold(self) -> float:
-        return float(self.info["spec"].get("threshold", 0.5))
+        return float(self.info["spec"].get("threshold", chat_default("threshold")))
 
     @property
     def agents(self) -> list[str]:

@@ -110,7 +110,7 @@ def on_start_run() -> None:
     session, store = get(), store_access.store()
     by_name = {a.agent_name: a for a in store_access.agents()}
     try:
-        form = RunForm.from_state(st.session_state)
+        form = RunForm.from_state(st.session_state.to_dict())
         job_id = logic.start_run(
             store, store_access.job_registry(), session.owner,
             [by_name[n] for n in form.roster if n in by_name], form.task, form,

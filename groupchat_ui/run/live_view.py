@@ -167,8 +167,7 @@ def _candidates(snap: JobSnapshot) -> None:
 
 def _floor(snap: JobSnapshot) -> None:
     """The current turn's bids as they arrive; between turns, the last decided turn."""
-    threshold = float(snap.config.get("threshold", 0.5))
-    penalty = float(snap.config.get("recency_penalty", 0.0))
+    threshold, penalty = logic.floor_settings(snap.config)
     agents = list(snap.agents or snap.models)
     turn, bids = snap.current_turn, snap.current_bids
     last = snap.turns[-1] if snap.turns else None

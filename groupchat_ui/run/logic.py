@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from groupchat_core import (
+    CHAT_BOUNDS,
     Agent,
     Bid,
     BidDelta,
@@ -27,6 +28,7 @@ from groupchat_core import (
     RunRecord,
     Turn,
     TurnStarted,
+    chat_default,
     check_credentials,
     format_cost,
     is_sim_model,
@@ -49,7 +51,7 @@ NO_READABLE_BID = "no agent produced a readable bid"
 KEY_FIX = ("Add the key in Settings (this browser session only), start the server with it in "
            "the environment, or give the agent an API key.")
 
-PARAM_HELP = {
+_HELP = {
     "name": "Optional. Names this run in the sidebar, the Runs table, Analysis and exports; "
             "left empty, the run is labelled by its task.",
     "description": "What this chat is for; kept with the run's configuration.",
@@ -76,6 +78,23 @@ PARAM_HELP = {
                  "requests of deterministic agents (sim/ models, temperature 0) from this "
                  "server's cache: the same results, at once. Off: every agent is asked afresh.",
 }
+
+
+def _with_range(name: str, text: str) -> str:
+    """A help text ending in the engine's range and default (read from the core, not copied)."""
+    bound = CHAT_BOUNDS.get(name)
+    if bound is None:
+        return text
+    return f"{text} Allowed: {bound.text()}; the engine's default is {chat_default(name):g}."
+
+
+PARAM_HELP = {name: _with_range(name, text) for name, text in _HELP.items()}
+
+
+def floor_settings(config: Mapping[str, Any]) -> tuple[float, float]:
+    """(threshold, recency_penalty) of a run's config; a missing key is the engine's default."""
+    return (float(config.get("threshold", chat_default("threshold"))),
+            float(config.get("recency_penalty", chat_default("recency_penalty"))))
 
 
 # --- starting a run -----------------------------------------------------------------------

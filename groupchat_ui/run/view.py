@@ -78,10 +78,10 @@ def roster_picker(agents: Sequence[Agent], session: SessionState) -> list[str]:
     """Which saved agents take part, in which order (ties go to the earlier agent)."""
     by_name = {a.agent_name: a for a in agents}
     options = ordered(list(by_name), session.agent_order)
-    current = st.session_state.get(actions.ROSTER_KEY, session.roster)
-    st.session_state[actions.ROSTER_KEY] = [n for n in current if n in by_name]
+    current = st.session_state.get(form.ROSTER_KEY, session.roster)
+    st.session_state[form.ROSTER_KEY] = [n for n in current if n in by_name]
     roster: list[str] = st.multiselect(
-        "Agents (in speaking-priority order)", options, key=actions.ROSTER_KEY,
+        "Agents (in speaking-priority order)", options, key=form.ROSTER_KEY,
         format_func=lambda n: f"{n} · {model_label(by_name[n].model_name)}",
         on_change=actions.on_roster_changed, persist_state="session",
         help="At least two. Order matters: a tie between bids goes to the earlier agent. "
@@ -108,26 +108,29 @@ def param_inputs(defaults: Mapping[str, Any]) -> None:
     st.text_input("Run name (optional)", key=p + "name", help=PARAM_HELP["name"],
                   placeholder="left empty: the run is labelled by its task",
                   persist_state=PERSIST)
+    # No min/max on these inputs: a browser silently refuses a value outside them (Start then did
+    # nothing, issue 21). The help names the engine's range (CHAT_BOUNDS) and Start refuses an
+    # out-of-range value with the engine's one-line message.
     cols = st.columns(3)
-    cols[0].number_input("max_loops", 1, 1000, key=p + "max_loops", help=PARAM_HELP["max_loops"],
+    cols[0].number_input("max_loops", step=1, key=p + "max_loops", help=PARAM_HELP["max_loops"],
                          persist_state=PERSIST)
-    cols[1].number_input("threshold", -1.0, 2.0, step=0.05, key=p + "threshold",
+    cols[1].number_input("threshold", step=0.05, key=p + "threshold",
                          help=PARAM_HELP["threshold"], persist_state=PERSIST)
-    cols[2].number_input("recency_penalty", -1.0, 2.0, step=0.05, key=p + "recency_penalty",
+    cols[2].number_input("recency_penalty", step=0.05, key=p + "recency_penalty",
                          help=PARAM_HELP["recency_penalty"], persist_state=PERSIST)
     cols = st.columns(3)
-    cols[0].number_input("recency_window", 0, 100, key=p + "recency_window",
+    cols[0].number_input("recency_window", step=1, key=p + "recency_window",
                          help=PARAM_HELP["recency_window"], persist_state=PERSIST)
-    cols[1].number_input("seed", 0, 2**31 - 1, key=p + "seed", help=PARAM_HELP["seed"],
+    cols[1].number_input("seed", step=1, key=p + "seed", help=PARAM_HELP["seed"],
                          persist_state=PERSIST)
-    cols[2].number_input("bid_timeout (s)", 0.0, 3600.0, key=p + "bid_timeout",
+    cols[2].number_input("bid_timeout (s)", step=1.0, key=p + "bid_timeout",
                          help=PARAM_HELP["bid_timeout"], persist_state=PERSIST)
     with st.expander("More parameters"):
         st.text_input("description", key=p + "description", help=PARAM_HELP["description"],
                       persist_state=PERSIST)
         st.selectbox("output_type", OUTPUT_TYPES, key=p + "output_type",
                      help=PARAM_HELP["output_type"], persist_state=PERSIST)
-        st.number_input("idle_timeout (s)", 0.0, 3600.0, key=p + "idle_timeout",
+        st.number_input("idle_timeout (s)", step=1.0, key=p + "idle_timeout",
                         help=PARAM_HELP["idle_timeout"], persist_state=PERSIST)
         st.text_area("bid_prompt", key=p + "bid_prompt", height=200,
                      help=PARAM_HELP["bid_prompt"], persist_state=PERSIST)

@@ -14,6 +14,7 @@ import pandas as pd
 from groupchat_core import format_cost, import_bundle
 from groupchat_core.analysis import SpeakerMetrics
 from groupchat_core.store import RunStore
+from groupchat_ui.kit.frames import records
 from groupchat_ui.kit.jobs import LOCAL_USER, may_manage
 from groupchat_ui.kit.labels import local_time, row_label, run_label
 from groupchat_ui.kit.metrics import Card, metric_cards
@@ -45,12 +46,12 @@ def runs_table(runs: pd.DataFrame, unpriced: dict[str, int] | None = None) -> pd
     cost "unknown" where no price was known."""
     unpriced = unpriced or {}
     out = runs.copy()
-    out["run"] = [row_label(r) for r in runs.to_dict("records")]
+    out["run"] = [row_label(r) for r in records(runs)]
     out["started"] = [local_time(v) for v in runs["started_at"]]
     out["ended"] = [local_time(v) for v in runs["ended_at"]]
     out["cost"] = [cost_text(t, unpriced.get(str(i), 0))
                    for t, i in zip(runs["total_cost_usd"], runs["run_id"], strict=True)]
-    out["owner"] = [owner_label(r) for r in runs.to_dict("records")]
+    out["owner"] = [owner_label(r) for r in records(runs)]
     return out[TABLE_COLUMNS].reset_index(drop=True)
 
 

@@ -135,6 +135,11 @@ def value_text(value: object) -> str:
         else str(value)
 
 
+def metric_label(metric: str) -> str:
+    """A metric's name in pickers and titles ('mean chat length (messages)')."""
+    return METRIC_LABELS.get(metric, metric)
+
+
 def axis_name(column: str) -> str:
     """A short name for an axis in legends ('penalty 0.3')."""
     return {"recency_penalty": "penalty", "recency_window": "window",

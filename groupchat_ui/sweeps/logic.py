@@ -16,7 +16,14 @@ from typing import Any
 
 import pandas as pd
 
-from groupchat_core import Agent, ConfigError, is_sim_model
+from groupchat_core import (
+    CHAT_BOUNDS,
+    SWEEP_RESUMABLE,
+    Agent,
+    ConfigError,
+    chat_default,
+    is_sim_model,
+)
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import (
     CellFinished,
@@ -37,9 +44,9 @@ from groupchat_ui.kit.sweep_status import MISSING, SweepStatus, sweep_status
 GRID_AXES = ("threshold", "recency_penalty", "recency_window")
 DEFAULT_GRID = {"threshold": "0.3, 0.4, 0.5, 0.6, 0.7", "recency_penalty": "0.0, 0.15, 0.3, 0.45",
                 "recency_window": "1"}
-BOUNDS = {"threshold": (0.0, 1.0), "recency_penalty": (0.0, 1.0), "recency_window": (0, 1000)}
+BOUNDS = {axis: (CHAT_BOUNDS[axis].low, CHAT_BOUNDS[axis].high) for axis in GRID_AXES}
 MAX_CHECKED_COMBOS = 500
-RESUMABLE = frozenset({"cancelled", "interrupted", "stopped_budget", "error"})
+RESUMABLE = SWEEP_RESUMABLE
 EXECUTORS = {"local": "this server", "ray": "a Ray cluster"}
 WORKER_LABEL_MAX = 120
 SIM_NOTE = ("sim/ agents are simulations: scripted bidders with seeded randomness, not language "
@@ -122,7 +129,7 @@ def build_spec(agents: Sequence[Agent], tasks: Sequence[str], grid_text: Mapping
                             bounds=BOUNDS[axis]) for axis in GRID_AXES if axis not in drawn}
     grid.update(grid_more)
     base = {"agents": [a.to_spec() for a in agents], "max_loops": int(options["max_loops"]),
-            "seed": int(options.get("seed", 0))}
+            "seed": int(options.get("seed", chat_default("seed")))}
     caps = {k: options[k] for k in ("max_calls", "max_usd") if options.get(k)}
     spec = parse_sweep({"name": options.get("name") or "sweep", "base": base, "grid": grid,
                         "tasks": [t for t in tasks if t.strip()],

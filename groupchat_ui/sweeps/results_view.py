@@ -27,6 +27,7 @@ from groupchat_core.sweeps import (
     sweep_results,
     sweep_summary,
 )
+from groupchat_ui.kit.frames import records
 from groupchat_ui.kit.jobs import JobRegistry
 from groupchat_ui.kit.safety import escape_markdown
 
@@ -45,7 +46,7 @@ def pick(store: RunStore) -> str | None:
         st.info("No sweeps in the store yet: define a grid above and start one (the presets "
                 "are offline sim/ agents: simulations, no key needed).")
         return None
-    rows = {r["sweep_id"]: r for r in sweeps.to_dict("records")}
+    rows = {r["sweep_id"]: r for r in records(sweeps)}
     wanted = st.query_params.get("sweep")
     if wanted in rows and st.session_state.get("sw_pick") != wanted:
         st.session_state["sw_pick"] = wanted
@@ -91,7 +92,7 @@ def results(store: RunStore, sweep_id: str) -> None:
     with tabs[0]:
         agg = aggregate(frame, by=by, metrics=METRICS)
         metric = st.selectbox("Metric", METRICS, key="sw_metric",
-                              format_func=charts.METRIC_LABELS.get)
+                              format_func=charts.metric_label)
         st.plotly_chart(charts.sweep_heatmaps(agg, metric), key="sw_heatmap")
         st.caption("Mean over finished cells (all repeats, tasks and other axes) per "
                    "threshold × penalty; one panel per recency_window.")
@@ -117,7 +118,7 @@ def _intervals(frame: pd.DataFrame, sweep_id: str) -> None:
     axes = svc.group_columns(frame) or ["threshold"]
     cols = st.columns(3)
     metric = cols[0].selectbox("Metric", METRICS, key="sw_ci_metric",
-                               format_func=charts.METRIC_LABELS.get)
+                               format_func=charts.metric_label)
     x = cols[1].selectbox("Along", axes, key="sw_ci_x", format_func=charts.axis_name)
     lines = ["(none)", *[a for a in axes if a != x]]
     line = cols[2].selectbox("A line per", lines, key="sw_ci_line",
@@ -162,7 +163,7 @@ def _cells(frame: pd.DataFrame, sweep_id: str) -> None:
     st.download_button("Download results CSV", frame_csv(frame),
                        file_name=f"sweep-{sweep_id[:8]}.csv", mime="text/csv",
                        icon=":material/download:", key="sw_csv")
-    runs = {r["run_id"]: r for r in frame.to_dict("records") if isinstance(r["run_id"], str)}
+    runs = {r["run_id"]: r for r in records(frame) if isinstance(r["run_id"], str)}
     if not runs:
         st.caption("No cell has a run yet.")
         return
@@ -174,7 +175,7 @@ def _cells(frame: pd.DataFrame, sweep_id: str) -> None:
 
 def whatif(store: RunStore, frame: pd.DataFrame) -> None:
     """Threshold × penalty heatmaps of a recorded run's first divergence and lull turn."""
-    runs = {r["run_id"]: r for r in frame.to_dict("records")
+    runs = {r["run_id"]: r for r in records(frame)
             if isinstance(r["run_id"], str) and r["status"] == "finished"}
     if not runs:
         st.caption("What-if needs a finished run.")

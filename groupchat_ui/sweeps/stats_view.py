@@ -48,7 +48,7 @@ def importance_tab(frame: pd.DataFrame) -> None:
     """Which parameter moves the chosen metric most, as bars and a table."""
     metric = st.selectbox("Metric", [m for m in METRICS if m not in CACHE_METRICS],
                           key="sw_imp_metric",
-                          format_func=charts.METRIC_LABELS.get)
+                          format_func=charts.metric_label)
     params = svc.group_columns(frame)
     if not params:
         st.info("Only one parameter set was swept: nothing to rank.")
@@ -74,7 +74,7 @@ def compare_tab(frame: pd.DataFrame) -> None:
         return
     cols = st.columns(2)
     metric = cols[0].selectbox("Metric", METRICS, key="sw_cmp_metric",
-                               format_func=charts.METRIC_LABELS.get)
+                               format_func=charts.metric_label)
     by = cols[1].multiselect("Cells by", axes, default=axes, key="sw_cmp_by",
                              format_func=charts.axis_name)
     if not by:
@@ -87,9 +87,9 @@ def compare_tab(frame: pd.DataFrame) -> None:
         return
     names = {i: _cell_name(by, c) for i, c in enumerate(combos)}
     pick = st.columns(2)
-    a = pick[0].selectbox("Cell A", list(names), key="sw_cmp_a", format_func=names.get)
+    a = pick[0].selectbox("Cell A", list(names), key="sw_cmp_a", format_func=lambda i: names[i])
     b = pick[1].selectbox("Cell B", list(names), index=1, key="sw_cmp_b",
-                          format_func=names.get)
+                          format_func=lambda i: names[i])
     if a == b:
         st.info("Pick two different cells.")
         return

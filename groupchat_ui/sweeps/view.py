@@ -12,7 +12,7 @@ from typing import Any
 
 import streamlit as st
 
-from groupchat_core import Agent, ConfigError, StoreError
+from groupchat_core import CHAT_BOUNDS, SWEEP_BOUNDS, Agent, ConfigError, StoreError, chat_default
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import SweepSpec
 from groupchat_ui.kit import store_access
@@ -28,6 +28,15 @@ REFRESH_S = 0.5
 REFRESH_HELP = ("Counted from the store, where every turn is recorded as it completes; refreshed "
                 "every half second while the sweep runs.")
 SAVED = "Saved agents"
+
+LOOPS = CHAT_BOUNDS["max_loops"]
+ORDERS = {"fixed": "as listed", "all": "every order", "sample": "sampled orders"}
+
+
+def _range(name: str) -> tuple[int, int]:
+    """(min, max) of a sweep setting's number input: the core's SWEEP_BOUNDS."""
+    bound = SWEEP_BOUNDS[name]
+    return int(bound.low), int(bound.high)
 
 
 def _room(agents: list[Agent]) -> tuple[list[Agent], str]:
@@ -45,10 +54,15 @@ def _room(agents: list[Agent]) -> tuple[list[Agent], str]:
 def _options() -> dict[str, Any]:
     cols = st.columns(6)
     return {
-        "max_loops": cols[0].number_input("max_loops", 2, 200, 12, key="sw_max_loops"),
-        "repeats": cols[1].number_input("repeats", 1, 1000, 3, key="sw_repeats",
+        "max_loops": cols[0].number_input("max_loops", int(LOOPS.low), int(LOOPS.high), 12,
+                                          key="sw_max_loops", help=f"{LOOPS.text()}; 12 keeps "
+                                          "a sweep's chats short (the engine's default is "
+                                          f"{chat_default('max_loops')})."),
+        "repeats": cols[1].number_input("repeats", *_range("repeats"), 3, key="sw_repeats",
                                         help="Repeat r runs with seed r."),
-        "concurrency": cols[2].number_input("concurrency", 1, 64, 4, key="sw_concurrency"),
+        "concurrency": cols[2].number_input("concurrency", *_range("concurrency"),
+                                            SweepSpec.model_fields["concurrency"].default,
+                                            key="sw_concurrency"),
         "max_calls": cols[3].number_input("max_calls (0: none)", 0, None, 0, key="sw_max_calls"),
         "max_usd": cols[4].number_input("max_usd (0: none)", 0.0, None, 0.0, step=0.5,
                                         key="sw_max_usd"),
@@ -66,25 +80,24 @@ def _search() -> dict[str, Any]:
                          "ranges, seeded: the same inputs draw the same cells.")
     search: dict[str, Any] = {"mode": mode}
     if mode == "random":
-        cols = st.columns(3)
-        search["samples"] = cols[0].number_input("draws", 1, 1000, 10, key="sw_samples")
-        search["threshold_range"] = cols[1].text_input("threshold range (low, high)",
+        rand = st.columns(3)
+        search["samples"] = rand[0].number_input("draws", *_range("samples"), 10,
+                                                 key="sw_samples")
+        search["threshold_range"] = rand[1].text_input("threshold range (low, high)",
                                                        "0.2, 0.8", key="sw_rand_threshold")
-        search["penalty_range"] = cols[2].text_input("recency_penalty range (low, high)",
+        search["penalty_range"] = rand[2].text_input("recency_penalty range (low, high)",
                                                      "0.0, 0.5", key="sw_rand_penalty")
-    cols = st.columns(4)
-    search["order"] = cols[0].selectbox(
-        "Agent order", ["fixed", "all", "sample"], key="sw_order",
-        format_func={"fixed": "as listed", "all": "every order",
-                     "sample": "sampled orders"}.get,
+    more = st.columns(4)
+    search["order"] = more[0].selectbox(
+        "Agent order", list(ORDERS), key="sw_order", format_func=lambda o: ORDERS[o],
         help="Ties go to the agent earlier in the order, so the order is a parameter.")
-    search["order_samples"] = cols[1].number_input("sampled orders", 1, 1000, 6,
+    search["order_samples"] = more[1].number_input("sampled orders", *_range("samples"), 6,
                                                    key="sw_order_samples",
                                                    disabled=search["order"] != "sample")
-    search["roster_sizes"] = cols[2].text_input(
+    search["roster_sizes"] = more[2].text_input(
         "roster sizes (blank: everyone)", "", key="sw_roster",
         help="Every subset of the agents of these sizes takes part, e.g. 2, 3.")
-    search["temperature"] = cols[3].text_input("temperature values (blank: as set)", "",
+    search["temperature"] = more[3].text_input("temperature values (blank: as set)", "",
                                                key="sw_temperature")
     return search
 
@@ -308,7 +321,7 @@ def _render(registry: JobRegistry, store: RunStore, session: SessionState, snap:
     if not snap.done:
         reason = None if mine else not_yours(snap.user_name, "sweep")
         st.button("Stop", key="sw_stop", type="primary", icon=":material/stop_circle:",
-                  on_click=registry.cancel, args=(snap.id,), kwargs={"user": session.user},
+                  on_click=_stop, args=(registry, snap.id, session.user),
                   disabled=not mine, help=reason)
         if reason:
             st.caption(escape_markdown(reason))
@@ -332,3 +345,8 @@ def _workers(snap: Any) -> None:
         st.caption("workers: none has finished a cell yet")
         return
     st.dataframe(workers, hide_index=True, key=f"sw_workers_{snap.id}")
+
+
+def _stop(registry: JobRegistry, job_id: str, user: str) -> None:
+    """The Stop button's callback (whether the job was still running does not matter here)."""
+    registry.cancel(job_id, user=user)
