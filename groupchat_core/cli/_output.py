@@ -9,43 +9,18 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from .._jsonable import plain
 from .._records import BidReceived, Event, LullReached, RunStarted, SpeakerSelected
 from .._secrets import ScrubFilter, install_log_filter
 from .._terminal import terminal_text
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 SIGPIPE_EXIT = 141  # what a shell reports for a process ended by SIGPIPE (128 + 13)
-
-
-def plain(value: Any) -> Any:
-    """A value JSON can carry: numpy scalars as Python numbers, NaN/NaT/NA as None."""
-    if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
-    if hasattr(value, "item") and not isinstance(value, str | bytes):
-        try:
-            value = value.item()  # numpy scalar
-        except (TypeError, ValueError):
-            pass
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    try:
-        import pandas as pd
-
-        if pd.isna(value):
-            return None
-    except (TypeError, ValueError):
-        pass
-    return str(value)
 
 
 def records(frame: Any, fields: Sequence[str]) -> list[dict[str, Any]]:

@@ -245,8 +245,9 @@ def _write(frame: pd.DataFrame, meta: dict[str, Any], args: argparse.Namespace,
     from pathlib import Path
 
     from .._errors import ConfigError
+    from .._jsonable import plain
     from ..exports._tables import frame_csv
-    from ..sweeps._export import parquet_bytes, plain
+    from ..sweeps._export import parquet_bytes
 
     if args.format == "json":
         rows = records(frame, list(frame.columns))

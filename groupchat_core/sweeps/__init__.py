@@ -23,6 +23,7 @@ _export (self-describing exports, methods paragraph). The `sweep` subcommand liv
 groupchat_core/cli/_sweeps.py.
 """
 
+from .._jsonable import plain as plain_json
 from ..exports._tables import frame_csv
 from ._compare import (
     Comparison,
@@ -44,7 +45,6 @@ from ._events import (
 )
 from ._executor import CellJob, CellResult, Executor, LocalExecutor, UsageHook
 from ._export import METHODS_VERSION, export_meta, long_frame, methods_paragraph, parquet_bytes
-from ._export import plain as plain_json
 from ._importance import importance
 from ._intervals import (
     Interval,

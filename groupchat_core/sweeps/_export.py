@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import io
 import json
-import math
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from .._jsonable import plain
 from .._version import app_version
 from . import _compare, _importance
 from ._intervals import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE, STUDENTIZED
@@ -164,22 +163,6 @@ def parquet_bytes(frame: pd.DataFrame, meta: dict[str, Any]) -> bytes:
     sink = io.BytesIO()
     pq.write_table(table, sink)
     return sink.getvalue()
-
-
-def plain(value: Any) -> Any:
-    """A value JSON carries: numpy scalars as Python numbers, NaN and NA as None."""
-    if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
-    if hasattr(value, "item") and not isinstance(value, str | bytes):
-        try:
-            value = value.item()
-        except (TypeError, ValueError):
-            pass
-    if value is pd.NA or (isinstance(value, float) and not math.isfinite(value)):
-        return None
-    return value
 
 
 def _parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:
