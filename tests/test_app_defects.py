@@ -1,0 +1,70 @@
+"""Issue 21 item 5, defects seen in the browser, through AppTest: what a user reads."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pandas as pd
+import pytest
+from app_helpers import goto, new_app, texts
+from streamlit.testing.v1 import AppTest
+
+from groupchat_core.store import RunStore
+from groupchat_ui.analysis import logic as analysis_logic
+from groupchat_ui.kit import jobs as job_registry
+from groupchat_ui.kit import store_access
+from groupchat_ui.kit.labels import row_label
+from groupchat_ui.runs import logic as runs_logic
+
+
+@pytest.fixture
+def app() -> Iterator[AppTest]:
+    yield new_app()
+    job_registry.registry().shutdown()
+
+
+@pytest.fixture
+def store() -> RunStore:
+    return RunStore()
+
+
+def _select(at: AppTest, rows: list[int]) -> None:
+    at.session_state["runs_table"] = {"selection": {"rows": rows, "columns": [], "cells": []}}
+    at.run()
+
+
+def test_the_delete_question_names_the_runs(app: AppTest, store: RunStore):
+    """It said "Delete 1 run(s) ... for good?"; now it names the run, and for two, both."""
+    first, second = analysis_logic.run_demo(store), analysis_logic.run_demo(store)
+    store_access.invalidate()
+    goto(app, "runs")
+    table = app.dataframe[0].value
+    labels = {str(r["run_id"]): row_label(r) for r in store.list_runs().to_dict("records")}
+    row = int(table.index[table["run_id"] == first][0])
+    _select(app, [row])
+    app.button(key="delete_runs").click().run()
+    question = texts(app.warning)
+    assert f"Delete the run {labels[first]} and its bid log for good?" in question
+    assert "run(s)" not in question and first[:8] in question and second[:8] not in question
+    app.button(key="confirm_delete_no").click().run()
+
+    _select(app, [0, 1])
+    app.button(key="delete_runs").click().run()
+    question = texts(app.warning)
+    assert "Delete these 2 runs and their bid logs for good?" in question
+    assert first[:8] in question and second[:8] in question
+    app.button(key="confirm_delete_yes").click().run()
+    assert store.list_runs().empty
+
+
+def test_a_refused_delete_names_the_runs_in_good_grammar():
+    """It said "1 of the selected runs were started by someone else"."""
+    runs = pd.DataFrame([{"run_id": "abcdef0123", "name": "*my* run", "task": "t",
+                          "started_at": None},
+                         {"run_id": "0123456789", "name": "", "task": "Second task",
+                          "started_at": None}])
+    one = runs_logic.refusal_text(runs_logic.run_names(runs, ["abcdef0123"]))
+    assert one.startswith("Nothing was deleted: the run *my* run · abcdef01 was started by")
+    two = runs_logic.refusal_text(runs_logic.run_names(runs, ["abcdef0123", "0123456789"]))
+    assert "2 of the selected runs (*my* run · abcdef01; Second task · 01234567) were" in two
+    assert "1 of the selected runs were" not in one + two
