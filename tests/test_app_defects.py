@@ -14,6 +14,7 @@ from groupchat_ui.analysis import logic as analysis_logic
 from groupchat_ui.kit import jobs as job_registry
 from groupchat_ui.kit import store_access
 from groupchat_ui.kit.labels import row_label
+from groupchat_ui.run import logic as run_logic
 from groupchat_ui.runs import logic as runs_logic
 
 
@@ -68,3 +69,28 @@ def test_a_refused_delete_names_the_runs_in_good_grammar():
     two = runs_logic.refusal_text(runs_logic.run_names(runs, ["abcdef0123", "0123456789"]))
     assert "2 of the selected runs (*my* run · abcdef01; Second task · 01234567) were" in two
     assert "1 of the selected runs were" not in one + two
+
+
+def test_where_streaming_is_offered_it_says_sims_never_stream(app: AppTest):
+    """Settings and the README promised every candidate streams; sims never do."""
+    goto(app, "settings")
+    toggle = app.toggle(key="pref_stream_bids")
+    assert "never stream" in toggle.help and "sim/" in toggle.help
+    goto(app, "agents")
+    app.button(key="load_preset").click().run()  # the debate trio: three sims
+    goto(app, "run")
+    notes = [c.value for c in app.caption if "stream" in c.value.lower()]
+    assert any("simulated agents" in n and "never stream" in n for n in notes), notes
+    goto(app, "settings")
+    app.toggle(key="pref_stream_bids").set_value(False).run()
+    goto(app, "run")
+    assert not any("never stream" in c.value for c in app.caption)  # nothing streams anyway
+
+
+def test_the_stream_note_counts_real_and_simulated_agents():
+
+    mixed = run_logic.stream_note(["gpt-4o-mini", "sim/eager"], True)
+    assert mixed is not None and "1 agent(s) on real models" in mixed and "never stream" in mixed
+    real = run_logic.stream_note(["gpt-4o-mini"], True)
+    assert real is not None and "never" not in real
+    assert run_logic.stream_note(["sim/eager"], False) is None
