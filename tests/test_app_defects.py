@@ -6,9 +6,10 @@ from collections.abc import Iterator
 
 import pandas as pd
 import pytest
-from app_helpers import goto, new_app, texts
+from app_helpers import ROOT, goto, new_app, save_agents, session, texts
 from streamlit.testing.v1 import AppTest
 
+from groupchat_core import Agent
 from groupchat_core.store import RunStore
 from groupchat_ui.analysis import logic as analysis_logic
 from groupchat_ui.kit import jobs as job_registry
@@ -94,3 +95,43 @@ def test_the_stream_note_counts_real_and_simulated_agents():
     real = run_logic.stream_note(["gpt-4o-mini"], True)
     assert real is not None and "never" not in real
     assert run_logic.stream_note(["sim/eager"], False) is None
+
+
+def _reload(at: AppTest, page: str) -> AppTest:
+    """A browser reload: a new Streamlit session with the same URL (`?sid=` and the page)."""
+    again = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
+    again.query_params["sid"] = session(at).owner
+    again.run()
+    return goto(again, page)
+
+
+def test_a_reload_keeps_the_sweep_form_and_its_agent_choice(app: AppTest, store: RunStore):
+    """The sweep's agent choice went back to the default on reload, so the estimate was for
+    other agents; the Run form's task and parameters (as last started) were reset too."""
+    save_agents(store, [Agent(agent_name=n, model_name="sim/eager") for n in "ABCD"])
+    goto(app, "sweeps")
+    app.selectbox(key="sw_room").set_value("Saved agents").run()
+    assert app.multiselect(key="sw_saved").value == ["A", "B", "C"]  # the default
+    app.multiselect(key="sw_saved").set_value(["B", "D"]).run()
+    app.text_input(key="sw_name").set_value("my sweep").run()
+    app.number_input(key="sw_repeats").set_value(2).run()
+    goto(app, "run")  # the Run form is an st.form: its values reach the server on Start
+    app.button(key="use_preset").click().run()
+    app.text_area(key="run_task").set_value("Remembered task")
+    app.number_input(key="run_param_max_loops").set_value(3)
+    app.button(key="start_run").click().run()
+    assert session(app).job_ids
+
+    again = _reload(app, "sweeps")
+    assert again.selectbox(key="sw_room").value == "Saved agents"
+    assert again.multiselect(key="sw_saved").value == ["B", "D"]
+    assert again.text_input(key="sw_name").value == "my sweep"
+    assert again.number_input(key="sw_repeats").value == 2
+    goto(again, "run")
+    assert again.text_area(key="run_task").value == "Remembered task"
+    assert again.number_input(key="run_param_max_loops").value == 3
+
+    store.delete_agent("D")  # a remembered agent deleted meanwhile: dropped, not an error
+    store_access.invalidate()
+    third = _reload(again, "sweeps")
+    assert third.multiselect(key="sw_saved").value == ["B"]

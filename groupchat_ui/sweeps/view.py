@@ -47,6 +47,8 @@ def _room(agents: list[Agent]) -> tuple[list[Agent], str]:
         preset = PRESETS[room]
         return preset.build_agents(latency_s=0), preset.task
     names = [a.agent_name for a in agents]
+    if "sw_saved" in st.session_state:  # remembered (form_memory): drop deleted agents
+        st.session_state["sw_saved"] = [n for n in st.session_state["sw_saved"] if n in names]
     chosen = st.multiselect("Saved agents (in order)", names, default=names[:3], key="sw_saved")
     return [a for a in agents if a.agent_name in chosen], ""
 
