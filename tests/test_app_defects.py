@@ -135,3 +135,13 @@ def test_a_reload_keeps_the_sweep_form_and_its_agent_choice(app: AppTest, store:
     store_access.invalidate()
     third = _reload(again, "sweeps")
     assert third.multiselect(key="sw_saved").value == ["B"]
+
+
+def test_after_a_ray_sweep_ends_the_page_no_longer_says_connected():
+    from groupchat_ui.sweeps import logic as sweep_logic
+    from groupchat_ui.sweeps import view as sweep_view
+    ray = sweep_logic.RayState("10.0.0.1:6379", "connected")
+    assert sweep_view.ray_line(ray, done=False).endswith("connected")
+    ended = sweep_view.ray_line(ray, done=True)
+    assert "connected" not in ended.replace("disconnected", "") and "ended" in ended
+    assert "10.0.0.1:6379" in ended

@@ -341,12 +341,20 @@ def _workers(snap: Any) -> None:
     ray = svc.ray_state(snap.events)
     if ray is None:
         return
-    st.caption(escape_markdown(ray.text()))
+    st.caption(escape_markdown(ray_line(ray, snap.done)))
     workers = svc.worker_table(snap.events)
     if workers.empty:
         st.caption("workers: none has finished a cell yet")
         return
     st.dataframe(workers, hide_index=True, key=f"sw_workers_{snap.id}")
+
+
+def ray_line(ray: svc.RayState, done: bool) -> str:
+    """The Ray line: once the job has ended its connection is closed, so never "connected"."""
+    if not done:
+        return ray.text()
+    where = ray.address or "a local cluster started for this sweep"
+    return f"cells ran on Ray · {where} · disconnected: the sweep has ended"
 
 
 def _stop(registry: JobRegistry, job_id: str, user: str) -> None:
