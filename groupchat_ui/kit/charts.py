@@ -178,6 +178,7 @@ def bids_heatmap(bids: pd.DataFrame, value: str = "score", threshold: float | No
         fig.update_xaxes(range=[float(min(z.columns)) - 0.5, float(max(z.columns)) + 0.5])
     fig.update_layout(title=f"Bids by turn ({value}); threshold {thr}", xaxis_title="turn",
                       showlegend=True, legend={"orientation": "h", "x": 1, "y": 1.02,
+                                               "itemsizing": "constant",
                                                "yanchor": "bottom", "xanchor": "right"})
     return fig
 
