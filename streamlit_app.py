@@ -14,7 +14,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import streamlit as st  # noqa: E402
 
-from groupchat_ui.kit import components, state, store_access  # noqa: E402
+from groupchat_ui.kit import components, form_memory, state, store_access  # noqa: E402
 
 st.set_page_config(page_title="GroupChat Lab", page_icon=":material/forum:", layout="wide")
 session = state.get()
@@ -24,6 +24,7 @@ if not state.identify(session):
     components.login_screen()
     st.stop()
 state.reattach(session, store_access.job_registry())  # a reload keeps this browser's jobs
+form_memory.restore(session.owner, st.session_state)  # and its Run and Sweeps forms
 
 # (file in app_pages/, title, Material icon); Run is the landing page. The folder is not called
 # `pages/`: Streamlit would then serve deep links (/agents) as legacy pages-folder scripts,
@@ -51,4 +52,7 @@ def home() -> None:
 root = st.Page(home, title="Run", url_path="home", default=True, visibility="hidden")
 page = st.navigation([root, *pages.values()])
 components.sidebar(session, store_access.job_registry(), store_access.data_location())
-page.run()
+try:
+    page.run()
+finally:  # also on st.rerun / st.switch_page, which end the run by raising
+    form_memory.remember(session.owner, st.session_state)

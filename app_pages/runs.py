@@ -42,8 +42,8 @@ acts[2].button("Delete selected", key="delete_runs", disabled=not picked,
             on_click=actions.on_ask_delete, args=(picked,))
 components.feedback(actions.DELETE_SLOT)
 if session.confirm_delete:
-    components.confirm(f"Delete {len(session.confirm_delete)} run(s) and their bid logs for "
-                       "good?", "confirm_delete", actions.on_confirm_delete, yes="Yes, delete")
+    components.confirm(view.delete_question(every, session.confirm_delete),
+                       "confirm_delete", actions.on_confirm_delete, yes="Yes, delete")
 if compare and len(picked) == 2:
     view.compare(store_access.run_data(picked[0]), store_access.run_data(picked[1]))
 

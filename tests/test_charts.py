@@ -41,7 +41,7 @@ def test_bids_heatmap_has_agents_by_turns_with_winners_starred(record: RunRecord
     assert heat.type == "heatmap" and list(heat.y) == ["Alice", "Bob", "Cara"]
     assert list(heat.x) == [1, 2, 3]
     assert heat.z[0][1] == pytest.approx(0.6)  # Alice's penalised bid on turn 2
-    assert list(zip(stars.customdata, stars.y, strict=True)) == [(1, "Alice"), (2, "Bob")]
+    assert list(zip(stars.customdata, stars.text, strict=True)) == [(1, "Alice"), (2, "Bob")]
     assert "threshold 0.5" in fig.layout.title.text
     assert "threshold 0.5" in heat.colorbar.ticktext
     assert heat.colorbar.tickvals[1] == 0.5  # the scale breaks exactly at the threshold
@@ -49,22 +49,28 @@ def test_bids_heatmap_has_agents_by_turns_with_winners_starred(record: RunRecord
         charts.bids_heatmap(record.bids_frame(), value="latency_ms")
 
 
-def test_heatmap_marks_sit_beside_the_value_and_the_legend_explains_them(record: RunRecord):
-    """The value is printed at the cell's centre: the winner's star sits right of it, a silent
-    bid's ring left of it, both inside the cell (half a turn wide), and both are named."""
+def test_heatmap_marks_sit_on_the_cell_edge_and_the_legend_explains_them(record: RunRecord):
+    """The value is printed at the cell's centre: the winner's mark sits on the cell's top edge,
+    a silent bid's ring on its bottom edge, both inside the cell and off the value's line, and
+    both are named."""
     fig = charts.bids_heatmap(record.bids_frame(), value="adjusted", threshold=0.5)
     heat, stars, silent = fig.data
     assert heat.texttemplate == "%{z:.2f}"  # the value is shown in every cell
-    for trace, side in ((stars, 1), (silent, -1)):
-        offsets = [x - turn for x, turn in zip(trace.x, trace.customdata, strict=True)]
-        assert all(0.25 <= side * o < 0.5 for o in offsets), (trace.name, offsets)
+    rows = {agent: i for i, agent in enumerate(heat.y)}
+    for trace, side in ((stars, -1), (silent, 1)):
+        assert trace.yaxis == "y2" and list(trace.x) == list(trace.customdata)
+        offsets = [y - rows[a] for y, a in zip(trace.y, trace.text, strict=True)]
+        assert all(0.3 <= side * o < 0.5 for o in offsets), (trace.name, offsets)
         assert trace.showlegend is not False and "turn %{customdata}" in trace.hovertemplate
-    assert "winner" in stars.name and stars.marker.symbol == "star"
+    assert "winner" in stars.name and stars.marker.symbol == "triangle-down"
     assert "silent" in silent.name and silent.marker.symbol == "circle-open"
     # Cara's empty message on turn 1 and Alice's on turn 3 are silent; nothing else is
-    assert sorted(zip(silent.customdata, silent.y, strict=True)) == [(1, "Cara"), (3, "Alice")]
+    assert sorted(zip(silent.customdata, silent.text, strict=True)) == [(1, "Cara"), (3, "Alice")]
     assert fig.layout.showlegend is True
     assert list(fig.layout.xaxis.range) == [0.5, 3.5]  # the marks do not widen the axis
+    # the marks' numeric rows line up with the agent rows: one range for both axes
+    assert list(fig.layout.yaxis2.range) == list(fig.layout.yaxis.range) == [2.5, -0.5]
+    assert fig.layout.yaxis2.overlaying == "y" and fig.layout.yaxis2.visible is False
 
 
 def test_heatmap_marks_failed_bids_apart_from_silent_ones():

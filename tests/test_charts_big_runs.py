@@ -113,7 +113,7 @@ def test_a_big_runs_charts_still_show_every_agent_and_every_winner():
     heat, stars = heatmap.data[0], heatmap.data[1]
     assert list(heat.y) == agents and len(heat.x) == 1000
     assert stars.type == "scatter" and stars.name == charts.WINNER_LABEL
-    assert sorted(zip(stars.customdata, stars.y, strict=True)) == winners
+    assert sorted(zip(stars.customdata, stars.text, strict=True)) == winners
 
     lines = charts.bid_lines(bids, turns, 0.5, "adjusted", agents)
     by_name = {t.name: t for t in lines.data}
@@ -160,7 +160,7 @@ def test_each_window_of_a_big_run_shows_every_agent_and_that_windows_winners():
         heatmap = charts.bids_heatmap(part, "adjusted", 0.5, agents)
         heat, stars = heatmap.data[0], heatmap.data[1]
         assert list(heat.y) == agents and list(heat.x) == span
-        assert sorted(zip(stars.customdata, stars.y, strict=True)) == winners
+        assert sorted(zip(stars.customdata, stars.text, strict=True)) == winners
 
         lines = charts.bid_lines(part, part_turns, 0.5, "adjusted", agents)
         by_name = {t.name: t for t in lines.data}

@@ -22,9 +22,14 @@ from .frames import records
 PALETTE: tuple[str, ...] = tuple(qualitative.Plotly) + tuple(qualitative.Dark24)
 EMPTY_TEXT = "no bids yet"
 _BELOW, _ABOVE = ("#deebf7", "#6baed6"), ("#fdd0a2", "#d94801")
-# Heatmap marks sit off the cell's centre (in turns), so the value printed there stays readable:
-# the winner's star to the right, a silent or failed bid's mark to the left.
-MARK_OFFSET = 0.34
+# Heatmap marks sit on the cell's top or bottom edge (in rows, on an overlaid numeric axis), never
+# beside the value: a mark left or right of the centre covered the value's last digit ("0.9*" for
+# 0.93) or its minus sign once the cells were narrow. The winner's mark at the top, a silent or
+# failed bid's at the bottom; the value, centred, keeps the middle of the cell.
+MARK_OFFSET = 0.36
+# A mark is never wider than its cell: past ~60 turns a fixed 11 px star spans several turns, and
+# alternating winners merged into one agent seemingly winning 20 turns in a row.
+MARK_SIZE_MAX, MARK_SIZE_MIN, MARK_PIXELS = 10, 2, 600
 WINNER_LABEL = "winner of the turn"  # the legend draws each trace's symbol before its name
 SILENT_LABEL = "silent: bid without a message"
 FAILED_LABEL = "failed: no bid (error)"
@@ -95,17 +100,24 @@ def _failed(bids: pd.DataFrame) -> pd.Series:
     return bid_outcomes(bids) == "failed"
 
 
-def _mark(rows: pd.DataFrame, offset: float, name: str, marker: dict[str, Any],
-          what: str) -> go.Scatter:
-    """Marks beside the cells of `rows` (turn + offset), hovering as the cell's turn. Always SVG,
+def mark_size(turns: int) -> int:
+    """Marker size (px) for a heatmap `turns` wide: at most about one cell's width."""
+    return max(MARK_SIZE_MIN, min(MARK_SIZE_MAX, MARK_PIXELS // max(1, turns)))
+
+
+def _mark(rows: pd.DataFrame, rows_of: Mapping[str, int], offset: float, name: str,
+          marker: dict[str, Any], what: str) -> go.Scatter:
+    """Marks on the cells of `rows`, `offset` rows from the centre (on the overlaid axis y2),
+    hovering as the cell's agent and turn. Always SVG,
     never WebGL (`Scattergl`): on a machine without a GPU, Chromium draws WebGL in software
     (SwiftShader), and the WebGL trace's set-up alone cost more than 1,000 SVG stars (Plotly's
     first draw of the 1,000-turn heatmap: ~850 ms with WebGL stars, ~530 ms with SVG ones,
     ~190 ms with none; BENCHMARKS.md, dashboard findings)."""
     return go.Scatter(
-        x=[int(t) + offset for t in rows["turn"]], y=list(rows["agent"]), mode="markers",
-        name=name, marker=marker, customdata=[int(t) for t in rows["turn"]],
-        hovertemplate=f"{what}: %{{y}}, turn %{{customdata}}<extra></extra>")
+        x=[int(t) for t in rows["turn"]], y=[rows_of[a] + offset for a in rows["agent"]],
+        yaxis="y2", mode="markers", name=name, marker=marker, text=list(rows["agent"]),
+        customdata=[int(t) for t in rows["turn"]],
+        hovertemplate=f"{what}: %{{text}}, turn %{{customdata}}<extra></extra>")
 
 
 def _threshold_scale(low: float, high: float, threshold: float) -> list[list[Any]]:
@@ -139,25 +151,34 @@ def bids_heatmap(bids: pd.DataFrame, value: str = "score", threshold: float | No
         colorbar={"title": {"text": value}, "tickvals": [low, threshold, high],
                   "ticktext": [f"{low:g}", f"threshold {thr}", f"{high:g}"]},
     ))
+    rows_of = {agent: i for i, agent in enumerate(order)}
+    size = mark_size(len(z.columns))
     won = bids[bids["winner"].astype(bool)]
-    fig.add_trace(_mark(won, MARK_OFFSET, WINNER_LABEL, {
-        "symbol": "star", "size": 11, "color": "black", "line": {"color": "white", "width": 1}},
-        "winner"))
+    fig.add_trace(_mark(won, rows_of, -MARK_OFFSET, WINNER_LABEL, {
+        "symbol": "triangle-down", "size": size, "color": "black",
+        "line": {"color": "white", "width": 1 if size >= 6 else 0}}, "winner"))
     silent, failed = bids[_silent(bids)], bids[_failed(bids)]
     if not silent.empty:
-        fig.add_trace(_mark(silent, -MARK_OFFSET, SILENT_LABEL, {
-            "symbol": "circle-open", "size": 9, "color": "black", "line": {"width": 2}},
-            "silent (no message)"))
+        fig.add_trace(_mark(silent, rows_of, MARK_OFFSET, SILENT_LABEL, {
+            "symbol": "circle-open", "size": size, "color": "black",
+            "line": {"width": 2 if size >= 6 else 1}}, "silent (no message)"))
     if not failed.empty:
-        fig.add_trace(_mark(failed, -MARK_OFFSET, FAILED_LABEL, {
-            "symbol": "x-thin-open", "size": 9, "color": "crimson", "line": {"width": 2}},
-            "failed"))
-    fig.update_yaxes(autorange="reversed", categoryorder="array", categoryarray=order)
+        fig.add_trace(_mark(failed, rows_of, MARK_OFFSET, FAILED_LABEL, {
+            "symbol": "x-thin-open", "size": size, "color": "crimson",
+            "line": {"width": 2 if size >= 6 else 1}}, "failed"))
+    # y2 overlays the agent rows as numbers (row i spans i - 0.5 .. i + 0.5, top row first), so a
+    # mark can sit at a cell's edge; it follows y (fixed: the rows are few, zoom is by turn).
+    rows_range = [len(order) - 0.5, -0.5]
+    fig.update_layout(yaxis2={"overlaying": "y", "range": rows_range, "visible": False,
+                              "fixedrange": True})
+    fig.layout.yaxis.update(range=rows_range, fixedrange=True, categoryorder="array",
+                            categoryarray=order)
     turn_ticks(fig, z.columns)
-    if len(z.columns):  # the marks beside the outer cells must not widen the axis
+    if len(z.columns):  # half a turn either side of the outer cells, no more
         fig.update_xaxes(range=[float(min(z.columns)) - 0.5, float(max(z.columns)) + 0.5])
     fig.update_layout(title=f"Bids by turn ({value}); threshold {thr}", xaxis_title="turn",
                       showlegend=True, legend={"orientation": "h", "x": 1, "y": 1.02,
+                                               "itemsizing": "constant",
                                                "yanchor": "bottom", "xanchor": "right"})
     return fig
 

@@ -278,6 +278,20 @@ def streams(config: Mapping[str, Any], models: Mapping[str, tuple[str, str | Non
         not is_sim_model(model) for model, _ in models.values())
 
 
+def stream_note(models: Sequence[str], stream: bool) -> str | None:
+    """What streams in a run of these models (None: nothing to say): sims never stream."""
+    if not stream or not models:
+        return None
+    sims = sum(is_sim_model(m) for m in models)
+    if sims == 0:
+        return "Streaming on: every candidate's reply forms live while the turn is open."
+    if sims == len(models):
+        return ("Streaming is on, but simulated agents (sim/) never stream: their bids arrive "
+                "whole and the winner's message is replayed word by word.")
+    return (f"Streaming on for the {len(models) - sims} agent(s) on real models; the {sims} "
+            "simulated (sim/) agent(s) never stream: their bids arrive whole.")
+
+
 def candidate_rows(agents: Sequence[str], forming: Mapping[str, tuple[float | None, str, bool]],
                    ) -> list[tuple[str, str, str, bool]]:
     """(agent, status line, message so far, still typing) per agent in roster order."""

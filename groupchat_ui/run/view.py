@@ -44,6 +44,7 @@ def new_run(session: SessionState, agents: Sequence[Agent]) -> None:
         by_name = {a.agent_name: a for a in agents}
         chosen = [by_name[n] for n in roster if n in by_name]
         logic.warm_up_litellm(chosen)
+        streaming_caption(chosen)
         problems = key_problems(chosen, session)
         with st.form("run_form"):
             st.text_area("Task", key=form.TASK_KEY, persist_state="session",
@@ -57,6 +58,14 @@ def new_run(session: SessionState, agents: Sequence[Agent]) -> None:
                                   help="Disabled until every agent's provider key is set (see "
                                        "above)." if problems else None)
         feedback("run_form")  # why a Start did not start, right under the button
+
+
+def streaming_caption(agents: Sequence[Agent]) -> None:
+    """Say which of the chosen agents will stream (Settings' "Stream bids live"): sims never do."""
+    text = logic.stream_note([a.model_name for a in agents],
+                             bool(st.session_state.get(form.STREAM_KEY, True)))
+    if text:
+        st.caption(escape_markdown(text), help="Settings: Stream bids live.")
 
 
 def key_problems(agents: Sequence[Agent], session: SessionState) -> list[str]:

@@ -30,15 +30,13 @@ def on_ask_delete(run_ids: list[str]) -> None:
     """Ask before deleting; runs started by someone else are refused here, with who."""
     session = get()
     try:
-        others = logic.not_deletable(store_access.store().list_runs(), run_ids, session.user)
+        runs = store_access.store().list_runs()
+        others = logic.not_deletable(runs, run_ids, session.user)
     except StoreError as exc:
         say_at(DELETE_SLOT, "error", f"Nothing was deleted: {exc}")
         return
     if others:
-        say_at(DELETE_SLOT, "error", f"Nothing was deleted: {len(others)} of the selected "
-               "runs were started by someone else, or by nobody recorded (the command line, a "
-               "script, an older version); only whoever started a run, or an admin, can "
-               "delete it. Select only your own runs.")
+        say_at(DELETE_SLOT, "error", logic.refusal_text(logic.run_names(runs, others)))
         return
     session.confirm_delete = tuple(run_ids)
 

@@ -144,6 +144,28 @@ def import_run(store: RunStore, data: str | bytes, source: str, *, user: str = L
     return run_id
 
 
+def run_names(runs: pd.DataFrame, run_ids: Iterable[str]) -> list[str]:
+    """Each run's label (`row_label`), in `run_ids` order; an id not in `runs` as itself."""
+    rows = {str(r["run_id"]): r for r in records(runs)} if "run_id" in runs else {}
+    return [row_label(rows[i]) if i in rows else str(i) for i in map(str, run_ids)]
+
+
+def refusal_text(names: list[str]) -> str:
+    """Why nothing was deleted, naming the runs (raw text: the caller escapes on display)."""
+    subject = (f"the run {names[0]} was" if len(names) == 1
+               else f"{len(names)} of the selected runs ({'; '.join(names)}) were")
+    return (f"Nothing was deleted: {subject} started by someone else, or by nobody recorded "
+            "(the command line, a script, an older version); only whoever started a run, or an "
+            "admin, can delete it. Select only your own runs.")
+
+
+def confirm_text(names: list[str]) -> str:
+    """The delete question, naming the runs (raw text: the caller escapes on display)."""
+    if len(names) == 1:
+        return f"Delete the run {names[0]} and its bid log for good?"
+    return f"Delete these {len(names)} runs and their bid logs for good? {'; '.join(names)}"
+
+
 def delete_runs(store: RunStore, run_ids: Iterable[str], user: str = LOCAL_USER) -> int:
     """Delete the runs `user` may delete (may_manage: their own; an admin any); returns how
     many were."""

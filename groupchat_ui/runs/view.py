@@ -11,6 +11,7 @@ import streamlit as st
 
 from groupchat_core.analysis import speaker_metrics
 from groupchat_ui.kit import store_access
+from groupchat_ui.kit.safety import escape_markdown
 from groupchat_ui.kit.store_access import RunData
 
 from . import logic
@@ -19,6 +20,11 @@ from . import logic
 @st.cache_data(show_spinner=False, ttl=30, max_entries=8)
 def _unpriced(url: str, ids: tuple[str, ...], token: tuple[str, ...]) -> dict[str, int]:
     return logic.unpriced_counts(store_access.store().bids(list(ids)))
+
+
+def delete_question(runs: pd.DataFrame, run_ids: tuple[str, ...]) -> str:
+    """The delete confirmation naming the runs; names are user text, so escaped for markdown."""
+    return logic.confirm_text([escape_markdown(n) for n in logic.run_names(runs, run_ids)])
 
 
 def table(runs: pd.DataFrame) -> pd.DataFrame:

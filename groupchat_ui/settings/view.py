@@ -48,13 +48,18 @@ def data_home(shown_url: str) -> None:
         st.code(f"GROUPCHAT_DB=sqlite:///{path}", language=None)
 
 
+STREAM_HELP = (
+    "On: the reply of every candidate on a real model shows on the Run page as it is written "
+    "(bids are requested with stream=true). Simulated agents (sim/ models) never stream: they "
+    "answer whole, in-process, and a sim winner's message is replayed word by word. Off: bids "
+    "arrive whole. Sweeps never stream. For this browser tab, until it is reloaded.")
+
+
 def streaming() -> None:
     """Whether runs started here stream their bids (the Run page shows candidates forming)."""
     st.toggle("Stream bids live", value=bool(st.session_state.get(STREAM_KEY, True)),
               key="pref_stream_bids", on_change=actions.on_stream_bids,
-              help="On: every candidate's reply shows on the Run page as it is written (bids "
-                   "are requested with stream=true). Off: bids arrive whole. Sweeps never "
-                   "stream. For this browser tab, until it is reloaded.")
+              help=STREAM_HELP)
 
 
 def endpoint_key_form() -> None:

@@ -47,6 +47,8 @@ def _room(agents: list[Agent]) -> tuple[list[Agent], str]:
         preset = PRESETS[room]
         return preset.build_agents(latency_s=0), preset.task
     names = [a.agent_name for a in agents]
+    if "sw_saved" in st.session_state:  # remembered (form_memory): drop deleted agents
+        st.session_state["sw_saved"] = [n for n in st.session_state["sw_saved"] if n in names]
     chosen = st.multiselect("Saved agents (in order)", names, default=names[:3], key="sw_saved")
     return [a for a in agents if a.agent_name in chosen], ""
 
@@ -339,12 +341,20 @@ def _workers(snap: Any) -> None:
     ray = svc.ray_state(snap.events)
     if ray is None:
         return
-    st.caption(escape_markdown(ray.text()))
+    st.caption(escape_markdown(ray_line(ray, snap.done)))
     workers = svc.worker_table(snap.events)
     if workers.empty:
         st.caption("workers: none has finished a cell yet")
         return
     st.dataframe(workers, hide_index=True, key=f"sw_workers_{snap.id}")
+
+
+def ray_line(ray: svc.RayState, done: bool) -> str:
+    """The Ray line: once the job has ended its connection is closed, so never "connected"."""
+    if not done:
+        return ray.text()
+    where = ray.address or "a local cluster started for this sweep"
+    return f"cells ran on Ray · {where} · disconnected: the sweep has ended"
 
 
 def _stop(registry: JobRegistry, job_id: str, user: str) -> None:
