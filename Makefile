@@ -27,7 +27,7 @@ browser:
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-dejavu-core; }
 
 # The store's PostgreSQL tests start a throwaway server of their own from Debian's binaries
-# (tests/pg.py). The packaged cluster and its service are never used: where the package cannot
+# (tests/helpers/pg.py). The packaged cluster and its service are never used: where the package cannot
 # start its service (a container without systemd), the install still counts once initdb is in.
 postgres:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \

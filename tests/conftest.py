@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING, NoReturn
 import pytest
 
 if TYPE_CHECKING:
-    from pg import Databases
-
     from groupchat_core.store import RunStore
+    from tests.helpers.pg import Databases
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ["GROUPCHAT_BLOCK_REMOTE_CALLS"] = "1"
@@ -59,7 +58,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 #
 # Backend-agnostic store tests take `store` (or `store_url`, `other_store`, `new_database`) and run
 # once per backend. PostgreSQL is a throwaway server started once per session from the machine's
-# binaries (tests/pg.py; `make postgres` installs them), or the server at
+# binaries (tests/helpers/pg.py; `make postgres` installs them), or the server at
 # GROUPCHAT_TEST_POSTGRES_URL; every test gets new, empty databases of its own, dropped after it.
 # Missing binaries or psycopg fail the PostgreSQL variants with what to install: they never skip.
 
@@ -73,7 +72,7 @@ def _fail_unavailable(problem: str) -> NoReturn:
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[str]:
     """A URL of the server's admin database: the env's server, else a throwaway local one."""
-    from pg import ENV_URL, LocalPostgres, PostgresUnavailable
+    from tests.helpers.pg import ENV_URL, LocalPostgres, PostgresUnavailable
 
     external = os.environ.get(ENV_URL, "").strip()
     if external:
@@ -95,7 +94,7 @@ def pg_server() -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def pg_databases(pg_server: str) -> Databases:
-    from pg import Databases, PostgresUnavailable
+    from tests.helpers.pg import Databases, PostgresUnavailable
 
     try:
         return Databases(pg_server)

@@ -1,6 +1,6 @@
 """`groupchat-lab serve`: the dashboard from any directory, through Streamlit's own CLI.
 
-The engine never imports streamlit or the dashboard (tests/test_architecture.py): serve finds
+The engine never imports streamlit or the dashboard (tests/architecture/test_architecture.py): serve finds
 the app's files and hands the process over to `python -m streamlit run` (exec on POSIX, so
 signals reach Streamlit directly; a child process elsewhere).
 

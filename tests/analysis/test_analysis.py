@@ -6,7 +6,6 @@ import math
 
 import pandas as pd
 import pytest
-from scripted_trio import trio_record
 
 from groupchat_core import Agent, ConfigError, GroupChat, RunRecord
 from groupchat_core._records import Bid, Message, Turn
@@ -20,6 +19,7 @@ from groupchat_core.analysis import (
     transition_matrix,
 )
 from groupchat_core.testing import ScriptedBids
+from tests.helpers.scripted_trio import trio_record
 
 
 def hand_record(winners: list[str | None], agents: list[str], **turn_fields: list) -> RunRecord:

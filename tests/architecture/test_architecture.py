@@ -17,7 +17,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
+
 UI = ROOT / "groupchat_ui"
 PAGES = ROOT / "app_pages"
 KIT_STREAMLIT = {"state", "store_access", "components"}

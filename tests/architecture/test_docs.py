@@ -18,8 +18,8 @@ import pytest
 from groupchat_core import Agent, ConfigError
 from groupchat_core._agent import REFERENCE_ALIASES, REFERENCE_IGNORED
 from groupchat_ui.sweeps.logic import EXECUTORS
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 # What the wheel ships (app_pages and streamlit_app.py inside groupchat_ui/_app), and what is no
 # part of the repository (git-ignored folders).
 SHIPPED = {"groupchat_core", "groupchat_ui", "app_pages", "streamlit_app.py"}

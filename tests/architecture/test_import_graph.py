@@ -17,7 +17,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
+
 PACKAGE = ROOT / "groupchat_core"
 LAYERS: dict[str, int] = {
     "shared": 0, "providers": 1, "store": 1, "engine": 2, "analysis": 3, "exports": 3,

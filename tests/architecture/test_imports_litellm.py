@@ -10,9 +10,9 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
+
 PACKAGE = ROOT / "groupchat_core"
 # The two seams, and _deployments for the Router.
 ALLOWED = {"providers/_litellm.py", "providers/_sim_litellm.py", "providers/_deployments.py"}

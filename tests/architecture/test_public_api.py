@@ -27,8 +27,8 @@ from groupchat_core import (
     set_max_inflight_calls,
 )
 from groupchat_core.analysis import whatif_pivot
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PUBLIC_PACKAGES = ("groupchat_core", "groupchat_core.store", "groupchat_core.sweeps",
                    "groupchat_core.analysis", "groupchat_core.testing")
 CLIENTS = ("groupchat_ui", "app_pages", "bench", "streamlit_app.py")  # code outside the engine

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -14,9 +13,9 @@ from groupchat_core import CliError, GroupChatError, load_agents_text
 from groupchat_core.cli import COMMANDS, build_parser, main
 from groupchat_core.store import RunStore, dispose_engines
 from groupchat_core.store._migrations import forget_checked
+from tests.helpers import ROOT
 
-REPO = Path(__file__).resolve().parents[1]
-DEBATE = str(REPO / "examples" / "debate.yaml")
+DEBATE = str(ROOT / "examples" / "debate.yaml")
 
 
 @pytest.fixture(autouse=True)
@@ -159,7 +158,7 @@ def test_hostile_files_are_refused_with_one_line(capsys, tmp_path):
 
 
 def test_the_module_runs_as_a_real_process(tmp_path):
-    env = {**os.environ, "GROUPCHAT_DB": f"sqlite:///{tmp_path}/cli.db", "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "GROUPCHAT_DB": f"sqlite:///{tmp_path}/cli.db", "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-m", "groupchat_core", "run", DEBATE, "--task",
                            "Should we adopt AI?"], env=env, capture_output=True, text=True,
                           timeout=120, cwd=tmp_path)

@@ -12,9 +12,9 @@ from groupchat_core import StoreError
 from groupchat_core.cli import main
 from groupchat_core.store import RunStore, SweepBusy, dispose_engines
 from groupchat_core.store._migrations import forget_checked
+from tests.helpers import ROOT
 
-REPO = Path(__file__).resolve().parents[1]
-DEBATE = str(REPO / "examples" / "debate.yaml")
+DEBATE = str(ROOT / "examples" / "debate.yaml")
 
 
 @pytest.fixture(autouse=True)

@@ -17,9 +17,9 @@ from groupchat_core.cli import build_parser, main
 from groupchat_core.cli._store import LIST_FIELDS
 from groupchat_core.store import SCHEMA_VERSION, RunStore, dispose_engines
 from groupchat_core.store._migrations import forget_checked
+from tests.helpers import ROOT
 
-REPO = Path(__file__).resolve().parents[1]
-DEBATE = str(REPO / "examples" / "debate.yaml")
+DEBATE = str(ROOT / "examples" / "debate.yaml")
 
 
 @pytest.fixture(autouse=True)
@@ -102,7 +102,7 @@ def test_json_escapes_every_control_character(capsys):
 
 def _cli(tmp_path: Path, shell: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "GROUPCHAT_DB": f"sqlite:///{tmp_path}/pipe.db",
-           "PYTHONPATH": str(REPO)}
+           "PYTHONPATH": str(ROOT)}
     return subprocess.run(["bash", "-c", f"set -o pipefail; {shell}"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=300)
 
@@ -138,7 +138,7 @@ def test_version_names_app_litellm_schema_and_the_data(capsys, tmp_path):
 
 def test_log_level_and_verbose_show_the_engine_log_on_stderr(tmp_path):
     env = {**os.environ, "GROUPCHAT_DB": f"sqlite:///{tmp_path}/log.db",
-           "PYTHONPATH": str(REPO), "OPENAI_API_KEY": "sk-test-must-not-show-1234567890"}
+           "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "sk-test-must-not-show-1234567890"}
     base = [sys.executable, "-m", "groupchat_core"]
     quiet = subprocess.run([*base, "list"], env=env, capture_output=True, text=True,
                            timeout=120)

@@ -22,8 +22,7 @@ from groupchat_core.store._migrations import forget_checked
 from groupchat_core.sweeps import aggregate, sweep_results
 from groupchat_core.sweeps._results import METRICS
 from groupchat_core.sweeps._scheduler import STOPPED_ON_REQUEST
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
 
 
 @pytest.fixture(autouse=True)
@@ -122,7 +121,7 @@ def test_stopping_a_sweep_that_is_not_running_is_one_line(capsys, tmp_path):
 def test_sweep_stop_ends_another_process_sweep_cleanly_and_it_resumes(capsys, tmp_path):
     db = tmp_path / "groupchat.db"
     spec = write_spec(tmp_path / "slow.json", latency=0.15, repeats=10)
-    env = {**os.environ, "GROUPCHAT_DB": f"sqlite:///{db}", "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "GROUPCHAT_DB": f"sqlite:///{db}", "PYTHONPATH": str(ROOT)}
     child = subprocess.Popen([sys.executable, "-m", "groupchat_core", "sweep", str(spec),
                               "--quiet"], env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)

@@ -7,7 +7,6 @@ import threading
 import time
 
 import pytest
-from scripted_trio import trio_chat, trio_record
 
 from groupchat_core import RESPOND_TOOL, Agent, ConfigError, GroupChat
 from groupchat_core._records import (
@@ -21,6 +20,7 @@ from groupchat_core._records import (
     TurnStarted,
 )
 from groupchat_core.testing import ScriptedBid, ScriptedBids, UnexpectedModelCall
+from tests.helpers.scripted_trio import trio_chat, trio_record
 
 
 def make_chat(script: dict, **kwargs) -> tuple[GroupChat, ScriptedBids]:

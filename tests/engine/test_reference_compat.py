@@ -23,6 +23,7 @@ from groupchat_core._agent import (
 )
 from groupchat_core._bidding import describe_participant
 from groupchat_core.testing._fake_server import FakeOpenAIServer, tool_call
+from tests.helpers import ROOT
 
 MODELS = ["sim/balanced", "sim/eager"]
 
@@ -420,9 +421,8 @@ def test_declared_context_window_trims_history_litellm_does_not_know() -> None:
 
 
 def _readme_section() -> str:
-    from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
     start = text.index("## Code written for the reference")
     return text[start:text.index("\n## ", start + 1)]
 

@@ -3,7 +3,7 @@
 Each hostile bundle below contradicts itself in one way; importing it must fail with ONE line
 naming the first contradiction (turn, agent, what was expected) and leave every table of the
 store exactly as it was (a hash of all rows before and after). The base bundle is the scripted
-trio run (tests/scripted_trio.py), re-imported under a new run id so that, unchanged, it would
+trio run (tests/helpers/scripted_trio.py), re-imported under a new run id so that, unchanged, it would
 be written: the control test shows that, so the unchanged-store checks can fail.
 
 Every test taking `store` runs on SQLite and on PostgreSQL (tests/conftest.py).
@@ -18,11 +18,9 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
-from scripted_trio import TASK, trio_chat
 from sqlalchemy import select
 
 from groupchat_core import Agent, ConfigError, GroupChat
@@ -30,8 +28,9 @@ from groupchat_core.exports._bundles import export_bundle, import_bundle, read_b
 from groupchat_core.store import RunStore
 from groupchat_core.store._schema import METADATA
 from groupchat_core.testing import ScriptedBids
+from tests.helpers import ROOT
+from tests.helpers.scripted_trio import TASK, trio_chat
 
-REPO = Path(__file__).resolve().parents[1]
 COPY_ID = "imported-copy"
 
 
@@ -371,8 +370,8 @@ def test_the_cli_import_refuses_with_one_line_and_exit_2(store, store_url, tmp_p
     path.write_text(json.dumps(data))
     before = store_digest(store)
     done = subprocess.run([sys.executable, "-m", "groupchat_core", "--db", store_url, "import",
-                           str(path)], capture_output=True, text=True, timeout=120, cwd=REPO,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+                           str(path)], capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 2, done.stderr
     assert done.stderr == ("error: lying.json: run total_calls is 999, but its bids add up to 9 "
                            "(totals are the sums over the bids)\n")

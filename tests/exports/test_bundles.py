@@ -13,7 +13,6 @@ import json
 
 import pandas as pd
 import pytest
-from scripted_trio import trio_script
 
 from groupchat_core import Agent, ConfigError, GroupChat, StoreError
 from groupchat_core.exports._bundles import (
@@ -30,6 +29,7 @@ from groupchat_core.exports._tables import bids_csv, transcript_markdown
 from groupchat_core.store import RUN_STATUSES, RunStore, dispose_engines
 from groupchat_core.store._migrations import forget_checked
 from groupchat_core.testing import ScriptedBids
+from tests.helpers.scripted_trio import trio_script
 
 
 @pytest.fixture(autouse=True)

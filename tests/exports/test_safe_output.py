@@ -15,7 +15,6 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -27,8 +26,8 @@ from groupchat_core.exports._tables import bids_csv, defuse_cell, frame_csv, tra
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import parse_sweep, run_sweep, sweep_results
 from groupchat_core.testing import FakeOpenAIServer, tool_call
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 HTML = "<img src=x onerror=alert(1)>"
 EVIL = ("hi \x1b]0;pwned\x07 then \x1b[2J clear, \x9b31m C1, \u202eevil\u202c, "
         "\x7f del, zero\u200bwidth, tag\U000E0041s\n"

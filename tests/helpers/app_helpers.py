@@ -1,4 +1,4 @@
-"""What the dashboard's AppTest modules (tests/test_app*.py) share: opening the app, moving
+"""What the dashboard's AppTest modules (tests/ui/test_app*.py) share: opening the app, moving
 between pages, reading the status lines, polling a live job or sweep to a state.
 
 AppTest never fires `run_every`, so live runs and sweeps are followed by polling with short
@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,8 +21,8 @@ from groupchat_core.store import RunStore
 from groupchat_ui.kit import state as ui_state
 from groupchat_ui.kit import store_access
 from groupchat_ui.kit.state import STATE_KEY, SessionState
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 DEADLINE_S = 30.0
 
 

@@ -32,8 +32,8 @@ from pathlib import Path
 import pytest
 
 from groupchat_core.store import SCHEMA_VERSION
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
 SPEC = {
     "schema_version": 1, "name": "installed", "max_loops": 4, "threshold": 0.2,

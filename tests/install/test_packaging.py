@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-
+from tests.helpers import ROOT
 
 # What a build must not see: setuptools reuses an in-tree build/ folder, so a file deleted from
 # the source would still reach a wheel built in place (and a test of it would pass).

@@ -11,7 +11,6 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,6 +29,7 @@ from groupchat_core.providers._sim import (
     simulate_bid,
 )
 from groupchat_core.providers._sim_litellm import register_litellm_provider
+from tests.helpers import ROOT
 
 TASK = ("User", "Should our school adopt AI tutoring tools for homework help?")
 RESPOND_TOOL = {
@@ -45,7 +45,6 @@ RESPOND_TOOL = {
     },
 }
 SEEDS = range(300)
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def make_ctx(

@@ -22,6 +22,7 @@ from groupchat_core._config import (
     parse_spec,
 )
 from groupchat_core._errors import ConfigError
+from tests.helpers import ROOT
 
 REFERENCE_DEFAULTS = {
     "name": "dynamic-groupchat",
@@ -429,7 +430,7 @@ def test_a_chat_spec_read_as_an_agents_file_says_so_not_did_you_mean_itself() ->
     """`agents import examples/debate.yaml` said "name: unknown key (did you mean 'name'?)"."""
     from groupchat_core import load_agents_text
 
-    text = (Path(__file__).resolve().parents[1] / "examples" / "debate.yaml").read_text()
+    text = (ROOT / "examples" / "debate.yaml").read_text()
     with pytest.raises(ConfigError) as caught:
         load_agents_text(text, "debate.yaml")
     message = str(caught.value)
@@ -471,7 +472,7 @@ def test_every_integer_setting_has_a_documented_maximum() -> None:
     for name in ints:
         with pytest.raises(ValueError, match=f"{name} must be an integer <= .*documented maximum"):
             ChatConfig(**{name: 10**20})
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "engine.md").read_text()
+    doc = (ROOT / "docs" / "engine.md").read_text()
     for limit in ("10,000", "2^53", "8 MB", "86,400", "2,147,483,647", "1,000,000"):
         assert limit in doc, limit
 

@@ -4,15 +4,12 @@ older store left next to the working directory gets a notice saying how to use i
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from groupchat_core import _home
 from groupchat_core.cli import main
 from groupchat_core.store import data_location, default_url, stray_databases
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
 
 
 @pytest.fixture
@@ -49,7 +46,7 @@ def test_a_clone_keeps_the_repos_data_folder(monkeypatch):
     monkeypatch.delenv("GROUPCHAT_HOME", raising=False)
     assert _home.is_checkout()
     assert data_location().source == "checkout"
-    assert default_url() == f"sqlite:///{REPO / 'data' / 'groupchat.db'}"
+    assert default_url() == f"sqlite:///{ROOT / 'data' / 'groupchat.db'}"
 
 
 def test_an_installed_copy_uses_the_user_data_directory_never_the_package(installed_copy):

@@ -18,11 +18,9 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
-from test_bundle_consistency import store_digest, trio_bundle
 
 from groupchat_core import Agent, ConfigError, GroupChat
 from groupchat_core._config import load_spec_text
@@ -31,8 +29,9 @@ from groupchat_core.exports._bundles import import_bundle, read_bundle
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import load_sweep_text
 from groupchat_core.testing import ScriptedBids
+from tests.exports.test_bundle_consistency import store_digest, trio_bundle
+from tests.helpers import ROOT
 
-REPO = Path(__file__).resolve().parents[1]
 NAN = float("nan")
 INF = float("inf")
 
@@ -259,8 +258,8 @@ def test_a_yaml_bundle_with_nan_is_refused(store):
 
 def cli(*argv: str, url: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "groupchat_core", "--db", url, *argv],
-                          capture_output=True, text=True, timeout=120, cwd=REPO,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+                          capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
 def assert_refused(done: subprocess.CompletedProcess[str], pattern: str) -> None:

@@ -5,7 +5,6 @@ carries them; fixed value sets are Literals that match what the engine produces.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any, get_args
 
 import pytest
@@ -15,9 +14,10 @@ from groupchat_core import RESPOND_TOOL, Bid, Message, RunRecord, Turn
 from groupchat_core._records import BidPath, RunStatus, StopReason, TurnReason
 from groupchat_core.engine._selection import Candidate, select_speaker
 from groupchat_core.store._schema import RUN_STATUSES
+from tests.helpers import ROOT
 
 RECORD_MODELS: list[type[BaseModel]] = [Message, Bid, Turn, RunRecord]
-ENGINE_DOC = Path(__file__).resolve().parents[1] / "docs" / "engine.md"
+ENGINE_DOC = ROOT / "docs" / "engine.md"
 
 
 @pytest.mark.parametrize("model", RECORD_MODELS, ids=lambda m: m.__name__)

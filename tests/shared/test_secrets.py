@@ -34,6 +34,7 @@ from groupchat_core._secrets import (
 from groupchat_core.exports._bundles import bundle_json, dump_agents
 from groupchat_core.exports._tables import bids_csv, transcript_markdown
 from groupchat_core.store import RunStore
+from tests.helpers import ROOT
 
 ENV_KEY = "sk-env-key-must-not-leak-0123456789"
 AGENT_KEY = "sk-agent-key-must-not-leak-abcdef"
@@ -286,7 +287,7 @@ def test_cli_stderr_and_the_store_never_show_an_environment_key(
                     "num_retries: 0}\n")
     db = f"sqlite:///{tmp_path}/cli.db"
     env = {**os.environ, "OPENAI_API_KEY": ENV_KEY, "GROUPCHAT_DB": db}
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "groupchat_core", *args], cwd=root,

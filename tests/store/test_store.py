@@ -24,6 +24,7 @@ from groupchat_core.store._migrations import forget_checked
 from groupchat_core.store._process import this_writer
 from groupchat_core.store._schema import METADATA, messages, runs
 from groupchat_core.testing import ScriptedBid, ScriptedBids
+from tests.helpers import ROOT
 
 KEY = "sk-store-test-never-stored-0123456789"
 
@@ -428,7 +429,7 @@ def test_a_failed_write_changes_nothing(store):
 
 def test_default_location_is_the_repo_data_folder(monkeypatch):
     monkeypatch.delenv("GROUPCHAT_DB")
-    repo = Path(__file__).resolve().parents[1]
+    repo = ROOT
     assert default_url() == f"sqlite:///{repo / 'data' / 'groupchat.db'}"
     monkeypatch.setenv("GROUPCHAT_DB", "postgresql+psycopg://u:p@db/lab")
     assert default_url() == "postgresql+psycopg://u:p@db/lab"

@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from sqlalchemy import event, func, select
@@ -23,8 +22,7 @@ from groupchat_core.store import RunStore, dispose_engines
 from groupchat_core.store._migrations import forget_checked
 from groupchat_core.store._schema import messages, run_agents, runs
 from groupchat_core.testing import ScriptedBids
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
 
 # Runs the reader can see that a transaction should never show: running without a task message,
 # or without their agents.
@@ -69,7 +67,7 @@ def duo(turns: int = 2, runs: int = 2, **kwargs) -> GroupChat:
 
 def _child_env(url: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env.update(GROUPCHAT_DB=url, PYTHONPATH=str(REPO))
+    env.update(GROUPCHAT_DB=url, PYTHONPATH=str(ROOT))
     return env
 
 

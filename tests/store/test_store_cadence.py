@@ -19,6 +19,7 @@ from pathlib import Path
 from groupchat_core import Agent, GroupChat
 from groupchat_core.store._writer_thread import COALESCE_S
 from groupchat_core.testing import ScriptedBids
+from tests.helpers import ROOT
 
 TURNS = 1500
 MOST_LAG_S = 0.75  # COALESCE_S (0.1) + one batch's write + the reader's polling, with room
@@ -45,9 +46,9 @@ def scripted_chat(agents: int, turns: int) -> GroupChat:
 
 CHAT = textwrap.dedent("""
     import json, sys, time
-    sys.path[:0] = [sys.argv[2], sys.argv[3]]
+    sys.path.insert(0, sys.argv[2])
     from groupchat_core.store import RunStore
-    from test_store_cadence import TURNS, scripted_chat
+    from tests.store.test_store_cadence import TURNS, scripted_chat
 
     store = RunStore(f"sqlite:///{sys.argv[1]}")
     warm_up = scripted_chat(16, 20)  # a first write also connects and prepares statements
@@ -78,8 +79,7 @@ def test_a_busy_chats_turns_are_committed_as_it_runs(tmp_path: Path) -> None:
     import json
 
     path = tmp_path / "runs.db"
-    tests = str(Path(__file__).resolve().parent)
-    chat = subprocess.Popen([sys.executable, "-c", CHAT, str(path), tests, str(Path(tests).parent)],
+    chat = subprocess.Popen([sys.executable, "-c", CHAT, str(path), str(ROOT)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert chat.stdin is not None and chat.stdout is not None
     warm = chat.stdout.readline().split()

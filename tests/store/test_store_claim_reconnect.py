@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from groupchat_core.store import RunStore
+from tests.helpers import ROOT
 
-REPO = Path(__file__).resolve().parents[1]
 CELLS = 12
 
 CHILD = """
@@ -97,7 +97,7 @@ def write_spec(path: Path) -> Path:
 @pytest.mark.parametrize("mode", ["before-insert", "after-commit"])
 def test_cut_connections_at_every_claim_run_each_cell_once_and_print_no_driver_lines(
         pg_url, tmp_path, mode):
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     spec = write_spec(tmp_path / "s.json")
     done = subprocess.run([sys.executable, "-c", CHILD, pg_url, str(spec), mode], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=300, check=False)

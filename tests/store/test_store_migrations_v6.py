@@ -12,7 +12,6 @@ import json
 
 import pytest
 from sqlalchemy import create_engine, insert, inspect
-from test_store_migrations import SPEC  # the same old run spec
 
 from groupchat_core import GroupChat, StoreError, bundle_json, import_bundle
 from groupchat_core._version import app_version, litellm_version
@@ -22,6 +21,7 @@ from groupchat_core.store._migrations import create_version, forget_checked
 from groupchat_core.store._schema import metadata_for
 from groupchat_core.sweeps import SweepSpec, run_sweep
 from groupchat_ui.kit.presets import DEBATE_TRIO
+from tests.store.test_store_migrations import SPEC  # the same old run spec
 
 NEW = ("owner", "owner_name", "app_version", "litellm_version")
 

@@ -15,7 +15,6 @@ import sqlite3
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, inspect, select, text
@@ -25,8 +24,7 @@ from groupchat_core.store import SCHEMA_VERSION, RunStore, dispose_engines
 from groupchat_core.store._migrations import forget_checked
 from groupchat_core.store._schema import schema_version
 from groupchat_core.testing._fake_server import FakeOpenAIServer, tool_call
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
 
 
 @pytest.fixture(autouse=True)
@@ -38,7 +36,7 @@ def _fresh_engines():
 
 def _child_env(url: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env.update(GROUPCHAT_DB=url, GROUPCHAT_BLOCK_REMOTE_CALLS="1", PYTHONPATH=str(REPO),
+    env.update(GROUPCHAT_DB=url, GROUPCHAT_BLOCK_REMOTE_CALLS="1", PYTHONPATH=str(ROOT),
                OPENAI_API_KEY="sk-local-fake-server", LITELLM_LOCAL_MODEL_COST_MAP="True")
     return env
 

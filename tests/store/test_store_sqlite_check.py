@@ -19,9 +19,9 @@ from groupchat_core import Agent, GroupChat, StoreError
 from groupchat_core.cli import main
 from groupchat_core.store import RunStore, dispose_engines
 from groupchat_core.store._migrations import forget_checked
+from tests.helpers import ROOT
 
-REPO = Path(__file__).resolve().parents[1]
-DEBATE = str(REPO / "examples" / "debate.yaml")
+DEBATE = str(ROOT / "examples" / "debate.yaml")
 
 
 @pytest.fixture(autouse=True)
@@ -144,7 +144,7 @@ def test_the_dashboard_shows_a_damaged_store_as_one_error_and_leaves_it_unchange
     corrupt_one_page(path)
     before = digest(path)
     monkeypatch.setenv("GROUPCHAT_DB", url)
-    at = AppTest.from_file(str(REPO / "streamlit_app.py"), default_timeout=60)
+    at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
     at.run()
     assert not at.exception, [e.value for e in at.exception]  # no traceback on the page
     errors = [e.value for e in at.error]

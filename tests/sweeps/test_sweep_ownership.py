@@ -22,8 +22,8 @@ import pytest
 
 from groupchat_core.store import RunStore, SweepBusy
 from groupchat_core.sweeps import load_sweep, plan_sweep, run_sweep
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 AGENTS = [{"agent_name": n, "model_name": "sim/balanced"} for n in ("Ann", "Bo", "Cy")]
 
 

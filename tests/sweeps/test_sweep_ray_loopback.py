@@ -15,11 +15,9 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 from groupchat_core.sweeps import parse_sweep
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
 
 CHILD = textwrap.dedent("""
     import json, sys
@@ -70,7 +68,7 @@ def test_the_local_cluster_of_a_cli_sweep_listens_on_loopback_only(tmp_path):
         "grid": {"threshold": [0.5]}, "tasks": ["t"], "repeats": 1,
         "bid_cache": False}).to_data()))
     env = {k: v for k, v in os.environ.items() if k != "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"}
-    env["PYTHONPATH"] = str(REPO)
+    env["PYTHONPATH"] = str(ROOT)
     done = subprocess.run(
         [sys.executable, "-c", CHILD, "--db", f"sqlite:///{tmp_path}/ray.db", "sweep",
          str(path), "--executor", "ray", "--quiet"],

@@ -15,8 +15,8 @@ import pytest
 
 from groupchat_core.cli import main
 from groupchat_core.store import RunStore
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 AGENTS = [{"agent_name": n, "system_prompt": p, "model_name": "sim/balanced"} for n, p in (
     ("Optimist", "You argue for the benefits."), ("Pessimist", "You argue for the risks."),
     ("Realist", "You seek a balanced analysis."))]

@@ -7,7 +7,6 @@ import json
 import math
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -16,8 +15,8 @@ from groupchat_core.store import RunStore, dispose_engines
 from groupchat_core.store._migrations import forget_checked
 from groupchat_core.sweeps import estimate, parse_sweep, plan_sweep, run_sweep, sweep_results
 from groupchat_core.testing._fake_server import FakeOpenAIServer, tool_call
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 NAMES = ("Ann", "Bob", "Cy")
 
 

@@ -6,7 +6,6 @@ import json
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -21,8 +20,8 @@ from groupchat_core.sweeps import (
     plan_sweep,
     run_sweep,
 )
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 BASE = {"max_loops": 6, "seed": 10, "agents": [
     {"agent_name": "Optimist", "system_prompt": "You argue for the benefits.",
      "model_name": "sim/balanced"},

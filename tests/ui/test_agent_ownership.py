@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
-from app_helpers import goto, signed_in_sessions
 from sqlalchemy import insert
 from streamlit.testing.v1 import AppTest
 
@@ -29,8 +27,8 @@ from groupchat_ui.kit import jobs as job_registry
 from groupchat_ui.kit import providers, state
 from groupchat_ui.kit.access import ADMINS_ENV, Actor, is_admin, may_edit_agent
 from groupchat_ui.run import logic as run_logic
+from tests.helpers.app_helpers import goto, signed_in_sessions
 
-ROOT = Path(__file__).resolve().parents[1]
 ALICE = Actor("alice@example.org", "Alice Liddell", signed_in=True)
 BOB = Actor("bob@example.org", "Bob", signed_in=True)
 LOCAL = logic.LOCAL_ACTOR

@@ -1,6 +1,6 @@
 """The dashboard through Streamlit's AppTest: every page renders, and each page does its job.
 
-Shared helpers (opening the app, pages, status lines, polling) are in tests/app_helpers.py. The
+Shared helpers (opening the app, pages, status lines, polling) are in tests/helpers/app_helpers.py. The
 job registry lives for the whole test process: every test cancels its jobs.
 """
 
@@ -14,7 +14,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from app_helpers import (
+from streamlit.testing.v1 import AppTest
+
+from groupchat_core import (
+    Agent,
+    bundle_json,
+    dump_agents,
+    max_inflight_calls,
+    set_max_inflight_calls,
+)
+from groupchat_core.store import RunStore
+from groupchat_ui.analysis import logic as analysis_logic
+from groupchat_ui.kit import jobs as job_registry
+from tests.helpers.app_helpers import (
     DEADLINE_S,
     ROOT,
     goto,
@@ -29,18 +41,6 @@ from app_helpers import (
     texts,
     turn,
 )
-from streamlit.testing.v1 import AppTest
-
-from groupchat_core import (
-    Agent,
-    bundle_json,
-    dump_agents,
-    max_inflight_calls,
-    set_max_inflight_calls,
-)
-from groupchat_core.store import RunStore
-from groupchat_ui.analysis import logic as analysis_logic
-from groupchat_ui.kit import jobs as job_registry
 
 PAGES = ("agents", "run", "analysis", "runs", "settings")
 SECRET = "sk-test-0123456789abcdefSECRET"

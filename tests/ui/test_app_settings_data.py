@@ -4,15 +4,13 @@ in use with the line that points at it (AppTest, the real page script)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from groupchat_core import _home as home
 from groupchat_ui.kit import jobs as job_registry
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
 
 
 @pytest.fixture

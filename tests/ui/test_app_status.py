@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from app_helpers import ROOT, errors, goto, new_app, poll, save_agents, session, status
 from streamlit.testing.v1 import AppTest
 
 from groupchat_core import Agent, GroupChat, bundle_json, forget_remembered_modes
@@ -20,6 +19,16 @@ from groupchat_core.testing import FakeOpenAIServer, text, tool_call
 from groupchat_ui.analysis import logic as analysis_logic
 from groupchat_ui.kit import jobs as job_registry
 from groupchat_ui.kit import store_access
+from tests.helpers.app_helpers import (
+    ROOT,
+    errors,
+    goto,
+    new_app,
+    poll,
+    save_agents,
+    session,
+    status,
+)
 
 ISO_MICROS = re.compile(r"\d{2}:\d{2}:\d{2}\.\d+|T\d{2}:")
 

@@ -1,5 +1,5 @@
 """The Sweeps page through AppTest: empty store, a small sim sweep to heatmaps, bad input,
-stop then resume (every cell finished exactly once). Shared helpers: tests/app_helpers.py.
+stop then resume (every cell finished exactly once). Shared helpers: tests/helpers/app_helpers.py.
 """
 
 from __future__ import annotations
@@ -7,8 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pytest
-from app_helpers import goto, new_app, sweep_status
-from app_helpers import poll as poll_app
 from streamlit.testing.v1 import AppTest
 
 from groupchat_core.store import RunStore
@@ -16,6 +14,8 @@ from groupchat_core.sweeps import sweep_results
 from groupchat_ui.kit import jobs as job_registry
 from groupchat_ui.kit import store_access
 from groupchat_ui.kit.presets import DEBATE_TRIO
+from tests.helpers.app_helpers import goto, new_app, sweep_status
+from tests.helpers.app_helpers import poll as poll_app
 
 DEADLINE_S = 60.0
 status = sweep_status  # the status line these tests read

@@ -2,7 +2,7 @@
 progress: the choice and its default, the engine's one-line refusals (an address where nothing
 answers, a malformed one, Ray not installed) with no sweep started, the per-worker table as a
 pure function, and one sweep started from the page's form on a real local Ray cluster (a head
-and two worker nodes, as in tests/test_sweep_ray.py)."""
+and two worker nodes, as in tests/sweeps/test_sweep_ray.py)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,10 @@ from collections.abc import Iterator
 
 import pytest
 
-# One machine: every Ray address on loopback (as tests/test_sweep_ray.py); set before ray is
+# One machine: every Ray address on loopback (as tests/sweeps/test_sweep_ray.py); set before ray is
 # imported anywhere in this process, inherited by the cluster's processes.
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 
-from app_helpers import goto, new_app, poll, session, sweep_status  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from groupchat_core import ConfigError  # noqa: E402
@@ -24,6 +23,7 @@ from groupchat_core.store import RunStore  # noqa: E402
 from groupchat_core.sweeps import CellFinished, parse_sweep  # noqa: E402
 from groupchat_ui.kit import jobs as job_registry  # noqa: E402
 from groupchat_ui.sweeps import logic  # noqa: E402
+from tests.helpers.app_helpers import goto, new_app, poll, session, sweep_status  # noqa: E402
 
 MB = 2**20
 RAY_DEADLINE_S = 80.0

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
-from scripted_trio import trio_record
 
 from groupchat_core import Agent, GroupChat, RunRecord
 from groupchat_core.analysis import speaker_metrics, transition_matrix
 from groupchat_core.testing import ScriptedBids
 from groupchat_ui.kit import charts
+from tests.helpers.scripted_trio import trio_record
 
 
 @pytest.fixture(scope="module")

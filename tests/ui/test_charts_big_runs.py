@@ -8,15 +8,13 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from groupchat_ui.analysis import logic
 from groupchat_ui.kit import charts
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
 
 
 def bids_frame(agents: int, turns: int) -> pd.DataFrame:

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
-from app_helpers import goto, signed_in_sessions
 from streamlit.testing.v1 import AppTest
 
 from groupchat_core import Agent, ConfigError
@@ -23,8 +21,9 @@ from groupchat_ui.kit import state, store_access
 from groupchat_ui.kit.jobs import LOCAL_USER, may_manage
 from groupchat_ui.runs import logic as runs_logic
 from groupchat_ui.sweeps import logic as sweeps_logic
+from tests.helpers import ROOT
+from tests.helpers.app_helpers import goto, signed_in_sessions
 
-ROOT = Path(__file__).resolve().parents[1]
 DEADLINE_S = 30.0
 SECRET = "sk-test-alice-0123456789SECRET"
 USERS = {"alice": ("alice@example.org", "Alice Liddell"), "bob": ("bob@example.org", "Bob")}
@@ -81,7 +80,7 @@ def test_the_owner_rule():
     assert not may_manage("alice@example.org", "bob@example.org")
     assert not may_manage(LOCAL_USER, "bob@example.org")  # made before login was turned on
     assert not may_manage(None, "bob@example.org")  # nobody recorded: read-only (admins
-    # delete those: tests/test_ownership_delete.py)
+    # delete those: tests/ui/test_ownership_delete.py)
 
 
 def test_only_the_user_a_job_runs_for_can_stop_it():

@@ -4,17 +4,15 @@ Runs and sweeps that nobody is recorded as owning (made by scripts, older versio
 deletable and resumable by anyone signed in. Now only an admin (GROUPCHAT_ADMINS) deletes them;
 a sweep's owner deletes it from the Sweeps page after a confirmation naming it. Two AppTest
 sessions share one store, as two browsers share a server (sign-in simulated as in
-tests/test_ownership.py; the real OIDC sign-in is tests/e2e/test_login.py).
+tests/ui/test_ownership.py; the real OIDC sign-in is tests/e2e/test_login.py).
 """
 
 from __future__ import annotations
 
 import getpass
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
-from app_helpers import goto, signed_in_sessions
 from streamlit.testing.v1 import AppTest
 
 from groupchat_core import ConfigError, GroupChat
@@ -26,8 +24,8 @@ from groupchat_ui.kit.jobs import LOCAL_USER, may_manage
 from groupchat_ui.kit.presets import DEBATE_TRIO
 from groupchat_ui.runs import logic as runs_logic
 from groupchat_ui.sweeps import logic as sweeps_logic
+from tests.helpers.app_helpers import goto, signed_in_sessions
 
-ROOT = Path(__file__).resolve().parents[1]
 ADMINS_VAR = "GROUPCHAT_ADMINS"  # the documented setting (docs/engine.md, Security model)
 USERS = {"alice": ("alice@example.org", "Alice Liddell"), "bob": ("bob@example.org", "Bob"),
          "root": ("root@example.org", "Root")}

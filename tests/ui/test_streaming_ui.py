@@ -15,6 +15,7 @@ from groupchat_core.store import RunStore, dispose_engines
 from groupchat_core.testing import FakeOpenAIServer, tool_call
 from groupchat_ui.kit.jobs import JobRegistry
 from groupchat_ui.run import logic
+from tests.helpers import ROOT
 
 
 @pytest.fixture
@@ -132,7 +133,7 @@ def test_the_settings_toggle_is_what_the_run_page_reads():
     from groupchat_ui.kit import jobs as job_registry
     from groupchat_ui.run.actions import STREAM_KEY
 
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     at = AppTest.from_file(str(root / "streamlit_app.py"), default_timeout=60)
     at.run()
     at.switch_page("app_pages/settings.py").run()

@@ -9,7 +9,6 @@ from datetime import UTC, datetime, timedelta
 import pandas as pd
 import pytest
 from pydantic import ValidationError
-from scripted_trio import trio_record
 
 import groupchat_core
 from groupchat_core import (
@@ -31,6 +30,7 @@ from groupchat_ui.kit import metrics, presets, providers
 from groupchat_ui.kit.jobs import JobRegistry
 from groupchat_ui.run import logic as run_logic
 from groupchat_ui.runs import logic as runs_logic
+from tests.helpers.scripted_trio import trio_record
 
 SECRET = "sk-unit-0123456789SECRET"
 
