@@ -3,8 +3,8 @@
 Each hostile bundle below contradicts itself in one way; importing it must fail with ONE line
 naming the first contradiction (turn, agent, what was expected) and leave every table of the
 store exactly as it was (a hash of all rows before and after). The base bundle is the scripted
-trio run (tests/helpers/scripted_trio.py), re-imported under a new run id so that, unchanged, it would
-be written: the control test shows that, so the unchanged-store checks can fail.
+trio run (tests/helpers/scripted_trio.py), re-imported under a new run id so that, unchanged, it
+would be written: the control test shows that, so the unchanged-store checks can fail.
 
 Every test taking `store` runs on SQLite and on PostgreSQL (tests/conftest.py).
 """

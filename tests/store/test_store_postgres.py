@@ -5,9 +5,9 @@ StoreError, and every test's database is its own.
 Everything the store does on both backends is tested once, on both, through the `store`
 fixture (tests/conftest.py): test_store.py, test_store_migrations.py,
 test_store_processes.py, test_bundles.py, test_bidcache.py, test_sweeps_store.py. The server
-is a throwaway one started for the session from the machine's PostgreSQL binaries (tests/helpers/pg.py;
-`make postgres` installs them), or the one at GROUPCHAT_TEST_POSTGRES_URL. Missing binaries or
-psycopg fail these tests with what to install: they never skip.
+is a throwaway one started for the session from the machine's PostgreSQL binaries
+(tests/helpers/pg.py; `make postgres` installs them), or the one at GROUPCHAT_TEST_POSTGRES_URL.
+Missing binaries or psycopg fail these tests with what to install: they never skip.
 """
 
 from __future__ import annotations

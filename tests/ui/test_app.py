@@ -1,7 +1,8 @@
 """The dashboard through Streamlit's AppTest: every page renders, and each page does its job.
 
-Shared helpers (opening the app, pages, status lines, polling) are in tests/helpers/app_helpers.py. The
-job registry lives for the whole test process: every test cancels its jobs.
+Shared helpers (opening the app, pages, status lines, polling) are in
+tests/helpers/app_helpers.py. The job registry lives for the whole test process: every test
+cancels its jobs.
 """
 
 from __future__ import annotations
