@@ -44,10 +44,16 @@ llm-setup: setup
 llm: llm-setup
 	$(BIN)/python -m groupchat_core.testing.local_llm serve --port 8080
 
+# The suite in two parts: the few tests that check a latency bound alone (marker `serial`), then
+# the rest on TEST_WORKERS pytest-xdist workers, a module (or an xdist group: one Ray cluster, one
+# wheel build, one local LLM at a time) per work unit; see tests/conftest.py.
+TEST_WORKERS ?= 2
+
 test: setup browser postgres llm-setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m serial
+	$(BIN)/python -m pytest -m "not serial" -n $(TEST_WORKERS) --dist loadgroup
 
 lint: setup
 	$(BIN)/ruff check .

@@ -10,25 +10,13 @@ import sys
 import pytest
 
 from groupchat_core import CliError, GroupChatError, load_agents_text
-from groupchat_core.cli import COMMANDS, build_parser, main
-from groupchat_core.store import RunStore, dispose_engines
-from groupchat_core.store._migrations import forget_checked
+from groupchat_core.cli import COMMANDS, build_parser
+from groupchat_core.store import RunStore
 from tests.helpers import ROOT
+from tests.helpers.cli import DEBATE, run_cli
 
-DEBATE = str(ROOT / "examples" / "debate.yaml")
+pytestmark = pytest.mark.usefixtures("fresh_engines")
 
-
-@pytest.fixture(autouse=True)
-def _fresh_engines():
-    yield
-    dispose_engines()
-    forget_checked()
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def recorded(capsys, task: str = "Should we adopt AI?") -> str:

@@ -15,21 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from groupchat_core.cli import main
 from groupchat_core.cli._sweeps_manage import LIST_FIELDS
-from groupchat_core.store import RunStore, dispose_engines
-from groupchat_core.store._migrations import forget_checked
+from groupchat_core.store import RunStore
 from groupchat_core.sweeps import aggregate, sweep_results
 from groupchat_core.sweeps._results import METRICS
 from groupchat_core.sweeps._scheduler import STOPPED_ON_REQUEST
 from tests.helpers import ROOT
+from tests.helpers.cli import run_cli
 
-
-@pytest.fixture(autouse=True)
-def _fresh_engines():
-    yield
-    dispose_engines()
-    forget_checked()
+pytestmark = pytest.mark.usefixtures("fresh_engines")
 
 
 def write_spec(path: Path, *, latency: float = 0.0, repeats: int = 2, task: str = "Q?",
@@ -43,11 +37,6 @@ def write_spec(path: Path, *, latency: float = 0.0, repeats: int = 2, task: str 
         "concurrency": 1, "bid_cache": False}))
     return path
 
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def finished_sweep(capsys, tmp_path: Path, **spec) -> str:

@@ -9,15 +9,9 @@ import pytest
 
 from groupchat_core import Agent, ConfigError, GroupChat, app_version, litellm_version
 from groupchat_core.exports._bundles import export_bundle, import_bundle, read_bundle
-from groupchat_core.store import SCHEMA_VERSION, RunStore, dispose_engines
-from groupchat_core.store._migrations import forget_checked
+from groupchat_core.store import SCHEMA_VERSION, RunStore
 
-
-@pytest.fixture(autouse=True)
-def _fresh_engines():
-    yield
-    dispose_engines()
-    forget_checked()
+pytestmark = pytest.mark.usefixtures("fresh_engines")
 
 
 def recorded(store: RunStore) -> str:

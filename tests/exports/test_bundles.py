@@ -26,17 +26,11 @@ from groupchat_core.exports._bundles import (
     read_bundle,
 )
 from groupchat_core.exports._tables import bids_csv, transcript_markdown
-from groupchat_core.store import RUN_STATUSES, RunStore, dispose_engines
-from groupchat_core.store._migrations import forget_checked
+from groupchat_core.store import RUN_STATUSES, RunStore
 from groupchat_core.testing import ScriptedBids
 from tests.helpers.scripted_trio import trio_script
 
-
-@pytest.fixture(autouse=True)
-def _fresh_engines():
-    yield
-    dispose_engines()
-    forget_checked()
+pytestmark = pytest.mark.usefixtures("fresh_engines")
 
 
 def recorded_run(store: RunStore, script: dict | None = None, **kwargs) -> str:

@@ -15,8 +15,7 @@ from groupchat_core import Agent, GroupChat
 from groupchat_core._records import Bid, RunRecord, cost_totals, format_cost
 from groupchat_core.cli import main
 from groupchat_core.exports._tables import transcript_markdown
-from groupchat_core.store import RunStore, dispose_engines
-from groupchat_core.store._migrations import forget_checked
+from groupchat_core.store import RunStore
 from groupchat_core.sweeps import parse_sweep, run_sweep
 from groupchat_core.testing import FakeOpenAIServer, tool_call
 
@@ -30,10 +29,9 @@ def server() -> Iterator[FakeOpenAIServer]:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[RunStore]:
-    yield RunStore(f"sqlite:///{tmp_path}/cost.db")
-    dispose_engines()
-    forget_checked()
+def store(sqlite_store: RunStore) -> RunStore:
+    """SQLite only (tests/conftest.py's sqlite_store)."""
+    return sqlite_store
 
 
 def agent(srv: FakeOpenAIServer, name: str, model: str) -> Agent:

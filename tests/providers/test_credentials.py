@@ -6,7 +6,6 @@ A sweep with no key once made 90 failing calls over 30 cells before saying `0/30
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,17 +14,15 @@ import pytest
 from groupchat_core import Agent, ConfigError, GroupChat, check_credentials
 from groupchat_core.cli import main
 from groupchat_core.providers._credentials import is_credential_failure
-from groupchat_core.store import RunStore, dispose_engines
-from groupchat_core.store._migrations import forget_checked
+from groupchat_core.store import RunStore
 from groupchat_core.sweeps import parse_sweep, run_sweep
 from groupchat_core.testing import FakeOpenAIServer, error
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[RunStore]:
-    yield RunStore(f"sqlite:///{tmp_path}/creds.db")
-    dispose_engines()
-    forget_checked()
+def store(sqlite_store: RunStore) -> RunStore:
+    """SQLite only (tests/conftest.py's sqlite_store)."""
+    return sqlite_store
 
 
 def test_a_missing_key_is_named_with_its_fix() -> None:

@@ -16,7 +16,6 @@ import itertools
 import json
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -24,7 +23,6 @@ from groupchat_core import Agent, ConfigError, GroupChat
 from groupchat_core.cli import main
 from groupchat_core.engine._loop import background_loop
 from groupchat_core.store import RunStore, dispose_engines
-from groupchat_core.store._migrations import forget_checked
 from groupchat_core.sweeps import arun_sweep, parse_sweep, run_sweep
 from groupchat_core.testing._fake_server import FakeOpenAIServer, tool_call
 
@@ -45,10 +43,9 @@ def servers() -> Iterator[list[FakeOpenAIServer]]:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[RunStore]:
-    yield RunStore(f"sqlite:///{tmp_path}/scoped.db")
-    dispose_engines()
-    forget_checked()
+def store(sqlite_store: RunStore) -> RunStore:
+    """SQLite only (tests/conftest.py's sqlite_store)."""
+    return sqlite_store
 
 
 def agents(api_base: str | None = None, model: str = "openai/fake") -> list[dict]:

@@ -18,12 +18,7 @@ from groupchat_core.store._connect import get_engine
 from groupchat_core.store._migrations import create_version, forget_checked
 from groupchat_core.store._schema import metadata_for, schema_version
 
-
-@pytest.fixture(autouse=True)
-def _fresh_engines():
-    yield
-    dispose_engines()
-    forget_checked()
+pytestmark = pytest.mark.usefixtures("fresh_engines")
 
 
 def _agent(name: str, role: str = "") -> Agent:

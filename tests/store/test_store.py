@@ -20,7 +20,6 @@ from sqlalchemy import insert, select, text
 from groupchat_core import Agent, GroupChat, StoreError
 from groupchat_core._records import Bid, Message, Turn, TurnCompleted
 from groupchat_core.store import RunStore, default_url, dispose_engines
-from groupchat_core.store._migrations import forget_checked
 from groupchat_core.store._process import this_writer
 from groupchat_core.store._schema import METADATA, messages, runs
 from groupchat_core.testing import ScriptedBid, ScriptedBids
@@ -29,11 +28,7 @@ from tests.helpers import ROOT
 KEY = "sk-store-test-never-stored-0123456789"
 
 
-@pytest.fixture(autouse=True)
-def _fresh_engines():
-    yield
-    dispose_engines()
-    forget_checked()
+pytestmark = pytest.mark.usefixtures("fresh_engines")
 
 
 def make_chat(script: dict, **kwargs) -> GroupChat:

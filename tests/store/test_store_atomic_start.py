@@ -18,8 +18,7 @@ from sqlalchemy import event, func, select
 
 from groupchat_core import Agent, GroupChat
 from groupchat_core.exports._bundles import export_bundle, import_bundle
-from groupchat_core.store import RunStore, dispose_engines
-from groupchat_core.store._migrations import forget_checked
+from groupchat_core.store import RunStore
 from groupchat_core.store._schema import messages, run_agents, runs
 from groupchat_core.testing import ScriptedBids
 from tests.helpers import ROOT
@@ -50,11 +49,7 @@ print(polls, seen_runs, *sorted(bad))
 """
 
 
-@pytest.fixture(autouse=True)
-def _fresh_engines():
-    yield
-    dispose_engines()
-    forget_checked()
+pytestmark = pytest.mark.usefixtures("fresh_engines")
 
 
 def duo(turns: int = 2, runs: int = 2, **kwargs) -> GroupChat:

@@ -25,11 +25,7 @@ SPEC = {"name": "old", "description": "d", "max_loops": 5, "threshold": 0.5,
                                         {"agent_name": "B", "model_name": "sim/eager"}]}
 
 
-@pytest.fixture(autouse=True)
-def _fresh_engines():
-    yield
-    dispose_engines()
-    forget_checked()
+pytestmark = pytest.mark.usefixtures("fresh_engines")
 
 
 def _v1_file(url: str) -> None:

@@ -26,11 +26,7 @@ from tests.store.test_store_migrations import SPEC  # the same old run spec
 NEW = ("owner", "owner_name", "app_version", "litellm_version")
 
 
-@pytest.fixture(autouse=True)
-def _fresh_engines():
-    yield
-    dispose_engines()
-    forget_checked()
+pytestmark = pytest.mark.usefixtures("fresh_engines")
 
 
 def _v5_store(url: str) -> None:

@@ -26,12 +26,7 @@ from groupchat_core.store._schema import schema_version
 from groupchat_core.testing._fake_server import FakeOpenAIServer, tool_call
 from tests.helpers import ROOT
 
-
-@pytest.fixture(autouse=True)
-def _fresh_engines():
-    yield
-    dispose_engines()
-    forget_checked()
+pytestmark = pytest.mark.usefixtures("fresh_engines")
 
 
 def _child_env(url: str) -> dict[str, str]:

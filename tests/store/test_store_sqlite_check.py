@@ -20,15 +20,9 @@ from groupchat_core.cli import main
 from groupchat_core.store import RunStore, dispose_engines
 from groupchat_core.store._migrations import forget_checked
 from tests.helpers import ROOT
+from tests.helpers.cli import DEBATE
 
-DEBATE = str(ROOT / "examples" / "debate.yaml")
-
-
-@pytest.fixture(autouse=True)
-def _fresh_engines():
-    yield
-    dispose_engines()
-    forget_checked()
+pytestmark = pytest.mark.usefixtures("fresh_engines")
 
 
 def recorded_store(path: Path, runs: int = 3) -> str:

@@ -18,7 +18,6 @@ import pytest
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 
 from groupchat_core.store import RunStore, dispose_engines  # noqa: E402
-from groupchat_core.store._migrations import forget_checked  # noqa: E402
 from groupchat_core.sweeps import (  # noqa: E402
     CellFinished,
     RayExecutor,
@@ -65,13 +64,6 @@ def cluster(tmp_path_factory):
     finally:
         ray.shutdown()
         made.shutdown()
-
-
-@pytest.fixture
-def sqlite_store(tmp_path):
-    yield RunStore(f"sqlite:///{tmp_path}/ray.db")
-    dispose_engines()
-    forget_checked()
 
 
 def killer(store, kill_index: int):

@@ -9,8 +9,7 @@ import pytest
 
 from groupchat_core import ConfigError, StoreError
 from groupchat_core.engine._loop import background_loop
-from groupchat_core.store import RunStore, dispose_engines
-from groupchat_core.store._migrations import forget_checked
+from groupchat_core.store import RunStore
 from groupchat_core.sweeps import (
     BudgetStopped,
     CellFinished,
@@ -46,10 +45,9 @@ def spec(grid=None, **changes):
 
 
 @pytest.fixture
-def store(tmp_path):
-    yield RunStore(f"sqlite:///{tmp_path}/sweeps.db")
-    dispose_engines()
-    forget_checked()
+def store(sqlite_store: RunStore) -> RunStore:
+    """SQLite only (tests/conftest.py's sqlite_store)."""
+    return sqlite_store
 
 
 def test_every_cell_is_one_recorded_run_linked_to_its_sweep_and_reported(store):

@@ -11,8 +11,7 @@ import sys
 import pytest
 
 from groupchat_core import ConfigError
-from groupchat_core.store import RunStore, dispose_engines
-from groupchat_core.store._migrations import forget_checked
+from groupchat_core.store import RunStore
 from groupchat_core.sweeps import estimate, parse_sweep, plan_sweep, run_sweep, sweep_results
 from groupchat_core.testing._fake_server import FakeOpenAIServer, tool_call
 from tests.helpers import ROOT
@@ -33,10 +32,9 @@ def sweep(grid=None, **changes):
 
 
 @pytest.fixture
-def store(tmp_path):
-    yield RunStore(f"sqlite:///{tmp_path}/space.db")
-    dispose_engines()
-    forget_checked()
+def store(sqlite_store: RunStore) -> RunStore:
+    """SQLite only (tests/conftest.py's sqlite_store)."""
+    return sqlite_store
 
 
 def test_order_all_is_every_permutation_and_each_cell_runs_in_its_order():

@@ -35,11 +35,7 @@ LOCAL = logic.LOCAL_ACTOR
 SECRET = "sk-session-key-0123456789abcdefSECRET"
 
 
-@pytest.fixture(autouse=True)
-def _fresh_engines() -> Iterator[None]:
-    yield
-    dispose_engines()
-    forget_checked()
+pytestmark = pytest.mark.usefixtures("fresh_engines")
 
 
 # --- the rule ---------------------------------------------------------------------------------
