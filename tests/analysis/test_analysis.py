@@ -7,8 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from groupchat_core import Agent, ConfigError, GroupChat, RunRecord
-from groupchat_core._records import Bid, Message, Turn
+from groupchat_core import Agent, Bid, ConfigError, GroupChat, Message, RunRecord, Turn
 from groupchat_core.analysis import (
     agent_order,
     counterfactual,

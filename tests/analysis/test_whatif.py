@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from groupchat_core import Agent, GroupChat
-from groupchat_core.analysis._whatif import WHATIF_COLUMNS, whatif_grid, whatif_pivot, whatif_run
+from groupchat_core.analysis import WHATIF_COLUMNS, whatif_grid, whatif_pivot, whatif_run
 from groupchat_core.store import RunStore
 from groupchat_core.testing import ScriptedBids
 

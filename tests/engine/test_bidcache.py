@@ -11,17 +11,15 @@ import json
 import pytest
 from sqlalchemy import inspect, select
 
-from groupchat_core import Agent, ConfigError, GroupChat
+from groupchat_core import Agent, ConfigError, GroupChat, background_loop
 from groupchat_core._bidding import ParsedBid
 from groupchat_core.engine._bidcache import BidCache, cache_stats, request_key, resolve_cache
-from groupchat_core.engine._loop import background_loop
 from groupchat_core.providers._model_calls import BidRequest, ModelReply
 from groupchat_core.store import SCHEMA_VERSION, RunStore, dispose_engines
 from groupchat_core.store._connect import get_engine
 from groupchat_core.store._migrations import create_version, forget_checked
 from groupchat_core.store._schema import metadata_for, schema_version
-from groupchat_core.testing import ScriptedBids
-from groupchat_core.testing._fake_server import FakeOpenAIServer, tool_call
+from groupchat_core.testing import FakeOpenAIServer, ScriptedBids, tool_call
 
 TASK = "Should hospitals adopt AI diagnosis?"
 

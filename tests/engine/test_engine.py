@@ -8,9 +8,12 @@ import time
 
 import pytest
 
-from groupchat_core import RESPOND_TOOL, Agent, ConfigError, GroupChat
-from groupchat_core._records import (
+from groupchat_core import (
+    RESPOND_TOOL,
+    Agent,
     BidReceived,
+    ConfigError,
+    GroupChat,
     LullReached,
     MessagePosted,
     RunFinished,

@@ -10,8 +10,8 @@ from xml.etree import ElementTree as ET
 import pytest
 import yaml
 
-from groupchat_core._records import Message, RunRecord
-from groupchat_core.engine._outputs import OUTPUT_TYPES, chunks, format_output, stream_message
+from groupchat_core import OUTPUT_TYPES, Message, RunRecord
+from groupchat_core.engine._outputs import chunks, format_output, stream_message
 
 T0 = "2024-05-01T12:00:00+00:00"
 T1 = "2024-05-01T12:00:01.500000+00:00"

@@ -22,7 +22,7 @@ from groupchat_core._agent import (
     ReferenceCompatibilityWarning,
 )
 from groupchat_core._bidding import describe_participant
-from groupchat_core.testing._fake_server import FakeOpenAIServer, tool_call
+from groupchat_core.testing import FakeOpenAIServer, tool_call
 from tests.helpers import ROOT
 
 MODELS = ["sim/balanced", "sim/eager"]

@@ -8,11 +8,10 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from groupchat_core import Agent, GroupChat
+from groupchat_core import Agent, GroupChat, transcript_markdown
 from groupchat_core.analysis import counterfactual, explain_turn
-from groupchat_core.exports._tables import transcript_markdown
 from groupchat_core.store import RunStore
-from groupchat_core.testing._fake_server import FakeOpenAIServer, Reply, error, text, tool_call
+from groupchat_core.testing import FakeOpenAIServer, Reply, error, text, tool_call
 
 KEY = "sk-test-unreadable-0123456789abcdef"
 

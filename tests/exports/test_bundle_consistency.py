@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from groupchat_core import Agent, ConfigError, GroupChat
-from groupchat_core.exports._bundles import export_bundle, import_bundle, read_bundle
+from groupchat_core import Agent, ConfigError, GroupChat, import_bundle
+from groupchat_core.exports._bundles import export_bundle, read_bundle
 from groupchat_core.store import RunStore
 from groupchat_core.store._schema import METADATA
 from groupchat_core.testing import ScriptedBids

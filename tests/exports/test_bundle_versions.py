@@ -7,8 +7,15 @@ import json
 
 import pytest
 
-from groupchat_core import Agent, ConfigError, GroupChat, app_version, litellm_version
-from groupchat_core.exports._bundles import export_bundle, import_bundle, read_bundle
+from groupchat_core import (
+    Agent,
+    ConfigError,
+    GroupChat,
+    app_version,
+    import_bundle,
+    litellm_version,
+)
+from groupchat_core.exports._bundles import export_bundle, read_bundle
 from groupchat_core.store import SCHEMA_VERSION, RunStore
 
 pytestmark = pytest.mark.usefixtures("fresh_engines")

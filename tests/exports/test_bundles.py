@@ -14,18 +14,19 @@ import json
 import pandas as pd
 import pytest
 
-from groupchat_core import Agent, ConfigError, GroupChat, StoreError
-from groupchat_core.exports._bundles import (
-    MAX_BUNDLE_BYTES,
-    BundleRun,
+from groupchat_core import (
+    Agent,
+    ConfigError,
+    GroupChat,
+    StoreError,
+    bids_csv,
     bundle_json,
     dump_agents,
-    export_bundle,
     import_bundle,
     load_agents_text,
-    read_bundle,
+    transcript_markdown,
 )
-from groupchat_core.exports._tables import bids_csv, transcript_markdown
+from groupchat_core.exports._bundles import MAX_BUNDLE_BYTES, BundleRun, export_bundle, read_bundle
 from groupchat_core.store import RUN_STATUSES, RunStore
 from groupchat_core.testing import ScriptedBids
 from tests.helpers.scripted_trio import trio_script

@@ -20,11 +20,11 @@ import pandas as pd
 import pytest
 from markdown_it import MarkdownIt
 
-from groupchat_core import Agent, ConfigError, GroupChat
+from groupchat_core import Agent, ConfigError, GroupChat, bids_csv, transcript_markdown
 from groupchat_core._terminal import terminal_text
-from groupchat_core.exports._tables import bids_csv, defuse_cell, frame_csv, transcript_markdown
+from groupchat_core.exports._tables import defuse_cell
 from groupchat_core.store import RunStore
-from groupchat_core.sweeps import parse_sweep, run_sweep, sweep_results
+from groupchat_core.sweeps import frame_csv, parse_sweep, run_sweep, sweep_results
 from groupchat_core.testing import FakeOpenAIServer, tool_call
 from tests.helpers import ROOT
 

@@ -11,10 +11,9 @@ from typing import Any
 
 import pytest
 
-from groupchat_core import Agent, GroupChat
-from groupchat_core._records import Bid, RunRecord, cost_totals, format_cost
+from groupchat_core import Agent, Bid, GroupChat, RunRecord, format_cost, transcript_markdown
+from groupchat_core._records import cost_totals
 from groupchat_core.cli import main
-from groupchat_core.exports._tables import transcript_markdown
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import parse_sweep, run_sweep
 from groupchat_core.testing import FakeOpenAIServer, tool_call

@@ -10,10 +10,9 @@ from collections import Counter
 
 import pytest
 
-from groupchat_core import ConfigError, GroupChat
-from groupchat_core.engine._loop import background_loop
+from groupchat_core import ConfigError, GroupChat, background_loop
 from groupchat_core.providers import _deployments as deployments
-from groupchat_core.testing._fake_server import FakeOpenAIServer, error, tool_call
+from groupchat_core.testing import FakeOpenAIServer, error, tool_call
 
 
 @pytest.fixture

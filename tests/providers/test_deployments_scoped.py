@@ -19,12 +19,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from groupchat_core import Agent, ConfigError, GroupChat
+from groupchat_core import Agent, ConfigError, GroupChat, background_loop
 from groupchat_core.cli import main
-from groupchat_core.engine._loop import background_loop
 from groupchat_core.store import RunStore, dispose_engines
 from groupchat_core.sweeps import arun_sweep, parse_sweep, run_sweep
-from groupchat_core.testing._fake_server import FakeOpenAIServer, tool_call
+from groupchat_core.testing import FakeOpenAIServer, tool_call
 
 SWEEP_TASK, OTHER_TASK, CHAT_TASK = "Sweep task.", "Other sweep task.", "Chat task."
 CHAT_KEY = "sk-chat-own-key"

@@ -15,14 +15,18 @@ from pathlib import Path
 
 import pytest
 
-from groupchat_core import Agent, GroupChat, bids_csv, bundle_json, transcript_markdown
-from groupchat_core.cli import main
-from groupchat_core.providers._endpoints import (
+from groupchat_core import (
     TRUSTED_BASES_ENV,
+    Agent,
+    GroupChat,
+    bids_csv,
+    bundle_json,
     endpoint_trusted,
     normalise_base,
-    trusted_bases,
+    transcript_markdown,
 )
+from groupchat_core.cli import main
+from groupchat_core.providers._endpoints import trusted_bases
 from groupchat_core.store import RunStore, dispose_engines
 from groupchat_core.store._migrations import forget_checked
 from groupchat_core.testing import FakeOpenAIServer, error

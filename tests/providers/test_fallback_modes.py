@@ -10,14 +10,10 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from groupchat_core import Agent, GroupChat, remembered_modes
+from groupchat_core import Agent, GroupChat, forget_remembered_modes, remembered_modes
 from groupchat_core.providers import _tool_modes as tool_modes
-from groupchat_core.providers._model_calls import (
-    forget_remembered_modes,
-    rejection_kind,
-    tools_hash,
-)
-from groupchat_core.testing._fake_server import FakeOpenAIServer, Reply, error, text, tool_call
+from groupchat_core.providers._model_calls import rejection_kind, tools_hash
+from groupchat_core.testing import FakeOpenAIServer, Reply, error, text, tool_call
 
 KEY = "sk-test-fallback-0123456789abcdef"
 FORCED = {"type": "function", "function": {"name": "respond"}}

@@ -14,10 +14,9 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from groupchat_core import Agent, GroupChat
+from groupchat_core import Agent, GroupChat, background_loop
 from groupchat_core._bidding import MAX_MESSAGE_CHARS
 from groupchat_core.engine import _turn_loop as turn_loop
-from groupchat_core.engine._loop import background_loop
 from groupchat_core.providers._model_calls import MAX_ERROR_CHARS, default_bid_deadline
 
 BIG = 10_000_000

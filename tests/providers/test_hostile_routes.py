@@ -19,9 +19,16 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from groupchat_core import Agent, GroupChat, RunRecord, bids_csv, hold_secrets, transcript_markdown
+from groupchat_core import (
+    Agent,
+    GroupChat,
+    RunRecord,
+    background_loop,
+    bids_csv,
+    hold_secrets,
+    transcript_markdown,
+)
 from groupchat_core._bidding import MAX_MESSAGE_CHARS
-from groupchat_core.engine._loop import background_loop
 from groupchat_core.providers._model_calls import MAX_ERROR_CHARS, litellm_module
 from groupchat_core.providers._sse_coalesce import STREAM_TEXT_CAP
 from groupchat_core.store import RunStore

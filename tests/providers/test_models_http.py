@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from groupchat_core import RESPOND_TOOL, Agent, GroupChat
-from groupchat_core.testing._fake_server import FakeOpenAIServer, error, text, tool_call
+from groupchat_core.testing import FakeOpenAIServer, error, text, tool_call
 
 KEY = "sk-test-never-leak-0123456789abcdef"
 

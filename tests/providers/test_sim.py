@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from groupchat_core import is_sim_model
 from groupchat_core.providers._sim import (
     DEFAULT_SIM_MODEL,
     PERSONAS,
@@ -23,7 +24,6 @@ from groupchat_core.providers._sim import (
     SimOptions,
     SimulatedFailure,
     asimulate_bid,
-    is_sim_model,
     persona_for,
     sim_options_from,
     simulate_bid,

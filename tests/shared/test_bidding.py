@@ -8,14 +8,12 @@ from collections import OrderedDict
 
 import pytest
 
+from groupchat_core import DEFAULT_BID_PROMPT, RESPOND_TOOL, format_decimal, select_speaker
 from groupchat_core._bidding import (
-    DEFAULT_BID_PROMPT,
     MAX_MESSAGE_CHARS,
-    RESPOND_TOOL,
     ParsedBid,
     PromptRoom,
     build_bid_prompt,
-    format_decimal,
     is_unreadable,
     parse_arguments,
     parse_message,
@@ -24,7 +22,7 @@ from groupchat_core._bidding import (
     parse_tool_calls,
     validate_bid_prompt,
 )
-from groupchat_core.engine._selection import Candidate, select_speaker
+from groupchat_core.engine._selection import Candidate
 
 # --- docs/engine.md §4: the respond tool ----------------------------------------------------------
 

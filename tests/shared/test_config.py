@@ -10,18 +10,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from groupchat_core._agent import Agent
-from groupchat_core._bidding import RESPOND_TOOL
-from groupchat_core._config import (
-    MAX_SPEC_BYTES,
+from groupchat_core import (
+    RESPOND_TOOL,
+    Agent,
     ChatConfig,
     ChatSpec,
+    ConfigError,
     dump_spec,
     load_spec,
     load_spec_text,
-    parse_spec,
 )
-from groupchat_core._errors import ConfigError
+from groupchat_core._config import MAX_SPEC_BYTES, parse_spec
 from tests.helpers import ROOT
 
 REFERENCE_DEFAULTS = {

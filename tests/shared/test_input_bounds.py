@@ -22,10 +22,9 @@ import sys
 import pytest
 import yaml
 
-from groupchat_core import Agent, ConfigError, GroupChat
-from groupchat_core._config import load_spec_text
+from groupchat_core import Agent, ConfigError, GroupChat, import_bundle, load_spec_text
 from groupchat_core._safeload import MAX_YAML_BYTES, parse_text
-from groupchat_core.exports._bundles import import_bundle, read_bundle
+from groupchat_core.exports._bundles import read_bundle
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import load_sweep_text
 from groupchat_core.testing import ScriptedBids

@@ -10,10 +10,10 @@ from typing import Any, get_args
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from groupchat_core import RESPOND_TOOL, Bid, Message, RunRecord, Turn
+from groupchat_core import RESPOND_TOOL, Bid, Message, RunRecord, Turn, select_speaker
 from groupchat_core._records import BidPath, RunStatus, StopReason, TurnReason
-from groupchat_core.engine._selection import Candidate, select_speaker
-from groupchat_core.store._schema import RUN_STATUSES
+from groupchat_core.engine._selection import Candidate
+from groupchat_core.store import RUN_STATUSES
 from tests.helpers import ROOT
 
 RECORD_MODELS: list[type[BaseModel]] = [Message, Bid, Turn, RunRecord]

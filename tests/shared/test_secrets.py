@@ -22,7 +22,18 @@ from pathlib import Path
 
 import pytest
 
-from groupchat_core import Agent, ChatSpec, ConfigError, GroupChat, dump_spec, load_spec_text
+from groupchat_core import (
+    Agent,
+    ChatSpec,
+    ConfigError,
+    GroupChat,
+    bids_csv,
+    bundle_json,
+    dump_agents,
+    dump_spec,
+    load_spec_text,
+    transcript_markdown,
+)
 from groupchat_core._secrets import (
     MIN_SECRET_LENGTH,
     ScrubFilter,
@@ -31,8 +42,6 @@ from groupchat_core._secrets import (
     redact_kwargs,
     scrub,
 )
-from groupchat_core.exports._bundles import bundle_json, dump_agents
-from groupchat_core.exports._tables import bids_csv, transcript_markdown
 from groupchat_core.store import RunStore
 from tests.helpers import ROOT
 

@@ -17,8 +17,7 @@ import pandas as pd
 import pytest
 from sqlalchemy import insert, select, text
 
-from groupchat_core import Agent, GroupChat, StoreError
-from groupchat_core._records import Bid, Message, Turn, TurnCompleted
+from groupchat_core import Agent, Bid, GroupChat, Message, StoreError, Turn, TurnCompleted
 from groupchat_core.store import RunStore, default_url, dispose_engines
 from groupchat_core.store._process import this_writer
 from groupchat_core.store._schema import METADATA, messages, runs
@@ -189,7 +188,7 @@ def test_a_cancelled_run_keeps_what_was_posted(store):
 def test_abandon_closes_runs_the_engine_never_finished(store):
     chat = three_turns()
     recorder = store.recorder(chat)
-    from groupchat_core._records import RunStarted
+    from groupchat_core import RunStarted
 
     recorder(RunStarted(run_id="r1", task="t", agents=["Alice", "Bob", "Cara"],
                         config=chat.to_dict()))

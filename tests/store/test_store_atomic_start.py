@@ -16,8 +16,8 @@ import sys
 import pytest
 from sqlalchemy import event, func, select
 
-from groupchat_core import Agent, GroupChat
-from groupchat_core.exports._bundles import export_bundle, import_bundle
+from groupchat_core import Agent, GroupChat, import_bundle
+from groupchat_core.exports._bundles import export_bundle
 from groupchat_core.store import RunStore
 from groupchat_core.store._schema import messages, run_agents, runs
 from groupchat_core.testing import ScriptedBids

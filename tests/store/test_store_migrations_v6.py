@@ -13,8 +13,14 @@ import json
 import pytest
 from sqlalchemy import create_engine, insert, inspect
 
-from groupchat_core import GroupChat, StoreError, bundle_json, import_bundle
-from groupchat_core._version import app_version, litellm_version
+from groupchat_core import (
+    GroupChat,
+    StoreError,
+    app_version,
+    bundle_json,
+    import_bundle,
+    litellm_version,
+)
 from groupchat_core.store import SCHEMA_VERSION, RunStore, dispose_engines
 from groupchat_core.store._connect import get_engine
 from groupchat_core.store._migrations import create_version, forget_checked

@@ -19,8 +19,8 @@ import pandas as pd
 import pytest
 from sqlalchemy import inspect, select, text, update
 
-from groupchat_core import Agent, GroupChat, StoreError
-from groupchat_core.exports._bundles import export_bundle, import_bundle
+from groupchat_core import Agent, GroupChat, StoreError, import_bundle
+from groupchat_core.exports._bundles import export_bundle
 from groupchat_core.store import SCHEMA_VERSION, RunStore
 from groupchat_core.store._schema import METADATA, runs, schema_version
 

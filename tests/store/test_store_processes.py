@@ -23,7 +23,7 @@ from sqlalchemy.engine import make_url
 from groupchat_core.store import SCHEMA_VERSION, RunStore, dispose_engines
 from groupchat_core.store._migrations import forget_checked
 from groupchat_core.store._schema import schema_version
-from groupchat_core.testing._fake_server import FakeOpenAIServer, tool_call
+from groupchat_core.testing import FakeOpenAIServer, tool_call
 from tests.helpers import ROOT
 
 pytestmark = pytest.mark.usefixtures("fresh_engines")

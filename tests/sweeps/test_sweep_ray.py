@@ -24,7 +24,7 @@ from groupchat_core.sweeps import (  # noqa: E402
     parse_sweep,
     run_sweep,
 )
-from groupchat_core.testing._fake_server import FakeOpenAIServer, tool_call  # noqa: E402
+from groupchat_core.testing import FakeOpenAIServer, tool_call  # noqa: E402
 
 MB = 2**20
 AGENTS = [{"agent_name": n, "system_prompt": p, "model_name": "sim/balanced",

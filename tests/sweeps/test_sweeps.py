@@ -7,8 +7,7 @@ import math
 
 import pytest
 
-from groupchat_core import ConfigError, StoreError
-from groupchat_core.engine._loop import background_loop
+from groupchat_core import ConfigError, StoreError, background_loop
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import (
     BudgetStopped,
@@ -28,7 +27,7 @@ from groupchat_core.sweeps import (
     sweep_summary,
     t95,
 )
-from groupchat_core.testing._fake_server import FakeOpenAIServer, tool_call
+from groupchat_core.testing import FakeOpenAIServer, tool_call
 
 AGENTS = [{"agent_name": n, "system_prompt": p, "model_name": "sim/balanced"} for n, p in (
     ("Optimist", "You argue for the benefits."), ("Pessimist", "You argue for the risks."),

@@ -13,7 +13,7 @@ import pytest
 from groupchat_core import ConfigError
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import estimate, parse_sweep, plan_sweep, run_sweep, sweep_results
-from groupchat_core.testing._fake_server import FakeOpenAIServer, tool_call
+from groupchat_core.testing import FakeOpenAIServer, tool_call
 from tests.helpers import ROOT
 
 NAMES = ("Ann", "Bob", "Cy")

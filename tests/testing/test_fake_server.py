@@ -15,15 +15,8 @@ os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 import litellm  # noqa: E402
 import pytest  # noqa: E402
 
+from groupchat_core.testing import FakeOpenAIServer, RecordedRequest, Reply, error, text, tool_call
 from groupchat_core.testing._fake_replies import prompt_tokens  # noqa: E402
-from groupchat_core.testing._fake_server import (  # noqa: E402
-    FakeOpenAIServer,
-    RecordedRequest,
-    Reply,
-    error,
-    text,
-    tool_call,
-)
 
 litellm.suppress_debug_info = True
 

@@ -164,8 +164,7 @@ def test_a_sim_sweep_is_estimated_at_zero_tokens_and_its_wall_time_from_sim_late
 
 
 def test_a_real_model_sweep_assumes_seconds_per_bid_and_the_inflight_limit():
-    from groupchat_core import Agent, set_max_inflight_calls
-    from groupchat_core.providers._limiter import max_inflight_calls
+    from groupchat_core import Agent, max_inflight_calls, set_max_inflight_calls
     from groupchat_core.sweeps import estimate
     from groupchat_core.sweeps._estimate import ASSUMED_CALL_S
 

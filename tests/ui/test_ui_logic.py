@@ -310,7 +310,7 @@ def _store_bytes(tmp_path) -> bytes:
 
 def test_a_session_key_reaches_the_provider_but_never_the_store(store: RunStore, tmp_path,
                                                                 monkeypatch):
-    from groupchat_core.testing._fake_server import FakeOpenAIServer, error, tool_call
+    from groupchat_core.testing import FakeOpenAIServer, error, tool_call
 
     with FakeOpenAIServer() as server:
         monkeypatch.setenv("GROUPCHAT_TRUSTED_API_BASES", server.base_url)  # the key may go
