@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, NoReturn
 
 import pytest
 
+from tests.helpers.stores import release_store_engines
+
 if TYPE_CHECKING:
     from groupchat_core.store import RunStore
     from tests.helpers.pg import Databases
@@ -165,17 +167,6 @@ def pg_databases(pg_server: str) -> Databases:
     except PostgresUnavailable as exc:
         problem = str(exc)
     _fail_unavailable(problem)
-
-
-def release_store_engines() -> None:
-    """No write of this test still queued, no pooled connection left, schema checks forgotten."""
-    from groupchat_core.store import dispose_engines
-    from groupchat_core.store._migrations import forget_checked
-    from groupchat_core.store._writer_thread import writer_thread
-
-    writer_thread().flush(10)
-    dispose_engines()
-    forget_checked()
 
 
 @pytest.fixture

@@ -15,11 +15,12 @@ from groupchat_core import Agent, ConfigError, GroupChat, background_loop
 from groupchat_core._bidding import ParsedBid
 from groupchat_core.engine._bidcache import BidCache, cache_stats, request_key, resolve_cache
 from groupchat_core.providers._model_calls import BidRequest, ModelReply
-from groupchat_core.store import SCHEMA_VERSION, RunStore, dispose_engines
+from groupchat_core.store import SCHEMA_VERSION, RunStore
 from groupchat_core.store._connect import get_engine
-from groupchat_core.store._migrations import create_version, forget_checked
+from groupchat_core.store._migrations import create_version
 from groupchat_core.store._schema import metadata_for, schema_version
 from groupchat_core.testing import FakeOpenAIServer, ScriptedBids, tool_call
+from tests.helpers.stores import release_store_engines
 
 TASK = "Should hospitals adopt AI diagnosis?"
 
@@ -241,8 +242,7 @@ def test_a_version_2_store_is_upgraded_to_version_3(store_url):
             run_id="r", turn=1, position=0, agent="A", score=0.9, adjusted=0.9,
             penalized=False, eligible=True, winner=True, message="hi", latency_ms=1.0,
             path="simulation", calls=1))
-    dispose_engines()
-    forget_checked()
+    release_store_engines()
 
     store = RunStore(url)
     with store.read("test") as conn:

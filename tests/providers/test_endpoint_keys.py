@@ -27,9 +27,9 @@ from groupchat_core import (
 )
 from groupchat_core.cli import main
 from groupchat_core.providers._endpoints import trusted_bases
-from groupchat_core.store import RunStore, dispose_engines
-from groupchat_core.store._migrations import forget_checked
+from groupchat_core.store import RunStore
 from groupchat_core.testing import FakeOpenAIServer, error
+from tests.helpers.stores import release_store_engines
 
 CANARY = "sk-canary-server-key-0123456789abcdef"
 OWN_KEY = "sk-own-agent-key-fedcba9876543210"
@@ -59,8 +59,7 @@ def _sent(server: FakeOpenAIServer) -> list[str]:
 
 
 def _stored_bytes(folder: Path) -> bytes:
-    dispose_engines()  # close pooled connections so the WAL is in the files we read
-    forget_checked()
+    release_store_engines()  # close pooled connections so the WAL is in the files we read
     return b"".join(p.read_bytes() for p in folder.iterdir() if p.name.startswith("keys.db"))
 
 

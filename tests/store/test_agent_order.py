@@ -15,8 +15,9 @@ from sqlalchemy import insert, inspect, select
 from groupchat_core import Agent, StoreError
 from groupchat_core.store import SCHEMA_VERSION, RunStore, dispose_engines
 from groupchat_core.store._connect import get_engine
-from groupchat_core.store._migrations import create_version, forget_checked
+from groupchat_core.store._migrations import create_version
 from groupchat_core.store._schema import metadata_for, schema_version
+from tests.helpers.stores import release_store_engines
 
 pytestmark = pytest.mark.usefixtures("fresh_engines")
 
@@ -26,8 +27,7 @@ def _agent(name: str, role: str = "") -> Agent:
 
 
 def _reopen(url: str) -> RunStore:
-    dispose_engines()
-    forget_checked()
+    release_store_engines()
     return RunStore(url)
 
 

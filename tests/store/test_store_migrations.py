@@ -16,6 +16,7 @@ from groupchat_core.store import SCHEMA_VERSION, RunStore, dispose_engines
 from groupchat_core.store._connect import get_engine
 from groupchat_core.store._migrations import create_version, forget_checked
 from groupchat_core.store._schema import metadata_for, schema_version
+from tests.helpers.stores import release_store_engines
 
 SPEC = {"name": "old", "description": "d", "max_loops": 5, "threshold": 0.5,
         "recency_penalty": 0.3, "recency_window": 1, "idle_timeout": 8.0,
@@ -60,8 +61,7 @@ def _v1_file(url: str) -> None:
             run_id="old-run", turn=1, winner="A", winning_adjusted=0.9, runner_up_adjusted=None,
             margin=None, lull=False, reason="highest_bid", penalty_changed_winner=False,
             failed_bids=0))
-    dispose_engines()
-    forget_checked()
+    release_store_engines()
 
 
 def _columns_and_indexes(url: str) -> tuple[list[str], list[str]]:
@@ -104,8 +104,7 @@ def test_a_version_1_store_is_upgraded_in_place_and_keeps_its_runs(store_url):
         ["old-run", "", "", 1]]
     store.set_tags("old-run", ["from-v1"])  # the new columns work on upgraded rows
     assert store.list_runs(tag="from-v1")["run_id"].tolist() == ["old-run"]
-    dispose_engines()
-    forget_checked()
+    release_store_engines()
     assert RunStore(store_url).load_run("old-run") == record  # reopening changes nothing
 
 
@@ -174,8 +173,7 @@ def test_a_version_3_store_gets_cell_claims_for_its_finished_cells(store_url):
              "started_at": "2025-01-01T00:00:01+00:00", "ended_at": None},
             {**run, "run_id": "lone", "cell": None, "sweep_id": None, "status": "finished",
              "started_at": "2025-01-01T00:00:01+00:00", "ended_at": None}])
-    dispose_engines()
-    forget_checked()
+    release_store_engines()
 
     store = RunStore(store_url)
     assert _version(store_url) == SCHEMA_VERSION == 8

@@ -21,12 +21,13 @@ from groupchat_core import (
     import_bundle,
     litellm_version,
 )
-from groupchat_core.store import SCHEMA_VERSION, RunStore, dispose_engines
+from groupchat_core.store import SCHEMA_VERSION, RunStore
 from groupchat_core.store._connect import get_engine
-from groupchat_core.store._migrations import create_version, forget_checked
+from groupchat_core.store._migrations import create_version
 from groupchat_core.store._schema import metadata_for
 from groupchat_core.sweeps import SweepSpec, run_sweep
 from groupchat_ui.kit.presets import DEBATE_TRIO
+from tests.helpers.stores import release_store_engines
 from tests.store.test_store_migrations import SPEC  # the same old run spec
 
 NEW = ("owner", "owner_name", "app_version", "litellm_version")
@@ -56,8 +57,7 @@ def _v5_store(url: str) -> None:
         conn.execute(insert(t["agents"]).values(
             name="A", spec_json=json.dumps(SPEC["agents"][0]), created_at="x", updated_at="x",
             position=0))
-    dispose_engines()
-    forget_checked()
+    release_store_engines()
 
 
 def _columns(url: str, table: str) -> set[str]:

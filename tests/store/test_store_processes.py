@@ -20,11 +20,11 @@ import pytest
 from sqlalchemy import create_engine, inspect, select, text
 from sqlalchemy.engine import make_url
 
-from groupchat_core.store import SCHEMA_VERSION, RunStore, dispose_engines
-from groupchat_core.store._migrations import forget_checked
+from groupchat_core.store import SCHEMA_VERSION, RunStore
 from groupchat_core.store._schema import schema_version
 from groupchat_core.testing import FakeOpenAIServer, tool_call
 from tests.helpers import ROOT
+from tests.helpers.stores import release_store_engines
 
 pytestmark = pytest.mark.usefixtures("fresh_engines")
 
@@ -103,8 +103,7 @@ def test_sigkill_mid_run_keeps_every_completed_turn_and_reads_as_interrupted(sto
     assert [m.role for m in record.messages] == ["User"] + [t.winner for t in record.turns]
     assert all(m.content.endswith("has more to say") for m in record.messages[1:])
     assert all(b.path == "tool_call" and b.error is None for b in record.bids)
-    dispose_engines()
-    forget_checked()
+    release_store_engines()
     assert RunStore(store_url).interrupted == []  # marked once, not again
 
 

@@ -17,10 +17,10 @@ import pytest
 
 from groupchat_core import Agent, GroupChat, StoreError
 from groupchat_core.cli import main
-from groupchat_core.store import RunStore, dispose_engines
-from groupchat_core.store._migrations import forget_checked
+from groupchat_core.store import RunStore
 from tests.helpers import ROOT
 from tests.helpers.cli import DEBATE
+from tests.helpers.stores import release_store_engines
 
 pytestmark = pytest.mark.usefixtures("fresh_engines")
 
@@ -34,8 +34,7 @@ def recorded_store(path: Path, runs: int = 3) -> str:
         store.attach(chat)
         chat.run(f"Plan offsite number {i}. " + "Context. " * 200)
     store.flush()
-    dispose_engines()  # the last close checkpoints the WAL into the file
-    forget_checked()
+    release_store_engines()  # the last close checkpoints the WAL into the file
     return url
 
 

@@ -10,8 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from groupchat_core.store import RunStore, dispose_engines
-from groupchat_core.store._migrations import forget_checked
+from groupchat_core.store import RunStore
 from groupchat_core.sweeps import (
     NATURES,
     aggregate,
@@ -26,6 +25,7 @@ from groupchat_core.sweeps import (
     too_few,
 )
 from groupchat_core.sweeps._importance import MIN_PER_LEVEL, factor_importance
+from tests.helpers.stores import release_store_engines
 
 AGENTS = [{"agent_name": n, "model_name": m} for n, m in (
     ("Optimist", "sim/eager"), ("Pessimist", "sim/balanced"), ("Realist", "sim/reserved"))]
@@ -44,8 +44,7 @@ def recorded(tmp_path_factory):
     outcome = run_sweep(spec, store)
     assert outcome.status == "finished"
     yield sweep_results(store, outcome.sweep_id)
-    dispose_engines()
-    forget_checked()
+    release_store_engines()
 
 
 def test_every_interval_in_the_export_lies_within_its_metrics_bounds(recorded):

@@ -18,9 +18,9 @@ from sqlalchemy import insert
 from streamlit.testing.v1 import AppTest
 
 from groupchat_core import Agent, ConfigError, dump_agents
-from groupchat_core.store import SCHEMA_VERSION, RunStore, dispose_engines
+from groupchat_core.store import SCHEMA_VERSION, RunStore
 from groupchat_core.store._connect import get_engine
-from groupchat_core.store._migrations import create_version, forget_checked
+from groupchat_core.store._migrations import create_version
 from groupchat_core.store._schema import metadata_for
 from groupchat_ui.agents import logic
 from groupchat_ui.kit import jobs as job_registry
@@ -28,6 +28,7 @@ from groupchat_ui.kit import providers, state
 from groupchat_ui.kit.access import ADMINS_ENV, Actor, is_admin, may_edit_agent
 from groupchat_ui.run import logic as run_logic
 from tests.helpers.app_helpers import goto, signed_in_sessions
+from tests.helpers.stores import release_store_engines
 
 ALICE = Actor("alice@example.org", "Alice Liddell", signed_in=True)
 BOB = Actor("bob@example.org", "Bob", signed_in=True)
@@ -65,8 +66,7 @@ def test_v7_store_upgrades_with_ownerless_agents(store_url: str) -> None:
         conn.execute(insert(metadata_for(7).tables["agents"]).values(
             name="Old", spec_json=json.dumps(Agent(agent_name="Old").to_spec()),
             created_at="x", updated_at="x", position=1))
-    dispose_engines()
-    forget_checked()
+    release_store_engines()
     store = RunStore(store_url)
     assert SCHEMA_VERSION == 8
     assert [a.agent_name for a in store.list_agents()] == ["Old"]
