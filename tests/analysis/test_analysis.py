@@ -17,7 +17,7 @@ from groupchat_core.analysis import (
     speakers,
     transition_matrix,
 )
-from groupchat_core.testing import ScriptedBids
+from tests.helpers.chats import scripted_chat
 from tests.helpers.scripted_trio import trio_record
 
 
@@ -36,9 +36,7 @@ def hand_record(winners: list[str | None], agents: list[str], **turn_fields: lis
 
 
 def scripted_run(script: dict, **kwargs) -> RunRecord:
-    fake = ScriptedBids(script)
-    agents = [Agent(agent_name=name, model_name=fake.model_name) for name in script]
-    return GroupChat(agents=agents, output_type="basemodel", **kwargs).run("Debate the plan.")
+    return scripted_chat(script, output_type="basemodel", **kwargs).run("Debate the plan.")
 
 
 # --- metrics ------------------------------------------------------------------------------

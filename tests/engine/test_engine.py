@@ -23,13 +23,8 @@ from groupchat_core import (
     TurnStarted,
 )
 from groupchat_core.testing import ScriptedBid, ScriptedBids, UnexpectedModelCall
+from tests.helpers.chats import scripted_chat_with_fake as make_chat
 from tests.helpers.scripted_trio import trio_chat, trio_record
-
-
-def make_chat(script: dict, **kwargs) -> tuple[GroupChat, ScriptedBids]:
-    fake = ScriptedBids(script)
-    agents = [Agent(agent_name=name, model_name=fake.model_name) for name in script]
-    return GroupChat(agents=agents, **kwargs), fake
 
 
 def test_three_agents_exact_speakers_stop_reason_and_bid_table():

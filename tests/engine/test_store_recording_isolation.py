@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from groupchat_core import Agent, GroupChat, background_loop
+from groupchat_core import GroupChat, background_loop
 from groupchat_core.store import RunStore
-from groupchat_core.testing import ScriptedBids
+from tests.helpers.chats import scripted_chat
 
 SCRIPT = {
     "Alice": [(0.9, "A1"), (0.9, "A2"), (0.3, "A3"), (0.2, "")],
@@ -24,9 +24,7 @@ BID_COLUMNS = ["turn", "agent", "position", "score", "adjusted", "penalized", "e
 
 
 def make_chat() -> GroupChat:
-    fake = ScriptedBids(SCRIPT)
-    return GroupChat(agents=[Agent(agent_name=n, model_name=fake.model_name) for n in SCRIPT],
-                     max_loops=10, threshold=0.5)
+    return scripted_chat(SCRIPT, max_loops=10, threshold=0.5)
 
 
 def vandalise(event: Any) -> None:

@@ -23,12 +23,12 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from groupchat_core import Agent, ConfigError, GroupChat, import_bundle
+from groupchat_core import ConfigError, import_bundle
 from groupchat_core.exports._bundles import export_bundle, read_bundle
 from groupchat_core.store import RunStore
 from groupchat_core.store._schema import METADATA
-from groupchat_core.testing import ScriptedBids
 from tests.helpers import ROOT
+from tests.helpers.chats import scripted_chat
 from tests.helpers.scripted_trio import TASK, trio_chat
 
 COPY_ID = "imported-copy"
@@ -251,9 +251,7 @@ def test_agent_names_and_tags_with_control_characters(store):
 def test_a_task_is_text_like_a_reply_and_keeps_its_escape_sequences(store):
     """The engine accepts any task (as it posts any reply); bundles carry what it recorded.
     Printing such text safely is the CLI's job (issue 10 §6), not the importer's."""
-    fake = ScriptedBids({"A": [(0.9, "hi \x1b[2J")], "B": [(0.1, "")]})
-    chat = GroupChat(agents=[Agent(agent_name=n, model_name=fake.model_name) for n in "AB"],
-                     max_loops=2)
+    chat = scripted_chat({"A": [(0.9, "hi \x1b[2J")], "B": [(0.1, "")]}, max_loops=2)
     store.attach(chat)
     chat.run("task \x1b]0;title\x07")
     data = export_bundle(store, chat.last_run.run_id)
@@ -321,9 +319,7 @@ def test_nan_in_data_handed_over_directly_is_refused(store):
 
 
 def _scripted_run(store: RunStore, script: dict[str, list[Any]], **settings: Any) -> str:
-    fake = ScriptedBids(script)
-    chat = GroupChat(agents=[Agent(agent_name=n, model_name=fake.model_name) for n in script],
-                     **settings)
+    chat = scripted_chat(script, **settings)
     store.attach(chat)
     chat.run("Plan it.")
     return chat.last_run.run_id

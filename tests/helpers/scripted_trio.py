@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from groupchat_core import Agent, GroupChat, RunRecord
+from groupchat_core import GroupChat, RunRecord
 from groupchat_core.testing import ScriptedBids
+from tests.helpers.chats import scripted_chat_with_fake
 
 TRIO = ("Alice", "Bob", "Cara")
 TASK = "Debate the plan."
@@ -27,9 +28,7 @@ def trio_script() -> dict[str, list[tuple[float, str]]]:
 
 def trio_chat(**kwargs: Any) -> tuple[GroupChat, ScriptedBids]:
     """The trio as a GroupChat (max_loops=10 unless given) and its script."""
-    fake = ScriptedBids(trio_script())
-    agents = [Agent(agent_name=name, model_name=fake.model_name) for name in TRIO]
-    return GroupChat(agents=agents, **{"max_loops": 10, **kwargs}), fake
+    return scripted_chat_with_fake(trio_script(), **{"max_loops": 10, **kwargs})
 
 
 def trio_record(task: str = TASK, **kwargs: Any) -> RunRecord:

@@ -27,9 +27,9 @@ from groupchat_core._safeload import MAX_YAML_BYTES, parse_text
 from groupchat_core.exports._bundles import read_bundle
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import load_sweep_text
-from groupchat_core.testing import ScriptedBids
 from tests.exports.test_bundle_consistency import store_digest, trio_bundle
 from tests.helpers import ROOT
+from tests.helpers.chats import scripted_chat
 
 NAN = float("nan")
 INF = float("inf")
@@ -80,9 +80,8 @@ def test_assignment_is_bounded_too():
 def test_the_largest_max_loops_runs_and_is_recorded(store: RunStore):
     """The old failure: max_loops 1e20 ran a chat the store could not record. The bound is one
     the store holds."""
-    fake = ScriptedBids({"A": [(0.9, "a"), (0.1, "")], "B": [(0.1, ""), (0.1, "")]})
-    agents = [Agent(agent_name=n, model_name=fake.model_name) for n in "AB"]
-    chat = GroupChat(agents=agents, max_loops=10_000, recency_window=10_000)
+    chat = scripted_chat({"A": [(0.9, "a"), (0.1, "")], "B": [(0.1, ""), (0.1, "")]},
+                         max_loops=10_000, recency_window=10_000)
     recorder = store.attach(chat)
     chat.run("go")
     assert not recorder.failures

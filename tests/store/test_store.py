@@ -23,17 +23,12 @@ from groupchat_core.store._process import this_writer
 from groupchat_core.store._schema import METADATA, messages, runs
 from groupchat_core.testing import ScriptedBid, ScriptedBids
 from tests.helpers import ROOT
+from tests.helpers.chats import scripted_chat as make_chat
 
 KEY = "sk-store-test-never-stored-0123456789"
 
 
 pytestmark = pytest.mark.usefixtures("fresh_engines")
-
-
-def make_chat(script: dict, **kwargs) -> GroupChat:
-    fake = ScriptedBids(script)
-    agents = [Agent(agent_name=name, model_name=fake.model_name) for name in script]
-    return GroupChat(agents=agents, **kwargs)
 
 
 def three_turns(**kwargs) -> GroupChat:

@@ -16,12 +16,12 @@ import sys
 import pytest
 from sqlalchemy import event, func, select
 
-from groupchat_core import Agent, GroupChat, import_bundle
+from groupchat_core import GroupChat, import_bundle
 from groupchat_core.exports._bundles import export_bundle
 from groupchat_core.store import RunStore
 from groupchat_core.store._schema import messages, run_agents, runs
-from groupchat_core.testing import ScriptedBids
 from tests.helpers import ROOT
+from tests.helpers.chats import scripted_chat
 
 # Runs the reader can see that a transaction should never show: running without a task message,
 # or without their agents.
@@ -54,10 +54,9 @@ pytestmark = pytest.mark.usefixtures("fresh_engines")
 
 def duo(turns: int = 2, runs: int = 2, **kwargs) -> GroupChat:
     """Two scripted agents: `runs` chats of `turns` turns each (scripts are used up in order)."""
-    fake = ScriptedBids({"Ann": [(0.9, f"a{i}") for i in range(turns * runs)],
-                         "Ben": [(0.8, f"b{i}") for i in range(turns * runs)]})
-    agents = [Agent(agent_name=n, model_name=fake.model_name) for n in ("Ann", "Ben")]
-    return GroupChat(agents=agents, max_loops=turns + 1, **kwargs)
+    return scripted_chat({"Ann": [(0.9, f"a{i}") for i in range(turns * runs)],
+                          "Ben": [(0.8, f"b{i}") for i in range(turns * runs)]},
+                         max_loops=turns + 1, **kwargs)
 
 
 def _child_env(url: str) -> dict[str, str]:

@@ -16,10 +16,10 @@ import textwrap
 import time
 from pathlib import Path
 
-from groupchat_core import Agent, GroupChat
+from groupchat_core import GroupChat
 from groupchat_core.store._writer_thread import COALESCE_S
-from groupchat_core.testing import ScriptedBids
 from tests.helpers import ROOT
+from tests.helpers.chats import scripted_chat as chat_of
 
 TURNS = 1500
 MOST_LAG_S = 0.75  # COALESCE_S (0.1) + one batch's write + the reader's polling, with room
@@ -39,9 +39,7 @@ def scripted_chat(agents: int, turns: int) -> GroupChat:
     rng = random.Random(7)
     script = {f"Agent{i:02d}": [(round(rng.uniform(0.3, 1.0), 4), f"Agent{i:02d}, turn {t}")
                                 for t in range(turns)] for i in range(agents)}
-    fake = ScriptedBids(script)
-    return GroupChat(agents=[Agent(agent_name=n, model_name=fake.model_name) for n in script],
-                     max_loops=turns + 1, threshold=0.5)
+    return chat_of(script, max_loops=turns + 1, threshold=0.5)
 
 
 CHAT = textwrap.dedent("""

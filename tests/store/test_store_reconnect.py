@@ -22,10 +22,11 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
-from groupchat_core import Agent, GroupChat, StoreError, TurnCompleted
+from groupchat_core import GroupChat, StoreError, TurnCompleted
 from groupchat_core.store import RunStore
 from groupchat_core.store import _recorder as recorder_module
-from groupchat_core.testing import ScriptedBid, ScriptedBids
+from groupchat_core.testing import ScriptedBid
+from tests.helpers.chats import scripted_chat
 
 TERMINATE = ("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
              "WHERE datname = current_database() AND pid <> pg_backend_pid()")
@@ -47,9 +48,7 @@ def talkers(turns: int, latency: float = 0.0) -> GroupChat:
     """Three scripted agents who always have something to say: a chat of exactly `turns`."""
     script = {name: [ScriptedBid(0.5 + 0.1 * i, f"{name} on turn {t}", latency)
                      for t in range(turns)] for i, name in enumerate(("Ann", "Ben", "Cy"))}
-    fake = ScriptedBids(script)
-    agents = [Agent(agent_name=name, model_name=fake.model_name) for name in script]
-    return GroupChat(agents=agents, max_loops=turns + 1, threshold=0.2)
+    return scripted_chat(script, max_loops=turns + 1, threshold=0.2)
 
 
 @pytest.mark.parametrize("held", [4, 0], ids=["held-connection", "pooled-per-transaction"])

@@ -6,10 +6,10 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from groupchat_core import Agent, GroupChat, RunRecord
+from groupchat_core import RunRecord
 from groupchat_core.analysis import speaker_metrics, transition_matrix
-from groupchat_core.testing import ScriptedBids
 from groupchat_ui.kit import charts
+from tests.helpers.chats import scripted_chat
 from tests.helpers.scripted_trio import trio_record
 
 
@@ -152,9 +152,8 @@ def test_bidding_floor_mid_turn_shows_who_is_still_thinking(record: RunRecord):
 
 
 def test_bidding_floor_labels_failed_bids():
-    fake = ScriptedBids({"A": [(0.9, "a"), (0.1, "")], "B": [RuntimeError("down"), (0.1, "")]})
-    agents = [Agent(agent_name=n, model_name=fake.model_name) for n in "AB"]
-    record = GroupChat(agents=agents, output_type="basemodel").run("t")
+    record = scripted_chat({"A": [(0.9, "a"), (0.1, "")], "B": [RuntimeError("down"), (0.1, "")]},
+                           output_type="basemodel").run("t")
     fig = charts.bidding_floor([b for b in record.bids if b.turn == 1], 0.5, 0.3)
     assert list(fig.data[1].text) == ["", "failed"]
 

@@ -8,9 +8,10 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from groupchat_core import Agent, GroupChat, RunStarted
-from groupchat_core.testing import ScriptedBid, ScriptedBids
+from groupchat_core.testing import ScriptedBid
 from groupchat_ui.kit import jobs as job_registry
 from groupchat_ui.kit.jobs import JobRegistry, JobSnapshot
+from tests.helpers.chats import scripted_chat
 
 DEADLINE_S = 20.0
 
@@ -39,10 +40,9 @@ def sim_chat(max_loops: int = 8, latency: float = 0.03) -> GroupChat:
 
 def slow_chat(turns: int = 40, latency: float = 0.1) -> GroupChat:
     """Two scripted agents who always want to talk, each bid taking `latency` seconds."""
-    fake = ScriptedBids({n: [ScriptedBid(0.9, f"{n} says {i}", latency=latency)
-                             for i in range(turns)] for n in ("X", "Y")})
-    agents = [Agent(agent_name=n, model_name=fake.model_name) for n in ("X", "Y")]
-    return GroupChat(agents=agents, max_loops=turns, recency_penalty=0.0)
+    return scripted_chat({n: [ScriptedBid(0.9, f"{n} says {i}", latency=latency)
+                              for i in range(turns)] for n in ("X", "Y")},
+                         max_loops=turns, recency_penalty=0.0)
 
 
 def test_two_owners_see_only_their_own_jobs_and_progress_while_running(reg: JobRegistry):
@@ -119,9 +119,8 @@ def test_one_chat_object_runs_several_jobs_without_crosstalk(reg: JobRegistry):
 
 
 def test_a_failing_run_becomes_an_error_job(reg: JobRegistry):
-    fake = ScriptedBids({"A": [(0.9, "a")], "B": [(0.1, "")]})  # a second turn is unscripted
-    agents = [Agent(agent_name=n, model_name=fake.model_name) for n in "AB"]
-    job = reg.start_chat(GroupChat(agents=agents, max_loops=5), "Talk.", "alice")
+    unscripted = scripted_chat({"A": [(0.9, "a")], "B": [(0.1, "")]}, max_loops=5)  # turn 2
+    job = reg.start_chat(unscripted, "Talk.", "alice")
     blank = reg.start_chat(sim_chat(), "   ", "alice")
     wait_for(lambda: reg.snapshot(job).done and reg.snapshot(blank).done, "both jobs")
     snap = reg.snapshot(job)

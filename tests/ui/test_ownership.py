@@ -22,7 +22,7 @@ from groupchat_ui.kit.jobs import LOCAL_USER, may_manage
 from groupchat_ui.runs import logic as runs_logic
 from groupchat_ui.sweeps import logic as sweeps_logic
 from tests.helpers import ROOT
-from tests.helpers.app_helpers import goto, signed_in_sessions
+from tests.helpers.app_helpers import goto, poll, signed_in_sessions, status
 
 DEADLINE_S = 30.0
 SECRET = "sk-test-alice-0123456789SECRET"
@@ -40,19 +40,6 @@ def signed_in(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], AppTe
     open_as = signed_in_sessions(monkeypatch, USERS)
     yield open_as
     job_registry.registry().shutdown()
-
-
-def status(at: AppTest) -> str:
-    return next((c.value for c in at.caption if c.value.startswith("status:")), "")
-
-
-def poll(at: AppTest, check: Callable[[AppTest], bool], what: str) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while not check(at):
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}; last status: {status(at)!r}")
-        time.sleep(0.2)
-        at.run()
 
 
 def slow_room(store: RunStore) -> None:
