@@ -4,6 +4,9 @@ A pip user has the command (`groupchat-lab`), its --help, the dashboard and the 
 but none of the repository's files (README.md, docs/, examples/, the Makefile, ...): a help text
 or an error that sends them to one points nowhere. The checks read the source, so they need no
 install and no dashboard.
+
+Private imports (`_agent`, `_version`): units or test hooks with no public name; everything public
+comes from the public API.
 """
 
 from __future__ import annotations

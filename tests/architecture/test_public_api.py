@@ -3,6 +3,9 @@ resolves, the package's names are pinned, and the error tree drawn in _errors.py
 
 Public: `groupchat_core` and the subpackages `store`, `sweeps`, `analysis`, `testing`. Any module
 path segment starting with `_` is private (httpx style), and so is any name starting with `_`.
+
+Private imports (`groupchat_core._version`): units or test hooks with no public name; everything
+public comes from the public API.
 """
 
 from __future__ import annotations

@@ -1,6 +1,10 @@
 """The command line for scripts and habits: --json with stable fields, chat parameters as run
 flags (checked by ChatConfig's rules), quiet ends of closed pipes, --log-level / -v, --version,
-help and choices on every option."""
+help and choices on every option.
+
+Private imports (`cli._store`): units or test hooks with no public name; everything public comes
+from the public API.
+"""
 
 from __future__ import annotations
 

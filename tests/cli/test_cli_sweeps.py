@@ -1,6 +1,10 @@
 """`sweep list|show|stop|export` and `sweep ... --json`: the sweeps in the store for people and
 scripts. `sweep stop` is tested across real processes: a CLI sweep in a child process sees the
-request, finishes its cells in flight, ends `cancelled`, and a resume runs the rest once."""
+request, finishes its cells in flight, ends `cancelled`, and a resume runs the rest once.
+
+Private imports (`cli._sweeps_manage`, `sweeps._results`, `sweeps._scheduler`): units or test hooks
+with no public name; everything public comes from the public API.
+"""
 
 from __future__ import annotations
 

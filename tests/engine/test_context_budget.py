@@ -4,6 +4,9 @@ A local server with a small window used to fail every bid once the chat grew, be
 budget ignored the tools schema, kept no room for the reply and assumed 8,192 tokens for a model
 litellm does not know. Now everything sent is counted, the reply's room is reserved, an agent
 can declare its window, and a context-length rejection shrinks the budget and retries once.
+
+Private imports (`engine._transcript`, `testing._fake_replies`): units or test hooks with no public
+name; everything public comes from the public API.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""The turn loop, as a specification: scripted agents, exact speakers, stop reasons, bid log."""
+"""The turn loop, as a specification: scripted agents, exact speakers, stop reasons, bid log.
+
+Private imports (`providers._providers`): units or test hooks with no public name; everything public
+comes from the public API.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Specification tests for groupchat_core.engine._outputs (docs/engine.md §8)."""
+"""Specification tests for groupchat_core.engine._outputs (docs/engine.md §8).
+
+Private imports (`engine._outputs`): units or test hooks with no public name; everything public
+comes from the public API.
+"""
 
 from __future__ import annotations
 

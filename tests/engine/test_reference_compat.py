@@ -4,6 +4,9 @@ The reference's published examples are copied below as they are written, except 
 line and `model_name` (a parametrised sim model, so they run offline). The reference's Agent
 keywords are mapped (retry_attempts, context_length, llm_base_url, llm_api_key,
 agent_description/description) or accepted with one ReferenceCompatibilityWarning each.
+
+Private imports (`_agent`, `_bidding`): units or test hooks with no public name; everything public
+comes from the public API.
 """
 
 from __future__ import annotations

@@ -2,6 +2,9 @@
 
 A long chat must still fit the model: the task is always kept, then as many of the newest whole
 messages as fit; the oldest go first, none is cut, and the prompt says how many were left out.
+
+Private imports (`engine._transcript`, `providers._model_calls`): units or test hooks with no public
+name; everything public comes from the public API.
 """
 
 from __future__ import annotations

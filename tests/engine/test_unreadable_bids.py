@@ -1,4 +1,8 @@
-"""A turn with no readable bid is an error, never a lull (issue 9 §2), over real HTTP."""
+"""A turn with no readable bid is an error, never a lull (issue 9 §2), over real HTTP.
+
+Private imports (`providers._replies`): units or test hooks with no public name; everything public
+comes from the public API.
+"""
 
 from __future__ import annotations
 

@@ -7,6 +7,9 @@ trio run (tests/helpers/scripted_trio.py), re-imported under a new run id so tha
 would be written: the control test shows that, so the unchanged-store checks can fail.
 
 Every test taking `store` runs on SQLite and on PostgreSQL (tests/conftest.py).
+
+Private imports (`exports._bundles`, `store._schema`): units or test hooks with no public name;
+everything public comes from the public API.
 """
 
 from __future__ import annotations

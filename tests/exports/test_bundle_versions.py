@@ -1,5 +1,9 @@
 """Bundles say which code wrote them (`written_by`: app, litellm and store schema versions);
-bundles from before 0.2.0, without it, still import; a malformed one is one clear error."""
+bundles from before 0.2.0, without it, still import; a malformed one is one clear error.
+
+Private imports (`exports._bundles`): units or test hooks with no public name; everything public
+comes from the public API.
+"""
 
 from __future__ import annotations
 

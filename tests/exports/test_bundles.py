@@ -3,6 +3,9 @@
 Hostile input (unknown fields, wrong types, keys, object-building YAML tags, aliases, huge or
 deep files) is refused with one clear error and changes nothing. Tests taking `store` and
 `other_store` run on SQLite and on PostgreSQL (tests/conftest.py).
+
+Private imports (`exports._bundles`): units or test hooks with no public name; everything public
+comes from the public API.
 """
 
 from __future__ import annotations

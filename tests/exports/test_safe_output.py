@@ -4,6 +4,9 @@ names reject the characters that would spoof or drive it.
 
 Hostile model output comes over real HTTP (groupchat_core.testing.FakeOpenAIServer, litellm's
 OpenAI path); the CLI runs as a subprocess and its stdout/stderr bytes are checked.
+
+Private imports (`_terminal`, `exports._tables`): units or test hooks with no public name;
+everything public comes from the public API.
 """
 
 from __future__ import annotations

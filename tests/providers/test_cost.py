@@ -1,6 +1,10 @@
 """Unknown cost is not zero: a run on a model litellm cannot price reads "unknown", and a run
 where only some bids could be priced says its total is partial. Over real HTTP (the fake
-server's usage is priced by litellm for a known model name, and not for a made-up one)."""
+server's usage is priced by litellm for a known model name, and not for a made-up one).
+
+Private imports (`_records`): units or test hooks with no public name; everything public comes from
+the public API.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
 """Keys are checked before anything is spent, and a sweep whose key is refused stops early.
 
 A sweep with no key once made 90 failing calls over 30 cells before saying `0/30 cells done`.
+
+Private imports (`providers._credentials`): units or test hooks with no public name; everything
+public comes from the public API.
 """
 
 from __future__ import annotations

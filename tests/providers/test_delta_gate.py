@@ -1,5 +1,9 @@
 """The delta gate and the SSE coalescer, unit by unit (issue 19 rows 3, 4); the same paths
-over real HTTP, for every route, are in test_hostile_routes.py."""
+over real HTTP, for every route, are in test_hostile_routes.py.
+
+Private imports (`providers._bodies`, `providers._delta_gate`, `providers._sse_coalesce`): units or
+test hooks with no public name; everything public comes from the public API.
+"""
 
 from __future__ import annotations
 

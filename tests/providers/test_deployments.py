@@ -1,6 +1,10 @@
 """Several deployments of one model, load-balanced by litellm's Router, over real HTTP to two
 (or three) local fake OpenAI servers: calls spread, per-deployment rpm respected, a failing
-deployment routed around, each bid records its deployment."""
+deployment routed around, each bid records its deployment.
+
+Private imports (`providers._deployments`): units or test hooks with no public name; everything
+public comes from the public API.
+"""
 
 from __future__ import annotations
 

@@ -8,6 +8,9 @@ cost, over real HTTP to local fake OpenAI servers (issue 19, rows 5 and 6).
   with no OPENAI_API_KEY; a remote api_base without a key is refused with one line.
 - A routed call to an unpriced model costs unknown (None), not $0; a dollar budget over such
   calls is refused at start (Python API and CLI), one line, nothing created.
+
+Private imports (`engine._bidcache`, `providers._deployments`, `providers._providers`): units or
+test hooks with no public name; everything public comes from the public API.
 """
 
 from __future__ import annotations

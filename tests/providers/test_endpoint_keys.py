@@ -5,6 +5,9 @@ provider on loopback records every request's headers and echoes the Authorizatio
 its reply, with a canary OPENAI_API_KEY in the environment. The canary must not be sent there,
 nor reach the store or any export; listed in GROUPCHAT_TRUSTED_API_BASES, the same server does
 get it (so these tests can tell the two apart).
+
+Private imports (`providers._endpoints`, `providers._requests`): units or test hooks with no public
+name; everything public comes from the public API.
 """
 
 from __future__ import annotations

@@ -1,5 +1,9 @@
 """The tool-choice fallback ladder over real HTTP: only a clear "unsupported" steps down, what is
-remembered is scoped, expires and is visible, and a respond call is read in any mode (§1)."""
+remembered is scoped, expires and is visible, and a respond call is read in any mode (§1).
+
+Private imports (`providers._model_calls`, `providers._tool_modes`): units or test hooks with no
+public name; everything public comes from the public API.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,9 @@
 """Hostile providers over real HTTP: huge bodies and trickled replies never freeze the shared
-loop, never reach the record, and every bid has a real deadline (issue 9 §4)."""
+loop, never reach the record, and every bid has a real deadline (issue 9 §4).
+
+Private imports (`_bidding`, `engine._turn_loop`, `providers._model_calls`): units or test hooks
+with no public name; everything public comes from the public API.
+"""
 
 from __future__ import annotations
 

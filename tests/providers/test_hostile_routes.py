@@ -6,6 +6,10 @@ OpenAI-compatible prefix whose provider is not "openai"); the byte bounds, which
 format, also as `anthropic/` and `ollama_chat/`. Each bid ends with a clear error (or,
 for the flood, its full text), and a second chat running on the same loop at the same time
 completes with all its messages. Loop stalls are measured in bench/hostile.py, not here.
+
+Private imports (`_bidding`, `providers._model_calls`, `providers._sse_coalesce`,
+`testing._hostile`): units or test hooks with no public name; everything public comes from the
+public API.
 """
 
 from __future__ import annotations

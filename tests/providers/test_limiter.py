@@ -1,4 +1,8 @@
-"""The process-wide in-flight call limit holds across event loops and survives cancellation."""
+"""The process-wide in-flight call limit holds across event loops and survives cancellation.
+
+Private imports (`providers._limiter`): units or test hooks with no public name; everything public
+comes from the public API.
+"""
 
 from __future__ import annotations
 

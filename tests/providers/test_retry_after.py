@@ -1,6 +1,10 @@
 """Retry-After is honoured (bounded, within the bid's deadline) and per-model rate limits space
 requests, over real HTTP (FakeOpenAIServer): a server asking for 5 s once got a retry after
-0.46 s."""
+0.46 s.
+
+Private imports (`providers._model_calls`, `providers._ratelimit`, `providers._retries`): units or
+test hooks with no public name; everything public comes from the public API.
+"""
 
 from __future__ import annotations
 

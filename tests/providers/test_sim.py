@@ -1,4 +1,8 @@
-"""Tests for the offline bidding simulation and its litellm provider."""
+"""Tests for the offline bidding simulation and its litellm provider.
+
+Private imports (`providers._sim`, `providers._sim_litellm`): units or test hooks with no public
+name; everything public comes from the public API.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,9 @@
 """Streamed bids over real HTTP to the fake OpenAI server: deltas, the same final bid both ways,
-fallbacks, cut-off and hostile streams, and who pays for deltas."""
+fallbacks, cut-off and hostile streams, and who pays for deltas.
+
+Private imports (`_bidding`, `providers._bodies`, `providers._replies`, `providers._streaming`):
+units or test hooks with no public name; everything public comes from the public API.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Specification tests for groupchat_core._bidding (docs/engine.md §4, §5, §6)."""
+"""Specification tests for groupchat_core._bidding (docs/engine.md §4, §5, §6).
+
+Private imports (`_bidding`, `engine._selection`): units or test hooks with no public name;
+everything public comes from the public API.
+"""
 
 from __future__ import annotations
 

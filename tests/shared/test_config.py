@@ -1,4 +1,8 @@
-"""Specification tests for groupchat_core._config and groupchat_core._agent (docs/engine.md §2)."""
+"""Specification tests for groupchat_core._config and groupchat_core._agent (docs/engine.md §2).
+
+Private imports (`_config`): units or test hooks with no public name; everything public comes from
+the public API.
+"""
 
 from __future__ import annotations
 

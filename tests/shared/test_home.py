@@ -1,6 +1,10 @@
 """Where the data lives (groupchat_core/_home.py): GROUPCHAT_DB, else GROUPCHAT_HOME, else a
 clone's data/, else the platform's user data directory, never inside the installed package; an
-older store left next to the working directory gets a notice saying how to use it."""
+older store left next to the working directory gets a notice saying how to use it.
+
+Private imports (`groupchat_core._home`): units or test hooks with no public name; everything public
+comes from the public API.
+"""
 
 from __future__ import annotations
 

@@ -8,6 +8,9 @@
 Each is tried through the real entry points: GroupChat(...), load_spec_text, load_sweep_text,
 the CLI as a real process (exit 2, one line on stderr, no traceback, store unchanged) and
 bundle import.
+
+Private imports (`_safeload`, `exports._bundles`): units or test hooks with no public name;
+everything public comes from the public API.
 """
 
 from __future__ import annotations

@@ -1,6 +1,10 @@
 """The run records describe themselves (docs/engine.md §9): every field of Message, Bid, Turn and
 RunRecord has a description, and the JSON schema of a RunRecord (what a run bundle exports)
-carries them; fixed value sets are Literals that match what the engine produces."""
+carries them; fixed value sets are Literals that match what the engine produces.
+
+Private imports (`_records`, `engine._selection`): units or test hooks with no public name;
+everything public comes from the public API.
+"""
 
 from __future__ import annotations
 

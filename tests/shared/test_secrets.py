@@ -4,6 +4,9 @@ A hostile local provider echoes every request header (Authorization included) in
 as real providers do with "Incorrect API key provided: ...". The key comes from the environment
 (OPENAI_API_KEY, as the README recommends), from api_key=, or from litellm_kwargs headers; none
 of them may reach a bid, a run record, the store, an export, a log line or the CLI's output.
+
+Private imports (`_secrets`): units or test hooks with no public name; everything public comes from
+the public API.
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@ reload of the dashboard), a rename keeps an agent's place, and a store written b
 is upgraded in place with its agents kept (issue 11 §1: "the agent order resets on reload").
 
 Each test runs on SQLite and on PostgreSQL (the `store_url` fixture, tests/conftest.py).
+
+Private imports (`store._connect`, `store._migrations`, `store._schema`): units or test hooks with
+no public name; everything public comes from the public API.
 """
 
 from __future__ import annotations

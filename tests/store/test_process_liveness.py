@@ -1,6 +1,10 @@
 """Process liveness for interrupted runs and sweep owners (store/_process.py), through psutil:
 a live writer, a dead pid, a zombie, a reused pid (another start time), and rows written before
-psutil (Linux clock ticks) all read as they should."""
+psutil (Linux clock ticks) all read as they should.
+
+Private imports (`store._process`): units or test hooks with no public name; everything public comes
+from the public API.
+"""
 
 from __future__ import annotations
 

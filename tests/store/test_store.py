@@ -2,6 +2,9 @@
 
 Tests taking `store` (or `store_url`) run on SQLite and on PostgreSQL (tests/conftest.py); the
 few that test what only SQLite has say so in their names and take `sqlite_store`.
+
+Private imports (`store._process`, `store._schema`): units or test hooks with no public name;
+everything public comes from the public API.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ Before, the run row (with its agents) and the task were two transactions: a read
 store could see a `running` run without its task, and a crash between the two left a run that
 exported to a bundle that cannot be imported ("messages: List should have at least 1 item").
 Each test runs on SQLite and on PostgreSQL (the `store` / `store_url` fixtures).
+
+Private imports (`exports._bundles`, `store._schema`): units or test hooks with no public name;
+everything public comes from the public API.
 """
 
 from __future__ import annotations

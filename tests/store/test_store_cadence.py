@@ -5,6 +5,9 @@ got the GIL back only at the run's end, so the turns "written within 50 ms" were
 written after the last one, and a crash lost them all. The reader here is another process, so
 watching the store takes nothing from the engine's process (a reader thread would be starved
 the same way).
+
+Private imports (`store._writer_thread`): units or test hooks with no public name; everything public
+comes from the public API.
 """
 
 from __future__ import annotations

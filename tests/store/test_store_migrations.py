@@ -2,6 +2,9 @@
 failed upgrade changes nothing; stores from newer code or other programs are refused.
 
 Each test runs on SQLite and on PostgreSQL (the `store_url` fixture, tests/conftest.py).
+
+Private imports (`store._connect`, `store._migrations`, `store._schema`): units or test hooks with
+no public name; everything public comes from the public API.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ A v5 store (a real SQLite file, and the throwaway PostgreSQL: the `store_url` fi
 upgraded in place keeping every run and sweep, with NULL owners; new runs and sweeps record the
 owner the caller names and the app and litellm versions; a sweep's runs inherit its owner; a
 bundle cannot say who owns the run it carries.
+
+Private imports (`store._connect`, `store._migrations`, `store._schema`): units or test hooks with
+no public name; everything public comes from the public API.
 """
 
 from __future__ import annotations

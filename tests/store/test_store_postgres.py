@@ -8,6 +8,9 @@ test_store_processes.py, test_bundles.py, test_bidcache.py, test_sweeps_store.py
 is a throwaway one started for the session from the machine's PostgreSQL binaries
 (tests/helpers/pg.py; `make postgres` installs them), or the one at GROUPCHAT_TEST_POSTGRES_URL.
 Missing binaries or psycopg fail these tests with what to install: they never skip.
+
+Private imports (`exports._bundles`, `store._schema`): units or test hooks with no public name;
+everything public comes from the public API.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ database, creating its schema at the same moment.
 Both tests run real child processes (`python -m groupchat_core run ...` and a small script), the
 first against the local OpenAI-compatible server over 127.0.0.1 with slow replies; each runs on
 SQLite (one file) and on PostgreSQL (the `store_url` fixture, tests/conftest.py).
+
+Private imports (`store._schema`): units or test hooks with no public name; everything public comes
+from the public API.
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ and every turn, bid and message ends up in the store, the run `finished`. When t
 stays unreachable (a TCP relay in front of the server is cut: connections reset, the port
 closed), recording gives up after `RunStore.reconnect_for` seconds, says so once, and flags the
 run `error` as soon as the database is back.
+
+Private imports (`store._recorder`): units or test hooks with no public name; everything public
+comes from the public API.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ A real store file (recorded runs) gets one page overwritten with garbage, as a b
 or a torn copy would leave it: opening it (RunStore, the CLI's reading and writing commands) is
 refused with one line naming the file and the fix, and the file stays byte for byte the same.
 Read-only commands pointed at a path where no store exists say so and create no file or folder.
+
+Private imports (`store._sqlite_check`): units or test hooks with no public name; everything public
+comes from the public API.
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ after the other; the second is refused with one line naming the owner (pid, host
 and how to stop it, and every cell has exactly one finished run. A forced race (claimers in
 threads and in processes, and two whole sweep processes with the owner check switched off)
 still runs each cell once. Every test runs on SQLite and on PostgreSQL (`store` fixture).
+
+Private imports (`store._schema`): units or test hooks with no public name; everything public comes
+from the public API.
 """
 
 from __future__ import annotations

@@ -1,7 +1,11 @@
 """Sweeps on a real local Ray cluster: a head and two worker nodes (separate raylet processes),
 sim sweeps recorded into SQLite (by the driver) and PostgreSQL (by the workers), a worker
 killed mid-cell, budget caps across workers, keys that reach workers but never the store or
-Ray's logs, the CLI."""
+Ray's logs, the CLI.
+
+Private imports (`store._schema`): units or test hooks with no public name; everything public comes
+from the public API.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""The sweep runner: recorded cells, progress events, results, budget caps, cancel, executors."""
+"""The sweep runner: recorded cells, progress events, results, budget caps, cancel, executors.
+
+Private imports (`sweeps._spec`): units or test hooks with no public name; everything public comes
+from the public API.
+"""
 
 from __future__ import annotations
 

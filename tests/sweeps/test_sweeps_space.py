@@ -1,5 +1,9 @@
 """Search spaces: agent order, roster, models per agent, random search; bounds, labels, estimate,
-budget caps and resume over the new axes."""
+budget caps and resume over the new axes.
+
+Private imports (`sweeps._results`): units or test hooks with no public name; everything public
+comes from the public API.
+"""
 
 from __future__ import annotations
 

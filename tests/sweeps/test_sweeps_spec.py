@@ -1,4 +1,8 @@
-"""Sweep specs (format, validation, cells) and the pre-flight estimate."""
+"""Sweep specs (format, validation, cells) and the pre-flight estimate.
+
+Private imports (`providers._model_calls`): units or test hooks with no public name; everything
+public comes from the public API.
+"""
 
 from __future__ import annotations
 

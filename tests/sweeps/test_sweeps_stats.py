@@ -1,5 +1,9 @@
 """Sweep statistics on recorded sweeps: bounded intervals in the export, parameter importance,
-two-cell comparisons, and the "too few repeats" rules."""
+two-cell comparisons, and the "too few repeats" rules.
+
+Private imports (`sweeps._compare`, `sweeps._importance`): units or test hooks with no public name;
+everything public comes from the public API.
+"""
 
 from __future__ import annotations
 

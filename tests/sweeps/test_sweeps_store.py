@@ -5,6 +5,9 @@ The SQL is portable Core, but a few parts are dialect-specific (ON CONFLICT DO N
 cache inserts, booleans summed as hit counts, the v3 migration's defaults): this runs them on
 a real PostgreSQL server as well as on SQLite. Missing PostgreSQL binaries fail the PostgreSQL
 variants with what to install; they never skip.
+
+Private imports (`engine._bidcache`): units or test hooks with no public name; everything public
+comes from the public API.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""Tests for the fake OpenAI server, over raw HTTP and through litellm + the openai SDK."""
+"""Tests for the fake OpenAI server, over raw HTTP and through litellm + the openai SDK.
+
+Private imports (`testing._fake_replies`): units or test hooks with no public name; everything
+public comes from the public API.
+"""
 
 from __future__ import annotations
 

@@ -6,6 +6,9 @@ they could point someone else's agent at their own server. Admins (GROUPCHAT_ADM
 Ownerless agents (schema < 8, the CLI) are read-only for signed-in users. Without login, all
 stays editable. Session keys typed in Settings go only to trusted endpoints or to the exact
 API base they were typed for. Store schema v8 adds the owner columns.
+
+Private imports (`store._connect`, `store._migrations`, `store._schema`): units or test hooks with
+no public name; everything public comes from the public API.
 """
 
 from __future__ import annotations

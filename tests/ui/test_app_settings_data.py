@@ -1,5 +1,9 @@
 """The Settings page says where the data lives and why, and names an older store that is not
-in use with the line that points at it (AppTest, the real page script)."""
+in use with the line that points at it (AppTest, the real page script).
+
+Private imports (`groupchat_core._home`): units or test hooks with no public name; everything public
+comes from the public API.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Sweep figure builders and the page's pure helpers: traces per facet, empty frames, parsing."""
+"""Sweep figure builders and the page's pure helpers: traces per facet, empty frames, parsing.
+
+Private imports (`sweeps._estimate`): units or test hooks with no public name; everything public
+comes from the public API.
+"""
 
 from __future__ import annotations
 
