@@ -27,7 +27,7 @@ browser:
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-dejavu-core; }
 
 # The store's PostgreSQL tests start a throwaway server of their own from Debian's binaries
-# (tests/pg.py). The packaged cluster and its service are never used: where the package cannot
+# (tests/helpers/pg.py). The packaged cluster and its service are never used: where the package cannot
 # start its service (a container without systemd), the install still counts once initdb is in.
 postgres:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
@@ -44,10 +44,16 @@ llm-setup: setup
 llm: llm-setup
 	$(BIN)/python -m groupchat_core.testing.local_llm serve --port 8080
 
+# The suite in two parts: the few tests that check a latency bound alone (marker `serial`), then
+# the rest on TEST_WORKERS pytest-xdist workers, a module (or an xdist group: one Ray cluster, one
+# wheel build, one local LLM at a time) per work unit; see tests/conftest.py.
+TEST_WORKERS ?= 2
+
 test: setup browser postgres llm-setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m serial
+	$(BIN)/python -m pytest -m "not serial" -n $(TEST_WORKERS) --dist loadgroup
 
 lint: setup
 	$(BIN)/ruff check .

@@ -9,8 +9,8 @@ repository; code comments cite its sections as `docs/engine.md §N`.
 The public surface is this package and its documented subpackages `groupchat_core.store`,
 `.sweeps`, `.analysis` and `.testing`, each listing its names in `__all__`; `groupchat_core.cli`
 is the command line (`python -m groupchat_core`). Modules whose names start with an underscore
-are private and move without notice (httpx style); tests/test_public_api.py keeps the dashboard
-and the benchmarks off them.
+are private and move without notice (httpx style); tests/architecture/test_public_api.py keeps
+the dashboard and the benchmarks off them.
 """
 
 from __future__ import annotations

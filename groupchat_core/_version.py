@@ -7,8 +7,8 @@ from functools import cache
 from importlib import metadata
 
 DISTRIBUTION = "groupchat-lab"
-# Kept equal to pyproject.toml's [project] version (tests/test_public_api.py checks it), so a
-# checkout that is not installed still knows its version.
+# Kept equal to pyproject.toml's [project] version (tests/architecture/test_public_api.py
+# checks it), so a checkout that is not installed still knows its version.
 APP_VERSION = "0.2.0"
 
 

@@ -12,7 +12,8 @@ Layout:
   `actions` (a hand-over, e.g. Runs opening a run in Analysis, Agents loading a preset for Run).
 - App pages import only `groupchat_ui.kit` and their own package.
 
-Which modules may import streamlit is a naming rule (checked by tests/test_architecture.py):
+Which modules may import streamlit is a naming rule (checked by
+tests/architecture/test_architecture.py):
 - `view.py` and `*_view.py` render, and `actions.py` holds widget callbacks (named `on_*`);
 - in `groupchat_ui/kit/`, also `state.py`, `store_access.py` and `components.py`;
 - every other module is pure (`logic.py` in each page package, `charts.py`, kit's `jobs.py`,

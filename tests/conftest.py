@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, NoReturn
 
 import pytest
 
-if TYPE_CHECKING:
-    from pg import Databases
+from tests.helpers.stores import release_store_engines
 
+if TYPE_CHECKING:
     from groupchat_core.store import RunStore
+    from tests.helpers.pg import Databases
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ["GROUPCHAT_BLOCK_REMOTE_CALLS"] = "1"
@@ -49,17 +50,81 @@ def _offline(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
     monkeypatch.setattr(retries, "RETRY_BASE_DELAY", 0.01)
 
 
+# --- markers for the slow kinds, and what must share a worker under pytest-xdist -----------------
+#
+# `pytest -m "not browser"` (or not local_llm / ray / install / postgres) leaves a slow kind out;
+# pyproject.toml registers the markers. They are given here, by folder, file or fixture, so that
+# a new test in tests/e2e/ or one taking `pg_url` is marked without remembering to. Under
+# `make test` (pytest -n 2) the tests of one xdist group run on one worker, one after another:
+# one Ray cluster, one wheel build and one local LLM server at a time on a 2-core machine.
+# Everything else is dealt out one module at a time (see pytest_xdist_make_scheduler below).
+
+FOLDER_MARKS = {"e2e": "browser", "install": "install"}
+FILE_MARKS = {
+    "test_local_llm.py": "local_llm",
+    "test_sweep_ray.py": "ray", "test_sweep_ray_loopback.py": "ray",
+    "test_app_sweeps_ray.py": "ray",
+    # It checks how far the store lags a busy chat: `make test` runs it alone, before the
+    # parallel part, where a second busy worker would make the lag the machine's, not the store's.
+    "test_store_cadence.py": "serial",
+}
+GROUPED = ("ray", "install", "local_llm")  # one xdist group each; these also go first
+PG_FIXTURES = {"pg_server", "pg_databases", "pg_url", "pg_store"}
+
+
+def _kinds(item: pytest.Item) -> set[str]:
+    path = item.path
+    kinds = {FOLDER_MARKS[path.parent.name]} if path.parent.name in FOLDER_MARKS else set()
+    if path.name in FILE_MARKS:
+        kinds.add(FILE_MARKS[path.name])
+    callspec = getattr(item, "callspec", None)
+    uses_pg = PG_FIXTURES & set(getattr(item, "fixturenames", ()))
+    if uses_pg or (callspec is not None and callspec.params.get("backend") == "postgresql"):
+        kinds.add("postgres")
+    return kinds
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist names the groups (its hook reads these marks)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Browser tests last: Playwright's sync API leaves an event loop on the main thread for
-    the rest of the session, which other tests (asyncio.run from a plain thread) must not see."""
-    items.sort(key=lambda item: "/e2e/" in str(item.path).replace("\\", "/"))
+    """Marks each test's slow kinds and xdist group; then the order: the grouped (longest)
+    units first, browser tests last. Playwright's sync API leaves an event loop on the main
+    thread for the rest of the session, which other tests (asyncio.run from a plain thread)
+    must not see; a worker is handed modules in this order, so it never runs one after them."""
+    kinds: dict[str, set[str]] = {}
+    for item in items:
+        kinds[item.nodeid] = found = _kinds(item)
+        for kind in sorted(found):
+            item.add_marker(kind)
+            if kind in GROUPED:
+                item.add_marker(pytest.mark.xdist_group(kind))
+    items.sort(key=lambda item: ("browser" in kinds[item.nodeid],
+                                 not kinds[item.nodeid] & set(GROUPED)))
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's: absent under -p no:xdist
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """Under `-n N --dist loadgroup` (as `make test` runs): a work unit is an xdist group,
+    else a whole module, so module fixtures (a fake server, a built wheel) start once per run
+    (xdist's loadgroup deals ungrouped tests out one by one; its loadscope ignores groups).
+    Units go out in collection order, as workers free up."""
+    if config.getvalue("dist") != "loadgroup":
+        return None  # the distribution asked for
+    from xdist.scheduler import LoadGroupScheduling
+
+    class GroupOrModule(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            if nodeid.rfind("@") > nodeid.rfind("]"):
+                return nodeid.split("@")[-1]
+            return nodeid.split("::", 1)[0]
+
+    return GroupOrModule(config, log)
 
 
 # --- databases: one `store` fixture over SQLite and PostgreSQL ----------------------------------
 #
 # Backend-agnostic store tests take `store` (or `store_url`, `other_store`, `new_database`) and run
 # once per backend. PostgreSQL is a throwaway server started once per session from the machine's
-# binaries (tests/pg.py; `make postgres` installs them), or the server at
+# binaries (tests/helpers/pg.py; `make postgres` installs them), or the server at
 # GROUPCHAT_TEST_POSTGRES_URL; every test gets new, empty databases of its own, dropped after it.
 # Missing binaries or psycopg fail the PostgreSQL variants with what to install: they never skip.
 
@@ -73,7 +138,7 @@ def _fail_unavailable(problem: str) -> NoReturn:
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[str]:
     """A URL of the server's admin database: the env's server, else a throwaway local one."""
-    from pg import ENV_URL, LocalPostgres, PostgresUnavailable
+    from tests.helpers.pg import ENV_URL, LocalPostgres, PostgresUnavailable
 
     external = os.environ.get(ENV_URL, "").strip()
     if external:
@@ -95,7 +160,7 @@ def pg_server() -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def pg_databases(pg_server: str) -> Databases:
-    from pg import Databases, PostgresUnavailable
+    from tests.helpers.pg import Databases, PostgresUnavailable
 
     try:
         return Databases(pg_server)
@@ -104,15 +169,13 @@ def pg_databases(pg_server: str) -> Databases:
     _fail_unavailable(problem)
 
 
-def release_store_engines() -> None:
-    """No write of this test still queued, no pooled connection left, schema checks forgotten."""
-    from groupchat_core.store import dispose_engines
-    from groupchat_core.store._migrations import forget_checked
-    from groupchat_core.store._writer_thread import writer_thread
-
-    writer_thread().flush(10)
-    dispose_engines()
-    forget_checked()
+@pytest.fixture
+def fresh_engines() -> Iterator[None]:
+    """For tests that open stores of their own (RunStore(url), the CLI, a bundle import): after
+    the test, nothing of theirs is queued, pooled or remembered. A module takes it for all its
+    tests with `pytestmark = pytest.mark.usefixtures("fresh_engines")`."""
+    yield
+    release_store_engines()
 
 
 @pytest.fixture

@@ -1,8 +1,8 @@
 """`groupchat-lab serve`: the dashboard from any directory, through Streamlit's own CLI.
 
-The engine never imports streamlit or the dashboard (tests/test_architecture.py): serve finds
-the app's files and hands the process over to `python -m streamlit run` (exec on POSIX, so
-signals reach Streamlit directly; a child process elsewhere).
+The engine never imports streamlit or the dashboard (tests/architecture/test_architecture.py):
+serve finds the app's files and hands the process over to `python -m streamlit run` (exec on
+POSIX, so signals reach Streamlit directly; a child process elsewhere).
 
 An installed copy serves the app packaged inside groupchat_ui (`groupchat_ui/_app/`: the entry
 script, its pages and its `.streamlit/config.toml`, which Streamlit reads next to the script); a

@@ -1,7 +1,8 @@
 """Loading litellm: once, lazily, off the event loop.
 
 litellm is imported only by this module and _sim_litellm.py (the sim provider litellm can call),
-always inside functions: it takes seconds to import (tests/test_imports_litellm.py pins the rule).
+always inside functions: it takes seconds to import (tests/architecture/test_imports_litellm.py
+pins the rule).
 """
 
 from __future__ import annotations

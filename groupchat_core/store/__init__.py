@@ -3,7 +3,8 @@
     from groupchat_core.store import RunStore
 
 Every SQL statement of the package lives in this subpackage, behind RunStore's methods; no
-module outside it imports SQLAlchemy or a private `store._*` module (tests/test_store_boundary.py).
+module outside it imports SQLAlchemy or a private `store._*` module
+(tests/architecture/test_store_boundary.py).
 Where the data lives: `data_location()` (GROUPCHAT_DB, else GROUPCHAT_HOME, else a clone's
 `data/`, else the platform's user data directory; see docs/engine.md, "Where the data lives").
 """

@@ -8,7 +8,7 @@ it, and the loop releases and retakes it on every iteration (each epoll call), w
 that clock. Measured on a 200-turn offline chat (BENCHMARKS.md, store findings): the writer,
 woken at the first turn, got the GIL back only at the run's end (181-200 of 200 turns in one
 batch), and meanwhile every iteration of the loop paid a futex wake-up for it (12,395 futex
-calls in 11 runs instead of 240), 5-10 % of the chat (tests/test_store_cadence.py watches a
+calls in 11 runs instead of 240), 5-10 % of the chat (tests/store/test_store_cadence.py watches a
 1,500-turn chat from another process: 2.8 s behind a 2.9 s chat before, 0.1 s now).
 
 So a recorder does not wake the writer for every turn. It *defers* its write and arms a timer

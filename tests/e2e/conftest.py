@@ -25,7 +25,8 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import ROOT
+
 CHROMIUM = "/usr/bin/chromium"
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
 CHROMIUM_ARGS = [

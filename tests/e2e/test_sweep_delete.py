@@ -3,7 +3,7 @@ the sweep, then the sweep and its runs are gone from the store (issue 19, row 9)
 
 The served app has no login, so its session is the local user, who manages sweeps nobody is
 recorded as owning (a script made this one). Who may delete what when people sign in is
-tests/test_ownership_delete.py.
+tests/ui/test_ownership_delete.py.
 """
 
 from __future__ import annotations

@@ -1,0 +1,223 @@
+"""A bid's outcome is a field (issue 25 item 1): set once by the turn loop, stored (schema v10,
+filled in for old bids), bundled, and read by selection, metrics, charts and the CLI; the
+Selection names the runner-up and the raw-score winner.
+
+Private imports (BidCache, Candidate, TurnPrinter, create_version, forget_checked, get_engine,
+metadata_for, outcome_of): units tested as such, which no public module exports.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+
+import pandas as pd
+import pytest
+from pydantic import SecretStr
+from sqlalchemy import create_engine, insert, select
+
+from groupchat_core import (
+    Agent,
+    Bid,
+    ConfigError,
+    GroupChat,
+    Turn,
+    TurnCompleted,
+    bundle_json,
+    import_bundle,
+    select_speaker,
+)
+from groupchat_core._records import outcome_of
+from groupchat_core.analysis import bid_outcomes, explain_turn
+from groupchat_core.cli._main import TurnPrinter
+from groupchat_core.engine._bidcache import BidCache
+from groupchat_core.engine._selection import Candidate
+from groupchat_core.store import SCHEMA_VERSION, RunStore, dispose_engines
+from groupchat_core.store._connect import get_engine
+from groupchat_core.store._migrations import create_version, forget_checked
+from groupchat_core.store._schema import metadata_for
+from groupchat_core.testing import FakeOpenAIServer, error, text, tool_call
+from groupchat_ui.kit import charts
+
+KEY = "sk-test-outcome-0123456789abcdef"
+
+
+pytestmark = pytest.mark.usefixtures("fresh_engines")
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer() as srv:
+        yield srv
+
+
+def _agent(srv: FakeOpenAIServer, name: str) -> Agent:
+    return Agent(agent_name=name, model_name=f"openai/{name.lower()}", api_base=srv.base_url,
+                 api_key=SecretStr(KEY), num_retries=0, temperature=0.0)
+
+
+def test_the_turn_loop_sets_each_outcome_once(server: FakeOpenAIServer) -> None:
+    server.script("a", [tool_call(0.9, "first"), tool_call(0.9, "again")])
+    server.script("b", [text("no json here"), text("still none")])
+    server.script("c", [error(500, "down"), error(500, "down")])
+    chat = GroupChat(agents=[_agent(server, n) for n in "ABC"], max_loops=2,
+                     bid_cache=BidCache(cache_all=True))
+    chat.run("Plan it.")
+    assert [b.outcome for b in chat.last_run.bids] == ["read", "unreadable", "failed"]
+    assert [(b.read, b.failed) for b in chat.last_run.bids] == [
+        (True, False), (False, False), (False, True)]
+    chat.run("Plan it.")  # the same prompt: A's read bid comes from the cache, nothing else
+    assert [b.outcome for b in chat.last_run.bids] == ["cached", "unreadable", "failed"]
+
+
+def test_outcomes_are_stored_and_read_back(store: RunStore) -> None:
+    chat = GroupChat(agents=[Agent(agent_name=n, model_name="sim/eager") for n in "AB"],
+                     max_loops=2)
+    store.attach(chat)
+    chat.run("t")
+    store.flush()
+    run_id = chat.last_run.run_id
+    frame = store.bids(run_id)
+    expected = ["cached" if c else "read" for c in frame["cached"]]  # sims may hit the cache
+    assert frame["outcome"].tolist() == expected
+    assert [b.outcome for b in store.load_run(run_id).bids] == expected
+
+
+# --- the v10 upgrade fills the outcome of bids recorded before it ---------------------------
+
+OLD_BIDS = [  # (error, path, cached) -> the outcome the old rule gave
+    (None, "tool_call", False, "read"),
+    ("message cut to 20,000 characters", "tool_call", False, "read"),  # a note: still read
+    (None, "tool_call", True, "cached"),
+    ("unreadable: reply had no respond call", "text_fallback", False, "unreadable"),
+    ("APIError: 500 down", "none", False, "failed"),
+    ("unreadable: odd", "none", False, "failed"),  # no reply at all: failed wins
+]
+
+
+def _old_store(url: str, version: int) -> None:
+    from tests.store.test_store_migrations import SPEC
+
+    engine = get_engine(url)
+    create_version(engine, version)
+    t = metadata_for(version).tables
+    with engine.begin() as conn:
+        conn.execute(insert(t["runs"]).values(
+            run_id="old", name="old", task="t", status="finished", stop_reason="max_loops",
+            spec_json=json.dumps(SPEC), agents="A", threshold=0.5, recency_penalty=0.3,
+            recency_window=1, max_loops=2, started_at="2025-01-01T00:00:00+00:00",
+            ended_at="2025-01-01T00:00:01+00:00", total_calls=1))
+        conn.execute(insert(t["bids"]), [
+            {"run_id": "old", "turn": 1, "position": i, "agent": f"A{i}", "score": 0.0,
+             "adjusted": 0.0, "penalized": False, "eligible": False, "winner": False,
+             "message": "", "latency_ms": 1.0, "path": path, "error": err, "calls": 1,
+             "cached": cached} for i, (err, path, cached, _) in enumerate(OLD_BIDS)])
+    dispose_engines()
+    forget_checked()
+
+
+@pytest.mark.parametrize("version", [8, 9])  # v9: another branch's step; v10 follows either
+def test_the_v10_upgrade_fills_in_the_outcome_of_old_bids(store_url: str, version: int) -> None:
+    _old_store(store_url, version)
+    RunStore(store_url).list_runs()  # opening the store upgrades it
+    engine = create_engine(store_url)
+    try:
+        with engine.connect() as conn:
+            bids_t = metadata_for(SCHEMA_VERSION).tables["bids"]
+            stored = conn.execute(select(bids_t.c.outcome).order_by(bids_t.c.position)).all()
+    finally:
+        engine.dispose()
+    assert [r.outcome for r in stored] == [o for *_, o in OLD_BIDS]
+    assert [outcome_of(e, p, c) for e, p, c, _ in OLD_BIDS] == [o for *_, o in OLD_BIDS]
+
+
+# --- bundles ----------------------------------------------------------------------------------
+
+
+def _bundled(store: RunStore) -> dict:
+    chat = GroupChat(agents=[Agent(agent_name=n, model_name="sim/eager") for n in "AB"],
+                     max_loops=3)
+    store.attach(chat)
+    chat.run("t")
+    store.flush()
+    return json.loads(bundle_json(store, chat.last_run.run_id))
+
+
+def test_bundles_carry_the_outcome_and_old_bundles_still_import(store: RunStore,
+                                                               new_database) -> None:
+    data = _bundled(store)
+    expected = ["cached" if b["cached"] else "read" for b in data["bids"]]
+    assert data["schema_version"] == 2 and [b["outcome"] for b in data["bids"]] == expected
+    old = {**data, "schema_version": 1, "bids": [
+        {k: v for k, v in b.items() if k != "outcome"} for b in data["bids"]]}
+    other = RunStore(new_database())
+    run_id = import_bundle(other, old)
+    assert other.bids(run_id)["outcome"].tolist() == expected
+
+
+def test_a_bundle_whose_outcome_contradicts_its_bid_is_refused(store: RunStore,
+                                                              new_database) -> None:
+    data = _bundled(store)
+    data["bids"][0]["outcome"] = "failed"
+    with pytest.raises(ConfigError, match="outcome is recorded as 'failed'"):
+        import_bundle(RunStore(new_database()), data)
+
+
+# --- every reader reads the field -------------------------------------------------------------
+
+
+def _frame() -> pd.DataFrame:
+    """Two bids; B's outcome says failed though nothing else on the row does (a kind of bid
+    the error text cannot describe): whoever reads the field sees a failure."""
+    rows = [Bid(turn=1, agent="A", position=0, score=0.9, adjusted=0.9, eligible=True,
+                winner=True, message="hi", path="simulation"),
+            Bid(turn=1, agent="B", position=1, path="simulation", outcome="failed")]
+    return pd.DataFrame([b.model_dump() for b in rows])
+
+
+def test_metrics_charts_and_cli_read_the_outcome_field() -> None:
+    bids = _frame()
+    assert bid_outcomes(bids).tolist() == ["read", "failed"]
+    turns = pd.DataFrame([Turn(turn=1, winner="A", winning_adjusted=0.9, reason="highest_bid")
+                          .model_dump()])
+    assert "(0 failed)" not in explain_turn(bids, turns, 1, 0.5)
+    assert "1 of 2 bids had an empty message (1 failed)" in explain_turn(bids, turns, 1, 0.5)
+    assert charts._failed(bids).tolist() == [False, True]
+    assert charts._floor_label(bids.iloc[1], 0.3) == "failed"
+    out = io.StringIO()
+    TurnPrinter(out)(TurnCompleted(run_id="r", turn=Turn(turn=1, winner="A"),
+                                bids=[Bid(**r) for r in bids.to_dict("records")], message=None))
+    assert "B 0.00 (failed)" in out.getvalue()
+
+
+def test_a_frame_from_before_the_field_gets_the_old_rule() -> None:
+    bids = pd.DataFrame([{"error": "x", "path": "none"}, {"error": "unreadable: y",
+                                                          "path": "text_fallback"}])
+    assert bid_outcomes(bids).tolist() == ["failed", "unreadable"]
+
+
+# --- Selection names the runner-up and the raw-score winner ----------------------------------
+
+
+def test_selection_names_the_runner_up_and_the_raw_score_winner() -> None:
+    bids = [Candidate("A", 0.9, "a"), Candidate("B", 0.7, "b"), Candidate("C", 0.8, "c"),
+            Candidate("D", 0.95, "d", failed=True)]
+    chosen = select_speaker(bids, ["A"], threshold=0.5, recency_penalty=0.3)
+    assert (chosen.winner, chosen.runner_up, chosen.raw_winner) == (2, 1, 0)
+    assert chosen.penalty_changed_winner
+    lull = select_speaker([Candidate("A", 0.9, "a"), Candidate("B", 0.2, "b")], ["A"],
+                          threshold=0.7, recency_penalty=0.3)
+    assert (lull.winner, lull.runner_up, lull.raw_winner) == (None, 0, 0)  # the penalty made it
+
+
+def test_explain_turn_names_the_selections_runner_up_not_a_resorted_frame() -> None:
+    """Equal adjusted scores: the runner-up is the earlier agent in the list, as selection has
+    it, even when the frame's rows are not in position order."""
+    rows = [Bid(turn=1, agent=n, position=p, score=s, adjusted=s, eligible=True, winner=w,
+                message=n.lower(), path="simulation")
+            for n, p, s, w in (("C", 2, 0.6, False), ("A", 0, 0.9, True), ("B", 1, 0.6, False))]
+    bids = pd.DataFrame([b.model_dump() for b in rows])
+    turns = pd.DataFrame([Turn(turn=1, winner="A", winning_adjusted=0.9, runner_up_adjusted=0.6,
+                               margin=0.3, reason="highest_bid").model_dump()])
+    assert "The runner-up was B at 0.6" in explain_turn(bids, turns, 1, 0.5)

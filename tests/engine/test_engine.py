@@ -1,0 +1,497 @@
+"""The turn loop, as a specification: scripted agents, exact speakers, stop reasons, bid log.
+
+Private imports (`providers._providers`): units or test hooks with no public name; everything public
+comes from the public API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from groupchat_core import (
+    RESPOND_TOOL,
+    Agent,
+    BidReceived,
+    ConfigError,
+    GroupChat,
+    LullReached,
+    MessagePosted,
+    RunFinished,
+    RunStarted,
+    SpeakerSelected,
+    TurnCompleted,
+    TurnStarted,
+)
+from groupchat_core.testing import ScriptedBid, ScriptedBids, UnexpectedModelCall
+from tests.helpers.chats import scripted_chat_with_fake as make_chat
+from tests.helpers.scripted_trio import trio_chat, trio_record
+
+
+def test_three_agents_exact_speakers_stop_reason_and_bid_table():
+    record = trio_record("Debate the plan.")  # also checks every scripted bid was used
+    assert [m.role for m in record.messages] == ["User", "Alice", "Bob"]
+    assert [m.content for m in record.messages] == ["Debate the plan.", "A1", "B2"]
+    assert record.stop_reason == "lull"
+    # turn 2: Alice 0.9 - 0.3 = 0.6 loses to Bob 0.7; turn 3: Bob penalised, nobody clears 0.5
+    rows = [(b.turn, b.agent, b.score, round(b.adjusted, 10), b.penalized, b.eligible, b.winner)
+            for b in record.bids]
+    assert rows == [
+        (1, "Alice", 0.9, 0.9, False, True, True),
+        (1, "Bob", 0.7, 0.7, False, True, False),
+        (1, "Cara", 0.1, 0.1, False, False, False),
+        (2, "Alice", 0.9, 0.6, True, True, False),
+        (2, "Bob", 0.7, 0.7, False, True, True),
+        (2, "Cara", 0.65, 0.65, False, True, False),
+        (3, "Alice", 0.2, 0.2, False, False, False),
+        (3, "Bob", 0.4, 0.1, True, False, False),
+        (3, "Cara", 0.3, 0.3, False, False, False),
+    ]
+    assert [(t.turn, t.winner, t.lull) for t in record.turns] == [
+        (1, "Alice", False), (2, "Bob", False), (3, None, True)]
+    assert record.turns[1].runner_up_adjusted == 0.65
+    assert record.turns[1].reason == "penalty_changed_winner"
+    assert record.messages[1].score == 0.9
+    frame = record.bids_frame()
+    assert list(frame.columns[:15]) == [
+        "turn", "agent", "position", "score", "adjusted", "penalized", "eligible", "winner",
+        "message", "latency_ms", "prompt_tokens", "completion_tokens", "cost_usd", "path",
+        "error"]
+    assert len(frame) == 9
+
+
+def test_task_counts_toward_max_loops():
+    chat, fake = make_chat({"A": [(0.9, "a")] * 5, "B": [(0.8, "b")] * 5}, max_loops=3,
+                           recency_penalty=0.0, output_type="list")
+    assert chat.run("go") == ["User: go", "A: a", "A: a"]
+    assert chat.last_run.stop_reason == "max_loops"
+    assert fake.remaining() == {"A": 3, "B": 3}
+
+
+def test_max_loops_one_posts_only_the_task_and_calls_no_model():
+    chat, fake = make_chat({"A": [], "B": []}, max_loops=1, output_type="final")
+    assert chat.run("hello") == "hello"
+    assert chat.last_run.stop_reason == "max_loops" and fake.calls == []
+
+
+@pytest.mark.parametrize(("window", "expected"), [
+    (0, ["A", "A", "A", "A"]),
+    (1, ["A", "B", "A", "B"]),
+    (2, ["A", "B", "C", "A"]),
+])
+def test_recency_window(window, expected):
+    script = {"A": [(0.9, "a")] * 4, "B": [(0.85, "b")] * 4, "C": [(0.8, "c")] * 4}
+    chat, fake = make_chat(script, max_loops=5, recency_window=window, recency_penalty=0.35)
+    chat.run("t")
+    assert [m.role for m in chat.last_run.messages[1:]] == expected
+    fake.assert_complete()
+
+
+def test_recency_resets_every_run():
+    script = {"A": [(0.9, "a"), (0.9, "a")], "B": [(0.7, "b"), (0.7, "b")]}
+    chat, fake = make_chat(script, max_loops=2)
+    chat.run("first")
+    chat.run("second")  # A spoke last in run one; a fresh run must not penalise it
+    assert [b.penalized for b in chat.last_run.bids] == [False, False]
+    assert chat.last_run.messages[1].role == "A"
+    fake.assert_complete()
+
+
+def test_assert_complete_names_each_agent_with_unused_bids():
+    chat, fake = make_chat({"A": [(0.9, "a"), (0.1, ""), (0.1, "")], "B": [(0.1, "")] * 3,
+                            "C": [(0.1, "")] * 2})
+    chat.run("t")  # A speaks, then a lull on turn 2: A and B keep one bid each, C none
+    with pytest.raises(AssertionError) as caught:
+        fake.assert_complete()
+    assert str(caught.value) == "scripted bids left over ('A': 1 unused, 'B': 1 unused)"
+
+
+def test_every_bid_failing_stops_with_error_not_lull():
+    chat, _ = make_chat({"A": [RuntimeError("boom")], "B": [TimeoutError("slow")]})
+    chat.run("t")
+    record = chat.last_run
+    assert record.stop_reason == "error"
+    assert record.turns[0].lull is False and record.turns[0].failed_bids == 2
+    assert "A: RuntimeError: boom" in record.error and "B: TimeoutError: slow" in record.error
+    assert [b.error for b in record.bids] == ["RuntimeError: boom", "TimeoutError: slow"]
+
+
+def test_unreadable_scripted_replies_stop_with_error_and_no_lull_event():
+    events: list[str] = []
+    chat, fake = make_chat({"A": [{"score": "very high", "message": "hi"}],
+                            "B": [{"score": float("nan"), "message": ""}],
+                            "C": [RuntimeError("down")]},
+                           on_event=lambda e: events.append(e.kind))
+    chat.run("t")
+    record = chat.last_run
+    assert record.stop_reason == "error" and record.turns[0].reason == "no_readable_bid"
+    assert record.turns[0].failed_bids == 1 and not record.turns[0].lull
+    assert record.error == (
+        "no agent produced a readable bid on turn 1: "
+        "A: unreadable: invalid score 'very high': not a number; "
+        "B: unreadable: invalid score nan: not finite; C: RuntimeError: down")
+    assert "lull" not in events and events[-2:] == ["turn_completed", "run_finished"]
+    fake.assert_complete()
+
+
+def test_a_clamped_score_is_read_so_the_quiet_turn_is_a_lull():
+    chat, _ = make_chat({"A": [{"score": -4, "message": "meh"}],
+                         "B": [{"score": float("nan"), "message": ""}]})
+    chat.run("t")
+    assert chat.last_run.stop_reason == "lull" and chat.last_run.error is None
+
+
+def test_one_agent_failing_never_fails_the_turn():
+    chat, _ = make_chat({"A": [ValueError("bad key"), (0.1, "")], "B": [(0.9, "b"), (0.1, "")]})
+    chat.run("t")
+    record = chat.last_run
+    assert [m.role for m in record.messages] == ["User", "B"]
+    assert record.bids[0].error == "ValueError: bad key" and record.bids[0].score == 0.0
+    assert record.stop_reason == "lull"
+
+
+def test_invalid_bid_is_silent_with_reason_recorded():
+    chat, _ = make_chat({"A": [{"score": "nan", "message": "x"}], "B": [{"score": 0.3}]})
+    chat.run("t")
+    a, b = chat.last_run.bids
+    assert a.score == 0.0 and "not finite" in a.error and a.path == "scripted"
+    assert b.message == "" and b.error is None
+    assert chat.last_run.stop_reason == "lull"  # a parse problem is not a failed call
+
+
+def test_bid_timeout_makes_a_silent_failed_bid():
+    chat, _ = make_chat({"A": [ScriptedBid(0.9, "late", latency=2.0), (0, "")],
+                         "B": [(0.6, "b"), (0, "")]}, bid_timeout=0.2)
+    chat.run("t")
+    assert chat.last_run.bids[0].error.startswith("TimeoutError")
+    assert chat.last_run.messages[1].role == "B"
+
+
+def test_bids_of_a_turn_run_concurrently():
+    chat, _ = make_chat({n: [ScriptedBid(0.1, "", latency=0.3)] for n in "ABCD"})
+    events: list = []
+    chat.add_observer(events.append)
+    chat.run("t")
+    starts = [e for e in events if isinstance(e, TurnStarted)]
+    bids = [e.bid for e in events if isinstance(e, BidReceived)]
+    assert len(starts) == 1 and len(bids) == 4
+    # each bid took >= 0.3 s; sequential calls would need >= 1.2 s for the slowest to return
+    assert all(b.latency_ms >= 300 for b in bids)
+    assert max(b.latency_ms for b in bids) < 1200
+
+
+def test_every_agent_bids_on_the_same_snapshot_including_the_last_speaker():
+    chat, fake = make_chat({"A": [(0.9, "first"), (0.1, "")], "B": [(0.2, ""), (0.1, "")]})
+    chat.run("Opening question")
+    second_turn_prompts = [c.messages[-1]["content"] for c in fake.calls if c.turn == 2]
+    assert len(second_turn_prompts) == 2
+    assert all("A: first" in p and "User: Opening question" in p for p in second_turn_prompts)
+
+
+def test_events_arrive_in_order():
+    chat, _ = make_chat({"A": [(0.9, "a"), (0.1, "")], "B": [(0.1, ""), (0.1, "")]})
+    kinds: list[str] = []
+    chat.add_observer(lambda e: kinds.append(e.kind))
+    chat.run("t")
+    assert kinds[:2] == ["run_started", "message_posted"]
+    assert kinds[2] == "turn_started" and sorted(kinds[3:5]) == ["bid", "bid"]
+    assert kinds[5:8] == ["speaker_selected", "message_posted", "turn_completed"]
+    assert kinds[8] == "turn_started" and kinds[11:] == ["lull", "turn_completed", "run_finished"]
+    assert {RunStarted, TurnStarted, BidReceived, SpeakerSelected, MessagePosted, TurnCompleted,
+            LullReached, RunFinished}
+
+
+def test_streaming_callback_replays_posted_messages_on_the_calling_thread():
+    # the posted message is stripped ("two  words"); the double space survives as a chunk
+    chat, _ = make_chat({"A": [(0.9, "two  words "), (0.1, "")], "B": [(0.1, ""), (0.1, "")]})
+    seen: list[tuple[str, str, bool, str]] = []
+    chat.run("Hi all", streaming_callback=lambda a, c, f: seen.append(
+        (a, c, f, threading.current_thread().name)))
+    assert [(a, c, f) for a, c, f, _ in seen] == [
+        ("User", "Hi ", False), ("User", "all", False), ("User", "", True),
+        ("A", "two ", False), ("A", " ", False), ("A", "words", False), ("A", "", True)]
+    assert {t for *_, t in seen} == {threading.current_thread().name}
+
+
+def test_run_works_from_a_thread_that_already_runs_an_event_loop():
+    chat, _ = make_chat({"A": [(0.9, "a"), (0.1, "")], "B": [(0.1, ""), (0.1, "")]},
+                        output_type="final")
+
+    async def notebook_cell() -> str:
+        return chat.run("inside a loop")
+
+    assert asyncio.run(notebook_cell()) == "a"
+
+
+def test_async_twin_runs_on_the_callers_loop():
+    chat, _ = make_chat({"A": [(0.9, "a"), (0.1, "")], "B": [(0.1, ""), (0.1, "")]},
+                        output_type="list")
+    assert asyncio.run(chat.arun("t")) == ["User: t", "A: a"]
+
+
+def test_run_batch_gives_fresh_independent_chats_in_order():
+    chat, _ = make_chat({"A": [(0.9, "a1"), (0.1, ""), (0.9, "a2"), (0.1, "")],
+                         "B": [(0.1, ""), (0.1, ""), (0.1, ""), (0.1, "")]}, output_type="list")
+    assert chat.run_batch(["one", "two"]) == [["User: one", "A: a1"], ["User: two", "A: a2"]]
+    assert chat.last_run.task == "two" and len(chat.last_run.messages) == 2
+
+
+def test_run_batch_with_concurrency_keeps_task_order():
+    chat, _ = make_chat({"A": [ScriptedBid(0.1, "", latency=0.05)] * 3,
+                         "B": [ScriptedBid(0.1, "", latency=0.05)] * 3},
+                        output_type="final", batch_concurrency=3)
+    assert chat.run_batch(["x", "y", "z"]) == ["x", "y", "z"]
+
+
+def test_cancel_keeps_what_was_posted():
+    chat, _ = make_chat({"A": [(0.9, "kept"), ScriptedBid(0.9, "never", latency=5)],
+                         "B": [(0.1, ""), ScriptedBid(0.1, "", latency=5)]}, output_type="list")
+    threading.Timer(0.3, chat.cancel).start()
+    started = time.monotonic()
+    assert chat.run("t") == ["User: t", "A: kept"]
+    assert time.monotonic() - started < 4
+    assert chat.last_run.stop_reason == "cancelled" and chat.last_run.ended_at
+
+
+def test_async_cancellation_records_cancelled_and_propagates():
+    chat, _ = make_chat({"A": [ScriptedBid(0.9, "x", latency=5)], "B": [(0.1, "")]})
+
+    async def main() -> None:
+        task = asyncio.ensure_future(chat.arun("t"))
+        await asyncio.sleep(0.1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert chat.last_run.stop_reason == "cancelled"
+    assert [m.content for m in chat.last_run.messages] == ["t"]
+
+
+def test_unexpected_scripted_call_fails_loudly():
+    chat, _ = make_chat({"A": [(0.9, "a")], "B": [(0.1, "")]})
+    with pytest.raises(UnexpectedModelCall):
+        chat.run("t")
+
+
+def test_a_closed_scripted_fake_is_no_longer_routed_to():
+    """close() drops the fake from the process-wide shared table (which otherwise keeps it and
+    every call it answered for the life of the process); closing twice is harmless."""
+    from groupchat_core.providers._routing import in_process_provider
+
+    fake = ScriptedBids({"A": [(0.9, "a")], "B": [(0.1, "")]})
+    assert in_process_provider(fake.model_name) is fake
+    fake.close()
+    fake.close()
+    assert in_process_provider(fake.model_name) is None
+
+
+def test_validation_errors():
+    a, b = Agent(agent_name="A"), Agent(agent_name="B")
+    with pytest.raises(ValueError, match=r"^GroupChat requires at least 2 agents\.$"):
+        GroupChat(agents=[a])
+    with pytest.raises(ValueError, match=r"^GroupChat requires at least 2 agents\.$"):
+        GroupChat()
+    with pytest.raises(ValueError, match="duplicate agent_name 'A'"):
+        GroupChat(agents=[a, Agent(agent_name="A")])
+    with pytest.raises(ValueError, match="max_loops must be an integer >= 1, got True"):
+        GroupChat(agents=[a, b], max_loops=True)
+    with pytest.raises(ValueError, match="threshold must be a finite number, got nan"):
+        GroupChat(agents=[a, b], threshold=float("nan"))
+    with pytest.raises(ValueError, match="recency_window must be an integer >= 0, got -1"):
+        GroupChat(agents=[a, b], recency_window=-1)
+    with pytest.raises(ValueError, match="output_type 'html'"):
+        GroupChat(agents=[a, b], output_type="html")
+    with pytest.raises(ValueError, match="unknown sim persona 'nobody'"):
+        GroupChat(agents=[a, Agent(agent_name="C", model_name="sim/nobody")])
+    with pytest.raises(ConfigError, match="bogus_option"):
+        GroupChat(agents=[a, b], bogus_option=1)
+
+
+def test_auto_equip_in_place_once_and_opt_out_is_checked():
+    a, b = Agent(agent_name="A"), Agent(agent_name="B")
+    GroupChat(agents=[a, b])
+    GroupChat(agents=[a, b])
+    assert a.tools_list_dictionary == [RESPOND_TOOL]
+    bare = Agent(agent_name="C")
+    with pytest.raises(ValueError, match="'C' has no 'respond' tool and auto_equip=False"):
+        GroupChat(agents=[a, bare], auto_equip=False)
+    assert bare.tools_list_dictionary == []
+
+
+def test_attributes_read_and_write_through_validation():
+    chat = GroupChat(agents=[Agent(agent_name="A"), Agent(agent_name="B")])
+    chat.threshold = 0.35
+    assert chat.threshold == 0.35 and chat.to_dict()["threshold"] == 0.35
+    with pytest.raises(ValueError, match="threshold must be a finite number"):
+        chat.threshold = "high"
+    assert chat.idle_timeout == 8.0
+
+
+def test_to_dict_has_config_without_agents_or_conversation():
+    chat = GroupChat(agents=[Agent(agent_name="A"), Agent(agent_name="B")], max_loops=7)
+    data = chat.to_dict()
+    assert data["max_loops"] == 7 and data["name"] == "dynamic-groupchat"
+    assert "agents" not in data and "conversation" not in data
+
+
+def test_spec_round_trip_rebuilds_an_equivalent_chat():
+    chat = GroupChat(agents=[Agent(agent_name="A", system_prompt="pro", api_key="sk-secret-1"),
+                             Agent(agent_name="B", model_name="sim/eager")], threshold=0.35)
+    spec = chat.to_spec()
+    assert "sk-secret-1" not in spec.model_dump_json()
+    again = GroupChat.from_spec(spec.to_data())
+    assert again.to_dict() == chat.to_dict()
+    assert [a.model_name for a in again.agents] == ["sim/balanced", "sim/eager"]
+
+
+def test_verbose_prints_panels(capsys):
+    chat, _ = make_chat({"A": [(0.9, "hello there"), (0.1, "")], "B": [(0.1, ""), (0.1, "")]},
+                        verbose=True)
+    chat.run("the task")
+    out = capsys.readouterr().out
+    assert "User task" in out and "the task" in out and "A (score 0.90)" in out
+
+
+def test_sim_debate_runs_offline_with_the_reference_example():
+    agents = [Agent(agent_name=n, system_prompt=p, model_name="sim/balanced", max_loops=1,
+                    persistent_memory=False)
+              for n, p in [("Optimist", "You argue for the benefits."),
+                           ("Pessimist", "You argue for the risks."),
+                           ("Realist", "You seek a balanced analysis.")]]
+    chat = GroupChat(agents=agents, max_loops=10, threshold=0.5)
+    result = chat.run("Should we adopt AI for medical diagnosis?")
+    record = chat.last_run
+    assert record.stop_reason in ("lull", "max_loops")
+    assert all(b.path == "simulation" for b in record.bids)
+    assert result == "\n\n".join(f"{m.role}: {m.content}" for m in record.messages[1:])
+    again = GroupChat(agents=agents, max_loops=10, threshold=0.5)
+    again.run("Should we adopt AI for medical diagnosis?")
+    assert [m.content for m in again.last_run.messages] == [m.content for m in record.messages]
+
+
+def test_a_failing_observer_is_logged_and_never_breaks_the_chat(caplog):
+    chat, _ = make_chat({"A": [(0.9, "a"), (0.1, "")], "B": [(0.1, ""), (0.1, "")]})
+
+    def broken(event):
+        raise RuntimeError("observer bug")
+
+    chat.add_observer(broken)
+    chat.run("t")
+    assert chat.last_run.stop_reason == "lull"
+    assert "observer bug" in caplog.text
+
+
+def test_a_raising_streaming_callback_stops_the_run_and_propagates():
+    chat, _ = make_chat({"A": [(0.9, "a"), ScriptedBid(0.9, "b", latency=2)],
+                         "B": [(0.1, ""), ScriptedBid(0.1, "", latency=2)]})
+
+    def callback(agent, chunk, final):
+        if agent == "A":
+            raise KeyError("stop")
+
+    with pytest.raises(KeyError):
+        chat.run("t", streaming_callback=callback)
+    assert chat.last_run.stop_reason == "cancelled"
+    assert [m.role for m in chat.last_run.messages] == ["User", "A"]
+
+
+def test_a_raising_async_callback_stops_the_run_and_propagates():
+    chat, _ = make_chat({"A": [(0.9, "a"), ScriptedBid(0.9, "b", latency=2)],
+                         "B": [(0.1, ""), ScriptedBid(0.1, "", latency=2)]})
+
+    def callback(agent, chunk, final):
+        if agent == "A":
+            raise KeyError("stop")
+
+    started = time.perf_counter()
+    with pytest.raises(KeyError):
+        asyncio.run(chat.arun("t", streaming_callback=callback))
+    assert time.perf_counter() - started < 1.5  # the slow second turn was cancelled
+    assert chat.last_run.stop_reason == "cancelled"
+    assert [m.role for m in chat.last_run.messages] == ["User", "A"]
+
+
+def test_async_callbacks_run_on_the_callers_loop_and_cancel_returns_what_was_posted():
+    chat, _ = make_chat({"A": [(0.9, "kept"), ScriptedBid(0.9, "never", latency=5)],
+                         "B": [(0.1, ""), ScriptedBid(0.1, "", latency=5)]}, output_type="list")
+    threads: set[str] = set()
+
+    async def main() -> list[str]:
+        asyncio.get_running_loop().call_later(0.3, chat.cancel)
+        return await chat.arun("t", streaming_callback=lambda *a: threads.add(
+            threading.current_thread().name))
+
+    assert asyncio.run(main()) == ["User: t", "A: kept"]
+    assert threads == {threading.current_thread().name}
+    assert chat.last_run.stop_reason == "cancelled"
+
+
+def test_observer_wants_filters_event_kinds_and_thread_safe_runs_on_the_loop():
+    chat, _ = make_chat({"A": [(0.9, "a"), (0.1, "")], "B": [(0.1, ""), (0.1, "")]})
+
+    class Picky:
+        wants = frozenset({"run_finished", "turn_completed"})
+        thread_safe = True
+
+        def __init__(self):
+            self.seen: list[tuple[str, str]] = []
+
+        def __call__(self, event):
+            self.seen.append((event.kind, threading.current_thread().name))
+
+    picky = Picky()
+    chat.add_observer(picky)
+    chat.run("t")
+    assert [k for k, _ in picky.seen] == ["turn_completed", "turn_completed", "run_finished"]
+    assert {t for _, t in picky.seen} == {"groupchat-loop"}
+    chat.remove_observer(picky)
+    assert picky not in chat._observers
+
+
+def test_observers_still_see_run_finished_after_the_caller_interrupts():
+    chat, _ = make_chat({"A": [(0.9, "a"), ScriptedBid(0.9, "b", latency=2)],
+                         "B": [(0.1, ""), ScriptedBid(0.1, "", latency=2)]})
+    kinds: list[str] = []
+    chat.add_observer(lambda e: kinds.append(e.kind))
+
+    def callback(agent, chunk, final):
+        if agent == "A" and final:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        chat.run("t", streaming_callback=callback)
+    assert kinds[-1] == "run_finished" and chat.last_run.stop_reason == "cancelled"
+
+
+def test_nul_characters_never_reach_the_record():
+    chat, _ = make_chat({"A": [(0.9, "a\x00b"), (0.1, "")], "B": [(0.1, ""), (0.1, "")]})
+    chat.run("task\x00")
+    assert [m.content for m in chat.last_run.messages] == ["task\ufffd", "a\ufffdb"]
+
+
+@pytest.mark.parametrize(("name", "problem"), [
+    ("x" * 201, "201 characters long; keep it to 200"),
+    ("two\nlines", "must not contain control characters"),
+])
+def test_agent_names_are_short_single_line_identifiers(name, problem):
+    with pytest.raises(ValueError, match=problem):
+        Agent(agent_name=name)
+    Agent(agent_name="x" * 200)
+
+
+def test_live_bids_carry_the_standing_selection_later_records():
+    events: list = []
+    chat, fake = trio_chat(on_event=events.append)
+    chat.run("Debate the plan.")
+    fake.assert_complete()
+    live = [e.bid for e in events if isinstance(e, BidReceived)]
+
+    def standing(b):
+        return (b.turn, b.agent, b.penalized, round(b.adjusted, 10), b.eligible)
+
+    assert sorted(map(standing, live)) == sorted(map(standing, chat.last_run.bids))
+    assert (2, "Alice", True, 0.6, True) in map(standing, live)  # the penalty shows live

@@ -1,0 +1,448 @@
+"""Code written for the reference runs with only its import changed (issue 9, §6).
+
+The reference's published examples are copied below as they are written, except for the import
+line and `model_name` (a parametrised sim model, so they run offline). The reference's Agent
+keywords are mapped (retry_attempts, context_length, llm_base_url, llm_api_key,
+agent_description/description) or accepted with one ReferenceCompatibilityWarning each.
+
+Private imports (`_agent`, `_bidding`): units or test hooks with no public name; everything public
+comes from the public API.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import warnings
+
+import pytest
+from pydantic import SecretStr
+
+from groupchat_core import RESPOND_TOOL, Agent, ConfigError, GroupChat, dump_spec, load_spec_text
+from groupchat_core._agent import (
+    REFERENCE_ALIASES,
+    REFERENCE_IGNORED,
+    ReferenceCompatibilityWarning,
+)
+from groupchat_core._bidding import describe_participant
+from groupchat_core.testing import FakeOpenAIServer, tool_call
+from tests.helpers import ROOT
+
+MODELS = ["sim/balanced", "sim/eager"]
+
+
+def _warned(record: pytest.WarningsRecorder) -> list[str]:
+    """The keyword each ReferenceCompatibilityWarning names, in order."""
+    names = []
+    for w in record:
+        if issubclass(w.category, ReferenceCompatibilityWarning):
+            names.append(str(w.message).split("(", 1)[1].split("=", 1)[0])
+    return names
+
+
+# --- the reference's own examples (groupchat-reference-docs.md), only the import changed ------
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_reference_basic_example_runs_unchanged(model: str) -> None:
+    optimist = Agent(
+        agent_name="Optimist",
+        system_prompt="You argue for the benefits.",
+        model_name=model,
+        max_loops=1,
+        persistent_memory=False,
+    )
+    pessimist = Agent(
+        agent_name="Pessimist",
+        system_prompt="You argue for the risks.",
+        model_name=model,
+        max_loops=1,
+        persistent_memory=False,
+    )
+    realist = Agent(
+        agent_name="Realist",
+        system_prompt="You seek a balanced analysis.",
+        model_name=model,
+        max_loops=1,
+        persistent_memory=False,
+    )
+
+    chat = GroupChat(
+        agents=[optimist, pessimist, realist],
+        max_loops=10,      # stop after 10 total messages
+        threshold=0.5,     # only the single highest bid above 0.5 wins each turn
+    )
+
+    result = chat.run("Should we adopt AI for medical diagnosis?")
+    print(result)
+
+    record = chat.last_run
+    assert isinstance(result, str) and record is not None
+    assert record.stop_reason in ("lull", "max_loops") and len(record.messages) >= 2
+    assert all(a.has_respond_tool() for a in (optimist, pessimist, realist))  # auto_equip
+
+    # "A more selective room", reusing the same agents
+    chat = GroupChat(
+        agents=[optimist, pessimist, realist],
+        max_loops=20,
+        threshold=0.7,
+        recency_penalty=0.4,
+        recency_window=2,
+    )
+
+    result = chat.run("Design the architecture for a real-time fraud-detection system.")
+    assert isinstance(result, str) and chat.last_run is not None
+    assert chat.last_run.stop_reason in ("lull", "max_loops")
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_reference_equipping_the_tool_yourself_runs_unchanged(model: str) -> None:
+    agents = [
+        Agent(
+            agent_name=name,
+            system_prompt=prompt,
+            model_name=model,
+            max_loops=1,
+            persistent_memory=False,
+            tools_list_dictionary=[RESPOND_TOOL],
+        )
+        for name, prompt in [
+            ("Researcher", "You contribute research and evidence."),
+            ("Critic", "You stress-test claims and find weaknesses."),
+        ]
+    ]
+
+    chat = GroupChat(agents=agents, auto_equip=False, max_loops=8)
+    result = chat.run("Discuss the tradeoffs of autonomous multi-agent systems.")
+    assert isinstance(result, str) and chat.last_run is not None
+    assert [len(a.tools_list_dictionary) for a in agents] == [1, 1]
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_readme_basic_example_runs_unchanged(model: str) -> None:
+    optimist = Agent(agent_name="Optimist", system_prompt="You argue for the benefits.",
+                     model_name=model, max_loops=1, persistent_memory=False)
+    pessimist = Agent(agent_name="Pessimist", system_prompt="You argue for the risks.",
+                      model_name=model, max_loops=1, persistent_memory=False)
+    realist = Agent(agent_name="Realist", system_prompt="You seek a balanced analysis.",
+                    model_name=model, max_loops=1, persistent_memory=False)
+
+    chat = GroupChat(agents=[optimist, pessimist, realist], max_loops=10, threshold=0.5)
+    print(chat.run("Should we adopt AI for medical diagnosis?"))
+    record = chat.last_run            # typed record: messages, bids, turns, stop_reason, totals
+    print(record.bids_frame())        # the bid log as a pandas DataFrame
+    assert len(record.bids_frame()) == len(record.bids) > 0
+
+
+# --- the reference's examples that pass its other Agent keywords -------------------------------
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_reference_investment_example_with_extra_keywords_runs(model: str) -> None:
+    """The reference's groupchat_example.py: description, autosave, dashboard, verbose,
+    dynamic_temperature_enabled, user_name, retry_attempts, context_length."""
+    with pytest.warns(ReferenceCompatibilityWarning) as record:
+        agent1 = Agent(
+            agent_name="Financial-Analysis-Agent",
+            description="You are a financial analyst specializing in investment strategies.",
+            model_name=model,
+            max_loops=1,
+            persistent_memory=False,
+            autosave=False,
+            dashboard=False,
+            verbose=True,
+            dynamic_temperature_enabled=True,
+            user_name="swarms_corp",
+            retry_attempts=1,
+            context_length=200000,
+            max_tokens=15000,
+            tools_list_dictionary=[RESPOND_TOOL],
+        )
+
+        agent2 = Agent(
+            agent_name="Tax-Adviser-Agent",
+            description="You are a tax adviser who provides clear and concise guidance on "
+                        "tax-related queries.",
+            model_name=model,
+            max_loops=1,
+            persistent_memory=False,
+            autosave=False,
+            dashboard=False,
+            verbose=True,
+            dynamic_temperature_enabled=True,
+            user_name="swarms_corp",
+            retry_attempts=1,
+            context_length=200000,
+            max_tokens=15000,
+            tools_list_dictionary=[RESPOND_TOOL],
+        )
+    ignored = ["autosave", "dashboard", "verbose", "dynamic_temperature_enabled", "user_name"]
+    assert sorted(_warned(record)) == sorted(ignored * 2)  # one warning per keyword per Agent
+    assert (agent1.num_retries, agent1.context_window) == (1, 200000)
+    assert agent2.description.startswith("You are a tax adviser")
+
+    agents = [agent1, agent2]
+
+    chat = GroupChat(
+        name="Investment Advisory",
+        description="Financial and tax analysis group",
+        agents=agents,
+        max_loops=12,
+        threshold=0.5,
+        idle_timeout=10.0,
+        output_type="all",
+    )
+
+    history = chat.run(
+        "What are the best Japanese business methodologies to take over a market say like "
+        "minerals and mining?. I need a 4,000 word report. Work together to write the report."
+    )
+    print(history)
+    assert chat.last_run is not None and chat.last_run.stop_reason in ("lull", "max_loops")
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_reference_streaming_example_with_agent_output_type_runs(model: str) -> None:
+    """The reference's dynamic/streaming examples pass output_type="final" to each Agent."""
+    chunks: list[tuple[str, str, bool]] = []
+
+    def streaming_callback(sender: str, content: str, is_final: bool) -> None:
+        chunks.append((sender, content, is_final))
+
+    with pytest.warns(ReferenceCompatibilityWarning, match=r"output_type.*GroupChat"):
+        a1 = Agent(
+            agent_name="Researcher",
+            system_prompt="You are a research-minded agent who values evidence.",
+            model_name=model,
+            max_loops=1,
+            persistent_memory=False,
+            tools_list_dictionary=[RESPOND_TOOL],
+            output_type="final",
+        )
+    with pytest.warns(ReferenceCompatibilityWarning):
+        a2 = Agent(
+            agent_name="Skeptic",
+            system_prompt="You push back on weak claims and ask sharp questions.",
+            model_name=model,
+            max_loops=1,
+            tools_list_dictionary=[RESPOND_TOOL],
+            persistent_memory=False,
+            output_type="final",
+        )
+
+    chat = GroupChat(
+        agents=[a1, a2],
+        max_loops=4,
+        threshold=0.6,
+        output_type="dict",
+        auto_equip=False,
+    )
+
+    result = chat.run(
+        "Should we use vector databases or knowledge graphs for agent memory?",
+        streaming_callback=streaming_callback,
+    )
+
+    print(json.dumps(result, indent=4))
+    assert chunks and chunks[0][0] == "User" and any(final for *_, final in chunks)
+
+
+# --- every keyword: mapped, warned, or a ConfigError ------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCE_IGNORED))
+def test_each_ignored_keyword_is_accepted_with_one_clear_warning(name: str) -> None:
+    with pytest.warns(ReferenceCompatibilityWarning) as record:
+        agent = Agent(agent_name="A", **{name: True})
+    assert _warned(record) == [name]
+    message = str(record[0].message)
+    assert f"Agent({name}=...)" in message and "no effect here" in message
+    assert record[0].filename == __file__  # points at the caller's line, not the engine
+    spec = agent.to_spec()
+    assert name not in spec and name not in json.dumps(spec)
+
+
+def test_the_brief_keywords_are_all_accepted() -> None:
+    required = {"output_type", "dynamic_temperature_enabled", "user_name", "print_on",
+                "agent_description", "description", "autosave", "dashboard", "verbose",
+                "retry_attempts", "retry_interval", "context_length", "streaming_on",
+                "llm_base_url", "llm_api_key", "saved_state_path"}
+    accepted = set(REFERENCE_ALIASES) | set(REFERENCE_IGNORED) | set(Agent.model_fields)
+    assert required <= accepted
+
+
+def test_mapped_keywords_set_our_fields() -> None:
+    key = "sk-mapped-key-0123456789abcdef"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # mapped keywords warn about nothing
+        agent = Agent(agent_name="A", retry_attempts=5, context_length=4096,
+                      llm_base_url="http://127.0.0.1:9/v1", llm_api_key=key,
+                      agent_description="a cautious risk analyst")
+    assert agent.num_retries == 5
+    assert agent.context_window == 4096
+    assert agent.api_base == "http://127.0.0.1:9/v1"
+    assert isinstance(agent.api_key, SecretStr) and agent.secret_key() == key
+    assert agent.description == "a cautious risk analyst"
+    assert Agent(agent_name="B", description="d").description == "d"
+    spec = agent.to_spec()
+    for old in REFERENCE_ALIASES:
+        assert old not in spec
+    assert (spec["num_retries"], spec["context_window"]) == (5, 4096)
+    assert spec["description"] == "a cautious risk analyst"
+    dumped = json.dumps(spec) + repr(agent) + agent.model_dump_json() + str(pickle.dumps(agent))
+    assert key not in dumped and "api_key" not in spec
+
+
+def test_a_mapped_keyword_and_its_field_must_agree() -> None:
+    with pytest.raises(ConfigError, match="retry_attempts.*num_retries"):
+        Agent(agent_name="A", retry_attempts=1, num_retries=3)
+    assert Agent(agent_name="A", retry_attempts=3, num_retries=3).num_retries == 3
+
+
+def test_mapped_values_are_validated_like_the_fields() -> None:
+    with pytest.raises(ValueError, match="context_window"):
+        Agent(agent_name="A", context_length=0)
+    with pytest.raises(ValueError, match="num_retries|>= 0"):
+        Agent(agent_name="A", retry_attempts=-1)
+
+
+@pytest.mark.parametrize(("typo", "suggestion"), [
+    ("temprature", "temperature"), ("context_lenght", "context_length"),
+    ("agent_descripton", "agent_description"), ("systemprompt", "system_prompt"),
+])
+def test_an_unknown_keyword_is_a_config_error_with_the_closest_name(typo: str,
+                                                                    suggestion: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        Agent(agent_name="A", **{typo: 1})
+    message = str(info.value)
+    assert repr(typo) in message and f"did you mean {suggestion!r}" in message
+    assert "llm_base_url" in message and "Extra inputs" not in message  # lists them itself
+
+
+def test_an_unknown_keyword_with_no_close_name_still_names_it() -> None:
+    with pytest.raises(ConfigError, match="'zzz_qqq'") as info:
+        Agent(agent_name="A", zzz_qqq=1)
+    assert "did you mean" not in str(info.value)
+
+
+def test_round_trip_through_a_spec_keeps_mapped_values_and_warns_nothing() -> None:
+    with pytest.warns(ReferenceCompatibilityWarning):
+        agents = [Agent(agent_name=n, model_name="sim/balanced", context_length=3000,
+                        agent_description=f"{n} the bold", verbose=True, retry_attempts=0)
+                  for n in ("A", "B")]
+    chat = GroupChat(agents=agents)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        text = dump_spec(chat.to_spec())
+        again = load_spec_text(text)
+    assert "verbose: true" not in text and "context_length" not in text
+    assert [(a.context_window, a.description, a.num_retries) for a in again.agents] == [
+        (3000, "A the bold", 0), (3000, "B the bold", 0)]
+
+
+def test_reference_keywords_in_a_spec_file_are_mapped_or_warned() -> None:
+    text = ("agents:\n  - agent_name: A\n    context_length: 2048\n    print_on: true\n"
+            "  - agent_name: B\n    agent_description: the skeptic\n")
+    with pytest.warns(ReferenceCompatibilityWarning, match="print_on"):
+        spec = load_spec_text(text)
+    assert spec.agents[0].context_window == 2048
+    assert spec.agents[1].description == "the skeptic"
+
+
+def test_a_typo_in_a_spec_file_suggests_the_name() -> None:
+    with pytest.raises(ConfigError, match=r"agents\.0: .*'temprature' \(did you mean "
+                                          r"'temperature'\?\)"):
+        load_spec_text("agents:\n  - agent_name: A\n    temprature: 0.2\n")
+
+
+def test_llm_api_key_in_a_spec_file_is_rejected() -> None:
+    with pytest.raises(ConfigError, match="llm_api_key|api_key") as info:
+        load_spec_text("agents:\n  - agent_name: A\n    llm_api_key: sk-file-secret-123456\n")
+    assert "sk-file-secret-123456" not in str(info.value)
+
+
+# --- the description in the roster, over real HTTP ---------------------------------------------
+
+
+def test_describe_participant() -> None:
+    assert describe_participant("Bob", "") == "Bob"
+    assert describe_participant("Bob", "  a cautious\n risk analyst ") == (
+        "Bob (a cautious risk analyst)")
+    long = describe_participant("Bob", "x" * 500)
+    assert len(long) < 220 and long.endswith("…)")
+
+
+def test_descriptions_appear_in_the_other_agents_bid_prompt() -> None:
+    with FakeOpenAIServer() as server:
+        server.script("alice", [tool_call(0.1, "")])
+        server.script("bob", [tool_call(0.1, "")])
+        server.script("cara", [tool_call(0.1, "")])
+        alice = Agent(agent_name="Alice", model_name="openai/alice", api_base=server.base_url,
+                      api_key="x", agent_description="an eager optimist")
+        bob = Agent(agent_name="Bob", model_name="openai/bob", api_base=server.base_url,
+                    api_key="x", description="a cautious risk analyst")
+        cara = Agent(agent_name="Cara", model_name="openai/cara", api_base=server.base_url,
+                     api_key="x")
+        GroupChat(agents=[alice, bob, cara], max_loops=3).run("Plan the launch.")
+        prompts = {m: server.requests_for(m)[0].body["messages"][-1]["content"]
+                   for m in ("alice", "bob", "cara")}
+    assert "with Bob (a cautious risk analyst), Cara." in prompts["alice"]
+    assert "with Alice (an eager optimist), Cara." in prompts["bob"]
+    assert "with Alice (an eager optimist), Bob (a cautious risk analyst)." in prompts["cara"]
+    assert "an eager optimist" not in prompts["alice"]  # the roster lists the others
+
+
+# --- context_length / context_window feeds the history budget, over real HTTP ------------------
+
+
+def _long_chat_prompt(context_window: int | None) -> str:
+    """Bid prompt of turn 4 after three long posted messages, for an unknown local model."""
+    with FakeOpenAIServer() as server:
+        words = " ".join(["lorem"] * 300)
+        server.script("local", [tool_call(0.9, f"first {words}"), tool_call(0.9, f"second {words}"),
+                                tool_call(0.9, f"third {words}"), tool_call(0.0, "")])
+        server.script("quiet", [tool_call(0.0, "")] * 4)
+        kw = {} if context_window is None else {"context_length": context_window}
+        talker = Agent(agent_name="Talker", model_name="openai/local", api_base=server.base_url,
+                       api_key="x", **kw)
+        quiet = Agent(agent_name="Quiet", model_name="openai/quiet", api_base=server.base_url,
+                      api_key="x")
+        GroupChat(agents=[talker, quiet], max_loops=10, recency_penalty=0.0).run("Go.")
+        return str(server.requests_for("local")[3].body["messages"][-1]["content"])
+
+
+def test_declared_context_window_trims_history_litellm_does_not_know() -> None:
+    full = _long_chat_prompt(None)  # unknown model: litellm's default budget, everything fits
+    assert "left out" not in full and "first lorem" in full and "third lorem" in full
+    trimmed = _long_chat_prompt(1200)
+    assert "earlier message" in trimmed and "left out" in trimmed
+    assert "first lorem" not in trimmed and "User: Go." in trimmed
+    assert "third lorem" in trimmed  # the latest message is always shown
+
+
+# --- the README's list -----------------------------------------------------------------------
+
+
+def _readme_section() -> str:
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("## Code written for the reference")
+    return text[start:text.index("\n## ", start + 1)]
+
+
+def test_readme_lists_every_reference_keyword() -> None:
+    section = _readme_section()
+    for name in [*REFERENCE_ALIASES, *REFERENCE_IGNORED, "description"]:
+        assert f"`{name}`" in section, name
+
+
+def test_readme_filter_silences_the_warnings() -> None:
+    import re
+
+    line = next(t for t in _readme_section().splitlines() if "filterwarnings" in t)
+    pattern = re.search(r'message=r"([^"]+)"', line)
+    assert pattern is not None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", message=pattern.group(1))
+        Agent(agent_name="A", verbose=True, autosave=True)  # would raise if not silenced

@@ -1,0 +1,145 @@
+"""What the dashboard's AppTest modules (tests/ui/test_app*.py) share: opening the app, moving
+between pages, reading the status lines, polling a live job or sweep to a state.
+
+AppTest never fires `run_every`, so live runs and sweeps are followed by polling with short
+sleeps and `at.run()`. The job registry lives for the whole test process: `new_app`'s callers
+shut it down after each test (see the `app` fixtures).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from groupchat_core import Agent
+from groupchat_core.store import RunStore
+from groupchat_ui.kit import state as ui_state
+from groupchat_ui.kit import store_access
+from groupchat_ui.kit.state import STATE_KEY, SessionState
+from tests.helpers import ROOT
+
+DEADLINE_S = 30.0
+
+
+def new_app(**query: str) -> AppTest:
+    """The whole app (streamlit_app.py) in a new session, run once; `query` sets ?key=value."""
+    at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def save_agents(store: RunStore, agents: list[Agent]) -> None:
+    """Write agents behind the dashboard's back, then drop its cached reads (as its own
+    writes do)."""
+    store.save_agents(agents)
+    store_access.invalidate()
+
+
+def goto(at: AppTest, page: str, **params: str) -> AppTest:
+    """Switch to a page, with query parameters (a shared link) when given."""
+    at.switch_page(f"app_pages/{page}.py")
+    for name, value in params.items():
+        at.query_params[name] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def signed_in_sessions(monkeypatch: pytest.MonkeyPatch, users: dict[str, tuple[str, str]]
+                       ) -> Callable[[str], AppTest]:
+    """A server with login on: `open_as(name)` opens the app in a new session signed in as
+    `users[name]` (identity, display name). Sign-in is simulated by replacing `state.identify`;
+    the real OIDC sign-in is tests/e2e/test_login.py."""
+
+    def identify(session: SessionState) -> bool:
+        import streamlit as st
+
+        who = st.session_state.get("test_user")
+        if who is None:
+            return False
+        session.user, session.user_name = users[who]
+        return True
+
+    monkeypatch.setattr(ui_state, "identify", identify)
+    monkeypatch.setattr(ui_state, "login_configured", lambda: True)
+
+    def open_as(who: str) -> AppTest:
+        at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
+        at.session_state["test_user"] = who
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        return at
+
+    return open_as
+
+
+def session(at: AppTest) -> SessionState:
+    return at.session_state[STATE_KEY]
+
+
+def caption_starting(at: AppTest, head: str) -> str:
+    return next((c.value for c in at.caption if c.value.startswith(head)), "")
+
+
+def status(at: AppTest) -> str:
+    """The Run page's status line ("status: running · job ... · turn 3")."""
+    return caption_starting(at, "status:")
+
+
+def sweep_status(at: AppTest) -> str:
+    """The Sweeps page's status line ("sweep status: running · 1 / 4 cells finished ...")."""
+    return caption_starting(at, "sweep status:")
+
+
+def turn(at: AppTest) -> int:
+    found = re.search(r"turn (\d+)", status(at))
+    return int(found.group(1)) if found else 0
+
+
+def query(at: AppTest, key: str) -> str | None:
+    """A query parameter's value (AppTest may hold it as a one-item list)."""
+    value = at.query_params.get(key)
+    return value[0] if isinstance(value, list) else value
+
+
+def poll(at: AppTest, check: Callable[[AppTest], bool], what: str,
+         deadline_s: float = DEADLINE_S, shown: Callable[[AppTest], str] = status) -> None:
+    """Rerun every 0.2 s until `check` holds; fail naming `what` and the last `shown` line."""
+    deadline = time.monotonic() + deadline_s
+    while not check(at):
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}; last status: {shown(at)!r}")
+        time.sleep(0.2)
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+
+
+def texts(elements: Any) -> str:
+    return " ".join(e.value for e in elements)
+
+
+def errors(at: AppTest) -> str:
+    return texts(at.error)
+
+
+def rendered_text(at: AppTest) -> str:
+    """Everything sent to the browser in the last run (every element's protobuf, as text)."""
+    parts: list[str] = []
+
+    def walk(node: Any) -> None:
+        proto = getattr(node, "proto", None)
+        if proto is not None:
+            parts.append(str(proto))
+        for child in getattr(node, "children", {}).values():
+            walk(child)
+
+    walk(at._tree)
+    return "\n".join(parts)

@@ -1,0 +1,244 @@
+"""The distribution as a new user gets it: build the wheel, install it into a fresh venv outside
+the repo (dependencies resolved from the registry under constraints.txt, as `pip install -c
+constraints.txt groupchat-lab` does), then, from a directory outside the repo and with nothing of
+the checkout on the path, run `groupchat-lab --version`, a sim chat, and `groupchat-lab serve`
+until its health endpoint answers and the Run page renders in a real browser.
+
+The installed copy's data home is the platform's user data directory: XDG_DATA_HOME points it
+into tmp_path, so the test never writes to the real one. One module-scoped install serves every
+test. The dependencies come from a wheelhouse outside the repo (the user cache directory, one per
+requirements.txt + constraints.txt), filled once by `pip download` from the registry; pip then
+resolves the wheel's declared dependencies against it offline (`--no-index`), so a dependency
+missing from the metadata still fails the install, and reruns skip the network. Durations are
+in BENCHMARKS.md, not asserted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from groupchat_core.store import SCHEMA_VERSION
+from tests.helpers import ROOT
+
+CHROMIUM = "/usr/bin/chromium"
+SPEC = {
+    "schema_version": 1, "name": "installed", "max_loops": 4, "threshold": 0.2,
+    "agents": [
+        {"agent_name": "Optimist", "system_prompt": "You argue for the benefits.",
+         "model_name": "sim/balanced"},
+        {"agent_name": "Pessimist", "system_prompt": "You argue for the risks.",
+         "model_name": "sim/eager"},
+    ],
+}
+
+
+@dataclass
+class Installed:
+    wheel: Path
+    venv: Path
+    outside: Path  # the working directory: outside the repo
+    data_dir: Path  # XDG_DATA_HOME of the commands
+    env: dict[str, str]
+
+    @property
+    def command(self) -> Path:
+        return self.venv / "bin" / "groupchat-lab"
+
+    def run(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(self.command), *args], cwd=self.outside, env=self.env,
+                              capture_output=True, text=True, timeout=timeout)
+
+
+def _env(data_dir: Path) -> dict[str, str]:
+    """A user's environment: no key, no checkout on the path, no store chosen."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.endswith("_API_KEY") and k not in (
+               "PYTHONPATH", "GROUPCHAT_DB", "GROUPCHAT_HOME", "VIRTUAL_ENV", "PYTHONHOME")}
+    env.update(XDG_DATA_HOME=str(data_dir), GROUPCHAT_BLOCK_REMOTE_CALLS="1",
+               PIP_DISABLE_PIP_VERSION_CHECK="1")
+    return env
+
+
+def _step(cmd: list[str], what: str, **kwargs: object) -> None:
+    done = subprocess.run(cmd, capture_output=True, text=True, **kwargs)  # type: ignore[call-overload]
+    if done.returncode != 0:
+        pytest.fail(f"{what} failed ({done.returncode}):\n{done.stdout[-3000:]}\n"
+                    f"{done.stderr[-3000:]}")
+
+
+def _wheelhouse(env: dict[str, str]) -> Path:
+    """The requirements' wheels (and everything they pull in, under constraints.txt),
+    downloaded once per pin set into the user cache directory."""
+    import platformdirs
+
+    pins = b"".join((ROOT / name).read_bytes() for name in ("requirements.txt",
+                                                             "constraints.txt"))
+    cache = platformdirs.user_cache_path("groupchat-lab", appauthor=False) / "wheelhouse"
+    house = cache / hashlib.sha256(pins).hexdigest()[:16]
+    if not (house / ".complete").exists():
+        partial = cache / f".partial-{os.getpid()}"
+        shutil.rmtree(partial, ignore_errors=True)
+        _step([sys.executable, "-m", "pip", "download", "--quiet", "-d", str(partial),
+               "-r", str(ROOT / "requirements.txt"), "-c", str(ROOT / "constraints.txt")],
+              "pip download (the wheelhouse)", env=env, timeout=1200)
+        (partial / ".complete").touch()
+        try:
+            partial.rename(house)
+        except OSError:  # another run finished it first
+            shutil.rmtree(partial, ignore_errors=True)
+    return house
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    root = tmp_path_factory.mktemp("install")
+    assert not root.resolve().is_relative_to(ROOT)
+    wheels, venv, outside, data_dir = (root / "wheel", root / "venv", root / "elsewhere",
+                                       root / "xdg-data")
+    outside.mkdir()
+    started = time.perf_counter()
+    _step([sys.executable, "-m", "build", "--wheel", "--outdir", str(wheels), str(ROOT)],
+          "building the wheel", cwd=root, timeout=600)
+    built = time.perf_counter()
+    (wheel,) = wheels.glob("groupchat_lab-*.whl")
+    _step([sys.executable, "-m", "venv", str(venv)], "creating the venv", timeout=300)
+    house = _wheelhouse(_env(data_dir))
+    fetched = time.perf_counter()
+    _step([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-compile",
+           "--no-index", "--find-links", str(house), "-c", str(ROOT / "constraints.txt"),
+           str(wheel)], "pip install", cwd=outside, env=_env(data_dir), timeout=1200)
+    sys.stderr.write(f"\n[test_install] wheel built in {built - started:.1f} s, venv + "
+                     f"wheelhouse in {fetched - built:.1f} s, pip install in "
+                     f"{time.perf_counter() - fetched:.1f} s\n")
+    return Installed(wheel, venv, outside, data_dir, _env(data_dir))
+
+
+def test_the_wheel_holds_engine_and_dashboard_under_their_own_names(installed):
+    with zipfile.ZipFile(installed.wheel) as wheel:
+        names = wheel.namelist()
+        metadata = wheel.read(next(n for n in names if n.endswith(".dist-info/METADATA")))
+    tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
+    assert tops == {"groupchat_core", "groupchat_ui"}  # no app_pages, streamlit_app, bench
+    packages = {str(p.parent.relative_to(ROOT)) for top in ("groupchat_core", "groupchat_ui")
+                for p in (ROOT / top).rglob("__init__.py")}
+    assert {p for p in packages if f"{p}/__init__.py" not in names} == set()  # none forgotten
+    pages = {f"groupchat_ui/_app/app_pages/{p.name}" for p in (ROOT / "app_pages").glob("*.py")}
+    assert pages and pages <= set(names)
+    assert {"groupchat_ui/_app/streamlit_app.py",
+            "groupchat_ui/_app/.streamlit/config.toml"} <= set(names)
+    requires = [line for line in metadata.decode().splitlines()
+                if line.startswith("Requires-Dist:")]
+    assert "Requires-Dist: litellm[mcp]==1.106.2" in requires  # the vetted pin, exact
+    assert any(r.startswith("Requires-Dist: streamlit==") for r in requires)
+    assert any(r.startswith("Requires-Dist: pydantic==") for r in requires)
+
+
+def test_version_names_the_code_and_a_data_home_outside_the_package(installed):
+    stray = installed.outside / "data" / "groupchat.db"  # e.g. left by a clone's make run
+    stray.parent.mkdir()
+    stray.write_bytes(b"")
+    try:
+        done = installed.run("--version")
+    finally:
+        stray.unlink()
+        stray.parent.rmdir()
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    home = installed.data_dir / "groupchat-lab" / "groupchat.db"
+    assert lines[:4] == ["groupchat-lab 0.2.0", "litellm 1.106.2",
+                         f"store schema {SCHEMA_VERSION}",
+                         f"data: sqlite:///{home} (from user data directory)"]
+    assert f"{stray.resolve()} holds an existing store that is not in use" in lines[4]
+    assert f"GROUPCHAT_DB=sqlite:///{stray.resolve()}" in lines[4]
+    where = subprocess.run(
+        [str(installed.venv / "bin" / "python"), "-c",
+         "import groupchat_core, groupchat_ui; print(groupchat_core.__file__); "
+         "print(groupchat_ui.__file__)"],
+        cwd=installed.outside, env=installed.env, capture_output=True, text=True, timeout=120)
+    site = installed.venv / "lib"
+    assert all(Path(p).is_relative_to(site) for p in where.stdout.split()), where.stdout
+
+
+def test_a_sim_chat_runs_and_lands_in_the_user_data_directory(installed):
+    spec = installed.outside / "chat.json"
+    spec.write_text(json.dumps(SPEC))
+    done = installed.run("run", "chat.json", "--task", "Should we adopt AI?", "--max-loops", "3")
+    assert done.returncode == 0, done.stderr
+    assert "Optimist" in done.stdout or "Pessimist" in done.stdout
+    assert "stopped: max_loops after" in done.stderr
+    listed = installed.run("list", "--json")
+    runs = json.loads(listed.stdout)
+    assert [(r["status"], r["max_loops"], r["task"]) for r in runs] == [
+        ("finished", 3, "Should we adopt AI?")]
+    assert (installed.data_dir / "groupchat-lab" / "groupchat.db").is_file()
+    python = subprocess.run(  # `python -m groupchat_core` is the same command
+        [str(installed.venv / "bin" / "python"), "-m", "groupchat_core", "list", "--json"],
+        cwd=installed.outside, env=installed.env, capture_output=True, text=True, timeout=120)
+    assert json.loads(python.stdout) == runs
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _health(url: str, proc: subprocess.Popen[bytes], log: Path) -> str:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"serve exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as answer:
+                return answer.read().decode()
+        except OSError:
+            time.sleep(0.2)
+    pytest.fail(f"serve did not answer at {url} in 120 s:\n{log.read_text()[-3000:]}")
+
+
+def test_serve_starts_the_packaged_dashboard_from_anywhere(installed):
+    port, log = _free_port(), installed.outside / "serve.log"
+    url = f"http://127.0.0.1:{port}"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([str(installed.command), "serve", "--port", str(port)],
+                                cwd=installed.outside, env=installed.env, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        assert _health(url, proc, log) == "ok"
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                         args=["--no-sandbox", "--disable-gpu"])
+            try:
+                page = browser.new_page()
+                page.goto(url)
+                page.get_by_text("status: idle").wait_for(timeout=90_000)  # Run page ran
+                page.get_by_test_id("stSidebarNav").get_by_text("Settings", exact=True).click()
+                page.get_by_text("user data directory").wait_for(timeout=60_000)
+                assert page.get_by_test_id("stException").count() == 0
+            finally:
+                browser.close()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    text = log.read_text()
+    assert f"GroupChat Lab on {url}" in text and "Traceback" not in text, text

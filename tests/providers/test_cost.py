@@ -1,0 +1,152 @@
+"""Unknown cost is not zero: a run on a model litellm cannot price reads "unknown", and a run
+where only some bids could be priced says its total is partial. Over real HTTP (the fake
+server's usage is priced by litellm for a known model name, and not for a made-up one).
+
+Private imports (`_records`): units or test hooks with no public name; everything public comes from
+the public API.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from groupchat_core import Agent, Bid, GroupChat, RunRecord, format_cost, transcript_markdown
+from groupchat_core._records import cost_totals
+from groupchat_core.cli import main
+from groupchat_core.store import RunStore
+from groupchat_core.sweeps import parse_sweep, run_sweep
+from groupchat_core.testing import FakeOpenAIServer, tool_call
+
+KEY = "sk-local-dummy-key"
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def store(sqlite_store: RunStore) -> RunStore:
+    """SQLite only (tests/conftest.py's sqlite_store)."""
+    return sqlite_store
+
+
+def agent(srv: FakeOpenAIServer, name: str, model: str) -> Agent:
+    return Agent(agent_name=name, model_name=f"openai/{model}", api_base=srv.base_url,
+                 api_key=KEY)
+
+
+def two_turns(srv: FakeOpenAIServer, models: tuple[str, str], store: RunStore) -> RunRecord:
+    srv.set_responder(models[0], lambda body: tool_call(0.9, "A says something useful"))
+    srv.set_responder(models[1], lambda body: tool_call(0.1, ""))
+    chat = GroupChat(agents=[agent(srv, "A", models[0]), agent(srv, "B", models[1])],
+                     max_loops=3, recency_penalty=0.0)
+    store.attach(chat)
+    chat.run("Price this.")
+    record: RunRecord | None = chat.last_run
+    assert record is not None
+    return record
+
+
+def test_a_local_unpriced_model_costs_unknown_not_zero(
+        server: FakeOpenAIServer, store: RunStore
+) -> None:
+    record = two_turns(server, ("local-llm", "local-llm-2"), store)
+    assert all(b.cost_usd is None and b.calls == 1 for b in record.bids)
+    assert record.total_cost_usd is None and record.unpriced_bids == len(record.bids) == 4
+    assert not record.cost_complete
+    loaded = store.load_run(record.run_id)  # the store keeps 0 in its column, reads unknown
+    assert loaded.total_cost_usd is None and loaded.unpriced_bids == 4
+    md = transcript_markdown(store, record.run_id)
+    assert "completion tokens, cost unknown" in md and "$0.0000" not in md
+
+
+def test_a_priced_model_has_a_complete_total(server: FakeOpenAIServer, store: RunStore) -> None:
+    record = two_turns(server, ("gpt-4o-mini", "gpt-4o-mini-2024-07-18"), store)
+    assert all((b.cost_usd or 0) > 0 for b in record.bids)
+    assert record.unpriced_bids == 0 and record.cost_complete
+    assert record.total_cost_usd == pytest.approx(sum(b.cost_usd or 0 for b in record.bids))
+    assert store.load_run(record.run_id).total_cost_usd == pytest.approx(record.total_cost_usd)
+    md = transcript_markdown(store, record.run_id)
+    assert f"cost ${record.total_cost_usd:.4f}" in md and "unknown" not in md
+
+
+def test_a_partly_priced_run_is_flagged_partial(server: FakeOpenAIServer, store: RunStore) -> None:
+    record = two_turns(server, ("gpt-4o-mini", "local-llm"), store)
+    priced = [b for b in record.bids if b.agent == "A"]
+    assert record.total_cost_usd == pytest.approx(sum(b.cost_usd or 0 for b in priced))
+    assert (record.total_cost_usd or 0) > 0 and record.unpriced_bids == 2
+    md = transcript_markdown(store, record.run_id)
+    assert "+ unknown (2 unpriced bids)" in md
+
+
+def test_simulated_and_failed_bids_cost_nothing_known() -> None:
+    sim = GroupChat(agents=[Agent(agent_name=n) for n in ("A", "B")], max_loops=4)
+    sim.run("t")
+    assert sim.last_run.total_cost_usd == 0.0 and sim.last_run.cost_complete
+
+
+def test_cost_totals_rules() -> None:
+    call: dict[str, Any] = {"turn": 1, "agent": "A", "position": 0, "calls": 1}
+    priced = Bid(**call, path="tool_call", cost_usd=0.002)
+    unpriced = Bid(**call, path="tool_call")
+    failed = Bid(**call, path="none", error="APIConnectionError: down")
+    cached = Bid(turn=1, agent="A", position=0, calls=0, cached=True, path="tool_call")
+    scripted = Bid(**call, path="scripted")
+    assert cost_totals([]) == (0.0, 0)
+    assert cost_totals([failed, cached, scripted]) == (0.0, 0)
+    assert cost_totals([unpriced, failed]) == (None, 1)
+    assert cost_totals([priced, unpriced]) == (0.002, 1)
+    assert format_cost(None) == "unknown"
+    assert format_cost(0.002) == "$0.0020"
+    assert format_cost(0.002, 1) == "$0.0020 + unknown (1 unpriced bid)"
+
+
+def test_an_old_record_without_the_new_field_still_loads() -> None:
+    data = RunRecord(run_id="r", config={}, task="t").model_dump()
+    data.pop("unpriced_bids")
+    assert RunRecord(**data).unpriced_bids == 0
+
+
+def test_the_cli_shows_unknown_cost_for_runs_and_sweeps(
+        server: FakeOpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local")  # litellm's OpenAI client wants some key
+    server.set_responder(None, lambda body: tool_call(0.1, ""))
+    agents = [{"agent_name": n, "model_name": "openai/local-llm", "api_base": server.base_url}
+              for n in ("A", "B")]
+    db = f"sqlite:///{tmp_path}/cli.db"
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps(parse_sweep({
+        "name": "local", "base": {"max_loops": 3, "agents": agents},
+        "grid": {"threshold": [0.3, 0.5]}, "tasks": ["t"], "repeats": 1, "concurrency": 1,
+        "bid_cache": False}).to_data()))
+    assert main(["--db", db, "sweep", str(path), "--quiet"]) == 0
+    out, _ = capsys.readouterr()
+    assert "cost unknown" in out and "$0.0000" not in out
+    run_id = RunStore(db).list_runs()["run_id"].iloc[0]
+    assert main(["--db", db, "show", run_id]) == 0
+    out, _ = capsys.readouterr()
+    assert "cost unknown" in out
+
+
+def test_a_sweep_outcome_on_an_unpriced_model_is_not_said_to_be_free(
+        server: FakeOpenAIServer, store: RunStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
+    server.set_responder(None, lambda body: tool_call(0.1, ""))
+    agents = [{"agent_name": n, "model_name": "openai/local-llm", "api_base": server.base_url}
+              for n in ("A", "B")]
+    outcome = run_sweep(parse_sweep({"name": "local", "base": {"max_loops": 3,
+                                                               "agents": agents},
+                                     "grid": {"threshold": [0.3]}, "tasks": ["t"],
+                                     "repeats": 1, "bid_cache": False}), store)
+    run_id = store.list_runs(sweep_id=outcome.sweep_id)["run_id"].iloc[0]
+    assert store.load_run(run_id).total_cost_usd is None

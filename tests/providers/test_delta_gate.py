@@ -1,0 +1,97 @@
+"""The delta gate and the SSE coalescer, unit by unit (issue 19 rows 3, 4); the same paths
+over real HTTP, for every route, are in test_hostile_routes.py.
+
+Private imports (`providers._bodies`, `providers._delta_gate`, `providers._sse_coalesce`): units or
+test hooks with no public name; everything public comes from the public API.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from groupchat_core.providers._bodies import ResponseTooLarge
+from groupchat_core.providers._delta_gate import EVENTS_PER_SECOND, DeltaGate
+from groupchat_core.providers._sse_coalesce import STREAM_TEXT_CAP, SSECoalescer
+
+KEY = "sk-live-split-across-deltas-0123456789"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_key_split_across_deltas_is_never_shown_even_in_part() -> None:
+    sent: list[str] = []
+    clock = Clock()
+    gate = DeltaGate(lambda score, message: sent.append(message), [KEY], clock)
+    text = f"my key is {KEY} ok then"
+    for end in range(1, len(text) + 1):
+        clock.now += 1.0  # always due
+        gate.send(0.5, text[:end])
+    gate.send(0.5, text, final=True)
+    assert sent[-1] == "my key is *** ok then"
+    for message in sent:
+        assert not any(KEY[:n] in message for n in range(3, len(KEY) + 1)), message
+
+
+def test_the_budget_batches_events_and_the_final_one_is_always_sent() -> None:
+    sent: list[str] = []
+    clock = Clock()
+    gate = DeltaGate(lambda score, message: sent.append(message), [], clock)
+    words = [f"w{i} " for i in range(1000)]
+    for i in range(1000):  # 1,000 deltas within one second
+        clock.now = i / 1000
+        if gate.due():
+            gate.send(None, "".join(words[: i + 1]))
+    gate.send(None, "".join(words), final=True)
+    assert len(sent) <= EVENTS_PER_SECOND + 1
+    assert sent[-1] == "".join(words)
+
+
+def _event(arguments: str | None = None, finish: str | None = None, chunk_id: str = "x") -> bytes:
+    delta = {} if arguments is None else {"tool_calls": [{"index": 0, "function": {
+        "arguments": arguments}}]}
+    data = {"id": chunk_id, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return b"data: " + json.dumps(data).encode() + b"\n\n"
+
+
+def _arguments(body: bytes) -> list[str | None]:
+    out: list[str | None] = []
+    for event in body.split(b"\n\n")[:-1]:
+        payload = event[len(b"data: "):]
+        if payload == b"[DONE]":
+            out.append("[DONE]")
+            continue
+        delta = json.loads(payload)["choices"][0]["delta"]
+        out.append(delta["tool_calls"][0]["function"]["arguments"] if delta else None)
+    return out
+
+
+def test_runs_of_text_deltas_merge_and_everything_else_passes_in_order() -> None:
+    body = b"".join([_event("a"), _event("b"), _event("c"), _event(finish="tool_calls"),
+                     _event("d"), b"data: [DONE]\n\n"])
+    coalescer = SSECoalescer(ResponseTooLarge)
+    out = coalescer.feed(body[:-5]) + coalescer.feed(body[-5:]) + coalescer.flush()
+    assert _arguments(out) == ["abc", None, "d", "[DONE]"]
+
+
+def test_a_partial_event_waits_for_its_end_and_crlf_bodies_pass_untouched() -> None:
+    coalescer = SSECoalescer(ResponseTooLarge)
+    event = _event("a")
+    assert coalescer.feed(event[:10]) == b""
+    assert _arguments(coalescer.feed(event[10:])) == ["a"]
+    crlf = SSECoalescer(ResponseTooLarge)
+    raw = event.replace(b"\n", b"\r\n")
+    assert crlf.feed(raw) + crlf.flush() == raw
+
+
+def test_a_stream_carries_a_bounded_amount_of_text() -> None:
+    coalescer = SSECoalescer(ResponseTooLarge)
+    with pytest.raises(ResponseTooLarge, match="400,000 characters"):
+        coalescer.feed(_event("x" * (STREAM_TEXT_CAP + 1)))

@@ -1,0 +1,275 @@
+"""Deployments belong to the chat or sweep that declared them; the Router path's key check and
+cost, over real HTTP to local fake OpenAI servers (issue 19, rows 5 and 6).
+
+- A sweep's deployments never route another chat: after the sweep, and while it runs (same
+  loop, same model name), an ordinary chat reaches its own api_base with its own key; two
+  sweeps at once each reach only their own deployments.
+- The key check judges each deployment: api_key_env set, or an open server on loopback, starts
+  with no OPENAI_API_KEY; a remote api_base without a key is refused with one line.
+- A routed call to an unpriced model costs unknown (None), not $0; a dollar budget over such
+  calls is refused at start (Python API and CLI), one line, nothing created.
+
+Private imports (`engine._bidcache`, `providers._deployments`, `providers._providers`): units or
+test hooks with no public name; everything public comes from the public API.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from groupchat_core import Agent, ConfigError, GroupChat, background_loop
+from groupchat_core.cli import main
+from groupchat_core.store import RunStore, dispose_engines
+from groupchat_core.sweeps import arun_sweep, parse_sweep, run_sweep
+from groupchat_core.testing import FakeOpenAIServer, tool_call
+
+SWEEP_TASK, OTHER_TASK, CHAT_TASK = "Sweep task.", "Other sweep task.", "Chat task."
+CHAT_KEY = "sk-chat-own-key"
+PARKED = "http://127.0.0.1:9/v1"  # an agent's own (unused) base: a routed model ignores it
+
+
+@pytest.fixture
+def servers() -> Iterator[list[FakeOpenAIServer]]:
+    made = [FakeOpenAIServer().start() for _ in range(3)]
+    count = itertools.count()
+    for server in made:  # a new message every time: no chat stops on a repeat
+        server.set_responder(None, lambda body: tool_call(0.6, f"Point {next(count)}."))
+    yield made
+    for server in made:
+        server.stop()
+
+
+@pytest.fixture
+def store(sqlite_store: RunStore) -> RunStore:
+    """SQLite only (tests/conftest.py's sqlite_store)."""
+    return sqlite_store
+
+
+def agents(api_base: str | None = None, model: str = "openai/fake") -> list[dict]:
+    return [{"agent_name": n, "system_prompt": "Speak briefly.", "model_name": model,
+             **({"api_base": api_base} if api_base else {})} for n in ("Ann", "Bob")]
+
+
+def sweep(routes: dict, task: str = SWEEP_TASK, base_url: str | None = None, **extra):
+    return parse_sweep({"name": "routed", "base": {"agents": agents(base_url), "max_loops": 3,
+                                                   "threshold": 0.1},
+                        "grid": {"recency_penalty": [0.0]}, "tasks": [task], "repeats": 1,
+                        "bid_cache": False, "deployments": routes, **extra})
+
+
+def to(server: FakeOpenAIServer, **more) -> dict:
+    return {"openai/fake": [{"name": "only", "api_base": server.base_url, **more}]}
+
+
+def ordinary_chat(server: FakeOpenAIServer) -> GroupChat:
+    """The same model name as the sweep's, with its own endpoint and key."""
+    made = [Agent(**a, api_key=CHAT_KEY) for a in agents(server.base_url)]
+    return GroupChat(agents=made, max_loops=3, threshold=0.1, recency_penalty=0.0,
+                     bid_cache=False)
+
+
+def tasks_seen(server: FakeOpenAIServer) -> set[str]:
+    """Which of the tasks each request to `server` carried (the task is the first message)."""
+    seen = set()
+    for request in server.requests:
+        text = json.dumps(request.body["messages"])
+        seen |= {t for t in (SWEEP_TASK, OTHER_TASK, CHAT_TASK) if t in text}
+    return seen
+
+
+def run_chat(chat: GroupChat):
+    return background_loop().submit(chat.arun_record(CHAT_TASK)).result(timeout=60)
+
+
+def test_after_a_sweep_an_ordinary_chat_on_the_same_model_uses_its_own_endpoint(servers, store):
+    a, b, _ = servers
+    assert run_sweep(sweep(to(a), base_url="http://127.0.0.1:9/v1"), store).status == "finished"
+    sweep_calls = len(a.requests)
+    assert sweep_calls > 0 and tasks_seen(a) == {SWEEP_TASK}
+    record = run_chat(ordinary_chat(b))
+    assert all(bid.error is None and bid.deployment is None for bid in record.bids)
+    assert record.total_cost_usd is None  # unpriced: the sweep's Router left no $0 price
+    assert len(a.requests) == sweep_calls  # the sweep's endpoint received none of the chat's
+    assert len(b.requests) == record.total_calls > 0 and tasks_seen(b) == {CHAT_TASK}
+    assert {r.headers.get("authorization") for r in b.requests} == {f"Bearer {CHAT_KEY}"}
+
+
+def test_while_a_sweep_runs_other_chats_and_sweeps_see_only_their_own(servers, store):
+    a, b, c = servers
+    entered, gate = threading.Event(), threading.Event()
+    count = itertools.count()
+
+    def held(body):  # the first sweep's calls wait until the others are done
+        entered.set()
+        gate.wait(30)
+        return tool_call(0.6, f"Held point {next(count)}.")
+
+    a.set_responder(None, held)
+    first = background_loop().submit(arun_sweep(sweep(to(a), base_url=c.base_url), store))
+    try:
+        assert entered.wait(30)  # its deployments are in force, a call in flight
+        other = background_loop().submit(arun_sweep(
+            sweep(to(b), task=OTHER_TASK, name="other", base_url=c.base_url), store))
+        assert other.result(timeout=60).status == "finished"
+        record = run_chat(ordinary_chat(c))
+    finally:
+        gate.set()
+    assert first.result(timeout=60).status == "finished"
+    assert tasks_seen(a) == {SWEEP_TASK} and tasks_seen(b) == {OTHER_TASK}
+    assert tasks_seen(c) == {CHAT_TASK} and len(c.requests) == record.total_calls > 0
+    assert all(bid.deployment is None for bid in record.bids)
+
+
+# --- the key check -------------------------------------------------------------------------
+
+
+def test_deployments_with_their_own_key_variable_start_without_openai_api_key(
+        servers, store, monkeypatch):
+    a, _, _ = servers
+    monkeypatch.setenv("EAST_KEY", "sk-east-deployment")  # and no OPENAI_API_KEY (conftest)
+    monkeypatch.setenv("GROUPCHAT_TRUSTED_API_BASES", a.base_url)  # a key goes only there
+    outcome = run_sweep(sweep(to(a, api_key_env="EAST_KEY")), store)  # agents: no api_base
+    assert outcome.status == "finished" and a.requests
+    assert {r.headers.get("authorization") for r in a.requests} == {"Bearer sk-east-deployment"}
+
+
+def test_a_server_key_never_goes_to_an_untrusted_deployment_base(servers, store, monkeypatch):
+    """A sweep file may name any api_base and any variable: `api_key_env: OPENAI_API_KEY` at a
+    server its author controls must not carry the server's key there (Security model)."""
+    a, _, _ = servers
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-canary-server-key-0123456789")
+    routes = to(a, api_key_env="OPENAI_API_KEY")
+    with pytest.raises(ConfigError) as caught:
+        run_sweep(sweep(routes), store)
+    text = str(caught.value)
+    assert "\n" not in text and "would send the key in OPENAI_API_KEY to untrusted api_base" \
+        in text and "GROUPCHAT_TRUSTED_API_BASES" in text and "sk-canary" not in text
+    chat = GroupChat.from_spec({"agents": agents(), "max_loops": 2}, deployments=routes)
+    with pytest.raises(ConfigError, match="untrusted api_base"):
+        chat.run("Go")
+    assert not a.requests and store.list_sweeps().empty
+
+
+def test_an_open_server_on_loopback_needs_no_key(servers, store):
+    a, _, _ = servers
+    record = background_loop().submit(GroupChat.from_spec(
+        {"agents": agents(), "max_loops": 3, "threshold": 0.1}, bid_cache=False,
+        deployments=to(a)).arun_record("Go")).result(timeout=60)
+    assert record.bids and all(b.error is None and b.deployment == "only" for b in record.bids)
+    assert run_sweep(sweep(to(a)), store).status == "finished"
+
+
+def test_a_remote_base_without_a_key_is_refused_with_one_line(store):
+    remote = {"openai/fake": [{"name": "far", "api_base": "https://llm.example.org/v1"}]}
+    with pytest.raises(ConfigError) as caught:
+        run_sweep(sweep(remote), store)
+    text = str(caught.value)
+    assert "\n" not in text and "deployment 'far' of openai/fake calls " \
+        "https://llm.example.org/v1 with no api_key_env" in text and "OPENAI_API_KEY" not in text
+    assert store.list_sweeps().empty  # refused before anything was created
+    chat = GroupChat.from_spec({"agents": agents(), "max_loops": 2}, deployments=remote)
+    with pytest.raises(ConfigError, match="with no api_key_env; name the environment variable"):
+        chat.run("Go")
+    with pytest.raises(ConfigError, match="needs its key in WEST_KEY, which is not set"):
+        run_sweep(sweep({"openai/fake": [{"name": "w", "api_base": "https://w.example/v1",
+                                          "api_key_env": "WEST_KEY"}]}), store)
+
+
+# --- cost -----------------------------------------------------------------------------------
+
+
+def test_a_routed_call_to_an_unpriced_model_costs_unknown_not_zero(servers, store):
+    a, _, _ = servers
+    outcome = run_sweep(sweep(to(a), base_url=PARKED), store)
+    runs = store.list_runs(sweep_id=outcome.sweep_id)
+    record = store.load_run(runs["run_id"].iloc[0])
+    assert record.bids and all(b.deployment == "only" and b.cost_usd is None
+                               for b in record.bids)
+    assert record.total_cost_usd is None and record.unpriced_bids == len(record.bids)
+
+
+def test_a_routed_call_to_a_priced_model_keeps_its_price(servers):
+    a, _, _ = servers
+    routes = {"openai/gpt-4o-mini": [{"name": "only", "api_base": a.base_url}]}
+    chat = GroupChat.from_spec({"agents": agents(model="openai/gpt-4o-mini"), "max_loops": 2,
+                                "threshold": 0.1}, bid_cache=False, deployments=routes)
+    record = background_loop().submit(chat.arun_record("Go")).result(timeout=60)
+    assert record.bids and all((b.cost_usd or 0) > 0 for b in record.bids)
+
+
+def test_a_dollar_budget_over_unknowable_costs_is_refused_at_start(servers, store):
+    a, _, _ = servers
+    with pytest.raises(ConfigError) as caught:
+        run_sweep(sweep(to(a), base_url=PARKED), store, max_usd=1.0)
+    text = str(caught.value)
+    assert "\n" not in text and text.startswith("max_usd 1 cannot bound this sweep: litellm "
+                                                "knows no price for openai/fake")
+    assert "max_calls" in text and store.list_sweeps().empty and not a.requests
+    unrouted = {**sweep(to(a), base_url=PARKED).to_data(), "deployments": None, "max_usd": 2,
+                "base": {"agents": agents(a.base_url, "openai/local-llm")}}
+    with pytest.raises(ConfigError, match="no price for openai/local-llm"):  # unrouted too
+        run_sweep(parse_sweep(unrouted), store)
+    priced = {"openai/gpt-4o-mini": [{"name": "only", "api_base": a.base_url}]}
+    ok = parse_sweep({**sweep(priced, base_url=PARKED).to_data(), "max_usd": 5,
+                      "base": {"agents": agents(model="openai/gpt-4o-mini"), "max_loops": 2}})
+    assert run_sweep(ok, store).status == "finished"  # a price known: the budget stands
+
+
+def test_the_cli_refuses_the_dollar_budget_in_one_line(servers, tmp_path, capsys):
+    a, _, _ = servers
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps(sweep(to(a), base_url=PARKED).to_data()))
+    db = f"sqlite:///{tmp_path}/cli.db"
+    assert main(["--db", db, "sweep", str(path), "--max-usd", "0.5", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "max_usd 0.5 cannot bound this sweep" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1 and not a.requests
+    path.write_text(json.dumps({**sweep(to(a), base_url=PARKED).to_data(), "max_usd": 3}))
+    assert main(["--db", db, "sweep", str(path), "--quiet"]) == 2
+    assert "max_usd 3 cannot bound this sweep" in capsys.readouterr().err
+    dispose_engines()
+
+
+def test_the_bid_cache_keys_a_routed_request_by_its_deployments(servers):
+    from groupchat_core import BidRequest
+    from groupchat_core.engine._bidcache import request_key
+    from groupchat_core.providers._deployments import routed_by, routes_for
+
+    a, b, _ = servers
+    request = BidRequest(agent=Agent(**agents(PARKED)[0]), messages=[{"role": "user",
+                                                                      "content": "Go"}],
+                         history=[], turn=1)
+    direct = request_key(request)
+    keys = set()
+    for server in (a, b):
+        with routed_by(routes_for(to(server))):
+            keys.add(request_key(request))
+    assert direct not in keys and len(keys) == 2  # never another endpoint's answer
+
+
+def test_the_sweeps_page_job_ends_with_the_same_one_line(store):
+    import time
+
+    from groupchat_ui.kit.jobs import JobRegistry
+    from groupchat_ui.sweeps import logic
+
+    made = [Agent(**a) for a in agents(PARKED, "openai/local-llm")]
+    spec = logic.build_spec(made, ["t"], {"threshold": "0.5", "recency_penalty": "0.3",
+                                          "recency_window": "1"},
+                            {"max_loops": 3, "repeats": 1, "concurrency": 1, "max_usd": 1.0})
+    registry = JobRegistry()
+    try:
+        job = logic.start_sweep(registry, store, "me", spec)
+        while not registry.task_snapshot(job).done:
+            time.sleep(0.05)
+        snap = registry.task_snapshot(job)
+    finally:
+        registry.shutdown()
+    assert snap.status == "error" and "\n" not in (snap.error or "")
+    assert "max_usd 1 cannot bound this sweep" in (snap.error or "")
+    assert store.list_sweeps().empty

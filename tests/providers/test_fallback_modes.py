@@ -1,0 +1,196 @@
+"""The tool-choice fallback ladder over real HTTP: only a clear "unsupported" steps down, what is
+remembered is scoped, expires and is visible, and a respond call is read in any mode (§1).
+
+Private imports (`providers._model_calls`, `providers._tool_modes`): units or test hooks with no
+public name; everything public comes from the public API.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+
+from groupchat_core import Agent, GroupChat, forget_remembered_modes, remembered_modes
+from groupchat_core.providers import _tool_modes as tool_modes
+from groupchat_core.providers._tool_modes import rejection_kind, tools_hash
+from groupchat_core.testing import FakeOpenAIServer, Reply, error, text, tool_call
+
+KEY = "sk-test-fallback-0123456789abcdef"
+FORCED = {"type": "function", "function": {"name": "respond"}}
+EXTRA_TOOL = {"type": "function", "function": {
+    "name": "lookup", "description": "Look something up.",
+    "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}
+
+CONTEXT_LENGTH = (
+    "This model's maximum context length is 8192 tokens. However, your messages resulted in "
+    "9120 tokens (8810 in the messages, 310 in the functions). Please reduce the length of the "
+    "messages or functions.")
+BAD_SCHEMA = (
+    "Invalid schema for function 'lookup': In context=('properties', 'q'), 'required' is "
+    "required to be supplied and to be an array including every key in properties.")
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAIServer]:
+    forget_remembered_modes()
+    with FakeOpenAIServer() as srv:
+        yield srv
+    forget_remembered_modes()
+    assert srv.unexpected == [], f"unexpected calls: {srv.unexpected}"
+
+
+def http_agent(srv: FakeOpenAIServer, name: str, model: str, **kw: Any) -> Agent:
+    return Agent(agent_name=name, model_name=f"openai/{model}", api_base=srv.base_url,
+                 api_key=SecretStr(KEY), num_retries=0, **kw)
+
+
+def _silent(body: dict[str, Any]) -> Reply:
+    return tool_call(0.1, "")
+
+
+@pytest.mark.parametrize(("message", "kind"), [
+    # OpenAI
+    ("Unsupported parameter: 'tools' is not supported with this model.", "tools"),
+    ("Unsupported parameter: 'tool_choice' is not supported with this model.", "tool_choice"),
+    ("tool_choice is not supported for this model", "tool_choice"),
+    # vLLM
+    ('"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set',
+     "tool_choice"),
+    ('tool_choice = "required" is not supported!', "tool_choice"),
+    ('Only named tools, "none" or "auto" are supported', "tool_choice"),
+    # llama.cpp, Ollama
+    ("tools param requires --jinja flag", "tools"),
+    ("registry.ollama.ai/library/gemma:2b does not support tools", "tools"),
+    ("this model does not support function calling", "tools"),
+    # litellm UnsupportedParamsError
+    ("litellm.UnsupportedParamsError: ollama does not support parameters: ['tools', "
+     "'tool_choice'], for model=gemma. To drop these, set `litellm.drop_params=True`", "tools"),
+    ("litellm.UnsupportedParamsError: x does not support parameters: ['tool_choice'], for "
+     "model=y.", "tool_choice"),
+    # the fake server's own wording
+    ("tools are not supported by this model", "tools"),
+    ("tool_choice of type 'function' is not supported by this model", "tool_choice"),
+    # NOT capability rejections: the mode must stay
+    (CONTEXT_LENGTH, None),
+    (BAD_SCHEMA, None),
+    ("Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are "
+     "specified.", None),
+    ("'messages' must contain the word 'json' in some form, to use 'response_format'", None),
+    ("Invalid 'tools[1].function.name': string does not match pattern.", None),
+])
+def test_rejection_recognisers_on_real_provider_messages(message: str, kind: str | None) -> None:
+    assert rejection_kind(message) == kind
+    assert rejection_kind(message.upper()) == kind
+
+
+def test_a_context_length_error_mentioning_functions_does_not_step_down(
+    server: FakeOpenAIServer,
+) -> None:
+    server.script("ctx", [error(400, CONTEXT_LENGTH)])
+    server.set_responder("ctx", _silent)
+    server.set_responder("other", _silent)
+    chat = GroupChat(agents=[http_agent(server, "C", "ctx"), http_agent(server, "O", "other")])
+    chat.run("t")
+    assert "maximum context length" in chat.last_run.bids[0].error
+    assert chat.last_run.bids[0].path == "none"
+    chat.run("again")
+    requests = server.requests_for("ctx")
+    assert [r.status for r in requests][:1] == [400] and requests[-1].status == 200
+    assert all(r.body.get("tools") and r.body.get("tool_choice") == FORCED for r in requests)
+    assert chat.last_run.bids[0].path == "tool_call"
+    assert remembered_modes() == []
+
+
+def test_a_schema_error_on_one_agents_tool_changes_nothing(server: FakeOpenAIServer) -> None:
+    server.set_responder("shared", lambda body: (
+        error(400, BAD_SCHEMA) if len(body.get("tools", [])) > 1 else tool_call(0.1, "")))
+    broken = http_agent(server, "Broken", "shared", tools_list_dictionary=[dict(EXTRA_TOOL)])
+    fine = http_agent(server, "Fine", "shared")
+    chat = GroupChat(agents=[broken, fine])
+    chat.run("t")
+    chat.run("again")
+    assert all(r.body.get("tool_choice") == FORCED for r in server.requests_for("shared"))
+    bids = chat.last_run.bids
+    assert bids[0].path == "none" and "Invalid schema" in bids[0].error
+    assert bids[1].path == "tool_call" and bids[1].error is None
+    assert remembered_modes() == []
+
+
+def test_one_agents_step_down_never_changes_another_agents_requests(
+    server: FakeOpenAIServer,
+) -> None:
+    def picky(body: dict[str, Any]) -> Reply:
+        names = [t["function"]["name"] for t in body.get("tools", [])]
+        if "lookup" in names and isinstance(body.get("tool_choice"), dict):
+            return error(400, "tool_choice of type 'function' is not supported with 'lookup'")
+        return tool_call(0.1, "")
+
+    server.set_responder("same", picky)
+    odd = http_agent(server, "Odd", "same", tools_list_dictionary=[dict(EXTRA_TOOL)])
+    plain = http_agent(server, "Plain", "same")
+    chat = GroupChat(agents=[odd, plain], max_loops=3)
+    chat.run("t")
+    chat.run("again")
+    odd_reqs = [r for r in server.requests_for("same") if len(r.body["tools"]) == 2]
+    plain_reqs = [r for r in server.requests_for("same") if len(r.body["tools"]) == 1]
+    assert [r.body["tool_choice"] for r in odd_reqs][:3] == [FORCED, "required", "required"]
+    assert all(r.body["tool_choice"] == FORCED for r in plain_reqs) and len(plain_reqs) == 2
+    assert [b.path for b in chat.last_run.bids] == ["tool_call:required", "tool_call"]
+    [memo] = remembered_modes()
+    assert (memo.model, memo.api_base, memo.mode) == ("openai/same", server.base_url, "required")
+    assert memo.tools_hash == tools_hash(odd.tools_list_dictionary)
+    assert memo.tools_hash != tools_hash(plain.tools_list_dictionary)
+    assert 0 < memo.expires_in <= tool_modes.MODE_MEMORY_TTL_S
+
+
+def test_a_remembered_mode_expires_and_the_model_is_probed_again(
+    server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(tool_modes, "MODE_MEMORY_TTL_S", 1.5)
+    server.configure("flaky", reject_forced_tool_choice=True)
+    server.set_responder("flaky", _silent)
+    server.set_responder("other", _silent)
+    chat = GroupChat(agents=[http_agent(server, "F", "flaky"), http_agent(server, "O", "other")])
+    chat.run("first")
+    assert [m.mode for m in remembered_modes()] == ["required"]
+    chat.run("second, remembered")
+    time.sleep(1.6)
+    assert remembered_modes() == []
+    server.configure("flaky")  # the provider was fixed meanwhile
+    chat.run("third, re-probed")
+    choices = [r.body.get("tool_choice") for r in server.requests_for("flaky")]
+    assert choices == [FORCED, "required", "required", FORCED]
+    assert chat.last_run.bids[0].path == "tool_call" and remembered_modes() == []
+
+
+def test_a_respond_call_is_read_even_in_json_mode(server: FakeOpenAIServer) -> None:
+    server.configure("stubborn", reject_tools=True)
+    # the server was told "no tools" yet answers with a respond call (some do), then with text
+    server.script("stubborn", [tool_call(0.9, "read anyway"),
+                               text('{"score": 0.2, "message": ""}')])
+    server.set_responder("other", _silent)
+    chat = GroupChat(agents=[http_agent(server, "S", "stubborn"),
+                             http_agent(server, "O", "other")], max_loops=3)
+    chat.run("t")
+    requests = server.requests_for("stubborn")
+    assert "tools" in requests[0].body and "tools" not in requests[1].body
+    first, second = chat.last_run.bids[0], chat.last_run.bids[2]
+    assert (first.path, first.message, first.score) == ("tool_call:json", "read anyway", 0.9)
+    assert first.winner and first.calls == 2
+    assert (second.path, second.error) == ("json_text", None)
+    assert [m.mode for m in remembered_modes()] == ["json"]
+
+
+def test_a_pinned_mode_is_never_remembered_or_changed(server: FakeOpenAIServer) -> None:
+    server.configure("pinned", reject_forced_tool_choice=True)
+    server.set_responder("pinned", _silent)
+    server.set_responder("other", _silent)
+    chat = GroupChat(agents=[http_agent(server, "P", "pinned", tool_choice_mode="forced"),
+                             http_agent(server, "O", "other")])
+    chat.run("t")
+    assert chat.last_run.bids[0].path == "none" and "not supported" in chat.last_run.bids[0].error
+    assert remembered_modes() == []

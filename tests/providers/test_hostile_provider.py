@@ -1,0 +1,199 @@
+"""Hostile providers over real HTTP: huge bodies and trickled replies never freeze the shared
+loop, never reach the record, and every bid has a real deadline (issue 9 §4).
+
+Private imports (`_bidding`, `engine._turn_loop`, `providers._model_calls`): units or test hooks
+with no public name; everything public comes from the public API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+
+from groupchat_core import Agent, GroupChat, background_loop
+from groupchat_core._bidding import MAX_MESSAGE_CHARS
+from groupchat_core.engine import _turn_loop as turn_loop
+from groupchat_core.providers._model_calls import default_bid_deadline
+from groupchat_core.providers._replies import MAX_ERROR_CHARS
+
+BIG = 10_000_000
+
+
+def _completion(message: str) -> bytes:
+    args = json.dumps({"score": 0.9, "message": message})
+    call = {"id": "c1", "type": "function", "function": {"name": "respond", "arguments": args}}
+    choice = {"index": 0, "finish_reason": "tool_calls",
+              "message": {"role": "assistant", "content": None, "tool_calls": [call]}}
+    return json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                       "choices": [choice],
+                       "usage": {"prompt_tokens": 1, "completion_tokens": 1,
+                                 "total_tokens": 2}}).encode()
+
+
+class _Hostile(BaseHTTPRequestHandler):
+    """Answers by model name: huge_error, huge_reply, long_message, trickle, hang, else ok."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _send(self, status: int, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        try:
+            self.wfile.write(body)
+        except OSError:  # the client stopped reading at its cap: that is the point
+            pass
+
+    def do_POST(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        model = json.loads(raw).get("model", "")
+        if model == "huge_error":
+            message = "x" * BIG
+            self._send(400, json.dumps({"error": {"message": message,
+                                                  "type": "invalid_request_error"}}).encode())
+        elif model == "huge_reply":
+            self._send(200, _completion("y" * BIG))
+        elif model == "long_message":
+            self._send(200, _completion("z" * 100_000))
+        elif model in ("trickle", "hang"):
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "100000")
+            self.end_headers()
+            try:
+                for _ in range(1000):
+                    if model == "trickle":
+                        self.wfile.write(b" ")
+                        self.wfile.flush()
+                    time.sleep(0.3)
+            except OSError:
+                pass
+        else:
+            self._send(200, _completion(""))
+
+
+@pytest.fixture(scope="module")
+def hostile() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hostile)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                              daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def agent(base: str, name: str, model: str, **kw: Any) -> Agent:
+    kw.setdefault("num_retries", 0)
+    return Agent(agent_name=name, model_name=f"openai/{model}", api_base=base,
+                 api_key=SecretStr("sk-hostile-test-0123456789"), **kw)
+
+
+class _Heartbeat:
+    """Measures the longest gap between 20 ms ticks on the shared loop (0 = never blocked)."""
+
+    def __enter__(self) -> _Heartbeat:
+        self.gaps: list[float] = []
+
+        async def beat() -> None:
+            last = time.perf_counter()
+            while True:
+                await asyncio.sleep(0.02)
+                now = time.perf_counter()
+                self.gaps.append(now - last)
+                last = now
+
+        self._future = background_loop().submit(beat())
+        time.sleep(0.1)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._future.cancel()
+
+    @property
+    def max_stall(self) -> float:
+        return max(self.gaps) - 0.02
+
+
+def _warm(base: str) -> None:
+    """One ordinary chat first, so first-call set-up (imports, clients) is not measured."""
+    GroupChat(agents=[agent(base, "W1", "ok"), agent(base, "W2", "ok")]).run("warm up")
+
+
+def test_a_10mb_error_body_fails_fast_without_blocking_the_loop(hostile: str) -> None:
+    _warm(hostile)
+    chat = GroupChat(agents=[agent(hostile, "A", "huge_error"), agent(hostile, "B", "ok")],
+                     bid_timeout=2)
+    with _Heartbeat() as beat:
+        start = time.perf_counter()
+        chat.run("t")
+        elapsed = time.perf_counter() - start
+    bid = chat.last_run.bids[0]
+    assert bid.path == "none" and bid.error.startswith("BadRequestError")
+    assert len(bid.error) <= MAX_ERROR_CHARS + 40 and "characters cut)" in bid.error
+    # before the fix: 44 s to fail with bid_timeout=2, and the loop blocked for 43 s
+    assert elapsed < 3.0, elapsed
+    assert beat.max_stall < 1.0, beat.max_stall
+
+
+def test_a_10mb_reply_is_refused_unread_and_never_stored(hostile: str) -> None:
+    _warm(hostile)
+    chat = GroupChat(agents=[agent(hostile, "A", "huge_reply", num_retries=2),
+                             agent(hostile, "B", "ok")], bid_timeout=2)
+    with _Heartbeat() as beat:
+        chat.run("t")
+    bid = chat.last_run.bids[0]
+    assert bid.message == "" and bid.error.startswith("ResponseTooLarge: reply body larger")
+    assert bid.calls == 1  # not retried: the same body would come back
+    assert len(chat.last_run.model_dump_json()) < 20_000
+    assert beat.max_stall < 1.0, beat.max_stall
+
+
+def test_a_long_message_is_cut_and_the_bid_says_so(hostile: str) -> None:
+    chat = GroupChat(agents=[agent(hostile, "A", "long_message"), agent(hostile, "B", "ok")],
+                     max_loops=2)
+    chat.run("t")
+    bid = chat.last_run.bids[0]
+    assert len(bid.message) == MAX_MESSAGE_CHARS and bid.winner
+    assert bid.error == "message cut to 20,000 characters (80,000 characters cut)"
+    assert chat.last_run.messages[1].content == "z" * MAX_MESSAGE_CHARS
+
+
+def test_a_trickling_server_cannot_hold_a_bid_without_bid_timeout(hostile: str) -> None:
+    # Agent.timeout is litellm's per-read timeout: a byte every 0.3 s never tripped it, and with
+    # bid_timeout unset the bid hung forever. Now it bounds the request, first byte to last.
+    chat = GroupChat(agents=[agent(hostile, "A", "trickle", timeout=1.0),
+                             agent(hostile, "B", "ok")], bid_timeout=None)
+    start = time.perf_counter()
+    chat.run("t")
+    elapsed = time.perf_counter() - start
+    bid = chat.last_run.bids[0]
+    assert "no complete reply within 1.0 s" in bid.error and bid.path == "none"
+    assert 0.9 < bid.latency_ms / 1000 < 3.0 and elapsed < 4.0
+
+
+def test_an_unset_bid_timeout_is_still_a_total_deadline(
+    hostile: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    a = agent(hostile, "A", "hang", timeout=30.0)
+    assert default_bid_deadline(a) == 30.0 * (0 + 1 + 3)
+    assert default_bid_deadline(a.model_copy(update={"num_retries": 2})) == 30.0 * 6 + 2 * 8.0
+    monkeypatch.setattr(turn_loop, "default_bid_deadline", lambda agent: 0.5)
+    chat = GroupChat(agents=[a, agent(hostile, "B", "ok")], bid_timeout=None)
+    chat.run("t")
+    bid = chat.last_run.bids[0]
+    assert bid.error.startswith("TimeoutError: no bid within 0.5 s (bid_timeout unset")
+    assert bid.latency_ms < 2000

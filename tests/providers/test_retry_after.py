@@ -1,0 +1,205 @@
+"""Retry-After is honoured (bounded, within the bid's deadline) and per-model rate limits space
+requests, over real HTTP (FakeOpenAIServer): a server asking for 5 s once got a retry after
+0.46 s.
+
+Private imports (`providers._model_calls`, `providers._ratelimit`, `providers._retries`): units or
+test hooks with no public name; everything public comes from the public API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from groupchat_core import Agent, ConfigError, GroupChat, set_rate_limit
+from groupchat_core.providers import _retries as retries
+from groupchat_core.providers._ratelimit import RATE_LIMITS, RateLimits
+from groupchat_core.testing import FakeOpenAIServer, error, tool_call
+
+KEY = "sk-local-dummy-key"
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAIServer]:
+    RATE_LIMITS.clear()
+    with FakeOpenAIServer() as srv:
+        yield srv
+    RATE_LIMITS.clear()
+    assert srv.unexpected == [], f"unexpected calls: {srv.unexpected}"
+
+
+def agent(srv: FakeOpenAIServer, name: str, model: str, **kw: Any) -> Agent:
+    return Agent(agent_name=name, model_name=f"openai/{model}", api_base=srv.base_url,
+                 api_key=KEY, **kw)
+
+
+def gap(srv: FakeOpenAIServer, model: str) -> float:
+    first, second = srv.requests_for(model)[:2]
+    return second.received_at - first.received_at
+
+
+def one_turn(srv: FakeOpenAIServer, model: str, **config: Any) -> GroupChat:
+    srv.script("quiet", [tool_call(0.0, "")])
+    chat = GroupChat(agents=[agent(srv, "A", model), agent(srv, "B", "quiet")], max_loops=2,
+                     **config)
+    chat.run("t")
+    return chat
+
+
+def test_retry_after_seconds_is_waited_for(server: FakeOpenAIServer) -> None:
+    server.script("ra", [error(429, "slow down", retry_after=1), tool_call(0.9, "after the wait")])
+    chat = one_turn(server, "ra")
+    bid = chat.last_run.bids[0]
+    assert bid.message == "after the wait" and bid.calls == 2
+    assert 1.0 <= gap(server, "ra") < 1.6
+    assert bid.latency_ms >= 1000
+
+
+def test_retry_after_ms_is_read_first(server: FakeOpenAIServer) -> None:
+    server.script("ms", [error(429, "slow down", retry_after_ms=400, retry_after=9),
+                         tool_call(0.9, "ok")])
+    one_turn(server, "ms")
+    assert 0.4 <= gap(server, "ms") < 1.0
+
+
+def test_a_long_retry_after_is_capped(
+        server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(retries, "MAX_RETRY_AFTER", 0.5)
+    server.script("cap", [error(429, "come back in an hour", retry_after=3600),
+                          tool_call(0.9, "ok")])
+    one_turn(server, "cap")
+    assert 0.5 <= gap(server, "cap") < 1.1
+
+
+def test_a_retry_after_beyond_the_bids_deadline_fails_at_once_with_the_real_cause(
+        server: FakeOpenAIServer
+) -> None:
+    server.script("late", [error(429, "slow down", retry_after=5)])
+    started = time.perf_counter()
+    chat = one_turn(server, "late", bid_timeout=2.0)
+    elapsed = time.perf_counter() - started
+    bid = chat.last_run.bids[0]
+    assert bid.error.startswith("RateLimitError") and "slow down" in bid.error
+    assert bid.calls == 1 and len(server.requests_for("late")) == 1
+    assert elapsed < 1.5  # not 5 s of waiting, nor the 2 s deadline
+
+
+def test_a_429_pauses_the_model_for_every_bid_in_the_process(server: FakeOpenAIServer) -> None:
+    """Turn 1: A is told to wait 1 s. B, on the same model, starts its next request only then."""
+    server.script("shared", [error(429, "slow down", retry_after=1), tool_call(0.9, "A spoke")])
+    chat_agents = [agent(server, "A", "shared"), agent(server, "B", "other")]
+    server.script("other", [tool_call(0.0, "")])
+
+    async def later_request() -> float:
+        while not server.requests_for("shared"):  # noqa: ASYNC110 - polling another thread's server
+            await asyncio.sleep(0.01)  # A's first request reached the server...
+        await asyncio.sleep(0.15)  # ...and its 429 reached the engine (not a slow first call)
+        await RATE_LIMITS.acquire("openai/shared")
+        return time.monotonic()
+
+    chat = GroupChat(agents=chat_agents, max_loops=2)
+    results: list[float] = []
+
+    async def both() -> None:
+        run = asyncio.create_task(chat.arun("t"))
+        results.append(await later_request())
+        await run
+
+    asyncio.run(both())
+    refused_at = server.requests_for("shared")[0].received_at
+    assert results[0] - refused_at >= 0.9  # paused for the 1 s the server asked for
+
+
+# --- per-model rate limits ---------------------------------------------------------------------
+
+
+def test_rpm_limit_spaces_requests_over_http(server: FakeOpenAIServer) -> None:
+    """One turn of eight agents on one model: eight bids at once, four let through, then one
+    every 0.25 s (a single turn, so the bucket cannot refill between turns)."""
+    set_rate_limit("openai/rl", rpm=240)  # 4 a second, bursts of at most 4
+    server.script("rl", [tool_call(0.9, "first"), *[tool_call(0.0, "")] * 7])
+    GroupChat(agents=[agent(server, n, "rl") for n in "ABCDEFGH"], max_loops=2).run("t")
+    times = sorted(r.received_at for r in server.requests_for("rl"))
+    assert len(times) == 8
+    assert times[3] - times[0] < 0.5  # the burst
+    # then one every 0.25 s: read off the requests after the burst (the first ones may arrive
+    # late while the HTTP client warms up)
+    assert times[7] - times[4] >= 0.6
+
+
+def test_without_a_limit_requests_are_not_spaced(server: FakeOpenAIServer) -> None:
+    server.script("free", [tool_call(0.9, "first"), *[tool_call(0.0, "")] * 7])
+    GroupChat(agents=[agent(server, n, "free") for n in "ABCDEFGH"], max_loops=2).run("t")
+    times = sorted(r.received_at for r in server.requests_for("free"))
+    assert times[7] - times[0] < 0.9
+
+
+def test_tpm_limit_spaces_by_tokens() -> None:
+    limits = RateLimits()
+    limits.set("m", tpm=6000)  # 100 tokens a second, bucket of 100
+
+    async def five() -> list[float]:
+        start = time.monotonic()
+        stamps = []
+        for _ in range(5):
+            reserved = await limits.acquire("m", 50)
+            limits.settle("m", reserved, 50)
+            stamps.append(time.monotonic() - start)
+        return stamps
+
+    stamps = asyncio.run(five())
+    assert stamps[1] < 0.1  # two 50-token requests fit the bucket
+    assert 1.4 <= stamps[4] < 2.0  # then 0.5 s each
+
+
+def test_usage_below_the_reservation_is_given_back() -> None:
+    limits = RateLimits()
+    limits.set("m", tpm=6000)
+
+    async def go() -> float:
+        reserved = await limits.acquire("m", 100)
+        limits.settle("m", reserved, 10)  # used only 10
+        start = time.monotonic()
+        await limits.acquire("m", 80)
+        return time.monotonic() - start
+
+    assert asyncio.run(go()) < 0.1
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, float("inf"), "10"])
+def test_rate_limits_must_be_positive_numbers(bad: object) -> None:
+    with pytest.raises(ConfigError, match="rpm must be a positive number"):
+        set_rate_limit("m", rpm=bad)  # type: ignore[arg-type]
+
+
+def test_setting_no_rate_removes_the_limit() -> None:
+    set_rate_limit("m", rpm=60, tpm=1000)
+    assert RATE_LIMITS.limit("m") == (60, 1000)
+    set_rate_limit("m")
+    assert RATE_LIMITS.limit("m") == (None, None)
+
+
+class _Refused(Exception):
+    """Stands in for a litellm error: the headers where litellm 1.106 keeps them."""
+
+    def __init__(self, headers: dict[str, str]) -> None:
+        super().__init__("429")
+        self.litellm_response_headers = headers
+
+
+def test_retry_after_forms_are_read() -> None:
+    import email.utils
+
+    read = retries.retry_after_seconds
+    assert read(_Refused({"retry-after": "5"})) == 5.0
+    assert read(_Refused({"retry-after": "0.25"})) == 0.25
+    assert read(_Refused({"retry-after-ms": "1500", "retry-after": "9"})) == 1.5
+    when = email.utils.formatdate(time.time() + 20, usegmt=True)
+    assert 17 <= (read(_Refused({"retry-after": when})) or 0) <= 20
+    assert read(_Refused({"retry-after": "soon"})) is None
+    assert read(_Refused({})) is None and read(ValueError("no headers")) is None

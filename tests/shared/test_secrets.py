@@ -1,0 +1,320 @@
+"""Keys never leave the process (issue 9, §3).
+
+A hostile local provider echoes every request header (Authorization included) in its 401 body,
+as real providers do with "Incorrect API key provided: ...". The key comes from the environment
+(OPENAI_API_KEY, as the README recommends), from api_key=, or from litellm_kwargs headers; none
+of them may reach a bid, a run record, the store, an export, a log line or the CLI's output.
+
+Private imports (`_secrets`): units or test hooks with no public name; everything public comes from
+the public API.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import os
+import pickle
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from groupchat_core import (
+    Agent,
+    ChatSpec,
+    ConfigError,
+    GroupChat,
+    bids_csv,
+    bundle_json,
+    dump_agents,
+    dump_spec,
+    load_spec_text,
+    transcript_markdown,
+)
+from groupchat_core._secrets import (
+    MIN_SECRET_LENGTH,
+    ScrubFilter,
+    is_credential_env_name,
+    is_secret_name,
+    redact_kwargs,
+    scrub,
+)
+from groupchat_core.store import RunStore
+from tests.helpers import ROOT
+
+ENV_KEY = "sk-env-key-must-not-leak-0123456789"
+AGENT_KEY = "sk-agent-key-must-not-leak-abcdef"
+HEADER_SECRET = "hdr-secret-must-not-leak-42424242"
+AZURE_TOKEN = "azure-ad-token-must-not-leak-777"
+ALL_SECRETS = (ENV_KEY, AGENT_KEY, HEADER_SECRET, AZURE_TOKEN)
+
+
+class _EchoHandler(BaseHTTPRequestHandler):
+    """Answers every request with a 401 whose message echoes all request headers."""
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        echoed = "; ".join(f"{k}: {v}" for k, v in self.headers.items())
+        body = json.dumps({"error": {
+            "message": f"Incorrect API key provided. You sent: {echoed}",
+            "type": "invalid_request_error", "code": "invalid_api_key"}}).encode()
+        self.send_response(401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass
+
+
+@pytest.fixture
+def echo_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The echoing server, trusted (GROUPCHAT_TRUSTED_API_BASES) so the environment's key is
+    sent there and the scrubbing of what it echoes is tested (test_endpoint_keys.py: an
+    untrusted base never gets that key)."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _EchoHandler)
+    base = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    monkeypatch.setenv("GROUPCHAT_TRUSTED_API_BASES", base)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                              daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)
+
+
+@pytest.fixture
+def env_key(monkeypatch: pytest.MonkeyPatch) -> str:
+    # set after the suite's autouse fixture, which strips *_API_KEY
+    monkeypatch.setenv("OPENAI_API_KEY", ENV_KEY)
+    monkeypatch.setenv("AZURE_AD_TOKEN", AZURE_TOKEN)
+    return ENV_KEY
+
+
+def _agent(base: str, name: str, **kw: object) -> Agent:
+    return Agent(agent_name=name, model_name=f"openai/{name.lower()}", api_base=base,
+                 num_retries=0, **kw)
+
+
+def _assert_clean(text: str, where: str) -> None:
+    for secret in ALL_SECRETS:
+        assert secret not in text, f"{secret!r} leaked into {where}"
+
+
+# --- the scrubber itself ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "credential"), [
+    ("OPENAI_API_KEY", True), ("ANTHROPIC_API_KEY", True), ("AZURE_API_KEY", True),
+    ("AZURE_OPENAI_AD_TOKEN", True), ("AWS_SECRET_ACCESS_KEY", True), ("HF_TOKEN", True),
+    ("AWS_SESSION_TOKEN", True), ("VERTEX_CREDENTIALS", True), ("DB_PASSWORD", True),
+    ("CLIENT_SECRET", True), ("MISTRAL_APIKEY", True), ("PATH", False), ("HOME", False),
+    ("PWD", False), ("TOKENIZERS_PARALLELISM", False), ("KEYRING_BACKEND", False),
+    ("LITELLM_LOCAL_MODEL_COST_MAP", False), ("GROUPCHAT_DB", False),
+])
+def test_credential_environment_names(name: str, credential: bool) -> None:
+    assert is_credential_env_name(name) is credential
+
+
+@pytest.mark.parametrize(("name", "secret"), [
+    ("Authorization", True), ("api-key", True), ("X-Api-Key", True), ("azure_ad_token", True),
+    ("aws_secret_access_key", True), ("client_secret", True), ("Cookie", True),
+    ("vertex_credentials", True), ("top_p", False), ("max_tokens", False), ("seed", False),
+    ("extra_headers", False), ("OpenAI-Organization", False), ("sim_latency", False),
+])
+def test_secret_kwarg_names(name: str, secret: bool) -> None:
+    assert is_secret_name(name) is secret
+
+
+def test_scrub_masks_environment_keys_agent_keys_headers_and_bearer_tokens(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOMEPROVIDER_API_KEY", ENV_KEY)
+    agent = Agent(agent_name="A", api_key=AGENT_KEY,
+                  litellm_kwargs={"extra_headers": {"X-Custom-Auth": f"Bearer {HEADER_SECRET}"}})
+    text = (f"401: {ENV_KEY} / {AGENT_KEY} / {HEADER_SECRET} / Authorization: Bearer "
+            "eyJhbGciOi.unknown-token / key sk-unknownshape0123456789abcd")
+    clean = scrub(text, [agent])
+    for secret in (ENV_KEY, AGENT_KEY, HEADER_SECRET, "eyJhbGciOi", "sk-unknownshape"):
+        assert secret not in clean
+    assert clean.startswith("401: *** / *** / *** / Authorization: Bearer ***")
+
+
+def test_short_dummy_keys_leave_error_text_intact(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    monkeypatch.setenv("LOCAL_TOKEN", "e" * (MIN_SECRET_LENGTH - 1))
+    text = "litellm.ContextWindowExceededError: OpenAIException - context exceeded"
+    assert scrub(text, [Agent(agent_name="A", api_key="x")]) == text
+
+
+def test_the_longest_secret_is_masked_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("A_API_KEY", "abcdefgh")
+    monkeypatch.setenv("B_API_KEY", "abcdefgh-and-more")
+    assert scrub("got abcdefgh-and-more and abcdefgh") == "got *** and ***"
+
+
+def test_log_records_are_scrubbed_including_tracebacks(
+        env_key: str, caplog: pytest.LogCaptureFixture) -> None:
+    logger = logging.getLogger("groupchat_core")
+    assert any(isinstance(f, ScrubFilter) for f in logger.filters)
+    with caplog.at_level(logging.INFO, logger="groupchat_core"):
+        logger.info("provider said %s", f"bad key {env_key}")
+        try:
+            raise RuntimeError(f"Authorization: Bearer {env_key}")
+        except RuntimeError:
+            logger.exception("call failed")
+    text = caplog.text + "".join(r.getMessage() + (r.exc_text or "") for r in caplog.records)
+    _assert_clean(text, "the log")
+    assert "bad key ***" in text and "RuntimeError" in text
+
+
+# --- litellm_kwargs secrets: kept in memory, never dumped ---------------------------------------
+
+
+def _agent_with_header_secrets() -> Agent:
+    return Agent(agent_name="A", model_name="sim/balanced", api_key=AGENT_KEY, litellm_kwargs={
+        "extra_headers": {"Authorization": f"Bearer {HEADER_SECRET}", "X-Trace": "keep-me"},
+        "azure_ad_token": AZURE_TOKEN, "top_p": 0.9})
+
+
+def test_in_memory_agent_keeps_its_header_secrets_for_the_call() -> None:
+    agent = _agent_with_header_secrets()
+    assert agent.litellm_kwargs["extra_headers"]["Authorization"] == f"Bearer {HEADER_SECRET}"
+    assert agent.litellm_kwargs["azure_ad_token"] == AZURE_TOKEN
+
+
+def test_every_dump_leaves_litellm_kwargs_secrets_out() -> None:
+    agent = _agent_with_header_secrets()
+    spec = agent.to_spec()
+    assert spec["litellm_kwargs"] == {"extra_headers": {"X-Trace": "keep-me"}, "top_p": 0.9}
+    chat_spec = ChatSpec(agents=[agent])
+    dumps = [json.dumps(spec), agent.model_dump_json(), json.dumps(agent.model_dump()),
+             repr(agent), str(agent), dump_spec(chat_spec, "yaml"), dump_spec(chat_spec, "json"),
+             json.dumps(chat_spec.to_data()), dump_agents([agent], "json"),
+             dump_spec(GroupChat(agents=[agent, Agent(agent_name="B")]).to_spec())]
+    for text in dumps:
+        _assert_clean(text, "a dump")
+        assert "keep-me" in text
+    assert redact_kwargs({"a": {"api-key": "k" * 20, "n": 1}, "token_limit": 5}) == {
+        "a": {"n": 1}, "token_limit": 5}  # numbers are settings, not credentials
+
+
+@pytest.mark.parametrize("kwargs", [
+    "{extra_headers: {X-Custom-Auth: Bearer SECRET}}",
+    "{azure_ad_token: SECRET}",
+    "{extra_headers: {Cookie: SECRET}}",
+    "{vertex_credentials: SECRET}",
+])
+def test_a_spec_file_with_litellm_kwargs_secrets_is_rejected_without_echo(kwargs: str) -> None:
+    value = kwargs.replace("SECRET", AZURE_TOKEN)
+    text = f"agents:\n  - agent_name: A\n    litellm_kwargs: {value}\n"
+    with pytest.raises(ConfigError, match="litellm_kwargs|secret") as info:
+        load_spec_text(text)
+    assert AZURE_TOKEN not in str(info.value)
+    assert "environment" in str(info.value)
+
+
+def test_pickling_an_agent_drops_its_secrets_and_deepcopy_keeps_them() -> None:
+    agent = _agent_with_header_secrets()
+    data = pickle.dumps(agent)
+    for secret in (AGENT_KEY, HEADER_SECRET, AZURE_TOKEN):
+        assert secret.encode() not in data
+    back = pickle.loads(data)
+    assert back.api_key is None and back.agent_name == "A"
+    assert back.litellm_kwargs == {"extra_headers": {"X-Trace": "keep-me"}, "top_p": 0.9}
+    twin = copy.deepcopy(agent)
+    assert twin.secret_key() == AGENT_KEY
+    assert twin.litellm_kwargs == agent.litellm_kwargs
+    assert twin.litellm_kwargs is not agent.litellm_kwargs
+    assert agent.model_copy(deep=True).secret_key() == AGENT_KEY
+    assert agent.secret_key() == AGENT_KEY  # pickling left the original alone
+
+
+# --- over real HTTP: a provider that echoes the key ---------------------------------------------
+
+
+def test_an_echoed_environment_key_reaches_no_record_store_export_or_log(
+        echo_server: str, env_key: str, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    store = RunStore(f"sqlite:///{tmp_path}/secrets.db")
+    env_agent = _agent(echo_server, "Envy")  # the key comes from OPENAI_API_KEY
+    own_key = _agent(echo_server, "Owner", api_key=AGENT_KEY)
+    headers = _agent(echo_server, "Header", litellm_kwargs={
+        "extra_headers": {"X-Custom-Auth": HEADER_SECRET}, "azure_ad_token": AZURE_TOKEN})
+    chat = GroupChat(agents=[env_agent, own_key, headers], verbose=True)
+    recorder = store.attach(chat)
+    with caplog.at_level(logging.INFO, logger="groupchat_core"):
+        chat.run("Say something.")
+    recorder.flush()
+    record = chat.last_run
+    assert record is not None and record.stop_reason == "error"
+    errors = [b.error or "" for b in record.bids]
+    assert all("AuthenticationError" in e and "Bearer ***" in e for e in errors), errors
+    assert "x-custom-auth: ***" in errors[2].lower()  # header case depends on the client
+    _assert_clean(" ".join(errors), "bid.error")
+    _assert_clean(record.error or "", "record.error")
+    assert record.error and "Envy" in record.error
+
+    run_id = record.run_id
+    assert store.load_run(run_id).bids[0].error == errors[0]
+    _assert_clean(bundle_json(store, run_id), "the bundle")
+    _assert_clean(bids_csv(store, run_id), "the bids CSV")
+    _assert_clean(transcript_markdown(store, run_id), "the Markdown transcript")
+    _assert_clean(store.bids(run_id).to_string(), "the store's bid table")
+    _assert_clean(json.dumps(store.run_info(run_id), default=str), "the store's run row")
+    store.flush()
+    raw = b"".join(p.read_bytes() for p in tmp_path.glob("secrets.db*"))
+    for secret in ALL_SECRETS:
+        assert secret.encode() not in raw, f"{secret!r} is in the database file"
+    _assert_clean(caplog.text, "the verbose log")
+    assert "Envy" in caplog.text
+
+
+def test_a_one_character_dummy_key_leaves_the_error_text_intact(echo_server: str) -> None:
+    chat = GroupChat(agents=[_agent(echo_server, "A", api_key="x"),
+                             _agent(echo_server, "B", api_key="x")])
+    chat.run("Hi")
+    error = chat.last_run.bids[0].error or ""
+    assert "AuthenticationError" in error and "OpenAIException" in error
+    assert "Incorrect API key provided" in error
+    assert error.count("***") == 1  # only the echoed "Bearer x", nothing inside words
+    assert "Bearer ***" in error
+
+
+def test_cli_stderr_and_the_store_never_show_an_environment_key(
+        echo_server: str, tmp_path: Path) -> None:
+    spec = tmp_path / "chat.yaml"
+    spec.write_text("agents:\n"
+                    f"  - {{agent_name: A, model_name: openai/a, api_base: '{echo_server}', "
+                    "num_retries: 0}\n"
+                    f"  - {{agent_name: B, model_name: openai/b, api_base: '{echo_server}', "
+                    "num_retries: 0}\n")
+    db = f"sqlite:///{tmp_path}/cli.db"
+    env = {**os.environ, "OPENAI_API_KEY": ENV_KEY, "GROUPCHAT_DB": db}
+    root = ROOT
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "groupchat_core", *args], cwd=root,
+                              env=env, capture_output=True, text=True, timeout=120)
+
+    ran = cli("run", str(spec), "--task", "Say something.")
+    assert ran.returncode == 1, ran.stderr
+    assert "every bid failed" in ran.stderr and "AuthenticationError" in ran.stderr
+    assert "Bearer ***" in ran.stderr
+    _assert_clean(ran.stdout + ran.stderr, "CLI output of run")
+    run_id = ran.stderr.split("run ", 1)[1].split()[0]
+    for args in (("show", run_id, "--bids"), ("export", run_id, "--format", "json"),
+                 ("export", run_id, "--format", "csv"), ("export", run_id, "--format", "md"),
+                 ("list",)):
+        out = cli(*args)
+        assert out.returncode == 0, out.stderr
+        _assert_clean(out.stdout + out.stderr, f"CLI output of {args[0]}")
+    assert "AuthenticationError" in cli("show", run_id, "--bids").stdout

@@ -1,0 +1,252 @@
+"""A sweep has one owner at a time, and each cell is claimed once (issue 10 §4).
+
+Real processes: two `python -m groupchat_core sweep --resume` of one sweep, at once and one
+after the other; the second is refused with one line naming the owner (pid, host, since when)
+and how to stop it, and every cell has exactly one finished run. A forced race (claimers in
+threads and in processes, and two whole sweep processes with the owner check switched off)
+still runs each cell once. Every test runs on SQLite and on PostgreSQL (`store` fixture).
+
+Private imports (`store._schema`): units or test hooks with no public name; everything public comes
+from the public API.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from groupchat_core.store import RunStore, SweepBusy
+from groupchat_core.sweeps import load_sweep, plan_sweep, run_sweep
+from tests.helpers import ROOT
+
+AGENTS = [{"agent_name": n, "model_name": "sim/balanced"} for n in ("Ann", "Bo", "Cy")]
+
+
+def write_spec(path: Path, latency: float) -> Path:
+    agents = [{**a, "litellm_kwargs": {"sim_latency": latency}} for a in AGENTS]
+    path.write_text(json.dumps({
+        "name": "owned", "base": {"max_loops": 6, "agents": agents},
+        "grid": {"threshold": [0.3, 0.4, 0.5, 0.6]}, "tasks": ["Should we?"], "repeats": 3,
+        "concurrency": 3, "bid_cache": False}))
+    return path
+
+
+def started_sweep(store: RunStore, tmp_path: Path, latency: float = 0.03,
+                  max_calls: int = 40) -> str:
+    """A 12-cell sweep stopped by a budget cap after a few calls (resumable, owner gone)."""
+    spec = load_sweep(write_spec(tmp_path / "sweep.json", latency))
+    outcome = run_sweep(spec, store, max_calls=max_calls)
+    assert outcome.status == "stopped_budget" and outcome.cells_done < 12
+    return outcome.sweep_id
+
+
+def resume(url: str, sweep_id: str, *extra: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "GROUPCHAT_DB": url}
+    return subprocess.Popen([sys.executable, "-m", "groupchat_core", "sweep", "--resume",
+                             sweep_id, "--quiet", *extra], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def finished_once(store: RunStore, sweep_id: str) -> None:
+    runs = store.list_runs(sweep_id=sweep_id)
+    done = runs[runs["status"] == "finished"]
+    assert len(done) == 12 and done["cell"].is_unique, runs[["cell", "status"]]
+    claims = store.cell_claims(sweep_id)
+    assert len(claims) == 12 and set(claims["state"]) == {"finished"}
+    assert set(claims["run_id"]) == set(done["run_id"])
+
+
+def wait_until_owned_by(store: RunStore, sweep_id: str, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        row = store.get_sweep(sweep_id)
+        if row["status"] == "running" and row["pid"] == proc.pid:
+            return
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the resume never took the sweep over"
+        time.sleep(0.02)
+
+
+def test_a_second_resume_of_a_running_sweep_is_refused_naming_its_owner(store, tmp_path):
+    sweep_id = started_sweep(store, tmp_path, latency=0.25, max_calls=9)  # ~10 s left to run
+    first = resume(store.url, sweep_id)
+    wait_until_owned_by(store, sweep_id, first)
+
+    second = resume(store.url, sweep_id[:10])
+    out, err = second.communicate(timeout=120)
+    assert first.poll() is None  # the first one was still running the sweep
+    assert second.returncode == 2 and out == b"", (out, err)
+    line = err.decode()
+    assert line.count("\n") == 1 and line.startswith(f"error: sweep {sweep_id[:12]} is already "
+                                                     "running")
+    owner = store.get_sweep(sweep_id)
+    assert f"pid {first.pid} on host {socket.gethostname()}, since {owner['owned_at']}" in line
+    assert f"kill {first.pid}" in line and "Stop on the dashboard's Sweeps page" in line
+
+    out, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    assert f"sweep {sweep_id} finished: 12/12 cells done" in out.decode()
+    finished_once(store, sweep_id)
+
+
+def test_two_resumes_started_at_once_run_every_cell_once(store, tmp_path):
+    sweep_id = started_sweep(store, tmp_path, latency=0.15, max_calls=9)
+    procs = [resume(store.url, sweep_id) for _ in range(2)]
+    results = [(p.wait(timeout=300), *p.communicate()) for p in procs]
+    codes = sorted(code for code, _, _ in results)
+    assert codes == [0, 2], results  # exactly one took the sweep over
+    (refused_err,) = [err.decode() for code, _, err in results if code == 2]
+    (winner,) = [p for p, (code, _, _) in zip(procs, results, strict=True) if code == 0]
+    assert refused_err.count("\n") == 1 and f"pid {winner.pid}" in refused_err
+    finished_once(store, sweep_id)
+    assert store.get_sweep(sweep_id)["status"] == "finished"
+
+
+RACER = """
+import sys, time
+from groupchat_core.store import RunStore
+store = RunStore(sys.argv[1])
+start = float(sys.argv[3])
+time.sleep(max(0.0, start - time.time()))
+won = [c for c in sys.argv[4:] if store.claim_cell(sys.argv[2], c).claimed]
+print(" ".join(won))
+"""
+
+
+def test_racing_claimers_in_threads_and_processes_claim_each_cell_once(store):
+    sweep_id = store.create_sweep("race", {"threshold": [0.5]})
+    store.finish_sweep(sweep_id, "stopped_budget")
+    cells = [f'{{"cell":{i}}}' for i in range(40)]
+    barrier = threading.Barrier(6)
+    won: list[list[str]] = [[] for _ in range(6)]
+
+    def claimer(slot: int) -> None:
+        barrier.wait()
+        won[slot] = [c for c in cells[:20] if store.claim_cell(sweep_id, c).claimed]
+
+    threads = [threading.Thread(target=claimer, args=(i,)) for i in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    claimed = [c for slot in won for c in slot]
+    assert sorted(claimed) == sorted(cells[:20])  # every cell once, by exactly one thread
+
+    start = time.time() + 2.0  # both processes claim the same 20 cells at the same moment
+    procs = [subprocess.Popen([sys.executable, "-c", RACER, store.url, sweep_id, str(start),
+                               *cells[20:]], cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    claimed = [c for out, _ in outs for c in out.split()]
+    assert sorted(claimed) == sorted(cells[20:])
+    claim = store.claim_cell(sweep_id, cells[0])
+    assert not claim.claimed and claim.state == "running" and claim.pid == os.getpid()
+
+
+FORCED = """
+import sys, time
+from pathlib import Path
+from groupchat_core.store import RunStore
+from groupchat_core.cli import main
+# switch the owner check off: both processes run the sweep; only the cell claims protect it
+RunStore.sweep_owner = lambda self, sweep_id, take_over=False: None
+RunStore.reopen_sweep = lambda self, sweep_id, take_over=False: None
+# a barrier: neither starts the sweep before both have imported everything, so they overlap
+barrier = Path(sys.argv[2])
+(barrier / sys.argv[3]).touch()
+deadline = time.monotonic() + 120
+while len(list(barrier.iterdir())) < 2 and time.monotonic() < deadline:
+    time.sleep(0.01)
+sys.exit(main(["sweep", "--resume", sys.argv[1]]))
+"""
+
+
+def test_two_processes_forced_to_run_one_sweep_still_run_each_cell_once(store, tmp_path):
+    sweep_id = started_sweep(store, tmp_path, latency=0.02)
+    before = store.list_runs(sweep_id=sweep_id)
+    env = {**os.environ, "GROUPCHAT_DB": store.url}
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    procs = [subprocess.Popen([sys.executable, "-c", FORCED, sweep_id, str(barrier), str(i)],
+                              cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+             for i in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    runs = store.list_runs(sweep_id=sweep_id)
+    new = runs[~runs["run_id"].isin(before["run_id"])]
+    finished_once(store, sweep_id)
+    assert len(new) == 12 - int((before["status"] == "finished").sum())  # no cell ran twice
+    assert set(new["status"]) == {"finished"}
+    skipped = sum(err.count("skipped: not run here") for _, err in outs)
+    assert skipped >= 1, outs  # both really ran the sweep and met each other's claims
+
+
+# --- who may take a sweep over ----------------------------------------------------------------
+
+
+def _set_owner(store: RunStore, sweep_id: str, **owner: object) -> None:
+    from groupchat_core.store._schema import sweeps
+
+    with store.write("test") as conn:
+        conn.execute(sweeps.update().where(sweeps.c.sweep_id == sweep_id).values(**owner))
+
+
+def test_a_sweep_running_on_another_host_needs_an_explicit_take_over(store, tmp_path):
+    sweep_id = started_sweep(store, tmp_path, latency=0.0)
+    _set_owner(store, sweep_id, status="running", pid=4242, hostname="elsewhere",
+               owned_at="2026-01-02T03:04:05+00:00")
+    with pytest.raises(SweepBusy, match="running on another host \\(pid 4242 on host "
+                                        "elsewhere, since 2026-01-02T03:04:05\\+00:00\\).*"
+                                        "--take-over"):
+        plan_sweep(None, store, resume=sweep_id)
+    with pytest.raises(SweepBusy):
+        store.reopen_sweep(sweep_id)
+    outcome = run_sweep(store=store, plan=plan_sweep(None, store, resume=sweep_id,
+                                                     take_over=True))
+    assert outcome.status == "finished"
+    finished_once(store, sweep_id)
+
+
+def test_a_dead_owner_is_taken_over_and_its_running_claims_reopened(store, tmp_path):
+    sweep_id = started_sweep(store, tmp_path, latency=0.0)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    pid = int(dead.stdout)
+    _set_owner(store, sweep_id, status="running", pid=pid, hostname=socket.gethostname(),
+               proc_start="1")
+    todo = plan_sweep(None, store, resume=sweep_id).todo
+    stale = store.claim_cell(sweep_id, todo[0].key)  # a claim the dead owner left running
+    assert stale.claimed
+    assert store.sweep_owner(sweep_id) is None
+    outcome = run_sweep(store=store, resume=sweep_id)
+    assert outcome.status == "finished" and outcome.cells_done == 12
+    finished_once(store, sweep_id)
+
+
+def test_this_process_cannot_resume_a_sweep_it_is_running(store, tmp_path):
+    sweep_id = started_sweep(store, tmp_path, latency=0.0)
+    store.reopen_sweep(sweep_id)  # this process runs it now
+    with pytest.raises(SweepBusy, match="already running in this process"):
+        plan_sweep(None, store, resume=sweep_id)
+    store.release_sweep(sweep_id)  # that session ended without closing the sweep
+    assert store.sweep_owner(sweep_id) is None
+    assert run_sweep(store=store, resume=sweep_id).status == "finished"
+
+
+def test_a_session_whose_sweep_was_taken_over_does_not_record_its_end(store):
+    sweep_id = store.create_sweep("taken", {"threshold": [0.5]})
+    _set_owner(store, sweep_id, pid=4242, hostname="elsewhere")  # taken over with --take-over
+    assert store.finish_sweep(sweep_id, "finished") is False
+    assert store.get_sweep(sweep_id)["status"] == "running"  # the new owner's row is kept
+    _set_owner(store, sweep_id, pid=os.getpid(), hostname=socket.gethostname())
+    assert store.finish_sweep(sweep_id, "cancelled", "by the user") is True
+    assert store.get_sweep(sweep_id)["status"] == "cancelled"

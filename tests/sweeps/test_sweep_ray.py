@@ -1,0 +1,236 @@
+"""Sweeps on a real local Ray cluster: a head and two worker nodes (separate raylet processes),
+sim sweeps recorded into SQLite (by the driver) and PostgreSQL (by the workers), a worker
+killed mid-cell, budget caps across workers, keys that reach workers but never the store or
+Ray's logs, the CLI.
+
+Private imports (`store._schema`): units or test hooks with no public name; everything public comes
+from the public API.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+# One machine: every Ray address on loopback (the suite blocks other addresses); set before ray
+# is imported anywhere in this process, inherited by the cluster's processes.
+os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+
+from groupchat_core.store import RunStore, dispose_engines  # noqa: E402
+from groupchat_core.sweeps import (  # noqa: E402
+    CellFinished,
+    RayExecutor,
+    parse_sweep,
+    run_sweep,
+)
+from groupchat_core.testing import FakeOpenAIServer, tool_call  # noqa: E402
+
+MB = 2**20
+AGENTS = [{"agent_name": n, "system_prompt": p, "model_name": "sim/balanced",
+           "litellm_kwargs": {"sim_latency": 0.04}}
+          for n, p in (("Optimist", "You argue for the benefits."),
+                       ("Pessimist", "You argue for the risks."),
+                       ("Realist", "You seek a balanced analysis."))]
+
+
+def slow(latency):
+    return [{**a, "litellm_kwargs": {"sim_latency": latency}} for a in AGENTS]
+
+
+def spec(**changes):
+    data = {"name": "ray", "base": {"max_loops": 8, "agents": AGENTS},
+            "grid": {"threshold": [0.3, 0.5, 0.7]}, "tasks": ["Should hospitals adopt AI?"],
+            "repeats": 2, "concurrency": 2, "bid_cache": False}
+    data.update(changes)
+    return parse_sweep(data)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A head (no CPUs: it schedules nothing) and two worker nodes of one CPU each."""
+    import ray
+    from ray.cluster_utils import Cluster
+
+    small = {"object_store_memory": 100 * MB}
+    made = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 0, "include_dashboard": False, **small})
+    nodes = [made.add_node(num_cpus=1, **small) for _ in range(2)]
+    made.wait_for_nodes()
+    ray.init(address=made.address, include_dashboard=False, log_to_driver=False,
+             runtime_env={"py_modules": [__import__("groupchat_core")]})
+    try:
+        yield made, nodes
+    finally:
+        ray.shutdown()
+        made.shutdown()
+
+
+def killer(store, kill_index: int):
+    """A watch that SIGKILLs the worker process running cell `kill_index` at its third turn,
+    once its run is in the store (a partial run to clean up), and remembers the pid."""
+    seen: dict[str, object] = {"killed": None}
+
+    def watch(job, item):
+        if item["kind"] == "hello":
+            seen[f"pid:{job.cell}"] = item["pid"]
+        elif item["kind"] == "turn" and job.index == kill_index and seen["killed"] is None:
+            turns = int(seen.get(f"turns:{job.cell}", 0)) + 1
+            seen[f"turns:{job.cell}"] = turns
+            if turns >= 3:
+                deadline = time.monotonic() + 5
+                while not in_store(store, item["run_id"]) and time.monotonic() < deadline:
+                    time.sleep(0.01)  # the worker's (or driver's) writer commits within 0.1 s
+                seen["killed"] = seen[f"pid:{job.cell}"]
+                os.kill(int(seen[f"pid:{job.cell}"]), signal.SIGKILL)
+    return watch, seen
+
+
+def in_store(store, run_id):
+    try:
+        return store.run_info(run_id) is not None
+    except Exception:  # not written yet
+        return False
+
+
+def writer_pids(store, sweep_id):
+    from sqlalchemy import select
+
+    from groupchat_core.store._schema import runs
+
+    with store.read("test") as conn:
+        return {r.pid for r in conn.execute(select(runs.c.pid).where(
+            runs.c.sweep_id == sweep_id))}
+
+
+def check_every_cell_once(store, sweep, outcome):
+    runs = store.list_runs(sweep_id=outcome.sweep_id)
+    finished = runs[runs["status"] == "finished"]
+    keys = sorted(c.key for c in sweep.cells())
+    assert sorted(finished["cell"]) == keys  # every cell finished, none twice
+    claims = store.cell_claims(outcome.sweep_id)
+    assert sorted(claims["cell"]) == keys and set(claims["state"]) == {"finished"}
+    assert set(claims["run_id"]) == set(finished["run_id"])
+    return runs
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_sweep_on_ray_survives_a_killed_worker(cluster, backend, request):
+    store = (request.getfixturevalue("sqlite_store") if backend == "sqlite"
+             else RunStore(request.getfixturevalue("pg_url")))
+    sweep = spec(base={"max_loops": 8, "agents": slow(0.2)},  # the kill lands mid-cell
+                 grid={"threshold": [0.3, 0.5]})
+    watch, seen = killer(store, kill_index=1)
+    events = []
+    with RayExecutor(store, watch=watch) as executor:
+        assert executor.workers_record is (backend == "postgresql")
+        outcome = run_sweep(sweep, store, executor=executor, on_event=events.append)
+
+    assert (outcome.status, outcome.cells_done) == ("finished", 4)
+    assert seen["killed"] is not None
+    runs = check_every_cell_once(store, sweep, outcome)
+    lost = runs[runs["status"] != "finished"]  # the killed attempt: kept, flagged, not counted
+    assert len(lost) == 1 and lost.iloc[0]["status"] == "error"
+    assert "Ray worker" in lost.iloc[0]["error"] and "died" in lost.iloc[0]["error"]
+    killed_cell = lost.iloc[0]["cell"]
+    # whoever recorded: the rows are whole runs (every finished run has its turns and bids)
+    bids = store.bids(list(runs["run_id"]))
+    finished = runs[runs["status"] == "finished"]
+    assert (finished.set_index("run_id")["total_calls"]
+            == bids.groupby("run_id")["calls"].sum().reindex(finished["run_id"])).all()
+    done = [e for e in events if isinstance(e, CellFinished)]
+    workers = Counter(e.worker.split("/")[1] for e in done)  # by node
+    assert len(workers) == 2 and sum(workers.values()) == 4  # both worker nodes ran cells
+    assert all(str(seen["killed"]) not in e.worker for e in done if e.cell == killed_cell)
+    pids = writer_pids(store, outcome.sweep_id)
+    if backend == "postgresql":
+        assert os.getpid() not in pids  # the workers wrote their runs themselves
+    else:
+        assert pids == {os.getpid()}  # SQLite: only the driver writes the file
+    store.engine.dispose()
+
+
+def test_a_budget_cap_is_global_across_workers_and_a_resume_finishes(cluster, sqlite_store):
+    store = sqlite_store
+    sweep = spec(repeats=3, max_calls=60)  # 9 cells of about 24 calls each
+    with RayExecutor(store) as executor:
+        stopped = run_sweep(sweep, store, executor=executor)
+        assert stopped.status == "stopped_budget" and "max_calls 60" in stopped.reason
+        bids = store.bids(list(store.list_runs(sweep_id=stopped.sweep_id)["run_id"]))
+        # global, not per worker: over both workers together at most one turn of the two
+        # cells in flight (3 bids each) beyond the cap
+        assert 60 <= bids["calls"].sum() <= 60 + 2 * 2 * 3
+        assert stopped.calls_total == bids["calls"].sum()
+        resumed = run_sweep(None, store, resume=stopped.sweep_id, executor=executor,
+                            max_calls=10_000)
+    assert resumed.status == "finished" and resumed.cells_done == 9
+    assert resumed.cells_run == 9 - stopped.cells_done  # no finished cell ran again
+    check_every_cell_once(store, sweep, resumed)
+
+
+def test_keys_reach_workers_as_a_task_argument_never_the_store_or_ray_logs(cluster, sqlite_store,
+                                                                   monkeypatch, tmp_path):
+    secret = "sk-ray-test-5f1c0ffee"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    with FakeOpenAIServer() as server:
+        monkeypatch.setenv("GROUPCHAT_TRUSTED_API_BASES", server.base_url)  # the key may go
+        server.set_responder(None, lambda body: tool_call(0.6, "A point."))
+        agents = [{"agent_name": n, "system_prompt": "Speak.", "model_name": "openai/fake",
+                   "api_base": server.base_url} for n in ("A", "B")]
+        sweep = spec(base={"max_loops": 2, "agents": agents}, grid={"threshold": [0.5]},
+                     repeats=2)
+        with RayExecutor(store := sqlite_store) as executor:
+            outcome = run_sweep(sweep, store, executor=executor)
+        auth = {r.headers.get("authorization") or r.headers.get("Authorization")
+                for r in server.requests}
+    assert outcome.status == "finished"
+    assert auth == {f"Bearer {secret}"}  # the workers had the driver's key
+    store.flush()
+    dispose_engines()
+    assert secret.encode() not in Path(store.url.removeprefix("sqlite:///")).read_bytes()
+    import ray
+
+    session = Path(ray._private.worker._global_node.get_session_dir_path())
+    leaked = [p for p in session.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+    assert leaked == []  # nor in the cluster's logs
+
+
+def test_the_cli_runs_a_sweep_on_ray_and_refuses_a_stray_address(cluster, tmp_path, capsys):
+    import json
+
+    from groupchat_core.cli import main
+
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps(spec(grid={"threshold": [0.4, 0.6]}, repeats=1).to_data()))
+    made, _ = cluster
+    code = main(["sweep", str(path), "--executor", "ray", "--ray-address", made.address,
+                 "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 0 and "finished: 2/2 cells done" in out
+    store = RunStore()
+    assert set(store.list_runs()["status"]) == {"finished"}
+    dispose_engines()
+    assert main(["sweep", str(path), "--ray-address", made.address]) == 2
+    assert "--ray-address only applies with --executor ray" in capsys.readouterr().err
+
+
+def test_an_address_where_no_cluster_answers_is_one_line_at_once(tmp_path, capsys):
+    import socket
+
+    from groupchat_core.cli import main
+
+    with socket.socket() as free:  # a port nobody listens on
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    path = tmp_path / "sweep.json"
+    path.write_text(__import__("json").dumps(spec(repeats=1).to_data()))
+    assert main(["sweep", str(path), "--executor", "ray", "--ray-address",
+                 f"127.0.0.1:{port}"]) == 2
+    err = capsys.readouterr().err
+    assert f"no Ray cluster answers at 127.0.0.1:{port}" in err and "Traceback" not in err
+    assert main(["sweep", str(path), "--executor", "ray", "--ray-address", "nonsense"]) == 2
+    assert "is not host:port" in capsys.readouterr().err

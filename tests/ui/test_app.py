@@ -1,0 +1,625 @@
+"""The dashboard through Streamlit's AppTest: every page renders, and each page does its job.
+
+Shared helpers (opening the app, pages, status lines, polling) are in
+tests/helpers/app_helpers.py. The job registry lives for the whole test process: every test
+cancels its jobs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from groupchat_core import (
+    Agent,
+    bundle_json,
+    dump_agents,
+    max_inflight_calls,
+    set_max_inflight_calls,
+)
+from groupchat_core.store import RunStore
+from groupchat_ui.analysis import logic as analysis_logic
+from groupchat_ui.kit import jobs as job_registry
+from tests.helpers.app_helpers import (
+    DEADLINE_S,
+    ROOT,
+    goto,
+    new_app,
+    poll,
+    query,
+    rendered_text,
+    save_agents,
+    session,
+    status,
+    sweep_status,
+    texts,
+    turn,
+)
+
+PAGES = ("agents", "run", "analysis", "runs", "settings")
+SECRET = "sk-test-0123456789abcdefSECRET"
+
+
+@pytest.fixture
+def app() -> Iterator[AppTest]:
+    yield new_app()
+    job_registry.registry().shutdown()
+
+
+@pytest.fixture
+def store() -> RunStore:
+    return RunStore()  # GROUPCHAT_DB points into this test's tmp_path (tests/conftest.py)
+
+
+def test_every_page_renders_without_an_exception(app: AppTest):
+    assert app.title[0].value == "Run"  # the landing page
+    for page in PAGES:
+        goto(app, page)
+        assert app.title[0].value == page.capitalize()
+    assert any("Data:" in c.value for c in app.sidebar.caption)
+
+
+# --- agents -------------------------------------------------------------------------------
+
+
+def fill_agent(at: AppTest, name: str, role: str = "", model: str | None = None,
+               custom: str = "") -> None:
+    at.text_input(key="agent_form_name").set_value(name)
+    at.text_area(key="agent_form_role").set_value(role)
+    if model is not None:
+        at.selectbox(key="agent_form_model").set_value(model)
+    at.text_input(key="agent_form_custom_model").set_value(custom)
+
+
+def names_in(store: RunStore) -> list[str]:
+    return [a.agent_name for a in store.list_agents()]
+
+
+def test_agents_page_creates_edits_renames_and_deletes_an_agent(app: AppTest, store: RunStore):
+    goto(app, "agents")
+    fill_agent(app, "Ada", "You are a careful mathematician.", "sim/reserved")
+    app.button(key="save_agent").click().run()
+    assert names_in(store) == ["Ada"]
+    assert store.get_agent("Ada").model_name == "sim/reserved"
+    assert "sim/reserved (simulated)" in rendered_text(app)
+    assert app.text_input(key="agent_form_name").value == ""  # blank for the next agent
+    assert "**New agent**" in texts(app.markdown) and session(app).editing is None
+
+    app.button(key="agent_edit_Ada").click().run()
+    assert app.text_input(key="agent_form_name").value == "Ada"
+    assert "**Edit Ada**" in texts(app.markdown)
+    assert "Rename: change the name below" in texts(app.info)
+    app.number_input(key="agent_form_temperature").set_value(1.2)
+    app.text_input(key="agent_form_name").set_value("Ada L.")
+    app.button(key="save_agent").click().run()
+    assert [(a.agent_name, a.temperature) for a in store.list_agents()] == [("Ada L.", 1.2)]
+    assert "Renamed Ada to Ada L." in texts(app.success)
+
+    app.button(key="agent_delete_Ada L.").click().run()  # the trash only asks
+    assert names_in(store) == ["Ada L."]
+    assert "Delete the agent Ada L. for good?" in texts(app.warning)
+    app.button(key="confirm_agent_delete_no").click().run()
+    assert names_in(store) == ["Ada L."] and not app.warning
+    app.button(key="agent_delete_Ada L.").click().run()
+    app.button(key="confirm_agent_delete_yes").click().run()
+    assert store.list_agents() == []
+    assert "Deleted agent Ada L." in texts(app.success)
+    assert not app.exception
+
+
+def test_three_agents_made_in_a_row_stay_three(app: AppTest, store: RunStore):
+    """Issue 11: saving a new agent turned the form into "Edit <it>", so the next save renamed
+    it: three agents in a row left one."""
+    goto(app, "agents")
+    for name in ("Optimist", "Pessimist", "Realist"):
+        fill_agent(app, name, f"You are the {name}.", "sim/eager")
+        app.button(key="save_agent").click().run()
+        assert f"Saved new agent {name}." in texts(app.success)
+    assert names_in(store) == ["Optimist", "Pessimist", "Realist"]
+    assert store.get_agent("Optimist").system_prompt == "You are the Optimist."
+
+
+def test_the_agent_order_is_stored_and_survives_a_reload(app: AppTest, store: RunStore):
+    goto(app, "agents")
+    app.button(key="load_preset").click().run()
+    app.button(key="agent_up_Realist").click().run()
+    assert names_in(store) == ["Optimist", "Realist", "Pessimist"]
+    reloaded = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60).run()
+    goto(reloaded, "agents")
+    rows = [m.value for m in reloaded.markdown if re.match(r"\*\*\d\. ", m.value)]
+    assert [re.match(r"\*\*\d\. (\w+)", r).group(1) for r in rows] == [
+        "Optimist", "Realist", "Pessimist"]
+    goto(reloaded, "run")
+    assert reloaded.multiselect(key="run_roster").options[:3] == [
+        "Optimist · sim/eager (simulated)", "Realist · sim/balanced (simulated)",
+        "Pessimist · sim/contrarian (simulated)"]
+
+
+def test_agents_saved_by_another_writer_show_on_the_next_rerun(app: AppTest, store: RunStore):
+    """The house issue's e2e race: agents saved behind the dashboard's back (the CLI, another
+    server, a test) waited out a 10 s cache. The cache now follows the store's own change token,
+    so a save, a reorder and a delete by another writer each show on the very next rerun."""
+    goto(app, "run")
+    assert app.multiselect(key="run_roster").options == []
+    other = RunStore(store.url)  # another writer: nothing tells the dashboard's cache
+    other.save_agents([Agent(agent_name=n, model_name="sim/eager") for n in ("Ann", "Ben")])
+    app.run()
+    assert app.multiselect(key="run_roster").options == [
+        "Ann · sim/eager (simulated)", "Ben · sim/eager (simulated)"]
+    other.set_agent_order(["Ben"])
+    app.run()
+    assert app.multiselect(key="run_roster").options[0].startswith("Ben · ")
+    other.delete_agent("Ann")
+    app.run()
+    assert app.multiselect(key="run_roster").options == ["Ben · sim/eager (simulated)"]
+
+
+def test_a_preset_asks_before_replacing_edited_agents(app: AppTest, store: RunStore):
+    goto(app, "agents")
+    app.button(key="load_preset").click().run()
+    app.button(key="load_preset").click().run()  # unchanged agents: no question
+    assert not app.warning
+    app.button(key="agent_edit_Optimist").click().run()
+    app.text_area(key="agent_form_role").set_value("My own careful optimist.")
+    app.button(key="save_agent").click().run()
+
+    app.button(key="load_preset").click().run()
+    assert "would replace your saved Optimist" in texts(app.warning)
+    assert store.get_agent("Optimist").system_prompt == "My own careful optimist."
+    app.button(key="confirm_preset_no").click().run()
+    assert not app.warning
+    assert store.get_agent("Optimist").system_prompt == "My own careful optimist."
+
+    app.button(key="load_preset").click().run()
+    app.button(key="confirm_preset_copies").click().run()
+    assert store.get_agent("Optimist").system_prompt == "My own careful optimist."
+    assert store.get_agent("Optimist (preset)").system_prompt == "You argue for the benefits."
+    assert session(app).roster == ["Optimist (preset)", "Pessimist", "Realist"]
+
+    goto(app, "run")  # the same question on the Run page's "Use preset"
+    app.button(key="use_preset").click().run()
+    assert "would replace your saved Optimist" in texts(app.warning)
+    app.button(key="confirm_preset_yes").click().run()
+    assert store.get_agent("Optimist").system_prompt == "You argue for the benefits."
+    assert app.multiselect(key="run_roster").value == ["Optimist", "Pessimist", "Realist"]
+
+
+def test_agent_form_shows_inline_errors_and_saves_nothing(app: AppTest, store: RunStore):
+    goto(app, "agents")
+    fill_agent(app, "   ")
+    app.button(key="save_agent").click().run()
+    assert any("agent_name must not be empty" in e.value for e in app.error)
+    fill_agent(app, "Remote", model="other: a litellm model string", custom="")
+    app.button(key="save_agent").click().run()
+    assert any("litellm model string" in e.value for e in app.error)
+    assert store.list_agents() == []
+
+    fill_agent(app, "Remote", model="other: a litellm model string", custom="gpt-4o-mini")
+    app.button(key="save_agent").click().run()
+    assert store.get_agent("Remote").model_name == "gpt-4o-mini"
+    app.button(key="new_agent").click().run()
+    fill_agent(app, "Remote", model="sim/eager")  # a second agent with a taken name
+    app.button(key="save_agent").click().run()
+    assert any("already exists" in e.value for e in app.error)
+    assert store.get_agent("Remote").model_name == "gpt-4o-mini"
+
+
+@pytest.mark.parametrize("preset, names", [
+    ("Debate trio", ["Optimist", "Pessimist", "Realist"]),
+    ("Five-expert panel", ["Economist", "Ethicist", "Engineer", "Clinician", "Lawyer"]),
+])
+def test_presets_save_their_agents_and_prepare_the_run(app: AppTest, store: RunStore,
+                                                       preset: str, names: list[str]):
+    goto(app, "agents")
+    app.selectbox(key="preset_choice").set_value(preset)
+    app.button(key="load_preset").click().run()
+    assert sorted(a.agent_name for a in store.list_agents()) == sorted(names)
+    assert store.list_presets() == [preset]
+    goto(app, "run")
+    assert app.multiselect(key="run_roster").value == names
+    assert app.text_area(key="run_task").value
+    assert app.text_input(key="run_param_name").value == ""  # labelled by its task
+
+
+def test_agents_duplicate_reorder_import_and_export(app: AppTest, store: RunStore,
+                                                   tmp_path: Path):
+    goto(app, "agents")
+    app.button(key="load_preset").click().run()
+    app.button(key="agent_dup_Optimist").click().run()
+    assert "Optimist (copy)" in [a.agent_name for a in store.list_agents()]
+    app.button(key="agent_up_Realist").click().run()
+    order = session(app).agent_order
+    assert order.index("Realist") < order.index("Pessimist")
+    assert order.index("Optimist (copy)") == order.index("Optimist") + 1
+    assert names_in(store) == order
+    assert {b.label for b in app.get("download_button")} >= {"Export JSON", "Export YAML"}
+
+    extra = dump_agents([Agent(agent_name="Newcomer", model_name="sim/eager")], "json")
+    app.file_uploader(key="agents_upload").set_value(("agents.json", extra.encode(), "x"))
+    app.button(key="import_agents").click().run()
+    assert store.get_agent("Newcomer").model_name == "sim/eager"
+    bad = json.dumps({"schema_version": 1, "agents": [{"agent_name": "Evil", "api_key": "x"}]})
+    app.file_uploader(key="agents_upload").set_value(("bad.json", bad.encode(), "x"))
+    app.button(key="import_agents").click().run()
+    assert any("Nothing was imported" in e.value for e in app.error)
+    assert "Evil" not in [a.agent_name for a in store.list_agents()]
+
+
+# --- run ----------------------------------------------------------------------------------
+
+
+def start(app: AppTest, max_loops: int) -> None:
+    goto(app, "agents")
+    app.button(key="load_preset").click().run()
+    goto(app, "run")
+    app.number_input(key="run_param_max_loops").set_value(max_loops)
+    app.button(key="start_run").click().run()
+    assert not app.error, [e.value for e in app.error]
+
+
+def test_run_page_runs_a_sim_chat_live_and_ends_with_a_summary(app: AppTest, store: RunStore):
+    start(app, max_loops=5)
+    assert status(app).startswith(("status: running", "status: queued", "status: finished"))
+    poll(app, lambda at: status(at).startswith("status: finished"), "the run to finish")
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["Stop reason"] == "max_loops" and metrics["Turns"] == "4"
+    assert len(app.chat_message) == 5  # the task and four replies
+    assert "(simulated)" in rendered_text(app)
+    job_id = session(app).current_job
+    assert app.query_params["job"] == job_id
+    run_id = job_registry.registry().snapshot(job_id).run_id
+    store.flush()
+    assert store.run_info(run_id)["status"] == "finished"
+    assert len(store.bids(run_id)) == 12
+
+
+def test_stop_cancels_a_slow_chat_and_keeps_what_was_posted(app: AppTest, store: RunStore):
+    slow = {"sim_latency": 0.5}
+    save_agents(store, [Agent(agent_name=n, model_name="sim/eager", litellm_kwargs=slow)
+                       for n in ("Ann", "Ben")])
+    goto(app, "run")
+    app.multiselect(key="run_roster").set_value(["Ann", "Ben"])
+    app.text_area(key="run_task").set_value("Talk about the weather.")
+    app.number_input(key="run_param_threshold").set_value(0.0)
+    app.number_input(key="run_param_max_loops").set_value(60)
+    app.button(key="start_run").click().run()
+    poll(app, lambda at: turn(at) >= 2 or not status(at).startswith(("status: running",
+                                                                    "status: queued")),
+         "a few turns")
+    assert status(app).startswith("status: running"), [e.value for e in app.error]
+    app.button(key="stop_run").click().run()
+    poll(app, lambda at: status(at).startswith("status: cancelled"), "the cancellation")
+    assert any("Stopped" in i.value for i in app.info)
+    snap = job_registry.registry().snapshot(session(app).current_job)
+    assert snap.status == "cancelled" and len(snap.messages) < 60
+    store.flush()
+    deadline = time.monotonic() + DEADLINE_S
+    while store.run_info(snap.run_id)["status"] == "running":
+        assert time.monotonic() < deadline, "the store never recorded the cancellation"
+        time.sleep(0.1)
+    assert store.run_info(snap.run_id)["status"] == "cancelled"
+
+
+def test_several_runs_at_once_each_with_its_own_view(app: AppTest):
+    start(app, max_loops=40)
+    app.button(key="start_run").click().run()
+    jobs = session(app).job_ids
+    assert len(jobs) == 2 and app.selectbox(key="job_select").value == jobs[1]
+    assert sum(not j.done for j in job_registry.registry().jobs_for(session(app).owner)) >= 1
+    app.selectbox(key="job_select").set_value(jobs[0]).run()
+    assert jobs[0] in status(app) and app.query_params["job"] == jobs[0]
+
+
+def test_coming_back_to_run_shows_the_job_you_were_watching(app: AppTest):
+    """Issue 11: start A, start B (watching B), go to Analysis, come back: it showed A."""
+    start(app, max_loops=60)
+    a = session(app).current_job
+    app.button(key="start_run").click().run()
+    b = session(app).current_job
+    assert a and b and a != b and b in status(app) and a not in status(app)
+    for page in ("analysis", "run"):
+        goto(app, page)
+    assert b in status(app) and a not in status(app)
+    assert app.selectbox(key="job_select").value == b and query(app, "job") == b
+    for page in ("agents", "runs", "settings", "run"):  # any page in between
+        goto(app, page)
+    assert b in status(app) and query(app, "job") == b
+    app.selectbox(key="job_select").set_value(a).run()  # now watch A
+    goto(app, "analysis")
+    goto(app, "run")
+    assert a in status(app) and b not in status(app) and query(app, "job") == a
+
+
+def test_a_reload_keeps_this_browsers_jobs(app: AppTest):
+    """Issue 11: after a reload the sidebar said "0 running, 0 in all"; the browser id in the
+    URL (`?sid=`) finds the session's jobs in the process-wide registry again."""
+    start(app, max_loops=60)
+    app.button(key="start_run").click().run()
+    owner, jobs = session(app).owner, list(session(app).job_ids)
+    assert app.query_params["sid"] in (owner, [owner])
+    reloaded = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
+    reloaded.query_params["sid"] = owner
+    reloaded.query_params["job"] = jobs[0]
+    reloaded.run()
+    assert session(reloaded).owner == owner and session(reloaded).job_ids == jobs
+    assert "2 in all" in texts(reloaded.sidebar.caption)
+    assert jobs[0] in status(reloaded)
+    assert set(reloaded.selectbox(key="job_select").options) == set(jobs) or len(
+        reloaded.selectbox(key="job_select").options) == 2
+    stranger = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
+    stranger.query_params["sid"] = "not-an-id"  # a malformed id starts a new browser
+    stranger.run()
+    assert session(stranger).owner != owner and "0 in all" in texts(stranger.sidebar.caption)
+
+
+def test_a_reload_shows_a_running_sweep_with_stop(app: AppTest, store: RunStore):
+    """Issue 11: `?sweep=` of a running sweep said "idle", with no Stop and no Resume."""
+    slow = {"sim_latency": 0.05}
+    save_agents(store, [Agent(agent_name=n, model_name="sim/eager", litellm_kwargs=slow)
+                       for n in ("Ann", "Ben")])
+    goto(app, "sweeps")
+    app.selectbox(key="sw_room").select("Saved agents").run()
+    app.multiselect(key="sw_saved").set_value(["Ann", "Ben"])
+    app.number_input(key="sw_repeats").set_value(40)
+    app.number_input(key="sw_concurrency").set_value(1).run()
+    app.button(key="sw_start").click().run()
+    poll(app, lambda at: sweep_status(at).startswith("sweep status: running")
+         and "sweep" in at.query_params, "the sweep")
+    sweep_id = app.query_params["sweep"]
+    sweep_id = sweep_id if isinstance(sweep_id, str) else sweep_id[0]
+    for sid in (session(app).owner, None):  # a reload of this browser, then a shared link
+        other = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
+        if sid:
+            other.query_params["sid"] = sid
+        other.query_params["sweep"] = sweep_id
+        other.run()
+        goto(other, "sweeps")
+        assert sweep_status(other).startswith("sweep status: running"), sweep_status(other)
+        assert [b for b in other.button if b.key == "sw_stop"]
+    other.button(key="sw_stop").click().run()
+    poll(other, lambda at: sweep_status(at).startswith("sweep status: cancelled"), "the stop")
+    store.flush()
+    poll(other, lambda at: store.get_sweep(sweep_id)["status"] == "cancelled", "the store")
+    fresh = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
+    fresh.query_params["sweep"] = sweep_id
+    fresh.run()
+    goto(fresh, "sweeps")
+    assert sweep_status(fresh).startswith("sweep status: cancelled"), sweep_status(fresh)
+    assert [b for b in fresh.button if b.key == "sw_resume"]
+
+
+def test_sessions_see_only_their_own_jobs_but_a_reload_finds_its_job_by_url(app: AppTest):
+    start(app, max_loops=3)
+    job_id = session(app).current_job
+    other = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60).run()
+    assert session(other).owner != session(app).owner
+    assert "0 in all" in " ".join(c.value for c in other.sidebar.caption)
+    assert status(other).startswith("status: idle")
+    reloaded = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
+    reloaded.query_params["job"] = job_id
+    reloaded.run()
+    assert job_id in status(reloaded)
+
+
+def test_run_page_warns_about_missing_keys_and_explains_provider_failures(
+        app: AppTest, store: RunStore, monkeypatch: pytest.MonkeyPatch):
+    save_agents(store, [Agent(agent_name="Gpt", model_name="gpt-4o-mini"),
+                       Agent(agent_name="Claude", model_name="anthropic/claude-3-5-haiku")])
+    goto(app, "run")
+    app.multiselect(key="run_roster").set_value(["Gpt", "Claude"]).run()
+    errors = " ".join(e.value for e in app.error)  # before Start, which is disabled
+    assert "OPENAI\\_API\\_KEY" in errors and "ANTHROPIC\\_API\\_KEY" in errors
+    assert "agent 'Gpt'" in errors and "agent 'Claude'" in errors
+    assert app.button(key="start_run").disabled
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):  # keys set: the calls themselves fail
+        monkeypatch.setenv(name, "sk-not-a-real-key")
+    assert not app.run().button(key="start_run").disabled
+    app.text_area(key="run_task").set_value("Say hello.")
+    app.button(key="start_run").click().run()
+    poll(app, lambda at: status(at).startswith("status: finished"), "the failed run")
+    errors = " ".join(e.value for e in app.error)
+    assert "**Gpt**" in errors and "**Claude**" in errors
+    assert "blocked" in errors  # tests block real calls; the hint says what to do
+    assert {m.label: m.value for m in app.metric}["Stop reason"] == "error"
+
+
+def test_run_needs_two_agents_and_a_task(app: AppTest, store: RunStore):
+    save_agents(store, [Agent(agent_name="Solo")])
+    goto(app, "run")
+    app.multiselect(key="run_roster").set_value(["Solo"])
+    app.text_area(key="run_task").set_value("Hello?")
+    app.button(key="start_run").click().run()
+    assert any("at least two agents" in e.value for e in app.error)
+    assert session(app).job_ids == []
+
+
+# --- analysis and runs --------------------------------------------------------------------
+
+
+def test_analysis_offers_a_demo_on_an_empty_store_then_shows_it(app: AppTest, store: RunStore):
+    goto(app, "analysis")
+    assert store.list_runs().empty
+    app.button(key="demo_run").click().run()
+    assert not app.exception
+    run_id = store.list_runs()["run_id"][0]
+    assert app.selectbox(key="analysis_run").value == run_id
+    assert app.query_params["run"] == run_id
+    labels = [m.label for m in app.metric]
+    for label in ("Turns", "Lull turn", "Speaker entropy", "Evenness", "Gini",
+                  "Longest monologue", "Mean margin", "Penalty flips", "Failed bids"):
+        assert label in labels
+    # Only the open tab runs: Bids first, then each tab as it is opened.
+    assert [c.key for c in app.get("plotly_chart")] == ["bids_heatmap", "bid_lines"]
+    assert not app.get("download_button") and not app.expander
+    open_tab(app, "Speakers")
+    assert [c.key for c in app.get("plotly_chart")] == [
+        "winner_timeline", "transitions", "turn_shares"]
+    open_tab(app, "Why?")
+    assert app.info[0].value.startswith("Turn 1:")  # the explainer
+    open_tab(app, "Files")
+    assert {b.label for b in app.get("download_button")} == {
+        "Bundle (JSON)", "Bids (CSV)", "Transcript (Markdown)"}
+    open_tab(app, "Transcript")
+    assert len(app.expander) == len(store.turns(run_id))
+
+
+def open_tab(app: AppTest, label: str) -> None:
+    """Click an Analysis tab (its state is the label; only the open tab's content runs)."""
+    app.session_state["analysis_tab"] = label
+    app.run()
+    assert not app.exception
+
+
+def test_analysis_opens_the_run_named_in_the_url(app: AppTest, store: RunStore):
+    first, second = analysis_logic.run_demo(store), analysis_logic.run_demo(store)
+    app.query_params["run"] = first
+    goto(app, "analysis")
+    assert app.selectbox(key="analysis_run").value == first
+    open_tab(app, "Why?")
+    app.selectbox(key="explain_turn").set_value(2).run()
+    assert app.info[0].value.startswith("Turn 2:")
+    app.selectbox(key="analysis_run").set_value(second).run()
+    assert app.query_params["run"] == second
+
+
+def chart_turns(app: AppTest, key: str) -> list[int]:
+    """The turns on the x axis of a chart's first trace, as the browser receives them."""
+    chart = next(c for c in app.get("plotly_chart") if c.key == key)
+    return [int(x) for x in json.loads(chart.proto.spec)["data"][0]["x"]]
+
+
+def test_analysis_pages_a_long_runs_per_turn_charts_by_windows_of_turns(app: AppTest,
+                                                                        store: RunStore):
+    """Issue 11 §3: a long run's Bids tab opens on its latest 200 turns, and a picker reaches
+    every earlier window; the Speakers tab's timeline follows the window, its summaries do not."""
+    from groupchat_core import Agent, GroupChat
+    from groupchat_core.testing import ScriptedBids
+
+    script = {name: [(0.9 if t % 3 == i else 0.4, f"{name} {t}") for t in range(450)]
+              for i, name in enumerate(("Ann", "Bo", "Cy"))}
+    fake = ScriptedBids(script)
+    chat = GroupChat(agents=[Agent(agent_name=n, model_name=fake.model_name) for n in script],
+                     max_loops=451, threshold=0.5)
+    store.attach(chat)
+    chat.run("A long one.")
+    store.flush()
+    goto(app, "analysis")
+    picker = app.selectbox(key="bid_window")
+    assert picker.options == ["turns 1–200", "turns 201–400", "turns 401–450 (latest)"]
+    assert picker.value == (401, 450)
+    assert chart_turns(app, "bids_heatmap") == list(range(401, 451))
+    picker.set_value((1, 200)).run()
+    assert chart_turns(app, "bids_heatmap") == list(range(1, 201))
+    assert chart_turns(app, "bid_lines") == list(range(1, 201))
+    open_tab(app, "Speakers")
+    assert app.selectbox(key="bid_window").value == (1, 200)
+    timeline = json.loads(next(c for c in app.get("plotly_chart")
+                               if c.key == "winner_timeline").proto.spec)["data"]
+    assert sorted(x for t in timeline[1:] for x in t["x"]) == list(range(1, 201))
+    shares = json.loads(next(c for c in app.get("plotly_chart")
+                             if c.key == "turn_shares").proto.spec)["data"][0]
+    assert list(shares["x"]) == ["Ann", "Bo", "Cy"]  # the whole run's shares
+    assert abs(sum(shares["y"]) - 1) < 1e-9
+
+
+def select_rows(at: AppTest, rows: list[int]) -> None:
+    at.session_state["runs_table"] = {"selection": {"rows": rows, "columns": [], "cells": []}}
+    at.run()
+
+
+def test_runs_page_lists_compares_deletes_and_imports(app: AppTest, store: RunStore,
+                                                     tmp_path: Path):
+    first, second = analysis_logic.run_demo(store), analysis_logic.run_demo(store)
+    goto(app, "runs")
+    assert set(app.dataframe[0].value["run_id"]) == {first, second}
+    select_rows(app, [0, 1])
+    app.toggle(key="compare_runs").set_value(True).run()
+    frames = [d.value for d in app.dataframe]
+    speakers = next(f for f in frames if "same" in f.columns)
+    assert len(speakers) > 1 and speakers["same"].all()  # the demo is deterministic
+    metrics = next(f for f in frames if "metric" in f.columns)
+    assert "Gini" in list(metrics["metric"])
+
+    bundle = bundle_json(store, first)
+    app.button(key="delete_runs").click().run()
+    app.button(key="confirm_delete_yes").click().run()
+    assert store.list_runs().empty
+
+    broken = bundle.replace('"turns"', '"turnz"', 1).encode()
+    app.file_uploader(key="bundle_upload").set_value(("broken.json", broken, "x"))
+    app.button(key="import_bundle").click().run()
+    assert any("Nothing was imported" in e.value for e in app.error)
+    assert store.list_runs().empty
+    app.file_uploader(key="bundle_upload").set_value(("run.json", bundle.encode(), "x"))
+    app.button(key="import_bundle").click().run()
+    assert list(store.list_runs()["run_id"]) == [first]
+
+
+def test_runs_page_filters_and_opens_a_run_in_analysis(app: AppTest, store: RunStore):
+    run_id = analysis_logic.run_demo(store)
+    goto(app, "runs")
+    app.text_input(key="filter_text").set_value("no such words")
+    app.button(key="apply_filters").click().run()
+    assert app.dataframe[0].value.empty
+    app.text_input(key="filter_text").set_value("demo")
+    app.selectbox(key="filter_status").set_value("finished")
+    app.selectbox(key="filter_agent").set_value("Realist")
+    app.button(key="apply_filters").click().run()
+    assert list(app.dataframe[0].value["run_id"]) == [run_id]
+    select_rows(app, [0])
+    app.button(key="open_run").click().run()
+    assert app.title[0].value == "Analysis"
+    assert app.selectbox(key="analysis_run").value == run_id
+
+
+# --- settings -----------------------------------------------------------------------------
+
+
+def test_settings_keeps_a_key_in_this_session_only(app: AppTest, store: RunStore,
+                                                   tmp_path: Path):
+    goto(app, "settings")
+    app.text_input(key="key_OPENAI_API_KEY").set_value(SECRET)
+    app.button(key="save_keys").click().run()
+    assert session(app).provider_keys == {"OPENAI_API_KEY": SECRET}
+    assert "OPENAI_API_KEY" not in os.environ
+    assert any("set ✓ (this session)" in t.label for t in app.text_input)
+    assert SECRET not in rendered_text(app)
+    assert SECRET not in repr(session(app))
+
+    save_agents(store, [Agent(agent_name="Gpt", model_name="gpt-4o-mini"),
+                       Agent(agent_name="Sim", model_name="sim/balanced")])
+    goto(app, "run")
+    app.multiselect(key="run_roster").set_value(["Gpt", "Sim"]).run()
+    assert not any("OPENAI" in w.value for w in app.warning)  # the session key counts
+    app.text_area(key="run_task").set_value("Plan the offsite.")
+    app.number_input(key="run_param_max_loops").set_value(3)
+    app.button(key="start_run").click().run()
+    poll(app, lambda at: status(at).startswith("status: finished"), "the run")
+    assert SECRET not in rendered_text(app)
+    store.flush()
+    data = b"".join(p.read_bytes() for p in tmp_path.glob("groupchat.db*"))
+    assert data and SECRET.encode() not in data
+
+    goto(app, "settings")
+    app.button(key="forget_OPENAI_API_KEY").click().run()
+    assert session(app).provider_keys == {}
+
+
+def test_settings_preferences_and_data_location(app: AppTest, tmp_path: Path):
+    before = max_inflight_calls()
+    goto(app, "settings")
+    assert any(str(tmp_path) in m.value for m in app.markdown)
+    app.selectbox(key="pref_default_model").set_value("sim/eager")
+    app.number_input(key="pref_inflight").set_value(8)
+    app.button(key="save_preferences").click().run()
+    try:
+        assert session(app).default_model == "sim/eager" and max_inflight_calls() == 8
+    finally:
+        set_max_inflight_calls(before)

@@ -1,0 +1,216 @@
+"""The Sweeps page through AppTest: empty store, a small sim sweep to heatmaps, bad input,
+stop then resume (every cell finished exactly once). Shared helpers: tests/helpers/app_helpers.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from groupchat_core.store import RunStore
+from groupchat_core.sweeps import sweep_results
+from groupchat_ui.kit import jobs as job_registry
+from groupchat_ui.kit import store_access
+from groupchat_ui.kit.presets import DEBATE_TRIO
+from tests.helpers.app_helpers import goto, new_app, sweep_status
+from tests.helpers.app_helpers import poll as poll_app
+
+DEADLINE_S = 60.0
+status = sweep_status  # the status line these tests read
+
+
+@pytest.fixture
+def at() -> Iterator[AppTest]:
+    yield goto(new_app(), "sweeps")
+    job_registry.registry().shutdown()
+
+
+def poll(at: AppTest, check: Callable[[AppTest], bool], what: str) -> None:
+    poll_app(at, check, what, deadline_s=DEADLINE_S, shown=sweep_status)
+
+
+def small_grid(at: AppTest, repeats: int = 2, max_loops: int = 6) -> None:
+    at.text_input(key="sw_threshold").input("0.4, 0.6")
+    at.text_input(key="sw_recency_penalty").input("0.0, 0.3")
+    at.text_input(key="sw_recency_window").input("1")
+    at.number_input(key="sw_repeats").set_value(repeats)
+    at.number_input(key="sw_max_loops").set_value(max_loops)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def test_the_page_renders_on_an_empty_store(at: AppTest):
+    assert at.title[0].value == "Sweeps"
+    assert any("simulations" in i.value for i in at.info)
+    assert any("No sweeps in the store yet" in i.value for i in at.info)
+    assert "sweep status: idle" in status(at)
+    assert any("cells" in m.value for m in at.markdown)  # the live count for the defaults
+
+
+def test_a_small_sim_sweep_finishes_and_its_heatmaps_render(at: AppTest):
+    small_grid(at)
+    assert any("**8 cells**" in m.value for m in at.markdown)
+    at.button(key="sw_start").click().run()
+    poll(at, lambda a: status(a).startswith("sweep status: finished"), "the sweep to finish")
+    assert "8 / 8 cells" in status(at)
+    sweep = at.query_params["sweep"]
+    assert at.selectbox(key="sw_pick").value == (sweep if isinstance(sweep, str) else sweep[0])
+    assert len(at.get("plotly_chart")) >= 1
+    store = RunStore()
+    frame = sweep_results(store, at.selectbox(key="sw_pick").value)
+    assert (frame["status"] == "finished").all() and len(frame) == 8
+    # the downloads come with what makes them reproducible (issue 21)
+    labels = {b.label for b in at.get("download_button")}
+    assert "Download methods & metadata (JSON)" in labels
+    assert any("Simulated: some agents of this sweep are sim/ models" in c.value
+               for c in at.caption)
+
+
+def test_bad_grid_input_shows_an_error_and_starts_nothing(at: AppTest):
+    at.text_input(key="sw_threshold").input("0.4, abc").run()
+    assert any("'abc' is not a number" in e.value for e in at.error)
+    assert at.button(key="sw_start").disabled  # a browser cannot click it
+    assert "sweep status: idle" in status(at)
+    at.text_input(key="sw_threshold").input("0.4, 5").run()  # the engine's range: -1 to 2
+    assert any("threshold: 5 is outside -1 to 2" in e.value for e in at.error)
+    assert RunStore().list_sweeps().empty
+
+
+def test_stop_then_resume_finishes_every_cell_exactly_once(at: AppTest):
+    at.selectbox(key="sw_room").select("Saved agents").run()  # none saved: no agents
+    assert at.error  # a chat needs at least 2 agents
+    store = RunStore()
+    store.save_agents(DEBATE_TRIO.build_agents(latency_s=0.02))  # slow enough to stop midway
+    store_access.invalidate()
+    at.run()
+    at.multiselect(key="sw_saved").set_value(["Optimist", "Pessimist", "Realist"]).run()
+    assert not at.error, [e.value for e in at.error]
+    small_grid(at, repeats=6, max_loops=12)
+    at.number_input(key="sw_concurrency").set_value(1).run()
+    at.button(key="sw_start").click().run()
+    poll(at, lambda a: status(a).startswith("sweep status: running"), "the sweep to start")
+    at.button(key="sw_stop").click().run()
+    poll(at, lambda a: status(a).startswith("sweep status: cancelled"), "the stop")
+    poll(at, lambda a: len(a.button) and any(b.key == "sw_resume" for b in a.button),
+         "the Resume button")
+    sweep_id = at.selectbox(key="sw_pick").value
+    assert store.get_sweep(sweep_id)["status"] == "cancelled"
+    stopped_at = len(store.list_runs(sweep_id=sweep_id, status="finished"))
+    assert stopped_at < 24
+    at.button(key="sw_resume").click().run()
+    poll(at, lambda a: status(a).startswith("sweep status: finished"), "the resumed sweep")
+    runs = store.list_runs(sweep_id=sweep_id)
+    finished = runs[runs["status"] == "finished"]
+    assert len(finished) == 24 and finished["cell"].is_unique
+    assert store.get_sweep(sweep_id)["status"] == "finished"
+
+
+def cells_part(text: str) -> str:
+    """'3 / 12 cells finished · 1 running (5 turns so far)' out of any status line."""
+    line = status_line(text)
+    return line.split(" · ", 1)[1] if " · " in line else ""
+
+
+def status_line(text: str) -> str:
+    """The status line inside a longer caption, up to the first part that is not a count."""
+    start = text.find("sweep status: ")
+    if start < 0:
+        return ""
+    parts = text[start:].split(" · ")
+    keep = [parts[0]] + [p for p in parts[1:3] if "cells finished" in p or "running (" in p]
+    return " · ".join(keep)
+
+
+def everywhere(at: AppTest) -> tuple[str, str, str, str]:
+    """The status as the caption, the bar, the Results header and the sidebar show it."""
+    caption = status_line(status(at))
+    bar = next((p.proto.text for p in at.get("progress")), "")
+    results = next((status_line(c.value) for c in at.main.caption
+                    if "sweep status:" in c.value and c.value != status(at)), "")
+    sidebar = next((status_line(c.value) for c in at.sidebar.caption
+                    if "sweep status:" in c.value), "")
+    return caption, bar, results, sidebar
+
+
+def test_one_live_status_moves_per_turn_and_reads_the_same_everywhere(at: AppTest):
+    """Issue 11: the caption sat at 0 / 12 until the end, the bar, Results and the sidebar
+    disagreed. Now one status, counted per turn from the store, reads the same in all four."""
+    store = RunStore()
+    store.save_agents(DEBATE_TRIO.build_agents(latency_s=0.04))  # 0.08 s per turn at most
+    store_access.invalidate()
+    at.selectbox(key="sw_room").select("Saved agents").run()
+    at.multiselect(key="sw_saved").set_value(["Optimist", "Pessimist", "Realist"]).run()
+    at.text_input(key="sw_threshold").input("0.01, 0.02").run()  # low: nobody lulls
+    at.text_input(key="sw_recency_penalty").input("0").run()
+    at.number_input(key="sw_repeats").set_value(2).run()
+    at.number_input(key="sw_max_loops").set_value(30).run()
+    at.number_input(key="sw_concurrency").set_value(1).run()
+    assert any("estimated wall time up to" in m.value and "0 tokens" in m.value
+               for m in at.markdown), [m.value for m in at.markdown]
+    at.button(key="sw_start").click().run()
+
+    def mid_cell(a: AppTest) -> bool:  # a turn has been counted before any cell finished
+        caption, bar, results, sidebar = everywhere(a)
+        if not ("0 / 4 cells finished · 1 running (" in caption and " 0 turns" not in caption
+                and caption.endswith("turns so far)") and cells_part(caption) == bar
+                and caption == results == sidebar):
+            return False
+        live = a.dataframe[0].value  # the live cells table, drawn from the same read
+        running = live[live["status"] == "running"]
+        return len(running) == 1 and f"({running.iloc[0]['turns']} turn" in caption
+
+    poll(at, mid_cell, "a turn counted in a running cell, the same in all four places")
+    live = at.dataframe[0].value
+    running = live[live["status"] == "running"]
+    assert running.iloc[0]["stop_reason"] == "–" and running.iloc[0]["run_id"] == "–"
+    assert "None" not in live.astype(str).to_numpy().ravel().tolist()
+    assert any(c.value.startswith("Jobs of this session: 1 running") for c in at.sidebar.caption)
+
+    poll(at, lambda a: status(a).startswith("sweep status: finished"), "the sweep to finish")
+    caption, bar, results, sidebar = everywhere(at)
+    assert caption == results == sidebar == "sweep status: finished · 4 / 4 cells finished"
+    assert bar == "4 / 4 cells finished"
+    assert any(c.value.startswith("Jobs of this session: 0 running, 1 in all")
+               for c in at.sidebar.caption)
+    cells = at.dataframe[0].value
+    assert list(cells["status"]) == ["finished"] * 4 and "–" not in cells["run_id"].tolist()
+
+
+def test_random_search_over_every_order_runs_and_its_statistics_tabs_render(at: AppTest):
+    """The new axes in the form: random search (draws from ranges), every agent order, roster
+    sizes; the cell count and estimate follow; the results group by order and rank it."""
+    at.radio(key="sw_search").set_value("random").run()
+    at.number_input(key="sw_samples").set_value(2)
+    at.text_input(key="sw_rand_threshold").input("0.3, 0.7")
+    at.text_input(key="sw_rand_penalty").input("0.0, 0.3")
+    at.text_input(key="sw_recency_window").input("1")
+    at.selectbox(key="sw_order").select("all")
+    at.number_input(key="sw_repeats").set_value(2)
+    at.number_input(key="sw_max_loops").set_value(5)
+    at.run()
+    assert not at.error, [e.value for e in at.error]
+    # 6 orders × 2 draws × 1 window × 1 task × 2 repeats
+    assert any("**24 cells**" in m.value and "6 order" in m.value and "2 random samples"
+               in m.value for m in at.markdown)
+    at.text_input(key="sw_roster").input("1").run()
+    assert any("roster sizes: 1 is outside 2" in e.value for e in at.error)
+    assert at.button(key="sw_start").disabled
+    at.text_input(key="sw_roster").input("").run()
+    at.button(key="sw_start").click().run()
+    poll(at, lambda a: status(a).startswith("sweep status: finished"), "the sweep to finish")
+    frame = sweep_results(RunStore(), at.selectbox(key="sw_pick").value)
+    assert frame["order"].nunique() == 6 and frame["sample"].nunique() == 2
+    assert (frame["status"] == "finished").all()
+    assert "order" in at.selectbox(key="sw_ci_x").options
+    at.selectbox(key="sw_ci_x").select("order").run()
+    assert not at.exception, [e.value for e in at.exception]
+    tables = [d.value for d in at.dataframe]
+    ci = next(t for t in tables if "interval_method" in t.columns)
+    assert set(ci["order"].astype(str)) == set(frame["order"])
+    assert set(ci["interval_method"]) <= {"wilson", "bootstrap-t", "bootstrap-t, cut to range"}
+    ranked = next(t for t in tables if "omega_squared" in t.columns)
+    assert set(ranked["parameter"]) == {"threshold", "recency_penalty", "order"}
+    assert any("Cell A" == s.label for s in at.selectbox)
+    assert at.success or at.warning  # the comparison's verdict or its "too few" note

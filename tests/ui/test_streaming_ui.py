@@ -1,0 +1,148 @@
+"""Streaming as the dashboard and the CLI use it: the Run page's forming candidates (logic, no
+streamlit) and `run --stream/--no-stream`, over real HTTP to the fake server."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from groupchat_core import Agent, Bid, BidDelta, BidReceived, TurnStarted, forget_remembered_modes
+from groupchat_core.cli import main
+from groupchat_core.store import RunStore, dispose_engines
+from groupchat_core.testing import FakeOpenAIServer, tool_call
+from groupchat_ui.kit.jobs import JobRegistry
+from groupchat_ui.run import logic
+from tests.helpers import ROOT
+
+
+@pytest.fixture
+def server():
+    forget_remembered_modes()
+    with FakeOpenAIServer() as srv:
+        yield srv
+    assert srv.unexpected == []
+
+
+def test_forming_bids_follow_the_current_turn_and_redact_keys():
+    forming = logic.FormingBids(["sk-secret-123"])
+    forming(TurnStarted(run_id="r", turn=1))
+    forming(BidDelta(run_id="r", turn=1, agent="A", score=None, message="Hi sk-secret-123"))
+    assert forming.snapshot() == (1, {"A": (None, "Hi ***", False)})
+    forming(BidDelta(run_id="r", turn=1, agent="A", score=0.7, message="Hi there"))
+    forming(BidReceived(run_id="r", bid=Bid(turn=1, agent="A", position=0, score=0.7,
+                                            message="Hi there!")))
+    assert forming.snapshot() == (1, {"A": (0.7, "Hi there!", True)})
+    forming(BidDelta(run_id="r", turn=0, agent="B", message="stale turn"))  # ignored
+    forming(TurnStarted(run_id="r", turn=2))
+    assert forming.snapshot() == (2, {})
+
+
+def test_candidate_rows_say_who_is_typing_who_is_in_and_who_has_not_started():
+    rows = logic.candidate_rows(["A", "B", "C"], {"A": (None, "Hel", False),
+                                                  "B": (0.4, "Done.", True)})
+    assert rows == [("A", "score … · typing…", "Hel", True),
+                    ("B", "score 0.40 · bid in", "Done.", False),
+                    ("C", "waiting for the first token…", "", False)]
+
+
+def test_only_runs_with_a_real_model_show_candidates_forming():
+    sims = {"A": ("sim/eager", None), "B": ("sim/reserved", None)}
+    mixed = {**sims, "C": ("openai/x", "http://127.0.0.1:1/v1")}
+    assert logic.streams({"stream_bids": True}, mixed)
+    assert not logic.streams({"stream_bids": True}, sims)
+    assert not logic.streams({"stream_bids": False}, mixed)
+
+
+def test_losing_bids_are_the_unposted_candidates_with_a_message():
+    bids = [Bid(turn=1, agent="A", position=0, message="won", winner=True),
+            Bid(turn=1, agent="B", position=1, message="lost"),
+            Bid(turn=1, agent="C", position=2, message="")]
+    assert [b.agent for b in logic.losing_bids(bids)] == ["B"]
+
+
+def _start(srv: FakeOpenAIServer, stream: bool, tmp_path: Path) -> tuple[JobRegistry, str]:
+    srv.script("a", [tool_call(fragments=['{"score": 0.8, "message": "Hel', 'lo"}'],
+                               score=None, message=None), tool_call(0.0, "")])
+    srv.script("b", [tool_call(0.1, ""), tool_call(0.0, "")])
+    agents = [Agent(agent_name=n, model_name=f"openai/{n.lower()}", api_base=srv.base_url)
+              for n in ("A", "B")]
+    registry = JobRegistry()
+    store = RunStore(f"sqlite:///{tmp_path}/runs.db")
+    job = logic.start_run(store, registry, "me", agents, "t", {"max_loops": 2}, {},
+                          stream=stream)
+    deadline = time.monotonic() + 30
+    while not registry.snapshot(job).done and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert registry.snapshot(job).status == "finished"
+    return registry, job
+
+
+def test_a_dashboard_run_streams_by_default_and_keeps_the_candidates(server, tmp_path):
+    registry, job = _start(server, True, tmp_path)
+    forming = registry.snapshot(job).forming
+    assert forming is not None and forming.deltas >= 2
+    assert forming.snapshot()[1]["A"] == (0.8, "Hello", True)
+    assert server.requests_for("a")[0].body["stream"] is True
+    assert registry.snapshot(job).config["stream_bids"] is True
+    registry.shutdown()
+    dispose_engines()
+
+
+def test_a_dashboard_run_with_streaming_off_sends_no_stream(server, tmp_path):
+    registry, job = _start(server, False, tmp_path)
+    assert "stream" not in server.requests_for("a")[0].body
+    assert registry.snapshot(job).forming.deltas == 0
+    registry.shutdown()
+    dispose_engines()
+
+
+def _spec(srv: FakeOpenAIServer, tmp_path: Path) -> str:
+    path = tmp_path / "room.json"
+    path.write_text(json.dumps({"max_loops": 2, "agents": [
+        {"agent_name": n, "model_name": f"openai/{n.lower()}", "api_base": srv.base_url}
+        for n in ("A", "B")]}))
+    return str(path)
+
+
+def test_cli_run_stream_prints_candidates_forming(server, tmp_path, capsys):
+    server.script("a", [tool_call(fragments=['{"score": 0.8, "message": "Hel', 'lo"}'],
+                                  score=None, message=None)])
+    server.script("b", [tool_call(0.1, "")])
+    code = main(["run", _spec(server, tmp_path), "--task", "t", "--stream", "--no-store"])
+    err = capsys.readouterr().err
+    assert code == 0
+    # a trailing word is held back until whole (it may be a key's beginning): never "Hel"
+    assert "turn 1 A (0.80): Hello\n" in err and "turn 1 A (0.80): Hel\n" not in err
+    assert server.requests_for("a")[0].body["stream"] is True
+
+
+def test_cli_run_no_stream_sends_no_stream(server, tmp_path, capsys):
+    server.script("a", [tool_call(0.8, "Hello")])
+    server.script("b", [tool_call(0.1, "")])
+    code = main(["run", _spec(server, tmp_path), "--task", "t", "--no-stream", "--no-store"])
+    assert code == 0 and "(0.80)" not in capsys.readouterr().err
+    assert "stream" not in server.requests_for("a")[0].body
+
+
+def test_the_settings_toggle_is_what_the_run_page_reads():
+    from streamlit.testing.v1 import AppTest
+
+    from groupchat_ui.kit import jobs as job_registry
+    from groupchat_ui.run.actions import STREAM_KEY
+
+    root = ROOT
+    at = AppTest.from_file(str(root / "streamlit_app.py"), default_timeout=60)
+    at.run()
+    at.switch_page("app_pages/settings.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    toggle = at.toggle(key="pref_stream_bids")
+    assert toggle.value is True  # on by default for dashboard runs
+    toggle.set_value(False).run()
+    assert at.session_state[STREAM_KEY] is False
+    at.switch_page("app_pages/run.py").run()
+    at.switch_page("app_pages/settings.py").run()  # the choice survives page switches
+    assert at.toggle(key="pref_stream_bids").value is False
+    job_registry.registry().shutdown()

@@ -1,0 +1,244 @@
+"""Sweep figure builders and the page's pure helpers: traces per facet, empty frames, parsing.
+
+Private imports (`sweeps._estimate`): units or test hooks with no public name; everything public
+comes from the public API.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from groupchat_core import ConfigError
+from groupchat_core.store import RunStore
+from groupchat_core.sweeps import aggregate, run_sweep, sweep_results
+from groupchat_ui.kit.presets import DEBATE_TRIO
+from groupchat_ui.sweeps import charts
+from groupchat_ui.sweeps import logic as svc
+
+BY = ["threshold", "recency_penalty", "recency_window"]
+
+
+@pytest.fixture
+def frame() -> pd.DataFrame:
+    spec = svc.build_spec(DEBATE_TRIO.build_agents(0), ["Debate."],
+                          {"threshold": "0.4, 0.6", "recency_penalty": "0, 0.3",
+                           "recency_window": "0, 1"},
+                          {"max_loops": 6, "repeats": 2, "concurrency": 4})
+    store = RunStore()
+    outcome = run_sweep(spec, store)
+    return sweep_results(store, outcome.sweep_id)
+
+
+def test_heatmaps_have_one_panel_per_window(frame: pd.DataFrame):
+    agg = aggregate(frame, by=BY, metrics=list(charts.METRIC_LABELS))
+    for metric in charts.METRIC_LABELS:
+        fig = charts.sweep_heatmaps(agg, metric)
+        assert [t.type for t in fig.data] == ["heatmap", "heatmap"]
+        assert fig.data[0].z.shape == (2, 2)
+    fig = charts.ci_chart(agg, frame, "messages", window=1)
+    assert len(fig.data) == 4 and fig.data[0].error_y.array is not None
+    par = charts.parcoords(frame, BY, ["messages", "gini"])
+    assert par.data[0].type == "parcoords" and len(par.data[0].dimensions) == 5
+
+
+def test_empty_frames_give_a_note_not_an_exception():
+    empty_agg = pd.DataFrame(columns=[*BY, "metric", "n", "mean", "std", "sem", "ci_low",
+                                      "ci_high"])
+    for fig in (charts.sweep_heatmaps(empty_agg, "messages"),
+                charts.ci_chart(empty_agg, pd.DataFrame(), "messages"),
+                charts.parcoords(pd.DataFrame(columns=["status"]), BY, ["messages"]),
+                charts.matrix_heatmap(pd.DataFrame(), "what-if")):
+        assert not fig.data and fig.layout.annotations
+
+
+def test_matrix_heatmap_labels_axes():
+    matrix = pd.DataFrame([[1.0, None], [2.0, 3.0]], index=[0.0, 0.3], columns=[0.4, 0.6])
+    fig = charts.matrix_heatmap(matrix, "first divergence turn", "turn")
+    assert fig.data[0].type == "heatmap" and list(fig.data[0].x) == ["0.4", "0.6"]
+
+
+def test_parse_numbers_names_the_bad_value():
+    assert svc.parse_numbers("0.3, 0.5;0.7", "threshold") == [0.3, 0.5, 0.7]
+    assert svc.parse_numbers("0, 2", "recency_window", integer=True) == [0, 2]
+    for text, message in [("0.3, x", "'x' is not a number"), ("", "at least one value"),
+                          ("1.5", "not a whole number"), ("0.3, 0.3", "listed twice")]:
+        with pytest.raises(ConfigError, match=message):
+            svc.parse_numbers(text, "recency_window" if text == "1.5" else "threshold",
+                              integer=text == "1.5")
+    with pytest.raises(ConfigError, match="1.5 is outside"):
+        svc.parse_numbers("1.5", "threshold", bounds=(0.0, 1.0))
+
+
+def test_progress_folds_events_into_a_cell_table():
+    events: list = []
+    spec = svc.build_spec(DEBATE_TRIO.build_agents(0), ["Debate."],
+                          {"threshold": "0.5", "recency_penalty": "0.3", "recency_window": "1"},
+                          {"max_loops": 4, "repeats": 2, "concurrency": 2})
+    run_sweep(spec, RunStore(), on_event=events.append)
+    prog = svc.progress(events)
+    assert (prog.done, prog.total, prog.fraction) == (2, 2, 1.0)
+    assert list(prog.table()["status"]) == ["finished", "finished"]
+    assert prog.outcome.status == "finished" and svc.all_sim(spec.base.agents)
+
+
+# --- issue 11: readable charts ----------------------------------------------------------------
+
+
+def _agg(rows: list[tuple[float, float, float, float, float]], metric: str) -> pd.DataFrame:
+    """(threshold, penalty, mean, ci_low, ci_high) rows as `aggregate` gives them."""
+    return pd.DataFrame([{"threshold": t, "recency_penalty": p, "recency_window": 1,
+                          "metric": metric, "n": 3, "mean": m, "std": 1.0, "sem": 1.0,
+                          "ci_low": lo, "ci_high": hi} for t, p, m, lo, hi in rows])
+
+
+def _results(rows: list[tuple[float, float, float]], metric: str) -> pd.DataFrame:
+    return pd.DataFrame([{"threshold": t, "recency_penalty": p, "recency_window": 1,
+                          "status": "finished", metric: v} for t, p, v in rows])
+
+
+def test_interval_axis_and_bars_stop_at_the_metrics_bounds():
+    """A t-interval over chat lengths 0, 0, 3 runs to -10: the axis and the bar stop at 0."""
+    agg = _agg([(0.4, 0.0, 1.0, -10.0, 15.0), (0.6, 0.0, 2.0, 1.0, 3.0)], "messages")
+    fig = charts.ci_chart(agg, _results([(0.4, 0.0, 0.0), (0.4, 0.0, 3.0)], "messages"),
+                          "messages", window=1)
+    low, high = fig.layout.yaxis.range
+    assert low == 0.0 and 15.0 <= high < 17.0
+    means = fig.data[0]
+    assert list(means.error_y.arrayminus) == [1.0, 1.0]  # 1 - max(-10, 0), 2 - 1
+    assert means.cliponaxis is False  # a mean of 0 still shows its whole marker
+    rate = charts.ci_chart(_agg([(0.5, 0.0, 0.9, 0.4, 1.6)], "lulled"),
+                           _results([(0.5, 0.0, 1.0)], "lulled"), "lulled", window=1)
+    assert rate.layout.yaxis.range[1] == 1.0 and list(rate.data[0].error_y.array) == \
+        pytest.approx([0.1])
+
+
+def test_interval_lines_are_dodged_and_see_through():
+    same = (0.4, 0.0, 2.0, 1.0, 3.0), (0.4, 0.3, 2.0, 1.0, 3.0), (0.6, 0.0, 2.0, 1.0, 3.0), \
+        (0.6, 0.3, 2.0, 1.0, 3.0)
+    fig = charts.ci_chart(_agg(list(same), "messages"), _results([], "messages").reindex(
+        columns=["threshold", "recency_penalty", "recency_window", "status", "messages"]),
+        "messages", window=1)
+    lines = [t for t in fig.data if t.mode == "lines+markers"]
+    assert [t.name for t in lines] == ["penalty 0", "penalty 0.3"]
+    first, second = (list(t.x) for t in lines)
+    assert all(a < b for a, b in zip(first, second, strict=True))  # side by side, not on top
+    assert all(abs(b - a) < 0.05 for a, b in zip(first, second, strict=True))  # near the tick
+    assert all(t.opacity is not None and t.opacity < 1 for t in lines)
+    assert list(fig.layout.xaxis.tickvals) == [0.4, 0.6]  # ticks stay on the real thresholds
+    assert [c for c in lines[0].customdata] == [0.4, 0.6]  # hover says the real threshold
+
+
+def test_parallel_coordinates_labels_fit(frame: pd.DataFrame):
+    fig = charts.parcoords(frame, BY, list(charts.METRIC_LABELS))
+    margin = fig.layout.margin
+    assert margin.l >= 80 and margin.r >= 80 and margin.t >= 100
+    for dim in fig.data[0].dimensions:
+        assert all(len(line) <= 12 for line in dim.label.split("<br>")), dim.label
+    assert fig.data[0].dimensions[0].label == "threshold"
+
+
+def test_whatif_turn_colour_bar_has_whole_number_ticks():
+    matrix = pd.DataFrame([[2.0, 3.0], [4.0, 5.0]], index=[0.0, 0.3], columns=[0.4, 0.6])
+    bar = charts.matrix_heatmap(matrix, "first divergence turn", "turn").data[0].colorbar
+    assert bar.tickformat == "d" and bar.dtick == 1
+    assert charts.matrix_heatmap(matrix, "x", "share").data[0].colorbar.dtick is None
+
+
+# --- issue 11: the estimate and the status ------------------------------------------------------
+
+
+def test_a_sim_sweep_is_estimated_at_zero_tokens_and_its_wall_time_from_sim_latency():
+    from groupchat_core.sweeps import estimate
+
+    agents = DEBATE_TRIO.build_agents(latency_s=0.2)  # 0.2, 0.3 and 0.4 s per bid
+    spec = svc.build_spec(agents, ["Debate."], {"threshold": "0.4, 0.6", "recency_penalty": "0",
+                                                "recency_window": "1"},
+                          {"max_loops": 11, "repeats": 3, "concurrency": 4})
+    result = estimate(spec)
+    assert result.cells == 6 and result.calls_upper == 6 * 3 * 10
+    assert result.prompt_tokens_upper == 0 and result.completion_tokens_upper == 0
+    assert result.cost_usd_upper == 0.0
+    # 10 turns of 0.4 s (the slowest bid) per cell; 6 cells at 4 at once: two waves
+    assert result.wall_s_upper == pytest.approx(8.0)
+    assert "wall time up to 8 s" in result.summary()
+    _, text, head = svc.preflight(spec, RunStore())
+    assert "0 prompt + 0 completion tokens" in text and "wall time up to 8 s" in text
+    assert head == "estimated wall time up to 8 s · 0 tokens · up to $0.0000"
+
+
+def test_a_real_model_sweep_assumes_seconds_per_bid_and_the_inflight_limit():
+    from groupchat_core import Agent, max_inflight_calls, set_max_inflight_calls
+    from groupchat_core.sweeps import estimate
+    from groupchat_core.sweeps._estimate import ASSUMED_CALL_S
+
+    agents = [Agent(agent_name=n, system_prompt="You argue.", model_name="openai/gpt-4o-mini")
+              for n in ("A", "B")]
+    spec = svc.build_spec(agents, ["Debate."], {"threshold": "0.5", "recency_penalty": "0",
+                                                "recency_window": "1"},
+                          {"max_loops": 6, "repeats": 8, "concurrency": 8})
+    before = max_inflight_calls()
+    try:
+        set_max_inflight_calls(4)  # 8 cells x 2 agents want 16 calls at once: 4 may fly
+        limited = estimate(spec)
+    finally:
+        set_max_inflight_calls(before)
+    assert limited.prompt_tokens_upper > 0
+    assert limited.wall_s_upper == pytest.approx(8 * 2 * 5 * ASSUMED_CALL_S / 4)
+    assert any(f"{ASSUMED_CALL_S:g} s per bid assumed" in a and "at most 4 real-model calls"
+               in a for a in limited.assumptions)
+    assert estimate(spec).wall_s_upper == pytest.approx(5 * ASSUMED_CALL_S)  # one wave
+
+
+def test_display_frames_show_a_dash_for_what_a_running_cell_lacks():
+    frame = pd.DataFrame({"cell": ["a", "b"], "status": ["finished", "running"],
+                          "messages": pd.array([4, None], dtype="Int64"),
+                          "stop_reason": ["lull", None], "gini": [0.2, float("nan")]})
+    shown = svc.display_frame(frame)
+    assert list(shown.iloc[1]) == ["b", "running", "–", "–", "–"]
+    assert "None" not in shown.astype(str).to_numpy().ravel().tolist()
+    assert shown.iloc[0]["messages"] == "4" and shown.iloc[0]["gini"] == "0.2"
+    assert {type(v) for v in shown["messages"]} == {str}  # one type per column, for Arrow
+    assert shown["cell"].tolist() == ["a", "b"]
+
+
+def test_sweep_status_counts_finished_and_running_cells_and_their_turns_from_the_store():
+    from groupchat_ui.kit.sweep_status import forget_reads, sweep_status
+
+    events: list = []
+    spec = svc.build_spec(DEBATE_TRIO.build_agents(0), ["Debate."],
+                          {"threshold": "0.5", "recency_penalty": "0.3", "recency_window": "1"},
+                          {"max_loops": 4, "repeats": 2, "concurrency": 2})
+    store = RunStore()
+    outcome = run_sweep(spec, store, on_event=events.append)
+    status = sweep_status(store, outcome.sweep_id)
+    assert (status.state, status.cells_done, status.cells_total, status.cells_running) == \
+        ("finished", 2, 2, 0)
+    assert status.text() == "sweep status: finished · 2 / 2 cells finished"
+    # a cell in flight: a run `running` in the store with two turns recorded so far
+    store.reopen_sweep(outcome.sweep_id)
+    run_id = store.list_runs(sweep_id=outcome.sweep_id)["run_id"].iloc[0]
+    store._update_run(run_id, "pretend it runs", status="running")
+    turns = int(store.list_runs(sweep_id=outcome.sweep_id).set_index("run_id").loc[
+        run_id, "turns"])
+    assert sweep_status(store, outcome.sweep_id).state == "finished"  # a shared read...
+    forget_reads()  # ...that a refresh half a second later would not see
+    live = sweep_status(store, outcome.sweep_id)
+    assert live.live and (live.cells_done, live.cells_running, live.turns_running) == \
+        (1, 1, turns)
+    assert f"1 / 2 cells finished · 1 running ({turns} turns so far)" in live.text()
+
+    class Job:  # a TaskSnapshot as the registry gives it
+        status, error = "cancelled", None
+
+    Job.events = tuple(events)
+    assert sweep_status(store, job=Job()).state == "stopping"  # Stop pressed, cells unwinding
+    Job.events, Job.status = (), "running"
+    assert sweep_status(store, job=Job()).state == "starting"  # no sweep row yet
+
+
+def test_the_wall_time_reads_as_text():
+    from groupchat_core.sweeps import Estimate
+
+    texts = [Estimate(cells=1, wall_s_upper=s).wall_time() for s in (0, 0.4, 42.1, 200, 7500)]
+    assert texts == ["< 1 s", "< 1 s", "43 s", "3 min 20 s", "2 h 05 min"]
