@@ -1,0 +1,179 @@
+"""OpenTelemetry traces of a run (issue 23 item 1): the span tree and its GenAI attributes
+through the SDK's in-memory exporter, no key or unasked content in any attribute, and the
+CLI's --trace / GROUPCHAT_TRACES switch exporting through the standard OTEL_* variables."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from groupchat_core import Agent, GroupChat
+from groupchat_core._records import Bid, BidReceived, RunStarted, TurnStarted
+from groupchat_core.cli import main
+from groupchat_core.integrations import TraceObserver, trace_chat
+from groupchat_core.store import dispose_engines
+
+REPO = Path(__file__).resolve().parents[1]
+DEBATE = str(REPO / "examples" / "debate.yaml")
+KEY = "sk-otel-test-key-0123456789abcdef"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_engines():
+    yield
+    dispose_engines()
+
+
+def provider() -> tuple[TracerProvider, InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return tracer_provider, exporter
+
+
+def traced_run(**kwargs: object) -> tuple[GroupChat, list]:
+    tracer_provider, exporter = provider()
+    chat = GroupChat(agents=[Agent(agent_name="A", model_name="sim/eager", api_key=KEY),
+                             Agent(agent_name="B", model_name="sim/contrarian")], max_loops=3)
+    trace_chat(chat, tracer_provider=tracer_provider, user_id="alice", **kwargs)
+    chat.run("Should we adopt AI?")
+    return chat, list(exporter.get_finished_spans())
+
+
+def every_value(spans: list) -> str:
+    return json.dumps([[s.name, dict(s.attributes), [dict(e.attributes) for e in s.events],
+                        s.status.description] for s in spans], default=str)
+
+
+def test_a_run_is_one_trace_run_turns_bids_and_model_calls():
+    chat, spans = traced_run()
+    record = chat.last_run
+    assert record is not None
+    by_id = {s.context.span_id: s for s in spans}
+    roots = [s for s in spans if s.parent is None]
+    assert [r.name for r in roots] == ["invoke_workflow dynamic-groupchat"]
+    root = roots[0]
+    assert {s.context.trace_id for s in spans} == {root.context.trace_id}
+    turns = [s for s in spans if s.name.startswith("turn ")]
+    bids = [s for s in spans if s.name.startswith("invoke_agent ")]
+    calls = [s for s in spans if s.name.startswith("chat ")]
+    assert [t.name for t in turns] == [f"turn {t.turn}" for t in record.turns]
+    assert all(t.parent.span_id == root.context.span_id for t in turns)
+    assert len(bids) == len(record.bids) == len(calls)
+    for span in bids:
+        parent = by_id[span.parent.span_id]
+        assert parent.name == f"turn {span.attributes['groupchat.turn.index']}"
+    for call in calls:
+        assert by_id[call.parent.span_id].name.startswith("invoke_agent ")
+    assert len(spans) == 1 + len(turns) + len(bids) + len(calls)
+    # One conversation id (the run id) across the run; session.id and user.id on the root.
+    assert {s.attributes["gen_ai.conversation.id"] for s in [root, *turns, *bids]} == {
+        record.run_id}
+    assert root.attributes["session.id"] == record.run_id
+    assert root.attributes["user.id"] == "alice"
+    assert root.attributes["gen_ai.operation.name"] == "invoke_workflow"
+    assert root.attributes["groupchat.threshold"] == 0.5
+    assert root.attributes["groupchat.max_loops"] == 3
+    assert root.attributes["groupchat.stop_reason"] == record.stop_reason
+    assert tuple(root.attributes["groupchat.agents"]) == ("A", "B")
+
+
+def test_a_bid_span_carries_model_agent_path_outcome_and_cost():
+    chat, spans = traced_run()
+    record = chat.last_run
+    assert record is not None
+    bids = [s for s in spans if s.name.startswith("invoke_agent ")]
+    for span, bid in zip(bids, record.bids, strict=True):
+        attrs = span.attributes
+        assert span.name == f"invoke_agent {bid.agent}"
+        assert attrs["gen_ai.operation.name"] == "invoke_agent"
+        assert attrs["gen_ai.agent.name"] == bid.agent
+        assert attrs["gen_ai.request.model"] == {"A": "sim/eager", "B": "sim/contrarian"}[
+            bid.agent]
+        assert attrs["groupchat.bid.path"] == bid.path == "simulation"
+        assert attrs["groupchat.bid.outcome"] == bid.outcome
+        assert attrs["groupchat.bid.won"] == bid.winner
+        assert attrs["groupchat.bid.score"] == bid.score
+        assert attrs["groupchat.bid.adjusted"] == bid.adjusted
+        assert attrs["groupchat.bid.latency_ms"] == bid.latency_ms
+        assert "error.type" not in attrs
+    turn = next(s for s in spans if s.name == "turn 1")
+    assert turn.attributes["groupchat.turn.winner"] == record.turns[0].winner
+    assert [e.name for e in turn.events] == ["speaker_selected"]
+
+
+def test_no_key_and_no_content_unless_asked():
+    chat, spans = traced_run()
+    text = every_value(spans)
+    assert KEY not in text
+    record = chat.last_run
+    assert record is not None
+    assert all(m.content not in text for m in record.messages if m.content)
+    _, asked = traced_run(capture_content=True)
+    winners = [s for s in asked if s.attributes.get("groupchat.bid.won")]
+    assert winners and all(s.attributes["groupchat.bid.message"] for s in winners)
+    assert KEY not in every_value(asked)
+
+
+def test_a_key_inside_a_bid_error_is_masked():
+    tracer_provider, exporter = provider()
+    observer = TraceObserver([Agent(agent_name="A", model_name="openai/gpt-4o", api_key=KEY)],
+                             tracer_provider=tracer_provider, capture_content=True)
+    observer(RunStarted(run_id="r1", task=f"task {KEY}", agents=["A"], config={"name": "x"}))
+    observer(TurnStarted(run_id="r1", turn=1))
+    observer(BidReceived(run_id="r1", bid=Bid(
+        turn=1, agent="A", position=0, score=0.0, adjusted=0.0, penalized=False,
+        eligible=False, winner=False, message=f"said {KEY}", latency_ms=5.0,
+        path="tool_call", error=f"401 bad key {KEY}", outcome="failed")))
+    observer(TurnStarted(run_id="r1", turn=2))  # ends turn 1 and places its bids
+    spans = list(exporter.get_finished_spans())
+    bid = next(s for s in spans if s.name == "invoke_agent A")
+    assert bid.attributes["error.type"] == "failed"
+    assert bid.status.status_code.name == "ERROR"
+    assert "***" in bid.attributes["groupchat.bid.error"]
+    assert KEY not in every_value(spans)
+
+
+def test_run_trace_flag_exports_through_the_otel_environment(capsys, monkeypatch):
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "lab-under-test")
+    assert main(["run", DEBATE, "--task", "Go?", "--quiet", "--no-store", "--trace"]) == 0
+    err = capsys.readouterr().err
+    assert '"name": "invoke_workflow ai-diagnosis-debate"' in err
+    assert '"service.name": "lab-under-test"' in err
+    assert '"gen_ai.operation.name": "invoke_agent"' in err
+
+
+def test_traces_are_off_by_default_and_on_by_groupchat_traces(capsys, monkeypatch):
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
+    assert main(["run", DEBATE, "--task", "Go?", "--quiet", "--no-store"]) == 0
+    assert "invoke_workflow" not in capsys.readouterr().err
+    monkeypatch.setenv("GROUPCHAT_TRACES", "1")
+    assert main(["run", DEBATE, "--task", "Go?", "--quiet", "--no-store"]) == 0
+    assert "invoke_workflow" in capsys.readouterr().err
+    assert main(["run", DEBATE, "--task", "Go?", "--quiet", "--no-store", "--no-trace"]) == 0
+    assert "invoke_workflow" not in capsys.readouterr().err
+
+
+def test_an_unknown_exporter_is_one_line_before_the_run(capsys, monkeypatch):
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "zipkin")
+    assert main(["run", DEBATE, "--task", "Go?", "--quiet", "--trace"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: OTEL_TRACES_EXPORTER='zipkin' is not supported here; use otlp, "
+                   "console or none"]
+
+
+def test_the_engine_imports_neither_the_sdk_nor_mlflow():
+    code = ("import sys, groupchat_core, groupchat_core.cli; "
+            "print(sorted(m for m in sys.modules if m.startswith(('opentelemetry.sdk', "
+            "'mlflow', 'groupchat_core.integrations'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=REPO).stdout
+    assert out.strip() == "[]"
