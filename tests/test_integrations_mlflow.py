@@ -23,7 +23,7 @@ DEBATE = str(REPO / "examples" / "debate.yaml")
 
 @pytest.fixture(autouse=True)
 def _fresh_engines(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)  # a sqlite store's artifacts go to ./mlartifacts
+    monkeypatch.chdir(tmp_path)  # a new sqlite experiment keeps its artifacts in ./mlruns
     yield
     dispose_engines()
     forget_checked()
@@ -57,6 +57,10 @@ def test_a_run_round_trips_through_a_local_tracking_store(capsys, tmp_path):
         f"{a.agent_name}={a.model_name}" for a in spec.agents)
     assert got.data.tags["groupchat.run_id"] == run_id
     assert got.data.tags["groupchat.simulated"] == "true"
+    assert got.data.tags["groupchat.stop_reason"] == store.load_run(run_id).stop_reason
+    assert got.data.params["agents"] == str(len(spec.agents))
+    assert got.data.params["seed"] == str(spec.seed)
+    assert got.data.params["output_type"] == spec.output_type
     expected = run_metrics(store, run_id)
     assert expected["turns"] == len(store.load_run(run_id).turns)
     assert {"evenness", "gini", "messages_posted", "total_calls"} <= set(expected)
@@ -72,6 +76,7 @@ def test_a_run_round_trips_through_a_local_tracking_store(capsys, tmp_path):
     assert names == ["bids.csv", "bundle.json"]
     local = client.download_artifacts(mlflow_id, "bids.csv", str(tmp_path))
     assert Path(local).read_text(encoding="utf-8") == bids_csv(store, run_id)
+    assert (tmp_path / "mlruns").is_dir()  # a new sqlite experiment keeps artifacts in ./mlruns
     experiment = client.get_experiment(got.info.experiment_id)
     assert experiment.name == "groupchat-lab"
 
@@ -94,7 +99,17 @@ def test_export_to_mlflow_without_a_uri_is_one_line(capsys, monkeypatch):
     assert main(["export", run_id, "--to", "mlflow"]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
         "error: --to mlflow needs --tracking-uri URI (or MLFLOW_TRACKING_URI), e.g. "
-        "--tracking-uri ./mlruns"]
+        "--tracking-uri sqlite:///mlflow.db"]
+
+
+def test_mlflows_deprecated_file_store_is_one_line(capsys, tmp_path, monkeypatch):
+    run_id = recorded(capsys)
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    uri = (tmp_path / "mlruns").as_uri()
+    assert main(["export", run_id, "--to", "mlflow", "--tracking-uri", uri]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "error: MLflow's file store is deprecated and refuses to open: use --tracking-uri "
+        "sqlite:///mlflow.db (or set MLFLOW_ALLOW_FILE_STORE=true)"]
 
 
 SWEEP = """schema_version: 1
@@ -126,6 +141,7 @@ def test_a_sweep_is_a_parent_run_with_a_child_per_cell(capsys, tmp_path):
     assert parent.data.tags["groupchat.sweep_id"] == outcome.sweep_id
     assert parent.data.params["cells"] == "2"
     assert parent.data.params["varying"] == "threshold"
+    assert [a.path for a in client.list_artifacts(parent_id)] == ["sweep.json"]
     children = client.search_runs([parent.info.experiment_id],
                                   f"tags.mlflow.parentRunId = '{parent_id}'")
     assert sorted(c.data.tags["groupchat.run_id"] for c in children) == sorted(frame["run_id"])

@@ -71,7 +71,10 @@ def test_a_run_is_one_trace_run_turns_bids_and_model_calls():
         parent = by_id[span.parent.span_id]
         assert parent.name == f"turn {span.attributes['groupchat.turn.index']}"
     for call in calls:
-        assert by_id[call.parent.span_id].name.startswith("invoke_agent ")
+        bid_span = by_id[call.parent.span_id]
+        assert bid_span.name.startswith("invoke_agent ")
+        assert call.attributes["gen_ai.operation.name"] == "chat"
+        assert call.name == f"chat {bid_span.attributes['gen_ai.request.model']}"
     assert len(spans) == 1 + len(turns) + len(bids) + len(calls)
     # One conversation id (the run id) across the run; session.id and user.id on the root.
     assert {s.attributes["gen_ai.conversation.id"] for s in [root, *turns, *bids]} == {
@@ -177,3 +180,23 @@ def test_the_engine_imports_neither_the_sdk_nor_mlflow():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=REPO).stdout
     assert out.strip() == "[]"
+
+
+def test_otlp_without_its_exporter_package_is_one_line(capsys, monkeypatch):
+    """OTLP (the standard default exporter) needs opentelemetry-exporter-otlp-proto-http,
+    which the [traces] extra does not pull in: a missing one is named, before the run."""
+    from groupchat_core.integrations import _otel
+
+    real = _otel.importlib.import_module
+
+    def missing(name: str, *args: object) -> object:
+        if name.startswith("opentelemetry.exporter.otlp"):
+            raise ImportError(name)
+        return real(name, *args)
+
+    monkeypatch.setattr(_otel.importlib, "import_module", missing)
+    monkeypatch.delenv("OTEL_TRACES_EXPORTER", raising=False)
+    assert main(["run", DEBATE, "--task", "Go?", "--quiet", "--trace"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "error: OTLP export needs opentelemetry-exporter-otlp-proto-http; install it, or set "
+        "OTEL_TRACES_EXPORTER=console"]

@@ -141,8 +141,15 @@ def _export_mlflow(args: argparse.Namespace, store: Any) -> int:
     uri = args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
     if not uri:
         raise CliError("--to mlflow needs --tracking-uri URI (or MLFLOW_TRACKING_URI), e.g. "
-                       "--tracking-uri ./mlruns")
-    kind, mlflow_id = export_mlflow(store, args.run, uri, experiment=args.experiment)
+                       "--tracking-uri sqlite:///mlflow.db")
+    try:
+        kind, mlflow_id = export_mlflow(store, args.run, uri, experiment=args.experiment)
+    except Exception as exc:
+        if "MLFLOW_ALLOW_FILE_STORE" in str(exc):
+            raise CliError("MLflow's file store is deprecated and refuses to open: use "
+                           "--tracking-uri sqlite:///mlflow.db (or set "
+                           "MLFLOW_ALLOW_FILE_STORE=true)") from None
+        raise
     say(f"{kind} {args.run} logged to MLflow as run {mlflow_id} ({uri})")
     return 0
 
