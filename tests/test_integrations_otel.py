@@ -200,3 +200,71 @@ def test_otlp_without_its_exporter_package_is_one_line(capsys, monkeypatch):
     assert capsys.readouterr().err.strip().splitlines() == [
         "error: OTLP export needs opentelemetry-exporter-otlp-proto-http; install it, or set "
         "OTEL_TRACES_EXPORTER=console"]
+
+
+def test_otlp_http_export_reaches_a_receiver_on_loopback(capsys, monkeypatch):
+    """The standard default exporter (OTLP/HTTP, protobuf) to OTEL_EXPORTER_OTLP_ENDPOINT: a
+    receiver started here gets the whole run, one trace, under the service's name."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    received: list[tuple[str, bytes]] = []
+
+    class Receiver(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            received.append((self.path, body))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        monkeypatch.delenv("OTEL_TRACES_EXPORTER", raising=False)
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT",
+                           f"http://127.0.0.1:{server.server_address[1]}")
+        monkeypatch.setenv("OTEL_SERVICE_NAME", "lab-otlp")
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        assert main(["run", DEBATE, "--task", "Go?", "--quiet", "--trace"]) == 0
+    finally:
+        server.shutdown()
+        server.server_close()
+    run_id = capsys.readouterr().err.strip().splitlines()[-1].removeprefix("run ")
+    assert received and {path for path, _ in received} == {"/v1/traces"}
+    spans, services = [], set()
+    for _, body in received:
+        request = ExportTraceServiceRequest.FromString(body)
+        for resource in request.resource_spans:
+            services.update(a.value.string_value for a in resource.resource.attributes
+                            if a.key == "service.name")
+            for scope in resource.scope_spans:
+                spans.extend(scope.spans)
+    assert services == {"lab-otlp"}
+    names = [s.name for s in spans]
+    assert names.count("invoke_workflow ai-diagnosis-debate") == 1
+    assert any(n.startswith("invoke_agent ") for n in names)
+    assert len({s.trace_id for s in spans}) == 1
+    root = next(s for s in spans if s.name.startswith("invoke_workflow"))
+    attrs = {a.key: a.value.string_value for a in root.attributes}
+    assert attrs["gen_ai.conversation.id"] == run_id
+
+
+def test_the_service_is_groupchat_lab_unless_named_and_none_exports_nothing():
+    from groupchat_core.integrations import tracer_provider_from_env
+
+    exporter = InMemorySpanExporter()
+    tracer_provider = tracer_provider_from_env({}, exporters=[exporter])
+    tracer_provider.get_tracer("t").start_span("x").end()
+    (span,) = exporter.get_finished_spans()
+    assert span.resource.attributes["service.name"] == "groupchat-lab"
+    quiet = tracer_provider_from_env({"OTEL_TRACES_EXPORTER": "none"})
+    assert quiet._active_span_processor._span_processors == ()
