@@ -167,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--json", action="store_true",
                       help="the run, its messages and turns (and bids with --bids) as JSON")
     export = sub.add_parser("export", help="export a run (json bundle, csv bids, md transcript)")
-    export.add_argument("run", help="run id (or a unique prefix)")
+    export.add_argument("run", help="run id (or a unique prefix); with --to mlflow also a sweep id")
     export.add_argument("--format", choices=("json", "csv", "md"), default="json",
                         help="json: a bundle `import` reads; csv: the bid log; md: transcript")
     export.add_argument("-o", "--output", default=None, help="file to write (default stdout)")
