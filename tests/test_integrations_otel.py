@@ -125,6 +125,24 @@ def test_no_key_and_no_content_unless_asked():
     assert KEY not in every_value(asked)
 
 
+def test_a_bid_by_tool_call_has_an_execute_tool_respond_span():
+    tracer_provider, exporter = provider()
+    observer = TraceObserver([Agent(agent_name="A", model_name="openai/gpt-4o")],
+                             tracer_provider=tracer_provider)
+    observer(RunStarted(run_id="r1", task="t", agents=["A"], config={"name": "x"}))
+    observer(TurnStarted(run_id="r1", turn=1))
+    observer(BidReceived(run_id="r1", bid=Bid(
+        turn=1, agent="A", position=0, score=0.7, adjusted=0.7, penalized=False,
+        eligible=True, winner=False, message="hi", latency_ms=5.0, path="tool_call",
+        outcome="read")))
+    observer(TurnStarted(run_id="r1", turn=2))
+    spans = {s.name: s for s in exporter.get_finished_spans()}
+    tool = spans["execute_tool respond"]
+    assert tool.parent.span_id == spans["invoke_agent A"].context.span_id
+    assert tool.attributes["gen_ai.tool.name"] == "respond"
+    assert tool.attributes["gen_ai.operation.name"] == "execute_tool"
+
+
 def test_a_key_inside_a_bid_error_is_masked():
     tracer_provider, exporter = provider()
     observer = TraceObserver([Agent(agent_name="A", model_name="openai/gpt-4o", api_key=KEY)],

@@ -1,7 +1,8 @@
 """OpenTelemetry traces of a run, after the GenAI semantic conventions (docs/integrations.md).
 
 An Observer: the run is one span (`invoke_workflow <name>`), each turn a child (`turn <n>`),
-each bid a grandchild (`invoke_agent <agent>`) with its model call below it (`chat <model>`).
+each bid a grandchild (`invoke_agent <agent>`) with its model call below it (`chat <model>`)
+and, when the bid came as a `respond` tool call, `execute_tool respond`.
 A bid's span is placed when its turn completes (only then is it known whether it won), from
 its recorded latency back to the moment it arrived. Text attributes pass through the core's
 one masking function; message content is left out unless `capture_content=True` (the
@@ -184,6 +185,12 @@ class TraceObserver:
                                    "error.type": bid.outcome if bid.error else None}))
             self._status(call, bid.error)
             call.end(end_time=end)
+        if bid.path.startswith("tool_call") and not bid.error:
+            # The bid came as a call of the forced `respond` tool (the conventions' tool span).
+            self.tracer.start_span(
+                "execute_tool respond", context=self._in(span), start_time=end,
+                attributes={"gen_ai.operation.name": "execute_tool",
+                            "gen_ai.tool.name": "respond"}).end(end_time=end)
         self._status(span, bid.error)
         span.end(end_time=end)
 
