@@ -148,6 +148,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--stream", action=argparse.BooleanOptionalAction, default=None,
                      help="stream bids, printing each candidate's reply as it forms (stderr); "
                      "default: the spec's stream_bids (off)")
+    run.add_argument("--trace", action=argparse.BooleanOptionalAction, default=None,
+                     help="export OpenTelemetry traces of the run (the standard OTEL_* "
+                     "variables choose where); default: GROUPCHAT_TRACES, else off")
     runs = sub.add_parser("list", help="recorded runs, newest first")
     runs.add_argument("--status", default=None, choices=RUN_STATUSES,
                       help="only runs with this status")
@@ -164,10 +167,17 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--json", action="store_true",
                       help="the run, its messages and turns (and bids with --bids) as JSON")
     export = sub.add_parser("export", help="export a run (json bundle, csv bids, md transcript)")
-    export.add_argument("run", help="run id (or a unique prefix)")
+    export.add_argument("run", help="run id (or a unique prefix); with --to mlflow also a sweep id")
     export.add_argument("--format", choices=("json", "csv", "md"), default="json",
                         help="json: a bundle `import` reads; csv: the bid log; md: transcript")
     export.add_argument("-o", "--output", default=None, help="file to write (default stdout)")
+    export.add_argument("--to", choices=("file", "mlflow"), default="file",
+                        help="mlflow: log the run (or a sweep, by its id) to an MLflow "
+                        "tracking store instead of writing a file")
+    export.add_argument("--tracking-uri", default=None, metavar="URI",
+                        help="with --to mlflow: where (default: MLFLOW_TRACKING_URI)")
+    export.add_argument("--experiment", default="groupchat-lab",
+                        help="with --to mlflow: the experiment name (default groupchat-lab)")
     imp = sub.add_parser("import", help="add a run bundle (JSON) to the store")
     imp.add_argument("file", help="a bundle written by `export --format json`")
     add_owner_flag(imp, "the imported run belongs to (bundles carry no owner)")
@@ -220,6 +230,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     recorder = None if args.no_store else _store(args).attach(chat, owner=owner,
                                                                owner_name=owner)
     chat.add_observer(log_events)  # --log-level / -v: the turns and bids in the log
+    tracing = _tracing(chat, args.trace, owner)
     if not args.quiet:
         chat.add_observer(TurnPrinter(sys.stderr))
         if any(is_sim_model(a.model_name) for a in chat.agents):
@@ -231,6 +242,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         if recorder is not None:
             _abandon(recorder, exc)
         raise
+    finally:
+        if tracing is not None:
+            tracing.shutdown()  # flush the spans before the process ends
     say(_render(output), multiline=True)  # the transcript: newlines kept, controls escaped
     run_id = chat.last_run.run_id if chat.last_run else None
     if run_id is not None:
@@ -243,6 +257,22 @@ def cmd_run(args: argparse.Namespace) -> int:
                   chat.agents), sys.stderr)
         return 1
     return 0
+
+
+def _tracing(chat: GroupChat, flag: bool | None, owner: str | None) -> Any:
+    """With --trace (or GROUPCHAT_TRACES=1): a tracer provider from the OTEL_* environment,
+    its observer on the chat; else None. The OpenTelemetry SDK is imported only then."""
+    from ..integrations._otel import trace_chat, tracer_provider_from_env, traces_wanted
+
+    if not traces_wanted(flag):
+        return None
+    try:
+        provider = tracer_provider_from_env()
+    except ImportError:
+        raise CliError("--trace needs the OpenTelemetry SDK: pip install "
+                       "'groupchat-lab[traces]'") from None
+    trace_chat(chat, tracer_provider=provider, user_id=owner)
+    return provider
 
 
 def _chat(spec: Any, overrides: dict[str, Any]) -> GroupChat:

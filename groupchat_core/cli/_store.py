@@ -7,11 +7,12 @@ contract (docs/engine.md, "The command line"); new store columns never change th
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from .._errors import ConfigError
+from .._errors import CliError, ConfigError
 from .._terminal import terminal_text
 from ..providers._sim import run_is_simulated
 from ._output import emit_json, records
@@ -126,9 +127,30 @@ def cmd_export(args: argparse.Namespace) -> int:
     from ..exports._tables import bids_csv, transcript_markdown
 
     store = store_of(args, create=False)
+    if getattr(args, "to", "file") == "mlflow":
+        return _export_mlflow(args, store)
     run_id = store.resolve(args.run)
     writers = {"json": bundle_json, "csv": bids_csv, "md": transcript_markdown}
     emit(writers[args.format](store, run_id), args.output)
+    return 0
+
+
+def _export_mlflow(args: argparse.Namespace, store: Any) -> int:
+    from ..integrations._mlflow import export_mlflow
+
+    uri = args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
+    if not uri:
+        raise CliError("--to mlflow needs --tracking-uri URI (or MLFLOW_TRACKING_URI), e.g. "
+                       "--tracking-uri sqlite:///mlflow.db")
+    try:
+        kind, mlflow_id = export_mlflow(store, args.run, uri, experiment=args.experiment)
+    except Exception as exc:
+        if "MLFLOW_ALLOW_FILE_STORE" in str(exc):
+            raise CliError("MLflow's file store is deprecated and refuses to open: use "
+                           "--tracking-uri sqlite:///mlflow.db (or set "
+                           "MLFLOW_ALLOW_FILE_STORE=true)") from None
+        raise
+    say(f"{kind} {args.run} logged to MLflow as run {mlflow_id} ({uri})")
     return 0
 
 

@@ -8,6 +8,7 @@ downwards, so the folders of groupchat_core read as its architecture:
     engine                    the conversation: turn loop, selection, GroupChat
     analysis, exports         reading recorded runs; bundles and tables
     sweeps                    many chats over a parameter grid
+    integrations              OpenTelemetry traces, MLflow tracking (optional libraries)
     cli                       the command line, on top of all of them
 
 `testing` (fakes for users' tests) may use the shared modules and providers only.
@@ -23,7 +24,7 @@ from tests.helpers import ROOT
 PACKAGE = ROOT / "groupchat_core"
 LAYERS: dict[str, int] = {
     "shared": 0, "providers": 1, "store": 1, "outcomes": 2, "engine": 3, "analysis": 4,
-    "exports": 4, "sweeps": 5, "cli": 6, "top": 7}
+    "exports": 4, "sweeps": 5, "integrations": 6, "cli": 7, "top": 8}
 TESTING_MAY_IMPORT = {"shared", "providers", "testing"}
 
 

@@ -1,0 +1,12 @@
+"""Bridges to the tools people already run (docs/integrations.md): OpenTelemetry traces of a
+run, and MLflow experiment tracking of a run or a sweep. Their libraries are optional and
+imported only when a function here is called; `import groupchat_core` never imports this.
+
+    from groupchat_core.integrations import trace_chat, export_run_mlflow
+"""
+
+from ._mlflow import export_mlflow, export_run_mlflow, export_sweep_mlflow
+from ._otel import TRACE_ENV, TraceObserver, trace_chat, tracer_provider_from_env, traces_wanted
+
+__all__ = ["TRACE_ENV", "TraceObserver", "export_mlflow", "export_run_mlflow",
+           "export_sweep_mlflow", "trace_chat", "tracer_provider_from_env", "traces_wanted"]
