@@ -9,12 +9,13 @@ the exports read every strategy alike.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 from collections.abc import Sequence
 
 from .._records import TurnReason
-from ._selection import Candidate, Selection, no_winner_reason
+from ._selection import Candidate, Selection, no_winner_reason, select_speaker
 
 # Strategies that ask one scheduled agent per turn (the others ask everyone).
 SCHEDULED: frozenset[str] = frozenset({"round_robin", "random", "all_speak"})
@@ -80,3 +81,50 @@ def score_only(bid: Candidate) -> Candidate:
     and the winner writes its message in a second call."""
     return Candidate(bid.agent, bid.score, "" if bid.failed else "(score only)",
                      failed=bid.failed, unreadable=bid.unreadable)
+
+
+def bid_then_speak_selection(scores: Sequence[Candidate], written: Candidate | None,
+                             recent: Sequence[str], threshold: float,
+                             recency_penalty: float) -> Selection:
+    """bid_then_speak's rule: §6 on the score-only bids; when the winner's written message
+    cannot be posted (empty, or the call failed) the turn is a lull. `written` is the winner's
+    second call as selection sees it (None before it is made)."""
+    selection = select_speaker([score_only(c) for c in scores], recent, threshold,
+                               recency_penalty)
+    if selection.winner is None or written is None or can_speak(written):
+        return selection
+    eligible = list(selection.eligible)
+    eligible[selection.winner] = False
+    return dataclasses.replace(selection, winner=None, eligible=tuple(eligible),
+                               winning_adjusted=None, margin=None, reason="lull",
+                               penalty_changed_winner=False)
+
+
+def replay(strategy: str, bids: Sequence[Candidate], positions: Sequence[int],
+           recent: Sequence[str], threshold: float, recency_penalty: float, *, turn: int,
+           agents: int, seed: int, reason: str) -> Selection:
+    """The Selection the engine made for a recorded turn (a bundle's import check): the same
+    functions the turn loop calls. Raises ValueError naming what no run of this strategy
+    could have recorded. `reason`: the turn's recorded reason (a selector's pick cannot be
+    re-made: it is taken as recorded)."""
+    if strategy == "bidding":
+        return select_speaker(bids, recent, threshold, recency_penalty)
+    if strategy == "bid_then_speak":
+        won = select_speaker([score_only(c) for c in bids], recent, threshold,
+                             recency_penalty).winner
+        return bid_then_speak_selection(bids, None if won is None else bids[won], recent,
+                                        threshold, recency_penalty)
+    if len(bids) != 1:
+        raise ValueError(f"{len(bids)} bids on the turn; {strategy} asks one agent a turn")
+    if strategy == "selector":
+        named: TurnReason = "round_robin" if reason == "round_robin" else "selector"
+        if named == "round_robin" and positions[0] != scheduled("round_robin", turn, agents,
+                                                                seed):
+            raise ValueError("the selector's round-robin fallback asks the next agent in "
+                             "list order")
+        return assigned(bids[0], named)
+    if positions[0] != scheduled(strategy, turn, agents, seed):
+        raise ValueError(f"{strategy} asks the agent at position "
+                         f"{scheduled(strategy, turn, agents, seed)} on this turn, not "
+                         f"{positions[0]}")
+    return assigned(bids[0], strategy)  # type: ignore[arg-type]

@@ -56,11 +56,10 @@ from ._selection import (
 from ._strategies import (
     ASKS_ONE,
     assigned,
-    can_speak,
+    bid_then_speak_selection,
     pick_named,
     round_start,
     scheduled,
-    score_only,
 )
 from ._transcript import PromptBudget, Transcript, omitted_note
 
@@ -235,20 +234,20 @@ class TurnLoop:
         """LangChain's bidding pattern: a score-only bid from everyone, then the winner alone
         writes. Both calls of the winner are one bid row (calls and tokens summed)."""
         bids = await self._collect_bids(turn, "score")
-        selection = select_speaker(
-            [score_only(candidate(b)) for b in bids], list(self.recent),
-            self.config.threshold, self.config.recency_penalty)
+        recent, threshold, penalty = list(self.recent), self.config.threshold, \
+            self.config.recency_penalty
+        cands = [candidate(b) for b in bids]
+        selection = bid_then_speak_selection(cands, None, recent, threshold, penalty)
         if selection.winner is not None:
             won = bids[selection.winner]
             written = await self._one_bid(turn, selection.winner, "write")
             _add_call(won, written)
             won.message, won.error = written.message, won.error or written.error
-            if written.outcome == FAILED or not can_speak(candidate(written)):
-                eligible = list(selection.eligible)
-                eligible[selection.winner] = False
-                selection = dataclasses.replace(
-                    selection, winner=None, eligible=tuple(eligible), winning_adjusted=None,
-                    margin=None, reason="lull", penalty_changed_winner=False)
+            if written.outcome == FAILED:
+                won.message = ""
+            cands[selection.winner] = candidate(won)
+            selection = bid_then_speak_selection(cands, cands[selection.winner], recent,
+                                                 threshold, penalty)
         return self._settle(turn, bids, selection)
 
     async def _ask_selector(self, turn: int) -> tuple[int, Any, Bid | None]:
