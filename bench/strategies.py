@@ -18,8 +18,7 @@ import argparse
 from typing import Any
 
 from groupchat_core import Agent, GroupChat
-from groupchat_core.testing import FakeOpenAIServer
-from groupchat_core.testing._fake_replies import Reply, tool_call
+from groupchat_core.testing import FakeOpenAIServer, Reply, tool_call
 
 MESSAGE = " ".join(f"word{i}" for i in range(60))
 STRATEGIES = ("bidding", "bid_then_speak", "all_speak", "round_robin")
