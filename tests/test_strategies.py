@@ -253,3 +253,13 @@ def test_every_strategy_is_stored_exactly_and_its_bundle_imports_back(
         with pytest.raises(ConfigError):
             import_bundle(other_store, json.dumps({**data, "run": {**data["run"],
                                                                    "run_id": "x" * 32}}))
+
+
+def test_the_sweep_estimate_counts_the_extra_call_of_bid_then_speak_and_the_selector() -> None:
+    from groupchat_core.sweeps import estimate
+
+    spec = parse_sweep({
+        "base": {"agents": [{"agent_name": "a"}, {"agent_name": "b"}], "max_loops": 4},
+        "grid": {"strategy": ["bidding", "bid_then_speak", "selector"]}, "tasks": ["t"]})
+    per_cell = [estimate(spec, [c]).calls_upper for c in spec.cells()]
+    assert per_cell == [6, 9, 9]  # 3 turns x 2 agents; + 1 call a turn
