@@ -263,3 +263,13 @@ def test_the_sweep_estimate_counts_the_extra_call_of_bid_then_speak_and_the_sele
         "grid": {"strategy": ["bidding", "bid_then_speak", "selector"]}, "tasks": ["t"]})
     per_cell = [estimate(spec, [c]).calls_upper for c in spec.cells()]
     assert per_cell == [6, 9, 9]  # 3 turns x 2 agents; + 1 call a turn
+
+
+def test_analysis_explains_a_turn_named_by_the_rule_not_by_its_bid() -> None:
+    from groupchat_core.analysis import explain_turn
+
+    chat, _ = _chat({"A": [(0.1, "a1")], "B": []}, strategy="round_robin", max_loops=2)
+    record = chat.run("task")
+    text = explain_turn(record.bids_frame(), record.turns_frame(), 1, 0.5)
+    assert "A spoke because it was next in list order (round_robin)" in text
+    assert "above the threshold" not in text
