@@ -48,6 +48,10 @@ OUTPUT_TYPES: tuple[str, ...] = (
     "basemodel",
 )
 
+# Ways to choose who speaks each turn (docs/engine.md §16); `bidding` is the seed's rule.
+STRATEGIES: tuple[str, ...] = (
+    "bidding", "round_robin", "random", "selector", "bid_then_speak", "all_speak")
+
 SCHEMA_VERSION = 1
 MAX_SPEC_BYTES = 1_000_000
 
@@ -91,6 +95,23 @@ class ChatConfig(BaseModel):
     # Stream bids (stream=true) so observers asking for "bid_delta" events watch them form;
     # off by default: a stream costs CPU per delta, and nobody may be watching (sweeps).
     stream_bids: bool = False
+    # Who speaks (docs/engine.md §16): bidding, round_robin, random, selector, bid_then_speak,
+    # all_speak. `selector_model` is the model the `selector` strategy asks (any model string
+    # an agent could use: sim/, a chat's providers, litellm).
+    strategy: str = "bidding"
+    selector_model: str = "sim/balanced"
+
+    @field_validator("strategy")
+    @classmethod
+    def _strategy(cls, v: str) -> str:
+        if v not in STRATEGIES:
+            raise ValueError(f"strategy {v!r} is not one of: {', '.join(STRATEGIES)}")
+        return v
+
+    @field_validator("selector_model")
+    @classmethod
+    def _selector_model(cls, v: str) -> str:
+        return _short_name("selector_model", v)
 
     @field_validator("name")
     @classmethod

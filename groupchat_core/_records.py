@@ -43,6 +43,11 @@ TurnReason = Literal[
     "lull",  # no eligible bid, and at least one bid was read
     "all_failed",  # every bid's call failed: the run stops with "error"
     "no_readable_bid",  # no bid could be read (replies unreadable, the rest failed): "error"
+    # Strategies other than bidding (docs/engine.md §16): the rule named the one agent asked.
+    "round_robin",  # the next agent in list order
+    "random",  # an agent drawn with the chat's seed and the turn
+    "selector",  # the agent a selector model chose from the roster and the transcript
+    "all_speak",  # every agent speaks each round, in list order
 ]
 BidOutcome = Literal[
     "read",  # a reply came back and its score was read (a clamped score still counts)

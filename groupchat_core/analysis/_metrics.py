@@ -227,10 +227,22 @@ def _bid_text(row: Any) -> str:
     return _num(row["adjusted"])
 
 
+# Turns whose speaker a strategy named instead of a bid (docs/engine.md §16).
+_NAMED_BY_RULE = {
+    "round_robin": "it was next in list order (round_robin)",
+    "random": "the seeded draw of the random strategy picked it",
+    "selector": "the selector model chose it",
+    "all_speak": "every agent speaks each round, in list order (all_speak)",
+}
+
+
 def _explain_winner(rows: pd.DataFrame, info: Any, threshold: float) -> list[str]:
     speaking = _speaking(rows)
     won = rows[rows["winner"].astype(bool)].iloc[0]
     name = won["agent"]
+    if info.get("reason") in _NAMED_BY_RULE:
+        return [f"{name} spoke because {_NAMED_BY_RULE[info.get('reason')]}; its score "
+                f"({_num(won['score'])}) did not decide it."]
     chosen = _recorded_selection(rows, threshold)
     parts = [f"{name} spoke with an adjusted bid of {_bid_text(won)}, above the threshold "
              f"{format_decimal(threshold)}."]

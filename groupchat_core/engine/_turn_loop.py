@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._agent import Agent
-from .._bidding import PromptRoom, build_bid_prompt, describe_participant
+from .._bidding import RESPOND_TOOL, PromptRoom, build_bid_prompt, describe_participant
 from .._config import ChatConfig
 from .._records import (
     Bid,
@@ -53,6 +53,14 @@ from ._selection import (
     select_speaker,
     standing,
 )
+from ._strategies import (
+    ASKS_ONE,
+    assigned,
+    bid_then_speak_selection,
+    pick_named,
+    round_start,
+    scheduled,
+)
 from ._transcript import PromptBudget, Transcript, omitted_note
 
 if TYPE_CHECKING:
@@ -63,6 +71,23 @@ Emit = Callable[[Event], None]
 Scorer = Callable[[RunRecord], Awaitable[Outcome]]
 EmitDelta = Callable[[BidDelta], None]
 Post = Callable[[Message], None]
+
+# What each kind of call adds to the bid prompt (docs/engine.md §16). "bid" adds nothing.
+MODE_NOTES = {
+    "bid": "",
+    "score": "\n\nThis round is score only: call respond with your score and an EMPTY message. "
+             "If your bid wins you will be asked to write your message.",
+    "write": "\n\nYour bid won the floor: call respond with your score and the message you "
+             "post now.",
+    "speak": "\n\nIt is your turn to speak: call respond with your score and the message you "
+             "post now.",
+}
+SELECTOR_NAME = "selector"
+SELECTOR_SYSTEM = ("You choose who speaks next in a group conversation. Reply by calling respond "
+                   "with score 1 and a message that starts with the exact name of the next "
+                   "speaker, then ': ' and one short sentence saying why.")
+SELECTOR_HISTORY = 20  # messages of the transcript the selector reads (newest)
+SELECTOR_LINE_CHARS = 2_000
 
 
 class TurnLoop:
@@ -99,6 +124,14 @@ class TurnLoop:
             config.bid_prompt, config.threshold, config.recency_penalty, window
         )
         self._overhead = {a.agent_name: self._prompt_overhead(a) for a in self.agents}
+        self._round: list[Bid] = []  # all_speak: the round's bids not yet posted
+        self.selector: Agent | None = None
+        self._selector_provider: Provider | None = None
+        if config.strategy == "selector":
+            self.selector = Agent(agent_name=SELECTOR_NAME, model_name=config.selector_model,
+                                  temperature=0.0, system_prompt=SELECTOR_SYSTEM,
+                                  tools_list_dictionary=[RESPOND_TOOL])
+            self._selector_provider = provider_for(config.selector_model, providers)
 
     def _prompt_overhead(self, agent: Agent) -> PromptBudget:
         """What the agent's bid prompts may use (system prompt, tools and reply room counted);
@@ -146,8 +179,7 @@ class TurnLoop:
         while len(self.record.messages) < self.config.max_loops:
             turn += 1
             self.emit(TurnStarted(run_id=self.record.run_id, turn=turn))
-            bids = await self._collect_bids(turn)
-            outcome = self._settle(turn, bids)
+            outcome = await self._one_turn(turn)
             if outcome is not None:
                 return outcome
         return "max_loops"
@@ -167,16 +199,104 @@ class TurnLoop:
 
     # --- one turn -------------------------------------------------------------------------
 
-    def _settle(self, turn: int, bids: list[Bid]) -> str | None:
-        """Select the speaker, record the turn, post the winner; return a stop reason or None.
+    async def _one_turn(self, turn: int) -> str | None:
+        """One turn under the chat's strategy (docs/engine.md §16); a stop reason or None."""
+        strategy = self.config.strategy
+        if strategy == "bidding":
+            bids = await self._collect_bids(turn)
+            return self._settle(turn, bids, self._select(bids))
+        if strategy == "bid_then_speak":
+            return await self._bid_then_speak(turn)
+        assert strategy in ASKS_ONE
+        if strategy == "all_speak":
+            if round_start(turn, len(self.agents)) or not self._round:
+                self._round = await self._collect_bids(turn, "speak")
+            bid = self._round.pop(0)
+            bid.turn = turn
+            reason: Any = "all_speak"
+        else:
+            extra: Bid | None = None
+            if strategy == "selector":
+                pos, reason, extra = await self._ask_selector(turn)
+            else:
+                pos, reason = scheduled(strategy, turn, len(self.agents), self.config.seed), \
+                    strategy
+            bid = await self._one_bid(turn, pos, "speak")
+            if extra is not None:
+                _add_call(bid, extra)
+        return self._settle(turn, [bid], assigned(candidate(bid), reason))
 
-        Each bid's penalized / adjusted / eligible is written from the Selection: selection is
-        the only place those values are computed (see _selection.py).
-        """
-        selection = select_speaker(
+    async def _one_bid(self, turn: int, pos: int, mode: str) -> Bid:
+        return await self._bid(turn, pos, self.agents[pos], tuple(self.history),
+                               set(self.recent), held_secrets(self.agents), mode)
+
+    async def _bid_then_speak(self, turn: int) -> str | None:
+        """LangChain's bidding pattern: a score-only bid from everyone, then the winner alone
+        writes. Both calls of the winner are one bid row (calls and tokens summed)."""
+        bids = await self._collect_bids(turn, "score")
+        recent, threshold, penalty = list(self.recent), self.config.threshold, \
+            self.config.recency_penalty
+        cands = [candidate(b) for b in bids]
+        selection = bid_then_speak_selection(cands, None, recent, threshold, penalty)
+        if selection.winner is not None:
+            won = bids[selection.winner]
+            written = await self._one_bid(turn, selection.winner, "write")
+            _add_call(won, written)
+            won.message, won.error = written.message, won.error or written.error
+            if written.outcome == FAILED:
+                won.message = ""
+            cands[selection.winner] = candidate(won)
+            selection = bid_then_speak_selection(cands, cands[selection.winner], recent,
+                                                 threshold, penalty)
+        return self._settle(turn, bids, selection)
+
+    async def _ask_selector(self, turn: int) -> tuple[int, Any, Bid | None]:
+        """The selector model names the next speaker from the roster and the transcript (as
+        AutoGen's SelectorGroupChat). Its call is returned as a Bid so the turn counts its
+        calls and tokens; a reply that names nobody (or a failed call) falls back to
+        round_robin, and the turn's reason says which."""
+        assert self.selector is not None and self._selector_provider is not None
+        names = [a.agent_name for a in self.agents]
+        provider, history = self._selector_provider, tuple(self.history)
+        roster = "\n".join(f"- {describe_participant(a.agent_name, a.description)}"
+                           for a in self.agents)
+        lines = "\n".join(f"{role}: {text[:SELECTOR_LINE_CHARS]}"
+                          for role, text in history[-SELECTOR_HISTORY:])
+        prompt = (f"Participants:\n{roster}\n\nConversation so far, oldest first:\n{lines}"
+                  f"\n\nWho should speak next? Name exactly one of: {', '.join(names)}.")
+        messages = [{"role": "system", "content": SELECTOR_SYSTEM},
+                    {"role": "user", "content": prompt}] if provider.needs_prompt else []
+        call = Bid(turn=turn, agent=SELECTOR_NAME, position=0)
+        try:
+            async with asyncio.timeout(self._bid_limit(self.selector)):
+                reply = await provider.bid(BidRequest(self.selector, messages, history, turn,
+                                                      self.config.seed))
+            _apply_reply(call, reply)
+        except Exception as exc:  # a failed selector never fails the turn
+            call.calls = getattr(exc, "calls", 1)
+            call.error = mask_secrets(f"{type(exc).__name__}: {exc}",
+                                      held_secrets(self.agents))
+        pos = pick_named(call.message, names) if call.error is None or call.message else None
+        logger.info("turn %d: selector %s %s", turn,
+                    "chose" if pos is not None else "named nobody (round robin):",
+                    mask_secrets(call.message or call.error or "", held_secrets(self.agents)))
+        if pos is None:
+            return scheduled("round_robin", turn, len(names), self.config.seed), \
+                "round_robin", call
+        return pos, "selector", call
+
+    def _select(self, bids: list[Bid]) -> Selection:
+        return select_speaker(
             [candidate(b) for b in bids], list(self.recent), self.config.threshold,
             self.config.recency_penalty,
         )
+
+    def _settle(self, turn: int, bids: list[Bid], selection: Selection) -> str | None:
+        """Record the turn's selection, post the winner; return a stop reason or None.
+
+        Each bid's penalized / adjusted / eligible is written from the Selection: selection is
+        the only place those values are computed (see _selection.py, _strategies.py).
+        """
         for i, bid in enumerate(bids):
             bid.penalized = selection.penalized[i]
             bid.adjusted = selection.adjusted[i]
@@ -203,27 +323,27 @@ class TurnLoop:
         self.emit(TurnCompleted(run_id=run_id, turn=row, bids=bids, message=message))
         return None
 
-    async def _collect_bids(self, turn: int) -> list[Bid]:
+    async def _collect_bids(self, turn: int, mode: str = "bid") -> list[Bid]:
         """Every agent bids concurrently on the same snapshot; a turn lasts as its slowest bid."""
         history = tuple(self.history)
         recent = set(self.recent)
         secrets = held_secrets(self.agents)  # read once a turn: it scans the environment
         return list(await asyncio.gather(
-            *(self._bid(turn, pos, agent, history, recent, secrets) for pos, agent in
+            *(self._bid(turn, pos, agent, history, recent, secrets, mode) for pos, agent in
               enumerate(self.agents))
         ))
 
     def _request(self, turn: int, agent: Agent, history: tuple[tuple[str, str], ...],
                  with_prompt: bool, deadline: float | None,
-                 sink: DeltaSink | None) -> BidRequest:
+                 sink: DeltaSink | None, mode: str = "bid") -> BidRequest:
         messages: list[dict[str, Any]] = []
         if with_prompt:
-            messages = self._messages_for(turn, agent, history)
+            messages = self._messages_for(turn, agent, history, mode)
         return BidRequest(agent, messages, history, turn, self.config.seed, deadline, sink,
                           self.answer_key if not with_prompt else None)
 
-    def _messages_for(self, turn: int, agent: Agent,
-                      history: tuple[tuple[str, str], ...]) -> list[dict[str, Any]]:
+    def _messages_for(self, turn: int, agent: Agent, history: tuple[tuple[str, str], ...],
+                      mode: str = "bid") -> list[dict[str, Any]]:
         """The bid request's messages, the history trimmed to what the agent's context takes.
 
         The prompt is filled once without the conversation (with the longest note it could
@@ -243,12 +363,12 @@ class TurnLoop:
         history_block = self.transcript.window(tokens_of, budget.history_budget(rest))
         budget.sent = history_block.tokens
         prompt = fill(conversation=history_block.text,
-                      omitted_note=omitted_note(history_block.omitted))
+                      omitted_note=omitted_note(history_block.omitted)) + MODE_NOTES[mode]
         system = [{"role": "system", "content": agent.system_prompt}] if agent.system_prompt else []
         return [*system, {"role": "user", "content": prompt}]
 
     async def _call_model(self, provider: Provider, request: BidRequest,
-                          history: tuple[tuple[str, str], ...]) -> ModelReply:
+                          history: tuple[tuple[str, str], ...], mode: str = "bid") -> ModelReply:
         """A bid that needs a prompt. When the server says the context window is exceeded,
         shrinks this agent's budget for the rest of the run, rebuilds the prompt and tries
         once more (the same deadline and sink: it is the same bid)."""
@@ -261,10 +381,10 @@ class TurnLoop:
             first = exc
         budget: PromptBudget = self._overhead[agent.agent_name]
         budget.shrink(stated_context_window(str(first.cause)))
-        smaller = self._messages_for(turn, agent, history)
+        smaller = self._messages_for(turn, agent, history, mode)
         if smaller == messages:  # the window named did not trim it (tokenizers differ)
             budget.shrink(None)
-            smaller = self._messages_for(turn, agent, history)
+            smaller = self._messages_for(turn, agent, history, mode)
         if smaller == messages:
             raise first
         try:
@@ -282,7 +402,7 @@ class TurnLoop:
 
     async def _bid(self, turn: int, pos: int, agent: Agent,
                    history: tuple[tuple[str, str], ...], recent: set[str],
-                   secrets: list[str]) -> Bid:
+                   secrets: list[str], mode: str = "bid") -> Bid:
         start = time.perf_counter()
         bid = Bid(turn=turn, agent=agent.agent_name, position=pos)
         limit = self._bid_limit(agent)
@@ -293,8 +413,10 @@ class TurnLoop:
         try:
             async with deadline:
                 ends = asyncio.get_running_loop().time() + limit
-                reply = await self._call(turn, agent, history, ends, sink)
+                reply = await self._call(turn, agent, history, ends, sink, mode)
             _apply_reply(bid, reply)
+            if mode == "score":  # a score-only bid posts nothing, whatever the model wrote
+                bid.message = ""
         except ModelCallFailed as exc:
             bid.error, bid.calls, bid.outcome = str(exc), exc.calls, FAILED
         except Exception as exc:  # one agent's failure never fails the turn (docs/engine.md §3)
@@ -331,12 +453,13 @@ class TurnLoop:
         return sink
 
     async def _call(self, turn: int, agent: Agent, history: tuple[tuple[str, str], ...],
-                    deadline: float, sink: DeltaSink | None) -> ModelReply:
+                    deadline: float, sink: DeltaSink | None, mode: str = "bid") -> ModelReply:
         provider = self.providers[agent.agent_name]
-        request = self._request(turn, agent, history, provider.needs_prompt, deadline, sink)
+        request = self._request(turn, agent, history, provider.needs_prompt, deadline, sink,
+                                mode)
         call: Callable[[], Awaitable[ModelReply]]
         if provider.needs_prompt:
-            call = functools.partial(self._call_model, provider, request, history)
+            call = functools.partial(self._call_model, provider, request, history, mode)
         else:
             call = functools.partial(provider.bid, request)
         local = None if provider is LITELLM else provider
@@ -365,6 +488,19 @@ def _apply_reply(bid: Bid, reply: ModelReply) -> None:
     bid.prompt_tokens, bid.completion_tokens = reply.prompt_tokens, reply.completion_tokens
     bid.cost_usd, bid.cached, bid.deployment = reply.cost_usd, reply.cached, reply.deployment
     bid.outcome = reply_outcome(reply)  # a failed call's is set where it is caught
+
+
+def _add_call(bid: Bid, other: Bid) -> None:
+    """Count another call on `bid` (bid_then_speak's written message, the selector's pick):
+    totals stay the sums over the bids. Unknown token counts and costs stay unknown only when
+    both are."""
+    bid.calls += other.calls
+    bid.latency_ms = (bid.latency_ms or 0.0) + (other.latency_ms or 0.0)
+    for name in ("prompt_tokens", "completion_tokens", "cost_usd"):
+        mine, theirs = getattr(bid, name), getattr(other, name)
+        if mine is None and theirs is None:
+            continue
+        setattr(bid, name, (mine or 0) + (theirs or 0))
 
 
 def _turn_row(turn: int, bids: list[Bid], s: Selection) -> Turn:

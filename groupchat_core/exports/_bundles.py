@@ -31,7 +31,8 @@ from .._errors import ConfigError
 from .._records import Bid, Message, Outcome, RunRecord, StopReason, Turn, outcome_of, utc_now
 from .._safeload import MAX_STORED_INT, check_plain, parse_text
 from .._statuses import RunStatus
-from ..engine._selection import candidate, select_speaker
+from ..engine._selection import candidate
+from ..engine._strategies import ASKS_ONE, replay
 from ..engine._turn_loop import _turn_row  # the engine's own turn row
 from ..store import RunStore, outcome_values, status_for
 
@@ -335,7 +336,7 @@ def _check_turns(bundle: Bundle, spec: ChatSpec, names: list[str], fail: Fail) -
         bids = sorted(bids_on.get(t, []), key=lambda b: b.position)
         have = {b.position for b in bids}
         for position, name in enumerate(names):
-            if position not in have:
+            if position not in have and spec.strategy not in ASKS_ONE:
                 fail(f"turn {t}: no bid from agent {name!r} (every agent bids on every turn)")
         for bid in bids:
             if not 0.0 <= bid.score <= 1.0:
@@ -352,8 +353,13 @@ def _check_turns(bundle: Bundle, spec: ChatSpec, names: list[str], fail: Fail) -
         if row.winner is not None and row.winner not in names:
             fail(f"turn {t}: winner {row.winner!r} is not one of the agents "
                  f"({', '.join(map(repr, names))})")
-        selection = select_speaker([candidate(b) for b in bids], list(recent), spec.threshold,
-                                   spec.recency_penalty)
+        try:  # the strategy's own rule (docs/engine.md §16), as the turn loop applies it
+            selection = replay(spec.strategy, [candidate(b) for b in bids],
+                               [b.position for b in bids], list(recent), spec.threshold,
+                               spec.recency_penalty, turn=t, agents=len(names),
+                               seed=spec.seed, reason=row.reason)
+        except ValueError as exc:
+            fail(f"turn {t}: {exc} (strategy {spec.strategy})")
         expected = _turn_row(t, list(bids), selection)
         winner = expected.winner
         if row.winner != winner or marked != ([winner] if winner else []):

@@ -115,6 +115,10 @@ class _Tally:
         chat = spec.chat_spec(cell)
         turns = max(chat.max_loops - 1, 0)
         task = spec.tasks[cell.task_index]
+        # docs/engine.md §16: bid_then_speak's winner and the selector make one more call a
+        # turn; any agent may be the winner that writes, so its tokens may double (upper).
+        self.calls += turns if chat.strategy in ("bid_then_speak", "selector") else 0
+        writes = 2 if chat.strategy == "bid_then_speak" else 1
         for agent in chat.agents:
             model = agent.model_name
             self.calls += turns
@@ -125,8 +129,9 @@ class _Tally:
                 continue
             fixed = (count_tokens(model, agent.system_prompt) + count_tokens(model, chat.bid_prompt)
                      + count_tokens(model, task))
-            self.prompt[model] += turns * fixed + MESSAGE_TOKENS * turns * (turns - 1) // 2
-            self.completion_upper[model] += turns * agent.max_tokens
+            self.prompt[model] += writes * (turns * fixed + MESSAGE_TOKENS * turns * (turns - 1)
+                                             // 2)
+            self.completion_upper[model] += writes * turns * agent.max_tokens
             self.completion_typical[model] += turns * TYPICAL_COMPLETION_TOKENS
             self.network_call_seconds += turns * call_seconds(agent)
         self.cell_seconds.append(turns * max((call_seconds(a) for a in chat.agents),

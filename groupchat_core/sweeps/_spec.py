@@ -53,7 +53,7 @@ MAX_CELLS = 100_000
 MAX_AXIS = MAX_SWEEP_AXIS
 MAX_LABEL = 60  # bid-prompt labels in cell keys and result tables (see short_label)
 AXES = ("threshold", "recency_penalty", "recency_window", "max_loops", "bid_prompt", "model",
-        "temperature", "order", "roster", "agent_models")
+        "temperature", "strategy", "order", "roster", "agent_models")
 
 
 def _plain(value: float) -> str:
@@ -136,6 +136,7 @@ class Grid(BaseModel):
     bid_prompt: dict[str, str] | None = None
     model: list[str] | None = None
     temperature: list[float] | None = None
+    strategy: list[str] | None = None  # speaker-selection strategies (docs/engine.md §16)
     order: Any = None  # "all" | {sample: N} | [[agent, ...], ...]
     roster: Any = None  # {sizes: [k, ...], sample?: N} | [[agent, ...], ...]
     agent_models: dict[str, list[str]] | None = None
@@ -157,6 +158,19 @@ class Grid(BaseModel):
     def _temperatures(cls, v: Any) -> Any:
         return None if v is None else _axis("temperature", v, _bounded(
             AGENT_BOUNDS["temperature"]))
+
+    @field_validator("strategy", mode="before")
+    @classmethod
+    def _strategies(cls, v: Any) -> Any:
+        from .._config import STRATEGIES
+
+        def check(name: str, value: Any) -> str:
+            if value not in STRATEGIES:
+                raise ValueError(f"{name} must be one of {', '.join(STRATEGIES)}, "
+                                 f"got {value!r}")
+            return str(value)
+
+        return None if v is None else _axis("strategy", v, check)
 
     @field_validator("model", mode="before")
     @classmethod
@@ -412,7 +426,7 @@ class SweepSpec(BaseModel):
                 agent["temperature"] = params["temperature"]
         if "bid_prompt" in params:
             data["bid_prompt"] = (self.grid.bid_prompt or {})[params["bid_prompt"]]
-        for name in ("threshold", "recency_penalty", "recency_window", "max_loops"):
+        for name in ("threshold", "recency_penalty", "recency_window", "max_loops", "strategy"):
             if name in params:
                 data[name] = params[name]
         data["seed"] = self.base.seed + cell.repeat

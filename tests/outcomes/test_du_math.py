@@ -72,6 +72,7 @@ def test_the_example_compares_one_agents_answer_with_a_debate_on_the_set() -> No
     from groupchat_core.sweeps import load_sweep
 
     spec = load_sweep(ROOT / "examples" / "experiments" / "du_math_debate.yaml")
-    assert spec.axes() == {"max_loops": [2, 7]} and spec.cell_count() == 200
+    assert spec.axes() == {"strategy": ["round_robin", "all_speak", "bidding", "bid_then_speak"],
+                           "max_loops": [2, 3, 7]} and spec.cell_count() == 1200
     assert spec.task_set == [t.model_dump(exclude_defaults=True) for t in du_math_tasks()]
     assert len(spec.base.agents) == 3

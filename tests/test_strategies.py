@@ -1,0 +1,275 @@
+"""Speaker-selection strategies (issue 20 item 2; docs/engine.md §16): property tests of the
+pure rules over >= 10,000 random cases each, and each strategy end to end on scripted fakes."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from groupchat_core import Agent, ConfigError, GroupChat
+from groupchat_core.engine._selection import Candidate, select_speaker
+from groupchat_core.engine._strategies import (
+    assigned,
+    can_speak,
+    pick_named,
+    scheduled,
+    score_only,
+)
+from groupchat_core.sweeps import parse_sweep
+from groupchat_core.testing import ScriptedBids
+
+NAMES = [f"A{i}" for i in range(8)]
+scores = st.sampled_from([0.0, 0.1, 0.25, 0.3, 0.5, 0.5000001, 0.6, 0.7, 0.8, 0.9, 1.0])
+bid = st.builds(
+    lambda i, s, m, f, u: (s, m, f, u), st.just(0), scores,
+    st.sampled_from(["", "hi", "ok"]), st.booleans(), st.booleans())
+
+
+@st.composite
+def turns(draw: st.DrawFn) -> tuple[list[Candidate], list[str], float, float]:
+    n = draw(st.integers(2, 8))
+    cands = []
+    for i in range(n):
+        s, m, failed, unreadable = draw(bid)
+        cands.append(Candidate(NAMES[i], s, "" if failed else m, failed=failed,
+                               unreadable=unreadable and not failed))
+    recent = draw(st.lists(st.sampled_from(NAMES[:n]), max_size=3))
+    threshold = draw(st.sampled_from([-0.5, 0.0, 0.2, 0.5, 0.7, 1.0]))
+    penalty = draw(st.sampled_from([-0.3, 0.0, 0.1, 0.2, 0.3, 0.5]))
+    return cands, recent, threshold, penalty
+
+
+def _adjusted(c: Candidate, recent: list[str], penalty: float) -> float:
+    return c.score - penalty if c.agent in recent else c.score
+
+
+@settings(max_examples=10_000, deadline=None)
+@given(turns())
+def test_bidding_winner_is_the_highest_adjusted_bid_above_threshold(
+        case: tuple[list[Candidate], list[str], float, float]) -> None:
+    cands, recent, threshold, penalty = case
+    sel = select_speaker(cands, recent, threshold, penalty)
+    allowed = [i for i, c in enumerate(cands)
+               if can_speak(c) and _adjusted(c, recent, penalty) > threshold]
+    if not allowed:  # nobody may take the floor: a lull (or an error when nothing was read)
+        assert sel.winner is None
+        expected = "lull" if any(c.read for c in cands) else (
+            "all_failed" if all(c.failed for c in cands) else "no_readable_bid")
+        assert sel.reason == expected
+        return
+    best = max(_adjusted(cands[i], recent, penalty) for i in allowed)
+    first = min(i for i in allowed if _adjusted(cands[i], recent, penalty) == best)
+    assert sel.winner == first  # the highest; ties go to the earlier agent
+    assert sel.winner in allowed  # never an agent the rule excluded
+
+
+@settings(max_examples=10_000, deadline=None)
+@given(turns())
+def test_bid_then_speak_first_call_picks_from_read_scores_only(
+        case: tuple[list[Candidate], list[str], float, float]) -> None:
+    cands, recent, threshold, penalty = case
+    sel = select_speaker([score_only(c) for c in cands], recent, threshold, penalty)
+    if sel.winner is not None:
+        won = cands[sel.winner]
+        assert not won.failed and _adjusted(won, recent, penalty) > threshold
+        assert all(_adjusted(c, recent, penalty) <= _adjusted(won, recent, penalty)
+                   for c in cands if not c.failed)
+
+
+@settings(max_examples=10_000, deadline=None)
+@given(st.sampled_from(["round_robin", "random", "all_speak"]), st.integers(1, 10_000),
+       st.integers(2, 16), st.integers(-2**53, 2**53), scores, st.sampled_from(["", "x"]),
+       st.booleans())
+def test_scheduled_rules_ask_one_agent_and_never_post_an_excluded_bid(
+        strategy: str, turn: int, n: int, seed: int, score: float, message: str,
+        failed: bool) -> None:
+    pos = scheduled(strategy, turn, n, seed)
+    assert 0 <= pos < n
+    assert pos == scheduled(strategy, turn, n, seed)  # seeded: the same every time
+    if strategy != "random":
+        assert pos == (turn - 1) % n
+    c = Candidate(NAMES[0], score, "" if failed else message, failed=failed)
+    sel = assigned(c, strategy)  # type: ignore[arg-type]
+    assert (sel.winner == 0) == can_speak(c)  # an excluded bid (silent, failed) never speaks
+    assert sel.reason == (strategy if can_speak(c) else ("all_failed" if failed else "lull"))
+
+
+@settings(max_examples=10_000, deadline=None)
+@given(st.lists(st.sampled_from(["Ann", "Ann Lee", "Bob", "Cy", "bob", "Dee"]), min_size=2,
+                max_size=5, unique=True), st.text(max_size=40))
+def test_selector_names_only_agents_on_the_roster(names: list[str], reply: str) -> None:
+    pos = pick_named(reply, names)
+    assert pos is None or names[pos].lower() in reply.lower()
+
+
+def test_random_is_seeded_by_the_chat_seed_and_turn() -> None:
+    a = [scheduled("random", t, 5, 1) for t in range(1, 41)]
+    assert a == [scheduled("random", t, 5, 1) for t in range(1, 41)]
+    assert a != [scheduled("random", t, 5, 2) for t in range(1, 41)]
+    assert len(set(a)) == 5
+
+
+def test_selector_prefers_the_name_the_reply_starts_with() -> None:
+    assert pick_named("Ann Lee: she knows", ["Ann", "Ann Lee", "Bob"]) == 1
+    assert pick_named("I pick Bob, then Ann", ["Ann", "Bob"]) == 1
+    assert pick_named("nobody", ["Ann", "Bob"]) is None
+
+
+# --- end to end, scripted fakes ------------------------------------------------------------
+
+def _chat(script: dict[str, list[object]], **config: object) -> tuple[GroupChat, ScriptedBids]:
+    fake = ScriptedBids(script, shared=False)
+    agents = [Agent(agent_name=n, model_name=fake.model_name) for n in script
+              if n != "selector"]
+    chat = GroupChat(agents=agents, providers=fake.providers, bid_cache=False,
+                     output_type="basemodel", **config)  # type: ignore[arg-type]
+    return chat, fake
+
+
+def test_strategy_is_a_validated_setting_with_bidding_by_default() -> None:
+    assert GroupChat(agents=[Agent(agent_name="a"), Agent(agent_name="b")]).to_dict()[
+        "strategy"] == "bidding"
+    with pytest.raises(ConfigError, match="strategy 'loudest' is not one of: bidding"):
+        GroupChat(agents=[Agent(agent_name="a"), Agent(agent_name="b")], strategy="loudest")
+
+
+def test_round_robin_asks_only_the_next_agent_in_list_order() -> None:
+    chat, fake = _chat({"A": [(0.1, "a1"), (0.0, "a2")], "B": [(0.0, "b1")]},
+                       strategy="round_robin", max_loops=4)
+    record = chat.run("task")
+    assert [(t.winner, t.reason) for t in record.turns] == [
+        ("A", "round_robin"), ("B", "round_robin"), ("A", "round_robin")]
+    assert [m.content for m in record.messages] == ["task", "a1", "b1", "a2"]
+    assert record.total_calls == 3 == len(record.bids)  # one call per turn, not one per agent
+    assert "It is your turn to speak" in fake.calls[0].messages[-1]["content"]
+    fake.assert_complete()
+
+
+def test_a_silent_scheduled_speaker_is_a_lull() -> None:
+    chat, _ = _chat({"A": [(0.9, "")], "B": []}, strategy="round_robin")
+    record = chat.run("task")
+    assert record.stop_reason == "lull" and record.turns[0].reason == "lull"
+
+
+def test_all_speak_asks_everyone_on_one_snapshot_per_round_and_posts_in_list_order() -> None:
+    chat, fake = _chat({"A": [(0.0, "a1"), (0.0, "a2")], "B": [(0.0, "b1"), (0.0, "b2")],
+                        "C": [(0.0, "c1"), (0.0, "c2")]}, strategy="all_speak", max_loops=7)
+    record = chat.run("task")
+    assert [m.role for m in record.messages[1:]] == ["A", "B", "C", "A", "B", "C"]
+    assert {t.reason for t in record.turns} == {"all_speak"}
+    first_round = fake.calls[:3]  # everyone asked before anything of the round was posted
+    assert all(len(r.history) == 1 for r in first_round)
+    assert all(len(r.history) == 4 for r in fake.calls[3:])
+    assert [b.turn for b in record.bids] == [1, 2, 3, 4, 5, 6]
+
+
+def test_random_strategy_is_reproducible_from_the_seed() -> None:
+    def run(seed: int) -> list[str | None]:
+        chat, _ = _chat({n: [(0.0, f"{n}{i}") for i in range(12)] for n in "ABC"},
+                        strategy="random", max_loops=13, seed=seed)
+        return [t.winner for t in chat.run("task").turns]
+
+    assert run(4) == run(4)
+    assert run(4) != run(5)
+    assert run(4) == [NAMES_ABC[scheduled("random", t, 3, 4)] for t in range(1, 13)]
+
+
+NAMES_ABC = ["A", "B", "C"]
+
+
+def test_selector_model_picks_the_speaker_and_its_call_is_counted() -> None:
+    fake = ScriptedBids({"selector": [(1.0, "Bob: he has not spoken"), (1.0, "nobody")],
+                         "Ann": [], "Bob": [(0.0, "bob speaks"), (0.0, "bob again")]},
+                        shared=False)
+    agents = [Agent(agent_name=n, model_name=fake.model_name) for n in ("Ann", "Bob")]
+    chat = GroupChat(agents=agents, providers=fake.providers, bid_cache=False, max_loops=3,
+                     strategy="selector", selector_model=fake.model_name,
+                     output_type="basemodel")
+    record = chat.run("task")
+    assert [(t.winner, t.reason) for t in record.turns] == [
+        ("Bob", "selector"), ("Bob", "round_robin")]  # turn 2 named nobody: round robin
+    assert record.total_calls == 4  # two selector calls + two speakers, one bid row a turn
+    asked = [r for r in fake.calls if r.agent.agent_name == "selector"][0]
+    assert "Ann, Bob" in asked.messages[-1]["content"] and "User: task" in \
+        asked.messages[-1]["content"]
+    fake.assert_complete()
+
+
+def test_bid_then_speak_asks_scores_then_only_the_winner_writes() -> None:
+    chat, fake = _chat({"A": [(0.9, "long text nobody should post"), (0.9, "A writes")],
+                        "B": [(0.7, "also long")]}, strategy="bid_then_speak", max_loops=2)
+    record = chat.run("task")
+    assert [m.content for m in record.messages] == ["task", "A writes"]
+    a, b = record.bids
+    assert (a.calls, b.calls) == (2, 1) and record.total_calls == 3
+    assert b.message == "" and a.winner and a.score == 0.9
+    prompts = [r.messages[-1]["content"] for r in fake.calls]
+    assert sum("score only" in p for p in prompts) == 2
+    assert sum("Your bid won the floor" in p for p in prompts) == 1
+    assert record.turns[0].reason == "highest_bid"
+
+
+def test_strategy_is_a_sweep_axis() -> None:
+    spec = parse_sweep({
+        "base": {"agents": [{"agent_name": "a"}, {"agent_name": "b"}], "max_loops": 3},
+        "grid": {"strategy": ["bidding", "all_speak", "bid_then_speak"]},
+        "tasks": ["t"]})
+    cells = list(spec.cells())
+    assert [c.params["strategy"] for c in cells] == ["bidding", "all_speak", "bid_then_speak"]
+    assert spec.chat_spec(cells[1]).strategy == "all_speak"
+    with pytest.raises(ConfigError, match="grid.strategy"):
+        parse_sweep({"base": {"agents": [{"agent_name": "a"}, {"agent_name": "b"}]},
+                     "grid": {"strategy": ["shouting"]}, "tasks": ["t"]})
+
+
+@pytest.mark.parametrize("strategy", ["bidding", "round_robin", "random", "selector",
+                                      "bid_then_speak", "all_speak"])
+def test_every_strategy_is_stored_exactly_and_its_bundle_imports_back(
+        store: object, other_store: object, strategy: str) -> None:
+    """The same bid-log shape for all: the store rebuilds the record, and a bundle passes the
+    import check, which re-applies the strategy's own rule to each turn."""
+    import json
+
+    from groupchat_core.exports._bundles import export_bundle, import_bundle
+
+    script: dict[str, list[object]] = {n: [(0.6 + 0.1 * i, f"{n}{j}") for j in range(12)]
+                                       for i, n in enumerate("ABC")}
+    script["selector"] = [(1.0, "C: fresh view"), (1.0, "none")] * 6
+    fake = ScriptedBids(script, shared=False)
+    agents = [Agent(agent_name=n, model_name=fake.model_name) for n in "ABC"]
+    chat = GroupChat(agents=agents, providers=fake.providers, bid_cache=False, max_loops=6,
+                     strategy=strategy, selector_model=fake.model_name, seed=7,
+                     output_type="basemodel")
+    store.attach(chat)  # type: ignore[attr-defined]
+    record = chat.run("task")
+    assert record.stop_reason == "max_loops"
+    loaded = store.load_run(record.run_id)  # type: ignore[attr-defined]
+    assert loaded == record and loaded.config["strategy"] == strategy
+    data = export_bundle(store, record.run_id)  # type: ignore[arg-type]
+    assert import_bundle(other_store, json.dumps(data)) == record.run_id  # type: ignore[arg-type]
+    if strategy != "bidding":  # a turn another rule would not have made is refused
+        data["turns"][0]["reason"] = "highest_bid" if strategy != "bid_then_speak" else "lull"
+        with pytest.raises(ConfigError):
+            import_bundle(other_store, json.dumps({**data, "run": {**data["run"],
+                                                                   "run_id": "x" * 32}}))
+
+
+def test_the_sweep_estimate_counts_the_extra_call_of_bid_then_speak_and_the_selector() -> None:
+    from groupchat_core.sweeps import estimate
+
+    spec = parse_sweep({
+        "base": {"agents": [{"agent_name": "a"}, {"agent_name": "b"}], "max_loops": 4},
+        "grid": {"strategy": ["bidding", "bid_then_speak", "selector"]}, "tasks": ["t"]})
+    per_cell = [estimate(spec, [c]).calls_upper for c in spec.cells()]
+    assert per_cell == [6, 9, 9]  # 3 turns x 2 agents; + 1 call a turn
+
+
+def test_analysis_explains_a_turn_named_by_the_rule_not_by_its_bid() -> None:
+    from groupchat_core.analysis import explain_turn
+
+    chat, _ = _chat({"A": [(0.1, "a1")], "B": []}, strategy="round_robin", max_loops=2)
+    record = chat.run("task")
+    text = explain_turn(record.bids_frame(), record.turns_frame(), 1, 0.5)
+    assert "A spoke because it was next in list order (round_robin)" in text
+    assert "above the threshold" not in text
