@@ -22,20 +22,15 @@ import argparse
 import math
 import sys
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .._errors import CliError
 from .._records import format_cost
 from .._statuses import SweepStatus
 from .._terminal import terminal_text
-from ..sweeps._events import (
-    BudgetStopped,
-    CellFinished,
-    SweepEvent,
-    SweepFinished,
-    SweepOutcome,
-    SweepStarted,
-)
+
+if TYPE_CHECKING:  # the sweeps package loads pandas: only when a sweep verb runs
+    from ..sweeps._events import CellFinished, SweepEvent, SweepOutcome, SweepStarted
 
 EXIT: dict[SweepStatus, int] = {"finished": 0, "stopped_budget": 1, "error": 1, "cancelled": 130}
 VERBS = ("run", "list", "show", "stop", "export", "delete")
@@ -115,6 +110,8 @@ class SweepProgress:
         self._step = 1
 
     def __call__(self, event: SweepEvent) -> None:
+        from ..sweeps._events import BudgetStopped, CellFinished, SweepFinished, SweepStarted
+
         if isinstance(event, SweepStarted):
             self._started(event)
         elif isinstance(event, CellFinished):
