@@ -2,6 +2,7 @@
 with no CPUs and N worker nodes of one CPU each), into SQLite (the driver records).
 
     .venv/bin/python bench/sweep_ray.py [--workers 2] [--cells 40] [--latency 0.0]
+        [--cpus-per-cell 0.25]   # also Ray at a fraction of a CPU per cell (I/O-bound cells)
 
 Prints one line per executor; the figures go to BENCHMARKS.md ("Sweeps on Ray").
 """
@@ -33,6 +34,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--cells", type=int, default=40)
     parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--cpus-per-cell", type=float, default=None,
+                        help="also run Ray with cells reserving this much of a CPU, at "
+                             "concurrency workers / cpus (a wide local run for comparison)")
     args = parser.parse_args()
     import ray
     from ray.cluster_utils import Cluster
@@ -43,7 +47,9 @@ def main() -> None:
 
     folder = tempfile.mkdtemp(prefix="bench-ray-")
     local_store = RunStore(f"sqlite:///{folder}/local.db")
-    for concurrency in (2, 4):
+    fraction = args.cpus_per_cell
+    wide = None if fraction is None else max(1, round(args.workers / fraction))
+    for concurrency in (2, 4) if wide is None else sorted({2, 4, wide}):
         spec = sweep_spec(args.cells, args.latency, concurrency)
         out = run_sweep(spec, local_store)
         print(f"local  concurrency {concurrency}: {out.cells_done} cells in "
@@ -69,6 +75,17 @@ def main() -> None:
                 print(f"ray {args.workers} workers, concurrency {concurrency}: "
                       f"{out.cells_done} cells in {took:.2f} s = "
                       f"{out.cells_done / took:.1f} cells/s")
+        if fraction is not None and wide is not None:
+            with RayExecutor(ray_store, cpus_per_cell=fraction) as executor:
+                run_sweep(sweep_spec(wide, args.latency, wide), ray_store,
+                          executor=executor)  # warm `wide` workers (imports), as above
+                spec = sweep_spec(args.cells, args.latency, wide)
+                started = time.perf_counter()
+                out = run_sweep(spec, ray_store, executor=executor)
+                took = time.perf_counter() - started
+                print(f"ray {args.workers} workers, {fraction:g} CPU a cell, concurrency "
+                      f"{wide}: {out.cells_done} cells in {took:.2f} s = "
+                      f"{out.cells_done / took:.1f} cells/s, {out.calls / took:.1f} bids/s")
     finally:
         ray.shutdown()
         cluster.shutdown()

@@ -10,6 +10,9 @@ DISTRIBUTION = "groupchat-lab"
 # Kept equal to pyproject.toml's [project] version (tests/architecture/test_public_api.py
 # checks it), so a checkout that is not installed still knows its version.
 APP_VERSION = "0.2.0"
+# The store's schema version (store/_schema.py re-exports it). Declared here, without
+# SQLAlchemy, so `groupchat-lab --version` can print it without loading the store.
+SCHEMA_VERSION = 10
 
 
 @cache

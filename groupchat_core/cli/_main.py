@@ -30,10 +30,10 @@ from .._config import OUTPUT_TYPES
 from .._errors import CliError, GroupChatError
 from .._records import Event, RunFinished, RunStarted, TurnCompleted
 from .._secrets import scrub
+from .._statuses import RUN_STATUSES
 from ..engine._groupchat import GroupChat
 from ..engine._stream_printer import DeltaPrinter
 from ..providers._sim import is_sim_model
-from ..store import RUN_STATUSES
 from . import _serve as serve
 from . import _store as store
 from ._output import LOG_LEVELS, log_events, quiet_broken_pipe, setup_logging

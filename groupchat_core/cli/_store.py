@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -15,7 +16,7 @@ from typing import Any, TextIO
 from .._errors import CliError, ConfigError
 from .._terminal import terminal_text
 from ..providers._sim import run_is_simulated
-from ._output import emit_json, records
+from ._output import emit_json
 
 # `list --json`: one object per run, newest first.
 LIST_FIELDS = (
@@ -56,27 +57,38 @@ def cmd_list(args: argparse.Namespace) -> int:
             say(missing, sys.stderr)
         return 0
     store = store_of(args, create=False)
-    frame = store.list_runs(status=args.status, agent=args.agent, since=args.since,
-                            tag=args.tag, limit=args.limit)
-    frame["simulated"] = [run_is_simulated(models) for models in frame["models"]]
+    rows = store.list_run_rows(status=args.status, agent=args.agent, since=args.since,
+                               tag=args.tag, limit=args.limit)  # plain rows: no pandas
+    for row in rows:
+        row["simulated"] = run_is_simulated(row["models"])
     if args.json:
-        emit_json(records(frame, LIST_FIELDS))
+        emit_json([{name: row.get(name) for name in LIST_FIELDS} for row in rows])
         return 0
-    if frame.empty:
+    if not rows:
         from ..store import safe_url
 
         say(f"no runs in {safe_url(store.url)}", sys.stderr)
         return 0
-    table = frame[["run_id", "started_at", "status", "stop_reason", "turns", "agents", "task"]]
-    if frame["scorer"].notna().any():  # some run had a task with an answer
-        table = table.assign(outcome=[_verdict(c) for c in frame["correct"]])
-    table = table.assign(simulated=["simulated" if s else "" for s in frame["simulated"]])
-    table = table.assign(
-        run_id=table["run_id"].str[:12], started_at=table["started_at"].str[:19],
-        task=table["task"].str.replace(r"\s+", " ", regex=True).map(shorten),
-        agents=table["agents"].map(shorten))
-    say(text_table(table), multiline=True)
+    scored = any(row["scorer"] is not None for row in rows)  # some run had a task with an answer
+    table = [{"run_id": row["run_id"][:12], "started_at": str(row["started_at"])[:19],
+              "status": row["status"], "stop_reason": row["stop_reason"], "turns": row["turns"],
+              "agents": shorten(str(row["agents"])),
+              "task": shorten(re.sub(r"\s+", " ", str(row["task"]))),
+              **({"outcome": _verdict(row["correct"])} if scored else {}),
+              "simulated": "simulated" if row["simulated"] else ""} for row in rows]
+    say(rows_table(table), multiline=True)
     return 0
+
+
+def rows_table(rows: list[dict[str, Any]]) -> str:
+    """Rows as aligned text, right-justified as pandas prints a frame (`list` avoids loading
+    pandas), every cell on one line with its controls escaped."""
+    columns = list(rows[0])
+    cells = [[terminal_text(row[c]) for c in columns] for row in rows]
+    widths = [max(len(c), *(len(line[i]) for line in cells)) for i, c in enumerate(columns)]
+    lines = [[c.rjust(w) for c, w in zip(columns, widths, strict=True)]]
+    lines += [[v.rjust(w) for v, w in zip(line, widths, strict=True)] for line in cells]
+    return "\n".join(" ".join(line) for line in lines)
 
 
 def _verdict(correct: Any) -> str:

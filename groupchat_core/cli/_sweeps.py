@@ -22,20 +22,15 @@ import argparse
 import math
 import sys
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .._errors import CliError
 from .._records import format_cost
 from .._statuses import SweepStatus
 from .._terminal import terminal_text
-from ..sweeps._events import (
-    BudgetStopped,
-    CellFinished,
-    SweepEvent,
-    SweepFinished,
-    SweepOutcome,
-    SweepStarted,
-)
+
+if TYPE_CHECKING:  # the sweeps package loads pandas: only when a sweep verb runs
+    from ..sweeps._events import CellFinished, SweepEvent, SweepOutcome, SweepStarted
 
 EXIT: dict[SweepStatus, int] = {"finished": 0, "stopped_budget": 1, "error": 1, "cancelled": 130}
 VERBS = ("run", "list", "show", "stop", "export", "delete")
@@ -95,6 +90,10 @@ def add_parser(sub: Any) -> None:
     sweep.add_argument("--ray-address", default=None, metavar="ADDR",
                        help="with --executor ray: the cluster (host:port of its head, or auto); "
                             "default: start a local cluster for this sweep")
+    sweep.add_argument("--cpus-per-cell", type=float, default=None, metavar="X",
+                       help="with --executor ray: Ray CPUs each cell reserves, above 0 and at "
+                            "most 64 (overrides the spec's cpus_per_cell; default 1; e.g. 0.25 "
+                            "lets cells that wait on HTTP models share a CPU)")
     sweep.add_argument("--json", action="store_true",
                        help="print the outcome (or the --estimate) as JSON on stdout")
     from ._owner import add_owner_flag
@@ -115,6 +114,8 @@ class SweepProgress:
         self._step = 1
 
     def __call__(self, event: SweepEvent) -> None:
+        from ..sweeps._events import BudgetStopped, CellFinished, SweepFinished, SweepStarted
+
         if isinstance(event, SweepStarted):
             self._started(event)
         elif isinstance(event, CellFinished):
@@ -176,6 +177,19 @@ def _positive(value: float | None, name: str, integer: bool = False) -> None:
         raise CliError(f"{name} must be positive{limit}, got {value!r}")
 
 
+def _cpus(args: argparse.Namespace) -> None:
+    """--cpus-per-cell: only with Ray, and in the spec's range (one line naming the flag)."""
+    from ..sweeps._spec import check_cpus_per_cell
+
+    if args.executor != "ray":
+        raise CliError("--cpus-per-cell only applies with --executor ray")
+    try:
+        check_cpus_per_cell(args.cpus_per_cell)
+    except ValueError as exc:
+        raise CliError(f"--cpus-per-cell: {exc}".replace("cpus_per_cell must", "must")
+                       ) from None
+
+
 def cmd_sweep(args: argparse.Namespace, store: Any) -> int:
     if args.verb != "run":
         from ._sweeps_manage import run_verb
@@ -196,6 +210,8 @@ def _cmd_run(args: argparse.Namespace, store: Any) -> int:
         raise CliError("--take-over only applies with --resume SWEEP")
     if args.ray_address is not None and args.executor != "ray":
         raise CliError("--ray-address only applies with --executor ray")
+    if args.cpus_per_cell is not None:
+        _cpus(args)
     _positive(args.max_usd, "--max-usd")
     _positive(args.max_calls, "--max-calls", integer=True)
     _positive(args.concurrency, "--concurrency", integer=True)
@@ -218,7 +234,9 @@ def _cmd_run(args: argparse.Namespace, store: Any) -> int:
     if args.executor == "ray":
         from ..sweeps._ray_executor import RayExecutor
 
-        executor = RayExecutor(store, address=args.ray_address, bid_cache=plan.spec.bid_cache)
+        cpus = args.cpus_per_cell or plan.spec.cpus_per_cell or 1.0
+        executor = RayExecutor(store, address=args.ray_address, bid_cache=plan.spec.bid_cache,
+                               cpus_per_cell=cpus)
         executor.start()
     try:
         from ._owner import cli_owner

@@ -17,13 +17,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from .._errors import CliError
 from .._terminal import terminal_text
-from ..sweeps._results import METRICS, aggregate, metrics_of, sweep_results, sweep_summary
 from ._output import emit_json, records
 from ._store import emit, say, text_table
 
@@ -32,6 +29,9 @@ LIST_FIELDS = ("sweep_id", "name", "status", "reason", "created_at", "ended_at",
                "hostname", "owner", "owner_name")
 SHOWN_METRICS = ("messages", "lull_turn", "evenness", "calls_needed", "correct")
 TABLES = ("cells", "long", "intervals", "importance", "compare", "methods")
+
+if TYPE_CHECKING:  # the parser is built for every command: pandas loads only when a verb runs
+    import pandas as pd
 
 
 def add_verbs(verbs: Any) -> None:
@@ -97,6 +97,8 @@ def _list(args: argparse.Namespace, store: Any) -> int:
 
 
 def _show(args: argparse.Namespace, store: Any) -> int:
+    from ..sweeps._results import aggregate, sweep_results, sweep_summary
+
     summary = sweep_summary(store, args.sweep)
     intervals = aggregate(sweep_results(store, summary["sweep_id"]))
     if args.json:
@@ -157,6 +159,8 @@ def cells_with_intervals(store: Any, sweep_id: str) -> tuple[pd.DataFrame, pd.Da
     """Every cell (sweep_results) joined with the 95 % interval of each metric over the
     cells sharing its parameter combination: `<metric>_n`, `_mean`, `_ci_low`, `_ci_high`,
     `_interval_method`."""
+    from ..sweeps._results import aggregate, metrics_of, sweep_results
+
     cells = sweep_results(store, sweep_id)
     intervals = aggregate(cells)
     by = list(intervals.columns[:list(intervals.columns).index("metric")])
@@ -176,6 +180,7 @@ def cells_with_intervals(store: Any, sweep_id: str) -> tuple[pd.DataFrame, pd.Da
 
 def _export(args: argparse.Namespace, store: Any) -> int:
     from ..sweeps._export import export_meta
+    from ..sweeps._results import sweep_summary
 
     summary = sweep_summary(store, args.sweep)
     meta = export_meta(store, summary["sweep_id"])
@@ -214,6 +219,7 @@ def _parse_cell(pairs: list[str], flag: str) -> dict[str, Any]:
 
 def _export_table(args: argparse.Namespace, store: Any, sweep_id: str) -> pd.DataFrame:
     from ..sweeps._export import long_frame, with_row_facts
+    from ..sweeps._results import METRICS, sweep_results
 
     if args.table != "compare" and (args.a or args.b):
         raise CliError("--a and --b only apply with --table compare")

@@ -54,8 +54,7 @@ from sqlalchemy import (
 )
 
 from .._statuses import RUN_STATUSES as RUN_STATUSES  # declared once, there
-
-SCHEMA_VERSION = 10
+from .._version import SCHEMA_VERSION as SCHEMA_VERSION  # declared there: --version reads it
 
 
 def _provenance(version: int) -> list[Column[Any]]:

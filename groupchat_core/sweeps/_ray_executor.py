@@ -91,8 +91,12 @@ class RayExecutor:
                  bid_cache: bool | None = None, init_options: dict[str, Any] | None = None,
                  env: dict[str, str] | None = None,
                  watch: Callable[[CellJob, dict[str, Any]], None] | None = None) -> None:
-        if cpus_per_cell <= 0:
-            raise ConfigError(f"cpus_per_cell must be positive, got {cpus_per_cell!r}")
+        from ._spec import check_cpus_per_cell
+
+        try:
+            cpus_per_cell = check_cpus_per_cell(cpus_per_cell)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         self.store = store
         self.address = address
         self.cpus_per_cell = cpus_per_cell

@@ -84,6 +84,20 @@ def _number(name: str, value: Any, *, integer: bool = False, low: float | None =
     return value if integer else float(value)
 
 
+MAX_CPUS_PER_CELL = 64.0
+
+
+def check_cpus_per_cell(value: Any) -> float:
+    """Ray CPUs a cell reserves: a number in (0, 64] (one-line ValueError naming the fix)."""
+    bad = isinstance(value, bool) or not isinstance(value, int | float) or not (
+        math.isfinite(value) and 0 < value <= MAX_CPUS_PER_CELL)
+    if bad:
+        raise ValueError(f"cpus_per_cell must be a number above 0 and at most "
+                         f"{MAX_CPUS_PER_CELL:g} (e.g. 0.25 for cells that wait on HTTP "
+                         f"models), got {show_number(value)}")
+    return float(value)
+
+
 def _bounded(bound: Bound) -> Callable[[str, Any], Any]:
     """A grid value's check within the setting's one declared range (_bounds.py)."""
     def check(name: str, value: Any) -> Any:
@@ -241,6 +255,9 @@ class SweepSpec(BaseModel):
     max_calls: int | None = None
     max_usd: float | None = None
     bid_cache: bool | None = None  # None: deterministic agents only; True: all; False: off
+    # Ray CPUs each cell reserves with --executor ray (None: 1, for CPU-bound sim cells); a
+    # fraction such as 0.25 lets I/O-bound cells (HTTP models) share a CPU.
+    cpus_per_cell: float | None = None
     random: dict[str, Any] | None = None  # random search: {samples: N, param: range/choice}
     sample_seed: int | None = None  # seeds every sampled axis; None: base.seed
     _axes: dict[str, list[Any]] = PrivateAttr(default_factory=dict)
@@ -322,6 +339,11 @@ class SweepSpec(BaseModel):
         if v is not None and _number("max_usd", v) <= 0:
             raise ValueError(f"max_usd must be a positive amount, got {v!r}")
         return v
+
+    @field_validator("cpus_per_cell", mode="before")
+    @classmethod
+    def _cpus(cls, v: Any) -> Any:
+        return None if v is None else check_cpus_per_cell(v)
 
     @field_validator("random", mode="before")
     @classmethod
@@ -436,15 +458,15 @@ class SweepSpec(BaseModel):
         data = self.model_dump(exclude={"base"})
         data["base"] = self.base.to_data()
         data["grid"] = self.grid.model_dump(exclude_none=True)
-        for optional in ("random", "sample_seed"):  # absent, as in sweeps stored before them
+        for optional in ("random", "sample_seed", "cpus_per_cell"):  # absent, as stored before
             if data.get(optional) is None:
                 data.pop(optional, None)
         return data
 
     def same_cells(self, other: SweepSpec) -> bool:
-        """True when both specs define the same cells (caps, concurrency and deployments may
-        differ)."""
-        keep = {"max_calls", "max_usd", "concurrency", "deployments"}
+        """True when both specs define the same cells (caps, concurrency, deployments and
+        cpus_per_cell may differ)."""
+        keep = {"max_calls", "max_usd", "concurrency", "deployments", "cpus_per_cell"}
         mine = {k: v for k, v in self.to_data().items() if k not in keep}
         theirs = {k: v for k, v in other.to_data().items() if k not in keep}
         return mine == theirs

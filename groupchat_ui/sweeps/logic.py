@@ -193,16 +193,18 @@ _ray_jobs: list[str] = []  # this process's Ray sweep jobs (Ray is one connectio
 
 
 def ray_executor(registry: JobRegistry, store: RunStore, address: str,
-                 spec: SweepSpec | None) -> RayExecutor:
+                 spec: SweepSpec | None, cpus_per_cell: float | None = None) -> RayExecutor:
     """An executor for a Ray cluster at `address` (blank: start a local one), checked at once
-    (Ray installed, the address answers: the engine's one-line ConfigError), not started."""
+    (Ray installed, the address answers, `cpus_per_cell` (else the spec's, else 1) in range:
+    the engine's one-line ConfigError), not started."""
     busy = [j for j in _ray_jobs if _running(registry, j)]
     _ray_jobs[:] = busy
     if busy:
         raise ConfigError("a sweep on Ray already runs on this server (one Ray connection per "
                           "process): wait for it or stop it, or run this one on this server")
+    cpus = cpus_per_cell or (None if spec is None else spec.cpus_per_cell) or 1.0
     executor = RayExecutor(store, address=address.strip() or None,
-                           bid_cache=None if spec is None else spec.bid_cache)
+                           bid_cache=None if spec is None else spec.bid_cache, cpus_per_cell=cpus)
     executor.check()
     return executor
 
@@ -233,11 +235,13 @@ async def on_ray(executor: RayExecutor, emit: Callable[[Any], None],
 def start_sweep(registry: JobRegistry, store: RunStore, owner: str,
                 spec: SweepSpec | None = None, resume: str | None = None, *,
                 user: str = LOCAL_USER, user_name: str | None = None,
-                executor: str = "local", ray_address: str = "") -> str:
+                executor: str = "local", ray_address: str = "",
+                cpus_per_cell: float | None = None) -> str:
     """Launch a new sweep (or the rest of sweep `resume`) as a job; returns the job id. A new
     sweep and its runs are recorded as `user`'s; only its owner may resume one (ConfigError).
     `executor` "ray": its cells run on the Ray cluster at `ray_address` (blank: a local one);
-    a bad address or a missing Ray is a ConfigError here, before any job starts."""
+    a bad address, a missing Ray or a `cpus_per_cell` out of range (Ray CPUs a cell reserves;
+    None: the spec's, else 1) is a ConfigError here, before any job starts."""
     if spec is None and resume is None:
         raise ConfigError("a sweep needs a spec, or a sweep id to resume")
     if executor not in EXECUTORS:
@@ -246,7 +250,8 @@ def start_sweep(registry: JobRegistry, store: RunStore, owner: str,
         sweep = store.get_sweep(resume)
         if not may_manage(sweep.get("owner"), user):
             raise ConfigError(not_yours(sweep.get("owner_name") or sweep.get("owner"), "sweep"))
-    ray = ray_executor(registry, store, ray_address, spec) if executor == "ray" else None
+    ray = (ray_executor(registry, store, ray_address, spec, cpus_per_cell)
+           if executor == "ray" else None)
 
     def factory(emit: Any) -> Any:
         def run() -> Any:

@@ -129,7 +129,7 @@ def define(store: RunStore, agents: list[Agent]) -> SweepSpec | None:
     return spec
 
 
-def where() -> dict[str, str]:
+def where() -> dict[str, Any]:
     """Where the cells run: this server's process (default) or a Ray cluster, at an address
     or (blank) a local cluster started for the sweep."""
     cols = st.columns([1, 2])
@@ -143,11 +143,17 @@ def where() -> dict[str, str]:
         disabled=executor != "ray", placeholder="host:port of the head, or auto",
         help="The head of a running cluster (`ray start --head` prints it), `auto` for the "
              "cluster this machine belongs to, or blank to start one on this server.")
-    return {"executor": executor, "ray_address": address}
+    cpus = cols[1].number_input(
+        "CPUs per cell (Ray)", min_value=0.01, max_value=64.0, value=None, step=0.25,
+        key="sw_cpus_per_cell", disabled=executor != "ray",
+        placeholder="the spec's cpus_per_cell, else 1",
+        help="Ray CPUs each cell reserves: 1 suits sim cells (CPU-bound); a fraction such as "
+             "0.25 lets cells that wait on HTTP models share a CPU, so more run at once.")
+    return {"executor": executor, "ray_address": address, "cpus_per_cell": cpus}
 
 
 def launch(registry: JobRegistry, store: RunStore, session: SessionState,
-           spec: SweepSpec | None, runner: dict[str, str] | None = None) -> None:
+           spec: SweepSpec | None, runner: dict[str, Any] | None = None) -> None:
     """The Start button: starts nothing unless the grid is valid and (on Ray) Ray is installed
     and the address answers; else the engine's one line, under the button."""
     if st.button("Start sweep", key="sw_start", type="primary", icon=":material/play_arrow:",

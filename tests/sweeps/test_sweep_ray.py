@@ -234,3 +234,18 @@ def test_an_address_where_no_cluster_answers_is_one_line_at_once(tmp_path, capsy
     assert f"no Ray cluster answers at 127.0.0.1:{port}" in err and "Traceback" not in err
     assert main(["sweep", str(path), "--executor", "ray", "--ray-address", "nonsense"]) == 2
     assert "is not host:port" in capsys.readouterr().err
+
+
+def test_half_a_cpu_per_cell_runs_twice_the_cells_at_once(cluster, sqlite_store):
+    """Two one-CPU nodes hold 2 cells of one CPU at a time; at `cpus_per_cell: 0.5` (the
+    spec's, as the CLI and the page pass it) they hold 4: cells' runs overlap 3 or 4 deep."""
+    sweep = spec(base={"max_loops": 6, "agents": slow(0.8)}, grid={"threshold": [0.3, 0.7]},
+                 concurrency=4, cpus_per_cell=0.5)
+    executor = RayExecutor(sqlite_store, address="auto", cpus_per_cell=sweep.cpus_per_cell or 1)
+    executor.start()
+    outcome = run_sweep(sweep, sqlite_store, executor=executor)
+    assert outcome.status == "finished" and outcome.cells_done == 4
+    frame = sqlite_store.list_runs()
+    spans = sorted(zip(frame["started_at"], frame["ended_at"], strict=True))
+    deepest = max(sum(1 for s, e in spans if s <= start < e) for start, _ in spans)
+    assert deepest >= 3, spans  # at 1 CPU a cell, never more than 2

@@ -1,5 +1,7 @@
 """MLflow export (issue 23 item 2): a recorded run, or a sweep as a parent with a child per
-cell, logged to a real local tracking store and read back with MLflow's own client."""
+cell, logged to a real local tracking store and read back with MLflow's own client.
+
+Private imports (run_metrics): units tested as such, which no public module exports."""
 
 from __future__ import annotations
 
@@ -8,25 +10,22 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
+from groupchat_core import bids_csv
 from groupchat_core.cli import main
-from groupchat_core.exports._tables import bids_csv
 from groupchat_core.integrations import export_run_mlflow, export_sweep_mlflow
 from groupchat_core.integrations._mlflow import run_metrics
-from groupchat_core.store import RunStore, dispose_engines
-from groupchat_core.store._migrations import forget_checked
+from groupchat_core.store import RunStore
+from tests.helpers import ROOT as REPO
 
 # MLflow's own SQLAlchemy mappers use a loader SQLAlchemy 2.1 deprecates (not our code).
 pytestmark = pytest.mark.filterwarnings("ignore:The ``noload`` loader strategy")
-REPO = Path(__file__).resolve().parents[1]
+
 DEBATE = str(REPO / "examples" / "debate.yaml")
 
 
 @pytest.fixture(autouse=True)
-def _fresh_engines(tmp_path, monkeypatch):
+def _in_tmp(tmp_path, monkeypatch, fresh_engines):
     monkeypatch.chdir(tmp_path)  # a new sqlite experiment keeps its artifacts in ./mlruns
-    yield
-    dispose_engines()
-    forget_checked()
 
 
 def recorded(capsys) -> str:

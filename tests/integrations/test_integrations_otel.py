@@ -7,28 +7,22 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from groupchat_core import Agent, GroupChat
-from groupchat_core._records import Bid, BidReceived, RunStarted, TurnStarted
+from groupchat_core import Agent, Bid, BidReceived, GroupChat, RunStarted, TurnStarted
 from groupchat_core.cli import main
 from groupchat_core.integrations import TraceObserver, trace_chat
-from groupchat_core.store import dispose_engines
+from tests.helpers import ROOT as REPO
 
-REPO = Path(__file__).resolve().parents[1]
 DEBATE = str(REPO / "examples" / "debate.yaml")
 KEY = "sk-otel-test-key-0123456789abcdef"
 
 
-@pytest.fixture(autouse=True)
-def _fresh_engines():
-    yield
-    dispose_engines()
+pytestmark = pytest.mark.usefixtures("fresh_engines")
 
 
 def provider() -> tuple[TracerProvider, InMemorySpanExporter]:

@@ -1,5 +1,8 @@
 """Speaker-selection strategies (issue 20 item 2; docs/engine.md §16): property tests of the
-pure rules over >= 10,000 random cases each, and each strategy end to end on scripted fakes."""
+pure rules over >= 10,000 random cases each, and each strategy end to end on scripted fakes.
+
+Private imports (Candidate, assigned, can_speak, export_bundle, pick_named, scheduled,
+score_only): units tested as such, which no public module exports."""
 
 from __future__ import annotations
 
@@ -7,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groupchat_core import Agent, ConfigError, GroupChat
-from groupchat_core.engine._selection import Candidate, select_speaker
+from groupchat_core import Agent, ConfigError, GroupChat, select_speaker
+from groupchat_core.engine._selection import Candidate
 from groupchat_core.engine._strategies import (
     assigned,
     can_speak,
@@ -231,7 +234,8 @@ def test_every_strategy_is_stored_exactly_and_its_bundle_imports_back(
     import check, which re-applies the strategy's own rule to each turn."""
     import json
 
-    from groupchat_core.exports._bundles import export_bundle, import_bundle
+    from groupchat_core import import_bundle
+    from groupchat_core.exports._bundles import export_bundle
 
     script: dict[str, list[object]] = {n: [(0.6 + 0.1 * i, f"{n}{j}") for j in range(12)]
                                        for i, n in enumerate("ABC")}

@@ -1,0 +1,108 @@
+"""Ray CPUs per cell (issue 24, target 4): settable in the sweep spec, the CLI and the Sweeps
+page, checked (above 0, at most 64) with one line. That a fraction lets more cells share a
+node's CPUs on a real cluster is tests/test_sweep_ray.py's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from groupchat_core import ConfigError
+from groupchat_core.cli import main
+from groupchat_core.store import RunStore
+from groupchat_core.sweeps import RayExecutor, parse_sweep
+
+AGENTS = [{"agent_name": n, "system_prompt": "p", "model_name": "sim/balanced"}
+          for n in ("Pro", "Con")]
+BASE = {"name": "cpus", "base": {"max_loops": 2, "agents": AGENTS},
+        "grid": {"threshold": [0.3, 0.5]}, "tasks": ["Q?"], "bid_cache": False}
+
+
+pytestmark = pytest.mark.usefixtures("fresh_engines")
+
+
+def test_the_spec_takes_a_fraction_and_keeps_it_through_a_round_trip():
+    spec = parse_sweep({**BASE, "cpus_per_cell": 0.25})
+    assert spec.cpus_per_cell == 0.25
+    assert parse_sweep(spec.to_data()).cpus_per_cell == 0.25
+    assert parse_sweep({**BASE, "cpus_per_cell": 64}).cpus_per_cell == 64.0
+    plain = parse_sweep(BASE)
+    assert plain.cpus_per_cell is None and "cpus_per_cell" not in plain.to_data()
+    assert spec.same_cells(plain)  # where cells run does not change which cells there are
+
+
+@pytest.mark.parametrize("value", [0, -1, 64.5, float("nan"), float("inf"), "x", True])
+def test_the_spec_refuses_a_value_out_of_range_in_one_line(value):
+    with pytest.raises(ConfigError) as caught:
+        parse_sweep({**BASE, "cpus_per_cell": value})
+    message = str(caught.value)
+    assert "cpus_per_cell must be a number above 0 and at most 64" in message
+    assert "\n" not in message
+
+
+def test_the_executor_refuses_a_value_out_of_range(tmp_path):
+    store = RunStore(f"sqlite:///{tmp_path}/x.db")
+    with pytest.raises(ConfigError, match="above 0 and at most 64"):
+        RayExecutor(store, cpus_per_cell=0)
+    assert RayExecutor(store, cpus_per_cell=0.5).cpus_per_cell == 0.5
+
+
+def write(path: Path, **changes: object) -> str:
+    path.write_text(json.dumps({**BASE, **changes}))
+    return str(path)
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["--executor", "ray", "--cpus-per-cell", "0"], "--cpus-per-cell: must be a number above 0"),
+    (["--executor", "ray", "--cpus-per-cell", "65"], "and at most 64"),
+    (["--executor", "ray", "--cpus-per-cell", "nan"], "--cpus-per-cell: must be a number"),
+    (["--cpus-per-cell", "0.5"], "--cpus-per-cell only applies with --executor ray"),
+    (["--executor", "ray", "--cpus-per-cell", "lots"], "--cpus-per-cell: invalid float value"),
+])
+def test_the_cli_flag_is_checked_in_one_line(tmp_path, capsys, monkeypatch, argv, said):
+    monkeypatch.setenv("GROUPCHAT_HOME", str(tmp_path))
+    monkeypatch.delenv("GROUPCHAT_DB", raising=False)
+    assert main(["sweep", write(tmp_path / "s.json"), *argv]) == 2
+    err = capsys.readouterr().err
+    assert said in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_spec_out_of_range_is_one_line_from_the_cli(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("GROUPCHAT_HOME", str(tmp_path))
+    monkeypatch.delenv("GROUPCHAT_DB", raising=False)
+    assert main(["sweep", write(tmp_path / "s.json", cpus_per_cell=100), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "cpus_per_cell must be a number above 0 and at most 64" in err
+    assert err.count("\n") == 1
+
+
+def test_the_page_passes_its_value_else_the_spec_s_else_one(tmp_path):
+    pytest.importorskip("ray")
+    from groupchat_ui.kit import jobs as job_registry
+    from groupchat_ui.sweeps import logic
+
+    store = RunStore(f"sqlite:///{tmp_path}/x.db")
+    registry = job_registry.registry()
+    spec = parse_sweep({**BASE, "cpus_per_cell": 0.5})
+    assert logic.ray_executor(registry, store, "", spec, 0.25).cpus_per_cell == 0.25
+    assert logic.ray_executor(registry, store, "", spec).cpus_per_cell == 0.5
+    assert logic.ray_executor(registry, store, "", parse_sweep(BASE)).cpus_per_cell == 1.0
+    with pytest.raises(ConfigError, match="above 0 and at most 64"):
+        logic.start_sweep(registry, store, "me", spec, executor="ray", cpus_per_cell=100.0)
+
+
+def test_the_page_has_the_field_only_for_ray():
+    from groupchat_ui.kit import jobs as job_registry
+    from tests.helpers.app_helpers import goto, new_app
+
+    at = goto(new_app(), "sweeps")
+    try:
+        field = at.number_input(key="sw_cpus_per_cell")
+        assert field.disabled and field.value is None
+        at.radio(key="sw_executor").set_value("ray").run()
+        assert not at.number_input(key="sw_cpus_per_cell").disabled
+        assert not at.exception
+    finally:
+        job_registry.registry().shutdown()
