@@ -243,9 +243,16 @@ def test_half_a_cpu_per_cell_runs_twice_the_cells_at_once(cluster, sqlite_store)
                  concurrency=4, cpus_per_cell=0.5)
     executor = RayExecutor(sqlite_store, address="auto", cpus_per_cell=sweep.cpus_per_cell or 1)
     executor.start()
+    # First a quick sweep of 4 cells, so four Ray workers exist (each starts a process and
+    # imports the engine, seconds on a busy machine) before the timed cells need them.
+    warm = spec(name="warm-up", base={"max_loops": 2, "agents": slow(0.05)},
+                grid={"threshold": [0.3, 0.7]}, concurrency=4, cpus_per_cell=0.5)
+    assert run_sweep(warm, sqlite_store, executor=executor).cells_done == 4
+    before = set(sqlite_store.list_runs()["run_id"])
     outcome = run_sweep(sweep, sqlite_store, executor=executor)
     assert outcome.status == "finished" and outcome.cells_done == 4
     frame = sqlite_store.list_runs()
+    frame = frame[~frame["run_id"].isin(before)]
     spans = sorted(zip(frame["started_at"], frame["ended_at"], strict=True))
     deepest = max(sum(1 for s, e in spans if s <= start < e) for start, _ in spans)
     assert deepest >= 3, spans  # at 1 CPU a cell, never more than 2

@@ -11,7 +11,6 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,7 +30,6 @@ from tests.helpers.app_helpers import (
     DEADLINE_S,
     ROOT,
     goto,
-    new_app,
     poll,
     query,
     rendered_text,
@@ -45,12 +43,6 @@ from tests.helpers.app_helpers import (
 
 PAGES = ("agents", "run", "analysis", "runs", "settings")
 SECRET = "sk-test-0123456789abcdefSECRET"
-
-
-@pytest.fixture
-def app() -> Iterator[AppTest]:
-    yield new_app()
-    job_registry.registry().shutdown()
 
 
 @pytest.fixture

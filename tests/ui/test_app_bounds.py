@@ -36,16 +36,10 @@ from groupchat_ui.kit import jobs as job_registry
 from groupchat_ui.run import logic as run_logic
 from groupchat_ui.sweeps import logic as sweep_logic
 from tests.helpers import ROOT
-from tests.helpers.app_helpers import goto, new_app, session
+from tests.helpers.app_helpers import goto, session
 
 STATUS_WORDS = {"queued", "running", "finished", "cancelled", "error", "interrupted",
                 "stopped_budget"}
-
-
-@pytest.fixture
-def app() -> Iterator[AppTest]:
-    yield new_app()
-    job_registry.registry().shutdown()
 
 
 def run_form(app: AppTest) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -11,19 +9,12 @@ from streamlit.testing.v1 import AppTest
 from groupchat_core import Agent
 from groupchat_core.store import RunStore
 from groupchat_ui.analysis import logic as analysis_logic
-from groupchat_ui.kit import jobs as job_registry
 from groupchat_ui.kit import store_access
 from groupchat_ui.kit.labels import row_label
 from groupchat_ui.run import logic as run_logic
 from groupchat_ui.runs import logic as runs_logic
 from tests.helpers import ROOT
-from tests.helpers.app_helpers import goto, new_app, save_agents, session, texts
-
-
-@pytest.fixture
-def app() -> Iterator[AppTest]:
-    yield new_app()
-    job_registry.registry().shutdown()
+from tests.helpers.app_helpers import goto, save_agents, session, texts
 
 
 @pytest.fixture

@@ -23,7 +23,6 @@ from tests.helpers.app_helpers import (
     ROOT,
     errors,
     goto,
-    new_app,
     poll,
     save_agents,
     session,
@@ -31,12 +30,6 @@ from tests.helpers.app_helpers import (
 )
 
 ISO_MICROS = re.compile(r"\d{2}:\d{2}:\d{2}\.\d+|T\d{2}:")
-
-
-@pytest.fixture
-def app() -> Iterator[AppTest]:
-    yield new_app()
-    job_registry.registry().shutdown()
 
 
 @pytest.fixture

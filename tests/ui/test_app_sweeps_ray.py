@@ -153,6 +153,10 @@ def test_a_sweep_started_on_the_page_runs_on_ray_and_shows_its_workers(at: AppTe
     poll(at, lambda a: sweep_status(a).startswith("sweep status: finished"),
          "the sweep on Ray to finish", deadline_s=RAY_DEADLINE_S, shown=sweep_status)
     assert "4 / 4 cells finished" in sweep_status(at)
+    # The Ray line is drawn from the job's state earlier in a script run than the status, so
+    # the run that first read "finished" may predate it: wait for the line itself.
+    poll(at, lambda a: any(c.value.startswith("cells ran on Ray") for c in a.caption),
+         "the Ray line", deadline_s=RAY_DEADLINE_S, shown=sweep_status)
     line = next(c.value for c in at.caption if c.value.startswith("cells ran on Ray"))
     assert cluster in line and "disconnected" in line  # ended: no longer "connected"
     workers = next(d.value for d in at.dataframe if "worker" in d.value.columns)
