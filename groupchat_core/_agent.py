@@ -33,7 +33,7 @@ from ._secrets import redact_kwargs
 from ._terminal import char_name, first_unsafe
 
 DEFAULT_MODEL = "sim/balanced"
-ToolChoiceMode = Literal["forced", "required", "auto", "json"]
+ToolChoiceMode = Literal["forced", "required", "auto", "json", "json_schema"]
 
 # Keys that would smuggle a secret or override what the engine controls.
 _FORBIDDEN_EXTRA_KEYS = frozenset(

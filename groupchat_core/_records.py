@@ -23,6 +23,7 @@ BidPath = Literal[
     "tool_call:required",  # provider rejected a forced tool_choice; retried with "required"
     "tool_call:auto",  # ... and then with "auto"
     "json_text",  # provider rejected tools; asked for a JSON object in plain text
+    "json_schema",  # opt-in constrained decoding: no tools, the respond schema as response_format
     "tool_call:json",  # json mode (no tools sent), but the reply carried a respond call anyway
     "text_fallback",  # tools were sent, but the reply was text (parsed as JSON, or silent)
     "tool_call:stream",  # streamed (stream_bids): the forced respond call, read as it arrived

@@ -30,6 +30,7 @@ from ._streaming import (
     streamed_request,
 )
 from ._tool_modes import (
+    TEXT_MODES,
     mode_key,
     recalled_mode,
     rejection,
@@ -91,7 +92,7 @@ async def call_litellm(agent: Agent, messages: list[dict[str, Any]], *,
     stream = wants_stream and streams(cache_key) and not has_deployments(agent.model_name)
     while True:
         kwargs = request_kwargs(agent, messages, mode)
-        streaming = stream and mode != "json" and sink is not None
+        streaming = stream and mode not in TEXT_MODES and sink is not None
         try:
             if streaming:
                 assert sink is not None
@@ -126,7 +127,7 @@ async def call_litellm(agent: Agent, messages: list[dict[str, Any]], *,
         else:
             parsed, path = parse_response(response, mode)
             prompt, completion, cost = usage_and_cost(response)
-            if wants_stream and mode != "json":
+            if wants_stream and mode not in TEXT_MODES:
                 path = UNSTREAMED_PATHS.get(path, path)
         return ModelReply(parsed, path, prompt, completion, cost, calls=attempts.calls,
                           deployment=None if streaming else deployment_of(response))

@@ -7,7 +7,7 @@ from typing import Any
 from .._bidding import ParsedBid, parse_text_reply, parse_tool_calls
 from .._records import BidPath
 from ._litellm import litellm_module
-from ._tool_modes import PATHS
+from ._tool_modes import PATHS, TEXT_MODES
 
 MAX_ERROR_CHARS = 2_000  # stored error text (bid.error); a provider body is not a log file
 
@@ -20,10 +20,10 @@ def parse_response(response: Any, mode: str) -> tuple[ParsedBid, BidPath]:
     calls = [(c.function.name, c.function.arguments) for c in (message.tool_calls or [])]
     parsed = parse_tool_calls(calls)
     if parsed is not None:
-        path: BidPath = "tool_call:json" if mode == "json" else PATHS[mode]
+        path: BidPath = "tool_call:json" if mode in TEXT_MODES else PATHS[mode]
     else:
         parsed = parse_text_reply(message.content)
-        path = "json_text" if mode == "json" else "text_fallback"
+        path = PATHS[mode] if mode in TEXT_MODES else "text_fallback"
     if not parsed.readable and getattr(choice, "finish_reason", None) == "length":
         parsed = ParsedBid(parsed.score, parsed.message,
                            f"{parsed.error} (the reply was cut off at max_tokens)", False)

@@ -12,7 +12,7 @@ from .._errors import ModelCallError
 from ._bodies import REQUEST_DEADLINE, ResponseTooLarge, deadline_error, in_chain
 from ._deployments import routed_bases, routed_call
 from ._endpoints import PLACEHOLDER_KEY, endpoint_trusted, request_base
-from ._tool_modes import JSON_TEXT_INSTRUCTION
+from ._tool_modes import JSON_TEXT_INSTRUCTION, TEXT_MODES, schema_response_format
 
 if TYPE_CHECKING:
     from .._agent import Agent
@@ -78,10 +78,12 @@ def request_kwargs(agent: Agent, messages: list[dict[str, Any]], mode: str) -> d
     key = _endpoint_key(agent, kwargs)
     if key:
         kwargs["api_key"] = key
-    if mode == "json":
+    if mode in TEXT_MODES:
         last = dict(messages[-1])
         last["content"] = str(last.get("content", "")) + JSON_TEXT_INSTRUCTION
         kwargs["messages"] = [*messages[:-1], last]
+        if mode == "json_schema":  # constrained decoding: the server can only write a bid
+            kwargs["response_format"] = schema_response_format(agent)
         return kwargs
     kwargs["tools"] = agent.tools_list_dictionary
     kwargs["tool_choice"] = {"forced": FORCED_RESPOND_CHOICE}.get(mode, mode)

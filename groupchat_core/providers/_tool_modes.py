@@ -3,6 +3,7 @@ of what each (model, api_base, tools) accepted."""
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import re
@@ -11,6 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._bidding import RESPOND_TOOL
 from .._records import BidPath
 from ._bodies import ERROR_BODY_CAP
 from ._litellm import litellm_module
@@ -23,13 +25,20 @@ JSON_TEXT_INSTRUCTION = (
     "\n\nYou cannot call functions here. Answer with only a JSON object of the form "
     '{"score": <number from 0 to 1>, "message": "<your reply, or empty to stay silent>"}.'
 )
+SCHEMA_OVERHEAD_TOKENS = 80  # '{"score": <up to 36 characters>, "message": "' + '"}' + spaces
+SCHEMA_MESSAGE_CAP = 1_000  # longest message a constrained bid may carry, in characters
 LADDER: tuple[str, ...] = ("forced", "required", "auto", "json")
 PATHS: dict[str, BidPath] = {
     "forced": "tool_call",
     "required": "tool_call:required",
     "auto": "tool_call:auto",
     "json": "json_text",
+    "json_schema": "json_schema",
 }
+# Modes that send no tools and read the bid from the reply's JSON text. "json_schema" is opt-in
+# (Agent.tool_choice_mode, never a rung of the ladder): the respond tool's parameters go as
+# `response_format`, so a server with constrained decoding (llama.cpp's) can only emit a bid.
+TEXT_MODES = frozenset({"json", "json_schema"})
 
 
 # What a provider accepted, remembered so a model that rejects forced tool_choice costs one
@@ -179,7 +188,7 @@ def rejection(exc: Exception, mode: str) -> str | None:
     litellm = litellm_module()
     rejecting = (litellm.BadRequestError, litellm.UnsupportedParamsError,
                  litellm.UnprocessableEntityError, litellm.InternalServerError)
-    if mode == "json" or not isinstance(exc, rejecting):
+    if mode in TEXT_MODES or not isinstance(exc, rejecting):
         return None
     kind = rejection_kind(str(exc)[:ERROR_BODY_CAP])
     if kind is None:
@@ -187,3 +196,34 @@ def rejection(exc: Exception, mode: str) -> str | None:
     if kind == "tool_choice":
         return LADDER[LADDER.index(mode) + 1]
     return "json"
+
+
+def respond_schema(agent: Agent) -> dict[str, Any]:
+    """The JSON schema of the agent's respond tool's arguments (RESPOND_TOOL's by default)."""
+    for tool in agent.tools_list_dictionary:
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if isinstance(function, dict) and function.get("name") == "respond":
+            parameters = function.get("parameters")
+            if isinstance(parameters, dict):
+                return copy.deepcopy(parameters)
+    default: dict[str, Any] = RESPOND_TOOL["function"]["parameters"]
+    return copy.deepcopy(default)
+
+
+def schema_response_format(agent: Agent) -> dict[str, Any]:
+    """`response_format` for the "json_schema" mode: `{"type": "json_object", "schema": ...}`,
+    the form llama.cpp's servers turn into a grammar (llama-cpp-python 0.3's request model
+    takes only this form: `type` "json_schema" is refused with HTTP 422)."""
+    schema = respond_schema(agent)
+    message = (schema.get("properties") or {}).get("message")
+    if isinstance(message, dict) and message.get("type") == "string" and "maxLength" not in message:
+        message["maxLength"] = schema_message_chars(agent.max_tokens)
+    return {"type": "json_object", "schema": schema}
+
+
+def schema_message_chars(max_tokens: int) -> int:
+    """The message's maxLength under constraint: a bid that always closes within max_tokens.
+    Every token is at least one character, so the reply needs at most one token per character
+    of message plus the JSON around it (SCHEMA_OVERHEAD_TOKENS, a 16-digit score included);
+    capped so the grammar stays small (one nested rule per character)."""
+    return max(0, min(max_tokens - SCHEMA_OVERHEAD_TOKENS, SCHEMA_MESSAGE_CAP))

@@ -209,3 +209,48 @@ def test_bids_stream_from_the_real_model_into_the_same_bids(llm: LocalLLMServer)
         assert mine[-1].score == bid.score
         if len(bid.message) > 20:  # a real message grew over several deltas
             assert len({e.message for e in mine}) > 2
+
+
+# --- constrained bids and a slice of Du et al.'s arithmetic (issue 20 items 3 and 6) -----------
+
+
+def test_constrained_bids_are_read_from_the_real_model(llm: LocalLLMServer) -> None:
+    """tool_choice_mode="json_schema": the server's grammar (from response_format) makes the
+    135M model write the respond object itself; the engine reads it as JSON text. Not every
+    bid is read on this server yet (BENCHMARKS.md has the rate): one that is not says why."""
+    record = one_turn(pair(llm, tool_choice_mode="json_schema"))
+    assert [b.path for b in record.bids] == ["json_schema"] * 2, record.bids
+    assert all(b.calls == 1 for b in record.bids), record.bids
+    assert all(b.outcome == "read" or (b.outcome == "unreadable" and b.error)
+               for b in record.bids), record.bids
+
+
+def test_a_slice_of_du_math_runs_end_to_end_and_records_each_outcome(
+        llm: LocalLLMServer) -> None:
+    """Two of Du et al.'s problems through the real pipeline: constrained bids, a numeric
+    scorer on the majority vote, an outcome recorded per run. Whatever the 135M model's
+    accuracy: the assertion is that the pipeline scored what the agents said."""
+    from groupchat_core.outcomes import du_math_tasks, extract
+
+    for task in du_math_tasks()[:2]:
+        agents = [llm_agent(llm, "Solver", "You solve arithmetic carefully.",
+                            tool_choice_mode="json_schema"),
+                  llm_agent(llm, "Checker", "You check the arithmetic of others.",
+                            tool_choice_mode="json_schema")]
+        chat = GroupChat(agents=agents, max_loops=3, threshold=0.0, bid_timeout=None)
+        chat.run(task)
+        record = chat.last_run
+        assert record is not None and record.task == task.prompt
+        assert all(b.path == "json_schema" for b in record.bids), record.bids
+        outcome = record.outcome
+        assert outcome is not None, record
+        assert (outcome.task_id, outcome.scorer, outcome.answer_from, outcome.expected) == (
+            task.id, "numeric", "vote", task.answer)
+        last_said = {m.role: extract(m.content, task) for m in record.messages[1:]}
+        for name, said in last_said.items():  # each agent's last stated answer, as posted
+            assert outcome.votes[name] == said, (name, outcome.votes)
+        if outcome.answer is None:
+            assert outcome.correct is False
+        else:
+            assert outcome.answer in outcome.votes.values()
+            assert outcome.correct == (float(outcome.answer) == float(task.answer))
