@@ -30,8 +30,6 @@ from ._compare import (
     compare_cells,
     compare_metrics,
     compare_values,
-    min_attainable_p,
-    too_few,
 )
 from ._estimate import Estimate, estimate
 from ._events import (
@@ -43,16 +41,14 @@ from ._events import (
     SweepOutcome,
     SweepStarted,
 )
-from ._executor import CellJob, CellResult, Executor, LocalExecutor, UsageHook
-from ._export import METHODS_VERSION, export_meta, long_frame, methods_paragraph, parquet_bytes
+from ._executor import CellJob, CellResult, Executor, LocalExecutor
+from ._export import METHODS_VERSION, export_meta, long_frame, parquet_bytes
 from ._importance import importance
 from ._intervals import (
     Interval,
     bca_mean,
     bootstrap_mean,
-    clopper_pearson,
     studentized_mean,
-    t95,
     t_interval,
     wilson,
 )
@@ -60,19 +56,13 @@ from ._multiple import benjamini_hochberg, holm
 from ._natures import (
     CACHE_METRICS,
     NATURES,
-    MetricNature,
-    feasible_range,
     methods_text,
-    metric_interval,
-    nature_of,
 )
-from ._plan import SweepPlan, finished_cells, plan_sweep
+from ._plan import SweepPlan, plan_sweep
 from ._ray_executor import RayExecutor
 from ._results import aggregate, heatmap_frame, sweep_results, sweep_summary, varying
-from ._scheduler import SweepRunner, arun_sweep, run_sweep
+from ._scheduler import arun_sweep, run_sweep
 from ._spec import (
-    AXES,
-    MAX_CELLS,
     SWEEP_SCHEMA_VERSION,
     Cell,
     Grid,
@@ -83,9 +73,7 @@ from ._spec import (
 )
 
 __all__ = [
-    "AXES",
     "CACHE_METRICS",
-    "MAX_CELLS",
     "METHODS_VERSION",
     "NATURES",
     "SWEEP_SCHEMA_VERSION",
@@ -101,28 +89,22 @@ __all__ = [
     "Grid",
     "Interval",
     "LocalExecutor",
-    "MetricNature",
     "RayExecutor",
     "SweepEvent",
     "SweepFinished",
     "SweepOutcome",
     "SweepPlan",
-    "SweepRunner",
     "SweepSpec",
     "SweepStarted",
-    "UsageHook",
     "aggregate",
     "arun_sweep",
     "bca_mean",
     "benjamini_hochberg",
     "bootstrap_mean",
-    "clopper_pearson",
     "compare_cells",
     "compare_metrics",
     "compare_values",
     "estimate",
-    "feasible_range",
-    "finished_cells",
     "export_meta",
     "frame_csv",
     "heatmap_frame",
@@ -132,10 +114,6 @@ __all__ = [
     "load_sweep_text",
     "long_frame",
     "methods_text",
-    "metric_interval",
-    "methods_paragraph",
-    "min_attainable_p",
-    "nature_of",
     "parse_sweep",
     "parquet_bytes",
     "plain_json",
@@ -144,9 +122,7 @@ __all__ = [
     "studentized_mean",
     "sweep_results",
     "sweep_summary",
-    "t95",
     "t_interval",
-    "too_few",
     "varying",
     "wilson",
 ]

@@ -1,4 +1,7 @@
-"""Interval methods (sweeps/_intervals.py, _natures.py) against independently computed values."""
+"""Interval methods (sweeps/_intervals.py, _natures.py) against independently computed values.
+
+Private imports (clopper_pearson, metric_interval, t95): units tested as such, which no public
+module exports."""
 
 from __future__ import annotations
 
@@ -8,16 +11,9 @@ import random
 import numpy as np
 import pytest
 
-from groupchat_core.sweeps import (
-    NATURES,
-    bootstrap_mean,
-    clopper_pearson,
-    methods_text,
-    metric_interval,
-    t95,
-    t_interval,
-    wilson,
-)
+from groupchat_core.sweeps import NATURES, bootstrap_mean, methods_text, t_interval, wilson
+from groupchat_core.sweeps._intervals import clopper_pearson, t95
+from groupchat_core.sweeps._natures import metric_interval
 
 Z = 1.959963984540054  # the 0.975 normal quantile, as printed in every table
 

@@ -33,7 +33,6 @@ from groupchat_core.sweeps import (
     holm,
     importance,
     long_frame,
-    metric_interval,
     parse_sweep,
     run_sweep,
     studentized_mean,
@@ -41,6 +40,7 @@ from groupchat_core.sweeps import (
 )
 from groupchat_core.sweeps._compare import cliffs_delta, cliffs_delta_interval, cohens_d
 from groupchat_core.sweeps._importance import factor_importance
+from groupchat_core.sweeps._natures import metric_interval
 from groupchat_core.sweeps._results import METRICS
 
 AGENTS = [{"agent_name": n, "model_name": m} for n, m in (

@@ -22,15 +22,15 @@ from groupchat_core.sweeps import (
     SweepStarted,
     aggregate,
     arun_sweep,
-    finished_cells,
     heatmap_frame,
     parse_sweep,
     run_sweep,
     studentized_mean,
     sweep_results,
     sweep_summary,
-    t95,
 )
+from groupchat_core.sweeps._intervals import t95
+from groupchat_core.sweeps._plan import finished_cells
 from groupchat_core.testing import FakeOpenAIServer, tool_call
 
 AGENTS = [{"agent_name": n, "system_prompt": p, "model_name": "sim/balanced"} for n, p in (

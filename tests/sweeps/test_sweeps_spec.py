@@ -16,7 +16,6 @@ import pytest
 from groupchat_core import ConfigError
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import (
-    MAX_CELLS,
     estimate,
     load_sweep,
     load_sweep_text,
@@ -24,6 +23,7 @@ from groupchat_core.sweeps import (
     plan_sweep,
     run_sweep,
 )
+from groupchat_core.sweeps._spec import MAX_CELLS
 from tests.helpers import ROOT
 
 BASE = {"max_loops": 6, "seed": 10, "agents": [

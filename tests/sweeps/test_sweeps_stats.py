@@ -22,12 +22,11 @@ from groupchat_core.sweeps import (
     compare_values,
     frame_csv,
     importance,
-    min_attainable_p,
     parse_sweep,
     run_sweep,
     sweep_results,
-    too_few,
 )
+from groupchat_core.sweeps._compare import min_attainable_p, too_few
 from groupchat_core.sweeps._importance import MIN_PER_LEVEL, factor_importance
 from tests.helpers.stores import release_store_engines
 

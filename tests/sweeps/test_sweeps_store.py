@@ -14,12 +14,8 @@ from __future__ import annotations
 
 from groupchat_core import Agent, GroupChat
 from groupchat_core.engine._bidcache import BidCache, cache_stats
-from groupchat_core.sweeps import (
-    finished_cells,
-    parse_sweep,
-    run_sweep,
-    sweep_results,
-)
+from groupchat_core.sweeps import parse_sweep, run_sweep, sweep_results
+from groupchat_core.sweeps._plan import finished_cells
 
 AGENTS = [{"agent_name": n, "model_name": "sim/balanced", "system_prompt": p} for n, p in (
     ("Optimist", "You argue for the benefits."), ("Pessimist", "You argue for the risks."))]
