@@ -241,11 +241,19 @@ def retry_lost(begin: Callable[[], AbstractContextManager[Connection]],
             with begin() as conn:
                 return work(conn)
         except DBAPIError as exc:
-            lost = exc.connection_invalidated or isinstance(exc, OperationalError | InterfaceError)
+            lost = (exc.connection_invalidated or isinstance(exc, OperationalError | InterfaceError)
+                    or _left_mid_statement(exc))
             if not server or not lost or time.monotonic() + delay > deadline:
                 raise
         time.sleep(delay)
         delay = min(delay * 2, RETRY_MAX_S)
+
+
+def _left_mid_statement(exc: DBAPIError) -> bool:
+    """A pooled connection that a cut left inside a statement: psycopg refuses to reset it
+    ("can't change 'autocommit' now: connection in transaction status ACTIVE"). It is as good
+    as lost; a new connection serves the retry."""
+    return "connection in transaction status ACTIVE" in str(exc.orig)
 
 
 class _DemoteToDebug(logging.Filter):
