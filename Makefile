@@ -48,7 +48,7 @@ llm: llm-setup
 
 # The suite in two parts: the few tests that check a latency bound alone (marker `serial`), then
 # the rest on TEST_WORKERS pytest-xdist workers, a module (or an xdist group: one Ray cluster, one
-# wheel build, one local LLM at a time) per work unit; see tests/conftest.py.
+# wheel build, one local LLM, one browser at a time) per work unit; see tests/conftest.py.
 TEST_WORKERS ?= 2
 
 test: setup browser postgres llm-setup

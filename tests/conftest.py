@@ -68,7 +68,10 @@ FILE_MARKS = {
     # parallel part, where a second busy worker would make the lag the machine's, not the store's.
     "test_store_cadence.py": "serial",
 }
-GROUPED = ("ray", "install", "local_llm")  # one xdist group each; these also go first
+# One xdist group each. Ray, install and the local LLM go first; the browser tests (last) run
+# one at a time too: two app servers and two chromiums on 2 cores made the e2e tests' waits for
+# a moment when several places agree (test_sweep_status) miss it.
+GROUPED = ("ray", "install", "local_llm", "browser")
 PG_FIXTURES = {"pg_server", "pg_databases", "pg_url", "pg_store"}
 
 
@@ -98,7 +101,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if kind in GROUPED:
                 item.add_marker(pytest.mark.xdist_group(kind))
     items.sort(key=lambda item: ("browser" in kinds[item.nodeid],
-                                 not kinds[item.nodeid] & set(GROUPED)))
+                                 not kinds[item.nodeid] & set(GROUPED) - {"browser"}))
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's: absent under -p no:xdist

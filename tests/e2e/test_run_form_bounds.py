@@ -23,9 +23,16 @@ def test_an_out_of_range_threshold_is_refused_with_its_range(app_server, page, v
     expect(page.locator(".st-key-agent_edit_Optimist")).to_be_visible(timeout=WAIT_MS)
     open_page(page, "Run")
     set_number(page, "run_param_threshold", value)
-    wait_idle(page)
-    page.locator(".st-key-start_run button").click()
     said = page.get_by_test_id("stAlert").filter(has_text="threshold must be a number")
+    for attempt in range(3):  # a rerun landing at the click can swallow it (see start_run)
+        wait_idle(page)
+        page.locator(".st-key-start_run button").click()
+        try:
+            expect(said).to_be_visible(timeout=WAIT_MS // 3)
+            break
+        except AssertionError:
+            if attempt == 2:
+                raise
     expect(said).to_have_text(re.compile(rf"threshold must be a number from -1 to 2, got "
                                          rf"{value}\.0"), timeout=WAIT_MS)
     expect(status_line(page)).to_have_text(re.compile(r"^status: idle"))  # nothing started
