@@ -27,6 +27,10 @@ from groupchat_ui.kit.state import SessionState
 from . import actions, logic
 
 REFRESH_S = 0.5
+# A streamed run's forming candidates redraw on their own faster timer (a nested fragment: only
+# that small panel reruns), so a token reaches the screen ~0.1 s + one small render after the
+# engine has it, not up to 0.5 s + a whole-view render (bench.live_view).
+FORMING_REFRESH_S = 0.1
 ModelInfo = Mapping[str, tuple[str, str | None]]  # agent -> (model, api_base)
 
 
@@ -109,7 +113,7 @@ def _render(registry: JobRegistry, session: SessionState, snap: JobSnapshot) -> 
         _transcript(snap.messages, snap.models, live=not snap.done and not streamed,
                     now=datetime.now(UTC), folded=snap.bids_by_turn if streamed else None)
         if streamed:
-            _candidates(snap)
+            _forming(registry, snap)
     with right:
         _floor(snap)
 
@@ -145,6 +149,24 @@ def _folded(turn: int, losers: Sequence[Bid]) -> None:
         for bid in losers:
             st.markdown(f"**{escape_markdown(bid.agent)}** · score {bid.score:.2f}")
             st.markdown(safe_markdown(bid.message))
+
+
+def _forming(registry: JobRegistry, snap: JobSnapshot) -> None:
+    """The forming candidates, redrawn every FORMING_REFRESH_S while the job runs, from a fresh
+    snapshot each time (the outer view follows at REFRESH_S and settles turns)."""
+    if snap.done:
+        _candidates(snap)
+        return
+    job_id = snap.id
+
+    @st.fragment(run_every=FORMING_REFRESH_S)
+    def forming() -> None:
+        try:
+            _candidates(registry.snapshot(job_id))
+        except KeyError:  # expired: the outer view says so on its next refresh
+            return
+
+    forming()
 
 
 def _candidates(snap: JobSnapshot) -> None:
