@@ -14,7 +14,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import streamlit as st  # noqa: E402
 
-from groupchat_ui.kit import components, form_memory, state, store_access, warmup  # noqa: E402
+from groupchat_ui.kit import components, form_memory, state, store_access  # noqa: E402
 
 st.set_page_config(page_title="GroupChat Lab", page_icon=":material/forum:", layout="wide")
 session = state.get()
@@ -56,4 +56,3 @@ try:
     page.run()
 finally:  # also on st.rerun / st.switch_page, which end the run by raising
     form_memory.remember(session.owner, st.session_state)
-    warmup.start()  # once per process, after the page is drawn: litellm for the first run

@@ -52,7 +52,11 @@ def one(browser: Any, root: Path) -> dict[str, Any]:
 
     offset = time.time() - time.monotonic()
     suffix = uuid.uuid4().hex[:6]
-    fragments = ['{"score": 0.9, "message": "' + WORDS[0]] + [" " + w for w in WORDS[1:]] + ['"}']
+    # Each delta ends a word ("word "): the engine's delta gate holds back a trailing word until
+    # it ends (a secrets guarantee: never part of a key), so a delta ending mid-word would show
+    # one delta later, one inter-token interval, which this script's 0.7 s spacing would inflate.
+    fragments = (['{"score": 0.9, "message": "' + WORDS[0] + " "]
+                 + [w + " " for w in WORDS[1:]] + ['"}'])
     with tempfile.TemporaryDirectory() as folder, FakeOpenAIServer() as fake:
         db = f"sqlite:///{folder}/live.db"
         fake.script(f"slow{suffix}", [tool_call(fragments=fragments, chunk_delay=DELAY_S,
@@ -75,8 +79,10 @@ def one(browser: Any, root: Path) -> dict[str, Any]:
             clicked = 0.0
             for _ in range(3):  # a rerun landing at that moment can swallow the click
                 page.locator(IDLE).wait_for(state="attached", timeout=120_000)
+                button = page.locator(".st-key-start_run button")
+                button.wait_for(state="visible", timeout=120_000)
                 clicked = time.monotonic()
-                page.locator(".st-key-start_run button").click()
+                button.click(timeout=120_000)
                 deadline = time.monotonic() + 60
                 while not fake.requests and time.monotonic() < deadline:
                     if (time.monotonic() - clicked > 10

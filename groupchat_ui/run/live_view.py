@@ -152,9 +152,11 @@ def _folded(turn: int, losers: Sequence[Bid]) -> None:
 
 
 def _forming(registry: JobRegistry, snap: JobSnapshot) -> None:
-    """The forming candidates, redrawn every FORMING_REFRESH_S while the job runs, from a fresh
-    snapshot each time (the outer view follows at REFRESH_S and settles turns)."""
-    if snap.done:
+    """The forming candidates, redrawn every FORMING_REFRESH_S while a turn is open, from a
+    fresh snapshot each time (the outer view follows at REFRESH_S, settles turns and declares
+    this timer again at the next turn). No fast timer while nothing is forming: before the
+    first turn (litellm may still be loading) or after the run."""
+    if snap.done or not _turn_open(snap):
         _candidates(snap)
         return
     job_id = snap.id
@@ -172,11 +174,8 @@ def _forming(registry: JobRegistry, snap: JobSnapshot) -> None:
 def _candidates(snap: JobSnapshot) -> None:
     """Streamed runs: every candidate's reply forming under the transcript while the turn is
     open; once it settles the winner is posted and the others fold under it (_folded)."""
-    forming = snap.forming
-    last = snap.turns[-1] if snap.turns else None
-    turn, bids = (forming.snapshot() if forming is not None else (0, {}))
-    open_turn = not snap.done and turn and (last is None or last.turn < turn)
-    if open_turn:
+    turn, bids = (snap.forming.snapshot() if snap.forming is not None else (0, {}))
+    if _turn_open(snap, turn):
         with st.container(key=f"forming_{snap.id}", border=True):
             st.caption(f"Turn {turn}: the candidates are writing")
             for i, (agent, status, text, typing) in enumerate(
@@ -185,6 +184,14 @@ def _candidates(snap: JobSnapshot) -> None:
                     st.markdown(f"**{escape_markdown(agent)}** · {escape_markdown(status)}")
                     if text:
                         st.markdown(safe_markdown(text) + (" ▌" if typing else ""))
+
+
+def _turn_open(snap: JobSnapshot, turn: int | None = None) -> bool:
+    """A streamed turn is under way: its candidates are writing (not yet settled)."""
+    if turn is None:
+        turn = snap.forming.snapshot()[0] if snap.forming is not None else 0
+    last = snap.turns[-1] if snap.turns else None
+    return bool(not snap.done and turn and (last is None or last.turn < turn))
 
 
 def _floor(snap: JobSnapshot) -> None:
