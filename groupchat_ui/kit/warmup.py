@@ -6,8 +6,8 @@ while later runs start in a fraction of a second. A daemon thread pays that once
 page is shown with a real-model agent saved (`for_agents`), so the first Start finds litellm
 loaded. Only then: the import holds the GIL for seconds and slows every page of the process
 while it runs (a fresh Analysis tab right after a server start took 5.1 -> 8.9 s when every
-first script run started it, bench.analysis_cold), and a sims-only lab never needs litellm. (The engine's loop starts with the job
-registry, on the first script run: a thread, no measurable cost.)
+first script run started it, bench.analysis_cold), and a sims-only lab never needs litellm.
+(The engine's loop starts with the job registry, on the first script run: no measurable cost.)
 """
 
 from __future__ import annotations
