@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from groupchat_ui.kit import components, state, store_access, warmup
+from groupchat_ui.kit import components, state, store_access
 from groupchat_ui.run import actions, live_view, view
 
 session = state.get()
@@ -14,7 +14,6 @@ components.notices(session)
 live_view.adopt_job_from_url(registry, session)
 components.preset_confirm(session, actions.on_confirm_preset)
 view.new_run(session, store_access.agents())
-warmup.for_agents(store_access.agents())  # litellm loads while the form is filled in
 
 job_id = live_view.pick_job(registry, session)
 if job_id is None:

@@ -67,6 +67,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--cpus-per-cell", type=float, default=0.25)
     parser.add_argument("--local", type=int, nargs="+", default=[2, 4, 8, 16])
+    parser.add_argument("--cluster-cpus", type=float, nargs="+", default=[1.0, 0.25],
+                        help="CPUs a cell on the started clusters")
+    parser.add_argument("--no-cli-default", action="store_true",
+                        help="skip the CLI's own cluster at 1 CPU a cell")
     args = parser.parse_args(argv)
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     import ray
@@ -94,9 +98,10 @@ def main(argv: list[str] | None = None) -> None:
         for c in args.local:
             rows.append((f"local, concurrency {c}", cli(path, db(), env, "--concurrency", str(c))))
             print(rows[-1], flush=True)
-        rows.append(("ray, local cluster started by the CLI (2 CPUs), 1 CPU a cell, "
-                     "concurrency 2", cli(path, db(), env, "--executor", "ray")))
-        print(rows[-1], flush=True)
+        if not args.no_cli_default:
+            rows.append(("ray, local cluster started by the CLI (2 CPUs), 1 CPU a cell, "
+                         "concurrency 2", cli(path, db(), env, "--executor", "ray")))
+            print(rows[-1], flush=True)
         wide = max(1, round(2 / args.cpus_per_cell))
         rows.append((f"ray, local cluster started by the CLI (2 CPUs), {args.cpus_per_cell:g} "
                      f"CPU a cell, concurrency {wide}",
@@ -112,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
             cluster.wait_for_nodes()
             startup = time.perf_counter() - started
             try:
-                for cpus in (1.0, args.cpus_per_cell):
+                for cpus in args.cluster_cpus:
                     c = max(1, round(workers / cpus))
                     result = cli(path, db(), env, "--executor", "ray", "--ray-address",
                                  cluster.address, "--cpus-per-cell", str(cpus),

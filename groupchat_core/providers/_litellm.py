@@ -10,21 +10,13 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-import threading
 from typing import Any
-
-_loading = threading.Lock()  # a warm-up thread and the first chat may both ask at once
-
-
-def litellm_module() -> Any:
-    """Import litellm once, offline-friendly: local price map, no debug banner, sim registered,
-    every HTTP transport bounded (_bodies.py). Thread-safe: set up exactly once."""
-    with _loading:
-        return _load()
 
 
 @functools.cache
-def _load() -> Any:
+def litellm_module() -> Any:
+    """Import litellm once, offline-friendly: local price map, no debug banner, sim registered,
+    every HTTP transport bounded (_bodies.py)."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 
@@ -37,26 +29,7 @@ def _load() -> Any:
     install(AsyncHTTPHandler)  # every route's bytes bounded where they are read, before any client
 
     register_litellm_provider()
-    _first_call_imports()
     return litellm
-
-
-# What litellm 1.x imports on its first completion with tools (measured in bench.live_view:
-# ~700 modules, 2-6 s on a loaded 2-core machine): paid here, where a warm-up can pay it ahead
-# of the first request (the dashboard does, groupchat_ui/kit/warmup.py), not on that request.
-_FIRST_CALL = ("litellm.proxy.openai_files_endpoints.common_utils",
-               "litellm.responses.mcp.chat_completions_handler",
-               "litellm.litellm_core_utils.default_encoding")
-
-
-def _first_call_imports() -> None:
-    import importlib
-
-    for name in _FIRST_CALL:
-        try:
-            importlib.import_module(name)
-        except ImportError:  # another litellm version: its first call imports what it needs
-            continue
 
 
 _litellm_ready = False
