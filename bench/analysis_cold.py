@@ -92,3 +92,53 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+HIT = """
+import os, statistics, sys, time
+from streamlit.testing.v1 import AppTest
+def script(run_id):
+    import time
+    import streamlit as st
+    from groupchat_ui.kit import store_access
+    store_access.run_data(run_id)  # filled (or already there)
+    t = time.perf_counter(); store_access.run_data(run_id)
+    st.write(f"HIT {time.perf_counter() - t}")
+times = []
+for _ in range(6):
+    at = AppTest.from_function(script, args=(sys.argv[1],), default_timeout=600); at.run()
+    times.append(float(next(m.value for m in at.markdown if m.value.startswith("HIT"))[4:]))
+print(statistics.median(times[1:]))
+"""
+
+
+def cache_hit(db: str, run_id: str, root: Path) -> float:
+    """Median seconds of `store_access.run_data` on a warm cache, in a session of its own (an
+    AppTest script), in a fresh process of the checkout `root`: what every script run of the
+    Analysis page pays for its data before drawing anything."""
+    import subprocess
+    import sys
+
+    with tempfile.TemporaryDirectory() as folder:  # AppTest reads the script's source
+        probe = Path(folder) / "hit.py"
+        probe.write_text(HIT)
+        done = subprocess.run([sys.executable, str(probe), run_id], cwd=root,
+                              capture_output=True, text=True, check=False,
+                              env={**os.environ, "GROUPCHAT_DB": db, "PYTHONPATH": str(root)})
+    if done.returncode:
+        raise RuntimeError(done.stderr[-1500:])
+    return float(done.stdout.split()[-1])
+
+
+def hit_main() -> None:
+    """`python -c 'from bench.analysis_cold import hit_main; hit_main()' BEFORE_DIR`."""
+    import sys
+
+    before = Path(sys.argv[1])
+    with tempfile.TemporaryDirectory() as folder:
+        db = f"sqlite:///{folder}/big.db"
+        run_id = build_run(db, 1000)
+        for tree, root in (("before", before), ("after", ROOT), ("before", before),
+                           ("after", ROOT)):
+            print(f"{tree}: run_data on a warm cache {cache_hit(db, run_id, root):.3f} s",
+                  flush=True)
