@@ -152,11 +152,11 @@ def _folded(turn: int, losers: Sequence[Bid]) -> None:
 
 
 def _forming(registry: JobRegistry, snap: JobSnapshot) -> None:
-    """The forming candidates, redrawn every FORMING_REFRESH_S while a turn is open, from a
-    fresh snapshot each time (the outer view follows at REFRESH_S, settles turns and declares
-    this timer again at the next turn). No fast timer while nothing is forming: before the
-    first turn (litellm may still be loading) or after the run."""
-    if snap.done or not _turn_open(snap):
+    """The forming candidates, redrawn every FORMING_REFRESH_S while the job runs, from a fresh
+    snapshot each time (the outer view follows at REFRESH_S and settles turns). Declared on
+    every outer run while the job runs, so the fragment keeps one place in the page; between
+    turns its reruns draw nothing."""
+    if snap.done:
         _candidates(snap)
         return
     job_id = snap.id
