@@ -174,7 +174,11 @@ def make_run(url: str, script_log: Path | None = None, root: Path = ROOT) -> Any
         yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # a loaded machine: do not leave it running
+            proc.kill()
+            proc.wait(timeout=10)
 
 
 def load(browser: Any, address: str, ready: Callable[[Any], None]) -> dict[str, float]:

@@ -3,7 +3,8 @@
 Why: `st.cache_resource` holds the thread-safe, process-wide objects (the RunStore for the
 configured URL, the JobRegistry); `st.cache_data` holds reads, keyed on the store URL (so a test
 that points GROUPCHAT_DB elsewhere gets fresh data) and on a freshness token for runs (status,
-end time and turn count: a running run's data is never served stale). Writes call
+end time and turn count: a running run's data is never served stale); a run's data is one
+shared read-only object (`st.cache_resource`, not copied per hit). Writes call
 `invalidate()`; short lifetimes bound what writers outside this process can leave stale.
 """
 
@@ -106,8 +107,12 @@ class RunData:
         return [a["agent_name"] for a in self.info["spec"].get("agents", [])]
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@st.cache_resource(show_spinner=False, max_entries=8)
 def _run_data(url: str, run_id: str, token: tuple[Any, ...]) -> RunData:
+    """One object per run and change, shared by every session and never copied: a cache_data
+    hit unpickled the whole record each script run (16,000 Bid models: 0.33 s of a big run's
+    Analysis page, bench.analysis_cold). The token (status, end, turns) keys a changed run to a
+    new entry; readers treat it as read-only (tests/ui/test_run_data_cache.py)."""
     s = _opened(url)
     record = s.load_run(run_id)
     return RunData(s.run_info(run_id), record, record.bids_frame(), record.turns_frame(),

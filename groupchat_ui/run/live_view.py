@@ -27,6 +27,10 @@ from groupchat_ui.kit.state import SessionState
 from . import actions, logic
 
 REFRESH_S = 0.5
+# A streamed run's forming candidates redraw on their own faster timer (a nested fragment: only
+# that small panel reruns), so a token reaches the screen ~0.1 s + one small render after the
+# engine has it, not up to 0.5 s + a whole-view render (bench.live_view).
+FORMING_REFRESH_S = 0.1
 ModelInfo = Mapping[str, tuple[str, str | None]]  # agent -> (model, api_base)
 
 
@@ -109,7 +113,7 @@ def _render(registry: JobRegistry, session: SessionState, snap: JobSnapshot) -> 
         _transcript(snap.messages, snap.models, live=not snap.done and not streamed,
                     now=datetime.now(UTC), folded=snap.bids_by_turn if streamed else None)
         if streamed:
-            _candidates(snap)
+            _forming(registry, snap)
     with right:
         _floor(snap)
 
@@ -147,14 +151,31 @@ def _folded(turn: int, losers: Sequence[Bid]) -> None:
             st.markdown(safe_markdown(bid.message))
 
 
+def _forming(registry: JobRegistry, snap: JobSnapshot) -> None:
+    """The forming candidates, redrawn every FORMING_REFRESH_S while the job runs, from a fresh
+    snapshot each time (the outer view follows at REFRESH_S and settles turns). Declared on
+    every outer run while the job runs, so the fragment keeps one place in the page; between
+    turns its reruns draw nothing."""
+    if snap.done:
+        _candidates(snap)
+        return
+    job_id = snap.id
+
+    @st.fragment(run_every=FORMING_REFRESH_S)
+    def forming() -> None:
+        try:
+            _candidates(registry.snapshot(job_id))
+        except KeyError:  # expired: the outer view says so on its next refresh
+            return
+
+    forming()
+
+
 def _candidates(snap: JobSnapshot) -> None:
     """Streamed runs: every candidate's reply forming under the transcript while the turn is
     open; once it settles the winner is posted and the others fold under it (_folded)."""
-    forming = snap.forming
-    last = snap.turns[-1] if snap.turns else None
-    turn, bids = (forming.snapshot() if forming is not None else (0, {}))
-    open_turn = not snap.done and turn and (last is None or last.turn < turn)
-    if open_turn:
+    turn, bids = (snap.forming.snapshot() if snap.forming is not None else (0, {}))
+    if _turn_open(snap, turn):
         with st.container(key=f"forming_{snap.id}", border=True):
             st.caption(f"Turn {turn}: the candidates are writing")
             for i, (agent, status, text, typing) in enumerate(
@@ -163,6 +184,14 @@ def _candidates(snap: JobSnapshot) -> None:
                     st.markdown(f"**{escape_markdown(agent)}** · {escape_markdown(status)}")
                     if text:
                         st.markdown(safe_markdown(text) + (" ▌" if typing else ""))
+
+
+def _turn_open(snap: JobSnapshot, turn: int | None = None) -> bool:
+    """A streamed turn is under way: its candidates are writing (not yet settled)."""
+    if turn is None:
+        turn = snap.forming.snapshot()[0] if snap.forming is not None else 0
+    last = snap.turns[-1] if snap.turns else None
+    return bool(not snap.done and turn and (last is None or last.turn < turn))
 
 
 def _floor(snap: JobSnapshot) -> None:

@@ -1,0 +1,70 @@
+"""The Run page's forming candidates, now redrawn by their own faster fragment (issue 24, target
+2), still show a streamed reply growing delta by delta: every state shown is a prefix of the
+reply (no delta lost or out of order), it grows while the turn is open, and the whole reply is
+what the run posts. The panel is drawn from the live job through `live_view._forming`."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from groupchat_core import Agent, forget_remembered_modes
+from groupchat_core.store import RunStore, dispose_engines
+from groupchat_core.testing import FakeOpenAIServer, tool_call
+from groupchat_ui.kit.jobs import JobRegistry
+from groupchat_ui.run import logic
+
+pytestmark = pytest.mark.usefixtures("fresh_engines")
+
+WORDS = ["Every", "word", "of", "this", "reply", "reaches", "the", "screen."]
+REGISTRY: list[JobRegistry] = []
+
+
+def _panel(job_id: str) -> None:
+    """An AppTest script: the forming panel of the job, as the live view draws it."""
+    from groupchat_ui.run import live_view
+    from tests.ui import test_live_forming
+
+    registry = test_live_forming.REGISTRY[0]
+    live_view._forming(registry, registry.snapshot(job_id))
+
+
+def test_the_forming_panel_shows_the_reply_growing_in_order(tmp_path: Path):
+    forget_remembered_modes()
+    message = " ".join(WORDS)
+    fragments = (['{"score": 0.9, "message": "' + WORDS[0] + " "]
+                 + [w + " " for w in WORDS[1:-1]] + [WORDS[-1], '"}'])
+    with FakeOpenAIServer() as srv:
+        srv.script("slow", [tool_call(fragments=fragments, chunk_delay=0.25, score=None,
+                                      message=None)])
+        srv.script("quick", [tool_call(0.2, "")])
+        srv.set_responder(None, lambda body: tool_call(0.0, ""))
+        agents = [Agent(agent_name=n, model_name=f"openai/{n.lower()}", api_base=srv.base_url)
+                  for n in ("Slow", "Quick")]
+        registry = JobRegistry()
+        REGISTRY[:] = [registry]
+        store = RunStore(f"sqlite:///{tmp_path}/runs.db")
+        job = logic.start_run(store, registry, "me", agents, "t", {"max_loops": 2}, {},
+                              stream=True)
+        seen: list[str] = []
+        deadline = time.monotonic() + 60
+        while not registry.snapshot(job).done and time.monotonic() < deadline:
+            at = AppTest.from_function(_panel, args=(job,), default_timeout=30)
+            at.run()
+            assert not at.exception, [e.value for e in at.exception]
+            shown = [m.value.removesuffix(" ▌") for m in at.markdown
+                     if m.value.startswith(WORDS[0])]
+            if shown and (not seen or shown[0] != seen[-1]):
+                seen.append(shown[0])
+            time.sleep(0.05)  # poll again: the reply is still streaming
+        snap = registry.snapshot(job)
+        registry.shutdown()
+    dispose_engines()
+    assert snap.status == "finished"
+    assert len(seen) >= 2 and len(seen[-1]) > len(seen[0])  # it grew while we watched
+    assert all(message.startswith(text.rstrip()) for text in seen)  # prefixes, in order
+    assert [len(t) for t in seen] == sorted(len(t) for t in seen)
+    assert snap.messages[1].content == message
