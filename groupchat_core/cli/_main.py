@@ -26,7 +26,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
-from .._config import OUTPUT_TYPES
+from .._bounds import OUTPUT_TYPES
 from .._errors import CliError, GroupChatError
 from .._records import Event, RunFinished, RunStarted, TurnCompleted
 from .._secrets import scrub

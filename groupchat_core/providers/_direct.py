@@ -28,7 +28,7 @@ from collections.abc import AsyncGenerator
 from types import SimpleNamespace
 from typing import Any
 
-from ._litellm import litellm_module
+from ._litellm import async_transport, litellm_module, openai_error_class
 
 DIRECT_ENV = "GROUPCHAT_DIRECT_HTTP"
 # The request settings the direct path knows how to send; any other key (an agent's own
@@ -85,7 +85,9 @@ _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.We
 
 
 def _client() -> Any:
-    """One httpx client per event loop, its transport bounded (_bodies.py)."""
+    """One httpx client per event loop on litellm's own transport (aiohttp: httpcore's pool
+    scans every connection per request, quadratic in a 32-agent turn), which _bodies.install
+    has already wrapped in the bounded transport."""
     import httpx
 
     from ._bodies import bounded
@@ -93,10 +95,8 @@ def _client() -> Any:
     loop = asyncio.get_running_loop()
     client = _clients.get(loop)
     if client is None or client.is_closed:
-        client = httpx.AsyncClient(
-            transport=bounded(httpx.AsyncHTTPTransport(
-                limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100))),
-            follow_redirects=False)
+        transport = bounded(async_transport())
+        client = httpx.AsyncClient(transport=transport, follow_redirects=False)
         _clients[loop] = client
     return client
 
@@ -124,9 +124,9 @@ def _mapped(kwargs: dict[str, Any], error: Exception) -> Exception:
     """litellm's exception for an OpenAI SDK error, as its openai route raises it: wrapped in
     OpenAIError (a 422 as it is), then mapped by litellm.exception_type."""
     import openai
-    from litellm.llms.openai.common_utils import OpenAIError
 
     litellm = litellm_module()
+    OpenAIError = openai_error_class()  # noqa: N806 (a class)
     original: Exception = error
     if not isinstance(error, openai.UnprocessableEntityError):
         response = getattr(error, "response", None)
