@@ -21,6 +21,7 @@ sends everything through litellm.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import os
 import weakref
@@ -97,8 +98,22 @@ def _client() -> Any:
     if client is None or client.is_closed:
         transport = bounded(async_transport())
         client = httpx.AsyncClient(transport=transport, follow_redirects=False)
+        if not _clients:
+            atexit.register(_close_clients)
         _clients[loop] = client
     return client
+
+
+def _close_clients() -> None:
+    """At exit, close each client on its own loop while that loop still runs (the shared
+    background loop does): an aiohttp session left open warns with a traceback at exit."""
+    for loop, client in list(_clients.items()):
+        if client.is_closed or loop.is_closed() or not loop.is_running():
+            continue
+        try:
+            asyncio.run_coroutine_threadsafe(client.aclose(), loop).result(timeout=2)
+        except Exception:  # exiting anyway; nothing more to do
+            continue
 
 
 def _status_error(response: Any, text: str) -> Exception:
