@@ -11,8 +11,10 @@ Against FakeOpenAIServer in a spawned process (its CPU never counts against the 
     (groupchat_ui.run.logic.FormingBids, what the Run page renders from) holds that text. The
     browser is not in the loop: the Run page's live fragment polls every REFRESH_S (0.5 s), so
     the screen adds 0-500 ms (mean 250 ms) plus Streamlit's delta round trip on top.
-(b) CPU per bid, streamed vs not: one-turn chats of 8 agents, each reply a 60-word message
-    (about 55 deltas of 8 characters when streamed), zero latency; process CPU per bid of the
+(b) CPU per bid, streamed vs not, each on the direct OpenAI-compatible path and through
+    litellm (GROUPCHAT_DIRECT_HTTP=0, before issue 24), in the same rounds: one-turn chats of
+    8 agents, each reply a 60-word message (about 55 deltas of 8 characters when streamed),
+    zero latency; process CPU per bid of the
     chat with stream_bids on and a FormingBids observer, of the same chat with stream_bids off,
     and of stream_bids on with no observer asking for deltas (nothing streams). Pairs
     alternate order so other tenants' load hits every side alike.
@@ -106,26 +108,43 @@ def first_char_latencies(server: ServerProcess, runs: int, n: int) -> list[float
     return out
 
 
+VIA_LITELLM = " via litellm (GROUPCHAT_DIRECT_HTTP=0: before issue 24)"
+
+
 def cpu_per_bid(server: ServerProcess, pairs: int, n: int) -> dict[str, list[float]]:
-    """Per-bid CPU milliseconds of each variant, over `pairs` rounds in rotating order."""
-    variants: dict[str, Callable[[], Any]] = {
+    """Per-bid CPU milliseconds of each variant, over `pairs` rounds in rotating order. Each
+    variant runs on the direct OpenAI-compatible path (providers/_direct.py) and through
+    litellm (GROUPCHAT_DIRECT_HTTP=0, the path before issue 24), in the same rounds."""
+    base: dict[str, Callable[[], Any]] = {
         "streamed (stream_bids on, FormingBids observer)":
             lambda: _chat(server.base_url, n, True, TimedForming()),
         "not streamed (stream_bids off)": lambda: _chat(server.base_url, n, False, None),
         "stream_bids on, no delta observer (nothing streams)":
             lambda: _chat(server.base_url, n, True, None),
     }
+    variants = {**{name: (make, "1") for name, make in base.items()},
+                **{name + VIA_LITELLM: (make, "0") for name, make in base.items()}}
     results: dict[str, list[float]] = {name: [] for name in variants}
     names = list(variants)
-    for name in names:  # warm-up: imports, clients, caches
-        variants[name]().run("warm up")
-    for i in range(pairs):
-        for name in names[i % 3:] + names[:i % 3]:
-            chat = variants[name]()
+    k = len(names)
+
+    def one(name: str) -> Any:
+        make, direct = variants[name]
+        os.environ["GROUPCHAT_DIRECT_HTTP"] = direct
+        chat = make()
+        try:
             cpu = _settled_cpu(lambda chat=chat: chat.run("One turn."))
-            assert len(chat.last_run.bids) == n and all(b.error is None
-                                                        for b in chat.last_run.bids)
-            results[name].append(cpu * 1000.0 / n)
+        finally:
+            os.environ.pop("GROUPCHAT_DIRECT_HTTP", None)
+        assert len(chat.last_run.bids) == n and all(b.error is None
+                                                    for b in chat.last_run.bids)
+        return cpu
+
+    for name in names:  # warm-up: imports, clients, caches
+        one(name)
+    for i in range(pairs):
+        for name in names[i % k:] + names[:i % k]:
+            results[name].append(one(name) * 1000.0 / n)
         server.ask("writes")  # drop the write log
     return results
 
@@ -145,20 +164,25 @@ def main() -> None:
     prepare_litellm()
     with ServerProcess(_serve, 0.0) as server:
         lat = first_char_latencies(server, runs, 4)
+        os.environ["GROUPCHAT_DIRECT_HTTP"] = "0"
+        lat_litellm = first_char_latencies(server, runs, 4)
+        os.environ.pop("GROUPCHAT_DIRECT_HTTP")
         cpu = cpu_per_bid(server, pairs, 8)
     print("## machine")
     for key, value in machine().items():
         print(f"- {key}: {value}")
     print(f"\n(a) first token to first character at the observer, {len(lat)} bids "
           f"({runs} one-turn chats of 4 streamed agents, 20 ms between deltas)")
-    print(f"    median {statistics.median(lat):.2f} ms · p90 {_q(lat, 0.9):.2f} ms · "
-          f"max {max(lat):.2f} ms")
+    for name, values in (("direct path", lat), ("via litellm (before)", lat_litellm)):
+        print(f"    {name}: median {statistics.median(values):.2f} ms · "
+              f"p90 {_q(values, 0.9):.2f} ms · max {max(values):.2f} ms")
     print(f"\n(b) CPU per bid, {pairs} rounds of one-turn chats of 8 agents, 60-word replies")
-    base = statistics.median(cpu["not streamed (stream_bids off)"])
     for name, values in cpu.items():
+        plain = "not streamed (stream_bids off)" + (VIA_LITELLM if VIA_LITELLM in name else "")
+        base = statistics.median(cpu[plain])
         med = statistics.median(values)
         print(f"    {name}: median {med:.2f} ms/bid (p90 {_q(values, 0.9):.2f}), "
-              f"{med - base:+.2f} ms vs not streamed")
+              f"{med - base:+.2f} ms, {med / base:.2f}x vs not streamed on its path")
 
 
 if __name__ == "__main__":

@@ -19,86 +19,155 @@ import importlib
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from ._agent import DEFAULT_MODEL, Agent
-from ._bidding import (
-    DEFAULT_BID_PROMPT,
-    FORCED_RESPOND_CHOICE,
-    RESPOND_TOOL,
-    format_decimal,
-)
-from ._bounds import AGENT_BOUNDS, CHAT_BOUNDS, PROCESS_BOUNDS, SWEEP_BOUNDS, Bound
-from ._config import (
-    OUTPUT_TYPES,
-    ChatConfig,
-    ChatSpec,
-    chat_default,
-    dump_spec,
-    load_spec,
-    load_spec_text,
-)
-from ._errors import CliError, ConfigError, GroupChatError, ModelCallError, StoreError
-from ._records import (
-    Bid,
-    BidDelta,
-    BidReceived,
-    Event,
-    LullReached,
-    Message,
-    MessagePosted,
-    Observer,
-    RunFinished,
-    RunRecord,
-    RunStarted,
-    SpeakerSelected,
-    Turn,
-    TurnCompleted,
-    TurnStarted,
-    format_cost,
-)
-from ._secrets import hold_secrets, mask_secrets
-from ._statuses import (
-    JOB_STATUSES,
-    JOB_TERMINAL,
-    RUN_ENDED,
-    RUN_STATUSES,
-    SWEEP_RESUMABLE,
-    SWEEP_STATUSES,
-    JobStatus,
-    RunStatus,
-    SweepStatus,
-)
 from ._version import app_version, litellm_version
-from .engine._groupchat import GroupChat
-from .engine._loop import BackgroundLoop, background_loop
-from .engine._selection import select_speaker
-from .providers._credentials import check_credentials
-from .providers._endpoints import TRUSTED_BASES_ENV, endpoint_trusted, normalise_base
-from .providers._limiter import max_inflight_calls, set_max_inflight_calls
-from .providers._litellm import litellm_module as _litellm_module
-from .providers._providers import BidRequest, ModelReply, Provider, reply_from_arguments
-from .providers._ratelimit import set_rate_limit
-from .providers._sim import PERSONAS as _PERSONAS
-from .providers._sim import SIM_PREFIX as _SIM_PREFIX
-from .providers._sim import is_sim_model
-from .providers._tool_modes import RememberedMode, forget_remembered_modes, remembered_modes
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name loads on first use
+    from ._agent import DEFAULT_MODEL, Agent
+    from ._bidding import (
+        DEFAULT_BID_PROMPT,
+        FORCED_RESPOND_CHOICE,
+        RESPOND_TOOL,
+        format_decimal,
+    )
+    from ._bounds import AGENT_BOUNDS, CHAT_BOUNDS, PROCESS_BOUNDS, SWEEP_BOUNDS, Bound
+    from ._config import (
+        OUTPUT_TYPES,
+        ChatConfig,
+        ChatSpec,
+        chat_default,
+        dump_spec,
+        load_spec,
+        load_spec_text,
+    )
+    from ._errors import CliError, ConfigError, GroupChatError, ModelCallError, StoreError
+    from ._records import (
+        Bid,
+        BidDelta,
+        BidReceived,
+        Event,
+        LullReached,
+        Message,
+        MessagePosted,
+        Observer,
+        RunFinished,
+        RunRecord,
+        RunStarted,
+        SpeakerSelected,
+        Turn,
+        TurnCompleted,
+        TurnStarted,
+        format_cost,
+    )
+    from ._secrets import hold_secrets, mask_secrets
+    from ._statuses import (
+        JOB_STATUSES,
+        JOB_TERMINAL,
+        RUN_ENDED,
+        RUN_STATUSES,
+        SWEEP_RESUMABLE,
+        SWEEP_STATUSES,
+        JobStatus,
+        RunStatus,
+        SweepStatus,
+    )
+    from .engine._groupchat import GroupChat
+    from .engine._loop import BackgroundLoop, background_loop
+    from .engine._selection import select_speaker
     from .exports._bundles import bundle_json, dump_agents, import_bundle, load_agents_text
     from .exports._tables import bids_csv, transcript_markdown
+    from .providers._credentials import check_credentials
+    from .providers._endpoints import TRUSTED_BASES_ENV, endpoint_trusted, normalise_base
+    from .providers._limiter import max_inflight_calls, set_max_inflight_calls
+    from .providers._providers import BidRequest, ModelReply, Provider, reply_from_arguments
+    from .providers._ratelimit import set_rate_limit
+    from .providers._sim import is_sim_model
+    from .providers._tool_modes import RememberedMode, forget_remembered_modes, remembered_modes
 
-# Every simulated model name, "sim/balanced" first (the dashboard's model picker offers these).
-SIM_MODELS: tuple[str, ...] = tuple(_SIM_PREFIX + name for name in _PERSONAS)
+    SIM_MODELS: tuple[str, ...]
 
 
 def prepare_litellm() -> ModuleType:
     """Import and configure litellm now (seconds; offline price map, sim/ provider); return it."""
-    module: ModuleType = _litellm_module()
+    from .providers._litellm import litellm_module
+
+    module: ModuleType = litellm_module()
     return module
 
 
-# Exports and bundles need the store (SQLAlchemy); they load on first use so that
-# `import groupchat_core` stays fast (the cold-start benchmark counts it).
+# Every public name and the module defining it, loaded on first access (PEP 562). Why lazy:
+# `import groupchat_core` built the pydantic models of the agent, the records and the engine
+# (a third of a second of CPU), which `groupchat-lab list`/`show` and the dashboard's first
+# paint never use. The exports and bundles need the store (SQLAlchemy) as well.
 _LAZY = {
+    "DEFAULT_MODEL": "._agent",
+    "Agent": "._agent",
+    "DEFAULT_BID_PROMPT": "._bidding",
+    "FORCED_RESPOND_CHOICE": "._bidding",
+    "RESPOND_TOOL": "._bidding",
+    "format_decimal": "._bidding",
+    "AGENT_BOUNDS": "._bounds",
+    "CHAT_BOUNDS": "._bounds",
+    "PROCESS_BOUNDS": "._bounds",
+    "SWEEP_BOUNDS": "._bounds",
+    "Bound": "._bounds",
+    "OUTPUT_TYPES": "._config",
+    "ChatConfig": "._config",
+    "ChatSpec": "._config",
+    "chat_default": "._config",
+    "dump_spec": "._config",
+    "load_spec": "._config",
+    "load_spec_text": "._config",
+    "CliError": "._errors",
+    "ConfigError": "._errors",
+    "GroupChatError": "._errors",
+    "ModelCallError": "._errors",
+    "StoreError": "._errors",
+    "Bid": "._records",
+    "BidDelta": "._records",
+    "BidReceived": "._records",
+    "Event": "._records",
+    "LullReached": "._records",
+    "Message": "._records",
+    "MessagePosted": "._records",
+    "Observer": "._records",
+    "RunFinished": "._records",
+    "RunRecord": "._records",
+    "RunStarted": "._records",
+    "SpeakerSelected": "._records",
+    "Turn": "._records",
+    "TurnCompleted": "._records",
+    "TurnStarted": "._records",
+    "format_cost": "._records",
+    "hold_secrets": "._secrets",
+    "mask_secrets": "._secrets",
+    "JOB_STATUSES": "._statuses",
+    "JOB_TERMINAL": "._statuses",
+    "RUN_ENDED": "._statuses",
+    "RUN_STATUSES": "._statuses",
+    "SWEEP_RESUMABLE": "._statuses",
+    "SWEEP_STATUSES": "._statuses",
+    "JobStatus": "._statuses",
+    "RunStatus": "._statuses",
+    "SweepStatus": "._statuses",
+    "GroupChat": ".engine._groupchat",
+    "BackgroundLoop": ".engine._loop",
+    "background_loop": ".engine._loop",
+    "select_speaker": ".engine._selection",
+    "check_credentials": ".providers._credentials",
+    "TRUSTED_BASES_ENV": ".providers._endpoints",
+    "endpoint_trusted": ".providers._endpoints",
+    "normalise_base": ".providers._endpoints",
+    "max_inflight_calls": ".providers._limiter",
+    "set_max_inflight_calls": ".providers._limiter",
+    "BidRequest": ".providers._providers",
+    "ModelReply": ".providers._providers",
+    "Provider": ".providers._providers",
+    "reply_from_arguments": ".providers._providers",
+    "set_rate_limit": ".providers._ratelimit",
+    "is_sim_model": ".providers._sim",
+    "RememberedMode": ".providers._tool_modes",
+    "forget_remembered_modes": ".providers._tool_modes",
+    "remembered_modes": ".providers._tool_modes",
     "bids_csv": ".exports._tables",
     "transcript_markdown": ".exports._tables",
     "bundle_json": ".exports._bundles",
@@ -106,20 +175,34 @@ _LAZY = {
     "dump_agents": ".exports._bundles",
     "load_agents_text": ".exports._bundles",
 }
+_SUBPACKAGES = frozenset({"analysis", "cli", "engine", "exports", "integrations", "outcomes",
+                          "providers", "store", "sweeps", "testing"})
+
+
+def _sim_models() -> tuple[str, ...]:
+    """Every simulated model name, "sim/balanced" first (the dashboard's model picker)."""
+    from .providers._sim import PERSONAS, SIM_PREFIX
+
+    return tuple(SIM_PREFIX + name for name in PERSONAS)
 
 
 def __getattr__(name: str) -> Any:
-    """Resolve a lazily loaded export on first access (PEP 562)."""
-    if name not in _LAZY:
+    """Resolve a public name on first access (PEP 562), then keep it as a plain global."""
+    if name == "SIM_MODELS":
+        value: Any = _sim_models()
+    elif name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    elif name in _SUBPACKAGES:  # `groupchat_core.engine` without importing it first, as before
+        value = importlib.import_module(f".{name}", __name__)
+    else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    """The module's names, lazy exports included."""
-    return sorted({*globals(), *_LAZY})
+    """The module's names, lazy ones included."""
+    return sorted({*globals(), *_LAZY, "SIM_MODELS"})
 
 
 __version__ = app_version()

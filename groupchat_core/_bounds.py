@@ -92,3 +92,25 @@ PROCESS_BOUNDS: Final[Mapping[str, Bound]] = MappingProxyType({
 def out_of_bounds(name: str, value: float, bound: Bound) -> str:
     """The one-line refusal every entry point gives: names the setting, its range and the value."""
     return f"{name} must be a number {bound.text()}, got {value!r}"
+
+
+# Every shape a finished conversation can be returned in (docs/engine.md §8); declared here,
+# beside the other choices, so the CLI's parser needs no pydantic model.
+OUTPUT_TYPES: tuple[str, ...] = (
+    "list",
+    "dict",
+    "dictionary",
+    "str",
+    "string",
+    "all",
+    "final",
+    "last",
+    "json",
+    "yaml",
+    "xml",
+    "dict-all-except-first",
+    "str-all-except-first",
+    "dict-final",
+    "list-final",
+    "basemodel",
+)

@@ -24,29 +24,10 @@ from ._bounds import MAX_LOOPS as MAX_LOOPS
 from ._bounds import MAX_RECENCY_WINDOW as MAX_RECENCY_WINDOW
 from ._bounds import MAX_SEED as MAX_SEED
 from ._bounds import MAX_TIMEOUT_S as MAX_TIMEOUT_S
+from ._bounds import OUTPUT_TYPES as OUTPUT_TYPES  # declared there: the CLI's parser reads it
 from ._errors import ConfigError
 from ._safeload import check_int
 from ._secrets import secret_paths
-
-# Every shape a finished conversation can be returned in (docs/engine.md §8).
-OUTPUT_TYPES: tuple[str, ...] = (
-    "list",
-    "dict",
-    "dictionary",
-    "str",
-    "string",
-    "all",
-    "final",
-    "last",
-    "json",
-    "yaml",
-    "xml",
-    "dict-all-except-first",
-    "str-all-except-first",
-    "dict-final",
-    "list-final",
-    "basemodel",
-)
 
 # Ways to choose who speaks each turn (docs/engine.md §16); `bidding` is the seed's rule.
 STRATEGIES: tuple[str, ...] = (

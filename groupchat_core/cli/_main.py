@@ -24,21 +24,21 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
-from .._config import OUTPUT_TYPES
+from .._bounds import OUTPUT_TYPES
 from .._errors import CliError, GroupChatError
 from .._records import Event, RunFinished, RunStarted, TurnCompleted
 from .._secrets import scrub
 from .._statuses import RUN_STATUSES
-from ..engine._groupchat import GroupChat
-from ..engine._stream_printer import DeltaPrinter
-from ..providers._sim import is_sim_model
 from . import _serve as serve
 from . import _store as store
 from ._output import LOG_LEVELS, log_events, quiet_broken_pipe, setup_logging
 from ._owner import add_owner_flag, cli_owner
 from ._store import say
+
+if TYPE_CHECKING:  # the engine loads when a command runs a chat (`list`, `show` never do)
+    from ..engine._groupchat import GroupChat
 
 
 class TurnPrinter:
@@ -223,6 +223,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                  if getattr(args, name) is not None}
     if args.stream is not None:
         overrides["stream_bids"] = args.stream
+    from ..engine._stream_printer import DeltaPrinter
+    from ..providers._sim import is_sim_model
+
     chat = _chat(spec, overrides)
     if chat.stream_bids:
         chat.add_observer(DeltaPrinter(say, sys.stderr))
@@ -279,6 +282,7 @@ def _chat(spec: Any, overrides: dict[str, Any]) -> GroupChat:
     """The spec's chat with the command line's parameters, checked by ChatConfig's rules;
     a bad value is one line naming the flag."""
     from .._errors import ConfigError
+    from ..engine._groupchat import GroupChat
 
     try:
         return GroupChat.from_spec(spec, **overrides)

@@ -3,7 +3,8 @@
 The parts live in modules by job: _litellm.py (loading litellm lazily), _tokens.py (budgets
 and counts), _requests.py (building and sending one request), _bodies.py (bounded bodies),
 _retries.py (retries, backoff, deadlines), _tool_modes.py (the ladder and its memory),
-_replies.py (reading a reply), _streaming.py (streamed bids). This module composes them into
+_replies.py (reading a reply), _streaming.py (streamed bids), _direct.py (OpenAI-compatible
+requests sent and read without litellm). This module composes them into
 the Provider (_providers.py) the engine uses for every model that is not in-process; callers
 import each other name from the module that defines it.
 """

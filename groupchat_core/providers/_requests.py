@@ -11,6 +11,7 @@ from .._bidding import FORCED_RESPOND_CHOICE
 from .._errors import ModelCallError
 from ._bodies import REQUEST_DEADLINE, ResponseTooLarge, deadline_error, in_chain
 from ._deployments import routed_bases, routed_call
+from ._direct import direct_completion, direct_route
 from ._endpoints import PLACEHOLDER_KEY, endpoint_trusted, request_base
 from ._tool_modes import JSON_TEXT_INSTRUCTION, TEXT_MODES, schema_response_format
 
@@ -103,6 +104,8 @@ async def one_request(litellm: Any, kwargs: dict[str, Any]) -> Any:
             routed = routed_call(kwargs)  # a model with several deployments: litellm's Router
             if routed is not None:
                 return await routed
+            if direct_route(kwargs):  # OpenAI-compatible: sent and read by us (_direct.py)
+                return await direct_completion(kwargs)
             return await litellm.acompletion(**kwargs)
     except TimeoutError as exc:
         raise deadline_exceeded(litellm, kwargs) from exc

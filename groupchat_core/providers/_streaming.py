@@ -10,6 +10,7 @@ once its number is complete and the message grows token by token.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -21,6 +22,7 @@ from .._records import BidPath
 from .._secrets import held_secrets, kwargs_secrets
 from ._bodies import REQUEST_DEADLINE
 from ._delta_gate import DeltaGate
+from ._direct import direct_route, direct_stream
 from ._litellm import litellm_module
 from ._providers import DeltaSink
 from ._requests import deadline_exceeded, raise_if_bounded, set_request_deadline
@@ -175,11 +177,16 @@ async def streamed_request(litellm: Any, kwargs: dict[str, Any], sink: DeltaSink
     token = set_request_deadline(limit)
     try:
         async with asyncio.timeout(limit):
-            stream = await litellm.acompletion(**streamed)
-            async for chunk in stream:
-                if _read_chunk(chunk, reply, partial) and gate.due() and partial.refresh():
-                    gate.send(partial.score, partial.message)
-                await gate.pause()
+            stream: Any
+            if direct_route(streamed):  # OpenAI-compatible: SSE read by us (_direct.py)
+                stream = direct_stream(streamed)
+            else:
+                stream = await litellm.acompletion(**streamed)
+            async with contextlib.aclosing(stream):
+                async for chunk in stream:
+                    if _read_chunk(chunk, reply, partial) and gate.due() and partial.refresh():
+                        gate.send(partial.score, partial.message)
+                    await gate.pause()
     except TimeoutError as exc:
         raise deadline_exceeded(litellm, kwargs) from exc
     except Exception as exc:

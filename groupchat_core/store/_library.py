@@ -12,17 +12,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from sqlalchemy import Connection, Table, case, delete, func, insert, select, update
 
-from .._agent import Agent
-from .._config import ChatSpec, explain, parse_spec
 from .._errors import StoreError
 from .._records import utc_now
 from ._base import StoreBase
 from ._schema import agents, presets
+
+if TYPE_CHECKING:  # loaded where agents are read: `list`/`show` never build these models
+    from .._agent import Agent
+    from .._config import ChatSpec
 
 
 def _upsert(conn: Connection, table: Table, name: str, spec: dict[str, Any],
@@ -150,6 +152,8 @@ class Library(StoreBase):
 
     def save_preset(self, name: str, room: ChatSpec | Sequence[Agent]) -> None:
         """Save a room (a ChatSpec, or just its agents with default settings) under a name."""
+        from .._config import ChatSpec
+
         spec = room if isinstance(room, ChatSpec) else ChatSpec(agents=list(room))
         with self.write("save a preset") as conn:
             _upsert(conn, presets, check_name("preset", name), spec.to_data())
@@ -163,10 +167,15 @@ class Library(StoreBase):
             raw = conn.execute(select(presets.c.spec_json).where(presets.c.name == name)).scalar()
         if raw is None:
             raise StoreError(f"no preset named {name!r}")
+        from .._config import parse_spec
+
         return parse_spec(json.loads(raw), f"preset {name!r}")
 
 
 def _agent(name: str, raw: str) -> Agent:
+    from .._agent import Agent
+    from .._config import explain
+
     try:
         return Agent.model_validate(json.loads(raw))
     except ValidationError as exc:

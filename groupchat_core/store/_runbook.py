@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Select, delete, func, literal, select, update
 
-from .._config import ChatSpec, parse_spec
 from .._errors import StoreError
 from .._records import RunRecord
 from . import _reader as reader
@@ -22,6 +21,8 @@ from ._writer import insert_imported, run_row
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from .._config import ChatSpec
 
 LIST_COLUMNS = (
     "run_id", "name", "status", "stop_reason", "task", "agents", "threshold", "recency_penalty",
@@ -98,6 +99,8 @@ class RunBook(StoreBase):
 
     def spec(self, run_id: str) -> ChatSpec:
         """The run's chat spec, ready for GroupChat.from_spec (to re-run it)."""
+        from .._config import parse_spec
+
         return parse_spec(self.run_info(run_id)["spec"], f"spec of run {run_id}")
 
     def load_run(self, run_id: str) -> RunRecord:

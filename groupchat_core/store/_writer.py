@@ -12,7 +12,6 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, Dialect, Table, insert
 
-from .._config import SCHEMA_VERSION as SPEC_SCHEMA_VERSION
 from .._records import Bid, Message, Outcome, RunRecord, Turn
 from .._statuses import RunStatus
 from ._schema import bids, messages, run_agents, runs, turns
@@ -33,6 +32,8 @@ def agent_specs(source: Any) -> list[dict[str, Any]]:
 
 def spec_data(config: dict[str, Any], specs: list[dict[str, Any]]) -> dict[str, Any]:
     """The run's full spec (config + agents), as ChatSpec.to_data() lays it out."""
+    from .._config import SCHEMA_VERSION as SPEC_SCHEMA_VERSION
+
     return {**config, "schema_version": SPEC_SCHEMA_VERSION, "agents": specs}
 
 

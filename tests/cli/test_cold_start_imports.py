@@ -33,10 +33,11 @@ print(json.dumps({"code": code, "loaded": [m for m in heavy if m in sys.modules]
 """
 
 
-def loaded_by(argv: list[str], home: Path) -> tuple[object, set[str]]:
+def loaded_by(argv: list[str], home: Path,
+              watch: tuple[str, ...] = HEAVY) -> tuple[object, set[str]]:
     env = {**os.environ, "GROUPCHAT_HOME": str(home)}
     env.pop("GROUPCHAT_DB", None)
-    done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(argv), json.dumps(HEAVY)],
+    done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(argv), json.dumps(watch)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
                           check=True)
     result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -74,3 +75,33 @@ def test_building_the_parser_loads_no_heavy_library(tmp_path):
     code, loaded = loaded_by(["--help"], tmp_path)
     assert code == 0
     assert loaded == set()
+
+
+# The engine and the agent/spec models (pydantic schemas built at import) are not needed to
+# read the store's rows; `show` reads a run's record, so it builds the records' models only.
+ENGINE_PARTS = ("groupchat_core.engine", "groupchat_core.engine._groupchat",
+                "groupchat_core._agent", "groupchat_core._config",
+                "groupchat_core.providers._model_calls")
+
+
+def test_list_and_show_build_neither_the_engine_nor_the_agent_model(tmp_path):
+    run_id = recorded_run(tmp_path)
+    for argv in (["list"], ["list", "--json"], ["show", run_id[:8]]):
+        code, loaded = loaded_by(argv, tmp_path, ENGINE_PARTS)
+        assert code == 0, argv
+        assert loaded == set(), (argv, loaded)
+
+
+def test_importing_the_package_loads_only_its_version():
+    """`import groupchat_core` resolves its public names on first use (PEP 562)."""
+    probe = ("import sys, groupchat_core; print(sorted(m for m in sys.modules "
+             "if m.startswith('groupchat_core') or m in ('pydantic', 'litellm')))")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "['groupchat_core', 'groupchat_core._version']"
+    check = ("from groupchat_core import Agent, GroupChat, SIM_MODELS; import groupchat_core; "
+             "assert GroupChat.__module__.startswith('groupchat_core.engine'); "
+             "assert SIM_MODELS[0] == 'sim/balanced'; "
+             "assert set(groupchat_core.__all__) <= set(dir(groupchat_core)); "
+             "assert groupchat_core.engine is not None")
+    subprocess.run([sys.executable, "-c", check], cwd=ROOT, timeout=120, check=True)
