@@ -5,6 +5,7 @@
     show RUN [--json]      one run's summary and transcript (RUN may be an id prefix)
     export RUN             as a JSON bundle, the bid log as CSV, or the transcript as Markdown
     import FILE            add a run bundle to the store
+    delete RUN...          delete runs (only their owner; cli/_delete.py)
     agents list|import|export   saved agents
     sweep SPEC [--resume SWEEP] [--max-usd N]   a parameter sweep (see cli/_sweeps.py), and
     sweep list|show|stop|export                 the sweeps in the store
@@ -13,7 +14,7 @@
 
 stdout carries only results (pipeable; a reader that goes away, as `| head` does, ends the
 command quietly with status 141); progress and the run id go to stderr. Every error is one line
-`error: ...` on stderr and exit status 2. The list/show/export/import/agents commands live in
+`error: ...` on stderr and exit status 2 (every status: cli/_exits.py). The list/show/export/import/agents commands live in
 cli/_store.py; this module holds the parser and `run`.
 """
 
@@ -36,6 +37,14 @@ from ..engine._stream_printer import DeltaPrinter
 from ..providers._sim import is_sim_model
 from . import _serve as serve
 from . import _store as store
+from ._exits import (
+    ERROR_EXIT,
+    FAILED,
+    INTERRUPT_EXIT,
+    SIGTERM_EXIT,
+    Terminated,
+    sigterm_as_interrupt,
+)
 from ._output import LOG_LEVELS, log_events, quiet_broken_pipe, setup_logging
 from ._owner import add_owner_flag, cli_owner
 from ._store import say
@@ -182,7 +191,10 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("file", help="a bundle written by `export --format json`")
     add_owner_flag(imp, "the imported run belongs to (bundles carry no owner)")
     _agents_parser(sub)
+    from ._delete import add_parser as add_delete_parser
     from ._sweeps import add_parser as add_sweep_parser
+
+    add_delete_parser(sub)
 
     add_sweep_parser(sub)
     serve.add_parser(sub)
@@ -255,7 +267,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if chat.last_run is not None and chat.last_run.stop_reason == "error":
         say(scrub(f"error: the chat stopped because every bid failed: {chat.last_run.error}",
                   chat.agents), sys.stderr)
-        return 1
+        return FAILED
     return 0
 
 
@@ -293,9 +305,10 @@ def _chat(spec: Any, overrides: dict[str, Any]) -> GroupChat:
 
 def _abandon(recorder: Any, exc: BaseException) -> None:
     """The engine raised (or Ctrl-C): close the run in the store without hiding why."""
-    cancelled = isinstance(exc, KeyboardInterrupt)
+    cancelled = isinstance(exc, KeyboardInterrupt)  # Ctrl-C, or SIGTERM (Terminated)
     try:
-        recorder.abandon("interrupted by the user" if cancelled else
+        recorder.abandon(("terminated (SIGTERM)" if isinstance(exc, Terminated) else
+                          "interrupted by the user") if cancelled else
                          scrub(f"{type(exc).__name__}: {exc}"),
                          status="cancelled" if cancelled else "error")
     except GroupChatError:
@@ -321,9 +334,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return run(args, _store(args, create=args.verb == "run"))  # the other verbs only read
 
 
+def _cmd_delete(args: argparse.Namespace) -> int:
+    from ._delete import cmd_delete
+
+    return cmd_delete(args)
+
+
 COMMANDS = {"run": cmd_run, "list": store.cmd_list, "show": store.cmd_show,
             "export": store.cmd_export, "import": store.cmd_import, "agents": store.cmd_agents,
-            "sweep": cmd_sweep, "serve": serve.cmd_serve}
+            "sweep": cmd_sweep, "serve": serve.cmd_serve, "delete": _cmd_delete}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -331,15 +350,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ._sweeps import with_default_verb
 
     try:
-        args = build_parser().parse_args(
-            with_default_verb(list(sys.argv[1:] if argv is None else argv)))
-        setup_logging(args.log_level, args.verbose)
-        return COMMANDS[args.command](args)
+        with sigterm_as_interrupt():
+            args = build_parser().parse_args(
+                with_default_verb(list(sys.argv[1:] if argv is None else argv)))
+            setup_logging(args.log_level, args.verbose)
+            return COMMANDS[args.command](args)
     except GroupChatError as exc:
         say(scrub(f"error: {exc}"), sys.stderr)  # one line; never a key from the environment
-        return 2
+        return ERROR_EXIT
     except BrokenPipeError:
         return quiet_broken_pipe()
+    except Terminated:
+        print("terminated", file=sys.stderr)
+        return SIGTERM_EXIT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPT_EXIT

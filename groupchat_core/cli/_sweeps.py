@@ -28,11 +28,13 @@ from .._errors import CliError
 from .._records import format_cost
 from .._statuses import SweepStatus
 from .._terminal import terminal_text
+from ._exits import FAILED, INTERRUPT_EXIT, OK
 
 if TYPE_CHECKING:  # the sweeps package loads pandas: only when a sweep verb runs
     from ..sweeps._events import CellFinished, SweepEvent, SweepOutcome, SweepStarted
 
-EXIT: dict[SweepStatus, int] = {"finished": 0, "stopped_budget": 1, "error": 1, "cancelled": 130}
+EXIT: dict[SweepStatus, int] = {"finished": OK, "stopped_budget": FAILED, "error": FAILED,
+                                "cancelled": INTERRUPT_EXIT}
 VERBS = ("run", "list", "show", "stop", "export", "delete")
 _GLOBAL_WITH_VALUE = ("--db", "--log-level")
 
