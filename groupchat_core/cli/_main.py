@@ -160,6 +160,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--trace", action=argparse.BooleanOptionalAction, default=None,
                      help="export OpenTelemetry traces of the run (the standard OTEL_* "
                      "variables choose where); default: GROUPCHAT_TRACES, else off")
+    run.add_argument("--model-check", action=argparse.BooleanOptionalAction, default=True,
+                     help="refuse, before the run, a model no provider can answer (offline: "
+                     "litellm's routing and model list; default on)")
     runs = sub.add_parser("list", help="recorded runs, newest first")
     runs.add_argument("--status", default=None, choices=RUN_STATUSES,
                       help="only runs with this status")
@@ -236,6 +239,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.stream is not None:
         overrides["stream_bids"] = args.stream
     chat = _chat(spec, overrides)
+    if args.model_check:
+        _check_models(chat)
     if chat.stream_bids:
         chat.add_observer(DeltaPrinter(say, sys.stderr))
     owner = cli_owner(args)
@@ -269,6 +274,16 @@ def cmd_run(args: argparse.Namespace) -> int:
                   chat.agents), sys.stderr)
         return FAILED
     return 0
+
+
+def _check_models(chat: GroupChat) -> None:
+    """Refuse a model no provider can answer before anything runs (offline: litellm's routing
+    rules and model list; providers/_model_names.py)."""
+    from ..providers._model_names import model_problems
+
+    problems = model_problems(chat.agents)
+    if problems:
+        raise CliError("; ".join(problems) + " (--no-model-check runs it anyway)")
 
 
 def _tracing(chat: GroupChat, flag: bool | None, owner: str | None) -> Any:
