@@ -14,8 +14,8 @@
 
 stdout carries only results (pipeable; a reader that goes away, as `| head` does, ends the
 command quietly with status 141); progress and the run id go to stderr. Every error is one line
-`error: ...` on stderr and exit status 2 (every status: cli/_exits.py). The list/show/export/import/agents commands live in
-cli/_store.py; this module holds the parser and `run`.
+`error: ...` on stderr and exit status 2 (every status: cli/_exits.py). The list/show/export/
+import/agents commands live in cli/_store.py; this module holds the parser and `run`.
 """
 
 from __future__ import annotations
