@@ -136,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="-v: the log at info level, -vv: debug")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = sub.add_parser("run", help="run one chat from a JSON/YAML spec, record it, print it")
-    run.add_argument("spec", help="chat spec file (JSON or YAML)")
+    run.add_argument("spec", help="chat spec file (JSON or YAML; - reads standard input)")
     run.add_argument("--task", required=True, help="the user's opening message")
     run.add_argument("--output-type", choices=OUTPUT_TYPES, default=None,
                      help="override the spec's output_type")
@@ -182,7 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("run", help="run id (or a unique prefix); with --to mlflow also a sweep id")
     export.add_argument("--format", choices=("json", "csv", "md"), default="json",
                         help="json: a bundle `import` reads; csv: the bid log; md: transcript")
-    export.add_argument("-o", "--output", default=None, help="file to write (default stdout)")
+    export.add_argument("-o", "--output", default=None,
+                        help="file to write (default, or -: stdout)")
     export.add_argument("--to", choices=("file", "mlflow"), default="file",
                         help="mlflow: log the run (or a sweep, by its id) to an MLflow "
                         "tracking store instead of writing a file")
@@ -191,7 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--experiment", default="groupchat-lab",
                         help="with --to mlflow: the experiment name (default groupchat-lab)")
     imp = sub.add_parser("import", help="add a run bundle (JSON) to the store")
-    imp.add_argument("file", help="a bundle written by `export --format json`")
+    imp.add_argument("file", help="a bundle written by `export --format json` (- reads "
+                     "standard input)")
     add_owner_flag(imp, "the imported run belongs to (bundles carry no owner)")
     _agents_parser(sub)
     from ._delete import add_parser as add_delete_parser
@@ -209,7 +211,8 @@ def _agents_parser(sub: Any) -> None:
     verbs = agents.add_subparsers(dest="verb", required=True)
     verbs.add_parser("list", help="saved agents")
     imp = verbs.add_parser("import", help="save the agents of a JSON/YAML agents file")
-    imp.add_argument("file", help="an agents file (schema_version and agents)")
+    imp.add_argument("file", help="an agents file (schema_version and agents; - reads "
+                     "standard input)")
     exp = verbs.add_parser("export", help="write saved agents as an agents file")
     exp.add_argument("names", nargs="*", help="agent names (default: all)")
     exp.add_argument("--format", choices=("json", "yaml"), default="yaml",
@@ -331,10 +334,11 @@ def _abandon(recorder: Any, exc: BaseException) -> None:
 
 
 def _load_spec(path: str) -> Any:
-    """A chat spec file, read as untrusted data: bounded, no YAML aliases, no secret fields."""
-    from .._config import load_spec
+    """A chat spec file (`-`: standard input), read as untrusted data: bounded, no YAML
+    aliases, no secret fields."""
+    from .._config import MAX_SPEC_BYTES, load_spec_text
 
-    return load_spec(path)
+    return load_spec_text(store.read_file(path, MAX_SPEC_BYTES), store.source_name(path))
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
