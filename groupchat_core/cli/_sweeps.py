@@ -204,7 +204,8 @@ def cmd_sweep(args: argparse.Namespace, store: Any) -> int:
 def _load_sweep(path: str) -> Any:
     """A sweep file; `-` reads standard input (its relative task-set paths then resolve from
     the working directory)."""
-    from ..sweeps._spec import MAX_SPEC_BYTES, load_sweep, load_sweep_text
+    from .._config import MAX_SPEC_BYTES
+    from ..sweeps._spec import load_sweep, load_sweep_text
     from ._store import STDIN, read_file
 
     if path != STDIN:
