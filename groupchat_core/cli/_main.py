@@ -10,6 +10,7 @@
     sweep SPEC [--resume SWEEP] [--max-usd N]   a parameter sweep (see cli/_sweeps.py), and
     sweep list|show|stop|export                 the sweeps in the store
     serve [--port N]       the dashboard (cli/_serve.py)
+    completion SHELL       a bash/zsh/fish/tcsh/powershell completion script (cli/_completion.py)
     --version              app, litellm and schema versions, and where the data lives
 
 stdout carries only results (pipeable; a reader that goes away, as `| head` does, ends the
@@ -37,6 +38,7 @@ from ..engine._stream_printer import DeltaPrinter
 from ..providers._sim import is_sim_model
 from . import _serve as serve
 from . import _store as store
+from ._completion import files
 from ._exits import (
     ERROR_EXIT,
     FAILED,
@@ -136,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="-v: the log at info level, -vv: debug")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = sub.add_parser("run", help="run one chat from a JSON/YAML spec, record it, print it")
-    run.add_argument("spec", help="chat spec file (JSON or YAML; - reads standard input)")
+    files(run.add_argument("spec", help="chat spec file (JSON or YAML; - reads standard input)"))
     run.add_argument("--task", required=True, help="the user's opening message")
     run.add_argument("--output-type", choices=OUTPUT_TYPES, default=None,
                      help="override the spec's output_type")
@@ -192,17 +194,19 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--experiment", default="groupchat-lab",
                         help="with --to mlflow: the experiment name (default groupchat-lab)")
     imp = sub.add_parser("import", help="add a run bundle (JSON) to the store")
-    imp.add_argument("file", help="a bundle written by `export --format json` (- reads "
-                     "standard input)")
+    files(imp.add_argument("file", help="a bundle written by `export --format json` (- reads "
+                           "standard input)"))
     add_owner_flag(imp, "the imported run belongs to (bundles carry no owner)")
     _agents_parser(sub)
     from ._delete import add_parser as add_delete_parser
     from ._sweeps import add_parser as add_sweep_parser
 
     add_delete_parser(sub)
+    from ._completion import add_parser as add_completion_parser
 
     add_sweep_parser(sub)
     serve.add_parser(sub)
+    add_completion_parser(sub)
     return parser
 
 
@@ -211,8 +215,8 @@ def _agents_parser(sub: Any) -> None:
     verbs = agents.add_subparsers(dest="verb", required=True)
     verbs.add_parser("list", help="saved agents")
     imp = verbs.add_parser("import", help="save the agents of a JSON/YAML agents file")
-    imp.add_argument("file", help="an agents file (schema_version and agents; - reads "
-                     "standard input)")
+    files(imp.add_argument("file", help="an agents file (schema_version and agents; - reads "
+                           "standard input)"))
     exp = verbs.add_parser("export", help="write saved agents as an agents file")
     exp.add_argument("names", nargs="*", help="agent names (default: all)")
     exp.add_argument("--format", choices=("json", "yaml"), default="yaml",
@@ -353,6 +357,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return run(args, _store(args, create=args.verb == "run"))  # the other verbs only read
 
 
+def _cmd_completion(args: argparse.Namespace) -> int:
+    from ._completion import cmd_completion
+
+    return cmd_completion(args, build_parser())
+
+
 def _cmd_delete(args: argparse.Namespace) -> int:
     from ._delete import cmd_delete
 
@@ -361,7 +371,8 @@ def _cmd_delete(args: argparse.Namespace) -> int:
 
 COMMANDS = {"run": cmd_run, "list": store.cmd_list, "show": store.cmd_show,
             "export": store.cmd_export, "import": store.cmd_import, "agents": store.cmd_agents,
-            "sweep": cmd_sweep, "serve": serve.cmd_serve, "delete": _cmd_delete}
+            "sweep": cmd_sweep, "serve": serve.cmd_serve, "delete": _cmd_delete,
+            "completion": _cmd_completion}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

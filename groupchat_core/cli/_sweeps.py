@@ -66,8 +66,10 @@ def add_parser(sub: Any) -> None:
                            description="`sweep SPEC` is short for `sweep run SPEC`.")
     verbs = group.add_subparsers(dest="verb", required=True, metavar="VERB")
     sweep = verbs.add_parser("run", help="run (or --resume) a sweep")
-    sweep.add_argument("spec", nargs="?", help="sweep spec file (- reads standard input; "
-                       "optional with --resume)")
+    from ._completion import files
+
+    files(sweep.add_argument("spec", nargs="?", help="sweep spec file (- reads standard "
+                             "input; optional with --resume)"))
     sweep.add_argument("--resume", metavar="SWEEP", help="finish sweep SWEEP (id or prefix): "
                        "cells with a finished run are skipped")
     sweep.add_argument("--take-over", action="store_true",
