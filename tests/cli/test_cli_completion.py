@@ -10,8 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from groupchat_core.cli import build_parser
 from tests.helpers import ROOT
 
