@@ -10,11 +10,12 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 setup: $(STAMP)
 
-$(STAMP): requirements.txt requirements-ray.txt requirements-traces.txt requirements-mlflow.txt \
+$(STAMP): requirements.txt requirements-dashboard.txt requirements-ray.txt requirements-traces.txt requirements-mlflow.txt \
 		requirements-dev.txt constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
-		-r requirements.txt -r requirements-ray.txt -r requirements-traces.txt \
+		-r requirements.txt -r requirements-dashboard.txt -r requirements-ray.txt \
+		-r requirements-traces.txt \
 		-r requirements-mlflow.txt -r requirements-dev.txt -c constraints.txt
 	@touch $(STAMP)
 

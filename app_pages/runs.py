@@ -34,12 +34,14 @@ table = st.dataframe(view.table(runs), key="runs_table", on_select="rerun", hide
                      selection_mode="multi-row")
 picked = [runs.iloc[i]["run_id"] for i in table.selection.rows if i < len(runs)]
 
-acts = st.columns(3)
+acts = st.columns(4)
 if acts[0].button("Open in Analysis", key="open_run", disabled=len(picked) != 1):
     actions.open_in_analysis(picked[0])
 compare = acts[1].toggle("Compare the two selected", key="compare_runs", disabled=len(picked) != 2)
 acts[2].button("Delete selected", key="delete_runs", disabled=not picked,
             on_click=actions.on_ask_delete, args=(picked,))
+with acts[3]:
+    components.mlflow_button(store_access.store(), picked, "runs_mlflow", what="runs")
 components.feedback(actions.DELETE_SLOT)
 if session.confirm_delete:
     components.confirm(view.delete_question(every, session.confirm_delete),

@@ -67,6 +67,9 @@ components.feedback("preferences")
 st.subheader("Live bids")
 view.streaming()
 
+st.subheader("Traces")
+view.traces()
+
 st.subheader("Tool-choice modes remembered")
 view.remembered_modes()
 

@@ -35,4 +35,6 @@ mine_running = any(not s.done for s in registry.tasks_for(session.owner, "sweep"
 if info["status"] in RESUMABLE and not mine_running:
     view.resume_button(registry, store, session, info["sweep_id"], "sw_resume")
 view.delete_button(store, session, info, running=info["status"] == "running")
+components.mlflow_button(store, [info["sweep_id"]], "sw_mlflow", "Export sweep to MLflow",
+                         what="sweep (a parent run, a child per cell)")
 results_view.results(store, sweep_id)

@@ -5,16 +5,18 @@
     show RUN [--json]      one run's summary and transcript (RUN may be an id prefix)
     export RUN             as a JSON bundle, the bid log as CSV, or the transcript as Markdown
     import FILE            add a run bundle to the store
+    delete RUN...          delete runs (only their owner; cli/_delete.py)
     agents list|import|export   saved agents
     sweep SPEC [--resume SWEEP] [--max-usd N]   a parameter sweep (see cli/_sweeps.py), and
     sweep list|show|stop|export                 the sweeps in the store
     serve [--port N]       the dashboard (cli/_serve.py)
+    completion SHELL       a bash/zsh/fish/tcsh/powershell completion script (cli/_completion.py)
     --version              app, litellm and schema versions, and where the data lives
 
 stdout carries only results (pipeable; a reader that goes away, as `| head` does, ends the
 command quietly with status 141); progress and the run id go to stderr. Every error is one line
-`error: ...` on stderr and exit status 2. The list/show/export/import/agents commands live in
-cli/_store.py; this module holds the parser and `run`.
+`error: ...` on stderr and exit status 2 (every status: cli/_exits.py). The list/show/export/
+import/agents commands live in cli/_store.py; this module holds the parser and `run`.
 """
 
 from __future__ import annotations
@@ -33,6 +35,15 @@ from .._secrets import scrub
 from .._statuses import RUN_STATUSES
 from . import _serve as serve
 from . import _store as store
+from ._completion import files
+from ._exits import (
+    ERROR_EXIT,
+    FAILED,
+    INTERRUPT_EXIT,
+    SIGTERM_EXIT,
+    Terminated,
+    sigterm_as_interrupt,
+)
 from ._output import LOG_LEVELS, log_events, quiet_broken_pipe, setup_logging
 from ._owner import add_owner_flag, cli_owner
 from ._store import say
@@ -127,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="-v: the log at info level, -vv: debug")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = sub.add_parser("run", help="run one chat from a JSON/YAML spec, record it, print it")
-    run.add_argument("spec", help="chat spec file (JSON or YAML)")
+    files(run.add_argument("spec", help="chat spec file (JSON or YAML; - reads standard input)"))
     run.add_argument("--task", required=True, help="the user's opening message")
     run.add_argument("--output-type", choices=OUTPUT_TYPES, default=None,
                      help="override the spec's output_type")
@@ -151,6 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--trace", action=argparse.BooleanOptionalAction, default=None,
                      help="export OpenTelemetry traces of the run (the standard OTEL_* "
                      "variables choose where); default: GROUPCHAT_TRACES, else off")
+    run.add_argument("--model-check", action=argparse.BooleanOptionalAction, default=True,
+                     help="refuse, before the run, a model no provider can answer (offline: "
+                     "litellm's routing and model list; default on)")
     runs = sub.add_parser("list", help="recorded runs, newest first")
     runs.add_argument("--status", default=None, choices=RUN_STATUSES,
                       help="only runs with this status")
@@ -170,7 +184,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("run", help="run id (or a unique prefix); with --to mlflow also a sweep id")
     export.add_argument("--format", choices=("json", "csv", "md"), default="json",
                         help="json: a bundle `import` reads; csv: the bid log; md: transcript")
-    export.add_argument("-o", "--output", default=None, help="file to write (default stdout)")
+    export.add_argument("-o", "--output", default=None,
+                        help="file to write (default, or -: stdout)")
     export.add_argument("--to", choices=("file", "mlflow"), default="file",
                         help="mlflow: log the run (or a sweep, by its id) to an MLflow "
                         "tracking store instead of writing a file")
@@ -179,13 +194,19 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--experiment", default="groupchat-lab",
                         help="with --to mlflow: the experiment name (default groupchat-lab)")
     imp = sub.add_parser("import", help="add a run bundle (JSON) to the store")
-    imp.add_argument("file", help="a bundle written by `export --format json`")
+    files(imp.add_argument("file", help="a bundle written by `export --format json` (- reads "
+                           "standard input)"))
     add_owner_flag(imp, "the imported run belongs to (bundles carry no owner)")
     _agents_parser(sub)
+    from ._delete import add_parser as add_delete_parser
     from ._sweeps import add_parser as add_sweep_parser
+
+    add_delete_parser(sub)
+    from ._completion import add_parser as add_completion_parser
 
     add_sweep_parser(sub)
     serve.add_parser(sub)
+    add_completion_parser(sub)
     return parser
 
 
@@ -194,7 +215,8 @@ def _agents_parser(sub: Any) -> None:
     verbs = agents.add_subparsers(dest="verb", required=True)
     verbs.add_parser("list", help="saved agents")
     imp = verbs.add_parser("import", help="save the agents of a JSON/YAML agents file")
-    imp.add_argument("file", help="an agents file (schema_version and agents)")
+    files(imp.add_argument("file", help="an agents file (schema_version and agents; - reads "
+                           "standard input)"))
     exp = verbs.add_parser("export", help="write saved agents as an agents file")
     exp.add_argument("names", nargs="*", help="agent names (default: all)")
     exp.add_argument("--format", choices=("json", "yaml"), default="yaml",
@@ -227,6 +249,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ..providers._sim import is_sim_model
 
     chat = _chat(spec, overrides)
+    if args.model_check:
+        _check_models(chat)
     if chat.stream_bids:
         chat.add_observer(DeltaPrinter(say, sys.stderr))
     owner = cli_owner(args)
@@ -258,8 +282,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     if chat.last_run is not None and chat.last_run.stop_reason == "error":
         say(scrub(f"error: the chat stopped because every bid failed: {chat.last_run.error}",
                   chat.agents), sys.stderr)
-        return 1
+        return FAILED
     return 0
+
+
+def _check_models(chat: GroupChat) -> None:
+    """Refuse a model no provider can answer before anything runs (offline: litellm's routing
+    rules and model list; providers/_model_names.py)."""
+    from ..providers._model_names import model_problems
+
+    problems = model_problems(chat.agents)
+    if problems:
+        raise CliError("; ".join(problems) + " (--no-model-check runs it anyway)")
 
 
 def _tracing(chat: GroupChat, flag: bool | None, owner: str | None) -> Any:
@@ -297,9 +331,10 @@ def _chat(spec: Any, overrides: dict[str, Any]) -> GroupChat:
 
 def _abandon(recorder: Any, exc: BaseException) -> None:
     """The engine raised (or Ctrl-C): close the run in the store without hiding why."""
-    cancelled = isinstance(exc, KeyboardInterrupt)
+    cancelled = isinstance(exc, KeyboardInterrupt)  # Ctrl-C, or SIGTERM (Terminated)
     try:
-        recorder.abandon("interrupted by the user" if cancelled else
+        recorder.abandon(("terminated (SIGTERM)" if isinstance(exc, Terminated) else
+                          "interrupted by the user") if cancelled else
                          scrub(f"{type(exc).__name__}: {exc}"),
                          status="cancelled" if cancelled else "error")
     except GroupChatError:
@@ -307,10 +342,11 @@ def _abandon(recorder: Any, exc: BaseException) -> None:
 
 
 def _load_spec(path: str) -> Any:
-    """A chat spec file, read as untrusted data: bounded, no YAML aliases, no secret fields."""
-    from .._config import load_spec
+    """A chat spec file (`-`: standard input), read as untrusted data: bounded, no YAML
+    aliases, no secret fields."""
+    from .._config import MAX_SPEC_BYTES, load_spec_text
 
-    return load_spec(path)
+    return load_spec_text(store.read_file(path, MAX_SPEC_BYTES), store.source_name(path))
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -325,9 +361,22 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return run(args, _store(args, create=args.verb == "run"))  # the other verbs only read
 
 
+def _cmd_completion(args: argparse.Namespace) -> int:
+    from ._completion import cmd_completion
+
+    return cmd_completion(args, build_parser())
+
+
+def _cmd_delete(args: argparse.Namespace) -> int:
+    from ._delete import cmd_delete
+
+    return cmd_delete(args)
+
+
 COMMANDS = {"run": cmd_run, "list": store.cmd_list, "show": store.cmd_show,
             "export": store.cmd_export, "import": store.cmd_import, "agents": store.cmd_agents,
-            "sweep": cmd_sweep, "serve": serve.cmd_serve}
+            "sweep": cmd_sweep, "serve": serve.cmd_serve, "delete": _cmd_delete,
+            "completion": _cmd_completion}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -335,15 +384,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ._sweeps import with_default_verb
 
     try:
-        args = build_parser().parse_args(
-            with_default_verb(list(sys.argv[1:] if argv is None else argv)))
-        setup_logging(args.log_level, args.verbose)
-        return COMMANDS[args.command](args)
+        with sigterm_as_interrupt():
+            args = build_parser().parse_args(
+                with_default_verb(list(sys.argv[1:] if argv is None else argv)))
+            setup_logging(args.log_level, args.verbose)
+            return COMMANDS[args.command](args)
     except GroupChatError as exc:
         say(scrub(f"error: {exc}"), sys.stderr)  # one line; never a key from the environment
-        return 2
+        return ERROR_EXIT
     except BrokenPipeError:
         return quiet_broken_pipe()
+    except Terminated:
+        print("terminated", file=sys.stderr)
+        return SIGTERM_EXIT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPT_EXIT

@@ -18,9 +18,9 @@ from .._jsonable import plain
 from .._records import BidReceived, Event, LullReached, RunStarted, SpeakerSelected
 from .._secrets import ScrubFilter, install_log_filter
 from .._terminal import terminal_text
+from ._exits import SIGPIPE_EXIT
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
-SIGPIPE_EXIT = 141  # what a shell reports for a process ended by SIGPIPE (128 + 13)
 
 
 def records(frame: Any, fields: Sequence[str]) -> list[dict[str, Any]]:

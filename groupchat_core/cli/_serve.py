@@ -71,9 +71,17 @@ def streamlit_args(script: Path, port: int, address: str) -> list[str]:
             "--browser.gatherUsageStats", "false"]
 
 
+DASHBOARD_MISSING = ("the dashboard is not installed (Streamlit is missing): pip install "
+                     "'groupchat-lab[dashboard]'")
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
+    import importlib.util
+
     from ..store import safe_url
 
+    if importlib.util.find_spec("streamlit") is None:  # an engine-only install
+        raise CliError(DASHBOARD_MISSING)
     script = app_script()
     if args.db:  # the app reads the store from the environment, like every page
         os.environ["GROUPCHAT_DB"] = args.db

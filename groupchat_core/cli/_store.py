@@ -173,7 +173,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     owner = cli_owner(args)
     data = read_file(args.file, MAX_BUNDLE_BYTES)
     store = store_of(args)
-    run_id = import_bundle(store, data, source=Path(args.file).name)
+    run_id = import_bundle(store, data, source=source_name(args.file))
     store.set_owner(run_id, owner, owner)  # whoever imports it (as the dashboard does)
     say(f"imported run {run_id}")
     return 0
@@ -187,7 +187,8 @@ def cmd_agents(args: argparse.Namespace) -> int:
         return 0  # no store yet: no saved agents
     store = store_of(args, create=args.verb == "import")
     if args.verb == "import":
-        agents = load_agents_text(read_file(args.file, MAX_SPEC_BYTES), Path(args.file).name)
+        agents = load_agents_text(read_file(args.file, MAX_SPEC_BYTES),
+                                  source_name(args.file))
         store.save_agents(agents)
         say(f"saved {len(agents)} agent(s): " + ", ".join(a.agent_name for a in agents))
     elif args.verb == "export":
@@ -201,15 +202,28 @@ def cmd_agents(args: argparse.Namespace) -> int:
     return 0
 
 
+STDIN = "-"  # a file argument of `-` reads standard input (`cat run.json | ... import -`)
+
+
+def source_name(path: str) -> str:
+    """How messages name what was read: the file's name, or `stdin`."""
+    return "stdin" if path == STDIN else Path(path).name
+
+
 def read_file(path: str, limit: int) -> bytes:
-    """A file's bytes, refusing anything over `limit` without reading it all."""
+    """A file's bytes (standard input's for `-`), refusing anything over `limit` without
+    reading it all."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(limit + 1)
+        if path == STDIN:
+            data = sys.stdin.buffer.read(limit + 1)
+        else:
+            with open(path, "rb") as handle:
+                data = handle.read(limit + 1)
     except OSError as exc:
         raise ConfigError(f"cannot read {path!r}: {exc.strerror or exc}") from None
+    shown = "standard input" if path == STDIN else repr(path)
     if len(data) > limit:
-        raise ConfigError(f"{path!r} is over the {limit:,}-byte limit; is it the right file?")
+        raise ConfigError(f"{shown} is over the {limit:,}-byte limit; is it the right file?")
     return data
 
 
@@ -217,7 +231,7 @@ def emit(text: str, output: str | None) -> None:
     """An export to a file as it is; to stdout as it is when piped (it is data), with control
     characters escaped when stdout is a terminal."""
     text = text if text.endswith("\n") else text + "\n"
-    if output is None:
+    if output is None or output == STDIN:  # `-o -`: standard output
         sys.stdout.write(terminal_text(text, multiline=True) if sys.stdout.isatty() else text)
         sys.stdout.flush()
         return

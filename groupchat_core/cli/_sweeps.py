@@ -28,11 +28,13 @@ from .._errors import CliError
 from .._records import format_cost
 from .._statuses import SweepStatus
 from .._terminal import terminal_text
+from ._exits import FAILED, INTERRUPT_EXIT, OK
 
 if TYPE_CHECKING:  # the sweeps package loads pandas: only when a sweep verb runs
     from ..sweeps._events import CellFinished, SweepEvent, SweepOutcome, SweepStarted
 
-EXIT: dict[SweepStatus, int] = {"finished": 0, "stopped_budget": 1, "error": 1, "cancelled": 130}
+EXIT: dict[SweepStatus, int] = {"finished": OK, "stopped_budget": FAILED, "error": FAILED,
+                                "cancelled": INTERRUPT_EXIT}
 VERBS = ("run", "list", "show", "stop", "export", "delete")
 _GLOBAL_WITH_VALUE = ("--db", "--log-level")
 
@@ -64,7 +66,10 @@ def add_parser(sub: Any) -> None:
                            description="`sweep SPEC` is short for `sweep run SPEC`.")
     verbs = group.add_subparsers(dest="verb", required=True, metavar="VERB")
     sweep = verbs.add_parser("run", help="run (or --resume) a sweep")
-    sweep.add_argument("spec", nargs="?", help="sweep spec file (optional with --resume)")
+    from ._completion import files
+
+    files(sweep.add_argument("spec", nargs="?", help="sweep spec file (- reads standard "
+                             "input; optional with --resume)"))
     sweep.add_argument("--resume", metavar="SWEEP", help="finish sweep SWEEP (id or prefix): "
                        "cells with a finished run are skipped")
     sweep.add_argument("--take-over", action="store_true",
@@ -198,10 +203,22 @@ def cmd_sweep(args: argparse.Namespace, store: Any) -> int:
     return _cmd_run(args, store)
 
 
+def _load_sweep(path: str) -> Any:
+    """A sweep file; `-` reads standard input (its relative task-set paths then resolve from
+    the working directory)."""
+    from .._config import MAX_SPEC_BYTES
+    from ..sweeps._spec import load_sweep, load_sweep_text
+    from ._store import STDIN, read_file
+
+    if path != STDIN:
+        return load_sweep(path)
+    return load_sweep_text(read_file(path, MAX_SPEC_BYTES), "stdin")
+
+
 def _cmd_run(args: argparse.Namespace, store: Any) -> int:
     from ..sweeps._plan import plan_sweep
     from ..sweeps._scheduler import run_sweep
-    from ..sweeps._spec import load_sweep, parse_sweep
+    from ..sweeps._spec import parse_sweep
     from ._output import emit_json
 
     if args.spec is None and args.resume is None:
@@ -215,7 +232,7 @@ def _cmd_run(args: argparse.Namespace, store: Any) -> int:
     _positive(args.max_usd, "--max-usd")
     _positive(args.max_calls, "--max-calls", integer=True)
     _positive(args.concurrency, "--concurrency", integer=True)
-    spec = load_sweep(args.spec) if args.spec else None
+    spec = _load_sweep(args.spec) if args.spec else None
     if spec is not None:
         spec = _search_overrides(spec, args)
     plan = plan_sweep(spec, store, resume=args.resume, take_over=args.take_over)

@@ -131,25 +131,18 @@ def _stop(args: argparse.Namespace, store: Any) -> int:
 
 
 def _delete(args: argparse.Namespace, store: Any) -> int:
+    from ._delete import check_owner, confirmed
+    from ._exits import FAILED
     from ._owner import cli_owner
 
     row = store.get_sweep(args.sweep)
-    sweep, owner, me = row["sweep_id"], row.get("owner"), cli_owner(args)
+    sweep = row["sweep_id"]
     label = f"sweep {sweep[:12]} ({terminal_text(row['name'])})"
-    if owner is not None and owner != me:
-        raise CliError(f"{label} belongs to {terminal_text(row.get('owner_name') or owner)}, "
-                       f"not to {terminal_text(me or 'an unknown user')}: only its owner "
-                       "deletes it (run as that user, or give --owner)")
+    check_owner(label, row, cli_owner(args))
     runs = int(len(store.list_runs(sweep_id=sweep)))
-    if not args.yes:
-        if not sys.stdin.isatty():
-            raise CliError(f"deleting {label} and its {runs} runs needs a confirmation: add "
-                           "--yes (stdin is not a terminal to ask on)")
-        print(f"Delete {label} and its {runs} runs? This cannot be undone. [y/N] ",
-              end="", file=sys.stderr, flush=True)
-        if sys.stdin.readline().strip().lower() not in ("y", "yes"):
-            say("nothing deleted", sys.stderr)
-            return 1
+    what = f"{label} and its {runs} runs"
+    if not confirmed(f"Delete {what}?", what, args.yes):
+        return FAILED
     gone = store.delete_sweep(sweep)
     say(f"deleted {label} and its {gone} runs", sys.stderr)
     return 0

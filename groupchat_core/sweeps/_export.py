@@ -154,8 +154,14 @@ def long_frame(cells: pd.DataFrame, intervals: pd.DataFrame) -> pd.DataFrame:
 
 def parquet_bytes(frame: pd.DataFrame, meta: dict[str, Any]) -> bytes:
     """The frame as Parquet (pyarrow), the export's metadata as JSON in the file's schema."""
-    import pyarrow as pa  # type: ignore[import-untyped]
-    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+    try:
+        import pyarrow as pa  # type: ignore[import-untyped]
+        import pyarrow.parquet as pq  # type: ignore[import-untyped]
+    except ImportError:  # an engine-only install: pyarrow is the [parquet] extra
+        from .._errors import ConfigError
+
+        raise ConfigError("Parquet exports need pyarrow: pip install 'groupchat-lab[parquet]' "
+                          "(or export --format csv or json)") from None
 
     table = pa.Table.from_pandas(_parquet_safe(frame), preserve_index=False)
     existing = table.schema.metadata or {}

@@ -180,3 +180,20 @@ def _sweep_jobs(session: SessionState, registry: JobRegistry, chats: int, runnin
             st.caption(status.text(), help="The same line as on the Sweeps page.")
 
     lines()
+
+
+def mlflow_button(store: Any, ids: Sequence[str], key: str, label: str = "Export to MLflow",
+                  what: str = "run") -> None:
+    """Log the chosen runs (or a sweep) to MLflow (kit/mlflow_export.py); the message under
+    it says where it wrote, or how to install MLflow."""
+    from groupchat_ui.kit import mlflow_export
+
+    def on_click() -> None:
+        say_at(key, *mlflow_export.export(store, list(ids)))
+
+    where = mlflow_export.tracking_uri() if mlflow_export.mlflow_available() else None
+    st.button(label, key=key, icon=":material/science:", disabled=not ids, on_click=on_click,
+              help=(f"Log the selected {what} to the MLflow tracking store at {where} "
+                    "(MLFLOW_TRACKING_URI chooses another)." if where else
+                    f"MLflow is not installed: {mlflow_export.INSTALL}."))
+    feedback(key)

@@ -12,11 +12,12 @@ from typing import Any
 
 import streamlit as st
 
-from groupchat_core import ConfigError, StoreError
+from groupchat_core import CliError, ConfigError, StoreError
 from groupchat_ui.kit import store_access
 from groupchat_ui.kit.components import say_at
 from groupchat_ui.kit.presets import PRESETS
 from groupchat_ui.kit.state import SessionState, actor, get, move
+from groupchat_ui.kit.traces import TRACE_KEY
 
 from . import logic
 from .form import PARAM_PREFIX, ROSTER_KEY, TASK_KEY, RunForm
@@ -115,8 +116,9 @@ def on_start_run() -> None:
             store, store_access.job_registry(), session.owner,
             [by_name[n] for n in form.roster if n in by_name], form.task, form,
             session.provider_keys, user=session.user, user_name=session.user_name,
-            stream=form.stream is not False)
-    except (ConfigError, StoreError) as exc:
+            stream=form.stream is not False,
+            trace=bool(st.session_state.get(TRACE_KEY, False)))
+    except (ConfigError, StoreError, CliError) as exc:
         say_at("run_form", "error", f"The run did not start: {exc}")  # under Start
         return
     session.add_job(job_id)

@@ -209,12 +209,14 @@ def redacting(observer: Observer, secrets: Sequence[str]) -> Observer:
 
 def start_run(store: RunStore, registry: JobRegistry, owner: str, agents: Sequence[Agent],
               task: str, params: Mapping[str, Any] | RunForm, session_keys: Mapping[str, str], *,
-              user: str = LOCAL_USER, user_name: str | None = None, stream: bool = True) -> str:
+              user: str = LOCAL_USER, user_name: str | None = None, stream: bool = True,
+              trace: bool = False) -> str:
     """Start a recorded chat as a background job of this session; returns the job id. The
     run is recorded as `user`'s (who alone may stop or delete it).
 
     `stream` (the Settings page's "Stream bids live", on by default) streams every bid so the
-    live view shows the candidates forming (see FormingBids)."""
+    live view shows the candidates forming (see FormingBids); `trace` (the Settings page's
+    "Trace runs") exports the run's OpenTelemetry spans as `run --trace` does (kit/traces.py)."""
     if len(agents) < 2:
         raise ConfigError("pick at least two agents for a chat")
     if not task.strip():
@@ -224,6 +226,10 @@ def start_run(store: RunStore, registry: JobRegistry, owner: str, agents: Sequen
     forming = FormingBids(list(session_keys.values()))
     if stream:
         chat.add_observer(forming)
+    if trace:
+        from groupchat_ui.kit.traces import trace_run
+
+        trace_run(chat, user)
     recorder = redacting(store.recorder(chat, owner=user, owner_name=user_name or user),
                          list(session_keys.values()))
     return registry.start_chat(chat, task, owner=owner, extra_observers=[recorder], user=user,

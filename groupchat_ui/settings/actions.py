@@ -90,3 +90,10 @@ def on_stream_bids() -> None:
     """Keep the toggle's value where the Run page reads it (widget state is dropped on page
     switches; this key is not)."""
     st.session_state[STREAM_KEY] = bool(st.session_state["pref_stream_bids"])
+
+
+def on_trace_runs() -> None:
+    """Keep the switch where the Run page reads it when it starts a run (kit/traces.py)."""
+    from groupchat_ui.kit.traces import TRACE_KEY
+
+    st.session_state[TRACE_KEY] = bool(st.session_state["pref_trace_runs"])

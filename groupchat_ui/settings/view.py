@@ -12,6 +12,7 @@ import streamlit as st
 
 from groupchat_core import remembered_modes as engine_modes
 from groupchat_core.store import data_location, stray_databases
+from groupchat_ui.kit import traces as kit_traces
 from groupchat_ui.kit.components import feedback
 
 from . import actions, logic
@@ -73,3 +74,19 @@ def endpoint_key_form() -> None:
                            autocomplete="off", placeholder="paste a key to set it")
         st.form_submit_button("Save key for this API base", key="save_endpoint_key",
                               on_click=actions.on_save_endpoint_key)
+
+
+def traces() -> None:
+    """Whether runs started here export OpenTelemetry traces (as `run --trace`), and where."""
+    available = kit_traces.tracing_available()
+    st.toggle("Trace runs (OpenTelemetry)", key="pref_trace_runs",
+              value=bool(st.session_state.get(kit_traces.TRACE_KEY, False)) and available,
+              on_change=actions.on_trace_runs, disabled=not available,
+              help="On: each run started from the Run page in this browser tab exports its "
+                   "spans (run, turns, bids, model calls; no message content, no key), as "
+                   "`groupchat-lab run --trace` does. Sweeps are not traced.")
+    if available:
+        st.caption(kit_traces.trace_destination() + " Set OTEL_EXPORTER_OTLP_ENDPOINT or "
+                   "OTEL_TRACES_EXPORTER before starting the server to send them elsewhere.")
+    else:
+        st.caption(f"Needs the OpenTelemetry SDK on the server: {kit_traces.INSTALL}.")

@@ -80,27 +80,51 @@ def _step(cmd: list[str], what: str, **kwargs: object) -> None:
                     f"{done.stderr[-3000:]}")
 
 
+REQUIREMENTS = ("requirements.txt", "requirements-dashboard.txt")
+OTHER_PANDAS = "3.0.6"  # requirements.txt's floor: the engine runs with it (engine_only below)
+
+
 def _wheelhouse(env: dict[str, str]) -> Path:
-    """The requirements' wheels (and everything they pull in, under constraints.txt),
-    downloaded once per pin set into the user cache directory."""
+    """The requirements' wheels (engine and dashboard, and everything they pull in, under
+    constraints.txt) and the other pandas, downloaded once per pin set into the user cache."""
     import platformdirs
 
-    pins = b"".join((ROOT / name).read_bytes() for name in ("requirements.txt",
-                                                             "constraints.txt"))
+    pins = b"".join((ROOT / name).read_bytes() for name in (*REQUIREMENTS, "constraints.txt"))
     cache = platformdirs.user_cache_path("groupchat-lab", appauthor=False) / "wheelhouse"
-    house = cache / hashlib.sha256(pins).hexdigest()[:16]
+    house = cache / hashlib.sha256(pins + OTHER_PANDAS.encode()).hexdigest()[:16]
     if not (house / ".complete").exists():
         partial = cache / f".partial-{os.getpid()}"
         shutil.rmtree(partial, ignore_errors=True)
-        _step([sys.executable, "-m", "pip", "download", "--quiet", "-d", str(partial),
-               "-r", str(ROOT / "requirements.txt"), "-c", str(ROOT / "constraints.txt")],
+        wanted = [arg for name in REQUIREMENTS for arg in ("-r", str(ROOT / name))]
+        _step([sys.executable, "-m", "pip", "download", "--quiet", "-d", str(partial), *wanted,
+               "-c", str(ROOT / "constraints.txt")],
               "pip download (the wheelhouse)", env=env, timeout=1200)
+        _step([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "-d",
+               str(partial), f"pandas=={OTHER_PANDAS}"], "pip download (the other pandas)",
+              env=env, timeout=600)
         (partial / ".complete").touch()
         try:
             partial.rename(house)
         except OSError:  # another run finished it first
             shutil.rmtree(partial, ignore_errors=True)
     return house
+
+
+def constraints_but(package: str, folder: Path) -> Path:
+    """constraints.txt without `package`'s pin: what a user who asks for another version of
+    it resolves against (everything else stays vetted)."""
+    lines = (ROOT / "constraints.txt").read_text().splitlines()
+    kept = [line for line in lines if not line.lower().startswith(f"{package}==")]
+    assert len(kept) == len(lines) - 1
+    path = folder / f"constraints-but-{package}.txt"
+    path.write_text("\n".join(kept) + "\n")
+    return path
+
+
+def site_size(venv: Path) -> int:
+    """Bytes installed in a venv's site-packages."""
+    (site,) = (venv / "lib").glob("python3.*/site-packages")
+    return sum(p.stat().st_size for p in site.rglob("*") if p.is_file() and not p.is_symlink())
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +144,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     fetched = time.perf_counter()
     _step([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-compile",
            "--no-index", "--find-links", str(house), "-c", str(ROOT / "constraints.txt"),
-           str(wheel)], "pip install", cwd=outside, env=_env(data_dir), timeout=1200)
+           f"{wheel}[dashboard]"], "pip install", cwd=outside, env=_env(data_dir), timeout=1200)
     sys.stderr.write(f"\n[test_install] wheel built in {built - started:.1f} s, venv + "
                      f"wheelhouse in {fetched - built:.1f} s, pip install in "
                      f"{time.perf_counter() - fetched:.1f} s\n")
@@ -143,8 +167,14 @@ def test_the_wheel_holds_engine_and_dashboard_under_their_own_names(installed):
     requires = [line for line in metadata.decode().splitlines()
                 if line.startswith("Requires-Dist:")]
     assert "Requires-Dist: litellm[mcp]==1.106.2" in requires  # the vetted pin, exact
-    assert any(r.startswith("Requires-Dist: streamlit==") for r in requires)
-    assert any(r.startswith("Requires-Dist: pydantic==") for r in requires)
+    assert f"Requires-Dist: pandas<4,>={OTHER_PANDAS}" in requires  # a range, next major out
+    assert "Requires-Dist: pydantic<3,>=2.14.4" in requires
+    base = [r.split(";")[0] for r in requires if "extra ==" not in r]  # the engine's own
+    assert [r for r in base if "==" in r] == ["Requires-Dist: litellm[mcp]==1.106.2"]
+    dashboard = [r for r in requires if r.endswith('extra == "dashboard"')]
+    assert any(r.startswith("Requires-Dist: streamlit<2,>=") for r in dashboard), requires
+    assert all(r.endswith('extra == "dashboard"') for r in requires
+               if "streamlit" in r or "plotly" in r), requires
 
 
 def test_version_names_the_code_and_a_data_home_outside_the_package(installed):
@@ -242,3 +272,61 @@ def test_serve_starts_the_packaged_dashboard_from_anywhere(installed):
             proc.wait()
     text = log.read_text()
     assert f"GroupChat Lab on {url}" in text and "Traceback" not in text, text
+
+
+@pytest.fixture(scope="module")
+def engine_only(installed: Installed, tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    """The wheel without extras beside the other pandas, in a venv of its own: what a user who
+    wants the engine in a project pinned to another pandas gets."""
+    root = tmp_path_factory.mktemp("engine")
+    venv, data_dir = root / "venv", root / "xdg-data"
+    _step([sys.executable, "-m", "venv", str(venv)], "creating the venv", timeout=300)
+    house = _wheelhouse(_env(data_dir))
+    _step([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-compile",
+           "--no-index", "--find-links", str(house), "-c", str(constraints_but("pandas", root)),
+           str(installed.wheel), f"pandas=={OTHER_PANDAS}"], "pip install (engine only)",
+          cwd=installed.outside, env=_env(data_dir), timeout=1200)
+    full, engine = site_size(installed.venv), site_size(venv)
+    sys.stderr.write(f"\n[test_install] installed sizes: engine only {engine / 1e6:.0f} MB, "
+                     f"with the dashboard {full / 1e6:.0f} MB\n")
+    return Installed(installed.wheel, venv, installed.outside, data_dir, _env(data_dir))
+
+
+def test_the_full_install_resolves_beside_another_pandas(installed, tmp_path):
+    """pip's resolver, offline against the wheelhouse: the package with its dashboard and a
+    pandas other than the vetted one (exact pins made this ResolutionImpossible)."""
+    house = _wheelhouse(installed.env)
+    report = tmp_path / "report.json"
+    done = subprocess.run(
+        [str(installed.venv / "bin" / "python"), "-m", "pip", "install", "--dry-run",
+         "--ignore-installed", "--quiet", "--report", str(report), "--no-index",
+         "--find-links", str(house), "-c", str(constraints_but("pandas", tmp_path)),
+         f"{installed.wheel}[dashboard]", f"pandas=={OTHER_PANDAS}"],
+        cwd=installed.outside, env=installed.env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    chosen = {i["metadata"]["name"].lower(): i["metadata"]["version"]
+              for i in json.loads(report.read_text())["install"]}
+    assert chosen["pandas"] == OTHER_PANDAS and chosen["litellm"] == "1.106.2"
+    assert "streamlit" in chosen and "plotly" in chosen
+
+
+def test_the_engine_installs_alone_beside_another_pandas_and_runs(engine_only):
+    python = str(engine_only.venv / "bin" / "python")
+    probe = subprocess.run(
+        [python, "-c", "import importlib.metadata as m, importlib.util as u; "
+         "print(m.version('pandas'), m.version('litellm'), "
+         "[n for n in ('streamlit', 'plotly', 'pyarrow', 'Authlib') if u.find_spec(n.lower())])"],
+        cwd=engine_only.outside, env=engine_only.env, capture_output=True, text=True, timeout=120)
+    assert probe.stdout.strip().split(maxsplit=2) == [OTHER_PANDAS, "1.106.2", "[]"], \
+        probe.stderr
+    spec = engine_only.outside / "engine-chat.json"
+    spec.write_text(json.dumps(SPEC))
+    done = engine_only.run("run", str(spec), "--task", "Engine only?", "--max-loops", "3")
+    assert done.returncode == 0, done.stderr
+    run_id = done.stderr.strip().splitlines()[-1].removeprefix("run ")
+    shown = engine_only.run("show", run_id, "--bids")  # the bid log is a pandas frame
+    assert shown.returncode == 0 and "Engine only?" in shown.stdout, shown.stderr
+    served = engine_only.run("serve")
+    assert served.returncode == 2 and served.stderr == (
+        "error: the dashboard is not installed (Streamlit is missing): pip install "
+        "'groupchat-lab[dashboard]'\n")

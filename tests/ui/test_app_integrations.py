@@ -1,0 +1,119 @@
+"""The dashboard's bridges (AppTest, the real pages): the Settings switch that traces runs
+started here (the OpenTelemetry tracing of `run --trace`, saying where spans go), and "Export
+to MLflow" on the Runs and Sweeps pages (a local tracking store read back with MLflow's own
+client; a clear line when MLflow is missing)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from mlflow.tracking import MlflowClient
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from streamlit.testing.v1 import AppTest
+
+from groupchat_core.integrations import tracer_provider_from_env
+from groupchat_core.store import RunStore
+from groupchat_core.sweeps import parse_sweep, run_sweep
+from groupchat_ui.kit import jobs as job_registry
+from groupchat_ui.kit import mlflow_export, store_access, traces
+from tests.helpers.app_helpers import goto, new_app, poll, session, status
+
+pytestmark = pytest.mark.usefixtures("fresh_engines")
+
+
+@pytest.fixture
+def app() -> Iterator[AppTest]:
+    provider = traces.server_tracer_provider  # the real one, cached per server
+    provider.cache_clear()
+    yield new_app()
+    job_registry.registry().shutdown()
+    provider.cache_clear()
+
+
+def run_a_chat(app: AppTest) -> str:
+    goto(app, "agents")
+    app.button(key="load_preset").click().run()
+    goto(app, "run")
+    app.number_input(key="run_param_max_loops").set_value(3)
+    app.button(key="start_run").click().run()
+    assert not app.error, [e.value for e in app.error]
+    poll(app, lambda at: status(at).startswith("status: finished"), "the run to finish")
+    run_id = job_registry.registry().snapshot(session(app).current_job).run_id
+    assert run_id
+    return run_id
+
+
+def test_the_traces_switch_traces_runs_started_here_and_says_where(app, monkeypatch):
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "lab-test")
+    spans = InMemorySpanExporter()
+    monkeypatch.setattr(traces, "server_tracer_provider", lambda: tracer_provider_from_env(
+        {"OTEL_TRACES_EXPORTER": "none"}, exporters=[spans]))
+    run_a_chat(app)
+    assert spans.get_finished_spans() == ()  # off by default
+
+    goto(app, "settings")
+    caption = " ".join(c.value for c in app.caption)
+    assert ("Spans of service 'lab-test' go over OTLP/HTTP to "
+            "http://127.0.0.1:4318/v1/traces.") in caption
+    app.toggle(key="pref_trace_runs").set_value(True).run()
+    run_id = run_a_chat(app)
+    finished = spans.get_finished_spans()
+    runs = [s for s in finished if s.name.startswith("invoke_workflow")]
+    assert len(runs) == 1 and runs[0].attributes["gen_ai.conversation.id"] == run_id
+    assert {s.context.trace_id for s in finished} == {runs[0].context.trace_id}  # one trace
+    assert any(s.name.startswith("invoke_agent ") for s in finished)
+    assert runs[0].attributes["user.id"] == "local"
+
+
+def test_without_the_sdk_the_switch_is_off_and_says_how_to_install_it(app, monkeypatch):
+    monkeypatch.setattr(traces, "tracing_available", lambda: False)
+    goto(app, "settings")
+    assert app.toggle(key="pref_trace_runs").disabled
+    assert any("pip install 'groupchat-lab[traces]'" in c.value for c in app.caption)
+
+
+def test_runs_and_sweeps_export_to_a_local_mlflow_store_and_say_where(app, monkeypatch,
+                                                                      tmp_path):
+    uri = f"sqlite:///{tmp_path / 'tracking.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    run_id = run_a_chat(app)
+    goto(app, "runs")
+    assert app.button(key="runs_mlflow").disabled  # nothing selected
+    app.session_state["runs_table"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
+    app.run()
+    app.button(key="runs_mlflow").click().run()
+    said = " ".join(s.value for s in app.success).replace("\\", "")  # markdown escapes
+    assert f"Logged to MLflow at {uri}: run {run_id[:8]} as MLflow run " in said, \
+        [e.value for e in app.error]
+    client = MlflowClient(tracking_uri=uri)
+    (experiment,) = [e for e in client.search_experiments() if e.name == "groupchat-lab"]
+    (logged,) = client.search_runs([experiment.experiment_id])
+    assert logged.data.tags["groupchat.run_id"] == run_id
+    assert logged.info.run_id in said
+
+    agents = [{"agent_name": n, "system_prompt": "p", "model_name": "sim/balanced"} for n in "AB"]
+    sweep = run_sweep(parse_sweep({"name": "tracked", "base": {"max_loops": 3, "agents": agents},
+                                   "grid": {"threshold": [0.4, 0.6]}, "tasks": ["Q?"]}),
+                      RunStore()).sweep_id
+    store_access.invalidate()
+    goto(app, "sweeps", sweep=sweep)
+    assert not app.error, [e.value for e in app.error]
+    app.button(key="sw_mlflow").click().run()
+    said = " ".join(s.value for s in app.success).replace("\\", "")  # markdown escapes
+    assert f"Logged to MLflow at {uri}: sweep {sweep[:8]} as MLflow run " in said, \
+        [e.value for e in app.error]
+    assert len(client.search_runs([experiment.experiment_id])) == 4  # run, sweep, 2 cells
+
+
+def test_without_mlflow_the_button_says_how_to_install_it(app, monkeypatch):
+    monkeypatch.setattr(mlflow_export, "mlflow_available", lambda: False)
+    run_a_chat(app)
+    goto(app, "runs")
+    app.session_state["runs_table"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
+    app.run()
+    app.button(key="runs_mlflow").click().run()
+    assert [e.value for e in app.error] == [
+        "MLflow is not installed on this server: pip install 'groupchat-lab\\[mlflow\\]', "
+        "then restart it."]
