@@ -69,7 +69,21 @@ from ._statuses import (
 )
 from ._version import app_version, litellm_version
 from .engine._groupchat import GroupChat
+from .engine._humans import (
+    HAND_SCORE,
+    Human,
+    HumanAction,
+    HumanCallback,
+    HumanPrompt,
+    LowerHand,
+    Pass,
+    Pick,
+    Post,
+    RaiseHand,
+    SetBid,
+)
 from .engine._loop import BackgroundLoop, background_loop
+from .engine._room import LiveBid, PersonState, Room, RoomSnapshot
 from .engine._selection import select_speaker
 from .providers._credentials import check_credentials
 from .providers._endpoints import TRUSTED_BASES_ENV, endpoint_trusted, normalise_base
@@ -125,6 +139,22 @@ def __dir__() -> list[str]:
 __version__ = app_version()
 
 __all__ = [
+    # issue 22: people in the room
+    "HAND_SCORE",
+    "Human",
+    "HumanAction",
+    "HumanCallback",
+    "HumanPrompt",
+    "LiveBid",
+    "LowerHand",
+    "Pass",
+    "PersonState",
+    "Pick",
+    "Post",
+    "RaiseHand",
+    "Room",
+    "RoomSnapshot",
+    "SetBid",
     # issue 25: statuses, bounds and defaults declared once (the dashboard reads these)
     "AGENT_BOUNDS",
     "CHAT_BOUNDS",
