@@ -150,7 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "default: the spec's stream_bids (off)")
     run.add_argument("--human", default=None, metavar="NAME",
                      help="seat a person named NAME in this terminal: each turn shows the bids "
-                     "and the time left; Enter passes (docs/engine.md, Human participants)")
+                     "and the time left; Enter passes, h raises a hand, 0.7 [draft] bids 0.7")
     run.add_argument("--human-window", type=_number(float), default=None, metavar="S",
                      help="seconds a person has to bid each turn (default 20)")
     run.add_argument("--trace", action=argparse.BooleanOptionalAction, default=None,
