@@ -71,10 +71,7 @@ from ._version import app_version, litellm_version
 from .engine._groupchat import GroupChat
 from .engine._humans import (
     HAND_SCORE,
-    Human,
     HumanAction,
-    HumanCallback,
-    HumanPrompt,
     LowerHand,
     Pass,
     Pick,
@@ -83,7 +80,9 @@ from .engine._humans import (
     SetBid,
 )
 from .engine._loop import BackgroundLoop, background_loop
-from .engine._room import LiveBid, PersonState, Room, RoomSnapshot
+from .engine._participant import Human, HumanCallback, HumanPrompt
+from .engine._room import Room
+from .engine._room_state import LiveBid, PersonState, RoomSnapshot
 from .engine._selection import select_speaker
 from .providers._credentials import check_credentials
 from .providers._endpoints import TRUSTED_BASES_ENV, endpoint_trusted, normalise_base

@@ -20,16 +20,15 @@ from typing import TextIO
 
 from .._terminal import terminal_text
 from ..engine._humans import (
-    Human,
     HumanAction,
-    HumanPrompt,
     LowerHand,
     Pass,
     Post,
     RaiseHand,
     SetBid,
 )
-from ..engine._room import RoomSnapshot
+from ..engine._participant import Human, HumanPrompt
+from ..engine._room_state import RoomSnapshot
 
 HELP = "Enter: pass | h: raise your hand | l: lower it | 0.7 [draft]: bid 0.7"
 _BID = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)(?:\s+(.*))?\s*$", re.DOTALL)

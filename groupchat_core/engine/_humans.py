@@ -1,5 +1,5 @@
-"""People in the room (issue 22): the human participant, what a person can do, and what a
-headless player (a notebook, a test, the terminal) is asked.
+"""People in the room (issue 22): what a person can do (the actions) and the constants of
+their bids; the participant itself is in _participant.py.
 
 A person bids for the floor under the agents' rule (docs/engine.md, "Human participants"): their
 bid is an ordinary `Bid` with `kind="human"`, adjusted, thresholded and tie-broken by
@@ -9,14 +9,8 @@ can build and pass them without touching the engine's loop.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
-
-from .._errors import ConfigError
-
-if TYPE_CHECKING:
-    from ._room import LiveBid, Room
+from typing import Literal
 
 HAND_SCORE = 0.8
 """The bid of a raised hand: above the default threshold (0.5), and still above it after the
@@ -70,54 +64,3 @@ class Pick:
 
 HumanAction = RaiseHand | LowerHand | SetBid | Pass | Post | Pick
 """Everything a person can submit (Room.submit, or a callback's return value)."""
-
-
-@dataclass(frozen=True)
-class HumanPrompt:
-    """What a headless player is asked, once per phase it takes part in.
-
-    `deadline` is on the room's clock (`room.clock()`); `draft` is their bid's draft in the
-    post phase; `candidates` / `rule_pick` are the top-k bids and the rule's choice in the pick
-    phase; `history` is (role, text) of the conversation so far (untrusted text)."""
-
-    phase: Phase
-    turn: int
-    name: str
-    room: Room
-    deadline: float
-    draft: str = ""
-    candidates: tuple[LiveBid, ...] = ()
-    rule_pick: str | None = None
-    history: tuple[tuple[str, str], ...] = ()
-
-    def time_left(self) -> float:
-        """Seconds until the phase closes (never negative)."""
-        return max(0.0, self.deadline - self.room.clock())
-
-
-HumanCallback = Callable[[HumanPrompt], Awaitable["HumanAction | None"]]
-"""A headless player: called on the engine's loop, cancelled at the phase's deadline; None, an
-exception or a cancellation all count as no input."""
-
-
-@dataclass(frozen=True)
-class Human:
-    """A person in the roster (`kind` "human"), listed among the agents of a GroupChat.
-
-    `name`: unique across the roster; it is Bid.agent, Message.role and Turn.winner.
-    `user`: the signed-in user it belongs to (email or subject), None when anyone holding the
-    room may play it. `callback`: a headless player; None when a UI drives it through
-    `GroupChat.room` from another thread."""
-
-    name: str
-    user: str | None = None
-    description: str = HUMAN_DESCRIPTION
-    callback: HumanCallback | None = None
-    kind: Literal["human"] = "human"
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name.strip() or len(self.name) > 200:
-            raise ConfigError("a Human needs a name of 1 to 200 characters, e.g. Human(name='Ann')")
-        if self.callback is not None and not callable(self.callback):
-            raise ConfigError(f"Human {self.name!r}: callback must be an async function taking a "
-                             "HumanPrompt")

@@ -21,8 +21,10 @@ from .._config import ChatConfig
 from .._records import Bid
 from .._secrets import mask_secrets
 from ..providers._replies import cap_text
-from ._humans import HUMAN_PATH, Human, HumanAction, HumanPrompt, Phase
-from ._room import LiveBid, Room
+from ._humans import HUMAN_PATH, HumanAction, Phase
+from ._participant import Human, HumanPrompt
+from ._room import Room
+from ._room_state import LiveBid
 from ._selection import Candidate, Selection, candidate
 
 logger = logging.getLogger("groupchat_core")

@@ -14,8 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Literal
+from dataclasses import replace
 
 from ._humans import (
     HAND_SCORE,
@@ -28,90 +27,17 @@ from ._humans import (
     RaiseHand,
     SetBid,
 )
+from ._room_state import (
+    LiveBid,
+    Person,
+    PersonState,
+    RoomSnapshot,
+    State,
+    apply_action,
+    lower_hand,
+)
 
 logger = logging.getLogger("groupchat_core")
-RoomPhase = Literal["idle", "bidding", "posting", "picking", "finished"]
-
-
-@dataclass(frozen=True)
-class LiveBid:
-    """One bid of the current turn as a UI shows it. `message` is a draft: untrusted text, to
-    render inert. `adjusted` / `eligible` are the rule's standing once known (agents' bids)."""
-
-    name: str
-    kind: ParticipantKind
-    score: float | None = None
-    message: str = ""
-    adjusted: float | None = None
-    eligible: bool | None = None
-    hand: bool = False
-    passed: bool = False
-
-
-@dataclass(frozen=True)
-class PersonState:
-    """A person in the room: hand up or not, whether they have bid this turn, gone or not."""
-
-    name: str
-    user: str | None
-    hand_up: bool
-    bid_in: bool
-    left: bool
-
-
-@dataclass(frozen=True)
-class RoomSnapshot:
-    """An immutable copy of the room (see Room.snapshot); `version` bumps on every change."""
-
-    version: int
-    run_id: str | None
-    turn: int
-    phase: RoomPhase
-    deadline: float | None
-    time_left: float | None
-    bids: tuple[LiveBid, ...]
-    forming: tuple[LiveBid, ...]
-    hands: tuple[str, ...]
-    people: tuple[PersonState, ...]
-    waiting_for: tuple[str, ...]
-    poster: str | None
-    candidates: tuple[LiveBid, ...]
-    rule_pick: str | None
-    picker: str | None
-    messages: tuple[tuple[str, str], ...]
-
-
-@dataclass
-class _Person:
-    name: str
-    user: str | None
-    hand_up: bool = False
-    bid: LiveBid | None = None  # this turn's
-    left: bool = False
-
-
-@dataclass
-class _State:
-    run_id: str | None = None
-    turn: int = 0
-    phase: RoomPhase = "idle"
-    deadline: float | None = None
-    roster: list[tuple[str, ParticipantKind]] = field(default_factory=list)
-    people: dict[str, _Person] = field(default_factory=dict)
-    hands: list[str] = field(default_factory=list)
-    agent_bids: dict[str, LiveBid] = field(default_factory=dict)
-    forming: dict[str, LiveBid] = field(default_factory=dict)
-    poster: str | None = None
-    post: str | None = None
-    posted: bool = False
-    picker: str | None = None
-    candidates: tuple[LiveBid, ...] = ()
-    rule_pick: str | None = None
-    pick: Pick | None = None
-    picked: bool = False
-    messages: list[tuple[str, str]] = field(default_factory=list)
-
-
 Subscriber = Callable[[RoomSnapshot], None]
 
 
@@ -126,7 +52,7 @@ class Room:
         self.clock = clock
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)
-        self._state = _State(people={n: _Person(n, u) for n, u in people})
+        self._state = State(people={n: Person(n, u) for n, u in people})
         self._version = 0
         self._subscribers: list[Subscriber] = []
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -202,7 +128,7 @@ class Room:
             person = s.people.get(name)
             if person is None or s.phase == "finished":
                 return False
-            taken = self._apply(s, person, action)
+            taken = apply_action(s, person, action)
             if taken:
                 self._touch()
         return taken
@@ -234,7 +160,7 @@ class Room:
             if person is None:
                 return False
             person.left = True
-            self._lower(s, person)
+            lower_hand(s, person)
             if s.phase == "bidding":
                 person.bid = LiveBid(name, "human", 0.0, passed=True)
             if s.phase == "posting" and s.poster == name:
@@ -253,58 +179,6 @@ class Room:
             person.left = False
             self._touch()
         return True
-
-    # --- the rules of submitting (lock held) -------------------------------------------------
-
-    def _apply(self, s: _State, person: _Person, action: HumanAction) -> bool:
-        name = person.name
-        bidding = s.phase == "bidding"
-        if isinstance(action, RaiseHand):
-            if not person.hand_up:
-                person.hand_up = True
-                s.hands.append(name)
-            if bidding:
-                person.bid = LiveBid(name, "human", HAND_SCORE, hand=True)
-            return True
-        if isinstance(action, LowerHand):
-            was = person.hand_up
-            self._lower(s, person)
-            if bidding and person.bid is not None and person.bid.hand:
-                person.bid = None
-            return was
-        if isinstance(action, Pass):
-            self._lower(s, person)
-            if bidding:
-                person.bid = LiveBid(name, "human", 0.0, passed=True)
-            return bidding
-        if isinstance(action, SetBid):
-            if not bidding:
-                return False
-            score = min(1.0, max(0.0, float(action.score))) if action.score == action.score \
-                else 0.0
-            person.bid = LiveBid(name, "human", score, str(action.message).strip(),
-                                 passed=score == 0.0)
-            return True
-        if isinstance(action, Post):
-            if s.phase != "posting" or s.poster != name or s.posted:
-                return False
-            s.post, s.posted = str(action.message), True
-            return True
-        if isinstance(action, Pick):
-            if s.phase != "picking" or s.picker != name or s.picked:
-                return False
-            names = {c.name for c in s.candidates}
-            if action.name is not None and action.name not in names:
-                return False
-            s.pick, s.picked = action, True
-            return True
-        return False
-
-    @staticmethod
-    def _lower(s: _State, person: _Person) -> None:
-        person.hand_up = False
-        if person.name in s.hands:
-            s.hands.remove(person.name)
 
     def _waiting_for(self) -> tuple[str, ...]:
         s = self._state
@@ -357,7 +231,7 @@ class Room:
             people = self._state.people
             for p in people.values():
                 p.hand_up, p.bid = False, None
-            self._state = _State(run_id=run_id, roster=list(roster), people=people,
+            self._state = State(run_id=run_id, roster=list(roster), people=people,
                                  picker=picker)
             self._touch()
 
@@ -469,7 +343,7 @@ class Room:
         with self._lock:
             p = self._state.people.get(name)
             if p is not None and p.hand_up:
-                self._lower(self._state, p)
+                lower_hand(self._state, p)
                 self._touch()
 
     def _message(self, role: str, content: str) -> None:

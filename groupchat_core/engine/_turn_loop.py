@@ -45,10 +45,11 @@ from ..providers._replies import ModelCallFailed, cap_text
 from ..providers._retries import is_context_window_error, stated_context_window
 from ..providers._routing import Providers
 from ..providers._tokens import count_tokens
-from ._humans import Human
 from ._outcome import FAILED, reply_outcome
+from ._participant import Human
 from ._people import People
-from ._room import LiveBid, Room
+from ._room import Room
+from ._room_state import LiveBid
 from ._selection import (
     NO_READ_BID_REASONS,
     Selection,

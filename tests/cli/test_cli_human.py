@@ -3,6 +3,8 @@ a real pseudo-terminal and through piped stdin, with the offline sim agents of t
 
 The terminal is read for each prompt as it appears (a condition, bounded so a broken build
 fails instead of hanging); nothing is timed.
+
+Private imports (parse_line): the terminal's line reader, a unit no public module exports.
 """
 
 from __future__ import annotations
