@@ -69,6 +69,9 @@ class People:
         players = self._players("bid", turn, window, history)
         try:
             await room._wait(lambda: room._everyone_bid(agent_task.done()), window)
+        except BaseException:  # cancelled (chat.cancel()): the agents' bids go with the turn
+            agent_task.cancel()
+            raise
         finally:
             for task in players:
                 task.cancel()

@@ -338,3 +338,17 @@ def test_a_room_is_read_and_acted_on_from_many_threads_at_once() -> None:
                                  for _ in range(50)], range(8)))
     assert sorted(room.snapshot().hands) == [f"H{i}" for i in range(8)]
     assert len(set(room.snapshot().hands)) == 8
+
+
+def test_cancelling_mid_window_stops_the_run_and_closes_the_room(
+        fakes: list[ScriptedBids]) -> None:
+    chat = _room(fakes, {"A": [(0.6, "agent line")]}, [Human("Ann")], human_window=HOUR)
+    room = chat.room
+    assert room is not None
+    future = background_loop().submit(chat.arun_record("Plan it."))
+    assert room.wait_for(lambda s: s.phase == "bidding", BOUND) is not None
+    chat.cancel()
+    with pytest.raises(concurrent.futures.CancelledError):
+        future.result(timeout=BOUND)
+    assert chat.last_run is not None and chat.last_run.stop_reason == "cancelled"
+    assert room.wait_for(lambda s: s.phase == "finished", BOUND) is not None
