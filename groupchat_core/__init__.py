@@ -71,7 +71,20 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
         SweepStatus,
     )
     from .engine._groupchat import GroupChat
+    from .engine._humans import (
+        HAND_SCORE,
+        HumanAction,
+        LowerHand,
+        Pass,
+        Pick,
+        Post,
+        RaiseHand,
+        SetBid,
+    )
     from .engine._loop import BackgroundLoop, background_loop
+    from .engine._participant import Human, HumanCallback, HumanPrompt
+    from .engine._room import Room
+    from .engine._room_state import LiveBid, PersonState, RoomSnapshot
     from .engine._selection import select_speaker
     from .exports._bundles import bundle_json, dump_agents, import_bundle, load_agents_text
     from .exports._tables import bids_csv, transcript_markdown
@@ -153,6 +166,21 @@ _LAZY = {
     "BackgroundLoop": ".engine._loop",
     "background_loop": ".engine._loop",
     "select_speaker": ".engine._selection",
+    "HAND_SCORE": ".engine._humans",
+    "HumanAction": ".engine._humans",
+    "LowerHand": ".engine._humans",
+    "Pass": ".engine._humans",
+    "Pick": ".engine._humans",
+    "Post": ".engine._humans",
+    "RaiseHand": ".engine._humans",
+    "SetBid": ".engine._humans",
+    "Human": ".engine._participant",
+    "HumanCallback": ".engine._participant",
+    "HumanPrompt": ".engine._participant",
+    "Room": ".engine._room",
+    "LiveBid": ".engine._room_state",
+    "PersonState": ".engine._room_state",
+    "RoomSnapshot": ".engine._room_state",
     "check_credentials": ".providers._credentials",
     "TRUSTED_BASES_ENV": ".providers._endpoints",
     "endpoint_trusted": ".providers._endpoints",
@@ -208,6 +236,22 @@ def __dir__() -> list[str]:
 __version__ = app_version()
 
 __all__ = [
+    # issue 22: people in the room
+    "HAND_SCORE",
+    "Human",
+    "HumanAction",
+    "HumanCallback",
+    "HumanPrompt",
+    "LiveBid",
+    "LowerHand",
+    "Pass",
+    "PersonState",
+    "Pick",
+    "Post",
+    "RaiseHand",
+    "Room",
+    "RoomSnapshot",
+    "SetBid",
     # issue 25: statuses, bounds and defaults declared once (the dashboard reads these)
     "AGENT_BOUNDS",
     "CHAT_BOUNDS",

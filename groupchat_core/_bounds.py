@@ -50,6 +50,9 @@ def _number(value: float) -> str:
     return f"{value:,.0f}" if float(value).is_integer() else f"{value:g}"
 
 
+MAX_HUMAN_WINDOW_S: Final = 3_600.0  # a person's bid or post window: at most an hour
+MAX_SELECTOR_TOP_K: Final = 16
+
 CHAT_BOUNDS: Final[Mapping[str, Bound]] = MappingProxyType({
     "max_loops": Bound(1, MAX_LOOPS, integer=True),
     "threshold": Bound(SCORE_SETTING_LOW, SCORE_SETTING_HIGH),
@@ -59,6 +62,10 @@ CHAT_BOUNDS: Final[Mapping[str, Bound]] = MappingProxyType({
     "seed": Bound(-MAX_SEED, MAX_SEED, integer=True),
     "idle_timeout": Bound(0, MAX_TIMEOUT_S),
     "bid_timeout": Bound(0, MAX_TIMEOUT_S, above_low=True),
+    # people in the room (issue 22): a person's bid and post windows, the selector's top-k
+    "human_window": Bound(0, MAX_HUMAN_WINDOW_S, above_low=True),
+    "human_post_window": Bound(0, MAX_HUMAN_WINDOW_S, above_low=True),
+    "selector_top_k": Bound(1, MAX_SELECTOR_TOP_K, integer=True),
 })
 
 MAX_RETRIES: Final = 100

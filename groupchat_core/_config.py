@@ -81,6 +81,12 @@ class ChatConfig(BaseModel):
     # an agent could use: sim/, a chat's providers, litellm).
     strategy: str = "bidding"
     selector_model: str = "sim/balanced"
+    # People in the room (issue 22, docs/engine.md "Human participants"): a person's bid
+    # window each turn, a winning person's window to post, and how many top bids a person
+    # choosing the speaker (human_selector) sees.
+    human_window: float = 20.0
+    human_post_window: float = 60.0
+    selector_top_k: int = 3
 
     @field_validator("strategy")
     @classmethod
@@ -147,6 +153,19 @@ class ChatConfig(BaseModel):
     @classmethod
     def _template(cls, v: str) -> str:
         return validate_bid_prompt(v)
+
+    @field_validator("human_window", "human_post_window", mode="before")
+    @classmethod
+    def _human_window(cls, v: Any, info: Any) -> float:
+        value, bound = _check_number(info.field_name, v), CHAT_BOUNDS[info.field_name]
+        if not bound.holds(value):
+            raise ValueError(out_of_bounds(info.field_name, value, bound))
+        return value
+
+    @field_validator("selector_top_k", mode="before")
+    @classmethod
+    def _top_k(cls, v: Any) -> int:
+        return _check_int("selector_top_k", v)
 
     @field_validator("bid_timeout")
     @classmethod

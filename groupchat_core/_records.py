@@ -35,6 +35,7 @@ BidPath = Literal[
     "text_fallback:unstreamed",
     "simulation",  # offline sim/<persona> model, run in-process
     "scripted",  # a scripted fake from groupchat_core.testing._scripted
+    "human",  # a person's bid (issue 22): no model call
     "none",  # no call was completed (e.g. cancelled, blocked)
 ]
 TurnReason = Literal[
@@ -49,6 +50,7 @@ TurnReason = Literal[
     "random",  # an agent drawn with the chat's seed and the turn
     "selector",  # the agent a selector model chose from the roster and the transcript
     "all_speak",  # every agent speaks each round, in list order
+    "human_pick",  # a person chose another speaker than the rule among the top bids
 ]
 BidOutcome = Literal[
     "read",  # a reply came back and its score was read (a clamped score still counts)
@@ -195,6 +197,10 @@ class Bid(_Record):
         "the bid counts as score 0.0 and cannot make a lull), failed (the call produced no "
         "reply). Set by the turn loop; bids recorded before it was stored get it from error, "
         "path and cached, which is exact.")
+    kind: Literal["agent", "human"] = Field(
+        default="agent",
+        description="Who bid: agent (a model) or human (a person in the room, path human, "
+        "calls 0). Both go through the same selection rule.")
 
     @model_validator(mode="before")
     @classmethod
@@ -248,6 +254,15 @@ class Turn(_Record):
         default=0,
         description='How many bids of the turn have outcome "failed" (the call produced no '
         'reply). Unreadable replies are not counted here.')
+    rule_winner: str | None = Field(
+        default=None,
+        description="Human as selector: who the bidding rule picked (null: a lull, or no "
+        "person picked this turn).")
+    human_pick: str | None = Field(
+        default=None,
+        description="Human as selector: who the person picked among the top bids (the rule's "
+        "pick when they accepted it); null when nobody picked (the rule's choice stood). When "
+        "it differs from rule_winner the reason is human_pick.")
 
 
 ScorerKind = Literal["exact", "numeric", "regex", "choice", "judge"]

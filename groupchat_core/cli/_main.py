@@ -159,6 +159,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--stream", action=argparse.BooleanOptionalAction, default=None,
                      help="stream bids, printing each candidate's reply as it forms (stderr); "
                      "default: the spec's stream_bids (off)")
+    run.add_argument("--human", default=None, metavar="NAME",
+                     help="seat a person named NAME in this terminal: each turn shows the bids "
+                     "and the time left; Enter passes, h raises a hand, 0.7 [draft] bids 0.7")
+    run.add_argument("--human-window", type=_number(float), default=None, metavar="S",
+                     help="seconds a person has to bid each turn (default 20)")
     run.add_argument("--trace", action=argparse.BooleanOptionalAction, default=None,
                      help="export OpenTelemetry traces of the run (the standard OTEL_* "
                      "variables choose where); default: GROUPCHAT_TRACES, else off")
@@ -234,7 +239,7 @@ def _render(output: Any) -> str:
 
 _store = store.store_of
 CHAT_FLAGS = ("output_type", "threshold", "recency_penalty", "recency_window", "max_loops",
-              "seed")
+              "seed", "human_window")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -248,7 +253,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ..engine._stream_printer import DeltaPrinter
     from ..providers._sim import is_sim_model
 
-    chat = _chat(spec, overrides)
+    people = []
+    if args.human is not None:
+        from ._human import TerminalPlayer
+
+        people = [TerminalPlayer(args.human).human()]
+    chat = _chat(spec, overrides, people)
     if args.model_check:
         _check_models(chat)
     if chat.stream_bids:
@@ -312,14 +322,14 @@ def _tracing(chat: GroupChat, flag: bool | None, owner: str | None) -> Any:
     return provider
 
 
-def _chat(spec: Any, overrides: dict[str, Any]) -> GroupChat:
-    """The spec's chat with the command line's parameters, checked by ChatConfig's rules;
-    a bad value is one line naming the flag."""
+def _chat(spec: Any, overrides: dict[str, Any], people: Sequence[Any] = ()) -> GroupChat:
+    """The spec's chat with the command line's parameters (and the person of --human),
+    checked by ChatConfig's rules; a bad value is one line naming the flag."""
     from .._errors import ConfigError
     from ..engine._groupchat import GroupChat
 
     try:
-        return GroupChat.from_spec(spec, **overrides)
+        return GroupChat.from_spec(spec, people=people, **overrides)
     except ConfigError as exc:
         message = str(exc).removeprefix("invalid GroupChat argument: ")
         for name in overrides:

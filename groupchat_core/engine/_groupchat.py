@@ -39,6 +39,8 @@ from ..providers._sim import is_sim_model, persona_for
 from ._bidcache import BidCache, resolve_cache
 from ._loop import background_loop
 from ._outputs import StreamingCallback, format_output, stream_message
+from ._participant import Human
+from ._room import Room
 from ._turn_loop import TurnLoop
 
 logger = logging.getLogger("groupchat_core")
@@ -50,14 +52,21 @@ def _default(field: str) -> Any:
     return ChatConfig.model_fields[field].default
 
 
-def _check_agents(agents: Sequence[Agent] | None, auto_equip: bool) -> list[Agent]:
+def _check_agents(agents: Sequence[Agent | Human] | None, auto_equip: bool) -> list[Agent]:
     if agents is None or len(agents) < 2:
         raise ConfigError("GroupChat requires at least 2 agents.")
     seen: set[str] = set()
     for i, agent in enumerate(agents):
+        if isinstance(agent, Human):
+            if agent.name in seen:
+                raise ConfigError(f"duplicate name {agent.name!r}: names identify speakers, so "
+                                  "each agent and person needs a unique name")
+            seen.add(agent.name)
+            continue
         if not isinstance(agent, Agent):
             raise ConfigError(
-                f"agents[{i}] is a {type(agent).__name__}, not a groupchat_core.Agent")
+                f"agents[{i}] is a {type(agent).__name__}, not a groupchat_core.Agent "
+                "or Human")
         if agent.agent_name in seen:
             raise ConfigError(
                 f"duplicate agent_name {agent.agent_name!r}: names identify speakers, so each "
@@ -68,7 +77,31 @@ def _check_agents(agents: Sequence[Agent] | None, auto_equip: bool) -> list[Agen
             raise ConfigError(
                 f"agent {agent.agent_name!r} has no 'respond' tool and auto_equip=False: add "
                 "RESPOND_TOOL to its tools_list_dictionary or pass auto_equip=True")
-    return list(agents)
+    models = [a for a in agents if isinstance(a, Agent)]
+    if not models:
+        raise ConfigError("a room with people needs at least 1 agent beside them")
+    return models
+
+
+def _check_people(roster: Sequence[Agent | Human], selector: Human | None,
+                  strategy: str) -> Room | None:
+    """The room of a chat with people (None without): the strategy must be bidding, names
+    unique, the selector a Human."""
+    people = [p for p in roster if isinstance(p, Human)]
+    if selector is not None and not isinstance(selector, Human):
+        raise ConfigError(f"human_selector is a {type(selector).__name__}, not a "
+                          "groupchat_core.Human")
+    if selector is not None and selector.name in {
+            p.name if isinstance(p, Human) else p.agent_name for p in roster}:
+        raise ConfigError(f"human_selector {selector.name!r} has the name of a participant: "
+                          "give the person choosing the speaker a name of their own")
+    if not people and selector is None:
+        return None
+    if strategy != "bidding":
+        raise ConfigError(f"people take part only with strategy 'bidding', not {strategy!r}: "
+                          "a person bids for the floor under the bidding rule")
+    everyone = [*people, *([selector] if selector is not None else [])]
+    return Room([(p.name, p.user) for p in everyone])
 
 
 def _check_model(agent: Agent) -> None:
@@ -105,6 +138,10 @@ class GroupChat:
     """Turn-based bidding chat: every agent bids each turn; the best bid above threshold speaks."""
 
     agents: list[Agent]
+    roster: list[Agent | Human]
+    humans: list[Human]
+    human_selector: Human | None
+    room: Room | None
     last_run: RunRecord | None
     _config: ChatConfig
     _observers: list[Observer]
@@ -130,12 +167,15 @@ class GroupChat:
         bid_timeout: float | None
         batch_concurrency: int
         stream_bids: bool
+        human_window: float
+        human_post_window: float
+        selector_top_k: int
 
     def __init__(
         self,
         name: str = _default("name"),
         description: str = _default("description"),
-        agents: Sequence[Agent] | None = None,
+        agents: Sequence[Agent | Human] | None = None,
         max_loops: int = _default("max_loops"),
         threshold: float = _default("threshold"),
         recency_penalty: float = _default("recency_penalty"),
@@ -149,6 +189,7 @@ class GroupChat:
         bid_cache: BidCache | bool | None = None,
         deployments: Deployments | dict[str, Any] | None = None,
         providers: Mapping[str, Provider] | None = None,
+        human_selector: Human | None = None,
         **extensions: Any,
     ) -> None:
         """The reference's signature; every default is ChatConfig's (see _config.py).
@@ -165,7 +206,12 @@ class GroupChat:
         `providers`: Provider objects by model-name prefix, for this chat only:
         `providers={"fake": p}` sends every `fake/...` agent's bids to `p.bid(request)`
         instead of litellm (docs/engine.md, "Providers"). Unnamed prefixes: `sim/` runs the
-        built-in sims, everything else goes through litellm."""
+        built-in sims, everything else goes through litellm.
+
+        People (docs/engine.md, "Human participants"): `agents` may list `Human`s among the
+        agents (list order is the roster's, ties go to the earlier); `human_selector`, a
+        Human who picks the speaker among the top bids each turn. Either gives the chat a
+        `room` (thread-safe live state for a UI); without them `room` is None."""
         try:
             config = ChatConfig(
                 name=name, description=description, max_loops=max_loops, threshold=threshold,
@@ -181,6 +227,11 @@ class GroupChat:
                 agent.equip()
         object.__setattr__(self, "_config", config)
         object.__setattr__(self, "agents", agent_list)
+        roster = list(agents or [])
+        object.__setattr__(self, "roster", roster)
+        object.__setattr__(self, "humans", [p for p in roster if isinstance(p, Human)])
+        object.__setattr__(self, "human_selector", human_selector)
+        object.__setattr__(self, "room", _check_people(roster, human_selector, config.strategy))
         object.__setattr__(self, "last_run", None)
         object.__setattr__(self, "_observers", _observer_list(on_event))
         object.__setattr__(self, "_active", set())
@@ -278,7 +329,8 @@ class GroupChat:
                 raise ConfigError(credentials_error(problems))
         run = TurnLoop(self.agents, self._config.model_copy(), task, emit, post, self._bid_cache,
                        emit_delta if self.stream_bids and deltas else None, self._providers,
-                       **self._scoring(scored))
+                       **self._scoring(scored), roster=self.roster, room=self.room,
+                       human_selector=self.human_selector)
         current = asyncio.current_task()
         with self._lock:
             self._active.add((asyncio.get_running_loop(), current))
@@ -344,6 +396,9 @@ class GroupChat:
 
     def run_batch(self, tasks: Sequence[str | Task]) -> list[Any]:
         """One fresh, independent chat per task, in task order (batch_concurrency runs several)."""
+        if self.room is not None:
+            raise ConfigError("run_batch runs chats without people: a room holds one run at a "
+                              "time (run the tasks one by one)")
         tasks = list(tasks)
         if self.batch_concurrency <= 1:
             return [self.run(task) for task in tasks]
@@ -389,11 +444,14 @@ class GroupChat:
             Agent(**a.to_spec()) for a in self.agents])
 
     @classmethod
-    def from_spec(cls, spec: ChatSpec | dict[str, Any], **overrides: Any) -> GroupChat:
+    def from_spec(cls, spec: ChatSpec | dict[str, Any], *, people: Sequence[Human] = (),
+                  **overrides: Any) -> GroupChat:
+        """The spec's chat; `people` (Humans, which a spec does not carry) join the roster
+        after its agents."""
         parsed = spec if isinstance(spec, ChatSpec) else parse_spec(spec)
         data = parsed.model_dump(exclude={"agents", "schema_version"})
         data.update(overrides)
-        return cls(agents=[a.model_copy(deep=True) for a in parsed.agents], **data)
+        return cls(agents=[*(a.model_copy(deep=True) for a in parsed.agents), *people], **data)
 
     def __repr__(self) -> str:
         names = ", ".join(a.agent_name for a in self.agents)

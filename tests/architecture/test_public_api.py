@@ -137,6 +137,10 @@ def test_the_package_api_is_pinned():
         "mask_secrets", "hold_secrets",
         # the one provider interface: what GroupChat(providers=...) is given
         "Provider", "BidRequest", "ModelReply", "reply_from_arguments",
+        # people in the room (issue 22): the participant, its actions, the live room
+        "Human", "HumanAction", "HumanCallback", "HumanPrompt", "HAND_SCORE", "RaiseHand",
+        "LowerHand", "SetBid", "Pass", "Post", "Pick", "Room", "RoomSnapshot", "LiveBid",
+        "PersonState",
         # statuses, bounds and defaults, each declared once (issue 25 §2)
         "RUN_STATUSES", "RUN_ENDED", "RunStatus", "SWEEP_STATUSES", "SWEEP_RESUMABLE",
         "SweepStatus", "JOB_STATUSES", "JOB_TERMINAL", "JobStatus", "CHAT_BOUNDS",
