@@ -17,6 +17,7 @@ from groupchat_ui.kit import store_access
 from groupchat_ui.kit.components import say_at
 from groupchat_ui.kit.presets import PRESETS
 from groupchat_ui.kit.state import SessionState, actor, get, move
+from groupchat_ui.room import actions as room_actions
 
 from . import logic
 from .form import PARAM_PREFIX, ROSTER_KEY, TASK_KEY, RunForm
@@ -111,11 +112,14 @@ def on_start_run() -> None:
     by_name = {a.agent_name: a for a in store_access.agents()}
     try:
         form = RunForm.from_state(st.session_state.to_dict())
-        job_id = logic.start_run(
-            store, store_access.job_registry(), session.owner,
-            [by_name[n] for n in form.roster if n in by_name], form.task, form,
-            session.provider_keys, user=session.user, user_name=session.user_name,
-            stream=form.stream is not False)
+        agents = [by_name[n] for n in form.roster if n in by_name]
+        if room_actions.people():  # people in the room: seats, links, the live room panel
+            job_id = room_actions.start(session, form, agents)
+        else:
+            job_id = logic.start_run(
+                store, store_access.job_registry(), session.owner, agents, form.task, form,
+                session.provider_keys, user=session.user, user_name=session.user_name,
+                stream=form.stream is not False)
     except (ConfigError, StoreError) as exc:
         say_at("run_form", "error", f"The run did not start: {exc}")  # under Start
         return

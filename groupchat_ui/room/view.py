@@ -1,0 +1,208 @@
+"""The room in the browser: the people of the next run (New run), invitations and links, and the
+live room panel with a seat's controls (inside the Run page's live fragment).
+
+Everything shown that a person or a model wrote (names, drafts, posts) goes through
+`escape_markdown` / `safe_markdown` (kit/safety.py): inert, as on every other page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import streamlit as st
+
+from groupchat_core import HAND_SCORE, Room, RoomSnapshot
+from groupchat_ui.kit.safety import escape_markdown, safe_markdown
+from groupchat_ui.kit.state import SessionState, login_configured
+
+from . import actions, logic, seats
+
+HELP_WINDOW = ("Each turn's bid window for the people in the room: no input by its end is a "
+               "pass (score 0). The turn closes earlier once everyone has bid.")
+
+
+def people_picker(session: SessionState, agent_names: Sequence[str]) -> None:
+    """People in the next run: each bids for the floor under the agents' rule (after the agents
+    in roster order), or one of them picks who speaks."""
+    with st.expander("People in the room", icon=":material/person_raised_hand:",
+                     expanded=bool(actions.people()), key="room_people_open"):
+        signed_in = login_configured()
+        cols = st.columns([3, 3] if signed_in else [1], vertical_alignment="bottom")
+        cols[0].text_input("Person's name", key="room_person_name", max_chars=logic.NAME_CHARS,
+                           placeholder="Ann")
+        if signed_in:
+            cols[1].text_input("Their sign-in email (empty: whoever holds the room link)",
+                               key="room_person_user")
+        row = st.columns(3, vertical_alignment="center")
+        row[0].checkbox("This is me", key="room_person_me",
+                        help="This browser session takes the seat when the run starts.")
+        row[1].checkbox("Picks who speaks (does not bid)", key="room_person_picker",
+                        help="Human as selector: sees the top bids with their drafts and picks "
+                             "who speaks; Analysis shows how often the bidding rule agreed.")
+        row[2].button("Add person", key="room_add_person", icon=":material/person_add:",
+                      on_click=actions.on_add_person, args=(list(agent_names),))
+        me = st.session_state.get(actions.ME_KEY)
+        for person in actions.people():
+            with st.container(horizontal=True, vertical_alignment="center", gap="small"):
+                st.button(":material/close:", key=f"room_remove_{person.name}", type="tertiary",
+                          help="Remove", on_click=actions.on_remove_person, args=(person.name,))
+                role = "picks who speaks" if person.picker else "bids"
+                who = f" · {escape_markdown(person.user)}" if person.user else ""
+                mine = " · you" if person.name == me else ""
+                st.markdown(f"**{escape_markdown(person.name)}** · person, {role}{who}{mine}")
+        nums = st.columns(3)
+        nums[0].number_input("Bid window (s)", min_value=1.0, max_value=3600.0, value=20.0,
+                             step=1.0, key="room_window", help=HELP_WINDOW)
+        nums[1].number_input("Post window (s)", min_value=1.0, max_value=3600.0, value=60.0,
+                             step=5.0, key="room_post_window",
+                             help="A winning person's time to write or confirm their message; "
+                                  "no post by then and the floor falls to the next bid.")
+        nums[2].number_input("Top bids to pick from", min_value=1, max_value=16, value=3,
+                             step=1, key="room_top_k", help="Human as selector only.")
+
+
+def adopt(session: SessionState) -> None:
+    """A room link (`?job=&seat=`) or a signed-in user's own seat: hold it; then list the live
+    rooms that have a seat for this signed-in user, each with a Join button."""
+    signed_in = login_configured()
+    actions.adopt_seat(session, signed_in, st.query_params.to_dict())
+    if not signed_in:
+        return
+    for job_id, name in seats.table().invitations(session.user):
+        if actions.seat_of(job_id) is None:
+            with st.container(horizontal=True, vertical_alignment="center",
+                              key=f"room_invite_{job_id}"):
+                st.info(f"You have a seat in a live room as **{escape_markdown(name)}**.",
+                        icon=":material/person_raised_hand:")
+                st.button("Join", key=f"room_join_{job_id}", type="primary",
+                          on_click=actions.on_join, args=(job_id, name))
+
+
+def panel(session: SessionState, job_id: str, roster: Sequence[str], done: bool) -> None:
+    """The live room: time left, bids forming, the hand queue, and this seat's controls."""
+    entry = seats.table().get(job_id)
+    room = entry.room if entry is not None else None
+    if entry is None or room is None:
+        return
+    me = actions.seat_of(job_id)
+    if not done:
+        _presence(job_id, room, me)
+    snap = room.snapshot()
+    with st.container(key="room_panel", border=True):
+        st.caption(logic.time_left_label(snap), help="Updated twice a second.")
+        if me is not None:
+            st.caption(f"You are **{escape_markdown(me)}** in this room.")
+        left, right = st.columns([3, 2])
+        with left:
+            _bids(snap, roster)
+        with right:
+            _hands(snap)
+        if me is not None and not done:
+            picker = entry.seats[me].picker if me in entry.seats else False
+            _controls(job_id, snap, me, picker)
+    _links(job_id)
+
+
+def _presence(job_id: str, room: Room, me: str | None) -> None:
+    """This tab is alive (a seat that left is back); a seat whose tab went silent has left:
+    the room counts it as a pass (seats.py). Any viewer's refresh tells the room."""
+    table = seats.table()
+    if me is not None:
+        table.beat(job_id, me)
+        if any(p.name == me and p.left for p in room.snapshot().people):
+            room.join(me)
+    for name in table.silent(job_id):
+        room.leave(name)
+
+
+def _bids(snap: RoomSnapshot, roster: Sequence[str]) -> None:
+    st.markdown("**Bids this turn**")
+    for i, (name, kind, status, draft) in enumerate(logic.bid_rows(snap, roster)):
+        with st.container(key=f"room_bid_{i}"):
+            st.markdown(f"{escape_markdown(name)} · {kind} · {escape_markdown(status)}")
+            if draft:
+                st.caption(safe_markdown(draft[:600]))
+
+
+def _hands(snap: RoomSnapshot) -> None:
+    st.markdown("**Hands up**")
+    with st.container(key="room_hands"):
+        queue = logic.hand_queue(snap)
+        st.markdown("  \n".join(escape_markdown(q) for q in queue) if queue else
+                    "No hand up.")
+    for p in snap.people:
+        state = "away" if p.left else "hand up" if p.hand_up else \
+            "bid in" if p.bid_in else "thinking"
+        st.caption(f"{escape_markdown(p.name)}: {state}")
+
+
+def _controls(job_id: str, snap: RoomSnapshot, me: str, picker: bool) -> None:
+    phase = logic.my_phase(snap, me)
+    turn = snap.turn
+    with st.container(key="room_controls"):
+        if phase == "bid" and not picker:
+            _bid_controls(job_id, snap, me, turn)
+        elif phase == "post":
+            draft = next((b.message for b in snap.bids if b.name == me), "")
+            st.success("You won the floor: write or confirm your message before the post "
+                       "window closes.", icon=":material/campaign:")
+            with st.form(f"room_post_form_{job_id}_{turn}"):
+                st.text_area("Your message", value=draft, key=f"room_post_{job_id}_{turn}")
+                st.form_submit_button("Post", key="room_post", type="primary",
+                                      on_click=actions.on_post, args=(job_id, turn))
+        elif phase == "pick":
+            _pick_controls(job_id, snap)
+        else:
+            st.caption("Nothing to do right now: watch the room.")
+
+
+def _bid_controls(job_id: str, snap: RoomSnapshot, me: str, turn: int) -> None:
+    person = logic.person_state(snap, me)
+    cols = st.columns(2)
+    if person is not None and person.hand_up:
+        cols[0].button("Lower hand", key="room_lower", icon=":material/back_hand:",
+                       on_click=actions.on_lower, args=(job_id,))
+    else:
+        cols[0].button("Raise hand", key="room_raise", type="primary",
+                       icon=":material/pan_tool:", on_click=actions.on_raise, args=(job_id,),
+                       help=f"A standing bid of {HAND_SCORE:g}, kept across turns until you "
+                            "win (it lowers then) or lower it.")
+    cols[1].button("Pass", key="room_pass", icon=":material/do_not_disturb_on:",
+                   on_click=actions.on_pass, args=(job_id,))
+    if person is not None and person.bid_in:
+        mine = next((b for b in snap.bids if b.name == me), None)
+        st.caption(f"Your bid: {logic.bid_status(mine) if mine else 'in'}")
+    with st.form(f"room_bid_form_{job_id}"):
+        st.slider("Score", 0.0, 1.0, HAND_SCORE, 0.05, key=f"room_score_{job_id}")
+        st.text_area("Draft message (optional)", key=f"room_draft_{job_id}_{turn}", height=80)
+        st.form_submit_button("Bid", key="room_bid", type="primary",
+                              on_click=actions.on_bid, args=(job_id, turn))
+
+
+def _pick_controls(job_id: str, snap: RoomSnapshot) -> None:
+    rule = snap.rule_pick
+    st.info(f"Pick who speaks. The bidding rule would pick "
+            f"**{escape_markdown(rule or 'nobody')}**.", icon=":material/how_to_vote:")
+    for i, bid in enumerate(snap.candidates):
+        with st.container(key=f"room_cand_{i}", border=True):
+            status = escape_markdown(logic.bid_status(bid))
+            st.markdown(f"**{escape_markdown(bid.name)}** · {status}")
+            if bid.message:
+                st.markdown(safe_markdown(bid.message[:1500]))
+            st.button(f"Let {escape_markdown(bid.name)} speak", key=f"room_pick_{i}",
+                      on_click=actions.on_pick, args=(job_id, bid.name))
+    st.button("Accept the rule's pick", key="room_pick_rule", on_click=actions.on_pick,
+              args=(job_id, None))
+
+
+def _links(job_id: str) -> None:
+    """The starter's session: each seat's room link, to hand to that person."""
+    tokens = (st.session_state.get(actions.TOKENS_KEY) or {}).get(job_id)
+    if not tokens:
+        return
+    base = str(getattr(st.context, "url", "") or "").split("?")[0].rsplit("/", 1)[0]
+    with st.expander("Room links (each seats its holder; share privately)",
+                     icon=":material/link:", key=f"room_links_{job_id}"):
+        for name, token in tokens.items():
+            st.caption(escape_markdown(name))
+            st.code(logic.room_link(base, job_id, token), language=None)
