@@ -37,9 +37,9 @@ from ..providers._model_calls import LITELLM, provider_for
 from ..providers._providers import Provider
 from ..providers._sim import is_sim_model, persona_for
 from ._bidcache import BidCache, resolve_cache
+from ._humans import Human
 from ._loop import background_loop
 from ._outputs import StreamingCallback, format_output, stream_message
-from ._humans import Human
 from ._room import Room
 from ._turn_loop import TurnLoop
 

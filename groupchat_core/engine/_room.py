@@ -478,13 +478,13 @@ class Room:
             self._touch()
         self._loop, self._wake = None, None
 
-    async def _wait(self, done: Callable[[], bool], timeout: float) -> bool:
-        """Wait on the engine's loop until `done()` holds or `timeout` seconds pass; whether
+    async def _wait(self, done: Callable[[], bool], seconds: float) -> bool:
+        """Wait on the engine's loop until `done()` holds or `seconds` pass; whether
         it held. Woken by every change (any thread), never polling."""
         wake = self._wake
         assert wake is not None, "the room's run has not started"
         loop = asyncio.get_running_loop()
-        ends = loop.time() + max(0.0, timeout)
+        ends = loop.time() + max(0.0, seconds)
         while True:
             wake.clear()
             if done():

@@ -122,10 +122,17 @@ def _v9_to_v10(conn: Connection) -> None:
                  .values(outcome="cached"))
 
 
+def _v10_to_v11(conn: Connection) -> None:
+    """v11: people in the room (issue 22). bids.kind ('agent' for every existing bid: only
+    models bid before), turns.rule_winner and turns.picked_by (NULL: no person picked)."""
+    _add_columns(conn, "bids", ("kind",), 11)
+    _add_columns(conn, "turns", ("rule_winner", "picked_by"), 11)
+
+
 OUTCOME_COLUMNS = ("task_id", "answer", "correct", "score", "scorer", "outcome_json")
 STEPS: dict[int, Callable[[Connection], None]] = {  # from version -> next
     1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6,
-    6: _v6_to_v7, 7: _v7_to_v8, 8: _v8_to_v9, 9: _v9_to_v10}
+    6: _v6_to_v7, 7: _v7_to_v8, 8: _v8_to_v9, 9: _v9_to_v10, 10: _v10_to_v11}
 
 
 def ensure_schema(engine: Engine) -> None:

@@ -32,6 +32,9 @@ Version history (see migrations.py):
        NULL for plain tasks and for runs from before v9
     10 bids.outcome: read / cached / unreadable / failed, set by the turn loop (it was told
        apart by the error text and path); the upgrade fills it for existing bids by that rule
+    11 people in the room (issue 22): bids.kind (agent / human; existing bids are agents) and
+       turns.rule_winner / turns.picked_by (human as selector: what the bidding rule picked and
+       the person who picked; NULL otherwise)
 """
 
 from __future__ import annotations
@@ -212,6 +215,8 @@ def _bids(md: MetaData, version: int) -> None:
         extra.append(Column("deployment", String(100)))
     if version >= 10:
         extra.append(Column("outcome", String(16), nullable=False, server_default=text("'read'")))
+    if version >= 11:
+        extra.append(Column("kind", String(16), nullable=False, server_default=text("'agent'")))
     Table(
         "bids", md,
         Column("run_id", String(64), _run_fk(), primary_key=True),
@@ -236,7 +241,9 @@ def _bids(md: MetaData, version: int) -> None:
     )
 
 
-def _turns(md: MetaData) -> None:
+def _turns(md: MetaData, version: int) -> None:
+    extra: list[Column[Any]] = [] if version < 11 else [
+        Column("rule_winner", String(200)), Column("picked_by", String(200))]
     Table(
         "turns", md,
         Column("run_id", String(64), _run_fk(), primary_key=True),
@@ -249,6 +256,7 @@ def _turns(md: MetaData) -> None:
         Column("reason", String(40), nullable=False),
         Column("penalty_changed_winner", Boolean, nullable=False),
         Column("failed_bids", Integer, nullable=False),
+        *extra,
         sqlite_with_rowid=False,
     )
 
@@ -269,7 +277,7 @@ def metadata_for(version: int = SCHEMA_VERSION) -> MetaData:
     _runs(md, version)
     _messages(md)
     _bids(md, version)
-    _turns(md)
+    _turns(md, version)
     if version >= 3:
         _bid_cache(md)
     if version >= 4:
