@@ -13,7 +13,8 @@ import streamlit as st
 
 from groupchat_core import HAND_SCORE, Room, RoomSnapshot
 from groupchat_ui.kit.safety import escape_markdown, safe_markdown
-from groupchat_ui.kit.state import SessionState, login_configured
+from groupchat_ui.kit import state as ui_state
+from groupchat_ui.kit.state import SessionState
 
 from . import actions, logic, seats
 
@@ -26,7 +27,7 @@ def people_picker(session: SessionState, agent_names: Sequence[str]) -> None:
     in roster order), or one of them picks who speaks."""
     with st.expander("People in the room", icon=":material/person_raised_hand:",
                      expanded=bool(actions.people()), key="room_people_open"):
-        signed_in = login_configured()
+        signed_in = ui_state.login_configured()
         cols = st.columns([3, 3] if signed_in else [1], vertical_alignment="bottom")
         cols[0].text_input("Person's name", key="room_person_name", max_chars=logic.NAME_CHARS,
                            placeholder="Ann")
@@ -64,7 +65,7 @@ def people_picker(session: SessionState, agent_names: Sequence[str]) -> None:
 def adopt(session: SessionState) -> None:
     """A room link (`?job=&seat=`) or a signed-in user's own seat: hold it; then list the live
     rooms that have a seat for this signed-in user, each with a Join button."""
-    signed_in = login_configured()
+    signed_in = ui_state.login_configured()
     actions.adopt_seat(session, signed_in, st.query_params.to_dict())
     if not signed_in:
         return
@@ -137,11 +138,20 @@ def _hands(snap: RoomSnapshot) -> None:
 
 
 def _controls(job_id: str, snap: RoomSnapshot, me: str, picker: bool) -> None:
-    phase = logic.my_phase(snap, me)
-    turn = snap.turn
+    """A bidder's hand (up or down at any time: it bids from the next window on), and in the
+    bid window a score with an optional draft, or a pass; the winner's post; the picker's pick.
+    """
+    phase, turn = logic.my_phase(snap, me), snap.turn
     with st.container(key="room_controls"):
+        if not picker and snap.phase != "finished":
+            _hand_controls(job_id, snap, me, bidding=phase == "bid")
         if phase == "bid" and not picker:
-            _bid_controls(job_id, snap, me, turn)
+            with st.form(f"room_bid_form_{job_id}"):
+                st.slider("Score", 0.0, 1.0, HAND_SCORE, 0.05, key=f"room_score_{job_id}")
+                st.text_area("Draft message (optional)", key=f"room_draft_{job_id}_{turn}",
+                             height=80)
+                st.form_submit_button("Bid", key="room_bid", type="primary",
+                                      on_click=actions.on_bid, args=(job_id, turn))
         elif phase == "post":
             draft = next((b.message for b in snap.bids if b.name == me), "")
             st.success("You won the floor: write or confirm your message before the post "
@@ -152,11 +162,9 @@ def _controls(job_id: str, snap: RoomSnapshot, me: str, picker: bool) -> None:
                                       on_click=actions.on_post, args=(job_id, turn))
         elif phase == "pick":
             _pick_controls(job_id, snap)
-        else:
-            st.caption("Nothing to do right now: watch the room.")
 
 
-def _bid_controls(job_id: str, snap: RoomSnapshot, me: str, turn: int) -> None:
+def _hand_controls(job_id: str, snap: RoomSnapshot, me: str, *, bidding: bool) -> None:
     person = logic.person_state(snap, me)
     cols = st.columns(2)
     if person is not None and person.hand_up:
@@ -167,16 +175,12 @@ def _bid_controls(job_id: str, snap: RoomSnapshot, me: str, turn: int) -> None:
                        icon=":material/pan_tool:", on_click=actions.on_raise, args=(job_id,),
                        help=f"A standing bid of {HAND_SCORE:g}, kept across turns until you "
                             "win (it lowers then) or lower it.")
-    cols[1].button("Pass", key="room_pass", icon=":material/do_not_disturb_on:",
-                   on_click=actions.on_pass, args=(job_id,))
-    if person is not None and person.bid_in:
+    if bidding:
+        cols[1].button("Pass", key="room_pass", icon=":material/do_not_disturb_on:",
+                       on_click=actions.on_pass, args=(job_id,))
         mine = next((b for b in snap.bids if b.name == me), None)
-        st.caption(f"Your bid: {logic.bid_status(mine) if mine else 'in'}")
-    with st.form(f"room_bid_form_{job_id}"):
-        st.slider("Score", 0.0, 1.0, HAND_SCORE, 0.05, key=f"room_score_{job_id}")
-        st.text_area("Draft message (optional)", key=f"room_draft_{job_id}_{turn}", height=80)
-        st.form_submit_button("Bid", key="room_bid", type="primary",
-                              on_click=actions.on_bid, args=(job_id, turn))
+        if mine is not None:
+            st.caption(f"Your bid this turn: {escape_markdown(logic.bid_status(mine))}")
 
 
 def _pick_controls(job_id: str, snap: RoomSnapshot) -> None:
