@@ -12,8 +12,8 @@ from collections.abc import Sequence
 import streamlit as st
 
 from groupchat_core import HAND_SCORE, Room, RoomSnapshot
-from groupchat_ui.kit.safety import escape_markdown, safe_markdown
 from groupchat_ui.kit import state as ui_state
+from groupchat_ui.kit.safety import escape_markdown, safe_markdown
 from groupchat_ui.kit.state import SessionState
 
 from . import actions, logic, seats
