@@ -50,7 +50,7 @@ TurnReason = Literal[
     "random",  # an agent drawn with the chat's seed and the turn
     "selector",  # the agent a selector model chose from the roster and the transcript
     "all_speak",  # every agent speaks each round, in list order
-    "human_pick",  # a person chose the speaker among the top bids (human as selector)
+    "human_pick",  # a person chose another speaker than the rule among the top bids
 ]
 BidOutcome = Literal[
     "read",  # a reply came back and its score was read (a clamped score still counts)
@@ -258,10 +258,11 @@ class Turn(_Record):
         default=None,
         description="Human as selector: who the bidding rule picked (null: a lull, or no "
         "person picked this turn).")
-    picked_by: str | None = Field(
+    human_pick: str | None = Field(
         default=None,
-        description="Human as selector: the person whose pick chose the speaker (reason "
-        "human_pick); null when nobody picked (the rule's choice stood).")
+        description="Human as selector: who the person picked among the top bids (the rule's "
+        "pick when they accepted it); null when nobody picked (the rule's choice stood). When "
+        "it differs from rule_winner the reason is human_pick.")
 
 
 ScorerKind = Literal["exact", "numeric", "regex", "choice", "judge"]

@@ -22,6 +22,7 @@ from ._metrics import (
     speakers,
     transition_matrix,
 )
+from ._people import Agreement, selector_agreement
 from ._whatif import (
     DEFAULT_PENALTIES,
     DEFAULT_THRESHOLDS,
@@ -36,6 +37,7 @@ __all__ = [
     "DEFAULT_PENALTIES",
     "DEFAULT_THRESHOLDS",
     "WHATIF_COLUMNS",
+    "Agreement",
     "Counterfactual",
     "RecordedTurn",
     "SpeakerMetrics",
@@ -48,6 +50,7 @@ __all__ = [
     "recorded_turns",
     "reselect",
     "speaker_metrics",
+    "selector_agreement",
     "speakers",
     "transition_matrix",
     "whatif_grid",

@@ -26,6 +26,7 @@ from ..engine._selection import (
     Selection,
     Standing,
     decide,
+    human_message,
     select_speaker,
 )
 
@@ -202,6 +203,10 @@ def _failed(row: Any) -> bool:
 def _candidate(row: Any) -> Candidate:
     outcome = bid_outcome(row)
     message = row["message"] if isinstance(row["message"], str) else ""
+    if row.get("kind") == "human":  # a person's bid, read by the engine's own rule
+        error = row.get("error")
+        message = human_message(float(row["score"]), message,
+                                error if isinstance(error, str) else None)
     return Candidate(str(row["agent"]), float(row["score"]), message,
                      failed=outcome == "failed", unreadable=outcome == "unreadable")
 
@@ -233,6 +238,7 @@ _NAMED_BY_RULE = {
     "random": "the seeded draw of the random strategy picked it",
     "selector": "the selector model chose it",
     "all_speak": "every agent speaks each round, in list order (all_speak)",
+    "human_pick": "the person choosing the speaker picked it over the rule's choice",
 }
 
 

@@ -329,7 +329,8 @@ class GroupChat:
                 raise ConfigError(credentials_error(problems))
         run = TurnLoop(self.agents, self._config.model_copy(), task, emit, post, self._bid_cache,
                        emit_delta if self.stream_bids and deltas else None, self._providers,
-                       **self._scoring(scored))
+                       **self._scoring(scored), roster=self.roster, room=self.room,
+                       human_selector=self.human_selector)
         current = asyncio.current_task()
         with self._lock:
             self._active.add((asyncio.get_running_loop(), current))
@@ -395,6 +396,9 @@ class GroupChat:
 
     def run_batch(self, tasks: Sequence[str | Task]) -> list[Any]:
         """One fresh, independent chat per task, in task order (batch_concurrency runs several)."""
+        if self.room is not None:
+            raise ConfigError("run_batch runs chats without people: a room holds one run at a "
+                              "time (run the tasks one by one)")
         tasks = list(tasks)
         if self.batch_concurrency <= 1:
             return [self.run(task) for task in tasks]

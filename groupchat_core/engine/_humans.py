@@ -23,7 +23,7 @@ HAND_SCORE = 0.8
 default recency penalty (0.3) would not matter, since the hand lowers when the person wins."""
 
 HUMAN_DESCRIPTION = "a person in the room"
-HUMAN_PATH = "human"
+HUMAN_PATH: Literal["human"] = "human"
 """Bid.path of a person's bid (no model call: calls 0)."""
 
 ParticipantKind = Literal["agent", "human"]

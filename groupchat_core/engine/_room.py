@@ -388,6 +388,12 @@ class Room:
                 self._state.forming[name] = LiveBid(name, "agent", score, message)
                 self._touch()
 
+    def _kick(self) -> None:
+        """Wake the engine's wait (on its loop): something it waits on besides the room
+        changed (the agents' bids are all in)."""
+        if self._wake is not None:
+            self._wake.set()
+
     def _everyone_bid(self, agents_done: bool) -> bool:
         with self._lock:
             s = self._state

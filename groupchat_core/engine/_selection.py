@@ -47,10 +47,27 @@ class _Bidlike(Protocol):
     def outcome(self) -> BidOutcome: ...
 
 
+HUMAN_FLOOR = "(a person asks for the floor)"
+"""What selection sees as the message of a person's bid without a draft: a person writes after
+winning (as bid_then_speak's agents do), so a bid of theirs may speak before its text exists."""
+
+
+def human_message(score: float, message: str, error: str | None) -> str:
+    """A person's bid as selection sees its message: a pass (score 0) or a bid that lost the
+    floor for want of a post (an error) cannot speak; any other bid can, with its draft or
+    HUMAN_FLOOR. Everything else about the bid is read as an agent's is."""
+    if score <= 0.0 or error:
+        return ""
+    return message or HUMAN_FLOOR
+
+
 def candidate(bid: _Bidlike) -> Candidate:
     """A recorded bid (Bid, BundleBid) as selection sees it: failed / unreadable from its
-    outcome, the field the turn loop set."""
-    return Candidate(bid.agent, bid.score, bid.message, failed=bid.outcome == "failed",
+    outcome, the field the turn loop set; a person's bid's message by `human_message`."""
+    message = bid.message
+    if getattr(bid, "kind", "agent") == "human":
+        message = human_message(bid.score, bid.message, getattr(bid, "error", None))
+    return Candidate(bid.agent, bid.score, message, failed=bid.outcome == "failed",
                      unreadable=bid.outcome == "unreadable")
 
 

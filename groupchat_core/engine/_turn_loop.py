@@ -13,7 +13,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._agent import Agent
 from .._bidding import RESPOND_TOOL, PromptRoom, build_bid_prompt, describe_participant
@@ -45,7 +45,10 @@ from ..providers._replies import ModelCallFailed, cap_text
 from ..providers._retries import is_context_window_error, stated_context_window
 from ..providers._routing import Providers
 from ..providers._tokens import count_tokens
+from ._humans import Human
 from ._outcome import FAILED, reply_outcome
+from ._people import People
+from ._room import LiveBid, Room
 from ._selection import (
     NO_READ_BID_REASONS,
     Selection,
@@ -98,8 +101,17 @@ class TurnLoop:
         bid_cache: BidCache | None = None, emit_delta: EmitDelta | None = None,
         providers: Providers | None = None,
         score: Scorer | None = None, answer_key: Mapping[str, Any] | None = None,
+        roster: Sequence[Agent | Human] | None = None, room: Room | None = None,
+        human_selector: Human | None = None,
     ) -> None:
         self.agents = list(agents)
+        # Everyone who bids, in list order (a bid's position): the agents and the people.
+        self.roster: list[Agent | Human] = list(roster if roster is not None else self.agents)
+        self._position = {_name(p): i for i, p in enumerate(self.roster)}
+        self._others = [(_name(p), p.description) for p in self.roster]
+        self.live_room = room  # the people's room (self.room is the bid prompt's)
+        self.people = None if room is None else People(
+            self.roster, room, human_selector, config, lambda: held_secrets(self.agents))
         self.score = score  # a scored task's scorer, run as the run ends (docs/outcomes.md)
         self.answer_key = answer_key  # what sims need to state an answer (never sent out)
         # Each agent's provider, picked once (_routing.py): the chat's own for its prefix, a
@@ -144,6 +156,8 @@ class TurnLoop:
         self.record.messages.append(message)
         self.transcript.append(message.role, message.content)
         self.history.append((message.role, message.content))
+        if self.live_room is not None:
+            self.live_room._message(message.role, message.content)
         self._post_hook(message)
         self.emit(MessagePosted(run_id=self.record.run_id, turn=turn, message=message))
 
@@ -151,8 +165,12 @@ class TurnLoop:
         record = self.record
         hold_secrets(s for a in self.agents for s in agent_secrets(a))  # masked in every chat
         self.emit(RunStarted(run_id=record.run_id, task=record.task, config=record.config,
-                             agents=[a.agent_name for a in self.agents],
+                             agents=[_name(p) for p in self.roster],
                              started_at=record.started_at))
+        if self.live_room is not None:
+            selector = self.people.selector if self.people is not None else None
+            self.live_room._start(record.run_id, [(_name(p), _kind(p)) for p in self.roster],
+                             None if selector is None else selector.name)
         self._post(Message(role="User", content=record.task), turn=0)
         try:
             record.stop_reason = await self._turns()
@@ -160,6 +178,9 @@ class TurnLoop:
             record.stop_reason = "cancelled"
             self._finish()
             raise
+        finally:
+            if self.live_room is not None:
+                self.live_room._finish()
         await self._score()
         self._finish()
         return record
@@ -202,6 +223,8 @@ class TurnLoop:
     async def _one_turn(self, turn: int) -> str | None:
         """One turn under the chat's strategy (docs/engine.md §16); a stop reason or None."""
         strategy = self.config.strategy
+        if self.people is not None:
+            return await self._turn_with_people(turn, self.people)
         if strategy == "bidding":
             bids = await self._collect_bids(turn)
             return self._settle(turn, bids, self._select(bids))
@@ -225,6 +248,25 @@ class TurnLoop:
             if extra is not None:
                 _add_call(bid, extra)
         return self._settle(turn, [bid], assigned(candidate(bid), reason))
+
+    async def _turn_with_people(self, turn: int, people: People) -> str | None:
+        """A bidding turn with people in the room (docs/engine.md "Human participants"): the
+        agents bid while the window is open, every bid goes through the one rule, then a
+        selector person's pick and a winning person's post (People.resolve)."""
+        history = tuple(self.history)
+        agent_bids, person_bids = await people.collect(turn, self._collect_bids(turn), history)
+        bids = sorted([*agent_bids, *person_bids], key=lambda b: b.position)
+        recent = set(self.recent)
+        for bid in person_bids:  # the live floor shows them as the agents' bids are shown
+            early = standing(candidate(bid), recent, self.config.threshold,
+                             self.config.recency_penalty)
+            people.room._settled_bid(bid.agent, early.adjusted, early.eligible)
+            self.emit(BidReceived(run_id=self.record.run_id, bid=bid.model_copy(update={
+                "penalized": early.penalized, "adjusted": early.adjusted,
+                "eligible": early.eligible})))
+        resolved = await people.resolve(turn, bids, self._select(bids), self._select, history)
+        return self._settle(turn, bids, resolved.selection, resolved.rule_winner,
+                            resolved.human_pick)
 
     async def _one_bid(self, turn: int, pos: int, mode: str) -> Bid:
         return await self._bid(turn, pos, self.agents[pos], tuple(self.history),
@@ -291,7 +333,8 @@ class TurnLoop:
             self.config.recency_penalty,
         )
 
-    def _settle(self, turn: int, bids: list[Bid], selection: Selection) -> str | None:
+    def _settle(self, turn: int, bids: list[Bid], selection: Selection,
+                rule_winner: str | None = None, human_pick: str | None = None) -> str | None:
         """Record the turn's selection, post the winner; return a stop reason or None.
 
         Each bid's penalized / adjusted / eligible is written from the Selection: selection is
@@ -304,6 +347,7 @@ class TurnLoop:
         if selection.winner is not None:
             bids[selection.winner].winner = True
         row = _turn_row(turn, bids, selection)
+        row.rule_winner, row.human_pick = rule_winner, human_pick
         self.record.bids.extend(bids)
         self.record.turns.append(row)
         run_id = self.record.run_id
@@ -329,8 +373,8 @@ class TurnLoop:
         recent = set(self.recent)
         secrets = held_secrets(self.agents)  # read once a turn: it scans the environment
         return list(await asyncio.gather(
-            *(self._bid(turn, pos, agent, history, recent, secrets, mode) for pos, agent in
-              enumerate(self.agents))
+            *(self._bid(turn, self._position[agent.agent_name], agent, history, recent, secrets,
+                        mode) for agent in self.agents)
         ))
 
     def _request(self, turn: int, agent: Agent, history: tuple[tuple[str, str], ...],
@@ -352,8 +396,8 @@ class TurnLoop:
         last_speaker, last_message = history[-1]
         fill = functools.partial(
             build_bid_prompt, self.room, agent_name=agent.agent_name,
-            others=[describe_participant(a.agent_name, a.description) for a in self.agents
-                    if a is not agent],
+            others=[describe_participant(name, text) for name, text in self._others
+                    if name != agent.agent_name],
             last_speaker=last_speaker, last_message=last_message, task=self.record.task,
             turn=turn)
         budget: PromptBudget = self._overhead[agent.agent_name]
@@ -440,15 +484,20 @@ class TurnLoop:
         live = bid.model_copy(update={"penalized": early.penalized, "adjusted": early.adjusted,
                                       "eligible": early.eligible})
         self.emit(BidReceived(run_id=self.record.run_id, bid=live))
+        if self.live_room is not None:
+            self.live_room._agent_bid(LiveBid(bid.agent, "agent", bid.score, bid.message,
+                                         early.adjusted, early.eligible))
         return bid
 
     def _delta_sink(self, turn: int, agent: str) -> DeltaSink:
         """What a streamed bid calls as it forms: a BidDelta to the observers asking for them."""
-        emit, run_id = self.emit_delta, self.record.run_id
+        emit, run_id, room = self.emit_delta, self.record.run_id, self.live_room
         assert emit is not None
 
         def sink(score: float | None, message: str) -> None:
             emit(BidDelta(run_id=run_id, turn=turn, agent=agent, score=score, message=message))
+            if room is not None:
+                room._agent_forming(agent, score, message)
 
         return sink
 
@@ -466,6 +515,14 @@ class TurnLoop:
         if self.bid_cache is not None and self.bid_cache.applies(agent, local):
             return await self.bid_cache.fetch(request, call)
         return await call()
+
+
+def _name(participant: Agent | Human) -> str:
+    return participant.name if isinstance(participant, Human) else participant.agent_name
+
+
+def _kind(participant: Agent | Human) -> Literal["agent", "human"]:
+    return "human" if isinstance(participant, Human) else "agent"
 
 
 MAX_REASON_CHARS = 300  # per agent in RunRecord.error: enough to name the cause, never a body

@@ -124,9 +124,9 @@ def _v9_to_v10(conn: Connection) -> None:
 
 def _v10_to_v11(conn: Connection) -> None:
     """v11: people in the room (issue 22). bids.kind ('agent' for every existing bid: only
-    models bid before), turns.rule_winner and turns.picked_by (NULL: no person picked)."""
+    models bid before), turns.rule_winner and turns.human_pick (NULL: no person picked)."""
     _add_columns(conn, "bids", ("kind",), 11)
-    _add_columns(conn, "turns", ("rule_winner", "picked_by"), 11)
+    _add_columns(conn, "turns", ("rule_winner", "human_pick"), 11)
 
 
 OUTCOME_COLUMNS = ("task_id", "answer", "correct", "score", "scorer", "outcome_json")

@@ -33,7 +33,7 @@ Version history (see migrations.py):
     10 bids.outcome: read / cached / unreadable / failed, set by the turn loop (it was told
        apart by the error text and path); the upgrade fills it for existing bids by that rule
     11 people in the room (issue 22): bids.kind (agent / human; existing bids are agents) and
-       turns.rule_winner / turns.picked_by (human as selector: what the bidding rule picked and
+       turns.rule_winner / turns.human_pick (human as selector: what the bidding rule picked and
        the person who picked; NULL otherwise)
 """
 
@@ -243,7 +243,7 @@ def _bids(md: MetaData, version: int) -> None:
 
 def _turns(md: MetaData, version: int) -> None:
     extra: list[Column[Any]] = [] if version < 11 else [
-        Column("rule_winner", String(200)), Column("picked_by", String(200))]
+        Column("rule_winner", String(200)), Column("human_pick", String(200))]
     Table(
         "turns", md,
         Column("run_id", String(64), _run_fk(), primary_key=True),

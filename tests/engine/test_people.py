@@ -1,0 +1,340 @@
+"""People in the room (issue 22; docs/engine.md "Human participants"): a person bids for the
+floor under the agents' rule, from a headless callback or from another thread through the Room.
+
+No timed assertions: windows that must expire are short (a run's end is the condition waited
+for); windows that must close early are an hour long, and the run is waited for with a bound a
+hundred times shorter, so only an early close can finish it.
+
+Private imports (Candidate, HUMAN_FLOOR): the rule's units, which no public module exports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from groupchat_core import (
+    HAND_SCORE,
+    Agent,
+    ConfigError,
+    GroupChat,
+    Human,
+    HumanAction,
+    HumanPrompt,
+    Pick,
+    Post,
+    RaiseHand,
+    RunRecord,
+    SetBid,
+    background_loop,
+    select_speaker,
+)
+from groupchat_core.analysis import selector_agreement
+from groupchat_core.engine._selection import HUMAN_FLOOR, Candidate
+from groupchat_core.testing import ScriptedBids
+
+HOUR = 3600.0
+BOUND = 30.0  # seconds a run that closes its windows early may take (an hour if it did not)
+
+Play = Callable[[HumanPrompt], Any]
+
+
+@pytest.fixture
+def fakes() -> Iterator[list[ScriptedBids]]:
+    made: list[ScriptedBids] = []
+    yield made
+    for fake in made:
+        fake.close()
+
+
+def _room(fakes: list[ScriptedBids], script: dict[str, list[object]],
+          people: Sequence[Human], order: str | None = None, **config: Any) -> GroupChat:
+    """Agents from `script` and the people, in `order` (names; default agents first)."""
+    fake = ScriptedBids(script, shared=False)
+    fakes.append(fake)
+    by_name: dict[str, Agent | Human] = {
+        n: Agent(agent_name=n, model_name=fake.model_name) for n in script}
+    by_name.update({p.name: p for p in people})
+    names = order.split() if order else list(by_name)
+    config.setdefault("max_loops", 2)
+    return GroupChat(agents=[by_name[n] for n in names], providers=fake.providers,
+                     bid_cache=False, **config)
+
+
+def _run(chat: GroupChat, task: str = "Plan it.") -> RunRecord:
+    future = background_loop().submit(chat.arun_record(task))
+    return future.result(timeout=BOUND)
+
+
+def _player(answers: dict[tuple[str, int], HumanAction | None]) -> Play:
+    async def play(prompt: HumanPrompt) -> HumanAction | None:
+        return answers.get((prompt.phase, prompt.turn))
+    return play
+
+
+async def _never(prompt: HumanPrompt) -> HumanAction | None:
+    await asyncio.Event().wait()  # a person who never answers
+    return None
+
+
+# --- the bid window ---------------------------------------------------------------------------
+
+
+def test_no_input_by_the_windows_end_is_a_pass_and_the_room_goes_on(
+        fakes: list[ScriptedBids]) -> None:
+    silent = Human("Sam")  # nobody drives it: its window expires
+    stuck = Human("Stu", callback=_never)  # a player that never answers: cancelled at the end
+    chat = _room(fakes, {"A": [(0.9, "agent speaks")]}, [silent, stuck], human_window=0.05)
+    record = _run(chat)
+    people = [b for b in record.bids if b.kind == "human"]
+    assert [(b.agent, b.score, b.message, b.path, b.calls, b.winner) for b in people] == [
+        ("Sam", 0.0, "", "human", 0, False), ("Stu", 0.0, "", "human", 0, False)]
+    assert record.turns[0].winner == "A"
+    assert chat.room is not None and chat.room.snapshot().phase == "finished"
+
+
+def test_the_window_closes_early_once_everyone_has_bid(fakes: list[ScriptedBids]) -> None:
+    ann = Human("Ann", callback=_player({("bid", 1): SetBid(0.2, "")}))
+    chat = _room(fakes, {"A": [(0.9, "first")], "B": [(0.1, "")]}, [ann], human_window=HOUR)
+    record = _run(chat)  # an hour's window: only the early close ends it within BOUND
+    assert [(b.agent, b.kind, b.score) for b in record.bids] == [
+        ("A", "agent", 0.9), ("B", "agent", 0.1), ("Ann", "human", 0.2)]
+
+
+def test_a_person_in_another_thread_bids_and_posts_through_the_room(
+        fakes: list[ScriptedBids]) -> None:
+    ann = Human("Ann", user="ann@example.org")
+    chat = _room(fakes, {"A": [(0.6, "agent line")]}, [ann], human_window=HOUR,
+                 human_post_window=HOUR)
+    room = chat.room
+    assert room is not None
+    future = background_loop().submit(chat.arun_record("Plan it."))
+    seen = room.wait_for(lambda s: s.phase == "bidding" and len(s.bids) == 1, BOUND)
+    assert seen is not None and seen.bids[0].name == "A" and seen.waiting_for == ("Ann",)
+    assert seen.time_left is not None and 0 < seen.time_left <= HOUR
+    assert room.bid("Ann", 0.95, "my draft")
+    posting = room.wait_for(lambda s: s.phase == "posting", BOUND)
+    assert posting is not None and posting.poster == "Ann"
+    assert not room.post("A", "not a person")  # only the winner posts
+    assert room.post("Ann", "")  # "" confirms the draft
+    record = future.result(timeout=BOUND)
+    assert [m.role for m in record.messages] == ["User", "Ann"]
+    assert record.messages[1].content == "my draft"
+    assert room.snapshot().messages[-1] == ("Ann", "my draft")
+    assert not room.bid("Ann", 0.5)  # the run is over: nothing is taken
+
+
+def test_leaving_mid_window_is_a_pass(fakes: list[ScriptedBids]) -> None:
+    ann = Human("Ann")
+    chat = _room(fakes, {"A": [(0.6, "agent line")]}, [ann], human_window=HOUR)
+    room = chat.room
+    assert room is not None
+    future = background_loop().submit(chat.arun_record("Plan it."))
+    assert room.wait_for(lambda s: s.phase == "bidding", BOUND) is not None
+    assert room.leave("Ann")  # closed the tab: an hour's window, and the room goes on
+    record = future.result(timeout=BOUND)
+    assert [(b.agent, b.score) for b in record.bids if b.kind == "human"] == [("Ann", 0.0)]
+    assert room.snapshot().people[0].left
+
+
+# --- the hand ----------------------------------------------------------------------------------
+
+
+def test_a_hand_stays_up_across_turns_and_lowers_when_its_person_wins(
+        fakes: list[ScriptedBids]) -> None:
+    answers: dict[tuple[str, int], HumanAction | None] = {
+        ("bid", 1): RaiseHand(), ("post", 2): Post("my turn now")}
+    ann = Human("Ann", callback=_player(answers))
+    script: dict[str, list[object]] = {"A": [(0.9, "a1"), (0.7, "a2"), (0.7, "a3")]}
+    chat = _room(fakes, script, [ann], max_loops=4, human_window=0.2)
+    record = _run(chat)
+    hers = [b for b in record.bids if b.agent == "Ann"]
+    # turn 1: the hand (0.8) loses to A's 0.9; turn 2: still up, no input, it wins over 0.7;
+    # turn 3: lowered by the win, and no input: a pass
+    assert [b.score for b in hers] == [HAND_SCORE, HAND_SCORE, 0.0]
+    assert [t.winner for t in record.turns] == ["A", "Ann", "A"]
+    assert record.messages[2].content == "my turn now"
+
+
+def test_hands_are_queued_in_the_order_they_went_up() -> None:
+    chat = GroupChat(agents=[Agent(agent_name="A", model_name="sim/eager"), Human("Ann"),
+                             Human("Bo")])
+    room = chat.room
+    assert room is not None
+    assert room.raise_hand("Bo") and room.raise_hand("Ann") and room.raise_hand("Bo")
+    assert room.snapshot().hands == ("Bo", "Ann")
+    assert room.lower_hand("Bo") and room.snapshot().hands == ("Ann",)
+    assert room.pass_turn("Ann") is False  # no window open: nothing to pass, but the hand...
+    assert room.snapshot().hands == ()  # ...is down all the same
+    room.raise_hand("Bo")
+    assert room.leave("Bo") and room.snapshot().hands == ()  # leaving lowers it too
+    assert not room.raise_hand("Nobody")
+
+
+# --- the same rule as the agents' -----------------------------------------------------------
+
+vectors = st.lists(st.tuples(st.sampled_from([0.0, 0.1, 0.3, 0.5, 0.51, 0.6, 0.8, 0.9, 1.0]),
+                             st.sampled_from(["", "draft"]), st.booleans()),
+                   min_size=2, max_size=6)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(vectors, st.lists(st.integers(0, 5), max_size=2), st.sampled_from([0.0, 0.5, 0.7]),
+       st.sampled_from([0.0, 0.3]))
+def test_the_rule_does_not_look_at_who_bid(bids: list[tuple[float, str, bool]],
+                                           recent_at: list[int], threshold: float,
+                                           penalty: float) -> None:
+    """A person's bid and an agent's bid with the same name, score and (possibly implied)
+    message are the same to select_speaker: its whole Selection is equal."""
+    from groupchat_core import Bid
+    from groupchat_core.engine._selection import candidate
+
+    names = [f"P{i}" for i in range(len(bids))]
+    recent = [names[i] for i in recent_at if i < len(names)]
+    mixed = [Bid(turn=1, agent=n, position=i, score=s, message=m,
+                 kind="human" if human else "agent", path="human" if human else "scripted")
+             for i, (n, (s, m, human)) in enumerate(zip(names, bids, strict=True))]
+    twins = [Candidate(n, s, (m or HUMAN_FLOOR) if human and s > 0 else ("" if human else m))
+             for n, (s, m, human) in zip(names, bids, strict=True)]
+    assert select_speaker([candidate(b) for b in mixed], recent, threshold, penalty) == \
+        select_speaker(twins, recent, threshold, penalty)
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(vectors)
+def test_a_live_turn_picks_what_select_speaker_picks(fakes: list[ScriptedBids],
+                                                     bids: list[tuple[float, str, bool]]) -> None:
+    """The engine end to end: agents scripted, people answering from callbacks, and the
+    recorded winner is select_speaker's over the same vector (people treated as agents with
+    a message, a pass as silence)."""
+    names = [f"P{i}" for i in range(len(bids))]
+    script: dict[str, list[object]] = {}
+    people = []
+    for name, (score, message, human) in zip(names, bids, strict=True):
+        if human:
+            people.append(Human(name, callback=_player({
+                ("bid", 1): SetBid(score, message), ("post", 1): Post("posted")})))
+        else:
+            script[name] = [(score, message)]
+    if not script:
+        script["P_agent"] = [(0.0, "")]
+        names.append("P_agent")
+        bids = [*bids, (0.0, "", False)]
+    chat = _room(fakes, script, people, order=" ".join(names), human_window=HOUR,
+                 human_post_window=HOUR)
+    record = _run(chat)
+    twins = [Candidate(n, s, ("posted" if s > 0 else "") if human else m)
+             for n, (s, m, human) in zip(names, bids, strict=True)]
+    chosen = select_speaker(twins, [], 0.5, 0.3)
+    expected = None if chosen.winner is None else names[chosen.winner]
+    assert record.turns[0].winner == expected
+    assert [b.agent for b in record.bids] == names  # roster order, people in place
+
+
+# --- a winner who does not post ----------------------------------------------------------------
+
+
+def test_a_winner_who_does_not_post_loses_the_floor_to_the_next_bid(
+        fakes: list[ScriptedBids]) -> None:
+    ann = Human("Ann", callback=_player({("bid", 1): SetBid(0.9, "a draft")}))
+    chat = _room(fakes, {"A": [(0.7, "agent line")], "B": [(0.6, "b line")]}, [ann],
+                 human_window=HOUR, human_post_window=0.05)
+    record = _run(chat)
+    turn = record.turns[0]
+    assert turn.winner == "A"
+    hers = next(b for b in record.bids if b.agent == "Ann")
+    assert not hers.winner and not hers.eligible and hers.message == "a draft"
+    assert hers.error is not None and hers.error.startswith("no post within 0.05 s")
+    assert [m.role for m in record.messages] == ["User", "A"]
+
+
+def test_no_post_and_no_other_eligible_bid_is_a_lull(fakes: list[ScriptedBids]) -> None:
+    ann = Human("Ann", callback=_player({("bid", 1): RaiseHand()}))
+    chat = _room(fakes, {"A": [(0.1, "")]}, [ann], human_window=HOUR, human_post_window=0.05)
+    record = _run(chat)
+    assert record.stop_reason == "lull" and record.turns[0].reason == "lull"
+
+
+# --- human as selector -----------------------------------------------------------------------
+
+
+def test_the_selector_persons_pick_is_recorded_with_the_rules_pick(
+        fakes: list[ScriptedBids]) -> None:
+    seen: list[HumanPrompt] = []
+
+    async def judge(prompt: HumanPrompt) -> HumanAction | None:
+        seen.append(prompt)
+        return Pick("B") if prompt.turn == 1 else Pick(None)
+
+    script: dict[str, list[object]] = {"A": [(0.9, "a1"), (0.9, "a2")],
+                                       "B": [(0.7, "b1"), (0.4, "b2")],
+                                       "C": [(0.2, "c1"), (0.1, "")]}
+    chat = _room(fakes, script, [], human_selector=Human("Judge", callback=judge),
+                 max_loops=3, human_window=HOUR, selector_top_k=2)
+    record = _run(chat)
+    assert [(p.phase, [c.name for c in p.candidates], p.rule_pick) for p in seen] == [
+        ("pick", ["A", "B"], "A"), ("pick", ["A", "B"], "A")]
+    first, second = record.turns
+    assert (first.winner, first.rule_winner, first.human_pick, first.reason) == (
+        "B", "A", "B", "human_pick")
+    assert (second.winner, second.rule_winner, second.human_pick) == ("A", "A", "A")
+    assert second.reason == "highest_bid"
+    agreement = selector_agreement(record.turns)
+    assert (agreement.picks, agreement.agreed, agreement.rate) == (2, 1, 0.5)
+    assert selector_agreement(record.turns_frame()).rate == 0.5
+
+
+def test_no_pick_in_the_window_leaves_the_rules_choice(fakes: list[ScriptedBids]) -> None:
+    chat = _room(fakes, {"A": [(0.9, "a1")], "B": [(0.7, "b1")]}, [],
+                 human_selector=Human("Judge"), human_window=0.05)
+    record = _run(chat)
+    turn = record.turns[0]
+    assert (turn.winner, turn.rule_winner, turn.human_pick) == ("A", "A", None)
+    assert selector_agreement(record.turns).rate is None
+
+
+# --- set-up checks -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("build", "says"), [
+    (lambda: GroupChat(agents=[Agent(agent_name="A"), Human("A")]), "duplicate name 'A'"),
+    (lambda: GroupChat(agents=[Human("A"), Human("B")]), "at least 1 agent"),
+    (lambda: GroupChat(agents=[Agent(agent_name="A"), Human("B")], strategy="round_robin"),
+     "strategy 'bidding'"),
+    (lambda: GroupChat(agents=[Agent(agent_name="A"), Human("B")], human_window=0),
+     "human_window"),
+    (lambda: Human(""), "a Human needs a name"),
+])
+def test_bad_rooms_are_one_clear_error(build: Callable[[], object], says: str) -> None:
+    with pytest.raises(ConfigError, match=says):
+        build()
+
+
+def test_run_batch_refuses_a_room() -> None:
+    chat = GroupChat(agents=[Agent(agent_name="A", model_name="sim/eager"), Human("B")])
+    with pytest.raises(ConfigError, match="run_batch"):
+        chat.run_batch(["t"])
+
+
+def test_a_chat_without_people_has_no_room() -> None:
+    chat = GroupChat(agents=[Agent(agent_name="A"), Agent(agent_name="B")])
+    assert chat.room is None
+
+
+def test_a_room_is_read_and_acted_on_from_many_threads_at_once() -> None:
+    chat = GroupChat(agents=[Agent(agent_name="A", model_name="sim/eager"),
+                             *(Human(f"H{i}") for i in range(8))])
+    room = chat.room
+    assert room is not None
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda i: [room.raise_hand(f"H{i}") and room.snapshot()
+                                 for _ in range(50)], range(8)))
+    assert sorted(room.snapshot().hands) == [f"H{i}" for i in range(8)]
+    assert len(set(room.snapshot().hands)) == 8
