@@ -17,9 +17,8 @@ from groupchat_ui.kit import store_access
 from groupchat_ui.kit.components import say_at
 from groupchat_ui.kit.presets import PRESETS
 from groupchat_ui.kit.state import SessionState, actor, get, move
-from groupchat_ui.room import actions as room_actions
 
-from . import logic
+from . import logic, people_view
 from .form import PARAM_PREFIX, ROSTER_KEY, TASK_KEY, RunForm
 from .form import STREAM_KEY as STREAM_KEY  # the Settings page writes it, the tests read it
 
@@ -113,8 +112,8 @@ def on_start_run() -> None:
     try:
         form = RunForm.from_state(st.session_state.to_dict())
         agents = [by_name[n] for n in form.roster if n in by_name]
-        if room_actions.people():  # people in the room: seats, links, the live room panel
-            job_id = room_actions.start(session, form, agents)
+        if people_view.people():  # people in the room: seats, links, the live room panel
+            job_id = people_view.start(session, form, agents)
         else:
             job_id = logic.start_run(
                 store, store_access.job_registry(), session.owner, agents, form.task, form,

@@ -23,9 +23,8 @@ from groupchat_ui.kit.metrics import PHONE_CSS
 from groupchat_ui.kit.providers import failure_hint, model_label
 from groupchat_ui.kit.safety import escape_markdown, safe_markdown
 from groupchat_ui.kit.state import SessionState
-from groupchat_ui.room import view as room_view
 
-from . import actions, logic
+from . import actions, logic, room_view
 
 REFRESH_S = 0.5
 ModelInfo = Mapping[str, tuple[str, str | None]]  # agent -> (model, api_base)

@@ -7,9 +7,18 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from groupchat_core.store import RunStore
 from groupchat_ui.kit import jobs as job_registry
-from groupchat_ui.room import seats
-from tests.helpers.app_helpers import goto, new_app, session, signed_in_sessions, status, texts
+from groupchat_ui.run import room_seats as seats
+from tests.helpers.app_helpers import (
+    goto,
+    new_app,
+    poll,
+    session,
+    signed_in_sessions,
+    status,
+    texts,
+)
 
 
 def add_person(at: AppTest, name: str, *, me: bool = False, picker: bool = False,
@@ -94,3 +103,43 @@ def test_a_signed_in_user_joins_the_seat_that_is_theirs(monkeypatch: pytest.Monk
         assert session(bob).current_job == job_id
     finally:
         job_registry.registry().shutdown()
+
+
+def test_a_person_picks_who_speaks_and_analysis_shows_the_agreement_rate(app: AppTest):
+    prepare(app)
+    app.number_input(key="run_param_threshold").set_value(0.0)  # every sim bid can speak
+    app.number_input(key="run_param_max_loops").set_value(3)
+    add_person(app, "Judge", me=True, picker=True)
+    app.button(key="start_run").click().run()
+    assert not app.error, [e.value for e in app.error]
+    job_id = session(app).current_job
+    picks = agreed = 0
+    while not status(app).startswith(("status: finished", "status: error")):
+        poll(app, lambda at: any(b.key == "room_pick_rule" for b in at.button)
+             or status(at).startswith("status: finished"), "the picking phase")
+        if status(app).startswith("status: finished"):
+            break
+        rule = next(m.value for m in app.info if "The bidding rule would pick" in m.value)
+        cands = [b for b in app.button if (b.key or "").startswith("room_pick_")
+                 and b.key != "room_pick_rule"]
+        assert len(cands) >= 2, [b.label for b in cands]  # the top bids, each with a button
+        # the first pick goes against the rule, every later one names the rule's pick (a
+        # turn the rule gives nobody is accepted as such: no pick recorded)
+        if "**nobody**" in rule:
+            choice = app.button(key="room_pick_rule")
+        else:
+            against = picks == 0
+            choice = next(b for b in cands if (f"**{b.label[4:-6]}**" in rule) != against)
+            picks, agreed = picks + 1, agreed + (not against)
+        turn_now = status(app)
+        choice.click().run()
+        poll(app, lambda at, before=turn_now: status(at) != before or not any(
+            b.key == "room_pick_rule" for b in at.button), "the pick to be taken")
+    run_id = job_registry.registry().snapshot(job_id).run_id
+    RunStore().flush()
+    goto(app, "analysis", run=str(run_id))
+    line = texts(app.info)
+    s = "s" if picks != 1 else ""
+    assert f"A person picked who speaks on {picks} turn{s}; the bidding rule would have picked "\
+        f"the same speaker on {agreed} (agreement {agreed / picks:.0%})." in line, line
+    assert picks >= 2 and agreed == picks - 1

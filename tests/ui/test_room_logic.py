@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from groupchat_core import ConfigError, LiveBid, PersonState, RoomSnapshot
-from groupchat_ui.room import logic, seats
+from groupchat_ui.run import room_logic as logic
+from groupchat_ui.run import room_seats as seats
 
 
 def snap(**fields: object) -> RoomSnapshot:

@@ -1,4 +1,5 @@
-"""The room's widget callbacks: the people of the next run, and a seat's clicks in a live room.
+"""People in the room on the Run page: the people of the next run (New run), room links and
+invitations, and the callbacks of a seat's clicks in a live room (room_view.py draws the room).
 
 Why callbacks: they run before the rerun, so the panel redrawn next already shows the hand up or
 the bid in. A click reaches the engine only for a seat this session holds (`seat_of`); the
@@ -13,10 +14,13 @@ from typing import Any
 import streamlit as st
 
 from groupchat_core import ConfigError, LowerHand, Pass, Pick, Post, RaiseHand, SetBid
+from groupchat_ui.kit import state as ui_state
 from groupchat_ui.kit import store_access
+from groupchat_ui.kit.safety import escape_markdown
 from groupchat_ui.kit.state import SessionState, get
 
-from . import logic, seats
+from . import room_logic as logic
+from . import room_seats as seats
 
 PEOPLE_KEY = "room_people"  # list[logic.Person] of the next run
 ME_KEY = "room_me"  # the name of the person of the next run who is this session
@@ -137,3 +141,64 @@ def adopt_seat(session: SessionState, signed_in: bool, params: Mapping[str, str]
                                 token=params.get("seat"))
     if names:
         take_seat(job_id, names[0])
+
+
+HELP_WINDOW = ("Each turn's bid window for the people in the room: no input by its end is a "
+               "pass (score 0). The turn closes earlier once everyone has bid.")
+
+
+def people_picker(session: SessionState, agent_names: Sequence[str]) -> None:
+    """People in the next run: each bids for the floor under the agents' rule (after the agents
+    in roster order), or one of them picks who speaks."""
+    with st.expander("People in the room", icon=":material/person_raised_hand:",
+                     expanded=bool(people()), key="room_people_open"):
+        signed_in = ui_state.login_configured()
+        cols = st.columns([3, 3] if signed_in else [1], vertical_alignment="bottom")
+        cols[0].text_input("Person's name", key="room_person_name", max_chars=logic.NAME_CHARS,
+                           placeholder="Ann")
+        if signed_in:
+            cols[1].text_input("Their sign-in email (empty: whoever holds the room link)",
+                               key="room_person_user")
+        row = st.columns(3, vertical_alignment="center")
+        row[0].checkbox("This is me", key="room_person_me",
+                        help="This browser session takes the seat when the run starts.")
+        row[1].checkbox("Picks who speaks (does not bid)", key="room_person_picker",
+                        help="Human as selector: sees the top bids with their drafts and picks "
+                             "who speaks; Analysis shows how often the bidding rule agreed.")
+        row[2].button("Add person", key="room_add_person", icon=":material/person_add:",
+                      on_click=on_add_person, args=(list(agent_names),))
+        me = st.session_state.get(ME_KEY)
+        for person in people():
+            with st.container(horizontal=True, vertical_alignment="center", gap="small"):
+                st.button(":material/close:", key=f"room_remove_{person.name}", type="tertiary",
+                          help="Remove", on_click=on_remove_person, args=(person.name,))
+                role = "picks who speaks" if person.picker else "bids"
+                who = f" · {escape_markdown(person.user)}" if person.user else ""
+                mine = " · you" if person.name == me else ""
+                st.markdown(f"**{escape_markdown(person.name)}** · person, {role}{who}{mine}")
+        nums = st.columns(3)
+        nums[0].number_input("Bid window (s)", min_value=1.0, max_value=3600.0, value=20.0,
+                             step=1.0, key="room_window", help=HELP_WINDOW)
+        nums[1].number_input("Post window (s)", min_value=1.0, max_value=3600.0, value=60.0,
+                             step=5.0, key="room_post_window",
+                             help="A winning person's time to write or confirm their message; "
+                                  "no post by then and the floor falls to the next bid.")
+        nums[2].number_input("Top bids to pick from", min_value=1, max_value=16, value=3,
+                             step=1, key="room_top_k", help="Human as selector only.")
+
+
+def adopt(session: SessionState) -> None:
+    """A room link (`?job=&seat=`) or a signed-in user's own seat: hold it; then list the live
+    rooms that have a seat for this signed-in user, each with a Join button."""
+    signed_in = ui_state.login_configured()
+    adopt_seat(session, signed_in, st.query_params.to_dict())
+    if not signed_in:
+        return
+    for job_id, name in seats.table().invitations(session.user):
+        if seat_of(job_id) is None:
+            with st.container(horizontal=True, vertical_alignment="center",
+                              key=f"room_invite_{job_id}"):
+                st.info(f"You have a seat in a live room as **{escape_markdown(name)}**.",
+                        icon=":material/person_raised_hand:")
+                st.button("Join", key=f"room_join_{job_id}", type="primary",
+                          on_click=on_join, args=(job_id, name))

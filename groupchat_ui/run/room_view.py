@@ -1,5 +1,5 @@
-"""The room in the browser: the people of the next run (New run), invitations and links, and the
-live room panel with a seat's controls (inside the Run page's live fragment).
+"""The live room on the Run page (inside its live fragment): the clock, the bids forming, the
+hand queue, this seat's controls, and the room links for whoever started it.
 
 Everything shown that a person or a model wrote (names, drafts, posts) goes through
 `escape_markdown` / `safe_markdown` (kit/safety.py): inert, as on every other page.
@@ -12,71 +12,12 @@ from collections.abc import Sequence
 import streamlit as st
 
 from groupchat_core import HAND_SCORE, Room, RoomSnapshot
-from groupchat_ui.kit import state as ui_state
 from groupchat_ui.kit.safety import escape_markdown, safe_markdown
 from groupchat_ui.kit.state import SessionState
 
-from . import actions, logic, seats
-
-HELP_WINDOW = ("Each turn's bid window for the people in the room: no input by its end is a "
-               "pass (score 0). The turn closes earlier once everyone has bid.")
-
-
-def people_picker(session: SessionState, agent_names: Sequence[str]) -> None:
-    """People in the next run: each bids for the floor under the agents' rule (after the agents
-    in roster order), or one of them picks who speaks."""
-    with st.expander("People in the room", icon=":material/person_raised_hand:",
-                     expanded=bool(actions.people()), key="room_people_open"):
-        signed_in = ui_state.login_configured()
-        cols = st.columns([3, 3] if signed_in else [1], vertical_alignment="bottom")
-        cols[0].text_input("Person's name", key="room_person_name", max_chars=logic.NAME_CHARS,
-                           placeholder="Ann")
-        if signed_in:
-            cols[1].text_input("Their sign-in email (empty: whoever holds the room link)",
-                               key="room_person_user")
-        row = st.columns(3, vertical_alignment="center")
-        row[0].checkbox("This is me", key="room_person_me",
-                        help="This browser session takes the seat when the run starts.")
-        row[1].checkbox("Picks who speaks (does not bid)", key="room_person_picker",
-                        help="Human as selector: sees the top bids with their drafts and picks "
-                             "who speaks; Analysis shows how often the bidding rule agreed.")
-        row[2].button("Add person", key="room_add_person", icon=":material/person_add:",
-                      on_click=actions.on_add_person, args=(list(agent_names),))
-        me = st.session_state.get(actions.ME_KEY)
-        for person in actions.people():
-            with st.container(horizontal=True, vertical_alignment="center", gap="small"):
-                st.button(":material/close:", key=f"room_remove_{person.name}", type="tertiary",
-                          help="Remove", on_click=actions.on_remove_person, args=(person.name,))
-                role = "picks who speaks" if person.picker else "bids"
-                who = f" · {escape_markdown(person.user)}" if person.user else ""
-                mine = " · you" if person.name == me else ""
-                st.markdown(f"**{escape_markdown(person.name)}** · person, {role}{who}{mine}")
-        nums = st.columns(3)
-        nums[0].number_input("Bid window (s)", min_value=1.0, max_value=3600.0, value=20.0,
-                             step=1.0, key="room_window", help=HELP_WINDOW)
-        nums[1].number_input("Post window (s)", min_value=1.0, max_value=3600.0, value=60.0,
-                             step=5.0, key="room_post_window",
-                             help="A winning person's time to write or confirm their message; "
-                                  "no post by then and the floor falls to the next bid.")
-        nums[2].number_input("Top bids to pick from", min_value=1, max_value=16, value=3,
-                             step=1, key="room_top_k", help="Human as selector only.")
-
-
-def adopt(session: SessionState) -> None:
-    """A room link (`?job=&seat=`) or a signed-in user's own seat: hold it; then list the live
-    rooms that have a seat for this signed-in user, each with a Join button."""
-    signed_in = ui_state.login_configured()
-    actions.adopt_seat(session, signed_in, st.query_params.to_dict())
-    if not signed_in:
-        return
-    for job_id, name in seats.table().invitations(session.user):
-        if actions.seat_of(job_id) is None:
-            with st.container(horizontal=True, vertical_alignment="center",
-                              key=f"room_invite_{job_id}"):
-                st.info(f"You have a seat in a live room as **{escape_markdown(name)}**.",
-                        icon=":material/person_raised_hand:")
-                st.button("Join", key=f"room_join_{job_id}", type="primary",
-                          on_click=actions.on_join, args=(job_id, name))
+from . import people_view as actions
+from . import room_logic as logic
+from . import room_seats as seats
 
 
 def panel(session: SessionState, job_id: str, roster: Sequence[str], done: bool) -> None:
@@ -210,3 +151,4 @@ def _links(job_id: str) -> None:
         for name, token in tokens.items():
             st.caption(escape_markdown(name))
             st.code(logic.room_link(base, job_id, token), language=None)
+

@@ -15,10 +15,10 @@ from groupchat_core import Agent, ConfigError, GroupChat, Human, LiveBid, Person
 from groupchat_core.store import RunStore
 from groupchat_ui.kit.jobs import LOCAL_USER, JobRegistry
 from groupchat_ui.kit.providers import with_session_keys
-from groupchat_ui.run.form import RunForm
-from groupchat_ui.run.logic import FormingBids, as_form, redacting
 
-from . import seats
+from . import room_seats as seats
+from .form import RunForm
+from .logic import FormingBids, as_form, redacting
 
 NAME_CHARS = 60
 
@@ -163,3 +163,4 @@ def person_state(snap: RoomSnapshot, me: str) -> PersonState | None:
 def room_link(base: str, job_id: str, token: str) -> str:
     """The link that seats its holder (login off): `<base>/run?job=<id>&seat=<token>`."""
     return f"{base.rstrip('/')}/run?job={job_id}&seat={token}"
+
