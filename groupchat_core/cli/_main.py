@@ -148,6 +148,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--stream", action=argparse.BooleanOptionalAction, default=None,
                      help="stream bids, printing each candidate's reply as it forms (stderr); "
                      "default: the spec's stream_bids (off)")
+    run.add_argument("--human", default=None, metavar="NAME",
+                     help="seat a person named NAME in this terminal: each turn shows the bids "
+                     "and the time left; Enter passes, h raises a hand, 0.7 [draft] bids 0.7")
+    run.add_argument("--human-window", type=_number(float), default=None, metavar="S",
+                     help="seconds a person has to bid each turn (default 20)")
     run.add_argument("--trace", action=argparse.BooleanOptionalAction, default=None,
                      help="export OpenTelemetry traces of the run (the standard OTEL_* "
                      "variables choose where); default: GROUPCHAT_TRACES, else off")
@@ -212,7 +217,7 @@ def _render(output: Any) -> str:
 
 _store = store.store_of
 CHAT_FLAGS = ("output_type", "threshold", "recency_penalty", "recency_window", "max_loops",
-              "seed")
+              "seed", "human_window")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -223,7 +228,12 @@ def cmd_run(args: argparse.Namespace) -> int:
                  if getattr(args, name) is not None}
     if args.stream is not None:
         overrides["stream_bids"] = args.stream
-    chat = _chat(spec, overrides)
+    people = []
+    if args.human is not None:
+        from ._human import TerminalPlayer
+
+        people = [TerminalPlayer(args.human).human()]
+    chat = _chat(spec, overrides, people)
     if chat.stream_bids:
         chat.add_observer(DeltaPrinter(say, sys.stderr))
     owner = cli_owner(args)
@@ -275,13 +285,13 @@ def _tracing(chat: GroupChat, flag: bool | None, owner: str | None) -> Any:
     return provider
 
 
-def _chat(spec: Any, overrides: dict[str, Any]) -> GroupChat:
-    """The spec's chat with the command line's parameters, checked by ChatConfig's rules;
-    a bad value is one line naming the flag."""
+def _chat(spec: Any, overrides: dict[str, Any], people: Sequence[Any] = ()) -> GroupChat:
+    """The spec's chat with the command line's parameters (and the person of --human),
+    checked by ChatConfig's rules; a bad value is one line naming the flag."""
     from .._errors import ConfigError
 
     try:
-        return GroupChat.from_spec(spec, **overrides)
+        return GroupChat.from_spec(spec, people=people, **overrides)
     except ConfigError as exc:
         message = str(exc).removeprefix("invalid GroupChat argument: ")
         for name in overrides:

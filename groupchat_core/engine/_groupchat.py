@@ -444,11 +444,14 @@ class GroupChat:
             Agent(**a.to_spec()) for a in self.agents])
 
     @classmethod
-    def from_spec(cls, spec: ChatSpec | dict[str, Any], **overrides: Any) -> GroupChat:
+    def from_spec(cls, spec: ChatSpec | dict[str, Any], *, people: Sequence[Human] = (),
+                  **overrides: Any) -> GroupChat:
+        """The spec's chat; `people` (Humans, which a spec does not carry) join the roster
+        after its agents."""
         parsed = spec if isinstance(spec, ChatSpec) else parse_spec(spec)
         data = parsed.model_dump(exclude={"agents", "schema_version"})
         data.update(overrides)
-        return cls(agents=[a.model_copy(deep=True) for a in parsed.agents], **data)
+        return cls(agents=[*(a.model_copy(deep=True) for a in parsed.agents), *people], **data)
 
     def __repr__(self) -> str:
         names = ", ".join(a.agent_name for a in self.agents)
