@@ -66,6 +66,8 @@ def room_settings() -> dict[str, Any]:
 def start(session: SessionState, form: Any, agents: Sequence[Any]) -> str:
     """Start the run with this session's people (ConfigError: not started); seat the starter
     in the person marked as them and keep every seat's link for this session."""
+    registry = store_access.job_registry()
+    seats.table().forget(lambda job_id: _alive(registry, job_id))  # rooms whose job expired
     started = logic.start_room(
         store_access.store(), store_access.job_registry(), session.owner, agents, people(),
         form.task, form, session.provider_keys, user=session.user, user_name=session.user_name,
@@ -75,6 +77,14 @@ def start(session: SessionState, form: Any, agents: Sequence[Any]) -> str:
     if isinstance(me, str) and me in started.tokens:
         take_seat(started.job_id, me)
     return started.job_id
+
+
+def _alive(registry: Any, job_id: str) -> bool:
+    try:
+        registry.snapshot(job_id)
+    except KeyError:
+        return False
+    return True
 
 
 def take_seat(job_id: str, name: str) -> None:
