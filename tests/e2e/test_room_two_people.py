@@ -78,8 +78,9 @@ def hands(page: Any) -> Any:
 
 
 def click(page: Any, key: str) -> None:
-    """Click a keyed button of the room panel (redrawn twice a second: take the fresh one)."""
-    button = fresh(page, f".st-key-{key} button").first
+    """Click a keyed button of the room panel (redrawn twice a second: take the fresh one; on
+    a phone a button with a tooltip is drawn twice, one copy hidden: take the visible one)."""
+    button = panel(page).locator(f".st-key-{key} button:visible").first
     expect(button).to_be_visible(timeout=WAIT_MS)
     button.click()
 
