@@ -3,8 +3,8 @@
 Login off, every session is the same local user, so a seat is held only by presenting its
 link's token (256 bits, compared in constant time). Ann starts a room with herself and Bo in it
 and reads Bo's link from her room panel; a second browser opens it and is seated as Bo; a link
-with a wrong token only watches. Bo is on a phone. Each sees the other's hand go up, in the order hands went up.
-The token never reaches the server's log.
+with a wrong token only watches. Bo is on a phone. Each sees the other's hand go up, in the
+order hands went up. The token never reaches the server's log.
 """
 
 from __future__ import annotations
