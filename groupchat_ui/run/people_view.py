@@ -13,7 +13,17 @@ from typing import Any
 
 import streamlit as st
 
-from groupchat_core import ConfigError, LowerHand, Pass, Pick, Post, RaiseHand, SetBid
+from groupchat_core import (
+    CHAT_BOUNDS,
+    ConfigError,
+    LowerHand,
+    Pass,
+    Pick,
+    Post,
+    RaiseHand,
+    SetBid,
+    chat_default,
+)
 from groupchat_ui.kit import state as ui_state
 from groupchat_ui.kit import store_access
 from groupchat_ui.kit.safety import escape_markdown
@@ -186,15 +196,24 @@ def people_picker(session: SessionState, agent_names: Sequence[str]) -> None:
                 who = f" · {escape_markdown(person.user)}" if person.user else ""
                 mine = " · you" if person.name == me else ""
                 st.markdown(f"**{escape_markdown(person.name)}** · person, {role}{who}{mine}")
+        # No min/max (a browser silently refuses a value outside them, issue 21): the help
+        # names the engine's range and Start refuses a bad value with its one-line message.
         nums = st.columns(3)
-        nums[0].number_input("Bid window (s)", min_value=1.0, max_value=3600.0, value=20.0,
-                             step=1.0, key="room_window", help=HELP_WINDOW)
-        nums[1].number_input("Post window (s)", min_value=1.0, max_value=3600.0, value=60.0,
-                             step=5.0, key="room_post_window",
-                             help="A winning person's time to write or confirm their message; "
-                                  "no post by then and the floor falls to the next bid.")
-        nums[2].number_input("Top bids to pick from", min_value=1, max_value=16, value=3,
-                             step=1, key="room_top_k", help="Human as selector only.")
+        nums[0].number_input("Bid window (s)", value=float(chat_default("human_window")),
+                             step=1.0, key="room_window", help=_ranged("human_window",
+                                                                       HELP_WINDOW))
+        nums[1].number_input("Post window (s)", value=float(chat_default("human_post_window")),
+                             step=5.0, key="room_post_window", help=_ranged(
+                                 "human_post_window", "A winning person's time to write or "
+                                 "confirm their message; no post by then and the floor falls "
+                                 "to the next bid."))
+        nums[2].number_input("Top bids to pick from", value=int(chat_default("selector_top_k")),
+                             step=1, key="room_top_k",
+                             help=_ranged("selector_top_k", "Human as selector only."))
+
+
+def _ranged(name: str, text: str) -> str:
+    return f"{text} Allowed: {CHAT_BOUNDS[name].text()}."
 
 
 def adopt(session: SessionState) -> None:

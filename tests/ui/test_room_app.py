@@ -143,3 +143,14 @@ def test_a_person_picks_who_speaks_and_analysis_shows_the_agreement_rate(app: Ap
     assert f"A person picked who speaks on {picks} turn{s}; the bidding rule would have picked "\
         f"the same speaker on {agreed} (agreement {agreed / picks:.0%})." in line, line
     assert picks >= 2 and agreed == picks - 1
+
+
+def test_a_bid_window_out_of_range_is_refused_at_start_in_one_line(app: AppTest):
+    prepare(app)
+    add_person(app, "Ann", me=True)
+    app.number_input(key="room_window").set_value(0.0)
+    app.button(key="start_run").click().run()
+    said = texts(app.error)
+    assert said.startswith("The run did not start:") and "must be a number above 0" in said, said
+    assert "\n" not in said and "Traceback" not in said
+    assert session(app).current_job is None
