@@ -148,6 +148,7 @@ def on_join(job_id: str, name: str) -> None:
         session.add_job(job_id)
         take_seat(job_id, name)
         st.session_state["job_select"] = job_id
+        st.session_state["new_run_open"] = False  # make room for the room
         st.query_params["job"] = job_id
 
 
@@ -161,6 +162,7 @@ def adopt_seat(session: SessionState, signed_in: bool, params: Mapping[str, str]
                                 token=params.get("seat"))
     if names:
         take_seat(job_id, names[0])
+        st.session_state["new_run_open"] = False  # the room, not the New-run form, on top
 
 
 HELP_WINDOW = ("Each turn's bid window for the people in the room: no input by its end is a "

@@ -30,7 +30,7 @@ from .conftest import (
     start_run,
     status_line,
 )
-from .test_room_two_people import add_person, click, hands, open_people, panel
+from .test_room_two_people import act, add_person, hands, open_people, panel
 
 DOCS = ROOT / "docs" / "screenshots"
 PHONE = {"width": 390, "height": 844}
@@ -70,9 +70,8 @@ def test_a_room_link_seats_its_holder_and_a_wrong_token_only_watches(app_server,
         assert "You are" not in panel(eve).inner_text()
         assert fresh(eve, ".st-key-room_raise").count() == 0  # watching: no controls
 
-        click(bo, "room_raise")
-        expect(hands(ann)).to_contain_text("1. Bo", timeout=WAIT_MS)
-        click(ann, "room_raise")
+        act(bo, "room_raise", hands(ann), "1. Bo")
+        act(ann, "room_raise", hands(ann), re.compile(r"1\. Bo\s+2\. Ann"))
         for page in (ann, bo, eve):
             expect(hands(page)).to_contain_text(re.compile(r"1\. Bo\s+2\. Ann"),
                                                 timeout=WAIT_MS)

@@ -85,6 +85,20 @@ def click(page: Any, key: str) -> None:
     button.click()
 
 
+def act(page: Any, key: str, effect: Any, text: Any) -> None:
+    """Click a room button until its effect shows on this page: a fragment redraw landing at
+    the click can swallow it (the button is gone once it took: a raised hand shows Lower)."""
+    for attempt in range(3):
+        if panel(page).locator(f".st-key-{key} button:visible").count():
+            click(page, key)
+        try:
+            expect(effect).to_contain_text(text, timeout=WAIT_MS // 3)
+            return
+        except AssertionError:
+            if attempt == 2:
+                raise
+
+
 def seconds_left(page: Any) -> int:
     found = re.search(r"(\d+) s left", clock(page).inner_text())
     assert found, clock(page).inner_text()
@@ -153,30 +167,28 @@ def test_two_people_and_three_agents_share_one_room(room_server, fake, browser):
         open_people(alice)
         add_person(alice, "Alice", me=True)
         add_person(alice, "Bob", user="bob@example.org")
-        set_number(alice, "room_window", 30)
+        set_number(alice, "room_window", 60)
         fill_task(alice, task)
         start_run(alice)
         expect(status_line(alice)).to_have_text(re.compile(r"^status: running"),
                                                 timeout=WAIT_MS)
         expect(panel(alice)).to_contain_text("You are Alice in this room.", timeout=WAIT_MS)
 
-        # turn 1: bob joins; alice raises her hand; bob sees it, the bids and the clock
+        # turn 1: the clock counts down; bob joins; alice raises her hand; bob sees it
+        expect(clock(alice)).to_have_text(re.compile(r"^Turn 1 · bidding · \d+ s left"),
+                                          timeout=WAIT_MS)
+        first = seconds_left(alice)
+        expect(clock(alice)).not_to_contain_text(f"· {first} s left", timeout=WAIT_MS)
+        expect(clock(alice)).to_have_text(re.compile(r"^Turn 1 · bidding · \d+ s left"))
+        assert seconds_left(alice) < first  # counting down, as the page redraws
         bob.reload()
         join = bob.locator(".st-key-room_join_" + _job(alice) + " button")
         expect(join).to_be_visible(timeout=WAIT_MS)
         join.click()
         expect(panel(bob)).to_contain_text("You are Bob in this room.", timeout=WAIT_MS)
-        expect(clock(alice)).to_have_text(re.compile(r"^Turn 1 · bidding · \d+ s left"),
-                                          timeout=WAIT_MS)
-        click(alice, "room_raise")
-        expect(hands(alice)).to_contain_text("1. Alice", timeout=WAIT_MS)
+        act(alice, "room_raise", hands(alice), "1. Alice")
         expect(hands(bob)).to_contain_text("1. Alice", timeout=WAIT_MS)
         expect(panel(bob)).to_contain_text(f"{names[0]} · agent · score 0.30", timeout=WAIT_MS)
-        first = seconds_left(bob)
-        expect(clock(bob)).to_have_text(re.compile(r"^Turn 1 · bidding · \d+ s left"))
-        expect(clock(bob)).not_to_have_text(re.compile(rf"· {first} s left$"), timeout=WAIT_MS)
-        assert seconds_left(bob) < first  # counting down, as the page redraws
-        expect(panel(bob)).to_contain_text("Bob · person · no bid yet")
         DOCS.mkdir(parents=True, exist_ok=True)
         bob.screenshot(path=str(DOCS / "room-1-bids-forming-desktop.png"), full_page=True)
         # bob does nothing: his window expires (a pass), alice's hand wins
@@ -191,9 +203,8 @@ def test_two_people_and_three_agents_share_one_room(room_server, fake, browser):
             expect(hands(page)).to_contain_text("No hand up.")  # hers went down when she won
 
         # turn 2: bob's hand, then alice's; Ivy is slow, so the window is still open
-        click(bob, "room_raise")
-        expect(hands(alice)).to_contain_text("1. Bob", timeout=WAIT_MS)
-        click(alice, "room_raise")
+        act(bob, "room_raise", hands(alice), "1. Bob")
+        act(alice, "room_raise", hands(alice), re.compile(r"1\. Bob\s+2\. Alice"))
         for page in (alice, bob):
             expect(hands(page)).to_contain_text(re.compile(r"1\. Bob\s+2\. Alice"),
                                                 timeout=WAIT_MS)
