@@ -72,9 +72,10 @@ def _hands(snap: RoomSnapshot) -> None:
         queue = logic.hand_queue(snap)
         st.markdown("  \n".join(escape_markdown(q) for q in queue) if queue else
                     "No hand up.")
+    passed = {b.name for b in snap.bids if b.passed}
     for p in snap.people:
-        state = "away" if p.left else "hand up" if p.hand_up else \
-            "bid in" if p.bid_in else "thinking"
+        state = "away" if p.left else "hand up" if p.hand_up else "passed" \
+            if p.name in passed else "bid in" if p.bid_in else "thinking"
         st.caption(f"{escape_markdown(p.name)}: {state}")
 
 

@@ -190,7 +190,7 @@ def test_two_people_and_three_agents_share_one_room(room_server, fake, browser):
         expect(hands(bob)).to_contain_text("1. Alice", timeout=WAIT_MS)
         expect(panel(bob)).to_contain_text(f"{names[0]} · agent · score 0.30", timeout=WAIT_MS)
         DOCS.mkdir(parents=True, exist_ok=True)
-        bob.screenshot(path=str(DOCS / "room-1-bids-forming-desktop.png"), full_page=True)
+        bob.screenshot(path=str(DOCS / "room-1-turn-1-desktop.png"), full_page=True)
         # bob does nothing: his window expires (a pass), alice's hand wins
         expect(fresh(alice, ".st-key-room_controls")).to_contain_text(
             "You won the floor", timeout=WAIT_MS)
