@@ -5,13 +5,14 @@ from __future__ import annotations
 import streamlit as st
 
 from groupchat_ui.kit import components, state, store_access
-from groupchat_ui.run import actions, live_view, view
+from groupchat_ui.run import actions, live_view, people_view, view
 
 session = state.get()
 registry = store_access.job_registry()
 st.title("Run")
 components.notices(session)
 live_view.adopt_job_from_url(registry, session)
+people_view.adopt(session)  # a room link's seat, a signed-in user's invitations
 components.preset_confirm(session, actions.on_confirm_preset)
 view.new_run(session, store_access.agents())
 

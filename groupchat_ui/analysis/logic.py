@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from groupchat_core import RUN_ENDED, GroupChat
+from groupchat_core.analysis import selector_agreement
 from groupchat_core.store import RunStore
 from groupchat_ui.kit.labels import row_label
 from groupchat_ui.kit.presets import DEBATE_TRIO
@@ -115,3 +116,14 @@ def run_demo(store: RunStore) -> str:
     if chat.last_run is None:  # run() always records one; say so rather than assume it
         raise RuntimeError("the demo chat ended without a run record")
     return str(chat.last_run.run_id)
+
+
+def agreement_line(turns: pd.DataFrame) -> str | None:
+    """Human as selector in Analysis: how often the person's pick was the bidding rule's;
+    None for a run in which nobody picked."""
+    found = selector_agreement(turns)
+    if found.rate is None:
+        return None
+    s = "s" if found.picks != 1 else ""
+    return (f"A person picked who speaks on {found.picks} turn{s}; the bidding rule would "
+            f"have picked the same speaker on {found.agreed} (agreement {found.rate:.0%}).")

@@ -95,6 +95,9 @@ def metrics(data: RunData) -> None:
     st.html(PHONE_CSS)  # layout only
     with st.container(key="cards_metrics"):
         cards(metric_cards(m))
+    picks = logic.agreement_line(data.turns)  # human as selector: picks against the rule
+    if picks:
+        st.info(picks, icon=":material/how_to_vote:")
 
 
 TABS = ("Bids", "Speakers", "Why?", "Transcript", "Files")  # short: five fit on a phone

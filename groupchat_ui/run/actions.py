@@ -19,7 +19,7 @@ from groupchat_ui.kit.presets import PRESETS
 from groupchat_ui.kit.state import SessionState, actor, get, move
 from groupchat_ui.kit.traces import TRACE_KEY
 
-from . import logic
+from . import logic, people_view
 from .form import PARAM_PREFIX, ROSTER_KEY, TASK_KEY, RunForm
 from .form import STREAM_KEY as STREAM_KEY  # the Settings page writes it, the tests read it
 
@@ -112,12 +112,15 @@ def on_start_run() -> None:
     by_name = {a.agent_name: a for a in store_access.agents()}
     try:
         form = RunForm.from_state(st.session_state.to_dict())
-        job_id = logic.start_run(
-            store, store_access.job_registry(), session.owner,
-            [by_name[n] for n in form.roster if n in by_name], form.task, form,
-            session.provider_keys, user=session.user, user_name=session.user_name,
-            stream=form.stream is not False,
-            trace=bool(st.session_state.get(TRACE_KEY, False)))
+        agents = [by_name[n] for n in form.roster if n in by_name]
+        if people_view.people():  # people in the room: seats, links, the live room panel
+            job_id = people_view.start(session, form, agents)
+        else:
+            job_id = logic.start_run(
+                store, store_access.job_registry(), session.owner, agents, form.task, form,
+                session.provider_keys, user=session.user, user_name=session.user_name,
+                stream=form.stream is not False,
+                trace=bool(st.session_state.get(TRACE_KEY, False)))
     except (ConfigError, StoreError, CliError) as exc:
         say_at("run_form", "error", f"The run did not start: {exc}")  # under Start
         return

@@ -24,7 +24,7 @@ from groupchat_ui.kit.providers import failure_hint, model_label
 from groupchat_ui.kit.safety import escape_markdown, safe_markdown
 from groupchat_ui.kit.state import SessionState
 
-from . import actions, logic
+from . import actions, logic, room_view
 
 REFRESH_S = 0.5
 # A streamed run's forming candidates redraw on their own faster timer (a nested fragment: only
@@ -106,6 +106,7 @@ def _render(registry: JobRegistry, session: SessionState, snap: JobSnapshot) -> 
     else:
         _ending(snap)
     _problems(session, snap)
+    room_view.panel(session, snap.id, list(snap.agents), snap.done)  # people in the room
     streamed = logic.streams(snap.config, snap.models)
     left, right = st.columns([5, 4])
     with left, st.container(height=560, autoscroll=True, border=False):

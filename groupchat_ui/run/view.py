@@ -21,7 +21,7 @@ from groupchat_ui.kit.providers import SIM_NOTE, model_label
 from groupchat_ui.kit.safety import escape_markdown
 from groupchat_ui.kit.state import SessionState, ordered
 
-from . import actions, form, logic
+from . import actions, form, logic, people_view
 
 UP, DOWN = ":material/arrow_upward:", ":material/arrow_downward:"
 PERSIST: Any = "session"
@@ -43,6 +43,7 @@ def new_run(session: SessionState, agents: Sequence[Agent]) -> None:
         roster = roster_picker(agents, session)
         by_name = {a.agent_name: a for a in agents}
         chosen = [by_name[n] for n in roster if n in by_name]
+        people_view.people_picker(session, list(by_name))
         logic.warm_up_litellm(chosen)
         streaming_caption(chosen)
         problems = key_problems(chosen, session)

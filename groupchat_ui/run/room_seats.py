@@ -1,0 +1,144 @@
+"""Who may act for which person in a live room: seats, room-link tokens and tab heartbeats (no
+streamlit).
+
+Why a table of its own: a room's people are driven from several browser sessions, each of which
+must prove it holds a seat before its clicks reach the engine's `Room`. A seat belongs to a
+signed-in user (login on), or to whoever holds its room link: a `secrets.token_urlsafe(32)`
+token (256 bits). Only the token's SHA-256 is kept, compared with `hmac.compare_digest`, and
+never logged or shown after the link is made.
+
+Why heartbeats: a closed tab sends nothing, and a raised hand would keep bidding for someone
+who left. Every seated tab's live view beats; a seat silent for LEAVE_AFTER_S is told to the
+room as `leave` (a pass; the engine's window would end the turn anyway, so nothing here can
+stall a room).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+LEAVE_AFTER_S = 5.0
+TOKEN_BYTES = 32
+
+
+def new_token() -> str:
+    """A room-link token: 32 random bytes, URL-safe (43 characters)."""
+    return secrets.token_urlsafe(TOKEN_BYTES)
+
+
+def token_hash(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8", "replace")).digest()
+
+
+@dataclass
+class Seat:
+    """One person of a room: the user it belongs to (None: the link's holder) and the hash of
+    its link token. `picker`: the human selector (picks who speaks, does not bid)."""
+
+    name: str
+    user: str | None
+    digest: bytes = field(repr=False)
+    picker: bool = False
+    last_seen: float | None = None
+    away: bool = False
+
+    def matches(self, token: str) -> bool:
+        return hmac.compare_digest(self.digest, token_hash(token))
+
+
+@dataclass
+class RoomEntry:
+    """A live room: the job, the chat (its `room` is read on each poll) and its seats."""
+
+    job_id: str
+    chat: Any  # a GroupChat with people
+    seats: dict[str, Seat]
+    created_at: float = field(default_factory=time.time)
+
+    @property
+    def room(self) -> Any:
+        return getattr(self.chat, "room", None)
+
+
+class SeatTable:
+    """Process-wide, lock-protected: job id -> RoomEntry."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._lock = threading.Lock()
+        self._rooms: dict[str, RoomEntry] = {}
+        self._clock = clock
+
+    def register(self, job_id: str, chat: Any, seats: Iterable[Seat]) -> RoomEntry:
+        entry = RoomEntry(job_id, chat, {s.name: s for s in seats})
+        with self._lock:
+            self._rooms[job_id] = entry
+        return entry
+
+    def get(self, job_id: str | None) -> RoomEntry | None:
+        with self._lock:
+            return self._rooms.get(job_id or "")
+
+    def forget(self, keep: Callable[[str], bool]) -> int:
+        """Drop rooms whose job is gone (`keep(job_id)` False); returns how many."""
+        with self._lock:
+            gone = [j for j in self._rooms if not keep(j)]
+            for job_id in gone:
+                del self._rooms[job_id]
+        return len(gone)
+
+    def claim(self, job_id: str, *, user: str, signed_in: bool,
+              token: str | None = None) -> list[str]:
+        """The seats this session may hold: a signed-in user's own seats, and any seat whose
+        link token it presents (compared in constant time)."""
+        entry = self.get(job_id)
+        if entry is None:
+            return []
+        names = []
+        for seat in entry.seats.values():
+            mine = signed_in and seat.user is not None and seat.user == user
+            if mine or (token and seat.matches(token)):
+                names.append(seat.name)
+        return names
+
+    def invitations(self, user: str) -> list[tuple[str, str]]:
+        """(job id, seat name) of every live room with a seat for this signed-in user."""
+        with self._lock:
+            return [(e.job_id, s.name) for e in self._rooms.values()
+                    for s in e.seats.values() if s.user == user]
+
+    def beat(self, job_id: str, name: str) -> None:
+        """A seated tab is alive; a seat that was away is back."""
+        entry = self.get(job_id)
+        with self._lock:
+            seat = entry.seats.get(name) if entry else None
+            if seat is not None:
+                seat.last_seen, seat.away = self._clock(), False
+
+    def silent(self, job_id: str) -> list[str]:
+        """Seats that beat once and then went silent for LEAVE_AFTER_S: newly away (marked so,
+        each reported once). The caller tells the room they left."""
+        entry = self.get(job_id)
+        now = self._clock()
+        out = []
+        with self._lock:
+            for seat in (entry.seats.values() if entry else ()):
+                if (not seat.away and seat.last_seen is not None
+                        and now - seat.last_seen > LEAVE_AFTER_S):
+                    seat.away = True
+                    out.append(seat.name)
+        return out
+
+
+_table = SeatTable()
+
+
+def table() -> SeatTable:
+    """The process-wide seat table (every session of this server shares it)."""
+    return _table

@@ -1,0 +1,94 @@
+"""A room without login: two browser sessions, each seated by a room link with a token.
+
+Login off, every session is the same local user, so a seat is held only by presenting its
+link's token (256 bits, compared in constant time). Ann starts a room with herself and Bo in it
+and reads Bo's link from her room panel; a second browser opens it and is seated as Bo; a link
+with a wrong token only watches. Bo is on a phone. Each sees the other's hand go up, in the
+order hands went up. The token never reaches the server's log.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from pathlib import Path
+from typing import Any
+
+from groupchat_core import Agent
+from groupchat_core.store import RunStore
+from tests.helpers import ROOT
+
+from .conftest import (
+    VIEWPORT,
+    WAIT_MS,
+    expect,
+    fill_task,
+    fresh,
+    open_page,
+    pick_roster,
+    set_number,
+    start_run,
+    status_line,
+)
+from .test_room_two_people import act, add_person, hands, open_people, panel
+
+DOCS = ROOT / "docs" / "screenshots"
+PHONE = {"width": 390, "height": 844}
+
+
+def test_a_room_link_seats_its_holder_and_a_wrong_token_only_watches(app_server, app_db_url,
+                                                                     browser):
+    tag = uuid.uuid4().hex[:6]
+    names = [f"Quill{tag}", f"Moss{tag}"]
+    RunStore(app_db_url).save_agents([
+        Agent(agent_name=n, model_name="sim/reserved", litellm_kwargs={"sim_latency": 0.5})
+        for n in names])
+    contexts = [browser.new_context(viewport=v) for v in (VIEWPORT, PHONE, VIEWPORT)]
+    try:
+        ann, bo, eve = (ctx.new_page() for ctx in contexts)
+        ann.goto(app_server)
+        open_page(ann, "Run")
+        pick_roster(ann, names)
+        open_people(ann)
+        add_person(ann, "Ann", me=True)
+        add_person(ann, "Bo")
+        set_number(ann, "room_window", 120)  # the test stops the room itself
+        fill_task(ann, f"A room by link {tag}")
+        start_run(ann)
+        expect(panel(ann)).to_contain_text("You are Ann in this room.", timeout=WAIT_MS)
+        fresh(ann, ".st-key-room_links_" + _job(ann)).get_by_text("Room links").click()
+        code = fresh(ann, '[data-testid="stCode"]').filter(has_text="seat=")
+        expect(code.first).to_be_visible(timeout=WAIT_MS)
+        links = [c.inner_text().strip() for c in code.all()]
+        bo_link = links[1]  # the seats in the order they were added: Ann, Bo
+        assert re.search(r"/run\?job=[0-9a-f]{32}&seat=[A-Za-z0-9_-]{43}$", bo_link), bo_link
+
+        bo.goto(bo_link)
+        expect(panel(bo)).to_contain_text("You are Bo in this room.", timeout=WAIT_MS)
+        eve.goto(bo_link[:-4] + ("AAAA" if not bo_link.endswith("AAAA") else "BBBB"))
+        expect(panel(eve)).to_contain_text("Turn 1", timeout=WAIT_MS)
+        assert "You are" not in panel(eve).inner_text()
+        assert fresh(eve, ".st-key-room_raise").count() == 0  # watching: no controls
+
+        act(bo, "room_raise", hands(ann), "1. Bo")
+        act(ann, "room_raise", hands(ann), re.compile(r"1\. Bo\s+2\. Ann"))
+        for page in (ann, bo, eve):
+            expect(hands(page)).to_contain_text(re.compile(r"1\. Bo\s+2\. Ann"),
+                                                timeout=WAIT_MS)
+        DOCS.mkdir(parents=True, exist_ok=True)
+        bo.screenshot(path=str(DOCS / "room-link-phone.png"), full_page=True)
+        fresh(ann, ".st-key-stop_run button").first.click()
+        expect(status_line(ann)).to_have_text(re.compile(r"^status: (cancelled|finished)"),
+                                              timeout=WAIT_MS)
+    finally:
+        for ctx in contexts:
+            ctx.close()
+    log = Path(app_db_url.removeprefix("sqlite:///")).parent / "streamlit.log"
+    token = bo_link.rsplit("seat=", 1)[1]
+    assert token not in log.read_text(encoding="utf-8", errors="replace")
+
+
+def _job(page: Any) -> str:
+    found = re.search(r"· job ([0-9a-f]{32}) ·", status_line(page).inner_text())
+    assert found
+    return found.group(1)

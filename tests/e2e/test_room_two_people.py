@@ -1,0 +1,251 @@
+"""Two people and three agents in one room, in a real browser (issue 22).
+
+Two browser contexts signed in as alice and bob through the local OIDC provider; three agents
+on the fake OpenAI server (real HTTP from the app). Alice starts the room with herself and bob
+in it. What each of them sees is asserted, waiting on the page, never on time:
+
+- turn 1: the agents' bids arriving and the seconds left counting down; alice's hand in the
+  queue on bob's screen; bob lets the window expire (a pass); alice's hand wins, she writes
+  her message, it shows on both screens and her hand goes down;
+- turn 2 (one agent slow, so the window stays open): bob's hand goes up, then alice's: both
+  screens list the queue in that order; bob wins under the same rule (alice's bid carries the
+  recency penalty as an agent's would);
+- turn 3: alice closes her tab mid-window: the room counts her as passing and goes on (here to
+  a lull); bob's expired window is a pass too.
+Names, drafts and model output stay inert: no image in an agent's draft loads.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from groupchat_core import Agent
+from groupchat_core.store import RunStore, dispose_engines
+from groupchat_core.testing import FakeOpenAIServer, tool_call
+from tests.helpers import ROOT
+
+from .conftest import (
+    VIEWPORT,
+    WAIT_MS,
+    expect,
+    fill_task,
+    fresh,
+    pick_roster,
+    set_number,
+    start_run,
+    status_line,
+    wait_idle,
+)
+from .test_login import oidc_provider, serve_with_login, sign_in
+
+__all__ = ["oidc_provider"]
+
+DOCS = ROOT / "docs" / "screenshots"
+PHONE = {"width": 390, "height": 844}
+PIXEL = "http://127.0.0.1:9/pixel.png"
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer() as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def room_server(oidc_provider: str, tmp_path_factory: pytest.TempPathFactory
+                ) -> Iterator[tuple[str, str, Path]]:
+    data = tmp_path_factory.mktemp("room")
+    with serve_with_login(oidc_provider, data) as (app, db):
+        yield app, db, data
+
+
+def panel(page: Any) -> Any:
+    return fresh(page, ".st-key-room_panel")
+
+
+def clock(page: Any) -> Any:
+    return panel(page).get_by_text(re.compile(r"^Turn \d+ · "))
+
+
+def hands(page: Any) -> Any:
+    return fresh(page, ".st-key-room_hands")
+
+
+def click(page: Any, key: str) -> None:
+    """Click a keyed button of the room panel (redrawn twice a second: take the fresh one; on
+    a phone a button with a tooltip is drawn twice, one copy hidden: take the visible one)."""
+    button = panel(page).locator(f".st-key-{key} button:visible").first
+    expect(button).to_be_visible(timeout=WAIT_MS)
+    button.click()
+
+
+def act(page: Any, key: str, effect: Any, text: Any) -> None:
+    """Click a room button until its effect shows on this page: a fragment redraw landing at
+    the click can swallow it (the button is gone once it took: a raised hand shows Lower)."""
+    for attempt in range(3):
+        if panel(page).locator(f".st-key-{key} button:visible").count():
+            click(page, key)
+        try:
+            expect(effect).to_contain_text(text, timeout=WAIT_MS // 3)
+            return
+        except AssertionError:
+            if attempt == 2:
+                raise
+
+
+def seconds_left(page: Any) -> int:
+    found = re.search(r"(\d+) s left", clock(page).inner_text())
+    assert found, clock(page).inner_text()
+    return int(found.group(1))
+
+
+def open_people(page: Any) -> None:
+    """Open the "People in the room" expander (again, if a rerun landed on the click)."""
+    field = page.locator(".st-key-room_person_name input")
+    for _ in range(3):
+        wait_idle(page)
+        page.locator(".st-key-room_people_open summary").click()
+        try:
+            expect(field).to_be_visible(timeout=10_000)
+            return
+        except AssertionError:
+            continue
+    expect(field).to_be_visible()
+
+
+def add_person(page: Any, name: str, *, me: bool = False, user: str = "") -> None:
+    wait_idle(page)
+    page.locator(".st-key-room_person_name input").fill(name)
+    page.locator(".st-key-room_person_name input").press("Tab")
+    if user:
+        page.locator(".st-key-room_person_user input").fill(user)
+        page.locator(".st-key-room_person_user input").press("Tab")
+    if me:
+        page.locator(".st-key-room_person_me label").click()
+    wait_idle(page)
+    page.locator(".st-key-room_add_person button").click()
+    expect(page.get_by_text(re.compile(rf"^{name} · person, bids"))).to_be_visible(
+        timeout=WAIT_MS)
+
+
+def post(page: Any, text: str) -> None:
+    box = fresh(page, ".st-key-room_controls textarea").first
+    expect(box).to_be_visible(timeout=WAIT_MS)
+    box.fill(text)
+    click(page, "room_post")
+
+
+def test_two_people_and_three_agents_share_one_room(room_server, fake, browser):
+    app, db_url, data = room_server
+    tag = uuid.uuid4().hex[:6]
+    names = [f"Sage{tag}", f"Rex{tag}", f"Ivy{tag}"]
+    for i, name in enumerate(names):
+        model = f"room{i}{tag}"
+        slow = 8.0 if i == 2 else 0.0  # turn 2: Ivy takes 8 s, so the window stays open
+        fake.script(model, [
+            tool_call(0.3, f"{name} weighs in ![p]({PIXEL})", latency=1.0 + i),
+            tool_call(0.3, f"{name} again", latency=slow),
+        ])
+        fake.set_responder(model, lambda body: tool_call(0.2, "quiet now"))
+    RunStore(db_url).save_agents([
+        Agent(agent_name=n, model_name=f"openai/room{i}{tag}", api_base=fake.base_url,
+              num_retries=0) for i, n in enumerate(names)])
+    dispose_engines()
+    task = f"Should the lab let people bid? {tag}"
+    contexts = [browser.new_context(viewport=VIEWPORT) for _ in range(2)]
+    try:
+        alice, bob = (ctx.new_page() for ctx in contexts)
+        sign_in(bob, app, "bob")
+        sign_in(alice, app, "alice")
+        pick_roster(alice, names)
+        open_people(alice)
+        add_person(alice, "Alice", me=True)
+        add_person(alice, "Bob", user="bob@example.org")
+        set_number(alice, "room_window", 60)
+        fill_task(alice, task)
+        start_run(alice)
+        expect(status_line(alice)).to_have_text(re.compile(r"^status: running"),
+                                                timeout=WAIT_MS)
+        expect(panel(alice)).to_contain_text("You are Alice in this room.", timeout=WAIT_MS)
+
+        # turn 1: the clock counts down; bob joins; alice raises her hand; bob sees it
+        expect(clock(alice)).to_have_text(re.compile(r"^Turn 1 · bidding · \d+ s left"),
+                                          timeout=WAIT_MS)
+        first = seconds_left(alice)
+        expect(clock(alice)).not_to_contain_text(f"· {first} s left", timeout=WAIT_MS)
+        expect(clock(alice)).to_have_text(re.compile(r"^Turn 1 · bidding · \d+ s left"))
+        assert seconds_left(alice) < first  # counting down, as the page redraws
+        bob.reload()
+        join = bob.locator(".st-key-room_join_" + _job(alice) + " button")
+        expect(join).to_be_visible(timeout=WAIT_MS)
+        join.click()
+        expect(panel(bob)).to_contain_text("You are Bob in this room.", timeout=WAIT_MS)
+        act(alice, "room_raise", hands(alice), "1. Alice")
+        expect(hands(bob)).to_contain_text("1. Alice", timeout=WAIT_MS)
+        expect(panel(bob)).to_contain_text(f"{names[0]} · agent · score 0.30", timeout=WAIT_MS)
+        DOCS.mkdir(parents=True, exist_ok=True)
+        bob.screenshot(path=str(DOCS / "room-1-turn-1-desktop.png"), full_page=True)
+        # bob does nothing: his window expires (a pass), alice's hand wins
+        expect(fresh(alice, ".st-key-room_controls")).to_contain_text(
+            "You won the floor", timeout=WAIT_MS)
+        expect(panel(bob)).to_contain_text("Bob · person · passed", timeout=WAIT_MS)
+        post(alice, "Alice here: people can bid now.")
+        for page in (alice, bob):
+            expect(page.get_by_test_id("stChatMessage").filter(
+                has_text="Alice here: people can bid now.")).to_be_visible(timeout=WAIT_MS)
+            expect(clock(page)).to_have_text(re.compile(r"^Turn 2 · bidding"), timeout=WAIT_MS)
+            expect(hands(page)).to_contain_text("No hand up.")  # hers went down when she won
+
+        # turn 2: bob's hand, then alice's; Ivy is slow, so the window is still open
+        act(bob, "room_raise", hands(alice), "1. Bob")
+        act(alice, "room_raise", hands(alice), re.compile(r"1\. Bob\s+2\. Alice"))
+        for page in (alice, bob):
+            expect(hands(page)).to_contain_text(re.compile(r"1\. Bob\s+2\. Alice"),
+                                                timeout=WAIT_MS)
+        bob.screenshot(path=str(DOCS / "room-2-hand-queue-desktop.png"), full_page=True)
+        expect(fresh(bob, ".st-key-room_controls")).to_contain_text("You won the floor",
+                                                                   timeout=WAIT_MS)
+        post(bob, "Bob here: my hand went up first, and the rule agreed.")
+        for page in (alice, bob):
+            expect(page.get_by_test_id("stChatMessage").filter(
+                has_text="Bob here: my hand went up first")).to_be_visible(timeout=WAIT_MS)
+
+        # turn 3: alice closes her tab mid-window; the room goes on without her
+        expect(clock(bob)).to_have_text(re.compile(r"^Turn 3 · bidding"), timeout=WAIT_MS)
+        alice.close()
+        expect(panel(bob)).to_contain_text("Alice: away", timeout=WAIT_MS)
+        bob.set_viewport_size(PHONE)
+        bob.screenshot(path=str(DOCS / "room-3-away-phone.png"), full_page=True)
+        expect(status_line(bob)).to_have_text(re.compile(r"^status: finished"),
+                                              timeout=WAIT_MS)
+        assert bob.evaluate(f"() => [...document.images].every(i => i.src !== '{PIXEL}')")
+    finally:
+        for ctx in contexts:
+            ctx.close()
+
+    store = RunStore(db_url)
+    runs = store.list_runs()
+    run_id = str(runs[runs["task"] == task]["run_id"].iloc[0])
+    bids = store.bids(run_id)
+    people = bids[bids["kind"] == "human"].set_index(["turn", "agent"])
+    assert people.loc[(1, "Bob"), "score"] == 0.0  # bob's window expired: a pass
+    assert bool(people.loc[(1, "Alice"), "winner"])
+    assert bool(people.loc[(2, "Bob"), "winner"])
+    assert bool(people.loc[(2, "Alice"), "penalized"])  # alice spoke last: the same penalty
+    assert people.loc[(3, "Alice"), "score"] == 0.0  # she left: a pass
+    assert people.loc[(3, "Bob"), "score"] == 0.0
+    assert len(bids[bids["kind"] == "agent"]) == 9
+    log = (data / "streamlit.log").read_text(encoding="utf-8", errors="replace")
+    assert "seat=" not in log  # no room link (token) is ever logged
+
+
+def _job(page: Any) -> str:
+    found = re.search(r"· job ([0-9a-f]{32}) ·", status_line(page).inner_text())
+    assert found
+    return found.group(1)

@@ -1,0 +1,156 @@
+"""People in the room through AppTest: the people of the next run, a room started with a seated
+person, a second session seated by its room link (and not by a wrong one), a signed-in user
+joining the seat that is theirs."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from groupchat_core.store import RunStore
+from groupchat_ui.kit import jobs as job_registry
+from groupchat_ui.run import room_seats as seats
+from tests.helpers.app_helpers import (
+    goto,
+    new_app,
+    poll,
+    session,
+    signed_in_sessions,
+    status,
+    texts,
+)
+
+
+def add_person(at: AppTest, name: str, *, me: bool = False, picker: bool = False,
+               user: str | None = None) -> None:
+    at.text_input(key="room_person_name").set_value(name)
+    at.checkbox(key="room_person_me").set_value(me)
+    at.checkbox(key="room_person_picker").set_value(picker)
+    if user is not None:
+        at.text_input(key="room_person_user").set_value(user)
+    at.button(key="room_add_person").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def prepare(at: AppTest) -> None:
+    goto(at, "agents")
+    at.button(key="load_preset").click().run()
+    goto(at, "run")
+    at.number_input(key="room_window").set_value(120.0)  # nothing expires during the test
+    at.number_input(key="run_param_max_loops").set_value(4)
+
+
+def markdown(at: AppTest) -> str:
+    return texts(at.markdown) + " " + texts(at.caption)
+
+
+def test_people_join_the_next_run_and_a_taken_name_is_refused(app: AppTest):
+    prepare(app)
+    add_person(app, "Ann", me=True)
+    assert "**Ann** · person, bids · you" in markdown(app)
+    add_person(app, "Ann")
+    assert "Not added: the name 'Ann' is taken in this room: pick another" in texts(app.error)
+    add_person(app, "Judge", picker=True)
+    assert "**Judge** · person, picks who speaks" in markdown(app)
+    app.button(key="room_remove_Judge").click().run()
+    assert "Judge" not in markdown(app)
+
+
+def test_a_room_seats_its_starter_and_a_link_holder_and_both_see_the_hand_queue(app: AppTest):
+    prepare(app)
+    add_person(app, "Ann", me=True)
+    add_person(app, "Bob")
+    app.button(key="start_run").click().run()
+    assert not app.error, [e.value for e in app.error]
+    job_id = session(app).current_job
+    assert job_id and status(app).startswith("status: ")
+    assert "You are **Ann** in this room." in markdown(app)
+    tokens = app.session_state["room_tokens"][job_id]
+    assert set(tokens) == {"Ann", "Bob"}
+    # the starter sees the links to hand out; the tokens are never in the store's record
+    assert any(tokens["Bob"] in c.value for c in app.code)
+
+    app.button(key="room_raise").click().run()
+    assert "1\\. Ann" in markdown(app)  # the hand queue (escaped: a name is never markup)
+
+    bob = new_app(job=job_id, seat=tokens["Bob"])
+    assert "You are **Bob** in this room." in markdown(bob)
+    assert "1\\. Ann" in markdown(bob)
+    wrong = new_app(job=job_id, seat=tokens["Bob"][:-2] + "xx")
+    assert "You are" not in markdown(wrong)  # a wrong token watches, it never holds a seat
+    assert not [b for b in wrong.button if b.key == "room_raise"]
+    assert seats.table().get(job_id) is not None
+    job_registry.registry().cancel(job_id)
+
+
+def test_a_signed_in_user_joins_the_seat_that_is_theirs(monkeypatch: pytest.MonkeyPatch):
+    open_as = signed_in_sessions(monkeypatch, {
+        "alice": ("alice@example.org", "Alice"), "bob": ("bob@example.org", "Bob")})
+    try:
+        alice = open_as("alice")
+        prepare(alice)
+        add_person(alice, "Alice", me=True)
+        add_person(alice, "Bobby", user="bob@example.org")
+        alice.button(key="start_run").click().run()
+        job_id = session(alice).current_job
+        assert "You are **Alice** in this room." in markdown(alice)
+
+        bob = open_as("bob")
+        joins = [b for b in bob.button if b.key == f"room_join_{job_id}"]
+        assert joins, "bob is not invited"
+        joins[0].click().run()
+        assert "You are **Bobby** in this room." in markdown(bob)
+        assert session(bob).current_job == job_id
+    finally:
+        job_registry.registry().shutdown()
+
+
+def test_a_person_picks_who_speaks_and_analysis_shows_the_agreement_rate(app: AppTest):
+    prepare(app)
+    app.number_input(key="run_param_threshold").set_value(0.0)  # every sim bid can speak
+    app.number_input(key="run_param_max_loops").set_value(3)
+    add_person(app, "Judge", me=True, picker=True)
+    app.button(key="start_run").click().run()
+    assert not app.error, [e.value for e in app.error]
+    job_id = session(app).current_job
+    picks = agreed = 0
+    while not status(app).startswith(("status: finished", "status: error")):
+        poll(app, lambda at: any(b.key == "room_pick_rule" for b in at.button)
+             or status(at).startswith("status: finished"), "the picking phase")
+        if status(app).startswith("status: finished"):
+            break
+        rule = next(m.value for m in app.info if "The bidding rule would pick" in m.value)
+        cands = [b for b in app.button if (b.key or "").startswith("room_pick_")
+                 and b.key != "room_pick_rule"]
+        assert len(cands) >= 2, [b.label for b in cands]  # the top bids, each with a button
+        # the first pick goes against the rule, every later one names the rule's pick (a
+        # turn the rule gives nobody is accepted as such: no pick recorded)
+        if "**nobody**" in rule:
+            choice = app.button(key="room_pick_rule")
+        else:
+            against = picks == 0
+            choice = next(b for b in cands if (f"**{b.label[4:-6]}**" in rule) != against)
+            picks, agreed = picks + 1, agreed + (not against)
+        turn_now = status(app)
+        choice.click().run()
+        poll(app, lambda at, before=turn_now: status(at) != before or not any(
+            b.key == "room_pick_rule" for b in at.button), "the pick to be taken")
+    run_id = job_registry.registry().snapshot(job_id).run_id
+    RunStore().flush()
+    goto(app, "analysis", run=str(run_id))
+    line = texts(app.info)
+    s = "s" if picks != 1 else ""
+    assert f"A person picked who speaks on {picks} turn{s}; the bidding rule would have picked "\
+        f"the same speaker on {agreed} (agreement {agreed / picks:.0%})." in line, line
+    assert picks >= 2 and agreed == picks - 1
+
+
+def test_a_bid_window_out_of_range_is_refused_at_start_in_one_line(app: AppTest):
+    prepare(app)
+    add_person(app, "Ann", me=True)
+    app.number_input(key="room_window").set_value(0.0)
+    app.button(key="start_run").click().run()
+    said = texts(app.error)
+    assert said.startswith("The run did not start:") and "must be a number above 0" in said, said
+    assert "\n" not in said and "Traceback" not in said
+    assert session(app).current_job is None

@@ -1,0 +1,114 @@
+"""People in the room, the dashboard's side without a browser: seats and room-link tokens, the
+people of the next run, and what the live room panel shows for a room snapshot."""
+
+from __future__ import annotations
+
+import pytest
+
+from groupchat_core import ConfigError, LiveBid, PersonState, RoomSnapshot
+from groupchat_ui.run import room_logic as logic
+from groupchat_ui.run import room_seats as seats
+
+
+def snap(**fields: object) -> RoomSnapshot:
+    base: dict[str, object] = dict(
+        version=1, run_id="r", turn=2, phase="bidding", deadline=10.0, time_left=12.4,
+        bids=(), forming=(), hands=(), people=(), waiting_for=(), poster=None, candidates=(),
+        rule_pick=None, picker=None, messages=())
+    return RoomSnapshot(**{**base, **fields})  # type: ignore[arg-type]
+
+
+def test_a_room_link_token_has_256_bits_and_only_its_hash_is_kept():
+    token = seats.new_token()
+    assert len(token) >= 43 and token != seats.new_token()
+    seat = seats.Seat("Ann", None, seats.token_hash(token))
+    assert token not in repr(seat) and seat.digest != token.encode()
+    assert seat.matches(token)
+    assert not seat.matches(token[:-1] + ("A" if token[-1] != "A" else "B"))
+    assert not seat.matches("")
+
+
+def test_a_seat_is_claimed_by_its_user_signed_in_or_by_its_link_token():
+    table = seats.SeatTable()
+    tok_ann, tok_bob = seats.new_token(), seats.new_token()
+    table.register("job1", object(), [
+        seats.Seat("Ann", "ann@example.org", seats.token_hash(tok_ann)),
+        seats.Seat("Bob", None, seats.token_hash(tok_bob))])
+    assert table.claim("job1", user="ann@example.org", signed_in=True) == ["Ann"]
+    # without login every session is "local": the user field proves nothing, a token does
+    assert table.claim("job1", user="ann@example.org", signed_in=False) == []
+    assert table.claim("job1", user="local", signed_in=False, token=tok_bob) == ["Bob"]
+    assert table.claim("job1", user="eve@example.org", signed_in=True, token="guess") == []
+    assert table.claim("nojob", user="ann@example.org", signed_in=True) == []
+    assert table.invitations("ann@example.org") == [("job1", "Ann")]
+    assert table.forget(lambda job_id: False) == 1 and table.get("job1") is None
+
+
+def test_a_tab_silent_for_the_leave_time_is_reported_once_and_a_beat_brings_it_back():
+    now = [100.0]
+    table = seats.SeatTable(clock=lambda: now[0])
+    table.register("j", object(), [seats.Seat("Ann", None, b"x"), seats.Seat("Bob", None, b"y")])
+    table.beat("j", "Ann")
+    now[0] += seats.LEAVE_AFTER_S - 0.1
+    assert table.silent("j") == []  # Bob never had a tab open: the engine's window decides
+    now[0] += 0.2
+    assert table.silent("j") == ["Ann"]
+    assert table.silent("j") == []  # reported once
+    table.beat("j", "Ann")
+    now[0] += 1.0
+    assert table.silent("j") == []
+
+
+def test_people_of_the_next_run_are_checked_with_a_one_line_fix():
+    people = logic.add_person([], "  Ann  ", "ann@example.org", picker=False, taken=["Sage"])
+    assert people == [logic.Person("Ann", "ann@example.org", False)]
+    with pytest.raises(ConfigError, match="taken"):
+        logic.add_person(people, "Sage", None, picker=False, taken=["Sage"])
+    with pytest.raises(ConfigError, match="taken"):
+        logic.add_person(people, "Ann", None, picker=False, taken=[])
+    with pytest.raises(ConfigError, match="1 to 60 characters"):
+        logic.add_person(people, "   ", None, picker=False, taken=[])
+    people = logic.add_person(people, "Judge", "", picker=True, taken=[])
+    assert people[-1] == logic.Person("Judge", None, True)
+    with pytest.raises(ConfigError, match="already has a person who picks"):
+        logic.add_person(people, "Judge2", None, picker=True, taken=[])
+
+
+def test_the_clock_line_names_the_turn_the_phase_and_the_seconds_left():
+    assert logic.time_left_label(snap()) == "Turn 2 · bidding · 12 s left"
+    assert logic.time_left_label(snap(phase="posting", time_left=40.0)) == \
+        "Turn 2 · the winner is writing · 40 s left"
+    assert logic.time_left_label(snap(turn=0, phase="idle", time_left=None)) == \
+        "Room · waiting for the first turn"
+
+
+def test_bid_rows_list_every_participant_in_roster_order_with_their_state():
+    s = snap(bids=(LiveBid("Ann", "human", 0.8, hand=True), LiveBid("Sage", "agent", 0.61,
+                                                                      "I think", 0.31)),
+             forming=(LiveBid("Rex", "agent", None, "Well"),),
+             people=(PersonState("Ann", None, True, True, False),
+                     PersonState("Bob", None, False, False, False)))
+    assert logic.bid_rows(s, ["Sage", "Rex", "Ann", "Bob"]) == [
+        ("Sage", "agent", "score 0.61, adjusted 0.31", "I think"),
+        ("Rex", "agent", "writing…", "Well"),
+        ("Ann", "person", "score 0.80 (hand up)", ""),
+        ("Bob", "person", "no bid yet", "")]
+    assert logic.bid_status(LiveBid("Bob", "human", 0.0, passed=True)) == "passed"
+
+
+def test_the_hand_queue_keeps_the_order_hands_went_up():
+    assert logic.hand_queue(snap(hands=("Bob", "Ann"))) == ["1. Bob", "2. Ann"]
+
+
+def test_a_seat_gets_the_controls_of_its_phase_only():
+    people = (PersonState("Ann", None, False, False, False),)
+    assert logic.my_phase(snap(people=people), "Ann") == "bid"
+    assert logic.my_phase(snap(people=people), None) is None
+    assert logic.my_phase(snap(phase="posting", poster="Ann"), "Ann") == "post"
+    assert logic.my_phase(snap(phase="posting", poster="Bob"), "Ann") is None
+    assert logic.my_phase(snap(phase="picking", picker="Judge"), "Judge") == "pick"
+    assert logic.my_phase(snap(phase="finished", people=people), "Ann") is None
+
+
+def test_a_room_link_carries_the_job_and_the_token():
+    assert logic.room_link("http://h:1/", "abc", "tok") == "http://h:1/run?job=abc&seat=tok"
