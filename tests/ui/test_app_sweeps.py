@@ -4,6 +4,7 @@ stop then resume (every cell finished exactly once). Shared helpers: tests/helpe
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -134,9 +135,22 @@ def everywhere(at: AppTest) -> tuple[str, str, str, str]:
     return caption, bar, results, sidebar
 
 
+def running_cells(line: str) -> int | None:
+    """Cells finished in a running status line; None for any other line."""
+    match = re.match(r"sweep status: running · (\d+) / \d+ cells finished", line)
+    return int(match.group(1)) if match else None
+
+
 def test_one_live_status_moves_per_turn_and_reads_the_same_everywhere(at: AppTest):
     """Issue 11: the caption sat at 0 / 12 until the end, the bar, Results and the sidebar
-    disagreed. Now one status, counted per turn from the store, reads the same in all four."""
+    disagreed. Now one status, counted per turn from the store, reads the same in all four.
+
+    One script run draws the four places one after another, each reading the shared status
+    (kit/sweep_status.py), so a turn that ends in between shows in the later places only; on a
+    loaded machine a script run can outlast every turn (issue 25). So while the sweep runs each
+    draw is checked for what the design promises (the places never a cell apart, the bar the
+    caption's counts, both drawn from one read), and all four must read the same once it
+    stands still."""
     store = RunStore()
     store.save_agents(DEBATE_TRIO.build_agents(latency_s=0.04))  # 0.08 s per turn at most
     store_access.invalidate()
@@ -153,15 +167,18 @@ def test_one_live_status_moves_per_turn_and_reads_the_same_everywhere(at: AppTes
 
     def mid_cell(a: AppTest) -> bool:  # a turn has been counted before any cell finished
         caption, bar, results, sidebar = everywhere(a)
+        cells = [c for c in map(running_cells, (caption, results, sidebar)) if c is not None]
+        assert not cells or max(cells) - min(cells) <= 1, (caption, results, sidebar)
+        if running_cells(caption) is not None:  # the bar and the caption: one draw, one read
+            assert cells_part(caption) == bar, (caption, bar)
         if not ("0 / 4 cells finished · 1 running (" in caption and " 0 turns" not in caption
-                and caption.endswith("turns so far)") and cells_part(caption) == bar
-                and caption == results == sidebar):
+                and caption.endswith("turns so far)")):
             return False
         live = a.dataframe[0].value  # the live cells table, drawn from the same read
         running = live[live["status"] == "running"]
         return len(running) == 1 and f"({running.iloc[0]['turns']} turn" in caption
 
-    poll(at, mid_cell, "a turn counted in a running cell, the same in all four places")
+    poll(at, mid_cell, "a turn counted in a running cell")
     live = at.dataframe[0].value
     running = live[live["status"] == "running"]
     assert running.iloc[0]["stop_reason"] == "–" and running.iloc[0]["run_id"] == "–"
