@@ -25,24 +25,25 @@ import pytest
 
 from groupchat_core.store import RunStore, SweepBusy
 from groupchat_core.sweeps import load_sweep, plan_sweep, run_sweep
+from groupchat_core.testing import FakeOpenAIServer, tool_call
 from tests.helpers import ROOT
 
 AGENTS = [{"agent_name": n, "model_name": "sim/balanced"} for n in ("Ann", "Bo", "Cy")]
 
 
-def write_spec(path: Path, latency: float) -> Path:
-    agents = [{**a, "litellm_kwargs": {"sim_latency": latency}} for a in AGENTS]
+def write_spec(path: Path, latency: float, agents: list[dict] | None = None) -> Path:
+    agents = agents or [{**a, "litellm_kwargs": {"sim_latency": latency}} for a in AGENTS]
     path.write_text(json.dumps({
-        "name": "owned", "base": {"max_loops": 6, "agents": agents},
+        "name": "owned", "base": {"max_loops": 6, "agents": agents, "bid_timeout": 600},
         "grid": {"threshold": [0.3, 0.4, 0.5, 0.6]}, "tasks": ["Should we?"], "repeats": 3,
         "concurrency": 3, "bid_cache": False}))
     return path
 
 
 def started_sweep(store: RunStore, tmp_path: Path, latency: float = 0.03,
-                  max_calls: int = 40) -> str:
+                  max_calls: int = 40, agents: list[dict] | None = None) -> str:
     """A 12-cell sweep stopped by a budget cap after a few calls (resumable, owner gone)."""
-    spec = load_sweep(write_spec(tmp_path / "sweep.json", latency))
+    spec = load_sweep(write_spec(tmp_path / "sweep.json", latency, agents))
     outcome = run_sweep(spec, store, max_calls=max_calls)
     assert outcome.status == "stopped_budget" and outcome.cells_done < 12
     return outcome.sweep_id
@@ -76,22 +77,37 @@ def wait_until_owned_by(store: RunStore, sweep_id: str, proc: subprocess.Popen[b
 
 
 def test_a_second_resume_of_a_running_sweep_is_refused_naming_its_owner(store, tmp_path):
-    sweep_id = started_sweep(store, tmp_path, latency=0.25, max_calls=9)  # ~10 s left to run
-    first = resume(store.url, sweep_id)
-    wait_until_owned_by(store, sweep_id, first)
+    # The agents answer from a loopback server that holds every reply while `hold` is clear,
+    # so the first resume is still running the sweep however long the second takes to start
+    # (a sim sweep with ~10 s left finished first on a loaded machine).
+    hold = threading.Event()
+    hold.set()
+    with FakeOpenAIServer() as server:
+        def answer(body: dict) -> object:
+            assert hold.wait(300), "the test never released the replies"
+            return tool_call(0.9, "We should.")
 
-    second = resume(store.url, sweep_id[:10])
-    out, err = second.communicate(timeout=120)
-    assert first.poll() is None  # the first one was still running the sweep
-    assert second.returncode == 2 and out == b"", (out, err)
-    line = err.decode()
-    assert line.count("\n") == 1 and line.startswith(f"error: sweep {sweep_id[:12]} is already "
-                                                     "running")
-    owner = store.get_sweep(sweep_id)
-    assert f"pid {first.pid} on host {socket.gethostname()}, since {owner['owned_at']}" in line
-    assert f"kill {first.pid}" in line and "Stop on the dashboard's Sweeps page" in line
+        server.set_responder(None, answer)
+        agents = [{"agent_name": n, "model_name": "openai/gpt-4o-mini",
+                   "api_base": server.base_url} for n in ("Ann", "Bo", "Cy")]
+        sweep_id = started_sweep(store, tmp_path, max_calls=9, agents=agents)
+        hold.clear()
+        first = resume(store.url, sweep_id)
+        wait_until_owned_by(store, sweep_id, first)
 
-    out, err = first.communicate(timeout=300)
+        second = resume(store.url, sweep_id[:10])
+        out, err = second.communicate(timeout=120)
+        assert first.poll() is None  # the first one was still running the sweep
+        assert second.returncode == 2 and out == b"", (out, err)
+        line = err.decode()
+        assert line.count("\n") == 1 and line.startswith(f"error: sweep {sweep_id[:12]} is "
+                                                         "already running")
+        owner = store.get_sweep(sweep_id)
+        assert f"pid {first.pid} on host {socket.gethostname()}, since {owner['owned_at']}" in line
+        assert f"kill {first.pid}" in line and "Stop on the dashboard's Sweeps page" in line
+
+        hold.set()
+        out, err = first.communicate(timeout=300)
     assert first.returncode == 0, err
     assert f"sweep {sweep_id} finished: 12/12 cells done" in out.decode()
     finished_once(store, sweep_id)
