@@ -264,10 +264,15 @@ class SweepBook(StoreBase):
     def flag_writer_runs(self, sweep_id: str, cell: str, *, pid: int, hostname: str,
                          status: str, reason: str) -> int:
         """Close the runs of a cell left `running` by a writer known to be gone (a Ray worker
-        killed mid-cell, sweeps/_ray_executor.py): how many were flagged."""
+        killed mid-cell, sweeps/_ray_executor.py): how many were flagged.
+
+        A run another store on this host already marked `interrupted` (any store opening here,
+        e.g. the next worker's, marks a dead writer's runs so) is flagged too: the driver knows
+        why it ended, the startup check only that its process is gone."""
         with self.write("flag the runs of a dead worker") as conn:
             return int(conn.execute(update(runs).where(
-                runs.c.sweep_id == sweep_id, runs.c.cell == cell, runs.c.status == "running",
+                runs.c.sweep_id == sweep_id, runs.c.cell == cell,
+                runs.c.status.in_(("running", "interrupted")),
                 runs.c.pid == pid, runs.c.hostname == hostname).values(
                 status=status, error=reason, ended_at=utc_now())).rowcount)
 

@@ -204,13 +204,13 @@ def test_run_batch_records_every_run(store):
 
 
 def _insert_running(store: RunStore, run_id: str, pid: int, proc_start: str,
-                    hostname: str | None = None) -> None:
+                    hostname: str | None = None, **columns: str) -> None:
     with store.write("test") as conn:
         conn.execute(insert(runs).values(
             run_id=run_id, name="n", task="t", status="running", spec_json="{}", agents="",
             threshold=0.5, recency_penalty=0.3, recency_window=1, max_loops=5,
             started_at="2025-01-01T00:00:00+00:00", pid=pid, proc_start=proc_start,
-            hostname=hostname or this_writer().hostname))
+            hostname=hostname or this_writer().hostname, **columns))
 
 
 def _status(store: RunStore, run_id: str) -> str:
@@ -238,6 +238,24 @@ def test_runs_of_dead_writers_on_this_host_become_interrupted(store):
     finally:
         alive.kill()
         alive.wait()
+
+
+def test_a_dead_workers_run_is_flagged_with_its_reason_even_once_marked_interrupted(store):
+    """A Ray worker killed mid-cell: the next store opened on the host (the retry's worker)
+    may mark its run `interrupted` before the driver flags it; the driver's reason still wins
+    (it failed in a fresh clone as 'interrupted' where the sweep test expects 'error')."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    sweep_id = store.create_sweep("s", {"grid": {}})
+    host = this_writer().hostname
+    _insert_running(store, "killed", dead.pid, "1", sweep_id=sweep_id, cell="c1")
+    _insert_running(store, "other-cell", dead.pid, "1", sweep_id=sweep_id, cell="c2")
+    assert "killed" in RunStore().interrupted  # the startup check got there first
+    reason = "its Ray worker w1 died mid-cell (ActorDiedError); the cell was run again"
+    assert store.flag_writer_runs(sweep_id, "c1", pid=dead.pid, hostname=host,
+                                  status="error", reason=reason) == 1
+    assert [_status(store, r) for r in ("killed", "other-cell")] == ["error", "interrupted"]
+    assert store.run_info("killed")["error"] == reason
 
 
 def test_list_runs_filters_combine(store):
