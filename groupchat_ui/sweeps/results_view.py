@@ -31,7 +31,7 @@ from groupchat_ui.kit.frames import records
 from groupchat_ui.kit.jobs import JobRegistry
 from groupchat_ui.kit.safety import escape_markdown
 
-from . import charts, stats_view
+from . import charts, stats_view, views_explore
 from . import logic as svc
 
 BY = ["threshold", "recency_penalty", "recency_window"]  # the heatmaps' axes
@@ -88,7 +88,7 @@ def results(store: RunStore, sweep_id: str) -> None:
     frame = sweep_results(store, sweep_id)
     by = [c for c in BY if c in frame]
     tabs = st.tabs(["Heatmaps", "95% intervals", "Importance", "Compare two cells",
-                    "Parallel coordinates", "Cells & runs", "What-if"])
+                    "Parallel coordinates", "Cells & runs", "What-if", *views_explore.TABS])
     with tabs[0]:
         agg = aggregate(frame, by=by, metrics=METRICS)
         metric = st.selectbox("Metric", METRICS, key="sw_metric",
@@ -103,14 +103,13 @@ def results(store: RunStore, sweep_id: str) -> None:
     with tabs[3]:
         stats_view.compare_tab(frame)
     with tabs[4]:
-        axes = [c for c in [*by, *svc.group_columns(frame)] if c in frame]
-        st.plotly_chart(charts.parcoords(frame, list(dict.fromkeys(axes)), METRICS),
-                        key="sw_parcoords")
+        views_explore.parcoords_tab(frame, by)
     with tabs[5]:
         _cells(frame, sweep_id)
         _meta_download(store, sweep_id)
     with tabs[6]:
         whatif(store, frame)
+    views_explore.tabs(store, frame, tabs[7:])
 
 
 def _intervals(frame: pd.DataFrame, sweep_id: str) -> None:
