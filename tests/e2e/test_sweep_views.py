@@ -18,7 +18,7 @@ from groupchat_core.sweeps import parse_sweep, run_sweep, sweep_results, top_k
 from groupchat_core.testing import ScriptedBids
 from groupchat_ui.kit.presets import DEBATE_TRIO
 
-from .conftest import WAIT_MS, PLOTS_DRAWN, expect, fresh, screenshot, wait_idle
+from .conftest import PLOTS_DRAWN, WAIT_MS, expect, fresh, screenshot, wait_idle
 
 PHONE = {"width": 390, "height": 844}
 
@@ -101,7 +101,8 @@ def test_group_by_draws_a_band_per_other_parameter_and_configurations_show_what_
     _open(page, app_server, sim_sweep, "Group by")
     page.wait_for_function(PLOTS_DRAWN, arg=1, timeout=WAIT_MS)
     legend = _plot_text(page).first.locator(".legendtext")
-    expect(legend).to_have_text(["recency_window 1", "recency_window 4", "recency_window 16"], timeout=WAIT_MS)
+    expect(legend).to_have_text(["recency_window 1", "recency_window 4", "recency_window 16"],
+                                timeout=WAIT_MS)
     expect(_plot_text(page).first.locator(".gtitle")).to_contain_text(
         "seeds collapsed into 95% bands")
     screenshot(page, "after-sweeps-groupby-desktop")
