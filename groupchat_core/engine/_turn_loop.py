@@ -98,6 +98,7 @@ class TurnLoop:
         bid_cache: BidCache | None = None, emit_delta: EmitDelta | None = None,
         providers: Providers | None = None,
         score: Scorer | None = None, answer_key: Mapping[str, Any] | None = None,
+        run_id: str | None = None,
     ) -> None:
         self.agents = list(agents)
         self.score = score  # a scored task's scorer, run as the run ends (docs/outcomes.md)
@@ -114,7 +115,7 @@ class TurnLoop:
         self.emit = emit
         self._post_hook = post
         self.record = RunRecord(
-            run_id=uuid.uuid4().hex, config=config.model_dump(), task=task
+            run_id=run_id or uuid.uuid4().hex, config=config.model_dump(), task=task
         )
         self.transcript = Transcript()
         self.history: list[tuple[str, str]] = []
