@@ -35,4 +35,4 @@ mine_running = any(not s.done for s in registry.tasks_for(session.owner, "sweep"
 if info["status"] in RESUMABLE and not mine_running:
     view.resume_button(registry, store, session, info["sweep_id"], "sw_resume")
 view.delete_button(store, session, info, running=info["status"] == "running")
-results_view.results(store, sweep_id)
+results_view.results(store, sweep_id, registry)

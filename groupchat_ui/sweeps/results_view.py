@@ -33,6 +33,7 @@ from groupchat_ui.kit.safety import escape_markdown
 
 from . import charts, stats_view, views_explore
 from . import logic as svc
+from .view import ray_workers
 
 BY = ["threshold", "recency_penalty", "recency_window"]  # the heatmaps' axes
 REFRESH_S = 0.5
@@ -83,7 +84,7 @@ def header(store: RunStore, sweep_id: str, registry: JobRegistry | None = None,
     return info
 
 
-def results(store: RunStore, sweep_id: str) -> None:
+def results(store: RunStore, sweep_id: str, registry: JobRegistry | None = None) -> None:
     """Tabs over one sweep's results."""
     frame = sweep_results(store, sweep_id)
     by = [c for c in BY if c in frame]
@@ -105,6 +106,8 @@ def results(store: RunStore, sweep_id: str) -> None:
     with tabs[4]:
         views_explore.parcoords_tab(frame, by)
     with tabs[5]:
+        if registry is not None:
+            ray_workers(registry, sweep_id)
         _cells(frame, sweep_id)
         _meta_download(store, sweep_id)
     with tabs[6]:
