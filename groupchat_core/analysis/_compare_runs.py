@@ -45,12 +45,13 @@ def config_diff(a: Mapping[str, Any], b: Mapping[str, Any], *,
     rows = []
     for key in sorted(set(fa) | set(fb)):
         va, vb = fa.get(key, "(not set)"), fb.get(key, "(not set)")
-        rows.append({"setting": key, "A": _text(va), "B": _text(vb), "differs": va != vb})
+        rows.append({"setting": key, "A": _setting_text(va), "B": _setting_text(vb),
+                     "differs": va != vb})
     table = pd.DataFrame(rows, columns=["setting", "A", "B", "differs"])
     return table[table["differs"]].reset_index(drop=True) if only_differs else table
 
 
-def _text(value: Any) -> str:
+def _setting_text(value: Any) -> str:
     if value is None:
         return "none"
     if isinstance(value, float):

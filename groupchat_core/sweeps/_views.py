@@ -62,10 +62,10 @@ def top_k(results: pd.DataFrame, metric: str, percent: float, *,
 
 def config_label(row: pd.Series | dict[str, Any], columns: Sequence[str]) -> str:
     """A configuration's short name from its values ('threshold 0.4 · recency_penalty 0')."""
-    return " · ".join(f"{c} {_text(row[c])}" for c in columns) or "all cells"
+    return " · ".join(f"{c} {_value_text(row[c])}" for c in columns) or "all cells"
 
 
-def _text(value: Any) -> str:
+def _value_text(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return f"{value:g}"
     return f"{value:g}" if isinstance(value, float) else str(value)

@@ -25,7 +25,8 @@ from groupchat_ui.kit.safety import escape_markdown
 from groupchat_ui.kit.state import SessionState
 from groupchat_ui.kit.store_access import RunData, downloads
 
-from . import actions, logic, permalink
+from . import actions, logic
+from . import permalink_view as permalink
 
 # every chart's plotly config: one modebar button, plotly's own "download as PNG" (drawn in
 # the browser: no kaleido, no server-side browser)

@@ -43,7 +43,7 @@ def _dimension(name: str, values: pd.Series, brush: tuple[float, float] | None) 
     return dim
 
 
-def parcoords(results: pd.DataFrame, params: Sequence[str], metrics: Sequence[str],
+def parcoords_brushed(results: pd.DataFrame, params: Sequence[str], metrics: Sequence[str],
               color: str, brush: tuple[float, float] | None = None) -> go.Figure:
     """One line per finished cell across `params` then `metrics`, coloured by `color`; `brush`
     (low, high) keeps only the lines whose `color` value is in it (drawn as the axis's range)."""

@@ -31,7 +31,8 @@ from groupchat_ui.kit.frames import records
 from groupchat_ui.kit.jobs import JobRegistry
 from groupchat_ui.kit.safety import escape_markdown
 
-from . import charts, stats_view, views_explore
+from . import charts, stats_view
+from . import explore_view as views_explore
 from . import logic as svc
 from .view import ray_workers
 

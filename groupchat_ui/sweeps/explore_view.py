@@ -53,7 +53,7 @@ def parcoords_tab(frame: pd.DataFrame, by: list[str]) -> None:
     best = top_k(frame, color, percent, highest=highest)
     values = pd.to_numeric(best[color], errors="coerce").dropna()
     brush = (float(values.min()), float(values.max())) if percent < 100 and len(values) else None
-    st.plotly_chart(explore_charts.parcoords(frame, axes, METRICS, color, brush),
+    st.plotly_chart(explore_charts.parcoords_brushed(frame, axes, METRICS, color, brush),
                     key="sw_parcoords")
     finished = int((frame["status"] == "finished").sum())
     cols[2].metric("Cells kept", f"{len(best)} of {finished}")
