@@ -45,24 +45,32 @@ def wanted_turn(turns: Sequence[int]) -> int | None:
     return turn if turn in turns else None
 
 
-def opening_tab(tabs: Sequence[str], why: str) -> str | None:
-    """Open the Why? tab when the address asks for a turn."""
-    return why if st.query_params.get(TURN) is not None and why in tabs else None
+def open_linked_tab(tab_key: str, why: str) -> None:
+    """Before the tabs are drawn: an address naming a turn not yet opened opens the Why? tab
+    (once per link: the user may then move to another tab)."""
+    turn = st.query_params.get(TURN)
+    link_seen = (st.query_params.get("run"), turn)
+    if turn is not None and st.session_state.get(f"{tab_key}_link") != link_seen:
+        st.session_state[tab_key] = why
+        st.session_state[f"{tab_key}_link"] = link_seen
 
 
 def follow_turn(turns: Sequence[int], key: str) -> None:
-    """Before the turn picker is drawn: a `?turn=` not yet applied chooses its turn."""
+    """Before the turn picker is drawn: a `?turn=` not yet applied (a link, a reload)
+    chooses its turn; the page's own writes are marked applied, so they never fight the user."""
     turn = wanted_turn(turns)
-    applied = f"{key}_applied"
-    if turn is not None and st.session_state.get(applied) != (turn, tuple(turns[:1])):
+    seen = (st.query_params.get("run"), st.query_params.get(TURN))
+    if turn is not None and st.session_state.get(f"{key}_applied") != seen:
         st.session_state[key] = turn
-        st.session_state[applied] = (turn, tuple(turns[:1]))
+        st.session_state[f"{key}_applied"] = seen
 
 
 def turn_and_bid(run_id: str, turn: int, bids: pd.DataFrame) -> None:
     """Write the chosen turn into the address, offer a bid picker, show the chosen bid and the
     links to both."""
     st.query_params[TURN] = str(turn)
+    seen = (run_id, str(turn))  # written by the page: not a link to follow again
+    st.session_state["explain_turn_applied"] = st.session_state["analysis_tab_link"] = seen
     on_turn = bids[bids["turn"] == turn]
     agents = [str(a) for a in on_turn["agent"]]
     asked = st.query_params.get(BID)

@@ -129,8 +129,8 @@ def tabs(data: RunData, run_id: str) -> None:
     bodies: list[Callable[[], None]] = [  # in TABS order
         lambda: bid_charts(data), lambda: speaker_charts(data), lambda: explainer(data, run_id),
         lambda: transcript(data), lambda: download_buttons(run_id)]
-    shown = st.tabs(list(TABS), key="analysis_tab", on_change="rerun",
-                    default=permalink.opening_tab(TABS, "Why?"))
+    permalink.open_linked_tab("analysis_tab", "Why?")
+    shown = st.tabs(list(TABS), key="analysis_tab", on_change="rerun")
     if not shown[TABS.index("Why?")].open:
         permalink.forget()  # the address names a turn only while the turn is shown
     for tab, body in zip(shown, bodies, strict=True):
