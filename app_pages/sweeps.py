@@ -37,4 +37,4 @@ if info["status"] in RESUMABLE and not mine_running:
 view.delete_button(store, session, info, running=info["status"] == "running")
 components.mlflow_button(store, [info["sweep_id"]], "sw_mlflow", "Export sweep to MLflow",
                          what="sweep (a parent run, a child per cell)")
-results_view.results(store, sweep_id)
+results_view.results(store, sweep_id, registry)

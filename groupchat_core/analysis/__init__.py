@@ -6,6 +6,7 @@ Everything here reads DataFrames or records; nothing calls a model. Re-selection
 engine's own `select_speaker`, so "what if" answers follow the same rules as a live run.
 """
 
+from ._compare_runs import config_diff, flatten_config, rotation, top_bids
 from ._metrics import (
     Counterfactual,
     RecordedTurn,
@@ -44,14 +45,18 @@ __all__ = [
     "agent_order",
     "bid_outcome",
     "bid_outcomes",
+    "config_diff",
     "counterfactual",
     "explain_turn",
+    "flatten_config",
     "gini",
     "recorded_turns",
     "reselect",
+    "rotation",
     "speaker_metrics",
     "selector_agreement",
     "speakers",
+    "top_bids",
     "transition_matrix",
     "whatif_grid",
     "whatif_pivot",

@@ -9,6 +9,7 @@ import asyncio
 import concurrent.futures
 import json
 import logging
+import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,7 @@ from ._turn_loop import TurnLoop
 
 logger = logging.getLogger("groupchat_core")
 _CONFIG_FIELDS = frozenset(ChatConfig.model_fields)
+_RUN_ID = re.compile(r"[0-9a-f]{32}")
 
 
 def _default(field: str) -> Any:
@@ -285,16 +287,22 @@ class GroupChat:
 
     async def arun_record(self, task: str | Task,
                           streaming_callback: StreamingCallback | None = None,
-                          *, _dispatch: Callable[..., None] | None = None) -> RunRecord:
+                          *, run_id: str | None = None,
+                          _dispatch: Callable[..., None] | None = None) -> RunRecord:
         """Run one chat on the running loop and return its full typed record. A `Task` (a
         task with an answer, groupchat_core.outcomes) runs its prompt and the record gets its
-        `outcome` (docs/outcomes.md)."""
+        `outcome` (docs/outcomes.md). `run_id`: the id the run is recorded under (32 hex
+        digits; default a new uuid4), so a caller that already named the work (the dashboard's
+        job) shows one id for it everywhere."""
         scored = task if isinstance(task, Task) else None
         if scored is not None:
             task = scored.prompt
         if not isinstance(task, str) or not task.strip():
             raise ConfigError("task must be a non-empty string or a groupchat_core.outcomes.Task")
         task = task.replace("\x00", "\ufffd")  # as for replies: no database stores NUL
+        if run_id is not None and not _RUN_ID.fullmatch(run_id):
+            raise ConfigError(f"run_id must be 32 lowercase hex digits (a uuid4 hex), got "
+                              f"{run_id[:40]!r}")
         dispatch = _dispatch or _call_now
         observers = [*self._observers, *self._console()]
 
@@ -330,7 +338,7 @@ class GroupChat:
         run = TurnLoop(self.agents, self._config.model_copy(), task, emit, post, self._bid_cache,
                        emit_delta if self.stream_bids and deltas else None, self._providers,
                        **self._scoring(scored), roster=self.roster, room=self.room,
-                       human_selector=self.human_selector)
+                       human_selector=self.human_selector, run_id=run_id)
         current = asyncio.current_task()
         with self._lock:
             self._active.add((asyncio.get_running_loop(), current))

@@ -103,7 +103,7 @@ class TurnLoop:
         providers: Providers | None = None,
         score: Scorer | None = None, answer_key: Mapping[str, Any] | None = None,
         roster: Sequence[Agent | Human] | None = None, room: Room | None = None,
-        human_selector: Human | None = None,
+        human_selector: Human | None = None, run_id: str | None = None,
     ) -> None:
         self.agents = list(agents)
         # Everyone who bids, in list order (a bid's position): the agents and the people.
@@ -127,7 +127,7 @@ class TurnLoop:
         self.emit = emit
         self._post_hook = post
         self.record = RunRecord(
-            run_id=uuid.uuid4().hex, config=config.model_dump(), task=task
+            run_id=run_id or uuid.uuid4().hex, config=config.model_dump(), task=task
         )
         self.transcript = Transcript()
         self.history: list[tuple[str, str]] = []

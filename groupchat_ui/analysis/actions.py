@@ -20,10 +20,19 @@ def select_run(run_id: str) -> None:
     get().selected_run = run_id
     st.session_state["analysis_run"] = run_id
     st.query_params["run"] = run_id
+    st.query_params.pop("turn", None)  # a turn of the run shown before
+    st.query_params.pop("bid", None)
 
 
 def on_run_picked() -> None:
     select_run(st.session_state["analysis_run"])
+
+
+def on_kind() -> None:
+    """Switching between single and sweep runs: the picker then offers that kind's newest."""
+    st.session_state.pop("analysis_run", None)
+    st.query_params.pop("run", None)
+    get().selected_run = None
 
 
 def on_run_demo() -> None:

@@ -23,6 +23,20 @@ ENDED = RUN_ENDED  # not running, not cut off mid-way (declared in the core)
 NO_READABLE_BID = "no agent produced a readable bid"
 
 
+RUN_KINDS = ("single runs", "sweep runs")
+
+
+def kind_of(row: Mapping[str, Any]) -> str:
+    """A run made by a sweep (it has a sweep id) or on its own."""
+    sweep = row.get("sweep_id")
+    return RUN_KINDS[1] if isinstance(sweep, str) and sweep else RUN_KINDS[0]
+
+
+def of_kind(rows: Mapping[str, Mapping[str, Any]], kind: str) -> dict[str, Mapping[str, Any]]:
+    """The runs of one kind, in their order (the picker keeps sweep runs apart)."""
+    return {i: r for i, r in rows.items() if kind_of(r) == kind}
+
+
 def picker_label(row: Mapping[str, Any]) -> str:
     """A one-line label for the run picker: the kit's run label, then the run's status."""
     status = row.get("status") or ""

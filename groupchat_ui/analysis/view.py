@@ -26,8 +26,12 @@ from groupchat_ui.kit.state import SessionState
 from groupchat_ui.kit.store_access import RunData, downloads
 
 from . import actions, logic
+from . import permalink_view as permalink
 
-_CHART: dict[str, Any] = {"displayModeBar": False}  # every chart's plotly config
+# every chart's plotly config: one modebar button, plotly's own "download as PNG" (drawn in
+# the browser: no kaleido, no server-side browser)
+_CHART: dict[str, Any] = {"displaylogo": False, "modeBarButtons": [["toImage"]],
+                          "toImageButtonOptions": {"format": "png", "scale": 2}}
 
 
 def no_ended_run(runs: pd.DataFrame) -> bool:
@@ -46,19 +50,37 @@ def session_runs(registry: JobRegistry, session: SessionState) -> list[str]:
 def run_picker(runs: pd.DataFrame, session: SessionState, mine: Sequence[str] = ()) -> str:
     """A run from the store: `?run=<id>` first, then this session's choice, then this session's
     newest ended run, then anyone's newest ended run (never a half-finished one by default)."""
-    rows = {r["run_id"]: r for r in records(runs)}
-    ids = list(rows)
+    every: dict[str, Any] = {r["run_id"]: r for r in records(runs)}
     wanted = st.query_params.get("run") or session.selected_run
+    rows: dict[str, Any] = dict(logic.of_kind(every, picker_kind(every, wanted))) or every
+    ids = list(rows)
     if wanted in rows and st.session_state.get("analysis_run") != wanted:
         st.session_state["analysis_run"] = wanted
     elif st.session_state.get("analysis_run") not in rows:
-        st.session_state["analysis_run"] = logic.default_run(runs, mine) or ids[0]
+        shown = runs[runs["run_id"].isin(set(ids))]
+        st.session_state["analysis_run"] = logic.default_run(shown, mine) or ids[0]
     run_id: str = st.selectbox("Run", ids, key="analysis_run",
                                format_func=lambda i: logic.picker_label(rows[i]),
                                on_change=actions.on_run_picked)
     session.selected_run = run_id
     st.query_params["run"] = run_id
     return run_id
+
+
+def picker_kind(rows: dict[str, Any], wanted: str | None) -> str:
+    """Single runs or sweep runs: the kind of the run asked for, else the user's choice."""
+    kinds = [k for k in logic.RUN_KINDS if logic.of_kind(rows, k)]
+    asked = logic.kind_of(rows[wanted]) if wanted in rows else None
+    if asked and st.session_state.get("analysis_kind_applied") != wanted:
+        st.session_state["analysis_kind"] = asked
+        st.session_state["analysis_kind_applied"] = wanted
+    if st.session_state.get("analysis_kind") not in kinds:
+        st.session_state["analysis_kind"] = kinds[0] if kinds else logic.RUN_KINDS[0]
+    if len(kinds) < 2:
+        return str(st.session_state["analysis_kind"])
+    kind = st.segmented_control("Runs", kinds, key="analysis_kind", on_change=actions.on_kind,
+                                format_func=lambda k: f"{k} ({len(logic.of_kind(rows, k))})")
+    return str(kind or kinds[0])
 
 
 def header(data: RunData) -> None:
@@ -108,9 +130,12 @@ def tabs(data: RunData, run_id: str) -> None:
     its two bid charts and not the speaker charts, 25 transcript tables and three downloads
     (built on first view) behind the other tabs. The open tab is kept across reruns and runs."""
     bodies: list[Callable[[], None]] = [  # in TABS order
-        lambda: bid_charts(data), lambda: speaker_charts(data), lambda: explainer(data),
+        lambda: bid_charts(data), lambda: speaker_charts(data), lambda: explainer(data, run_id),
         lambda: transcript(data), lambda: download_buttons(run_id)]
+    permalink.open_linked_tab("analysis_tab", "Why?")
     shown = st.tabs(list(TABS), key="analysis_tab", on_change="rerun")
+    if not shown[TABS.index("Why?")].open:
+        permalink.forget()  # the address names a turn only while the turn is shown
     for tab, body in zip(shown, bodies, strict=True):
         if tab.open:
             with tab:
@@ -161,16 +186,20 @@ def speaker_charts(data: RunData) -> None:
     right.plotly_chart(charts.turn_shares(m), key="turn_shares", config=_CHART)
 
 
-def explainer(data: RunData) -> None:
+def explainer(data: RunData, run_id: str) -> None:
     turns = [int(t) for t in data.turns["turn"]] if not data.turns.empty else []
     if not turns:
         st.info("No turn was completed.")
         return
     outcomes = logic.outcomes(data.turns)
+    permalink.follow_turn(turns, "explain_turn")
+    if st.session_state.get("explain_turn") not in turns:
+        st.session_state["explain_turn"] = turns[0]
     turn = st.selectbox("Why did this turn go the way it did?", turns, key="explain_turn",
                         format_func=lambda t: f"turn {t}: {outcomes[t]}")
     text = explain_turn(data.bids, data.turns, int(turn or turns[0]), data.threshold)
     st.info(escape_markdown(text), icon=":material/lightbulb:")
+    permalink.turn_and_bid(run_id, int(turn or turns[0]), data.bids)
 
 
 TRANSCRIPT_PAGE = 25  # turns per page: a 1,000-turn run must not draw 1,000 tables at once

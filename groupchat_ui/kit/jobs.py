@@ -315,7 +315,8 @@ class JobRegistry:
     async def _run_chat(self, job: Job) -> RunRecord:
         assert job.chat is not None
         _current_job.set(job)  # this task's context only; child bid tasks inherit it
-        record = await job.chat.arun_record(job.task)
+        # the run is recorded under the job's id: one id for it on every page (issue 21)
+        record = await job.chat.arun_record(job.task, run_id=job.id)
         with self._lock:
             job.record = job.record or record
         return record

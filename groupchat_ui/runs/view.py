@@ -14,7 +14,7 @@ from groupchat_ui.kit import store_access
 from groupchat_ui.kit.safety import escape_markdown
 from groupchat_ui.kit.store_access import RunData
 
-from . import logic
+from . import compare_view, logic
 
 
 @st.cache_data(show_spinner=False, ttl=30, max_entries=8)
@@ -46,3 +46,5 @@ def compare(a: RunData, b: RunData) -> None:
     same = int(aligned["same"].sum()) if not aligned.empty else 0
     st.caption(f"Same speaker on {same} of {len(aligned)} turns.")
     st.dataframe(aligned, hide_index=True, key="compare_speakers")
+    compare_view.parameters(a, b, labels)
+    compare_view.overlaid(a, b, labels)

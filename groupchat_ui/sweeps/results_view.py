@@ -32,7 +32,9 @@ from groupchat_ui.kit.jobs import JobRegistry
 from groupchat_ui.kit.safety import escape_markdown
 
 from . import charts, stats_view
+from . import explore_view as views_explore
 from . import logic as svc
+from .view import ray_workers
 
 BY = ["threshold", "recency_penalty", "recency_window"]  # the heatmaps' axes
 REFRESH_S = 0.5
@@ -83,12 +85,12 @@ def header(store: RunStore, sweep_id: str, registry: JobRegistry | None = None,
     return info
 
 
-def results(store: RunStore, sweep_id: str) -> None:
+def results(store: RunStore, sweep_id: str, registry: JobRegistry | None = None) -> None:
     """Tabs over one sweep's results."""
     frame = sweep_results(store, sweep_id)
     by = [c for c in BY if c in frame]
     tabs = st.tabs(["Heatmaps", "95% intervals", "Importance", "Compare two cells",
-                    "Parallel coordinates", "Cells & runs", "What-if"])
+                    "Parallel coordinates", "Cells & runs", "What-if", *views_explore.TABS])
     with tabs[0]:
         agg = aggregate(frame, by=by, metrics=METRICS)
         metric = st.selectbox("Metric", METRICS, key="sw_metric",
@@ -103,14 +105,15 @@ def results(store: RunStore, sweep_id: str) -> None:
     with tabs[3]:
         stats_view.compare_tab(frame)
     with tabs[4]:
-        axes = [c for c in [*by, *svc.group_columns(frame)] if c in frame]
-        st.plotly_chart(charts.parcoords(frame, list(dict.fromkeys(axes)), METRICS),
-                        key="sw_parcoords")
+        views_explore.parcoords_tab(frame, by)
     with tabs[5]:
+        if registry is not None:
+            ray_workers(registry, sweep_id)
         _cells(frame, sweep_id)
         _meta_download(store, sweep_id)
     with tabs[6]:
         whatif(store, frame)
+    views_explore.tabs(store, frame, tabs[7:])
 
 
 def _intervals(frame: pd.DataFrame, sweep_id: str) -> None:

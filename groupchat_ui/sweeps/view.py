@@ -352,7 +352,30 @@ def _workers(snap: Any) -> None:
     if workers.empty:
         st.caption("workers: none has finished a cell yet")
         return
+    st.caption(f"Ray workers: {len(workers)} worker(s) ran "
+               f"{int(workers['finished'].sum())} finished cell(s).")
     st.dataframe(workers, hide_index=True, key=f"sw_workers_{snap.id}")
+
+
+def ray_workers(registry: JobRegistry, sweep_id: str) -> None:
+    """Under Results: the per-worker table of this process's latest Ray job of sweep
+    `sweep_id` (any session's), so it is there after a reload or from another tab too, not
+    only in the live panel of the session that started it. Nothing for a local sweep."""
+    jobs = registry.find_tasks("sweep", lambda s: svc.progress(s.events).sweep_id == sweep_id
+                               and svc.ray_state(s.events) is not None)
+    if not jobs:
+        return
+    snap = jobs[-1]
+    ray = svc.ray_state(snap.events)
+    assert ray is not None
+    st.caption(escape_markdown(ray_line(ray, snap.done)))
+    workers = svc.worker_table(snap.events)
+    if workers.empty:
+        st.caption("workers: none has finished a cell yet")
+        return
+    st.caption(f"Ray workers: {len(workers)} worker(s) ran "
+               f"{int(workers['finished'].sum())} finished cell(s).")
+    st.dataframe(workers, hide_index=True, key="sw_results_workers")
 
 
 def ray_line(ray: svc.RayState, done: bool) -> str:
