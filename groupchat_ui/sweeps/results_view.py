@@ -31,7 +31,7 @@ from groupchat_ui.kit.frames import records
 from groupchat_ui.kit.jobs import JobRegistry
 from groupchat_ui.kit.safety import escape_markdown
 
-from . import charts, stats_view
+from . import charts, outcome_views, stats_view
 from . import logic as svc
 
 BY = ["threshold", "recency_penalty", "recency_window"]  # the heatmaps' axes
@@ -77,9 +77,8 @@ def header(store: RunStore, sweep_id: str, registry: JobRegistry | None = None,
                    + (f" · {escape_markdown(status.reason)}" if status.reason else ""))
 
     line()
-    agents = store.get_sweep(sweep_id)["grid"].get("base", {}).get("agents", [])
-    if svc.all_sim(agents):
-        st.caption(f":material/science: {svc.SIM_NOTE}")
+    if info["simulated"]:  # any agent of any cell, also through the model axis
+        st.caption(f":material/science: Simulated. {svc.SIM_NOTE}")
     return info
 
 
@@ -87,8 +86,13 @@ def results(store: RunStore, sweep_id: str) -> None:
     """Tabs over one sweep's results."""
     frame = sweep_results(store, sweep_id)
     by = [c for c in BY if c in frame]
+    scored = outcome_views.is_scored(frame)
     tabs = st.tabs(["Heatmaps", "95% intervals", "Importance", "Compare two cells",
-                    "Parallel coordinates", "Cells & runs", "What-if"])
+                    "Parallel coordinates", "Cells & runs", "What-if",
+                    *(["Outcomes"] if scored else [])])
+    if scored:
+        with tabs[-1]:
+            outcome_views.outcomes_tab(frame, sweep_id, bool(frame["simulated"].any()))
     with tabs[0]:
         agg = aggregate(frame, by=by, metrics=METRICS)
         metric = st.selectbox("Metric", METRICS, key="sw_metric",
