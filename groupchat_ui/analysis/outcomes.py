@@ -62,7 +62,7 @@ def panel(data: RunData) -> None:
     show = st.warning if outcome.correct is None else (
         st.success if outcome.correct else st.error)
     show(text, icon=":material/task_alt:" if outcome.correct else ":material/cancel:")
-    with st.expander("Outcome details", expanded=False):
+    with st.expander("Outcome details", expanded=False), st.container(key="outcome_box"):
         st.dataframe(facts(outcome), hide_index=True, key="outcome_facts")
         if outcome.votes:
             st.dataframe(pd.DataFrame({"agent": list(outcome.votes),

@@ -41,7 +41,9 @@ def accuracy_chart(table: pd.DataFrame, by: list[str]) -> go.Figure:
              table[by].itertuples(index=False)] if by else ["all cells"]
     acc = table["accuracy"].astype(float)
     fig = go.Figure(go.Scatter(
-        x=names, y=acc, mode="markers", marker={"size": 12, "color": PALETTE[0]},
+        x=names, y=acc, mode="markers+text", marker={"size": 12, "color": PALETTE[0]},
+        text=[f"{c} of {n} right" for c, n in zip(table["correct"], table["n"], strict=True)],
+        textposition="middle right",
         error_y={"type": "data", "symmetric": False,
                  "array": (table["ci_high"].astype(float) - acc).tolist(),
                  "arrayminus": (acc - table["ci_low"].astype(float)).tolist()},
@@ -100,8 +102,9 @@ def outcomes_tab(frame: pd.DataFrame, sweep_id: str, simulated: bool) -> None:
     st.caption("Accuracy: scored finished chats right, with the Wilson 95% interval. Per "
                "correct answer: the group's calls (on a cold bid cache), tokens and cost, "
                "divided by its correct answers.")
-    st.dataframe(svc.display_frame(table[[*by, *SHOWN]]), hide_index=True,
-                 key="sw_acc_table")
+    with st.container(key="sw_acc_box"):  # a keyed box: browser tests find the grid in it
+        st.dataframe(svc.display_frame(table[[*by, *SHOWN]]), hide_index=True,
+                     key="sw_acc_table")
     st.download_button("Download accuracy CSV", frame_csv(table),
                        file_name=f"sweep-{sweep_id[:8]}-accuracy.csv", mime="text/csv",
                        icon=":material/download:", key="sw_acc_csv")
