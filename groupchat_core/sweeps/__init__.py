@@ -59,7 +59,13 @@ from ._natures import (
     NATURES,
     methods_text,
 )
-from ._outcomes import Correlation, accuracy_table, correlation, equality_outcome
+from ._outcomes import (
+    Correlation,
+    accuracy_table,
+    correlation,
+    equality_outcome,
+    runs_outcomes,
+)
 from ._plan import SweepPlan, plan_sweep
 from ._ray_executor import RayExecutor
 from ._results import aggregate, heatmap_frame, sweep_results, sweep_summary, varying
@@ -125,6 +131,7 @@ __all__ = [
     "plain_json",
     "plan_sweep",
     "run_sweep",
+    "runs_outcomes",
     "studentized_mean",
     "sweep_results",
     "sweep_summary",

@@ -12,6 +12,8 @@ only draws them (docs/outcomes.md, "Outcome against dynamics").
 - `equality_outcome`: one point per scored finished chat (its Gini or evenness of turns, and
   whether it was right), and Pearson's r between them with a 95 % Fisher z interval. With a
   0/1 outcome r is the point-biserial correlation; the Fisher interval is then approximate.
+- `runs_outcomes`: stored scored runs (from the Run page, scripts, sweeps) as rows of the
+  same shape, for the Analysis page's view across runs.
 """
 
 from __future__ import annotations
@@ -19,12 +21,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from .._errors import ConfigError
 from ._intervals import CONFIDENCE, wilson, z_value
+
+if TYPE_CHECKING:
+    from ..store import RunStore
 
 EQUALITY_METRICS = ("gini", "evenness")
 OUTCOME_VALUES = ("correct", "score")
@@ -167,3 +172,44 @@ def equality_outcome(results: pd.DataFrame, equality: str = "gini",
         if outcome in scored else math.nan
     points = points.dropna(subset=[equality, outcome]).reset_index(drop=True)
     return points, correlation(list(points[equality]), list(points[outcome]))
+
+
+def runs_outcomes(store: RunStore, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
+    """Stored scored runs (all, or `run_ids`) as rows `accuracy_table` and `equality_outcome`
+    read: status, correct (0/1), score, calls_needed (calls made plus cache hits), tokens,
+    cost, simulated, Gini and evenness of turns (over the run's agents, silent ones too), and
+    the run's name, so Analysis asks the sweeps' questions of runs from anywhere."""
+    from ..analysis._metrics import speaker_metrics
+    from ..providers._sim import run_is_simulated
+
+    runs = store.list_runs()
+    if run_ids is not None:
+        runs = runs[runs["run_id"].isin(set(run_ids))]
+    runs = runs[runs["scorer"].notna()].reset_index(drop=True)
+    columns = ["run_id", "name", "status", "scorer", "correct", "score", "calls_needed",
+               "total_prompt_tokens", "total_completion_tokens", "total_cost_usd",
+               "simulated", "gini", "evenness"]
+    if runs.empty:
+        return pd.DataFrame(columns=columns)
+    ids = list(runs["run_id"])
+    hits = store.cache_stats(ids).set_index("run_id")["cache_hits"].to_dict()
+    turns = store.turns(ids)
+    bids = store.bids(ids)
+    gini: dict[str, float | None] = {}
+    evenness: dict[str, float | None] = {}
+    for run_id, group in turns.groupby("run_id", sort=False):
+        m = speaker_metrics(group, bids[bids["run_id"] == run_id])
+        gini[str(run_id)], evenness[str(run_id)] = m.gini, m.evenness
+    out = runs.assign(
+        correct=[math.nan if c is None or c != c else float(bool(c)) for c in runs["correct"]],
+        calls_needed=[int(c or 0) + int(hits.get(i, 0)) for c, i in
+                      zip(runs["total_calls"], ids, strict=True)],
+        simulated=[run_is_simulated(m if isinstance(m, list | tuple) else [])
+                   for m in runs["models"]],
+        gini=[_number(gini.get(i)) for i in ids],
+        evenness=[_number(evenness.get(i)) for i in ids])
+    return out[columns]
+
+
+def _number(value: float | None) -> float:
+    return math.nan if value is None else float(value)

@@ -1,5 +1,6 @@
 """The Analysis page's outcome panel: did the group get it right (extracted answer, expected
-answer, correct or score, scorer, each agent's vote), and whether sims took part.
+answer, correct or score, scorer, each agent's vote), and whether sims took part; and, across
+every scored run in the store, accuracy, cost per correct answer and equality against outcome.
 
 Why its own module: the outcome is the run's verdict, shown under the header whatever tab is
 open; its text comes from the engine's `outcome_text` (the one the Markdown export writes), so
@@ -15,6 +16,9 @@ import streamlit as st
 
 from groupchat_core import is_sim_model
 from groupchat_core.outcomes import Outcome
+from groupchat_core.store import RunStore
+from groupchat_core.sweeps import accuracy_table, equality_outcome, runs_outcomes
+from groupchat_ui.kit.outcome_charts import EQUALITY, equality_chart
 from groupchat_ui.kit.safety import escape_markdown
 from groupchat_ui.kit.store_access import RunData
 
@@ -69,3 +73,37 @@ def panel(data: RunData) -> None:
                                        "last stated answer": [v if v is not None else "none"
                                                               for v in outcome.votes.values()]}),
                          hide_index=True, key="outcome_votes")
+
+
+def across_runs(store: RunStore) -> None:
+    """Every scored run in the store: accuracy with its Wilson interval, calls and tokens per
+    correct answer, and turn-taking equality against outcome (numbers: groupchat_core.sweeps)."""
+    frame = runs_outcomes(store)
+    if frame.empty:
+        return
+    with st.expander(f"Outcomes across scored runs ({len(frame)})", icon=":material/insights:"):
+        if frame["simulated"].any():
+            st.caption(f":material/science: {int(frame['simulated'].sum())} of {len(frame)} "
+                       "runs are simulated (sim/ agents answer with a declared accuracy).")
+        table = accuracy_table(frame, by=[])
+        row = table.iloc[0]
+        if row["n"]:
+            st.markdown(f"Accuracy **{row['accuracy']:.0%}** ({int(row['correct'])} of "
+                        f"{int(row['n'])} finished scored runs; 95% Wilson interval "
+                        f"{row['ci_low']:.0%}–{row['ci_high']:.0%}) · calls per correct "
+                        f"answer {_per(row['calls_per_correct'])} · tokens per correct answer "
+                        f"{_per(row['tokens_per_correct'])}")
+        equality = st.selectbox("Turn-taking equality", list(EQUALITY), key="an_eq_metric",
+                                format_func=lambda m: EQUALITY[m])
+        outcome = "score" if frame["scorer"].eq("judge").any() else "correct"
+        points, result = equality_outcome(frame, equality, outcome)
+        st.plotly_chart(equality_chart(points, result, equality, outcome, None),
+                        key="an_eq_chart")
+        st.caption(f"{result.text(equality, outcome)} One point per finished scored run. "
+                   "A correlation is not a cause; runs of different tasks and settings are "
+                   "pooled here (a sweep compares like with like: the Sweeps page's Outcomes "
+                   "tab).")
+
+
+def _per(value: float) -> str:
+    return "–" if value != value else f"{value:,.1f}"

@@ -1,11 +1,13 @@
 """Outcomes in a real browser (issue 20 items 4-5): a sweep over strategies on Du problems
 shows, on its Outcomes tab, accuracy per strategy with its interval, the per-correct costs, the
 equality against outcome chart with its correlation, and "Simulated"; a scored run shows its
-verdict on Analysis. The same pages through AppTest (and the Runs table's columns, a canvas
-grid here): tests/ui/test_outcome_pages.py."""
+verdict on Analysis, with accuracy and equality against outcome across the scored runs. The
+same pages through AppTest (and the Runs table's columns, a canvas grid here):
+tests/ui/test_outcome_pages.py."""
 
 from __future__ import annotations
 
+import re
 import uuid
 
 from groupchat_core import Agent, GroupChat
@@ -77,3 +79,10 @@ def test_a_scored_run_shows_its_verdict_on_analysis_and_runs(app_server, app_db_
     expect(page.locator(".st-key-outcome_box [data-testid='stDataFrameResizable']").first
            ).to_be_visible(timeout=WAIT_MS)
     screenshot(page, "analysis-outcome")
+    across = page.get_by_text(re.compile(r"^Outcomes across scored runs \(\d+\)$"))
+    expect(across).to_be_visible(timeout=WAIT_MS)
+    across.click()
+    expect(page.get_by_text(re.compile(r"^Accuracy \d+% \(\d+ of \d+ finished scored runs; "
+                                       r"95% Wilson interval"))).to_be_visible(timeout=WAIT_MS)
+    expect(page.locator(".st-key-an_eq_chart")).to_contain_text("outcome (1: right)",
+                                                               timeout=WAIT_MS)

@@ -24,6 +24,7 @@ from groupchat_core.sweeps import (
     correlation,
     equality_outcome,
     run_sweep,
+    runs_outcomes,
     sweep_results,
     wilson,
 )
@@ -154,3 +155,27 @@ def test_accuracy_export_of_an_unscored_sweep_is_one_line(capsys, store_url) -> 
                  "accuracy"]) != 0
     err = capsys.readouterr().err
     assert "needs scored tasks" in err and "Traceback" not in err
+
+
+def test_stored_runs_give_the_same_rows_as_the_sweep_results(store_url) -> None:
+    """runs_outcomes reads scored runs from the store (for Analysis): the same verdicts, Gini,
+    evenness and calls as sweep_results gives for the same runs, so the same table follows."""
+    agents = [{"agent_name": n, "model_name": m} for n, m in (("A", "sim/balanced"),
+                                                            ("B", "sim/eager"),
+                                                            ("C", "sim/reserved"))]
+    spec = SweepSpec.model_validate({
+        "name": "pair", "base": {"max_loops": 4, "agents": agents},
+        "grid": {"strategy": ["bidding", "round_robin"]},
+        "tasks": [t.model_dump() for t in du_math_tasks(3)], "concurrency": 1})
+    store = RunStore(store_url)
+    results = sweep_results(store, run_sweep(spec, store).sweep_id)
+    stored = runs_outcomes(store).set_index("run_id")
+    assert set(stored.index) == set(results["run_id"])
+    for row in results.itertuples():
+        again = stored.loc[row.run_id]
+        assert (again["correct"], again["gini"], again["evenness"]) == pytest.approx(
+            (row.correct, row.gini, row.evenness))
+        assert again["calls_needed"] == row.calls_needed and bool(again["simulated"])
+    ours, theirs = accuracy_table(stored.reset_index(), by=[]), accuracy_table(results, by=[])
+    assert ours[["n", "correct", "calls"]].equals(theirs[["n", "correct", "calls"]])
+    assert runs_outcomes(store, run_ids=["nope"]).empty

@@ -100,6 +100,11 @@ def test_analysis_shows_the_runs_outcome_and_that_it_is_simulated(store) -> None
     assert dict(zip(facts[""], facts["value"], strict=True))["answer from"] == "majority vote"
     votes = frame_with(at, "last stated answer")
     assert set(votes["agent"]) <= {"Solver", "Checker"}
+    assert [e.label for e in at.expander if e.label.startswith("Outcomes across")] == [
+        "Outcomes across scored runs (1)"]
+    assert any(m.value.startswith("Accuracy **0%** (0 of 1 finished scored runs")
+               for m in at.markdown)
+    assert any("1 of 1 runs are simulated" in c.value for c in at.caption)
 
 
 def test_the_runs_table_has_outcome_and_simulated_columns(store) -> None:
