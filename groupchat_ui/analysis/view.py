@@ -25,7 +25,7 @@ from groupchat_ui.kit.safety import escape_markdown
 from groupchat_ui.kit.state import SessionState
 from groupchat_ui.kit.store_access import RunData, downloads
 
-from . import actions, logic, outcomes
+from . import actions, logic, outcome_view
 
 _CHART: dict[str, Any] = {"displayModeBar": False}  # every chart's plotly config
 
@@ -72,7 +72,7 @@ def header(data: RunData) -> None:
                 f"threshold {data.threshold:g} · cost "
                 f"{format_cost(data.record.total_cost_usd, data.record.unpriced_bids)}  \n"
                 f"Task: {escape_markdown(data.record.task)}  \nAgents: {agents}")
-    outcomes.panel(data)
+    outcome_view.panel(data)
     unreadable(data)
 
 

@@ -31,7 +31,7 @@ from groupchat_ui.kit.frames import records
 from groupchat_ui.kit.jobs import JobRegistry
 from groupchat_ui.kit.safety import escape_markdown
 
-from . import charts, outcome_views, stats_view
+from . import charts, outcome_view, stats_view
 from . import logic as svc
 
 BY = ["threshold", "recency_penalty", "recency_window"]  # the heatmaps' axes
@@ -86,13 +86,13 @@ def results(store: RunStore, sweep_id: str) -> None:
     """Tabs over one sweep's results."""
     frame = sweep_results(store, sweep_id)
     by = [c for c in BY if c in frame]
-    scored = outcome_views.is_scored(frame)
+    scored = outcome_view.is_scored(frame)
     tabs = st.tabs(["Heatmaps", "95% intervals", "Importance", "Compare two cells",
                     "Parallel coordinates", "Cells & runs", "What-if",
                     *(["Outcomes"] if scored else [])])
     if scored:
         with tabs[-1]:
-            outcome_views.outcomes_tab(frame, sweep_id, bool(frame["simulated"].any()))
+            outcome_view.outcomes_tab(frame, sweep_id, bool(frame["simulated"].any()))
     with tabs[0]:
         agg = aggregate(frame, by=by, metrics=METRICS)
         metric = st.selectbox("Metric", METRICS, key="sw_metric",
