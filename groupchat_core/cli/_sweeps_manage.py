@@ -238,7 +238,8 @@ def _export_table(args: argparse.Namespace, store: Any, sweep_id: str) -> pd.Dat
 
         if scored_chats(results).empty:
             raise CliError("--table accuracy needs scored tasks (tasks with an answer and a "
-                           "scorer, docs/outcomes.md); this sweep has no scored finished chat")
+                           "scorer, e.g. `answer: \"42\"` and `scorer: numeric`); this sweep "
+                           "has no scored finished chat")
         return with_row_facts(accuracy_table(results))
     if args.table == "importance":
         from ..sweeps._importance import IMPORTANCE_METRICS, importance

@@ -34,7 +34,8 @@ def outcomes_tab(frame: pd.DataFrame, sweep_id: str, simulated: bool) -> None:
     """Accuracy per group, cost per correct answer, and equality against outcome."""
     if not is_scored(frame):
         st.info("This sweep's tasks have no answers to score. Give its tasks an answer and a "
-                "scorer (docs/outcomes.md), e.g. `tasks: {file: du_math_100.jsonl}`.")
+                "scorer (e.g. `answer: \"42\"` and `scorer: numeric`), or name a task set "
+                "such as `tasks: {file: du_math_100.jsonl}`.")
         return
     if simulated:
         st.warning(SIM_CAPTION, icon=":material/science:")
