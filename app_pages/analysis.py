@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from groupchat_core import StoreError
-from groupchat_ui.analysis import actions, view
+from groupchat_ui.analysis import actions, outcome_view, view
 from groupchat_ui.kit import components, state, store_access
 
 session = state.get()
@@ -30,3 +30,4 @@ except StoreError as exc:
 view.header(data)
 view.metrics(data)
 view.tabs(data, run_id)
+outcome_view.across_runs(store_access.store())

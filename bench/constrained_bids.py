@@ -7,7 +7,10 @@ bids in short real chats. The same chats are run in both modes, interleaved, in 
 server turns into a grammar). A bid counts as readable when the engine read a score from it
 (Bid.outcome "read"); the rest are what the engine records as unreadable or failed.
 
-    python -m bench.constrained_bids [--bids 200] [--max-tokens 160]
+    python -m bench.constrained_bids [--bids 200] [--max-tokens 160] [--progress FILE]
+
+--progress FILE rewrites FILE with the counts so far after every chat (`"partial": true`
+until both modes have their bids), so a run stopped early still leaves its figures.
 
 Needs `make llm-setup` (the server is built once per machine). Results in BENCHMARKS.md.
 """
@@ -38,7 +41,27 @@ ROOMS: list[tuple[str, list[tuple[str, str]]]] = [
 ]
 
 
-def run(bids_per_mode: int, max_tokens: int, max_loops: int) -> dict[str, Any]:
+def summary(counts: dict[str, collections.Counter[str]],
+            paths: dict[str, collections.Counter[str]], seconds: dict[str, float],
+            max_tokens: int, max_loops: int, partial: bool) -> dict[str, Any]:
+    """The figures so far: per mode, bids, readable, rate, outcomes, paths, seconds per bid."""
+    result: dict[str, Any] = {"machine": f"{platform.machine()} {platform.system()}, "
+                                         f"Python {platform.python_version()}",
+                              "max_tokens": max_tokens, "max_loops": max_loops,
+                              "partial": partial, "modes": {}}
+    for mode in MODES:
+        total = sum(counts[mode].values())
+        read = counts[mode]["read"]
+        result["modes"][mode] = {
+            "bids": total, "readable": read, "rate": round(read / total, 3) if total else None,
+            "outcomes": dict(counts[mode]), "paths": dict(paths[mode]),
+            "seconds_per_bid": round(seconds[mode] / total, 2) if total else None,
+        }
+    return result
+
+
+def run(bids_per_mode: int, max_tokens: int, max_loops: int,
+        progress: str | None = None) -> dict[str, Any]:
     counts: dict[str, collections.Counter[str]] = {m: collections.Counter() for m in MODES}
     paths: dict[str, collections.Counter[str]] = {m: collections.Counter() for m in MODES}
     seconds = dict.fromkeys(MODES, 0.0)
@@ -67,18 +90,12 @@ def run(bids_per_mode: int, max_tokens: int, max_loops: int) -> dict[str, Any]:
                     counts[mode][f"{bid.outcome}{' (cut off)' if cut else ''}"] += 1
                     paths[mode][bid.path] += 1
             print(json.dumps({m: dict(counts[m]) for m in MODES}), file=sys.stderr, flush=True)
-    result: dict[str, Any] = {"machine": f"{platform.machine()} {platform.system()}, "
-                                         f"Python {platform.python_version()}",
-                              "max_tokens": max_tokens, "max_loops": max_loops, "modes": {}}
-    for mode in MODES:
-        total = sum(counts[mode].values())
-        read = counts[mode]["read"]
-        result["modes"][mode] = {
-            "bids": total, "readable": read, "rate": round(read / total, 3) if total else None,
-            "outcomes": dict(counts[mode]), "paths": dict(paths[mode]),
-            "seconds_per_bid": round(seconds[mode] / total, 2) if total else None,
-        }
-    return result
+            if progress:
+                done = min(sum(c.values()) for c in counts.values()) >= bids_per_mode
+                with open(progress, "w", encoding="utf-8") as out:
+                    json.dump(summary(counts, paths, seconds, max_tokens, max_loops,
+                                      partial=not done), out, indent=2)
+    return summary(counts, paths, seconds, max_tokens, max_loops, partial=False)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,8 +103,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bids", type=int, default=200, help="bids per mode (default 200)")
     parser.add_argument("--max-tokens", type=int, default=160)
     parser.add_argument("--max-loops", type=int, default=2)
+    parser.add_argument("--progress", default=None, metavar="FILE",
+                        help="rewrite FILE with the figures so far after every chat")
     args = parser.parse_args(argv)
-    print(json.dumps(run(args.bids, args.max_tokens, args.max_loops), indent=2))
+    print(json.dumps(run(args.bids, args.max_tokens, args.max_loops, args.progress),
+                     indent=2))
     return 0
 
 

@@ -28,7 +28,7 @@ from ._store import emit, say, text_table
 LIST_FIELDS = ("sweep_id", "name", "status", "reason", "created_at", "ended_at", "runs", "pid",
                "hostname", "owner", "owner_name")
 SHOWN_METRICS = ("messages", "lull_turn", "evenness", "calls_needed", "correct")
-TABLES = ("cells", "long", "intervals", "importance", "compare", "methods")
+TABLES = ("cells", "long", "intervals", "importance", "compare", "accuracy", "methods")
 
 if TYPE_CHECKING:  # the parser is built for every command: pandas loads only when a verb runs
     import pandas as pd
@@ -60,7 +60,9 @@ def add_verbs(verbs: Any) -> None:
                         help="cells: one row per cell, its intervals beside it (default); long: "
                              "one row per cell and metric; intervals: one per combination and "
                              "metric; importance; compare: cell --b against cell --a on each "
-                             "metric; methods: the methods paragraph")
+                             "metric; accuracy: per combination (e.g. strategy) of scored "
+                             "tasks, accuracy (Wilson), calls, tokens and cost per correct "
+                             "answer; methods: the methods paragraph")
     export.add_argument("--format", choices=("csv", "json", "parquet"), default="csv",
                         help="csv: safe to open in a spreadsheet (default; with -o, the spec, "
                              "seeds and methods go to FILE.meta.json beside it); json: the "
@@ -224,6 +226,14 @@ def _export_table(args: argparse.Namespace, store: Any, sweep_id: str) -> pd.Dat
             return long_frame(sweep_results(store, sweep_id), intervals)
         return with_row_facts(intervals)
     results = sweep_results(store, sweep_id)
+    if args.table == "accuracy":
+        from ..sweeps._outcomes import accuracy_table, scored_chats
+
+        if scored_chats(results).empty:
+            raise CliError("--table accuracy needs scored tasks (tasks with an answer and a "
+                           "scorer, e.g. `answer: \"42\"` and `scorer: numeric`); this sweep "
+                           "has no scored finished chat")
+        return with_row_facts(accuracy_table(results))
     if args.table == "importance":
         from ..sweeps._importance import IMPORTANCE_METRICS, importance
 

@@ -19,6 +19,7 @@ is left), _executor (where a cell runs), _scheduler (concurrency, budget caps, e
 (what observers get), _results (DataFrames for tables and heatmaps), _intervals and _natures
 (which interval fits which metric), _importance (which parameter matters), _compare (two cells:
 effect size, permutation test, paired by seed), _multiple (Holm, Benjamini-Hochberg),
+_outcomes (accuracy, cost per correct answer, equality against outcome),
 _export (self-describing exports, methods paragraph). The `sweep` subcommand lives in
 groupchat_core/cli/_sweeps.py.
 """
@@ -58,6 +59,13 @@ from ._natures import (
     NATURES,
     methods_text,
 )
+from ._outcomes import (
+    Correlation,
+    accuracy_table,
+    correlation,
+    equality_outcome,
+    runs_outcomes,
+)
 from ._plan import SweepPlan, plan_sweep
 from ._ray_executor import RayExecutor
 from ._results import aggregate, heatmap_frame, sweep_results, sweep_summary, varying
@@ -96,6 +104,7 @@ __all__ = [
     "CellResult",
     "CellStarted",
     "Comparison",
+    "Correlation",
     "Estimate",
     "Executor",
     "Grid",
@@ -108,6 +117,7 @@ __all__ = [
     "SweepPlan",
     "SweepSpec",
     "SweepStarted",
+    "accuracy_table",
     "aggregate",
     "arun_sweep",
     "bca_mean",
@@ -117,7 +127,9 @@ __all__ = [
     "compare_cells",
     "compare_metrics",
     "compare_values",
+    "correlation",
     "differing",
+    "equality_outcome",
     "estimate",
     "export_meta",
     "failure_reason",
@@ -138,6 +150,7 @@ __all__ = [
     "plan_sweep",
     "run_matrix",
     "run_sweep",
+    "runs_outcomes",
     "studentized_mean",
     "sweep_results",
     "sweep_summary",

@@ -39,8 +39,8 @@ if TYPE_CHECKING:
     from ..store import RunStore
 
 NUMERIC_PARAMS = ("threshold", "recency_penalty", "recency_window", "max_loops")
-LABEL_PARAMS = ("model", "temperature", "bid_prompt", "order", "roster", "agent_models",
-                "sample")
+LABEL_PARAMS = ("model", "temperature", "strategy", "bid_prompt", "order", "roster",
+                "agent_models", "sample")
 PARAM_COLUMNS = [*NUMERIC_PARAMS, *LABEL_PARAMS]
 METRICS = ("messages", "turns", "lull_turn", "lulled", "entropy_bits", "evenness", "gini",
            "longest_monologue", "calls_needed", "calls_made", "hit_rate", "total_cost_usd")

@@ -25,7 +25,7 @@ from groupchat_ui.kit.safety import escape_markdown
 from groupchat_ui.kit.state import SessionState
 from groupchat_ui.kit.store_access import RunData, downloads
 
-from . import actions, logic
+from . import actions, logic, outcome_view
 from . import permalink_view as permalink
 
 # every chart's plotly config: one modebar button, plotly's own "download as PNG" (drawn in
@@ -94,6 +94,7 @@ def header(data: RunData) -> None:
                 f"threshold {data.threshold:g} · cost "
                 f"{format_cost(data.record.total_cost_usd, data.record.unpriced_bids)}  \n"
                 f"Task: {escape_markdown(data.record.task)}  \nAgents: {agents}")
+    outcome_view.panel(data)
     unreadable(data)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from groupchat_core import format_cost, import_bundle
+from groupchat_core import format_cost, import_bundle, is_sim_model
 from groupchat_core.analysis import SpeakerMetrics
 from groupchat_core.store import RunStore
 from groupchat_ui.kit.frames import records
@@ -22,6 +22,8 @@ from groupchat_ui.kit.metrics import Card, metric_cards
 TABLE_COLUMNS = ["run", "started", "status", "owner", "stop_reason", "agents", "turns", "threshold",
                  "recency_penalty", "recency_window", "max_loops", "cost", "task", "name",
                  "ended", "run_id"]
+# Shown after "cost" when some run of the table was scored (docs/outcomes.md) or simulated.
+OUTCOME_COLUMNS = ["outcome", "answer", "scorer"]
 _IN_PROCESS_PATHS = ("simulation", "scripted", "none")
 
 
@@ -52,7 +54,28 @@ def runs_table(runs: pd.DataFrame, unpriced: dict[str, int] | None = None) -> pd
     out["cost"] = [cost_text(t, unpriced.get(str(i), 0))
                    for t, i in zip(runs["total_cost_usd"], runs["run_id"], strict=True)]
     out["owner"] = [owner_label(r) for r in records(runs)]
-    return out[TABLE_COLUMNS].reset_index(drop=True)
+    columns = list(TABLE_COLUMNS)
+    at = columns.index("cost") + 1
+    if "scorer" in runs and runs["scorer"].notna().any():
+        out["outcome"] = [verdict_text(c) for c in runs["correct"]]
+        out["answer"] = [a if isinstance(a, str) else "" for a in runs["answer"]]
+        out["scorer"] = runs["scorer"].fillna("")
+        columns[at:at] = OUTCOME_COLUMNS
+        at += len(OUTCOME_COLUMNS)
+    if "models" in runs:
+        flags = [isinstance(m, list | tuple) and any(is_sim_model(str(x)) for x in m)
+                 for m in runs["models"]]
+        if any(flags):
+            out["simulated"] = ["simulated" if f else "" for f in flags]
+            columns.insert(at, "simulated")
+    return out[columns].reset_index(drop=True)
+
+
+def verdict_text(correct: object) -> str:
+    """A run's outcome for the table: correct, wrong, or blank (a plain task, or unscored)."""
+    if correct is None or correct != correct:  # None or NaN
+        return ""
+    return "correct" if bool(correct) else "wrong"
 
 
 def owner_label(row: Mapping[str, Any]) -> str:

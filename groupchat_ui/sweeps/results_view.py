@@ -31,7 +31,7 @@ from groupchat_ui.kit.frames import records
 from groupchat_ui.kit.jobs import JobRegistry
 from groupchat_ui.kit.safety import escape_markdown
 
-from . import charts, stats_view
+from . import charts, outcome_view, stats_view
 from . import explore_view as views_explore
 from . import logic as svc
 from .view import ray_workers
@@ -79,9 +79,8 @@ def header(store: RunStore, sweep_id: str, registry: JobRegistry | None = None,
                    + (f" · {escape_markdown(status.reason)}" if status.reason else ""))
 
     line()
-    agents = store.get_sweep(sweep_id)["grid"].get("base", {}).get("agents", [])
-    if svc.all_sim(agents):
-        st.caption(f":material/science: {svc.SIM_NOTE}")
+    if info["simulated"]:  # any agent of any cell, also through the model axis
+        st.caption(f":material/science: Simulated. {svc.SIM_NOTE}")
     return info
 
 
@@ -89,8 +88,13 @@ def results(store: RunStore, sweep_id: str, registry: JobRegistry | None = None)
     """Tabs over one sweep's results."""
     frame = sweep_results(store, sweep_id)
     by = [c for c in BY if c in frame]
+    scored = outcome_view.is_scored(frame)
     tabs = st.tabs(["Heatmaps", "95% intervals", "Importance", "Compare two cells",
-                    "Parallel coordinates", "Cells & runs", "What-if", *views_explore.TABS])
+                    "Parallel coordinates", "Cells & runs", "What-if", *views_explore.TABS,
+                    *(["Outcomes"] if scored else [])])
+    if scored:
+        with tabs[-1]:
+            outcome_view.outcomes_tab(frame, sweep_id, bool(frame["simulated"].any()))
     with tabs[0]:
         agg = aggregate(frame, by=by, metrics=METRICS)
         metric = st.selectbox("Metric", METRICS, key="sw_metric",
@@ -113,7 +117,7 @@ def results(store: RunStore, sweep_id: str, registry: JobRegistry | None = None)
         _meta_download(store, sweep_id)
     with tabs[6]:
         whatif(store, frame)
-    views_explore.tabs(store, frame, tabs[7:])
+    views_explore.tabs(store, frame, tabs[7:7 + len(views_explore.TABS)])
 
 
 def _intervals(frame: pd.DataFrame, sweep_id: str) -> None:

@@ -1,0 +1,181 @@
+"""Outcome against cost and dynamics (issue 20 item 4): accuracy per strategy with its Wilson
+interval, calls and tokens per correct answer, and turn-taking equality against outcome, on
+frames whose answers are worked out by hand, then on a real sim sweep through the CLI export.
+
+Private imports (scored_chats): the unit the CLI and the page share, which the package does
+not export."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from groupchat_core.cli import main
+from groupchat_core.outcomes import du_math_tasks
+from groupchat_core.store import RunStore
+from groupchat_core.sweeps import (
+    SweepSpec,
+    accuracy_table,
+    correlation,
+    equality_outcome,
+    run_sweep,
+    runs_outcomes,
+    sweep_results,
+    wilson,
+)
+from groupchat_core.sweeps._outcomes import scored_chats
+
+pytestmark = pytest.mark.usefixtures("fresh_engines")
+
+
+def _frame() -> pd.DataFrame:
+    """Two strategies: bidding 3 of 4 right, round_robin 1 of 4; one unscored and one
+    unfinished cell that must not count."""
+    rows = []
+    for strategy, right, calls, gini in (("bidding", [1, 1, 1, 0], 6, [0.1, 0.2, 0.1, 0.5]),
+                                         ("round_robin", [1, 0, 0, 0], 2, [0.0, 0.4, 0.6, 0.5])):
+        for i, c in enumerate(right):
+            rows.append({"strategy": strategy, "status": "finished", "correct": float(c),
+                         "calls_needed": calls, "total_prompt_tokens": 100,
+                         "total_completion_tokens": 20, "total_cost_usd": 0.01,
+                         "gini": gini[i], "evenness": 1 - gini[i], "simulated": False,
+                         "cell": f"{strategy}-{i}", "run_id": f"r-{strategy}-{i}"})
+    rows.append({**rows[0], "correct": math.nan, "cell": "unscored"})
+    rows.append({**rows[0], "status": "error", "cell": "failed"})
+    return pd.DataFrame(rows)
+
+
+def test_accuracy_per_strategy_counts_only_scored_finished_chats() -> None:
+    table = accuracy_table(_frame(), by=["strategy"]).set_index("strategy")
+    bidding, robin = table.loc["bidding"], table.loc["round_robin"]
+    assert (bidding["n"], bidding["correct"], bidding["accuracy"]) == (4, 3, 0.75)
+    assert (robin["n"], robin["correct"], robin["accuracy"]) == (4, 1, 0.25)
+    expected = wilson(3, 4)
+    assert (bidding["ci_low"], bidding["ci_high"]) == (expected.low, expected.high)
+    assert bidding["interval_method"] == "wilson"
+    # totals over the group, divided by its correct answers
+    assert bidding["calls"] == 24 and bidding["calls_per_correct"] == 8
+    assert robin["calls"] == 8 and robin["calls_per_correct"] == 8
+    assert bidding["tokens"] == 480 and bidding["tokens_per_correct"] == 160
+    assert robin["tokens_per_correct"] == 480
+    assert bidding["cost_per_correct"] == pytest.approx(0.04 / 3)
+
+
+def test_no_correct_answer_gives_no_cost_per_correct_and_says_why() -> None:
+    frame = _frame()
+    frame["correct"] = frame["correct"].where(frame["correct"].isna(), 0.0)
+    row = accuracy_table(frame, by=["strategy"]).iloc[0]
+    assert row["correct"] == 0 and row["ci_low"] == 0.0 and row["ci_high"] > 0.4
+    assert math.isnan(row["calls_per_correct"]) and "no correct answer" in row["note"]
+
+
+def test_simulated_groups_say_so() -> None:
+    frame = _frame()
+    frame.loc[frame["strategy"] == "bidding", "simulated"] = True
+    table = accuracy_table(frame, by=["strategy"]).set_index("strategy")
+    assert bool(table.loc["bidding", "simulated"]) is True
+    assert "simulated" in table.loc["bidding", "note"]
+    assert bool(table.loc["round_robin", "simulated"]) is False
+
+
+def test_correlation_matches_a_hand_computation() -> None:
+    x, y = [0.0, 0.2, 0.4, 0.6, 0.8], [1.0, 1.0, 0.0, 1.0, 0.0]
+    # mx = 0.4, my = 0.6; sxy = -0.4; sxx = 0.4; syy = 1.2 -> r = -0.4 / sqrt(0.48)
+    result = correlation(x, y)
+    r = -0.4 / math.sqrt(0.48)
+    assert result.r == pytest.approx(r) and result.n == 5
+    half = 1.959964 / math.sqrt(2)
+    assert result.low == pytest.approx(math.tanh(math.atanh(r) - half), abs=1e-5)
+    assert result.high == pytest.approx(math.tanh(math.atanh(r) + half), abs=1e-5)
+    assert "r = -0.58" in result.text("Gini", "correct")
+
+
+def test_no_correlation_when_a_side_does_not_vary() -> None:
+    flat = correlation([0.0, 0.0, 0.0, 0.0], [1.0, 0.0, 1.0, 0.0])
+    assert math.isnan(flat.r) and "equality takes one value" in flat.note
+    assert "No correlation" in flat.text("Gini", "correct")
+    assert math.isnan(correlation([0.1, 0.2], [1.0, 0.0]).r)
+
+
+def test_equality_outcome_points_are_the_scored_chats() -> None:
+    points, result = equality_outcome(_frame(), "gini", "correct")
+    assert len(points) == 8 and list(points.columns[-2:]) == ["gini", "correct"]
+    expected = correlation(list(_frame()["gini"][:8]), list(_frame()["correct"][:8]))
+    assert result.r == pytest.approx(expected.r) and result.r < 0
+    with pytest.raises(Exception, match="equality must be one of"):
+        equality_outcome(_frame(), "entropy")
+
+
+def test_a_strategy_sweep_on_sims_exports_the_accuracy_table(capsys, store_url) -> None:
+    """A real sweep over three strategies on 3 Du problems with sims: the results carry the
+    strategy, and `sweep export --table accuracy` gives one row per strategy, simulated."""
+    agents = [{"agent_name": n, "model_name": m, "system_prompt": f"You are {n}."}
+              for n, m in (("Solver", "sim/balanced"), ("Checker", "sim/reserved"))]
+    spec = SweepSpec.model_validate({
+        "name": "strategies", "base": {"max_loops": 3, "agents": agents},
+        "grid": {"strategy": ["bidding", "round_robin", "all_speak"]},
+        "tasks": [t.model_dump() for t in du_math_tasks(3)], "concurrency": 1})
+    store = RunStore(store_url)
+    outcome = run_sweep(spec, store)
+    results = sweep_results(store, outcome.sweep_id)
+    assert sorted(set(results["strategy"])) == ["all_speak", "bidding", "round_robin"]
+    assert len(scored_chats(results)) == 9
+    table = accuracy_table(results)
+    assert list(table["strategy"]) == ["all_speak", "bidding", "round_robin"]
+    assert list(table["n"]) == [3, 3, 3] and table["simulated"].all()
+    for row in table.itertuples():
+        right = int(results.loc[results["strategy"] == row.strategy, "correct"].sum())
+        assert row.correct == right
+
+    capsys.readouterr()
+    assert main(["--db", store_url, "sweep", "export", outcome.sweep_id, "--table",
+                 "accuracy"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [r["strategy"] for r in rows] == ["all_speak", "bidding", "round_robin"]
+    assert all(r["simulated"] == "True" and r["interval_method"] == "wilson" for r in rows)
+    assert main(["--db", store_url, "sweep", "export", outcome.sweep_id, "--table",
+                 "accuracy", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["meta"]["sweep"]["simulated"] is True
+
+
+def test_accuracy_export_of_an_unscored_sweep_is_one_line(capsys, store_url) -> None:
+    spec = SweepSpec.model_validate({
+        "name": "plain", "tasks": ["Plan it."], "grid": {"threshold": [0.2, 0.4]},
+        "base": {"max_loops": 2, "agents": [{"agent_name": n, "model_name": "sim/eager"}
+                                            for n in ("A", "B")]}})
+    outcome = run_sweep(spec, RunStore(store_url))
+    capsys.readouterr()
+    assert main(["--db", store_url, "sweep", "export", outcome.sweep_id, "--table",
+                 "accuracy"]) != 0
+    err = capsys.readouterr().err
+    assert "needs scored tasks" in err and "Traceback" not in err
+
+
+def test_stored_runs_give_the_same_rows_as_the_sweep_results(store_url) -> None:
+    """runs_outcomes reads scored runs from the store (for Analysis): the same verdicts, Gini,
+    evenness and calls as sweep_results gives for the same runs, so the same table follows."""
+    agents = [{"agent_name": n, "model_name": m} for n, m in (("A", "sim/balanced"),
+                                                            ("B", "sim/eager"),
+                                                            ("C", "sim/reserved"))]
+    spec = SweepSpec.model_validate({
+        "name": "pair", "base": {"max_loops": 4, "agents": agents},
+        "grid": {"strategy": ["bidding", "round_robin"]},
+        "tasks": [t.model_dump() for t in du_math_tasks(3)], "concurrency": 1})
+    store = RunStore(store_url)
+    results = sweep_results(store, run_sweep(spec, store).sweep_id)
+    stored = runs_outcomes(store).set_index("run_id")
+    assert set(stored.index) == set(results["run_id"])
+    for row in results.itertuples():
+        again = stored.loc[row.run_id]
+        assert (again["correct"], again["gini"], again["evenness"]) == pytest.approx(
+            (row.correct, row.gini, row.evenness))
+        assert again["calls_needed"] == row.calls_needed and bool(again["simulated"])
+    ours, theirs = accuracy_table(stored.reset_index(), by=[]), accuracy_table(results, by=[])
+    assert ours[["n", "correct", "calls"]].equals(theirs[["n", "correct", "calls"]])
+    assert runs_outcomes(store, run_ids=["nope"]).empty
