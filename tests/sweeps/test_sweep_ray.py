@@ -175,11 +175,15 @@ def test_a_budget_cap_is_global_across_workers_and_a_resume_finishes(cluster, sq
     check_every_cell_once(store, sweep, resumed)
 
 
-def test_ctrl_c_after_a_cells_run_finished_on_a_worker_leaves_no_open_claim(cluster,
-                                                                             sqlite_store):
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_ctrl_c_after_a_cells_run_finished_on_a_worker_leaves_no_open_claim(cluster, backend,
+                                                                             request):
     """The sweep is cancelled as cell 0's result item arrives: its run is finished in the
-    store, the runner never sees it. Its claim must still close with that run."""
-    store, sweep = sqlite_store, spec(repeats=1, concurrency=1)
+    store (by the driver on SQLite, the worker on PostgreSQL), the runner never sees it. Its
+    claim must still close with that run."""
+    store = (request.getfixturevalue("sqlite_store") if backend == "sqlite"
+             else RunStore(request.getfixturevalue("pg_url")))
+    sweep = spec(repeats=1, concurrency=1)
     events, sweep_task = [], {}
 
     def cancel_at_the_result(job, item):
@@ -205,6 +209,7 @@ def test_ctrl_c_after_a_cells_run_finished_on_a_worker_leaves_no_open_claim(clus
         resumed = run_sweep(None, store, resume=sweep_id, executor=executor)
     assert (resumed.status, resumed.cells_done, resumed.cells_run) == ("finished", 3, 2)
     check_every_cell_once(store, sweep, resumed)
+    store.engine.dispose()
 
 
 def test_keys_reach_workers_as_a_task_argument_never_the_store_or_ray_logs(cluster, sqlite_store,
