@@ -14,6 +14,10 @@ inserts one fails) or taken over from an `open` claim by a compare-and-set updat
 becomes `finished` (with the run) or `open` again (the run failed: a resume retries it). Even two
 processes running the same sweep despite the owner check can therefore never run one cell twice.
 Claims of a dead owner are reopened when the sweep is taken over.
+
+The runs decide: a cancellation can land after a cell's run was committed `finished` but before
+the runner learnt of it, so ending a claim and taking a sweep over close, in the same
+transaction, any claim beside a finished run with that run (a resume skips such a cell).
 """
 
 from __future__ import annotations
@@ -168,6 +172,11 @@ class SweepBook(StoreBase):
             taken = conn.execute(update(sweeps).where(*same).values(
                 status="running", reason=None, ended_at=None, **_owner())).rowcount
             if taken == 1:
+                done = _finished_run(sweep_id, sweep_cells.c.cell)
+                conn.execute(update(sweep_cells).where(  # its run finished: so does the claim
+                    sweep_cells.c.sweep_id == sweep_id,
+                    sweep_cells.c.state.in_(("running", "open")), done.is_not(None))
+                    .values(state="finished", run_id=done, updated_at=utc_now()))
                 conn.execute(update(sweep_cells).where(
                     sweep_cells.c.sweep_id == sweep_id, sweep_cells.c.state == "running")
                     .values(state="open", updated_at=utc_now()))
@@ -249,15 +258,17 @@ class SweepBook(StoreBase):
     def finish_cell(self, sweep_id: str, cell: str, run_id: str | None = None) -> None:
         """End this process's claim on a cell: `finished` with its finished run, else `open`
         again (no run, or it did not finish), so a resume runs the cell again. Idempotent, so
-        retried on a lost connection."""
+        retried on a lost connection. Without `run_id`, a finished run of the cell still closes
+        it (the caller was cancelled between the run's end and this call)."""
         me = this_writer()
 
         def finish(conn: Connection) -> None:
+            done = run_id or conn.execute(select(_finished_run(sweep_id, cell))).scalar()
             conn.execute(update(sweep_cells).where(
                 sweep_cells.c.sweep_id == sweep_id, sweep_cells.c.cell == cell,
                 sweep_cells.c.state == "running", sweep_cells.c.pid == me.pid,
                 sweep_cells.c.hostname == me.hostname).values(
-                state="finished" if run_id else "open", run_id=run_id, updated_at=utc_now()))
+                state="finished" if done else "open", run_id=done, updated_at=utc_now()))
 
         self.retrying("finish a sweep cell", finish)
 
@@ -331,6 +342,13 @@ def _owner() -> dict[str, Any]:
     me = this_writer()
     return {"pid": me.pid, "hostname": me.hostname, "proc_start": me.proc_start,
             "owned_at": utc_now()}
+
+
+def _finished_run(sweep_id: str, cell: Any) -> Any:
+    """The cell's latest `finished` run id (a scalar subquery, correlated on a column)."""
+    return (select(runs.c.run_id).where(runs.c.sweep_id == sweep_id, runs.c.cell == cell,
+                                        runs.c.status == "finished")
+            .order_by(runs.c.started_at.desc()).limit(1).scalar_subquery())
 
 
 def _is(column: Any, value: Any) -> Any:

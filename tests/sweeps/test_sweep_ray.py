@@ -9,6 +9,7 @@ from the public API.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import time
@@ -21,10 +22,12 @@ import pytest
 # is imported anywhere in this process, inherited by the cluster's processes.
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 
+from groupchat_core import background_loop  # noqa: E402
 from groupchat_core.store import RunStore, dispose_engines  # noqa: E402
 from groupchat_core.sweeps import (  # noqa: E402
     CellFinished,
     RayExecutor,
+    arun_sweep,
     parse_sweep,
     run_sweep,
 )
@@ -170,6 +173,43 @@ def test_a_budget_cap_is_global_across_workers_and_a_resume_finishes(cluster, sq
     assert resumed.status == "finished" and resumed.cells_done == 9
     assert resumed.cells_run == 9 - stopped.cells_done  # no finished cell ran again
     check_every_cell_once(store, sweep, resumed)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_ctrl_c_after_a_cells_run_finished_on_a_worker_leaves_no_open_claim(cluster, backend,
+                                                                             request):
+    """The sweep is cancelled as cell 0's result item arrives: its run is finished in the
+    store (by the driver on SQLite, the worker on PostgreSQL), the runner never sees it. Its
+    claim must still close with that run."""
+    store = (request.getfixturevalue("sqlite_store") if backend == "sqlite"
+             else RunStore(request.getfixturevalue("pg_url")))
+    sweep = spec(repeats=1, concurrency=1)
+    events, sweep_task = [], {}
+
+    def cancel_at_the_result(job, item):
+        if item["kind"] == "result" and job.index == 0:
+            sweep_task["task"].cancel()  # Ctrl-C, between the run's end and the claim's
+
+    async def ctrl_c(executor):
+        sweep_task["task"] = asyncio.ensure_future(
+            arun_sweep(sweep, store, executor=executor, on_event=events.append))
+        with pytest.raises(asyncio.CancelledError):
+            await sweep_task["task"]
+
+    with RayExecutor(store, watch=cancel_at_the_result) as executor:
+        background_loop().submit(ctrl_c(executor)).result(timeout=120)
+        first = [e for e in events if isinstance(e, CellFinished)]
+        assert [e.status for e in first] == ["cancelled"]  # the runner never saw the result
+        sweep_id = first[0].sweep_id
+        runs = store.list_runs(sweep_id=sweep_id)
+        assert list(runs["status"]) == ["finished"]
+        claims = store.cell_claims(sweep_id)
+        assert list(zip(claims["state"], claims["run_id"], strict=True)) == [
+            ("finished", runs.iloc[0]["run_id"])]
+        resumed = run_sweep(None, store, resume=sweep_id, executor=executor)
+    assert (resumed.status, resumed.cells_done, resumed.cells_run) == ("finished", 3, 2)
+    check_every_cell_once(store, sweep, resumed)
+    store.engine.dispose()
 
 
 def test_keys_reach_workers_as_a_task_argument_never_the_store_or_ray_logs(cluster, sqlite_store,
