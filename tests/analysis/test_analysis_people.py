@@ -16,6 +16,7 @@ from groupchat_core import (
     HumanAction,
     HumanPrompt,
     Pass,
+    Pick,
     Post,
     RaiseHand,
     RunRecord,
@@ -122,8 +123,9 @@ def test_explain_and_what_if_read_a_persons_bid_by_the_engines_rule(
 def test_a_person_who_passes_every_turn_is_a_silent_participant(
         fakes: list[ScriptedBids]) -> None:
     answers: dict[tuple[str, int], HumanAction] = {("bid", t): Pass() for t in range(1, 4)}
-    record = _run(fakes, answers, {"A": [(0.9, "a1"), (0.8, "a2")], "B": [(0.7, "b1"), (0.6, "b2")]},
-                  "Ann A B", max_loops=3)
+    script: dict[str, list[object]] = {"A": [(0.9, "a1"), (0.8, "a2")],
+                                       "B": [(0.7, "b1"), (0.6, "b2")]}
+    record = _run(fakes, answers, script, "Ann A B", max_loops=3)
     metrics = speaker_metrics(record.turns_frame(), record.bids_frame())
     assert metrics.agents == ("Ann", "A", "B") and metrics.shares["Ann"] == 0.0
     assert metrics.evenness is not None and metrics.evenness < 1.0
@@ -148,3 +150,39 @@ def test_a_person_who_won_and_did_not_post_is_re_read_as_unable_to_speak(
     assert same.first_divergence is None
     metrics = speaker_metrics(record.turns_frame(), bids)
     assert metrics.shares == {"Ann": 0.0, "A": 1.0, "B": 0.0}
+
+
+def test_what_if_takes_a_selectors_pick_as_recorded_while_the_rule_picks_the_same(
+        fakes: list[ScriptedBids]) -> None:
+    """A person as selector overrode the rule on turn 1 (B over A): at the run's own settings
+    the what-if reproduces the run (the rule still picks A there, so the person's choice is
+    taken as made), and where the rule would pick otherwise it diverges on that turn."""
+    script: dict[str, list[object]] = {"A": [(0.9, "a1"), (0.9, "a2")],
+                                       "B": [(0.7, "b1"), (0.4, "b2")]}
+    answers: dict[tuple[str, int], HumanAction] = {("pick", 1): Pick("B"),
+                                                   ("pick", 2): Pick(None)}
+
+    async def judge(prompt: HumanPrompt) -> HumanAction | None:
+        return answers.get((prompt.phase, prompt.turn))
+
+    fake = ScriptedBids(script, shared=False)
+    fakes.append(fake)
+    chat = GroupChat(agents=[Agent(agent_name=n, model_name=fake.model_name) for n in script],
+                     providers=fake.providers, bid_cache=False, human_window=HOUR,
+                     max_loops=3, selector_top_k=2, human_selector=Human("Judge",
+                                                                         callback=judge))
+    record = background_loop().submit(chat.arun_record("Plan.")).result(timeout=30)
+    assert [(t.winner, t.rule_winner) for t in record.turns] == [("B", "A"), ("A", "A")]
+    config = record.config
+    grid = whatif_record(record, thresholds=[config["threshold"], 0.95],
+                         penalties=[config["recency_penalty"]])
+    by = grid.set_index("threshold")
+    assert by.at[config["threshold"], "outcome"] == "same"
+    assert by.at[config["threshold"], "exact_through"] == 2
+    assert by.at[0.95, "outcome"] == "lull" and by.at[0.95, "lull_turn"] == 1
+    same = counterfactual(record.bids_frame(), config["threshold"], config["recency_penalty"],
+                          config["recency_window"], turns=record.turns_frame())
+    assert same.frame["counterfactual_winner"].tolist() == ["B", "A"]
+    assert same.frame["reason"].tolist()[0] == "human_pick"
+    metrics = speaker_metrics(record.turns_frame(), record.bids_frame())
+    assert metrics.shares == {"A": 0.5, "B": 0.5}
