@@ -180,3 +180,32 @@ def test_the_transcript_says_when_a_person_picked_the_speaker(store):  # type: i
     text = transcript_markdown(store, _selector_run(store))
     assert "### Turn 1: B\n" in text and "picked by a person over the rule's A" in text
     assert text.count("picked by a person") == 1  # turn 2: the person accepted the rule's pick
+
+
+def test_a_persons_name_and_draft_are_inert_in_the_csv_and_transcript(  # type: ignore[no-untyped-def]
+        store):
+    """A person's name and words are untrusted like a model's: a formula-like name and draft
+    are defused in the CSV, Markdown in the name is escaped in the transcript."""
+    name = "=Eve*[x](http://e.vil)"
+    eve = Human(name, callback=_player({("bid", 1): SetBid(0.95, "=SUM(A1) **loud**"),
+                                        ("post", 1): Post("")}))
+    run_id = _recorded(store, {"A": [(0.2, "a1")]}, [eve], f"A {name}", max_loops=2)
+    csv = bids_csv(store, run_id)
+    assert "\n=Eve" not in csv and ",=Eve" not in csv and ",=SUM" not in csv
+    assert ",human," in csv
+    text = transcript_markdown(store, run_id)
+    escaped = r"=Eve\*\[x\]\(http://e.vil\)"
+    assert f"### Turn 1: {escaped} (a person)" in text and f"- People: {escaped}" in text
+    assert "[x](" not in text  # no live link from a person's name
+
+
+def test_one_agent_and_one_person_make_a_room_that_imports(  # type: ignore[no-untyped-def]
+        store, other_store):
+    """The spec of a room of one agent and one person lists a single agent: the import check
+    counts the person toward the two participants a chat needs."""
+    ann = Human("Ann", callback=_player({("bid", 1): SetBid(0.1, "")}))
+    run_id = _recorded(store, {"A": [(0.9, "a1")]}, [ann], "Ann A", max_loops=2)
+    data = export_bundle(store, run_id)
+    assert len(data["spec"]["agents"]) == 1 and data["people"] == [{"name": "Ann", "position": 0}]
+    import_bundle(other_store, data)
+    assert other_store.load_run(run_id).bids == store.load_run(run_id).bids
