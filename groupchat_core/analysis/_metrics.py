@@ -327,16 +327,33 @@ class RecordedTurn:
     turn: int
     candidates: tuple[Candidate, ...]  # in agent-list order
     actual_winner: str | None
+    # A person as selector overrode the rule on this turn (reason human_pick): what the rule
+    # had picked. None: the rule's pick stood (no selector, or the person accepted it).
+    overrode: str | None = None
 
 
-def recorded_turns(bids: pd.DataFrame) -> list[RecordedTurn]:
-    """The bid log as RecordedTurns, in turn order (for many counterfactuals over one run)."""
+def _overrides(turns: pd.DataFrame | None) -> dict[int, str]:
+    """Turn -> the rule's pick, for the turns a person as selector overrode."""
+    if turns is None or turns.empty or "rule_winner" not in turns:
+        return {}
+    return {int(t): str(rule) for t, reason, rule in
+            zip(turns["turn"], turns["reason"], turns["rule_winner"], strict=True)
+            if reason == "human_pick" and isinstance(rule, str)}
+
+
+def recorded_turns(bids: pd.DataFrame, turns: pd.DataFrame | None = None
+                   ) -> list[RecordedTurn]:
+    """The bid log as RecordedTurns, in turn order (for many counterfactuals over one run).
+    `turns` (the run's turn log) tells which turns a person as selector overrode."""
     ordered = bids.sort_values(["turn", "position"], kind="stable")
+    overrides = _overrides(turns)
     prepared = []
     for turn, group in ordered.groupby("turn", sort=True):
         candidates = tuple(_candidate(r) for r in group.to_dict("records"))
         won = [str(a) for a, w in zip(group["agent"], group["winner"], strict=True) if bool(w)]
-        prepared.append(RecordedTurn(int(str(turn)), candidates, won[0] if won else None))
+        number = int(str(turn))
+        prepared.append(RecordedTurn(number, candidates, won[0] if won else None,
+                                     overrides.get(number)))
     return prepared
 
 
@@ -349,10 +366,12 @@ def reselect(turns: Sequence[RecordedTurn], threshold: float, recency_penalty: f
         recent = spoken[-recency_window:] if recency_window > 0 else []
         choice = select_speaker(list(recorded.candidates), recent, threshold, recency_penalty)
         alt = recorded.candidates[choice.winner].agent if choice.winner is not None else None
-        actual = recorded.actual_winner
+        actual, reason = recorded.actual_winner, str(choice.reason)
+        if recorded.overrode is not None and alt == recorded.overrode:
+            alt, reason = actual, "human_pick"  # the person saw the same pick: taken as made
         rows.append({"turn": recorded.turn, "actual_winner": actual,
                      "counterfactual_winner": alt, "diverged": alt != actual,
-                     "reason": choice.reason})
+                     "reason": reason})
         if alt != actual or alt is None:
             break
         spoken.append(alt)
@@ -361,7 +380,7 @@ def reselect(turns: Sequence[RecordedTurn], threshold: float, recency_penalty: f
 
 def counterfactual(
     bids: pd.DataFrame, threshold: float, recency_penalty: float, recency_window: int,
-    *, prepared: Sequence[RecordedTurn] | None = None,
+    *, prepared: Sequence[RecordedTurn] | None = None, turns: pd.DataFrame | None = None,
 ) -> Counterfactual:
     """Re-select each recorded turn under other parameters while the history is unchanged.
 
@@ -369,10 +388,13 @@ def counterfactual(
     comparison stops at the first turn whose winner differs (later bids would have been made
     against another conversation) or where the counterfactual would lull. An LLM shown other
     numbers in its prompt might also bid differently; this assumes it would not. Pass
-    `prepared=recorded_turns(bids)` when asking many questions of one run.
+    `prepared=recorded_turns(bids)` when asking many questions of one run. With `turns` (the
+    run's turn log), a turn where a person as selector overrode the rule keeps their pick
+    while the rule would still pick what it picked then (they chose against the same pick),
+    and diverges where the rule would pick otherwise (their choice then is unknown).
     """
     columns = ["turn", "actual_winner", "counterfactual_winner", "diverged", "reason"]
-    rows = reselect(recorded_turns(bids) if prepared is None else prepared,
+    rows = reselect(recorded_turns(bids, turns) if prepared is None else prepared,
                   threshold, recency_penalty, recency_window)
     stopped: str | None = None
     if rows and (rows[-1]["diverged"] or rows[-1]["counterfactual_winner"] is None):

@@ -31,16 +31,20 @@ from .._errors import ConfigError
 from .._records import Bid, Message, Outcome, RunRecord, StopReason, Turn, outcome_of, utc_now
 from .._safeload import MAX_STORED_INT, check_plain, parse_text
 from .._statuses import RunStatus
-from ..engine._selection import candidate
+from ..engine._people import picked_selection, top_bids
+from ..engine._selection import Selection, candidate, select_speaker
 from ..engine._strategies import ASKS_ONE, replay
 from ..engine._turn_loop import _turn_row  # the engine's own turn row
 from ..store import RunStore, outcome_values, status_for
 
 BUNDLE_FORMAT = "groupchat-run"
-BUNDLE_VERSION = 2
+BUNDLE_VERSION = 3
 """2: bids carry `outcome` (read / cached / unreadable / failed). Version 1 bundles, written
-before it, import all the same: each bid's outcome follows from its error, path and cached."""
-READABLE_BUNDLE_VERSIONS = frozenset({1, BUNDLE_VERSION})
+before it, import all the same: each bid's outcome follows from its error, path and cached.
+3: `people` (issue 22): the seats of the run's people in the roster (the spec lists agents
+only), bids carry `kind`, turns `rule_winner` / `human_pick`. Version 1 and 2 bundles have no
+people: every bid is an agent's, no turn was picked by a person."""
+READABLE_BUNDLE_VERSIONS = frozenset({1, 2, BUNDLE_VERSION})
 MAX_BUNDLE_BYTES = 64 * 1024 * 1024
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
@@ -129,6 +133,16 @@ class BundleTurn(Turn):
     _ints = field_validator("turn", "failed_bids", mode="before")(_whole)
 
 
+class BundlePerson(_Strict):
+    """A person's seat: their name and position in the roster (list order, agents around
+    them). Nothing else about them is kept: who they signed in as is not the run's data."""
+
+    name: str = Field(min_length=1, max_length=200)
+    position: int = Field(**_STORED)
+
+    _ints = field_validator("position", mode="before")(_whole)
+
+
 class WrittenBy(_Strict):
     """Which code wrote a bundle, so a result can be traced to it (bundles written before
     0.2.0 have no `written_by`; they import all the same)."""
@@ -157,6 +171,7 @@ class Bundle(_Strict):
     messages: list[BundleMessage] = Field(min_length=1)
     bids: list[BundleBid] = Field(default_factory=list)
     turns: list[BundleTurn] = Field(default_factory=list)
+    people: list[BundlePerson] = Field(default_factory=list)  # v3: the people's seats
     outcome: Outcome | None = None  # a scored task's outcome (docs/outcomes.md), if any
 
     @field_validator("schema_version")
@@ -183,6 +198,8 @@ def export_bundle(store: RunStore, run_id: str) -> dict[str, Any]:
                      for m, t in zip(record.messages, posted_on, strict=True)],
         "bids": [b.model_dump() for b in record.bids],
         "turns": [t.model_dump() for t in record.turns],
+        "people": [{"name": name, "position": position} for position, name in sorted(
+            {(b.position, b.agent) for b in record.bids if b.kind == "human"})],
     }
     if record.outcome is not None:  # only scored runs carry one (older readers stay happy)
         bundle["outcome"] = record.outcome.model_dump()
@@ -221,10 +238,10 @@ def _check_consistent(bundle: Bundle, spec: ChatSpec, source: str) -> None:
     def fail(problem: str) -> NoReturn:
         raise ConfigError(f"{source}: {problem}")
 
-    names = [a.agent_name for a in spec.agents]
-    _check_names(bundle, spec, fail)
+    names, people = _roster(bundle, spec, fail)
+    _check_names(bundle, spec, names, fail)
     _check_status(bundle.run, fail)
-    _check_structure(bundle, names, fail)
+    _check_structure(bundle, names, people, fail)
     _check_turns(bundle, spec, names, fail)
     _check_stop(bundle, spec, fail)
     _check_totals(bundle, fail)
@@ -244,19 +261,46 @@ def _hidden_character(text: str) -> str | None:
     return None
 
 
-def _check_names(bundle: Bundle, spec: ChatSpec, fail: Fail) -> None:
-    names = [a.agent_name for a in spec.agents]
+def _roster(bundle: Bundle, spec: ChatSpec, fail: Fail) -> tuple[list[str], set[int]]:
+    """Everyone who bids, in list order (a bid's position): the people at their seats, the
+    spec's agents in the other positions in spec order. Returns the names and the people's
+    positions."""
+    size = len(spec.agents) + len(bundle.people)
+    seats: dict[int, str] = {}
+    for person in bundle.people:
+        if not 0 <= person.position < size or person.position in seats:
+            fail(f"person {person.name!r} sits at position {person.position}, which is "
+                 f"{'taken' if person.position in seats else 'outside the roster'} (the "
+                 f"roster has {size} seats, numbered from 0): fix the bundle's people")
+        seats[person.position] = person.name
+    agents = iter(a.agent_name for a in spec.agents)
+    return [seats[i] if i in seats else next(agents) for i in range(size)], set(seats)
+
+
+def _check_names(bundle: Bundle, spec: ChatSpec, names: list[str], fail: Fail) -> None:
     seen: set[str] = set()
-    for name in names:
+    for name in [a.agent_name for a in spec.agents]:
         if name in seen:
             fail(f"duplicate agent_name {name!r} in the spec: names identify speakers, so each "
                  "agent needs a unique name")
         seen.add(name)
+    seen = set()
+    for name in names:
+        if name in seen:
+            fail(f"duplicate name {name!r} in the roster (an agent and a person, or two "
+                 "people): names identify speakers, so each needs a unique name")
+        seen.add(name)
     if len(names) < 2:
         fail(f"the spec has {len(names)} agent(s); a chat needs at least 2")
+    if bundle.people and not spec.agents:
+        fail("the run has people but no agent; a room needs at least 1 agent")
+    if bundle.people and spec.strategy != "bidding":
+        fail(f"the run has people under strategy {spec.strategy!r}; people bid only under "
+             "strategy 'bidding'")
     labels = [("run name", bundle.run.name), ("spec name", spec.name)]
     labels += [("tag", t) for t in bundle.run.tags]
     labels += [("agent_name", a.agent_name) for a in spec.agents]
+    labels += [("person", p.name) for p in bundle.people]
     labels += [(f"model_name of {a.agent_name!r}", a.model_name) for a in spec.agents]
     for what, label in labels:
         hidden = _hidden_character(label)
@@ -279,7 +323,7 @@ def _check_status(run: BundleRun, fail: Fail) -> None:
                  f"{expected!r}")
 
 
-def _check_structure(bundle: Bundle, names: list[str], fail: Fail) -> None:
+def _check_structure(bundle: Bundle, names: list[str], people: set[int], fail: Fail) -> None:
     """Turns numbered 1, 2, 3, ...; the task first; every message and bid on a recorded turn."""
     for index, row in enumerate(bundle.turns, start=1):
         if row.turn < 1:
@@ -301,7 +345,16 @@ def _check_structure(bundle: Bundle, names: list[str], fail: Fail) -> None:
     for bid in bundle.bids:
         if not 0 <= bid.position < len(names) or names[bid.position] != bid.agent:
             fail(f"bid of {bid.agent!r} on turn {bid.turn} does not match an agent of the spec "
-                 "at that position")
+                 "(or a person of the bundle's people) at that position")
+        kind = "human" if bid.position in people else "agent"
+        if bid.kind != kind:
+            fail(f"bid of {bid.agent!r} on turn {bid.turn} is recorded as kind {bid.kind!r}, "
+                 f"but {bid.agent!r} is {'a person' if kind == 'human' else 'an agent'} "
+                 f"(kind {kind!r})")
+        if kind == "human" and (bid.path != "human" or bid.calls or bid.cached
+                                or bid.prompt_tokens or bid.completion_tokens or bid.cost_usd):
+            fail(f"bid of {bid.agent!r} on turn {bid.turn}: a person's bid has path 'human', "
+                 "no calls, tokens or cost, and is never cached")
         if not 1 <= bid.turn <= recorded or (bid.turn, bid.position) in seen:
             fail(f"bid of {bid.agent!r} on turn {bid.turn} has no turn row, or is duplicated")
         seen.add((bid.turn, bid.position))
@@ -353,14 +406,18 @@ def _check_turns(bundle: Bundle, spec: ChatSpec, names: list[str], fail: Fail) -
         if row.winner is not None and row.winner not in names:
             fail(f"turn {t}: winner {row.winner!r} is not one of the agents "
                  f"({', '.join(map(repr, names))})")
-        try:  # the strategy's own rule (docs/engine.md §16), as the turn loop applies it
-            selection = replay(spec.strategy, [candidate(b) for b in bids],
-                               [b.position for b in bids], list(recent), spec.threshold,
-                               spec.recency_penalty, turn=t, agents=len(names),
-                               seed=spec.seed, reason=row.reason)
-        except ValueError as exc:
-            fail(f"turn {t}: {exc} (strategy {spec.strategy})")
+        if row.rule_winner is not None or row.human_pick is not None:
+            selection = _picked_turn(row, bids, spec, list(recent), fail)
+        else:
+            try:  # the strategy's own rule (docs/engine.md §16), as the turn loop applies it
+                selection = replay(spec.strategy, [candidate(b) for b in bids],
+                                   [b.position for b in bids], list(recent), spec.threshold,
+                                   spec.recency_penalty, turn=t, agents=len(names),
+                                   seed=spec.seed, reason=row.reason)
+            except ValueError as exc:
+                fail(f"turn {t}: {exc} (strategy {spec.strategy})")
         expected = _turn_row(t, list(bids), selection)
+        expected.rule_winner, expected.human_pick = row.rule_winner, row.human_pick
         winner = expected.winner
         if row.winner != winner or marked != ([winner] if winner else []):
             said = row.winner if row.winner == (marked[0] if marked else None) else (
@@ -402,6 +459,48 @@ def _check_turns(bundle: Bundle, spec: ChatSpec, names: list[str], fail: Fail) -
             fail(f"turn {t}: the posted message of {winner!r} is not its winning bid (message "
                  "and score must be the bid's)")
         recent.append(winner)
+
+
+def _picked_turn(row: BundleTurn, bids: list[BundleBid], spec: ChatSpec, recent: list[str],
+                 fail: Fail) -> Selection:
+    """A turn under a person as selector, re-made as the engine made it (engine/_people.py
+    resolve): the rule on the bids as bid (a person's no-post error came after), the pick
+    among the top bids, then a picked person who did not post gives the floor to the next."""
+    t = row.turn
+    if spec.strategy != "bidding":
+        fail(f"turn {t}: rule_winner / human_pick are recorded, but a person picks the speaker "
+             f"only under strategy 'bidding', not {spec.strategy!r}")
+    working = [b.model_copy() for b in bids]
+    for bid in working:
+        if bid.kind == "human":
+            bid.error = None
+
+    def select() -> Selection:
+        return select_speaker([candidate(b) for b in working], recent, spec.threshold,
+                              spec.recency_penalty)
+
+    selection = select()
+    rule = None if selection.winner is None else working[selection.winner].agent
+    if row.rule_winner != rule:
+        fail(f"turn {t}: rule_winner is recorded as {row.rule_winner!r}, but the bidding rule "
+             f"on its bids picks {rule!r} ({_room(spec, recent)})")
+    if row.human_pick is not None:
+        top = top_bids(working, selection, spec.selector_top_k)
+        index = next((i for i in top if working[i].agent == row.human_pick), None)
+        if index is None:
+            fail(f"turn {t}: human_pick {row.human_pick!r} is not one of the top "
+                 f"{spec.selector_top_k} bids the person chose among "
+                 f"({', '.join(repr(working[i].agent) for i in top) or 'none'})")
+        if row.human_pick != rule:
+            selection = picked_selection(selection, index,
+                                         [candidate(b) for b in working])
+    while selection.winner is not None and working[selection.winner].kind == "human":
+        won = selection.winner
+        if not bids[won].error:
+            break
+        working[won].error = bids[won].error
+        selection = select()
+    return selection
 
 
 def _check_stop(bundle: Bundle, spec: ChatSpec, fail: Fail) -> None:

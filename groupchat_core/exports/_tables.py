@@ -144,9 +144,12 @@ def _turn_section(turn: Turn, turn_bids: list[Bid], content: str | None) -> list
         return [*lines, ""]
     won = next(b for b in turn_bids if b.winner)
     penalty = " (recency penalty applied)" if won.penalized else ""
-    lines = [f"### Turn {turn.turn}: {_md_inline(won.agent)}", "",
+    person = " (a person)" if won.kind == "human" else ""
+    picked = (f"; picked by a person over the rule's {_md_inline(turn.rule_winner)}"
+              if turn.reason == "human_pick" and turn.rule_winner else "")
+    lines = [f"### Turn {turn.turn}: {_md_inline(won.agent)}{person}", "",
              f"*score {_score(won.score)}, adjusted {_score(won.adjusted)}{penalty}; "
-             f"{_runner_up(turn, turn_bids)}*", "", _quote(content or ""), ""]
+             f"{_runner_up(turn, turn_bids)}{picked}*", "", _quote(content or ""), ""]
     return lines
 
 
@@ -165,6 +168,7 @@ def _header(info: dict[str, Any], record: RunRecord) -> list[str]:
         f"{_md_inline(info['ended_at'] or 'not recorded')}",
         f"- Owner: {_md_inline(_owner_text(info))}",
         f"- Agents: {agents}",
+        *_people_line(record),
         f"- Threshold {_md_inline(spec['threshold'])}, recency penalty "
         f"{_md_inline(spec['recency_penalty'])} (window {_md_inline(spec['recency_window'])}), "
         f"max loops {_md_inline(spec['max_loops'])}",
@@ -177,6 +181,12 @@ def _header(info: dict[str, Any], record: RunRecord) -> list[str]:
           else []),
         "", "## Task", "", _quote(record.task), "", "## Turns", "",
     ]
+
+
+def _people_line(record: RunRecord) -> list[str]:
+    """The people who bid in the run (the spec lists agents only), in roster order."""
+    people = sorted({(b.position, b.agent) for b in record.bids if b.kind == "human"})
+    return [f"- People: {', '.join(_md_inline(name) for _, name in people)}"] if people else []
 
 
 SIMULATED_NOTE = ("- **Simulated**: offline sims (not language models) took part; these "
