@@ -167,7 +167,8 @@ def _export_mlflow(args: argparse.Namespace, store: Any) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from ..exports._bundles import MAX_BUNDLE_BYTES, import_bundle
+    from ..exports._bundle_model import MAX_BUNDLE_BYTES
+    from ..exports._bundles import import_bundle
     from ._owner import cli_owner
 
     owner = cli_owner(args)

@@ -29,7 +29,8 @@ from groupchat_core import (
     load_agents_text,
     transcript_markdown,
 )
-from groupchat_core.exports._bundles import MAX_BUNDLE_BYTES, BundleRun, export_bundle, read_bundle
+from groupchat_core.exports._bundle_model import MAX_BUNDLE_BYTES, BundleRun
+from groupchat_core.exports._bundles import export_bundle, read_bundle
 from groupchat_core.store import RUN_STATUSES, RunStore
 from groupchat_core.testing import ScriptedBids
 from tests.helpers.scripted_trio import trio_script
