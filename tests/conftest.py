@@ -20,6 +20,10 @@ if TYPE_CHECKING:
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ["GROUPCHAT_BLOCK_REMOTE_CALLS"] = "1"
+# Every Ray cluster a test starts listens on loopback (Ray reads this once, when it is first
+# imported: set here, before any test module can import it; the Ray test modules setting it at
+# their own import came too late in an xdist worker where another module had imported Ray).
+os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 
 _real_connect = socket.socket.connect
 

@@ -274,6 +274,19 @@ async def direct_completion(kwargs: dict[str, Any]) -> Any:
     return _reply(value, kwargs)
 
 
+def estimated_usage(kwargs: dict[str, Any], completion_text: str) -> SimpleNamespace:
+    """Usage for a stream whose server sent none (llama.cpp ignores `include_usage`): counted
+    with litellm's tokenizer over the request's messages and the streamed text, as litellm's
+    stream wrapper counts it on its own path, so tokens and cost do not depend on the path."""
+    litellm = litellm_module()
+    model = kwargs.get("model")
+    prompt = int(litellm.token_counter(model=model, messages=kwargs.get("messages") or []))
+    completion = int(litellm.token_counter(model=model, text=completion_text,
+                                           count_response_tokens=True)) if completion_text else 0
+    return SimpleNamespace(prompt_tokens=prompt, completion_tokens=completion,
+                           total_tokens=prompt + completion)
+
+
 async def direct_stream(kwargs: dict[str, Any]) -> AsyncGenerator[Any, None]:
     """One stream=true request: its SSE chunks, parsed, until `[DONE]` or the body's end.
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -22,7 +23,7 @@ from .._records import BidPath
 from .._secrets import held_secrets, kwargs_secrets
 from ._bodies import REQUEST_DEADLINE
 from ._delta_gate import DeltaGate
-from ._direct import direct_route, direct_stream
+from ._direct import direct_route, direct_stream, estimated_usage
 from ._litellm import litellm_module
 from ._providers import DeltaSink
 from ._requests import deadline_exceeded, raise_if_bounded, set_request_deadline
@@ -115,6 +116,14 @@ class StreamedReply:
     def has_respond(self) -> bool:
         return self.respond is not None
 
+    def text(self) -> str:
+        """What litellm counts as a streamed reply's output when it counts tokens itself: the
+        content, then each tool call as JSON (its id, type, name and arguments)."""
+        calls = [json.dumps({"id": f"call_{index}", "type": "function", "function": {
+            "name": parts[0], "arguments": "".join(parts[1:])}})
+            for index, parts in sorted(self.calls.items())]
+        return "".join(self.content) + "".join(calls)
+
     def as_response(self) -> Any:
         """A completion-like object: choices[0].message.tool_calls / content, finish_reason."""
         tool_calls = [
@@ -174,11 +183,12 @@ async def streamed_request(litellm: Any, kwargs: dict[str, Any], sink: DeltaSink
     reply, partial = StreamedReply(), PartialBid()
     gate = DeltaGate(sink, held_secrets(extra=kwargs_secrets(kwargs)))
     streamed = {**kwargs, "stream": True, "stream_options": {"include_usage": True}}
+    direct = direct_route(streamed)
     token = set_request_deadline(limit)
     try:
         async with asyncio.timeout(limit):
             stream: Any
-            if direct_route(streamed):  # OpenAI-compatible: SSE read by us (_direct.py)
+            if direct:  # OpenAI-compatible: SSE read by us (_direct.py)
                 stream = direct_stream(streamed)
             else:
                 stream = await litellm.acompletion(**streamed)
@@ -197,6 +207,8 @@ async def streamed_request(litellm: Any, kwargs: dict[str, Any], sink: DeltaSink
         reply.finish_reason = None
     finally:
         REQUEST_DEADLINE.reset(token)
+    if direct and reply.usage is None and reply.cut is None:
+        reply.usage = estimated_usage(streamed, reply.text())
     if reply.has_respond:
         partial.refresh()
         gate.send(partial.score, partial.message, final=True)

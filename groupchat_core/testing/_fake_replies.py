@@ -129,6 +129,7 @@ class ModelConfig:
     context_window: int | None = None  # reject prompts longer than this many tokens
     reject_stream: bool = False  # stream=true gets a 400
     stream_text_only: bool = False  # streamed replies carry content deltas, never tool calls
+    no_stream_usage: bool = False  # streams ignore stream_options.include_usage (llama.cpp)
 
 
 @dataclass
@@ -298,7 +299,7 @@ def stream_events(body: dict[str, Any], reply: Reply, n: int,
         return _writes(out, reply.split_utf8)
     out.append(_sse(chunk({}, finish)))
     options = body.get("stream_options")
-    if isinstance(options, dict) and options.get("include_usage"):
+    if isinstance(options, dict) and options.get("include_usage") and not config.no_stream_usage:
         messages = body.get("messages")
         messages = messages if isinstance(messages, list) else []
         prompt = sum(_count_words(m.get("content")) for m in messages if isinstance(m, dict))

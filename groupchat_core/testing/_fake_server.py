@@ -131,14 +131,16 @@ class FakeOpenAIServer:
         context_window: int | None = None,
         reject_stream: bool = False,
         stream_text_only: bool = False,
+        no_stream_usage: bool = False,
     ) -> None:
         """Make a model behave like a provider that rejects some tool options with HTTP 400, or
         (context_window=N) whose context holds N tokens: a longer prompt (counted by
         `prompt_tokens`) gets llama-cpp-python's context-length 400 and consumes nothing.
         `reject_stream` answers stream=true with a 400; `stream_text_only` streams every reply
-        as content deltas without tool calls (non-streamed requests still get the tool call)."""
+        as content deltas without tool calls (non-streamed requests still get the tool call);
+        `no_stream_usage` streams without the usage chunk even when asked (llama.cpp's server)."""
         config = ModelConfig(reject_forced_tool_choice, reject_tools, reject_required_tool_choice,
-                             context_window, reject_stream, stream_text_only)
+                             context_window, reject_stream, stream_text_only, no_stream_usage)
         with self._lock:
             self._configs[model] = config
 

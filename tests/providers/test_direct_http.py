@@ -70,11 +70,16 @@ def pair(base: str, **kw: Any) -> list[Agent]:
 
 
 def one_bid(srv: FakeOpenAIServer, reply: Reply, *, direct: bool, stream: bool,
-            monkeypatch: pytest.MonkeyPatch, **kw: Any) -> tuple[Any, list[str], Deltas]:
-    """One turn of two agents; (agent A's bid, the bodies the server got, the deltas seen)."""
+            monkeypatch: pytest.MonkeyPatch, quirks: dict[str, bool] | None = None,
+            **kw: Any) -> tuple[Any, list[str], Deltas]:
+    """One turn of two agents; (agent A's bid, the bodies the server got, the deltas seen).
+    `quirks`: FakeOpenAIServer.configure settings for the agents' model."""
     monkeypatch.setenv(DIRECT_ENV, "1" if direct else "0")
     forget_remembered_modes()  # each path learns the server's modes for itself
     srv.reset()
+    if quirks:
+        srv.configure(kw.get("model_name", "openai/gpt-4o-mini").removeprefix("openai/"),
+                      **quirks)
     srv.set_responder(None, lambda body: reply)
     seen = Deltas()
     chat = GroupChat(agents=pair(srv.base_url, **kw), max_loops=2, stream_bids=stream,
@@ -209,3 +214,23 @@ def test_an_agent_with_its_own_litellm_settings_goes_through_litellm(server, lit
     bid, _, _ = one_bid(server, tool_call(0.5, "ok"), direct=True, stream=False,
                         monkeypatch=monkeypatch, litellm_kwargs={"extra_headers": {"X-A": "1"}})
     assert bid.error is None and litellm_calls == [None, None]
+
+
+def test_a_stream_without_usage_is_counted_as_litellm_counts_it(server, monkeypatch):
+    """llama.cpp's server ignores `include_usage`: litellm's stream wrapper then counts the
+    tokens itself, and so must the direct path (the local-LLM suite found streamed bids with
+    no tokens, hence no cost, on the direct path only)."""
+    reply = tool_call(0.7, "We should build the park first, then decide on the rest.")
+    quirks = {"no_stream_usage": True}
+    via_litellm, _, _ = one_bid(server, reply, direct=False, stream=True,
+                                monkeypatch=monkeypatch, quirks=quirks)
+    direct, _, _ = one_bid(server, reply, direct=True, stream=True, monkeypatch=monkeypatch,
+                           quirks=quirks)
+    assert direct.path == via_litellm.path == "tool_call:stream"
+    assert via_litellm.completion_tokens and via_litellm.prompt_tokens  # litellm counted them
+    assert direct.completion_tokens and direct.prompt_tokens
+    assert direct.cost_usd is not None and direct.cost_usd > 0
+    # the same tokenizer over the same text: the two counts agree closely
+    assert abs(direct.prompt_tokens - via_litellm.prompt_tokens) <= 0.1 * via_litellm.prompt_tokens
+    assert abs(direct.completion_tokens - via_litellm.completion_tokens) <= max(
+        3, 0.2 * via_litellm.completion_tokens)

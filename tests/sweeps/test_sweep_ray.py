@@ -18,20 +18,16 @@ from pathlib import Path
 
 import pytest
 
-# One machine: every Ray address on loopback (the suite blocks other addresses); set before ray
-# is imported anywhere in this process, inherited by the cluster's processes.
-os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-
-from groupchat_core import background_loop  # noqa: E402
-from groupchat_core.store import RunStore, dispose_engines  # noqa: E402
-from groupchat_core.sweeps import (  # noqa: E402
+from groupchat_core import background_loop
+from groupchat_core.store import RunStore, dispose_engines
+from groupchat_core.sweeps import (
     CellFinished,
     RayExecutor,
     arun_sweep,
     parse_sweep,
     run_sweep,
 )
-from groupchat_core.testing import FakeOpenAIServer, tool_call  # noqa: E402
+from groupchat_core.testing import FakeOpenAIServer, tool_call
 
 MB = 2**20
 AGENTS = [{"agent_name": n, "system_prompt": p, "model_name": "sim/balanced",

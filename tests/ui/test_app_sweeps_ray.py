@@ -6,24 +6,18 @@ and two worker nodes, as in tests/sweeps/test_sweep_ray.py)."""
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
-# One machine: every Ray address on loopback (as tests/sweeps/test_sweep_ray.py); set before ray is
-# imported anywhere in this process, inherited by the cluster's processes.
-os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-
-from streamlit.testing.v1 import AppTest  # noqa: E402
-
-from groupchat_core import ConfigError  # noqa: E402
-from groupchat_core.store import RunStore  # noqa: E402
-from groupchat_core.sweeps import CellFinished, parse_sweep  # noqa: E402
-from groupchat_ui.kit import jobs as job_registry  # noqa: E402
-from groupchat_ui.sweeps import logic  # noqa: E402
-from tests.helpers.app_helpers import goto, new_app, poll, session, sweep_status  # noqa: E402
+from groupchat_core import ConfigError
+from groupchat_core.store import RunStore
+from groupchat_core.sweeps import CellFinished, parse_sweep
+from groupchat_ui.kit import jobs as job_registry
+from groupchat_ui.sweeps import logic
+from tests.helpers.app_helpers import goto, new_app, poll, session, sweep_status
 
 MB = 2**20
 RAY_DEADLINE_S = 80.0
