@@ -43,6 +43,9 @@ class Reply:
     chunk_delay: float = 0.0
     cut: bool = False
     split_utf8: bool = False
+    # Called (on the server's thread) before each network write of a stream with its index, so
+    # a test can hold the stream at a point of its choosing (e.g. until it has looked).
+    pace: Callable[[int], None] | None = None
 
 
 Responder = Callable[[dict[str, Any]], Reply]
@@ -59,20 +62,22 @@ def tool_call(
     chunk_delay: float = 0.0,
     cut: bool = False,
     split_utf8: bool = False,
+    pace: Callable[[int], None] | None = None,
 ) -> Reply:
     """A single function call; arguments_raw lets tests send malformed arguments verbatim.
 
     For a streamed request the arguments go out as tool-call deltas: `fragments` scripts the
     split (their join is the arguments), else about eight characters a delta; `chunk_delay`
     paces them; `cut` drops the connection after the fragments (no finish, no [DONE]);
-    `split_utf8` writes each multibyte character's bytes in two network writes."""
+    `split_utf8` writes each multibyte character's bytes in two network writes; `pace(i)` is
+    called before write i of the stream (a test holds the stream there until it returns)."""
     if fragments is not None:
         arguments_raw = "".join(fragments)
     if arguments_raw is None:
         arguments_raw = json.dumps({"score": score, "message": message}, ensure_ascii=False)
     return Reply("tool_call", tool_name=name, arguments=arguments_raw, latency=latency,
                  fragments=tuple(fragments) if fragments is not None else None,
-                 chunk_delay=chunk_delay, cut=cut, split_utf8=split_utf8)
+                 chunk_delay=chunk_delay, cut=cut, split_utf8=split_utf8, pace=pace)
 
 
 def text(content: str, *, latency: float = 0.0, chunk_delay: float = 0.0) -> Reply:
@@ -142,6 +147,7 @@ class _Response:
     chunk_delay: float = 0.0
     cut: bool = False
     model: str = ""
+    pace: Callable[[int], None] | None = None
 
 
 def _error(status: int, message: str, err_type: str, delay: float = 0.0) -> _Response:

@@ -248,7 +248,8 @@ class FakeOpenAIServer:
             n = self._counter
         if body.get("stream") is True:
             return _Response(200, {}, delay, events=stream_events(body, reply, n, config),
-                             chunk_delay=reply.chunk_delay, cut=reply.cut, model=model)
+                             chunk_delay=reply.chunk_delay, cut=reply.cut, model=model,
+                             pace=reply.pace)
         return _Response(200, _completion(body, reply, n), delay)
 
     def _models_payload(self) -> dict[str, Any]:
@@ -298,7 +299,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.flush()
         times: list[float] = []
-        for data in response.events:
+        for index, data in enumerate(response.events):
+            if response.pace is not None:
+                response.pace(index)
             if response.chunk_delay > 0:
                 time.sleep(response.chunk_delay)
             self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")

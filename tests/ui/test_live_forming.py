@@ -1,10 +1,15 @@
 """The Run page's forming candidates, now redrawn by their own faster fragment (issue 24, target
 2), still show a streamed reply growing delta by delta: every state shown is a prefix of the
 reply (no delta lost or out of order), it grows while the turn is open, and the whole reply is
-what the run posts. The panel is drawn from the live job through `live_view._forming`."""
+what the run posts. The panel is drawn from the live job through `live_view._forming`.
+
+The server holds the stream before each write until the test has drawn the panel once more
+(`pace`), so the test sees the reply at several points however slow the machine is (with a
+fixed pause between writes, a loaded machine drew the panel once for the whole stream)."""
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -37,9 +42,17 @@ def test_the_forming_panel_shows_the_reply_growing_in_order(tmp_path: Path):
     message = " ".join(WORDS)
     fragments = (['{"score": 0.9, "message": "' + WORDS[0] + " "]
                  + [w + " " for w in WORDS[1:-1]] + [WORDS[-1], '"}'])
+    looked = threading.Semaphore(0)  # one release per drawing of the panel
+    writes: list[int] = []
+
+    def pace(index: int) -> None:  # the server's thread, before write `index` of the stream
+        writes.append(index)
+        if index > 1:  # the role chunk and the first words go at once; then one per look
+            looked.acquire(timeout=60)
+
     with FakeOpenAIServer() as srv:
-        srv.script("slow", [tool_call(fragments=fragments, chunk_delay=0.25, score=None,
-                                      message=None)])
+        srv.script("slow", [tool_call(fragments=fragments, score=None, message=None,
+                                      pace=pace)])
         srv.script("quick", [tool_call(0.2, "")])
         srv.set_responder(None, lambda body: tool_call(0.0, ""))
         agents = [Agent(agent_name=n, model_name=f"openai/{n.lower()}", api_base=srv.base_url)
@@ -50,7 +63,7 @@ def test_the_forming_panel_shows_the_reply_growing_in_order(tmp_path: Path):
         job = logic.start_run(store, registry, "me", agents, "t", {"max_loops": 2}, {},
                               stream=True)
         seen: list[str] = []
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while not registry.snapshot(job).done and time.monotonic() < deadline:
             at = AppTest.from_function(_panel, args=(job,), default_timeout=30)
             at.run()
@@ -59,7 +72,10 @@ def test_the_forming_panel_shows_the_reply_growing_in_order(tmp_path: Path):
                      if m.value.startswith(WORDS[0])]
             if shown and (not seen or shown[0] != seen[-1]):
                 seen.append(shown[0])
-            time.sleep(0.05)  # poll again: the reply is still streaming
+            if writes:  # the stream has begun: let it write once more
+                looked.release()
+            else:
+                time.sleep(0.05)  # the request has not reached the server yet
         snap = registry.snapshot(job)
         registry.shutdown()
     dispose_engines()
