@@ -237,7 +237,8 @@ def _reply(value: Any, kwargs: dict[str, Any]) -> Any:
 
 
 def cost_of(kwargs: dict[str, Any], usage: Any) -> float | None:
-    """The cost from the reported usage and litellm's prices, else None (unpriced)."""
+    """The cost of a reply (streamed or not, on either path) from its reported usage and
+    litellm's prices, else None (unpriced)."""
     prompt = getattr(usage, "prompt_tokens", None)
     completion = getattr(usage, "completion_tokens", None)
     if not isinstance(prompt, int) or not isinstance(completion, int):

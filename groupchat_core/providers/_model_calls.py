@@ -15,6 +15,7 @@ import functools
 from typing import TYPE_CHECKING, Any
 
 from ._deployments import deployment_of, has_deployments
+from ._direct import cost_of
 from ._endpoints import explain_refusal
 from ._litellm import load_litellm_off_loop
 from ._providers import BidRequest, DeltaSink, ModelReply, Provider
@@ -27,7 +28,6 @@ from ._streaming import (
     UNSTREAMED_PATHS,
     cut_note,
     stream_refused,
-    streamed_cost,
     streamed_request,
 )
 from ._tool_modes import (
@@ -123,7 +123,7 @@ async def call_litellm(agent: Agent, messages: list[dict[str, Any]], *,
             parsed = cut_note(parsed, response)
             prompt = getattr(response.usage, "prompt_tokens", None)
             completion = getattr(response.usage, "completion_tokens", None)
-            cost = streamed_cost(kwargs, response.usage)
+            cost = cost_of(kwargs, response.usage)
             path = STREAMED_PATHS.get(path, path)
         else:
             parsed, path = parse_response(response, mode)

@@ -255,18 +255,3 @@ def stream_refused(exc: BaseException) -> bool:
     if not isinstance(exc, rejecting) or is_context_window_error(exc):
         return False
     return "stream" in str(exc)[:16_000].lower()
-
-
-def streamed_cost(kwargs: dict[str, Any], usage: Any) -> float | None:
-    """The cost of a streamed bid from its reported usage and litellm's prices, else None."""
-    prompt = getattr(usage, "prompt_tokens", None)
-    completion = getattr(usage, "completion_tokens", None)
-    if not isinstance(prompt, int) or not isinstance(completion, int):
-        return None
-    try:
-        costs = litellm_module().cost_per_token(
-            model=str(kwargs.get("model", "")), prompt_tokens=prompt,
-            completion_tokens=completion)
-        return float(costs[0] + costs[1])
-    except Exception:
-        return None
