@@ -7,9 +7,11 @@ loop (a flood stalled it 2 s and the bid timed out). So:
 - at most EVENTS_PER_SECOND delta events per bid reach the observers; each carries the whole
   message so far, so batching loses no text, and the last (`final`) one is always sent;
 - each event's message is masked (_secrets.mask_secrets, over every secret the process holds) and,
-  until the final one, holds back a tail that may be the start of a secret: as long as the
-  longest secret minus one, and the trailing word (up to MAX_WORD_HOLD characters) for Bearer
-  tokens and sk-... shapes, so a key split across deltas is never shown in part;
+  until the final one, holds back a tail that may be the start of a secret: the longest tail
+  that begins a held secret, and the trailing word (up to MAX_WORD_HOLD characters) for Bearer
+  tokens and sk-... shapes, so a key split across deltas is never shown in part. (Holding back
+  the longest secret's length instead kept a short reply from streaming at all while any key of
+  40 characters was held.)
 - `pause` yields to the loop every YIELD_EVERY seconds of reading: litellm parses chunks that
   are already buffered without awaiting, so a fast stream would otherwise never let go.
 """
@@ -37,6 +39,23 @@ def _trailing_word(text: str) -> int:
     return len(tail.split()[-1])
 
 
+def _secret_start(text: str, secrets: Iterable[str]) -> int:
+    """Characters of the longest tail of `text` that is the beginning of one of `secrets` (a
+    key the next delta may complete). A tail that begins no secret can never become part of
+    one, so nothing else needs holding."""
+    longest = 0
+    for secret in secrets:
+        first = secret[0]
+        start = max(0, len(text) - len(secret) + 1)
+        at = text.find(first, start)
+        while at != -1 and len(text) - at > longest:
+            if secret.startswith(text[at:]):
+                longest = len(text) - at
+                break
+            at = text.find(first, at + 1)
+    return longest
+
+
 class DeltaGate:
     """Wraps one bid's delta sink: masked, tail held back, at most EVENTS_PER_SECOND."""
 
@@ -44,7 +63,6 @@ class DeltaGate:
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._sink, self._clock = sink, clock
         self._secrets = [s for s in secrets if len(s) >= MIN_SECRET_LENGTH]
-        self._hold = max((len(s) for s in self._secrets), default=1) - 1
         self._next = 0.0
         self._sent: tuple[float | None, str] | None = None
         self._yielded = clock()
@@ -57,7 +75,8 @@ class DeltaGate:
         """Send what may be shown of (score, message so far); a repeat is dropped."""
         shown = mask_secrets(message, self._secrets)
         if not final:
-            shown = shown[: max(0, len(shown) - max(self._hold, _trailing_word(shown)))]
+            hold = max(_secret_start(shown, self._secrets), _trailing_word(shown))
+            shown = shown[: len(shown) - hold]
         self._next = self._clock() + 1.0 / EVENTS_PER_SECOND
         if (score, shown) != self._sent:
             self._sent = (score, shown)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from groupchat_core.providers._bodies import ResponseTooLarge
 from groupchat_core.providers._delta_gate import EVENTS_PER_SECOND, DeltaGate
@@ -38,6 +40,47 @@ def test_a_key_split_across_deltas_is_never_shown_even_in_part() -> None:
     assert sent[-1] == "my key is *** ok then"
     for message in sent:
         assert not any(KEY[:n] in message for n in range(3, len(KEY) + 1)), message
+
+
+def test_a_short_reply_streams_while_a_long_key_is_held() -> None:
+    """Only a tail that begins a held key waits: with a 40-character key held, a 30-character
+    reply still shows word by word (holding the key's length back showed nothing until the end)."""
+    sent: list[str] = []
+    clock = Clock()
+    gate = DeltaGate(lambda score, message: sent.append(message), [KEY], clock)
+    text = "Every word reaches the screen."
+    for end in range(1, len(text) + 1):
+        clock.now += 1.0
+        gate.send(0.5, text[:end])
+    assert sent[:4] == ["", "Every ", "Every word ", "Every word reaches "]
+    phrase = "open sesame, now"  # a secret with spaces: its start is more than one word
+    gate = DeltaGate(lambda score, message: sent.append(message), [phrase], clock)
+    sent.clear()
+    for piece in ("say open ses", "say open sesame, no", "say open sesame, not"):
+        clock.now += 1.0
+        gate.send(0.5, piece)
+    assert sent == ["say ", "say open sesame, "]
+
+
+@settings(max_examples=200, deadline=None)
+@given(before=st.text(alphabet="sk-live 0123 ab", max_size=30),
+       after=st.text(alphabet="sk-live 0123 ab", max_size=30),
+       cuts=st.lists(st.integers(min_value=0, max_value=120), max_size=12))
+def test_every_shown_message_is_a_prefix_of_the_masked_whole(before: str, after: str,
+                                                             cuts: list[int]) -> None:
+    """Whatever the text around a held key and however the deltas split it, each event shows a
+    prefix of the final, masked message: no character of the key is ever shown and taken back."""
+    sent: list[str] = []
+    clock = Clock()
+    gate = DeltaGate(lambda score, message: sent.append(message), [KEY], clock)
+    text = before + KEY + after
+    for end in sorted({min(c, len(text)) for c in cuts}):
+        clock.now += 1.0
+        gate.send(0.5, text[:end])
+    gate.send(0.5, text, final=True)
+    final = sent[-1]
+    assert KEY not in final
+    assert all(final.startswith(shown) for shown in sent), (sent, final)
 
 
 def test_the_budget_batches_events_and_the_final_one_is_always_sent() -> None:

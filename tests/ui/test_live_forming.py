@@ -5,7 +5,11 @@ what the run posts. The panel is drawn from the live job through `live_view._for
 
 The server holds the stream before each write until the test has drawn the panel once more
 (`pace`), so the test sees the reply at several points however slow the machine is (with a
-fixed pause between writes, a loaded machine drew the panel once for the whole stream)."""
+fixed pause between writes, a loaded machine drew the panel once for the whole stream).
+
+A long key is held in the environment throughout: the delta gate once held back as many
+characters as the longest key, so a 44-character reply showed "Every wor" until it was posted
+(how this test failed in CI, after another test had left a key in the process)."""
 
 from __future__ import annotations
 
@@ -37,8 +41,10 @@ def _panel(job_id: str) -> None:
     live_view._forming(registry, registry.snapshot(job_id))
 
 
-def test_the_forming_panel_shows_the_reply_growing_in_order(tmp_path: Path):
+def test_the_forming_panel_shows_the_reply_growing_in_order(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch):
     forget_remembered_modes()
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-held-while-the-reply-streams-0123456789")
     message = " ".join(WORDS)
     fragments = (['{"score": 0.9, "message": "' + WORDS[0] + " "]
                  + [w + " " for w in WORDS[1:-1]] + [WORDS[-1], '"}'])
