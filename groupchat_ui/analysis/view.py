@@ -78,8 +78,11 @@ def picker_kind(rows: dict[str, Any], wanted: str | None) -> str:
         st.session_state["analysis_kind"] = kinds[0] if kinds else logic.RUN_KINDS[0]
     if len(kinds) < 2:
         return str(st.session_state["analysis_kind"])
+    # the options say what they are ("single runs (3)"): no label line above them, so the first
+    # chart stays within a phone's first screen
     kind = st.segmented_control("Runs", kinds, key="analysis_kind", on_change=actions.on_kind,
-                                format_func=lambda k: f"{k} ({len(logic.of_kind(rows, k))})")
+                                format_func=lambda k: f"{k} ({len(logic.of_kind(rows, k))})",
+                                label_visibility="collapsed")
     return str(kind or kinds[0])
 
 
@@ -89,11 +92,14 @@ def header(data: RunData) -> None:
                        f"({escape_markdown(model_label(a['model_name']))})"
                        for a in info["spec"].get("agents", []))
     title = run_title(info.get("name"), data.record.task)
+    # an unnamed run's title is its task: said once, not twice
+    task = ("" if title == data.record.task.strip()
+            else f"Task: {escape_markdown(data.record.task)}  \n")
     st.markdown(f"**{escape_markdown(title)}** · started {local_time(info.get('started_at'))} · "
                 f"status {info['status']} · stop reason {info['stop_reason'] or 'none'} · "
                 f"threshold {data.threshold:g} · cost "
                 f"{format_cost(data.record.total_cost_usd, data.record.unpriced_bids)}  \n"
-                f"Task: {escape_markdown(data.record.task)}  \nAgents: {agents}")
+                f"{task}Agents: {agents}")
     outcome_view.panel(data)
     unreadable(data)
 
@@ -164,9 +170,11 @@ def turn_window(data: RunData) -> tuple[int, int] | None:
 def bid_charts(data: RunData) -> None:
     window = turn_window(data)
     bids, turns = logic.in_window(data.bids, window), logic.in_window(data.turns, window)
+    # options that name themselves, no label line: the first chart within a phone's first screen
     value = st.segmented_control("Heatmap values", ["score", "adjusted"], default="adjusted",
-                                 key="heatmap_value", format_func=lambda v: {
-                                     "score": "raw score", "adjusted": "adjusted"}[v])
+                                 key="heatmap_value", label_visibility="collapsed",
+                                 format_func=lambda v: {"score": "raw scores",
+                                                        "adjusted": "adjusted scores"}[v])
     st.plotly_chart(charts.bids_heatmap(bids, value or "adjusted", data.threshold,
                                         data.agents), key="bids_heatmap", config=_CHART)
     st.plotly_chart(charts.bid_lines(bids, turns, data.threshold, "adjusted", data.agents),

@@ -25,6 +25,7 @@ PHONE_CSS = """<style>
     display: none !important; }
   [class*="st-key-cards_"] [data-testid="stMetric"] { padding: 0.3rem 0.45rem !important;
     min-width: 0; min-height: 0 !important; height: auto !important; gap: 0 !important; }
+  [class*="st-key-cards_"] [data-testid="stMetric"] > * { padding: 0.1rem 0 !important; }
   [class*="st-key-cards_"] [data-testid="stMetricLabel"] { min-height: 0 !important; }
   [class*="st-key-cards_"] [data-testid="stMetricLabel"] * { font-size: 0.72rem !important;
     white-space: normal !important; overflow-wrap: anywhere; line-height: 1.2 !important; }

@@ -179,6 +179,25 @@ def choose(page: Any, widget: Any, option: Any) -> None:
             page.keyboard.press("Escape")
 
 
+def open_list(page: Any, widget: Any) -> Any:
+    """Open a selectbox's list and return its options once they show. As in `choose`, a rerun
+    landing just after the click re-renders the widget and closes the list, so opening is
+    retried until the list is really open (CI once saw the list close before the first look)."""
+    options = page.get_by_role("option")
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while True:
+        wait_idle(page)
+        if not options.first.is_visible():
+            widget.click()
+        try:
+            expect(options.first).to_be_visible(timeout=3_000)
+            return options
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+            page.keyboard.press("Escape")
+
+
 def create_agent(page: Any, name: str, model: str, role: str = "",
                  latency_s: float | None = None) -> None:
     """Fill the Agents page's form and save; waits for the saved agent's row and for the form

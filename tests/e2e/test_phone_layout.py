@@ -14,6 +14,7 @@ import pytest
 
 from groupchat_core import Agent, GroupChat
 from groupchat_core.store import RunStore
+from groupchat_core.sweeps import parse_sweep, run_sweep
 from groupchat_core.testing import ScriptedBids
 
 from .conftest import SCREENSHOTS, WAIT_MS, expect, fresh, status_line, wait_idle, wait_plots
@@ -35,7 +36,7 @@ TABS = """() => { const list = document.querySelector('[role=tablist]');
 
 def shot(page: Any, name: str) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"))
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
 def record_run(db_url: str, agents: int, turns: int) -> str:
@@ -65,13 +66,24 @@ def assert_fits(page: Any) -> None:
     assert scroll <= inner, f"the page is {scroll} px wide on a {inner} px screen"
 
 
+def record_sweep_run(db_url: str) -> None:
+    """One sweep run in the store, so Analysis draws its tallest header: the single/sweep
+    switch above the run picker (CI put the chart 907 px down once another test had made one)."""
+    spec = [Agent(agent_name=n, model_name="sim/eager").to_spec() for n in ("A", "B")]
+    run_sweep(parse_sweep({"name": "phone sweep", "tasks": ["Phone sweep."],
+                           "base": {"max_loops": 2, "agents": spec},
+                           "grid": {"threshold": [0.5]}}), RunStore(db_url))
+
+
 def test_analysis_fits_a_phone(app_server: str, app_db_url: str, phone: Any):
+    record_sweep_run(app_db_url)
     run_id = record_run(app_db_url, agents=4, turns=40)
     phone.goto(f"{app_server}/analysis?run={run_id}")
     metrics = phone.get_by_test_id("stMetric")
     expect(metrics.first).to_be_visible(timeout=WAIT_MS)
     wait_plots(phone, 1)
     wait_idle(phone)
+    expect(fresh(phone, ".st-key-analysis_kind")).to_be_visible()
     shot(phone, "after-analysis-phone-test")
     assert_fits(phone)
 

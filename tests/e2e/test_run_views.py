@@ -16,7 +16,7 @@ from groupchat_core.store import RunStore
 from groupchat_core.sweeps import parse_sweep, run_sweep
 from groupchat_ui.kit.presets import DEBATE_TRIO
 
-from .conftest import WAIT_MS, expect, fresh, screenshot, wait_idle
+from .conftest import WAIT_MS, expect, fresh, open_list, screenshot, wait_idle
 from .test_full_journey import compare_all_rows
 
 PHONE = {"width": 390, "height": 844}
@@ -80,19 +80,14 @@ def test_the_run_picker_keeps_sweep_runs_apart(app_server, made, page):
     sweep_runs = kinds.get_by_role("radio", name=re.compile(r"^sweep runs \(\d+\)$"))
     expect(sweep_runs).to_be_checked(timeout=WAIT_MS)
     wait_idle(page)
-    fresh(page, ".st-key-analysis_run").click()
-    options = page.get_by_role("option")
-    expect(options.first).to_be_visible(timeout=WAIT_MS)
-    texts = options.all_inner_texts()
+    texts = open_list(page, fresh(page, ".st-key-analysis_run")).all_inner_texts()
     assert not any(f"views {made['tag']} A" in t for t in texts), texts
     page.keyboard.press("Escape")
     single = kinds.get_by_role("radio", name=re.compile(r"^single runs"))
     single.click()
     expect(single).to_be_checked(timeout=WAIT_MS)
     wait_idle(page)
-    fresh(page, ".st-key-analysis_run").click()
-    expect(page.get_by_role("option").first).to_be_visible(timeout=WAIT_MS)
-    texts = page.get_by_role("option").all_inner_texts()
+    texts = open_list(page, fresh(page, ".st-key-analysis_run")).all_inner_texts()
     assert not any(f"picker {made['tag']}" in t for t in texts), texts
     assert any(f"views {made['tag']} B" in t for t in texts), texts
 
