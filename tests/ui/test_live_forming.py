@@ -44,7 +44,8 @@ def _panel(job_id: str) -> None:
 def test_the_forming_panel_shows_the_reply_growing_in_order(tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch):
     forget_remembered_modes()
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-held-while-the-reply-streams-0123456789")
+    # not key-shaped: any value of a credential-named variable is held, whatever its shape
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "held-while-the-reply-streams-" + "x" * 17)
     message = " ".join(WORDS)
     fragments = (['{"score": 0.9, "message": "' + WORDS[0] + " "]
                  + [w + " " for w in WORDS[1:-1]] + [WORDS[-1], '"}'])
