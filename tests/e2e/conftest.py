@@ -223,23 +223,51 @@ def create_agent(page: Any, name: str, model: str, role: str = "",
     expect(form.get_by_text("New agent", exact=True)).to_be_visible()
 
 
+# Counts the script runs the server starts from now on (the stApp's script state turning to
+# `running`); a widget click sends its rerun to the server, which answers with such a run.
+WATCH_RUNS = """() => { const app = document.querySelector('[data-testid="stApp"]');
+  window.__gcRuns = 0;
+  if (window.__gcObserver) window.__gcObserver.disconnect();
+  window.__gcObserver = new MutationObserver(() => {
+    if (app.getAttribute('data-test-script-state') === 'running') window.__gcRuns++; });
+  window.__gcObserver.observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+}"""
+# Settled after the click: the status line changed, or a run started after the click and the
+# page is idle again with the status unchanged (that run did not start a job: swallowed).
+CLICK_SETTLED = """(unchanged) => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  const lines = [...document.querySelectorAll('[data-testid="stCaptionContainer"]')]
+    .filter(e => !e.closest('[data-stale="true"]') && /^status: /.test(e.innerText));
+  if (lines.length && !new RegExp(unchanged).test(lines[0].innerText)) return 'started';
+  return window.__gcRuns > 0 && app.getAttribute('data-test-script-state') === 'notRunning'
+    ? 'swallowed' : false; }"""
+
+
 def start_run(page: Any, attempts: int = 3) -> None:
     """Click Start run. A rerun landing at that moment can swallow the click, so click again
-    only while the status line still says idle, or still shows the job that was there before
-    (a started job never gets a second click)."""
+    only once the page has run since the click and stands idle showing the same status as
+    before (idle, or the job that was there before): a slow start is waited for, never
+    clicked twice, so a test never starts two jobs."""
     before = status_line(page).inner_text() if status_line(page).count() else ""
     shown = re.search(r"· job ([0-9a-f]{32}) ·", before)
-    unchanged = re.compile(r"^status: idle" + (f"|· job {shown.group(1)} ·" if shown else ""))
+    unchanged = r"^status: idle" + (f"|· job {shown.group(1)} ·" if shown else "")
     for attempt in range(attempts):
         wait_idle(page)
+        page.evaluate(WATCH_RUNS)
         page.locator(".st-key-start_run button").click()
         try:
-            expect(status_line(page)).not_to_have_text(unchanged, timeout=10_000)
-            return
-        except AssertionError as exc:
+            # no run at all after the click within 10 s: the click never reached the server
+            page.wait_for_function("() => window.__gcRuns > 0", timeout=10_000)
+            settled = page.wait_for_function(CLICK_SETTLED, arg=unchanged, timeout=WAIT_MS)
+            if settled.json_value() == "started":
+                return
+        except Exception as exc:  # playwright's TimeoutError
             if attempt == attempts - 1:
                 said = " | ".join(page.get_by_test_id("stAlert").all_inner_texts())
                 raise AssertionError(f"the run did not start; the page says: {said!r}") from exc
+            continue
+    said = " | ".join(page.get_by_test_id("stAlert").all_inner_texts())
+    raise AssertionError(f"the run did not start; the page says: {said!r}")
 
 
 def fill_task(page: Any, text: str, attempts: int = 3) -> None:

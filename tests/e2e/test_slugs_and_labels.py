@@ -56,7 +56,7 @@ def test_a_run_is_labelled_by_its_task_and_by_its_given_name(app_server: str, pa
     wait_idle(page)
     page.locator(".st-key-run_task textarea").fill(task)
     set_number(page, "run_param_max_loops", 3)
-    page.locator(".st-key-start_run button").click()
+    start_run(page)
     expect(status_line(page)).to_have_text(re.compile(r"^status: finished"), timeout=WAIT_MS)
     sidebar = page.get_by_test_id("stSidebar")
     expect(sidebar.get_by_role("link", name=re.compile(f"^{task} · ")).first).to_be_visible(

@@ -25,24 +25,11 @@ from .conftest import (
     pick_roster,
     screenshot,
     set_number,
+    start_run,
     status_line,
 )
 
 RUNNING = re.compile(r"^status: running · job [0-9a-f]{32}")
-IDLE = re.compile(r"^status: idle")
-
-
-def start(page) -> None:
-    """Click Start; a rerun landing at that moment can swallow the click, so click again only
-    while the page still says idle (a started job never gets a second click)."""
-    for _ in range(3):
-        page.locator(".st-key-start_run button").click()
-        try:
-            expect(status_line(page)).not_to_have_text(IDLE, timeout=10_000)
-            return
-        except AssertionError:
-            continue
-    expect(status_line(page)).not_to_have_text(IDLE, timeout=1)
 
 
 def prepare_run(page: Any, base: str, agents: list[str], task: str) -> None:
@@ -78,8 +65,8 @@ def test_two_sessions_run_at_once_and_see_only_their_own_job(app_server, app_db_
         for s, page in pages.items():
             prepare_run(page, app_server, [ann, bob], tasks[s])
 
-        start(a)
-        start(b)
+        start_run(a)
+        start_run(b)
         expect(status_line(a)).to_have_text(RUNNING, timeout=WAIT_MS)
         expect(status_line(b)).to_have_text(RUNNING, timeout=WAIT_MS)
         jobs = {s: job_id(page) for s, page in pages.items()}
