@@ -2,8 +2,8 @@
 interval, calls and tokens per correct answer, and turn-taking equality against outcome, on
 frames whose answers are worked out by hand, then on a real sim sweep through the CLI export.
 
-Private imports (scored_chats): the unit the CLI and the page share, which the package does
-not export."""
+Private imports (scored_chats, correlation): units the CLI and the page share, which the
+package does not export."""
 
 from __future__ import annotations
 
@@ -21,14 +21,13 @@ from groupchat_core.store import RunStore
 from groupchat_core.sweeps import (
     SweepSpec,
     accuracy_table,
-    correlation,
     equality_outcome,
     run_sweep,
     runs_outcomes,
     sweep_results,
     wilson,
 )
-from groupchat_core.sweeps._outcomes import scored_chats
+from groupchat_core.sweeps._outcomes import correlation, scored_chats
 
 pytestmark = pytest.mark.usefixtures("fresh_engines")
 
