@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ._version import app_version, litellm_version
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name loads on first use
-    from ._agent import DEFAULT_MODEL, Agent
+    from ._agent import DEFAULT_MODEL, TOOL_CHOICE_MODES, Agent
     from ._bidding import (
         DEFAULT_BID_PROMPT,
         FORCED_RESPOND_CHOICE,
@@ -113,6 +113,7 @@ def prepare_litellm() -> ModuleType:
 # paint never use. The exports and bundles need the store (SQLAlchemy) as well.
 _LAZY = {
     "DEFAULT_MODEL": "._agent",
+    "TOOL_CHOICE_MODES": "._agent",
     "Agent": "._agent",
     "DEFAULT_BID_PROMPT": "._bidding",
     "FORCED_RESPOND_CHOICE": "._bidding",
@@ -264,6 +265,7 @@ __all__ = [
     "SWEEP_RESUMABLE",
     "SWEEP_STATUSES",
     "Bound",
+    "TOOL_CHOICE_MODES",
     "JobStatus",
     "RunStatus",
     "SweepStatus",

@@ -148,7 +148,7 @@ def test_bundles_carry_the_outcome_and_old_bundles_still_import(store: RunStore,
                                                                new_database) -> None:
     data = _bundled(store)
     expected = ["cached" if b["cached"] else "read" for b in data["bids"]]
-    assert data["schema_version"] == 3 and [b["outcome"] for b in data["bids"]] == expected
+    assert data["schema_version"] == 4 and [b["outcome"] for b in data["bids"]] == expected
     old = {**data, "schema_version": 1, "bids": [
         {k: v for k, v in b.items() if k != "outcome"} for b in data["bids"]]}
     other = RunStore(new_database())
