@@ -47,6 +47,7 @@ from ._exits import (
 from ._output import LOG_LEVELS, log_events, quiet_broken_pipe, setup_logging
 from ._owner import add_owner_flag, cli_owner
 from ._store import say
+from ._traces import add_trace_flags, trace_flag, tracer_provider_for
 
 if TYPE_CHECKING:  # the engine loads when a command runs a chat (`list`, `show` never do)
     from ..engine._groupchat import GroupChat
@@ -164,13 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "and the time left; Enter passes, h raises a hand, 0.7 [draft] bids 0.7")
     run.add_argument("--human-window", type=_number(float), default=None, metavar="S",
                      help="seconds a person has to bid each turn (default 20)")
-    run.add_argument("--trace", action=argparse.BooleanOptionalAction, default=None,
-                     help="export OpenTelemetry traces of the run (the standard OTEL_* "
-                     "variables choose where); default: GROUPCHAT_TRACES, else on when "
-                     "OTEL_TRACES_EXPORTER or an OTLP endpoint is set")
-    run.add_argument("--trace-content", action="store_true", default=None,
-                     help="trace the run with message content (the task, each bid's message); "
-                     "default: OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
+    add_trace_flags(run, "the run")
     run.add_argument("--model-check", action=argparse.BooleanOptionalAction, default=True,
                      help="refuse, before the run, a model no provider can answer (offline: "
                      "litellm's routing and model list; default on)")
@@ -271,7 +266,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     recorder = None if args.no_store else _store(args).attach(chat, owner=owner,
                                                                owner_name=owner)
     chat.add_observer(log_events)  # --log-level / -v: the turns and bids in the log
-    tracing = _tracing(chat, args.trace, owner, args.trace_content)
+    tracing = _tracing(chat, args, owner)
     if not args.quiet:
         chat.add_observer(TurnPrinter(sys.stderr))
         if any(is_sim_model(a.model_name) for a in chat.agents):
@@ -310,42 +305,16 @@ def _check_models(chat: GroupChat) -> None:
         raise CliError("; ".join(problems) + " (--no-model-check runs it anyway)")
 
 
-def _tracing(chat: GroupChat, flag: bool | None, owner: str | None,
-             content: bool | None = None) -> Any:
+def _tracing(chat: GroupChat, args: argparse.Namespace, owner: str | None) -> Any:
     """A tracer provider from the OTEL_* environment with its observer on the chat, when traces
-    are asked for (integrations._otel.trace_switch; --trace-content implies --trace); else
-    None. The SDK is imported only then."""
-    from ..integrations._otel import trace_chat
-
-    provider = tracer_provider_for(True if content and flag is None else flag)
+    are asked for (cli/_traces.py); else None."""
+    provider = tracer_provider_for(trace_flag(args))
     if provider is not None:
-        trace_chat(chat, tracer_provider=provider, user_id=owner, capture_content=content)
+        from ..integrations._otel import trace_chat
+
+        trace_chat(chat, tracer_provider=provider, user_id=owner,
+                   capture_content=args.trace_content)
     return provider
-
-
-def tracer_provider_for(flag: bool | None) -> Any:
-    """The SDK tracer provider the switch asks for, or None. Asked by --trace or
-    GROUPCHAT_TRACES, a missing SDK or a bad exporter is one line that stops the command;
-    asked only by the OTEL_* variables (set perhaps for other tools), it is one line on stderr
-    and the command goes on untraced."""
-    from ..integrations._otel import TRACE_ENV, trace_switch, tracer_provider_from_env
-
-    switch = trace_switch(flag)
-    if switch is None:
-        return None
-    asked = switch in ("--trace", TRACE_ENV)
-    try:
-        return tracer_provider_from_env()
-    except ImportError:
-        need = "needs the OpenTelemetry SDK: pip install 'groupchat-lab[traces]'"
-        if asked:
-            raise CliError(f"{switch} {need}") from None
-        say(f"note: {switch} is set, but tracing {need}; running untraced", sys.stderr)
-    except CliError as exc:
-        if asked:
-            raise
-        say(f"note: {switch} is set, but {exc}; running untraced", sys.stderr)
-    return None
 
 
 def _chat(spec: Any, overrides: dict[str, Any], people: Sequence[Any] = ()) -> GroupChat:
