@@ -63,3 +63,23 @@ def test_sweep_run_traces_its_cells_through_the_otel_environment(capsys, monkeyp
     assert main(["sweep", str(spec), "--quiet"]) == 0
     err = capsys.readouterr().err
     assert '"groupchat.sweep.id"' in err and '"groupchat.sweep.cell"' in err
+
+
+def test_the_ray_workers_cell_function_traces_its_cell_too(monkeypatch):
+    """What a Ray task runs (run_cell_stream) goes through the same CellRun: its chat's trace
+    names the sweep and the cell (called in-process here: no cluster needed for the wiring)."""
+    from groupchat_core.sweeps import CellJob
+    from groupchat_core.sweeps import _ray_executor as ray_cells
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    monkeypatch.setattr(ray_cells, "worker_label", lambda: ("here", 1, "host"))
+    job = CellJob(sweep_id="s-ray", cell="threshold=0.3", index=0, task="Go?",
+                  spec={"max_loops": 3, "threshold": 0.3, "agents": AGENTS})
+    items = list(ray_cells.run_cell_stream(job.model_dump(), False, False,
+                                           ray_cells.Secrets({}), CellTracer(provider)))
+    assert items[-1]["kind"] == "result"
+    (root,) = [s for s in exporter.get_finished_spans() if s.parent is None]
+    assert root.attributes["groupchat.sweep.id"] == "s-ray"
+    assert root.attributes["groupchat.sweep.cell"] == "threshold=0.3"
