@@ -19,6 +19,7 @@ import importlib
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from . import _display
 from ._version import app_version, litellm_version
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name loads on first use
@@ -213,6 +214,17 @@ def _sim_models() -> tuple[str, ...]:
     from .providers._sim import PERSONAS, SIM_PREFIX
 
     return tuple(SIM_PREFIX + name for name in PERSONAS)
+
+
+def _record_figures(record: Any) -> dict[str, Any]:
+    """RunRecord.figures(): installed here, the one layer that may reach both the records and
+    the charts (groupchat_core/_display.py says why)."""
+    from .analysis._record_figures import record_figures
+
+    return record_figures(record)
+
+
+_display.figures_builder = _record_figures
 
 
 def __getattr__(name: str) -> Any:

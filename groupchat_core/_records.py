@@ -400,6 +400,33 @@ class RunRecord(_Record):
     def messages_frame(self) -> pd.DataFrame:
         return _frame(self.messages, Message)
 
+    def figures(self) -> dict[str, Any]:
+        """The key Analysis figures (plotly) by name: bids_heatmap, bid_lines,
+        winner_timeline, transitions, turn_shares. Needs plotly (the `[dashboard]` extra)."""
+        from ._display import record_figures
+
+        return record_figures(self)
+
+    def _repr_html_(self) -> str:
+        """A compact summary for Jupyter; every text is escaped (model output is untrusted)."""
+        from ._display import SIM_MARK, shares_text, summary_html
+
+        spoke: dict[str, int] = {}
+        for turn in self.turns:
+            if turn.winner is not None:
+                spoke[turn.winner] = spoke.get(turn.winner, 0) + 1
+        tokens = f"{self.total_prompt_tokens:,} in, {self.total_completion_tokens:,} out"
+        rows = [("task", self.task), ("stop reason", self.stop_reason or "running"),
+                ("messages", f"{max(len(self.messages) - 1, 0)} posted after the task"),
+                ("turns", str(len(self.turns))), ("speakers", shares_text(spoke)),
+                ("totals", f"{self.total_calls} calls, {tokens} tokens, cost "
+                 + format_cost(self.total_cost_usd, self.unpriced_bids)),
+                ("run", self.run_id)]
+        if self.error:
+            rows.insert(2, ("error", self.error))
+        simulated = any(b.path == "simulation" for b in self.bids)
+        return summary_html("GroupChat run", rows, SIM_MARK if simulated else None)
+
 
 def unpriced(bid: Bid) -> bool:
     """A bid that reached a provider but has no price: a completed call (not an in-process
