@@ -74,10 +74,9 @@ def build_run(url: str, turns: int) -> str:
 def bench_functions(url: str, run_id: str, reps: int) -> dict[str, float]:
     """The page's data and figure work without Streamlit: what its cached reads and charts cost."""
     from groupchat_core import bids_csv, bundle_json, transcript_markdown
-    from groupchat_core.analysis import speaker_metrics, transition_matrix
+    from groupchat_core.analysis import charts, speaker_metrics, transition_matrix
     from groupchat_ui.analysis import logic
     from groupchat_ui.analysis.view import TRANSCRIPT_PAGE
-    from groupchat_ui.kit import charts
 
     store = RunStore(url)
     record = store.load_run(run_id)

@@ -19,10 +19,11 @@ import importlib
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from . import _display
 from ._version import app_version, litellm_version
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name loads on first use
-    from ._agent import DEFAULT_MODEL, Agent
+    from ._agent import DEFAULT_MODEL, TOOL_CHOICE_MODES, Agent
     from ._bidding import (
         DEFAULT_BID_PROMPT,
         FORCED_RESPOND_CHOICE,
@@ -113,6 +114,7 @@ def prepare_litellm() -> ModuleType:
 # paint never use. The exports and bundles need the store (SQLAlchemy) as well.
 _LAZY = {
     "DEFAULT_MODEL": "._agent",
+    "TOOL_CHOICE_MODES": "._agent",
     "Agent": "._agent",
     "DEFAULT_BID_PROMPT": "._bidding",
     "FORCED_RESPOND_CHOICE": "._bidding",
@@ -214,6 +216,17 @@ def _sim_models() -> tuple[str, ...]:
     return tuple(SIM_PREFIX + name for name in PERSONAS)
 
 
+def _record_figures(record: Any) -> dict[str, Any]:
+    """RunRecord.figures(): installed here, the one layer that may reach both the records and
+    the charts (groupchat_core/_display.py says why)."""
+    from .analysis._record_figures import record_figures
+
+    return record_figures(record)
+
+
+_display.figures_builder = _record_figures
+
+
 def __getattr__(name: str) -> Any:
     """Resolve a public name on first access (PEP 562), then keep it as a plain global."""
     if name == "SIM_MODELS":
@@ -264,6 +277,7 @@ __all__ = [
     "SWEEP_RESUMABLE",
     "SWEEP_STATUSES",
     "Bound",
+    "TOOL_CHOICE_MODES",
     "JobStatus",
     "RunStatus",
     "SweepStatus",

@@ -14,7 +14,7 @@ import copy
 import difflib
 import math
 import warnings
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -34,6 +34,8 @@ from ._terminal import char_name, first_unsafe
 
 DEFAULT_MODEL = "sim/balanced"
 ToolChoiceMode = Literal["forced", "required", "auto", "json", "json_schema"]
+# The modes, declared once with the type: the dashboard's agent form offers exactly these.
+TOOL_CHOICE_MODES: tuple[ToolChoiceMode, ...] = get_args(ToolChoiceMode)
 
 # Keys that would smuggle a secret or override what the engine controls.
 _FORBIDDEN_EXTRA_KEYS = frozenset(

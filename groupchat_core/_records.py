@@ -184,7 +184,13 @@ class Bid(_Record):
         "included; 1 for an in-process model; 0 for a cache hit.")
     cached: bool = Field(
         default=False,
-        description="Whether the bid cache answered it: no model call was made (calls == 0).")
+        description="Whether the bid cache answered it: no model call was made (calls == 0). "
+        "For bid_then_speak's row, whether its score-only call was answered from the cache.")
+    cached_calls: int = Field(
+        default=0,
+        description="Calls of this bid the bid cache answered (no request sent): 1 for a cache "
+        "hit; bid_then_speak's row adds its written call's. calls + cached_calls is what the "
+        "bid needs on a cold cache. Bids recorded before it was stored: 1 when cached.")
     deployment: str | None = Field(
         default=None,
         description="Which deployment of the model answered (its name in the spec's "
@@ -208,6 +214,8 @@ class Bid(_Record):
         if isinstance(data, dict) and data.get("outcome") is None:
             data = {**data, "outcome": outcome_of(
                 data.get("error"), data.get("path", "none"), bool(data.get("cached")))}
+        if isinstance(data, dict) and data.get("cached_calls") is None:  # before it was stored
+            data = {**data, "cached_calls": int(bool(data.get("cached")))}
         return data
 
     @property
@@ -263,6 +271,11 @@ class Turn(_Record):
         description="Human as selector: who the person picked among the top bids (the rule's "
         "pick when they accepted it); null when nobody picked (the rule's choice stood). When "
         "it differs from rule_winner the reason is human_pick.")
+    selector_reason: str | None = Field(
+        default=None,
+        description="Strategy selector: the selector model's reply (the speaker it named and "
+        "why), masked and cut to 2,000 characters, or its error when the call failed (the turn "
+        "then fell back to round_robin); null for other strategies.")
 
 
 ScorerKind = Literal["exact", "numeric", "regex", "choice", "judge"]
@@ -371,6 +384,12 @@ class RunRecord(_Record):
         """Bids answered by the bid cache (no model call was made for them)."""
         return sum(b.cached for b in self.bids)
 
+    @property
+    def calls_needed(self) -> int:
+        """Model calls the run needs on a cold bid cache: calls made plus calls the cache
+        answered (bid_then_speak's written call counted even when cached)."""
+        return self.total_calls + sum(b.cached_calls for b in self.bids)
+
     def bids_frame(self) -> pd.DataFrame:
         """The bid log as a pandas DataFrame; columns are the Bid fields (docs/engine.md §9)."""
         return _frame(self.bids, Bid)
@@ -380,6 +399,33 @@ class RunRecord(_Record):
 
     def messages_frame(self) -> pd.DataFrame:
         return _frame(self.messages, Message)
+
+    def figures(self) -> dict[str, Any]:
+        """The key Analysis figures (plotly) by name: bids_heatmap, bid_lines,
+        winner_timeline, transitions, turn_shares. Needs plotly (the `[dashboard]` extra)."""
+        from ._display import record_figures
+
+        return record_figures(self)
+
+    def _repr_html_(self) -> str:
+        """A compact summary for Jupyter; every text is escaped (model output is untrusted)."""
+        from ._display import SIM_MARK, shares_text, summary_html
+
+        spoke: dict[str, int] = {}
+        for turn in self.turns:
+            if turn.winner is not None:
+                spoke[turn.winner] = spoke.get(turn.winner, 0) + 1
+        tokens = f"{self.total_prompt_tokens:,} in, {self.total_completion_tokens:,} out"
+        rows = [("task", self.task), ("stop reason", self.stop_reason or "running"),
+                ("messages", f"{max(len(self.messages) - 1, 0)} posted after the task"),
+                ("turns", str(len(self.turns))), ("speakers", shares_text(spoke)),
+                ("totals", f"{self.total_calls} calls, {tokens} tokens, cost "
+                 + format_cost(self.total_cost_usd, self.unpriced_bids)),
+                ("run", self.run_id)]
+        if self.error:
+            rows.insert(2, ("error", self.error))
+        simulated = any(b.path == "simulation" for b in self.bids)
+        return summary_html("GroupChat run", rows, SIM_MARK if simulated else None)
 
 
 def unpriced(bid: Bid) -> bool:

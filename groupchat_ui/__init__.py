@@ -20,5 +20,5 @@ tests/architecture/test_architecture.py):
   `safety.py`, `metrics.py`, `presets.py`, `providers.py`): it never imports streamlit, nor a
   ui module that does, so it loads and is tested without a script run (and by the CLI).
 
-Nothing is imported here, so `import groupchat_ui.kit.charts` stays free of streamlit.
+Nothing is imported here, so `import groupchat_ui.kit.outcome_charts` stays free of streamlit.
 """

@@ -44,7 +44,9 @@ def _loopback_only(self: socket.socket, address: object) -> None:
 def _offline(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
     """Block non-local model calls and sockets, strip provider keys, keep data in tmp_path."""
     for name in list(os.environ):
-        if name.endswith("_API_KEY"):
+        # Keys; and the trace switches (OTEL_* now turns traces on: a developer's collector
+        # settings must not trace, or fail, the suite's runs).
+        if name.endswith("_API_KEY") or name.startswith("OTEL_") or name == "GROUPCHAT_TRACES":
             monkeypatch.delenv(name)
     monkeypatch.setenv("GROUPCHAT_BLOCK_REMOTE_CALLS", "1")
     monkeypatch.setenv("GROUPCHAT_DB", f"sqlite:///{tmp_path}/groupchat.db")

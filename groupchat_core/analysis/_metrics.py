@@ -248,7 +248,7 @@ def _explain_winner(rows: pd.DataFrame, info: Any, threshold: float) -> list[str
     name = won["agent"]
     if info.get("reason") in _NAMED_BY_RULE:
         return [f"{name} spoke because {_NAMED_BY_RULE[info.get('reason')]}; its score "
-                f"({_num(won['score'])}) did not decide it."]
+                f"({_num(won['score'])}) did not decide it.", *_selector_said(info)]
     chosen = _recorded_selection(rows, threshold)
     parts = [f"{name} spoke with an adjusted bid of {_bid_text(won)}, above the threshold "
              f"{format_decimal(threshold)}."]
@@ -272,6 +272,17 @@ def _explain_winner(rows: pd.DataFrame, info: Any, threshold: float) -> list[str
         hit = ", ".join(rows[rows["penalized"].astype(bool)]["agent"])
         parts.append(f"The recency penalty applied to {hit} but did not change the winner.")
     return parts
+
+
+def _selector_said(info: Any) -> list[str]:
+    """The selector model's stored reply (strategy selector), so its "why" is on the page; a
+    round_robin turn of a selector run fell back because the reply named nobody."""
+    said = info.get("selector_reason")
+    if not said:
+        return []
+    if info.get("reason") == "selector":
+        return [f'The selector said: "{said}".']
+    return [f'The selector\'s reply named nobody on the roster, so round robin chose: "{said}".']
 
 
 def _explain_no_winner(rows: pd.DataFrame, info: Any, threshold: float) -> list[str]:

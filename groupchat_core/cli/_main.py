@@ -47,6 +47,7 @@ from ._exits import (
 from ._output import LOG_LEVELS, log_events, quiet_broken_pipe, setup_logging
 from ._owner import add_owner_flag, cli_owner
 from ._store import say
+from ._traces import add_trace_flags, trace_flag, tracer_provider_for
 
 if TYPE_CHECKING:  # the engine loads when a command runs a chat (`list`, `show` never do)
     from ..engine._groupchat import GroupChat
@@ -164,9 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "and the time left; Enter passes, h raises a hand, 0.7 [draft] bids 0.7")
     run.add_argument("--human-window", type=_number(float), default=None, metavar="S",
                      help="seconds a person has to bid each turn (default 20)")
-    run.add_argument("--trace", action=argparse.BooleanOptionalAction, default=None,
-                     help="export OpenTelemetry traces of the run (the standard OTEL_* "
-                     "variables choose where); default: GROUPCHAT_TRACES, else off")
+    add_trace_flags(run, "the run")
     run.add_argument("--model-check", action=argparse.BooleanOptionalAction, default=True,
                      help="refuse, before the run, a model no provider can answer (offline: "
                      "litellm's routing and model list; default on)")
@@ -267,7 +266,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     recorder = None if args.no_store else _store(args).attach(chat, owner=owner,
                                                                owner_name=owner)
     chat.add_observer(log_events)  # --log-level / -v: the turns and bids in the log
-    tracing = _tracing(chat, args.trace, owner)
+    tracing = _tracing(chat, args, owner)
     if not args.quiet:
         chat.add_observer(TurnPrinter(sys.stderr))
         if any(is_sim_model(a.model_name) for a in chat.agents):
@@ -306,19 +305,15 @@ def _check_models(chat: GroupChat) -> None:
         raise CliError("; ".join(problems) + " (--no-model-check runs it anyway)")
 
 
-def _tracing(chat: GroupChat, flag: bool | None, owner: str | None) -> Any:
-    """With --trace (or GROUPCHAT_TRACES=1): a tracer provider from the OTEL_* environment,
-    its observer on the chat; else None. The OpenTelemetry SDK is imported only then."""
-    from ..integrations._otel import trace_chat, tracer_provider_from_env, traces_wanted
+def _tracing(chat: GroupChat, args: argparse.Namespace, owner: str | None) -> Any:
+    """A tracer provider from the OTEL_* environment with its observer on the chat, when traces
+    are asked for (cli/_traces.py); else None."""
+    provider = tracer_provider_for(trace_flag(args))
+    if provider is not None:
+        from ..integrations._otel import trace_chat
 
-    if not traces_wanted(flag):
-        return None
-    try:
-        provider = tracer_provider_from_env()
-    except ImportError:
-        raise CliError("--trace needs the OpenTelemetry SDK: pip install "
-                       "'groupchat-lab[traces]'") from None
-    trace_chat(chat, tracer_provider=provider, user_id=owner)
+        trace_chat(chat, tracer_provider=provider, user_id=owner,
+                   capture_content=args.trace_content)
     return provider
 
 

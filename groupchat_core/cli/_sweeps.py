@@ -101,6 +101,9 @@ def add_parser(sub: Any) -> None:
                             "lets cells that wait on HTTP models share a CPU)")
     sweep.add_argument("--json", action="store_true",
                        help="print the outcome (or the --estimate) as JSON on stdout")
+    from ._traces import add_trace_flags
+
+    add_trace_flags(sweep, "each cell's run (with groupchat.sweep.id and .cell)")
     from ._owner import add_owner_flag
 
     add_owner_flag(sweep, "a new sweep and its runs are recorded for (a resume keeps the "
@@ -245,6 +248,10 @@ def _cmd_run(args: argparse.Namespace, store: Any) -> int:
         else:
             print(terminal_text(plan.estimate.summary(), multiline=True), flush=True)
         return 0
+    from ._owner import cli_owner
+
+    owner = cli_owner(args)
+    provider, tracing = _tracing(args, owner)
     progress = SweepProgress(sys.stderr, bar=sys.stderr.isatty())
     observers = [] if args.quiet else [progress]
     executor = None
@@ -253,19 +260,18 @@ def _cmd_run(args: argparse.Namespace, store: Any) -> int:
 
         cpus = args.cpus_per_cell or plan.spec.cpus_per_cell or 1.0
         executor = RayExecutor(store, address=args.ray_address, bid_cache=plan.spec.bid_cache,
-                               cpus_per_cell=cpus)
+                               cpus_per_cell=cpus, tracing=tracing)
         executor.start()
     try:
-        from ._owner import cli_owner
-
-        owner = cli_owner(args)
         outcome = run_sweep(plan=plan, store=store, on_event=observers, executor=executor,
                             max_calls=args.max_calls, max_usd=args.max_usd, owner=owner,
-                            owner_name=owner)
+                            owner_name=owner, tracing=tracing)
     finally:
         progress.close()
         if executor is not None:
             executor.close()
+        if provider is not None:
+            provider.shutdown()  # flush the spans before the process ends
     from ..sweeps._scheduler import STOPPED_ON_REQUEST
 
     code = 1 if outcome.reason == STOPPED_ON_REQUEST else EXIT.get(outcome.status, 1)
@@ -280,6 +286,19 @@ def _cmd_run(args: argparse.Namespace, store: Any) -> int:
         f"{outcome.calls} model calls{rate}, cost {_cost_text(store, outcome)}"
         + (f" ({outcome.reason})" if outcome.reason else "")), flush=True)
     return code
+
+
+def _tracing(args: argparse.Namespace, owner: str | None) -> tuple[Any, Any]:
+    """The tracer provider and the CellTracer for each cell, when traces are asked for (a Ray
+    worker builds its own provider from its OTEL_* environment); else (None, None)."""
+    from ._traces import trace_flag, tracer_provider_for
+
+    provider = tracer_provider_for(trace_flag(args))
+    if provider is None:
+        return None, None
+    from ..integrations._cell_traces import CellTracer
+
+    return provider, CellTracer(provider, capture_content=args.trace_content, user_id=owner)
 
 
 def _search_overrides(spec: Any, args: argparse.Namespace) -> Any:

@@ -240,14 +240,17 @@ class TurnLoop:
             reason: Any = "all_speak"
         else:
             extra: Bid | None = None
+            said: str | None = None
             if strategy == "selector":
-                pos, reason, extra = await self._ask_selector(turn)
+                pos, reason, extra, said = await self._ask_selector(turn)
             else:
                 pos, reason = scheduled(strategy, turn, len(self.agents), self.config.seed), \
                     strategy
             bid = await self._one_bid(turn, pos, "speak")
             if extra is not None:
                 _add_call(bid, extra)
+            return self._settle(turn, [bid], assigned(candidate(bid), reason),
+                                selector_reason=said or None)
         return self._settle(turn, [bid], assigned(candidate(bid), reason))
 
     async def _turn_with_people(self, turn: int, people: People) -> str | None:
@@ -293,10 +296,11 @@ class TurnLoop:
                                                  threshold, penalty)
         return self._settle(turn, bids, selection)
 
-    async def _ask_selector(self, turn: int) -> tuple[int, Any, Bid | None]:
+    async def _ask_selector(self, turn: int) -> tuple[int, Any, Bid, str]:
         """The selector model names the next speaker from the roster and the transcript (as
         AutoGen's SelectorGroupChat). Its call is returned as a Bid so the turn counts its
-        calls and tokens; a reply that names nobody (or a failed call) falls back to
+        calls and tokens, with what it said (its reply, else its error: the turn's
+        selector_reason); a reply that names nobody (or a failed call) falls back to
         round_robin, and the turn's reason says which."""
         assert self.selector is not None and self._selector_provider is not None
         names = [a.agent_name for a in self.agents]
@@ -320,13 +324,14 @@ class TurnLoop:
             call.error = mask_secrets(f"{type(exc).__name__}: {exc}",
                                       held_secrets(self.agents))
         pos = pick_named(call.message, names) if call.error is None or call.message else None
+        said = cap_text(mask_secrets(call.message or call.error or "",
+                                     held_secrets(self.agents)), SELECTOR_LINE_CHARS)
         logger.info("turn %d: selector %s %s", turn,
-                    "chose" if pos is not None else "named nobody (round robin):",
-                    mask_secrets(call.message or call.error or "", held_secrets(self.agents)))
+                    "chose" if pos is not None else "named nobody (round robin):", said)
         if pos is None:
             return scheduled("round_robin", turn, len(names), self.config.seed), \
-                "round_robin", call
-        return pos, "selector", call
+                "round_robin", call, said
+        return pos, "selector", call, said
 
     def _select(self, bids: list[Bid]) -> Selection:
         return select_speaker(
@@ -335,7 +340,8 @@ class TurnLoop:
         )
 
     def _settle(self, turn: int, bids: list[Bid], selection: Selection,
-                rule_winner: str | None = None, human_pick: str | None = None) -> str | None:
+                rule_winner: str | None = None, human_pick: str | None = None,
+                selector_reason: str | None = None) -> str | None:
         """Record the turn's selection, post the winner; return a stop reason or None.
 
         Each bid's penalized / adjusted / eligible is written from the Selection: selection is
@@ -349,6 +355,7 @@ class TurnLoop:
             bids[selection.winner].winner = True
         row = _turn_row(turn, bids, selection)
         row.rule_winner, row.human_pick = rule_winner, human_pick
+        row.selector_reason = selector_reason
         self.record.bids.extend(bids)
         self.record.turns.append(row)
         run_id = self.record.run_id
@@ -545,14 +552,17 @@ def _apply_reply(bid: Bid, reply: ModelReply) -> None:
     bid.path, bid.calls = reply.path, reply.calls
     bid.prompt_tokens, bid.completion_tokens = reply.prompt_tokens, reply.completion_tokens
     bid.cost_usd, bid.cached, bid.deployment = reply.cost_usd, reply.cached, reply.deployment
+    bid.cached_calls = int(reply.cached)
     bid.outcome = reply_outcome(reply)  # a failed call's is set where it is caught
 
 
 def _add_call(bid: Bid, other: Bid) -> None:
     """Count another call on `bid` (bid_then_speak's written message, the selector's pick):
-    totals stay the sums over the bids. Unknown token counts and costs stay unknown only when
-    both are."""
+    totals stay the sums over the bids, and a call the cache answered stays counted in
+    cached_calls (`cached` keeps saying whether the row's own first call was a hit). Unknown
+    token counts and costs stay unknown only when both are."""
     bid.calls += other.calls
+    bid.cached_calls += other.cached_calls
     bid.latency_ms = (bid.latency_ms or 0.0) + (other.latency_ms or 0.0)
     for name in ("prompt_tokens", "completion_tokens", "cost_usd"):
         mine, theirs = getattr(bid, name), getattr(other, name)

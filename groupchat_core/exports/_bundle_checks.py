@@ -153,7 +153,7 @@ def _check_structure(bundle: Bundle, names: list[str], people: set[int], fail: F
             fail(f"bid of {bid.agent!r} on turn {bid.turn} is recorded as kind {bid.kind!r}, "
                  f"but {bid.agent!r} is {'a person' if kind == 'human' else 'an agent'} "
                  f"(kind {kind!r})")
-        if kind == "human" and (bid.path != "human" or bid.calls or bid.cached
+        if kind == "human" and (bid.path != "human" or bid.calls or bid.cached or bid.cached_calls
                                 or bid.prompt_tokens or bid.completion_tokens or bid.cost_usd):
             fail(f"bid of {bid.agent!r} on turn {bid.turn}: a person's bid has path 'human', "
                  "no calls, tokens or cost, and is never cached")
@@ -197,6 +197,9 @@ def _check_turns(bundle: Bundle, spec: ChatSpec, names: list[str], fail: Fail) -
             if not 0.0 <= bid.score <= 1.0:
                 fail(f"turn {t}, agent {bid.agent!r}: score {bid.score!r} is outside [0, 1] (the "
                      "engine clamps every score into [0, 1])")
+            if bid.cached and not bid.cached_calls:
+                fail(f"turn {t}, agent {bid.agent!r}: the bid is cached, so the cache answered "
+                     "at least one of its calls, but cached_calls is 0")
             expected_outcome = outcome_of(bid.error, bid.path, bid.cached)
             if bid.outcome != expected_outcome:
                 fail(f"turn {t}, agent {bid.agent!r}: outcome is recorded as {bid.outcome!r}, "
@@ -220,6 +223,10 @@ def _check_turns(bundle: Bundle, spec: ChatSpec, names: list[str], fail: Fail) -
                 fail(f"turn {t}: {exc} (strategy {spec.strategy})")
         expected = _turn_row(t, list(bids), selection)
         expected.rule_winner, expected.human_pick = row.rule_winner, row.human_pick
+        if row.selector_reason is not None and spec.strategy != "selector":
+            fail(f"turn {t}: a selector_reason is recorded, but the run's strategy is "
+                 f"{spec.strategy}, which asks no selector model")
+        expected.selector_reason = row.selector_reason  # what the model said: taken as recorded
         winner = expected.winner
         if row.winner != winner or marked != ([winner] if winner else []):
             said = row.winner if row.winner == (marked[0] if marked else None) else (

@@ -18,13 +18,16 @@ from .._safeload import MAX_STORED_INT
 from .._statuses import RunStatus
 
 BUNDLE_FORMAT = "groupchat-run"
-BUNDLE_VERSION = 3
+BUNDLE_VERSION = 4
 """2: bids carry `outcome` (read / cached / unreadable / failed). Version 1 bundles, written
 before it, import all the same: each bid's outcome follows from its error, path and cached.
 3: `people` (issue 22): the seats of the run's people in the roster (the spec lists agents
 only), bids carry `kind`, turns `rule_winner` / `human_pick`. Version 1 and 2 bundles have no
-people: every bid is an agent's, no turn was picked by a person."""
-READABLE_BUNDLE_VERSIONS = frozenset({1, 2, BUNDLE_VERSION})
+people: every bid is an agent's, no turn was picked by a person.
+4: bids carry `cached_calls` (calls the bid cache answered; bid_then_speak's row may hold two)
+and turns `selector_reason` (the selector model's reply). Older bundles read cached_calls as 1
+for a cached bid, 0 otherwise, and have no selector reason."""
+READABLE_BUNDLE_VERSIONS = frozenset({1, 2, 3, BUNDLE_VERSION})
 MAX_BUNDLE_BYTES = 64 * 1024 * 1024
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
@@ -99,9 +102,10 @@ class BundleBid(Bid):
     completion_tokens: int | None = Field(default=None, **_COUNT)
     cost_usd: float | None = Field(default=None, ge=0)
     calls: int = Field(default=0, **_COUNT)
+    cached_calls: int = Field(default=0, **_COUNT)
 
     _ints = field_validator("turn", "position", "prompt_tokens", "completion_tokens", "calls",
-                            mode="before")(_whole)
+                            "cached_calls", mode="before")(_whole)
 
 
 class BundleTurn(Turn):

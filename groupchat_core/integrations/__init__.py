@@ -5,8 +5,19 @@ imported only when a function here is called; `import groupchat_core` never impo
     from groupchat_core.integrations import trace_chat, export_run_mlflow
 """
 
+from ._cell_traces import CellTracer
 from ._mlflow import export_mlflow, export_run_mlflow, export_sweep_mlflow
-from ._otel import TRACE_ENV, TraceObserver, trace_chat, tracer_provider_from_env, traces_wanted
+from ._otel import (
+    CONTENT_ENV,
+    TRACE_ENV,
+    TraceObserver,
+    content_wanted,
+    trace_chat,
+    trace_switch,
+    tracer_provider_from_env,
+    traces_wanted,
+)
 
-__all__ = ["TRACE_ENV", "TraceObserver", "export_mlflow", "export_run_mlflow",
-           "export_sweep_mlflow", "trace_chat", "tracer_provider_from_env", "traces_wanted"]
+__all__ = ["CONTENT_ENV", "TRACE_ENV", "CellTracer", "TraceObserver", "content_wanted",
+           "export_mlflow", "export_run_mlflow", "export_sweep_mlflow", "trace_chat",
+           "trace_switch", "tracer_provider_from_env", "traces_wanted"]

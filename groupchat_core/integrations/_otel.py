@@ -5,9 +5,9 @@ each bid a grandchild (`invoke_agent <agent>`) with its model call below it (`ch
 and, when the bid came as a `respond` tool call, `execute_tool respond`.
 A bid's span is placed when its turn completes (only then is it known whether it won), from
 its recorded latency back to the moment it arrived. Text attributes pass through the core's
-one masking function; message content is left out unless `capture_content=True` (the
-conventions make content opt-in). Uses only
-opentelemetry-api here; the SDK is needed only to export (see `tracer_provider_from_env`).
+one masking function; message content is left out unless `capture_content=True` or
+OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true (the conventions make content opt-in).
+Uses only opentelemetry-api here; the SDK is needed only to export (see `tracer_provider_from_env`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._records import (
@@ -37,16 +37,51 @@ if TYPE_CHECKING:
     from .._agent import Agent
 
 TRACE_ENV = "GROUPCHAT_TRACES"
-"""Set to 1 (or true/yes/on) to trace every `groupchat-lab run` as if --trace were given."""
+"""Set to 1 (or true/yes/on) to trace every `groupchat-lab run` as if --trace were given; 0 (or
+false/no/off) keeps traces off even when the OTEL_* variables below would turn them on."""
+CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+"""The GenAI conventions' opt-in for message content in spans (`true`)."""
+OTEL_SWITCHES = ("OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                 "OTEL_EXPORTER_OTLP_ENDPOINT")
 INSTRUMENTATION = "groupchat_core"
+_YES = {"1", "true", "yes", "on"}
+_NO = {"0", "false", "no", "off"}
 
 
-def traces_wanted(flag: bool | None = None, environ: dict[str, str] | None = None) -> bool:
-    """Whether to trace: the CLI flag when given, else GROUPCHAT_TRACES (default off)."""
+def trace_switch(flag: bool | None = None, environ: Mapping[str, str] | None = None
+                 ) -> str | None:
+    """Who turned traces on (`--trace`, GROUPCHAT_TRACES or the OTEL_* variable), or None.
+
+    Why the OTEL_* variables count: whoever set an exporter or an OTLP endpoint for this
+    process asked for traces (the standard environment). The flag wins, then GROUPCHAT_TRACES,
+    then OTEL_SDK_DISABLED=true and OTEL_TRACES_EXPORTER=none (both off)."""
+    if flag is not None:
+        return "--trace" if flag else None
+    env = os.environ if environ is None else environ
+    ours = env.get(TRACE_ENV, "").strip().lower()
+    if ours in _YES or ours in _NO:
+        return TRACE_ENV if ours in _YES else None
+    if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return None
+    exporter = env.get("OTEL_TRACES_EXPORTER", "").strip().lower()
+    if exporter == "none":
+        return None
+    return next((name for name in OTEL_SWITCHES if env.get(name, "").strip()), None)
+
+
+def traces_wanted(flag: bool | None = None, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether to trace: the CLI flag when given, else the environment (trace_switch)."""
+    return trace_switch(flag, environ) is not None
+
+
+def content_wanted(flag: bool | None = None, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether spans carry message content: the flag when given, else CONTENT_ENV=true
+    (opt-in, as the GenAI conventions say; their newer span_only/span_and_event count too)."""
     if flag is not None:
         return flag
     env = os.environ if environ is None else environ
-    return env.get(TRACE_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
+    value = env.get(CONTENT_ENV, "").strip().lower()
+    return value in _YES or value in {"span_only", "span_and_event"}
 
 
 class TraceObserver:
@@ -56,7 +91,7 @@ class TraceObserver:
                        "turn_completed", "run_finished"})
 
     def __init__(self, agents: Sequence[Agent] = (), *, tracer_provider: TracerProvider | None
-                 = None, capture_content: bool = False, user_id: str | None = None,
+                 = None, capture_content: bool | None = None, user_id: str | None = None,
                  attributes: dict[str, str | int | float | bool] | None = None) -> None:
         from opentelemetry import trace
 
@@ -64,7 +99,7 @@ class TraceObserver:
         self.tracer: Tracer = trace.get_tracer(INSTRUMENTATION, tracer_provider=tracer_provider)
         self.models = {a.agent_name: a.model_name for a in agents}
         self.secrets = held_secrets(agents)
-        self.capture_content = capture_content
+        self.capture_content = content_wanted(capture_content)  # None: CONTENT_ENV decides
         self.user_id = user_id
         self.extra = dict(attributes or {})
         self.run_span: Span | None = None
@@ -234,7 +269,7 @@ def _clean(attrs: dict[str, Any]) -> dict[str, Any]:
 
 
 def trace_chat(chat: Any, *, tracer_provider: TracerProvider | None = None,
-               capture_content: bool = False, user_id: str | None = None,
+               capture_content: bool | None = None, user_id: str | None = None,
                attributes: dict[str, str | int | float | bool] | None = None) -> TraceObserver:
     """Add a TraceObserver for the chat's agents to the chat and return it."""
     observer = TraceObserver(chat.agents, tracer_provider=tracer_provider,

@@ -22,7 +22,8 @@ from ._base import StoreBase
 from ._connect import safe_url
 from ._schema import bid_cache, bids, runs
 
-STATS_COLUMNS = ["run_id", "bids", "cache_hits", "calls", "cost_usd", "hit_rate"]
+STATS_COLUMNS = ["run_id", "bids", "cache_hits", "cached_calls", "calls", "cost_usd",
+                 "hit_rate"]
 
 
 class _SqliteLookup:
@@ -95,12 +96,15 @@ class BidCacheTable(StoreBase):
 
     def cache_stats(self, run_ids: Sequence[str] | None = None, *,
                     sweep_id: str | None = None) -> Any:
-        """Bids, cache hits, model calls, cost (of priced calls) and hit rate per run, as a
-        DataFrame (runs without bids are left out); all runs, these runs, or a sweep's."""
+        """Bids, cache hits (bids the cache answered), cached calls (calls it answered: a
+        bid_then_speak row may have two), model calls made, cost (of priced calls) and hit
+        rate per run, as a DataFrame (runs without bids are left out); all runs, these runs,
+        or a sweep's."""
         import pandas as pd
 
         hits = func.sum(case((bids.c.cached, 1), else_=0)).label("cache_hits")
         query = select(bids.c.run_id, func.count().label("bids"), hits,
+                       func.sum(bids.c.cached_calls.cast(Integer)).label("cached_calls"),
                        func.sum(bids.c.calls.cast(Integer)).label("calls"),
                        func.sum(bids.c.cost_usd).label("cost_usd")).group_by(bids.c.run_id)
         if sweep_id is not None:
@@ -116,7 +120,8 @@ class BidCacheTable(StoreBase):
                     rows.extend(conn.execute(
                         query.where(bids.c.run_id.in_(ids[start:start + 500]))))
         frame = pd.DataFrame.from_records(rows, columns=STATS_COLUMNS[:-1])
-        frame = frame.astype({"bids": "int64", "cache_hits": "int64", "calls": "int64",
+        frame = frame.astype({"bids": "int64", "cache_hits": "int64", "cached_calls": "int64",
+                              "calls": "int64",
                               "cost_usd": "float64"}).fillna({"cost_usd": 0.0})
         frame["hit_rate"] = frame["cache_hits"] / frame["bids"].where(frame["bids"] > 0)
         return frame

@@ -129,10 +129,21 @@ def _v10_to_v11(conn: Connection) -> None:
     _add_columns(conn, "turns", ("rule_winner", "human_pick"), 11)
 
 
+def _v11_to_v12(conn: Connection) -> None:
+    """v12: bids.cached_calls, 1 for every cached bid (what was counted before; a cached
+    written call of an old bid_then_speak row left no trace and stays uncounted), and
+    turns.selector_reason (NULL: it was only logged)."""
+    _add_columns(conn, "bids", ("cached_calls",), 12)
+    bids_t = metadata_for(12).tables["bids"]
+    conn.execute(update(bids_t).where(bids_t.c.cached.is_(True)).values(cached_calls=1))
+    _add_columns(conn, "turns", ("selector_reason",), 12)
+
+
 OUTCOME_COLUMNS = ("task_id", "answer", "correct", "score", "scorer", "outcome_json")
 STEPS: dict[int, Callable[[Connection], None]] = {  # from version -> next
     1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6,
-    6: _v6_to_v7, 7: _v7_to_v8, 8: _v8_to_v9, 9: _v9_to_v10, 10: _v10_to_v11}
+    6: _v6_to_v7, 7: _v7_to_v8, 8: _v8_to_v9, 9: _v9_to_v10, 10: _v10_to_v11,
+    11: _v11_to_v12}
 
 
 def ensure_schema(engine: Engine) -> None:

@@ -35,6 +35,9 @@ Version history (see migrations.py):
     11 people in the room (issue 22): bids.kind (agent / human; existing bids are agents) and
        turns.rule_winner / turns.human_pick (human as selector: what the bidding rule picked and
        the person who picked; NULL otherwise)
+    12 bids.cached_calls (calls of a bid the bid cache answered, so calls made + cached_calls
+       is what a chat needs on a cold cache, exact for bid_then_speak's two calls a row; the
+       upgrade sets 1 where cached) and turns.selector_reason (the selector model's reply)
 """
 
 from __future__ import annotations
@@ -217,6 +220,8 @@ def _bids(md: MetaData, version: int) -> None:
         extra.append(Column("outcome", String(16), nullable=False, server_default=text("'read'")))
     if version >= 11:
         extra.append(Column("kind", String(16), nullable=False, server_default=text("'agent'")))
+    if version >= 12:
+        extra.append(Column("cached_calls", Integer, nullable=False, server_default=text("0")))
     Table(
         "bids", md,
         Column("run_id", String(64), _run_fk(), primary_key=True),
@@ -244,6 +249,8 @@ def _bids(md: MetaData, version: int) -> None:
 def _turns(md: MetaData, version: int) -> None:
     extra: list[Column[Any]] = [] if version < 11 else [
         Column("rule_winner", String(200)), Column("human_pick", String(200))]
+    if version >= 12:
+        extra.append(Column("selector_reason", Text))
     Table(
         "turns", md,
         Column("run_id", String(64), _run_fk(), primary_key=True),

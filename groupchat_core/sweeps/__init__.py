@@ -32,7 +32,7 @@ from ._compare import (
     compare_metrics,
     compare_values,
 )
-from ._estimate import Estimate, estimate
+from ._estimate import Estimate
 from ._events import (
     BudgetStopped,
     CellFinished,
@@ -42,8 +42,8 @@ from ._events import (
     SweepOutcome,
     SweepStarted,
 )
-from ._executor import CellJob, CellResult, Executor, LocalExecutor
-from ._export import METHODS_VERSION, export_meta, long_frame, parquet_bytes
+from ._executor import CellJob, Executor, LocalExecutor
+from ._export import METHODS_VERSION, export_meta, long_frame
 from ._importance import importance
 from ._intervals import (
     Interval,
@@ -62,7 +62,6 @@ from ._natures import (
 from ._outcomes import (
     Correlation,
     accuracy_table,
-    correlation,
     equality_outcome,
     runs_outcomes,
 )
@@ -71,7 +70,6 @@ from ._ray_executor import RayExecutor
 from ._results import aggregate, heatmap_frame, sweep_results, sweep_summary, varying
 from ._scheduler import arun_sweep, run_sweep
 from ._spec import (
-    SWEEP_SCHEMA_VERSION,
     Cell,
     Grid,
     SweepSpec,
@@ -80,10 +78,8 @@ from ._spec import (
     parse_sweep,
 )
 from ._views import (
-    FAILURE_REASONS,
     bid_stability,
     differing,
-    failure_reason,
     failures,
     group_bands,
     log_axis,
@@ -93,15 +89,12 @@ from ._views import (
 
 __all__ = [
     "CACHE_METRICS",
-    "FAILURE_REASONS",
     "METHODS_VERSION",
     "NATURES",
-    "SWEEP_SCHEMA_VERSION",
     "BudgetStopped",
     "Cell",
     "CellFinished",
     "CellJob",
-    "CellResult",
     "CellStarted",
     "Comparison",
     "Correlation",
@@ -127,12 +120,9 @@ __all__ = [
     "compare_cells",
     "compare_metrics",
     "compare_values",
-    "correlation",
     "differing",
     "equality_outcome",
-    "estimate",
     "export_meta",
-    "failure_reason",
     "failures",
     "frame_csv",
     "group_bands",
@@ -145,7 +135,6 @@ __all__ = [
     "long_frame",
     "methods_text",
     "parse_sweep",
-    "parquet_bytes",
     "plain_json",
     "plan_sweep",
     "run_matrix",

@@ -47,6 +47,20 @@ class SweepOutcome(BaseModel):
     def hit_rate(self) -> float | None:
         return self.cache_hits / self.bids if self.bids else None
 
+    def _repr_html_(self) -> str:
+        """A compact summary for Jupyter (names escaped); `sweep_results(store, sweep_id)`
+        gives the cells as a frame."""
+        from .._display import summary_html
+
+        rate = "" if self.hit_rate is None else f", {self.hit_rate:.0%} of bids cached"
+        rows = [("status", self.status + (f" ({self.reason})" if self.reason else "")),
+                ("cells", f"{self.cells_done}/{self.cells_total} done; this session "
+                          f"{self.cells_run}"),
+                ("totals", f"{self.calls} model calls{rate}, ${self.cost_usd:.4f} priced cost "
+                           f"this session; {self.calls_total} calls in all"),
+                ("time", f"{self.elapsed_s:.1f} s"), ("sweep", self.sweep_id)]
+        return summary_html(f"GroupChat sweep {self.name}", rows)
+
 
 class SweepStarted(_Event):
     kind: Literal["sweep_started"] = "sweep_started"

@@ -34,6 +34,22 @@ class UsageHook(Protocol):
     def __call__(self, calls: int, cost_usd: float) -> None: ...
 
 
+Attributes = dict[str, str | int | float | bool]
+
+
+class CellTracing(Protocol):
+    """Traces a cell's chat (integrations.CellTracer): called once per cell with the chat and
+    its `cell_attributes`. Why a seam: sweeps sit below integrations (no OTel import here), and
+    the Ray worker gets the same object (it must pickle) to trace where the chat runs."""
+
+    def __call__(self, chat: GroupChat, attributes: Attributes, /) -> object: ...
+
+
+def cell_attributes(job: CellJob) -> Attributes:
+    """What a traced cell's run span carries besides the run's own (docs/integrations.md)."""
+    return {"groupchat.sweep.id": job.sweep_id, "groupchat.sweep.cell": job.cell}
+
+
 class CellJob(BaseModel):
     """Everything needed to run one cell anywhere (plain data, no secrets: specs never hold
     keys; workers take provider keys from their own environment)."""
@@ -102,13 +118,15 @@ class CellRun:
 
     The cell's chat is built from its spec (its own chat: nothing is shared between cells),
     recorded into `store` as the cell's run (None: the caller records it, as the Ray driver
-    does for SQLite), and watched by `observers`. `run()` runs it on the running event loop
-    and returns its CellResult; a run that did not end normally is flagged `cancelled` or
-    `error` in the store first, and a run the store did not fully take is a StoreError."""
+    does for SQLite), watched by `observers` and traced by `tracing` (with its sweep and cell).
+    `run()` runs it on the running event loop and returns its CellResult; a run that did not
+    end normally is flagged `cancelled` or `error` in the store first, and a run the store did
+    not fully take is a StoreError."""
 
     def __init__(self, job: CellJob, *, store: RunStore | None,
                  bid_cache: BidCache | bool | None = None,
-                 observers: Iterable[Observer] = ()) -> None:
+                 observers: Iterable[Observer] = (),
+                 tracing: CellTracing | None = None) -> None:
         from ..engine._groupchat import GroupChat
 
         self.job = job
@@ -118,6 +136,8 @@ class CellRun:
             self.chat, sweep_id=job.sweep_id, cell=job.cell)
         for observer in observers:
             self.chat.add_observer(observer)
+        if tracing is not None:
+            tracing(self.chat, cell_attributes(job))
 
     async def run(self) -> CellResult:
         try:
@@ -141,13 +161,16 @@ class CellRun:
 
 
 class LocalExecutor:
-    """Runs cells as chats on the running event loop, each recorded into `store`."""
+    """Runs cells as chats on the running event loop, each recorded into `store` (and traced
+    by `tracing`, when given)."""
 
-    def __init__(self, store: RunStore, bid_cache: BidCache | bool | None = None) -> None:
+    def __init__(self, store: RunStore, bid_cache: BidCache | bool | None = None, *,
+                 tracing: CellTracing | None = None) -> None:
         self.store = store
         self.bid_cache = bid_cache
+        self.tracing = tracing
 
     async def submit(self, job: CellJob, usage: UsageHook) -> CellResult:
         cell = CellRun(job, store=self.store, bid_cache=self.bid_cache,
-                       observers=[_UsageObserver(usage)])
+                       observers=[_UsageObserver(usage)], tracing=self.tracing)
         return await cell.run()

@@ -81,7 +81,7 @@ NATURES: dict[str, MetricNature] = {
     "longest_monologue": MetricNature("count", 0.0, None, "longest run of one speaker",
                                       "max_loops-1"),
     "calls_needed": MetricNature("count", 0.0, None, "model calls the chat needs: calls made "
-                                 "plus one per bid answered from the cache"),
+                                 "plus every call answered from the cache"),
     "calls_made": MetricNature("count", 0.0, None, "model calls actually made (the cache "
                                "answered the rest)"),
     "total_calls": MetricNature("count", 0.0, None, "model calls made (as calls_made)"),

@@ -176,7 +176,7 @@ def equality_outcome(results: pd.DataFrame, equality: str = "gini",
 
 def runs_outcomes(store: RunStore, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
     """Stored scored runs (all, or `run_ids`) as rows `accuracy_table` and `equality_outcome`
-    read: status, correct (0/1), score, calls_needed (calls made plus cache hits), tokens,
+    read: status, correct (0/1), score, calls_needed (calls made plus cached calls), tokens,
     cost, simulated, Gini and evenness of turns (over the run's agents, silent ones too), and
     the run's name, so Analysis asks the sweeps' questions of runs from anywhere."""
     from ..analysis._metrics import speaker_metrics
@@ -192,7 +192,7 @@ def runs_outcomes(store: RunStore, run_ids: Sequence[str] | None = None) -> pd.D
     if runs.empty:
         return pd.DataFrame(columns=columns)
     ids = list(runs["run_id"])
-    hits = store.cache_stats(ids).set_index("run_id")["cache_hits"].to_dict()
+    hits = store.cache_stats(ids).set_index("run_id")["cached_calls"].to_dict()
     turns = store.turns(ids)
     bids = store.bids(ids)
     gini: dict[str, float | None] = {}

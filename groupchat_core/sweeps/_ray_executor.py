@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import ConfigError, StoreError
 from .._records import BidReceived, Event, RunFinished, RunStarted, TurnCompleted
-from ._executor import CellJob, CellResult, CellRun, UsageHook
+from ._executor import CellJob, CellResult, CellRun, CellTracing, UsageHook
 
 if TYPE_CHECKING:
     from ..store import RunStore
@@ -90,7 +90,8 @@ class RayExecutor:
                  cpus_per_cell: float = 1.0, retries: int = DEFAULT_RETRIES,
                  bid_cache: bool | None = None, init_options: dict[str, Any] | None = None,
                  env: dict[str, str] | None = None,
-                 watch: Callable[[CellJob, dict[str, Any]], None] | None = None) -> None:
+                 watch: Callable[[CellJob, dict[str, Any]], None] | None = None,
+                 tracing: CellTracing | None = None) -> None:
         from ._spec import check_cpus_per_cell
 
         try:
@@ -105,6 +106,7 @@ class RayExecutor:
         self.init_options = dict(init_options or {})
         self.env = dict(os.environ if env is None else env)
         self.watch = watch  # sees every streamed item (tests; progress views)
+        self.tracing = tracing  # pickled to each worker, which traces the cell's chat there
         self.workers_record = store.engine.dialect.name != "sqlite"
         self._started_ray = False
         self._remote: Any = None
@@ -191,7 +193,7 @@ class RayExecutor:
             state = _Attempt()
             stream = self._remote.options(num_cpus=self.cpus_per_cell).remote(
                 job.model_dump(), self.workers_record, self.bid_cache,
-                Secrets(self._env_vars(job)))
+                Secrets(self._env_vars(job)), self.tracing)
             try:
                 async for ref in stream:
                     self._take(job, state, await ref, usage)
@@ -375,7 +377,8 @@ def worker_label() -> tuple[str, int, str]:
 
 
 def run_cell_stream(job_data: dict[str, Any], workers_record: bool, bid_cache: bool | None,
-                    secrets: Secrets) -> Iterator[dict[str, Any]]:
+                    secrets: Secrets, tracing: CellTracing | None = None
+                    ) -> Iterator[dict[str, Any]]:
     """The Ray task of one cell: runs its chat, streaming what the driver needs turn by turn.
 
     Items: {"kind": "hello"} first (who runs it), then one {"kind": "turn"} per completed turn
@@ -399,7 +402,7 @@ def run_cell_stream(job_data: dict[str, Any], workers_record: bool, bid_cache: b
             cache = BidCache(store, cache_all=bid_cache is True)
     events: queue.SimpleQueue[Any] = queue.SimpleQueue()
     cell = CellRun(job, store=store, bid_cache=cache,
-                   observers=[_Collector(events, record=store is None)])
+                   observers=[_Collector(events, record=store is None)], tracing=tracing)
     future = background_loop().submit(cell.run())
     future.add_done_callback(lambda _: events.put(_END))
 

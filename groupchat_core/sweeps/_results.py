@@ -12,8 +12,9 @@ row and `note` says when there is no interval ("no variation in 5 repeats") or w
 the repeats from which the interval covers (docs/statistics.md).
 
 Model calls come twice: `calls_made` (what was sent; the bid cache answered the rest) and
-`calls_needed` (calls made plus one per bid answered from the cache: what the chat costs on a
-cold cache). Only `calls_needed` measures the parameters; importance leaves the cache metrics out.
+`calls_needed` (calls made plus the calls answered from the cache, `Bid.cached_calls`, so
+bid_then_speak's cached written call counts too: what the chat costs on a cold cache). Only
+`calls_needed` measures the parameters; importance leaves the cache metrics out.
 Parameter importance and two-cell comparisons are in _importance.py and _compare.py.
 """
 
@@ -137,14 +138,15 @@ def sweep_results(store: RunStore, sweep_id: str) -> pd.DataFrame:
     chosen = runs[runs["run_id"].notna()]
     frame = frame.merge(_metrics(store, chosen, agents), on="run_id", how="left")
     stats = store.cache_stats(list(chosen["run_id"]))[["run_id", "bids", "cache_hits",
-                                                         "hit_rate"]]
+                                                         "cached_calls", "hit_rate"]]
     frame = frame.merge(stats, on="run_id", how="left")
     frame["duration_s"] = [_duration(s, e) for s, e in zip(frame["started_at"],
                                                           frame["ended_at"], strict=True)]
     for column in ("lull_turn", "messages", "turns", "bids", "cache_hits", "total_calls"):
         frame[column] = frame[column].astype("Int64")
     frame["calls_made"] = frame["total_calls"]
-    frame["calls_needed"] = frame["total_calls"] + frame["cache_hits"].fillna(0).astype("Int64")
+    cached_calls = frame.pop("cached_calls").fillna(0).astype("Int64")  # a row may hold two
+    frame["calls_needed"] = frame["total_calls"] + cached_calls
     frame["correct"] = [None if c is None or c != c else float(bool(c))
                         for c in frame["correct"]]  # a rate's 0/1 (NaN: no outcome)
     frame["correct"] = pd.to_numeric(frame["correct"], errors="coerce")

@@ -52,7 +52,7 @@ from ._events import (
     SweepOutcome,
     SweepStarted,
 )
-from ._executor import CellJob, CellResult, Executor, LocalExecutor
+from ._executor import CellJob, CellResult, CellTracing, Executor, LocalExecutor
 from ._plan import SweepPlan, plan_sweep
 from ._spec import Cell, SweepSpec
 
@@ -72,10 +72,11 @@ class SweepRunner:
     def __init__(self, plan: SweepPlan, store: RunStore, *, executor: Executor | None = None,
                  observers: Iterable[SweepObserver] = (), max_calls: int | None = None,
                  max_usd: float | None = None, owner: str | None = None,
-                 owner_name: str | None = None) -> None:
+                 owner_name: str | None = None, tracing: CellTracing | None = None) -> None:
         self.plan, self.spec, self.store = plan, plan.spec, store
         self.owner, self.owner_name = owner, owner_name  # who a new sweep is recorded for
-        self.executor = executor or LocalExecutor(store, _cache_for(plan.spec, store))
+        self.executor = executor or LocalExecutor(store, _cache_for(plan.spec, store),
+                                                  tracing=tracing)
         self.observers = list(observers)
         self.max_calls = max_calls if max_calls is not None else plan.spec.max_calls
         self.max_usd = max_usd if max_usd is not None else plan.spec.max_usd
@@ -367,12 +368,14 @@ async def arun_sweep(spec: SweepSpec | None = None, store: RunStore | None = Non
                      executor: Executor | None = None,
                      on_event: SweepObserver | Iterable[SweepObserver] | None = None,
                      max_calls: int | None = None, max_usd: float | None = None,
-                     owner: str | None = None, owner_name: str | None = None
-                     ) -> SweepOutcome:
+                     owner: str | None = None, owner_name: str | None = None,
+                     tracing: CellTracing | None = None) -> SweepOutcome:
     """Run a sweep (or the rest of sweep `resume`) on the running loop; observers are called
     on the loop's thread. Run it on the engine's background loop (`run_sweep` does; the
     dashboard submits it as a job there), where litellm's clients live. `owner`/`owner_name`:
-    who a new sweep (and its runs) is recorded for (a resumed sweep keeps its owner)."""
+    who a new sweep (and its runs) is recorded for (a resumed sweep keeps its owner).
+    `tracing` traces each cell's chat on the default local executor (a given executor carries
+    its own: LocalExecutor/RayExecutor(tracing=...))."""
     if store is None:
         from ..store import RunStore
 
@@ -381,7 +384,7 @@ async def arun_sweep(spec: SweepSpec | None = None, store: RunStore | None = Non
     observers = [] if on_event is None else ([on_event] if callable(on_event) else list(on_event))
     runner = SweepRunner(plan, store, executor=executor, observers=observers,
                          max_calls=max_calls, max_usd=max_usd, owner=owner,
-                         owner_name=owner_name)
+                         owner_name=owner_name, tracing=tracing)
     return await runner.run()
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from groupchat_core import AGENT_BOUNDS, SIM_MODELS, Agent
+from groupchat_core import AGENT_BOUNDS, SIM_MODELS, TOOL_CHOICE_MODES, Agent
 from groupchat_ui.kit import store_access
 from groupchat_ui.kit.access import not_your_agent
 from groupchat_ui.kit.components import confirm
@@ -29,7 +29,7 @@ from . import actions, logic
 from .actions import AGENT_KEYS, OTHER_MODEL
 
 UP, DOWN = ":material/arrow_upward:", ":material/arrow_downward:"
-TOOL_MODES = ("", "forced", "required", "auto", "json")
+TOOL_MODES = ("", *TOOL_CHOICE_MODES)  # "": automatic, the engine's fallback ladder
 PERSIST: Any = "session"
 
 
@@ -166,7 +166,9 @@ def _advanced_fields(errors: Mapping[str, str]) -> None:
                  format_func=lambda m: m or "automatic (fall back as needed)",
                  persist_state=PERSIST,
                  help="json: ask for a plain-text JSON bid, for models or servers without "
-                      "tool support.")
+                      "tool support. json_schema: the same, constrained to the bid's JSON "
+                      "schema where the server supports it (llama.cpp), so a small model's "
+                      "bids are always readable.")
     st.number_input("Simulated latency per bid (s, sim/ models only)", 0.0, 60.0, step=0.1,
                     key=k["sim_latency"], persist_state=PERSIST)
     _error(errors, "api_base", "timeout", "tool_choice_mode", "sim_latency")

@@ -13,8 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from groupchat_core import Message, format_cost
-from groupchat_core.analysis import explain_turn, speaker_metrics, transition_matrix
-from groupchat_ui.kit import charts
+from groupchat_core.analysis import charts, explain_turn, speaker_metrics, transition_matrix
 from groupchat_ui.kit.components import bubble, cards
 from groupchat_ui.kit.frames import records
 from groupchat_ui.kit.jobs import JobRegistry

@@ -13,8 +13,8 @@ from collections.abc import Callable
 import pandas as pd
 import plotly.graph_objects as go
 
+from groupchat_core.analysis.charts import PALETTE, empty_figure
 from groupchat_core.sweeps import Correlation
-from groupchat_ui.kit.charts import PALETTE, empty_figure
 
 EQUALITY = {"gini": "Gini of turn shares (0: equal)", "evenness": "evenness (1: equal)"}
 

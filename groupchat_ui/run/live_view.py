@@ -15,7 +15,7 @@ from typing import Any
 import streamlit as st
 
 from groupchat_core import Bid, Message, RunRecord, mask_secrets
-from groupchat_ui.kit import charts
+from groupchat_core.analysis import charts
 from groupchat_ui.kit.components import bubble, cards
 from groupchat_ui.kit.jobs import JobRegistry, JobSnapshot, may_manage, not_yours
 from groupchat_ui.kit.labels import run_label

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from groupchat_core.analysis import config_diff, rotation, top_bids
-from groupchat_ui.kit.charts import PALETTE, empty_figure
+from groupchat_core.analysis.charts import PALETTE, empty_figure
 from groupchat_ui.kit.safety import escape_markdown
 from groupchat_ui.kit.store_access import RunData
 

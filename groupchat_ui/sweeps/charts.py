@@ -21,8 +21,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from groupchat_core.analysis.charts import PALETTE, empty_figure
 from groupchat_core.sweeps import NATURES, heatmap_frame
-from groupchat_ui.kit.charts import PALETTE, empty_figure
 
 METRIC_LABELS: dict[str, str] = {
     "messages": "mean chat length (messages)",

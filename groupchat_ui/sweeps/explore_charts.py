@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from groupchat_core.analysis.charts import PALETTE, empty_figure
 from groupchat_core.sweeps import log_axis
-from groupchat_ui.kit.charts import PALETTE, empty_figure
 
 from .charts import EMPTY, SHORT_LABELS, axis_name, metric_label, metric_range, value_text
 

@@ -191,7 +191,7 @@ def test_what_if_takes_a_selectors_pick_as_recorded_while_the_rule_picks_the_sam
 def test_the_bid_heatmap_has_a_row_for_the_person(fakes: list[ScriptedBids]) -> None:
     """The dashboard's heatmap, given the spec's agents (which list no person), still draws a
     row of the person's bids, after the agents."""
-    from groupchat_ui.kit.charts import bids_heatmap
+    from groupchat_core.analysis.charts import bids_heatmap
 
     record = _mixed(fakes)
     heat = bids_heatmap(record.bids_frame(), "score", 0.5, agents=["A", "B"]).data[0]

@@ -152,7 +152,7 @@ def test_packages_depend_on_the_kit_and_reach_other_pages_only_through_actions()
 
 def test_the_rule_sorts_modules_by_name():
     pure = set(pure_ui())
-    assert {"groupchat_ui.kit.jobs", "groupchat_ui.kit.charts", "groupchat_ui.kit.safety",
+    assert {"groupchat_ui.kit.jobs", "groupchat_ui.kit.outcome_charts", "groupchat_ui.kit.safety",
             "groupchat_ui.run.logic", "groupchat_ui.agents.logic",
             "groupchat_ui.sweeps.logic", "groupchat_ui.sweeps.charts"} <= pure
     streamlit_side = set(ui_files()) - pure

@@ -29,7 +29,7 @@ from groupchat_core import (
     select_speaker,
 )
 from groupchat_core._records import outcome_of
-from groupchat_core.analysis import bid_outcomes, explain_turn
+from groupchat_core.analysis import bid_outcomes, charts, explain_turn
 from groupchat_core.cli._main import TurnPrinter
 from groupchat_core.engine._bidcache import BidCache
 from groupchat_core.engine._selection import Candidate
@@ -38,7 +38,6 @@ from groupchat_core.store._connect import get_engine
 from groupchat_core.store._migrations import create_version, forget_checked
 from groupchat_core.store._schema import metadata_for
 from groupchat_core.testing import FakeOpenAIServer, error, text, tool_call
-from groupchat_ui.kit import charts
 
 KEY = "sk-test-outcome-0123456789abcdef"
 
@@ -148,7 +147,7 @@ def test_bundles_carry_the_outcome_and_old_bundles_still_import(store: RunStore,
                                                                new_database) -> None:
     data = _bundled(store)
     expected = ["cached" if b["cached"] else "read" for b in data["bids"]]
-    assert data["schema_version"] == 3 and [b["outcome"] for b in data["bids"]] == expected
+    assert data["schema_version"] == 4 and [b["outcome"] for b in data["bids"]] == expected
     old = {**data, "schema_version": 1, "bids": [
         {k: v for k, v in b.items() if k != "outcome"} for b in data["bids"]]}
     other = RunStore(new_database())

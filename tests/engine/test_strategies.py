@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groupchat_core import Agent, ConfigError, GroupChat, select_speaker
+from groupchat_core import Agent, ConfigError, GroupChat, RunRecord, select_speaker
+from groupchat_core.analysis import explain_turn
 from groupchat_core.engine._selection import Candidate
 from groupchat_core.engine._strategies import (
     assigned,
@@ -19,6 +20,7 @@ from groupchat_core.engine._strategies import (
     scheduled,
     score_only,
 )
+from groupchat_core.store import RunStore
 from groupchat_core.sweeps import parse_sweep
 from groupchat_core.testing import ScriptedBids
 
@@ -181,7 +183,7 @@ def test_random_strategy_is_reproducible_from_the_seed() -> None:
 NAMES_ABC = ["A", "B", "C"]
 
 
-def test_selector_model_picks_the_speaker_and_its_call_is_counted() -> None:
+def test_selector_model_picks_the_speaker_and_its_call_is_counted(store: RunStore) -> None:
     fake = ScriptedBids({"selector": [(1.0, "Bob: he has not spoken"), (1.0, "nobody")],
                          "Ann": [], "Bob": [(0.0, "bob speaks"), (0.0, "bob again")]},
                         shared=False)
@@ -189,9 +191,17 @@ def test_selector_model_picks_the_speaker_and_its_call_is_counted() -> None:
     chat = GroupChat(agents=agents, providers=fake.providers, bid_cache=False, max_loops=3,
                      strategy="selector", selector_model=fake.model_name,
                      output_type="basemodel")
+    store.attach(chat)
     record = chat.run("task")
     assert [(t.winner, t.reason) for t in record.turns] == [
         ("Bob", "selector"), ("Bob", "round_robin")]  # turn 2 named nobody: round robin
+    said = ["Bob: he has not spoken", "nobody"]  # the selector's reply, stored with its turn
+    assert [t.selector_reason for t in record.turns] == said
+    store.flush()
+    assert store.turns(record.run_id)["selector_reason"].tolist() == said
+    assert [t.selector_reason for t in store.load_run(record.run_id).turns] == said
+    why = explain_turn(store.bids(record.run_id), store.turns(record.run_id), 1, 0.5)
+    assert "Bob: he has not spoken" in why
     assert record.total_calls == 4  # two selector calls + two speakers, one bid row a turn
     asked = [r for r in fake.calls if r.agent.agent_name == "selector"][0]
     assert "Ann, Bob" in asked.messages[-1]["content"] and "User: task" in \
@@ -211,6 +221,39 @@ def test_bid_then_speak_asks_scores_then_only_the_winner_writes() -> None:
     assert sum("score only" in p for p in prompts) == 2
     assert sum("Your bid won the floor" in p for p in prompts) == 1
     assert record.turns[0].reason == "highest_bid"
+
+
+def test_bid_then_speak_counts_both_calls_when_the_bid_cache_answers(store: RunStore,
+                                                                     other_store: RunStore
+                                                                     ) -> None:
+    """On sims the winner's written call is the cached answer to its score call (the same
+    request): the row counts it in cached_calls, so calls_needed is what a cold cache makes,
+    and the count survives the store and a bundle."""
+    import json
+
+    from groupchat_core import import_bundle
+    from groupchat_core.exports._bundles import export_bundle
+
+    def run(cache: bool) -> RunRecord:
+        agents = [Agent(agent_name=n, model_name=m) for n, m in
+                  (("A", "sim/balanced"), ("B", "sim/eager"), ("C", "sim/reserved"))]
+        chat = GroupChat(agents=agents, bid_cache=cache, max_loops=4, seed=3,
+                         strategy="bid_then_speak", output_type="basemodel")
+        store.attach(chat)
+        return chat.run("Plan the offsite.")
+
+    cold, warm = run(False), run(True)
+    assert cold.calls_needed == cold.total_calls == 3 * len(cold.turns) + len(cold.messages) - 1
+    assert warm.calls_needed == cold.calls_needed and warm.total_calls < cold.total_calls
+    won = [b for b in warm.bids if b.winner]
+    assert won and all(b.calls + b.cached_calls == 2 for b in won)
+    assert all(b.cached_calls == int(b.cached) + 1 for b in won)  # the written call's hit
+    store.flush()
+    assert store.load_run(warm.run_id).calls_needed == warm.calls_needed
+    data = export_bundle(store, warm.run_id)
+    assert [b["cached_calls"] for b in data["bids"]] == [b.cached_calls for b in warm.bids]
+    import_bundle(other_store, json.dumps(data))
+    assert other_store.load_run(warm.run_id).calls_needed == warm.calls_needed
 
 
 def test_strategy_is_a_sweep_axis() -> None:

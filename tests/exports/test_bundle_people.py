@@ -85,7 +85,7 @@ def test_a_run_with_a_person_exports_and_imports_back_whole(store, other_store):
     run_id = _mixed_run(store)
     data = export_bundle(store, run_id)
     assert data["people"] == [{"name": "Ann", "position": 1}]
-    assert data["schema_version"] == 3
+    assert data["schema_version"] == 4
     assert import_bundle(other_store, data) == run_id
     before, after = store.load_run(run_id), other_store.load_run(run_id)
     assert after.bids == before.bids and after.turns == before.turns

@@ -58,7 +58,7 @@ def test_a_bundle_imported_elsewhere_reproduces_the_run_exactly(store, other_sto
     store.set_tags(run_id, ["baseline"])
     store.set_notes(run_id, "first try")
     data = export_bundle(store, run_id)
-    assert data["format"] == "groupchat-run" and data["schema_version"] == 3
+    assert data["format"] == "groupchat-run" and data["schema_version"] == 4
     assert data["run"]["task"] == "Debate the plan." and len(data["bids"]) == 9
 
     assert import_bundle(other_store, json.loads(json.dumps(data))) == run_id
@@ -125,7 +125,7 @@ def _mutations():
         "bad run id": (set_path(["run", "run_id"], "../../etc/passwd"), "run.run_id"),
         "bad status": (set_path(["run", "status"], "exploded"), "run.status"),
         "bad time": (set_path(["run", "started_at"], "yesterday"), "ISO-8601"),
-        "future version": (set_path(["schema_version"], 4), "not supported"),
+        "future version": (set_path(["schema_version"], 5), "not supported"),
         "wrong format": (set_path(["format"], "something-else"), "format"),
         "unknown agent": (set_path(["bids", 0, "agent"], "Mallory"), "does not match"),
         "orphan bid": (set_path(["bids", 0, "turn"], 99), "has no turn row"),

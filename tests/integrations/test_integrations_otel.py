@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from groupchat_core import Agent, Bid, BidReceived, GroupChat, RunStarted, TurnStarted
 from groupchat_core.cli import main
-from groupchat_core.integrations import TraceObserver, trace_chat
+from groupchat_core.integrations import TraceObserver, trace_chat, trace_switch
 from tests.helpers import ROOT as REPO
 
 DEBATE = str(REPO / "examples" / "debate.yaml")
@@ -167,7 +167,10 @@ def test_run_trace_flag_exports_through_the_otel_environment(capsys, monkeypatch
 
 
 def test_traces_are_off_by_default_and_on_by_groupchat_traces(capsys, monkeypatch):
+    assert main(["run", DEBATE, "--task", "Go?", "--quiet", "--no-store"]) == 0
+    assert "invoke_workflow" not in capsys.readouterr().err
     monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
+    monkeypatch.setenv("GROUPCHAT_TRACES", "0")  # ours wins over the OTEL_* switch
     assert main(["run", DEBATE, "--task", "Go?", "--quiet", "--no-store"]) == 0
     assert "invoke_workflow" not in capsys.readouterr().err
     monkeypatch.setenv("GROUPCHAT_TRACES", "1")
@@ -175,6 +178,57 @@ def test_traces_are_off_by_default_and_on_by_groupchat_traces(capsys, monkeypatc
     assert "invoke_workflow" in capsys.readouterr().err
     assert main(["run", DEBATE, "--task", "Go?", "--quiet", "--no-store", "--no-trace"]) == 0
     assert "invoke_workflow" not in capsys.readouterr().err
+
+
+def test_the_standard_otel_environment_turns_traces_on(capsys, monkeypatch):
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
+    assert main(["run", DEBATE, "--task", "Go?", "--quiet", "--no-store"]) == 0
+    assert '"name": "invoke_workflow ai-diagnosis-debate"' in capsys.readouterr().err
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "none")
+    assert main(["run", DEBATE, "--task", "Go?", "--quiet", "--no-store"]) == 0
+    assert "invoke_workflow" not in capsys.readouterr().err
+    endpoint = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}
+    assert trace_switch(environ=endpoint) == "OTEL_EXPORTER_OTLP_ENDPOINT"
+    assert trace_switch(environ={"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://x/v1/traces"}
+                        ) == "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+    assert trace_switch(environ={**endpoint, "OTEL_TRACES_EXPORTER": "none"}) is None
+    assert trace_switch(environ={**endpoint, "OTEL_SDK_DISABLED": "true"}) is None
+    assert trace_switch(environ={"OTEL_SERVICE_NAME": "lab"}) is None  # names, never asks
+    assert trace_switch(False, endpoint) is None
+
+
+def test_otel_variables_without_the_sdk_are_one_note_and_the_run_goes_on(capsys, monkeypatch):
+    """The OTEL_* variables may be set for other tools: without the SDK the run still runs,
+    and one line says how to get traces; asked by --trace, the same line stops the run."""
+    monkeypatch.setitem(sys.modules, "opentelemetry.sdk.resources", None)  # as if absent
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+    assert main(["run", DEBATE, "--task", "Go?", "--quiet", "--no-store"]) == 0
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert [line for line in err.splitlines() if "trac" in line] == [
+        "note: OTEL_EXPORTER_OTLP_ENDPOINT is set, but tracing needs the OpenTelemetry SDK: "
+        "pip install 'groupchat-lab[traces]'; running untraced"]
+    assert main(["run", DEBATE, "--task", "Go?", "--quiet", "--no-store", "--trace"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "error: --trace needs the OpenTelemetry SDK: pip install 'groupchat-lab[traces]'"]
+
+
+def test_message_content_by_the_genai_variable_or_trace_content(capsys, monkeypatch):
+    _, spans = traced_run()
+    assert not any("groupchat.bid.message" in s.attributes for s in spans)
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    _, spans = traced_run()
+    assert any(s.attributes.get("groupchat.bid.message") for s in spans)
+    assert traced_run(capture_content=False)[1][-1].attributes.get("groupchat.task") is None
+    monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
+    task = "Adopt the purple plan?"
+    assert main(["run", DEBATE, "--task", task, "--quiet", "--no-store"]) == 0
+    assert task not in capsys.readouterr().err
+    assert main(["run", DEBATE, "--task", task, "--quiet", "--no-store",
+                 "--trace-content"]) == 0
+    err = capsys.readouterr().err
+    assert f'"groupchat.task": "{task}"' in err and '"groupchat.bid.message"' in err
 
 
 def test_an_unknown_exporter_is_one_line_before_the_run(capsys, monkeypatch):

@@ -1,5 +1,6 @@
 """examples/notebook.ipynb runs top to bottom in a real Jupyter kernel (nbclient, ipykernel): a
-sim chat, its bid log in pandas, a small sweep and its intervals, in a throwaway store."""
+sim chat, its bid log in pandas, a small sweep and its intervals, in a throwaway store; the run
+record and the sweep outcome display as HTML, and the record gives its figures."""
 
 from __future__ import annotations
 
@@ -37,4 +38,10 @@ def test_the_example_notebook_executes_and_shows_the_chat_the_bids_and_the_sweep
     assert texts[5] == "('finished', 4, 4)"
     assert "threshold" in texts[6] and "lull_turn" in texts[6]
     assert "messages" in texts[7] and "ci_low" in texts[7]
+    html = [o.data["text/html"] for o in code[8].outputs if "text/html" in o.get("data", {})]
+    assert len(html) == 2 and "GroupChat run" in html[0] and "GroupChat sweep" in html[1]
+    assert "simulated" in html[0] and "stop reason" in html[0]
+    assert "notebook-thresholds" in html[1] and "4/4 done" in html[1]
+    assert texts[8].endswith(
+        "['bid_lines', 'bids_heatmap', 'transitions', 'turn_shares', 'winner_timeline']")
     assert not list(tmp_path.iterdir())  # the notebook's store is its own temp file

@@ -2,8 +2,8 @@
 interval, calls and tokens per correct answer, and turn-taking equality against outcome, on
 frames whose answers are worked out by hand, then on a real sim sweep through the CLI export.
 
-Private imports (scored_chats): the unit the CLI and the page share, which the package does
-not export."""
+Private imports (scored_chats, correlation): units the CLI and the page share, which the
+package does not export."""
 
 from __future__ import annotations
 
@@ -21,14 +21,13 @@ from groupchat_core.store import RunStore
 from groupchat_core.sweeps import (
     SweepSpec,
     accuracy_table,
-    correlation,
     equality_outcome,
     run_sweep,
     runs_outcomes,
     sweep_results,
     wilson,
 )
-from groupchat_core.sweeps._outcomes import scored_chats
+from groupchat_core.sweeps._outcomes import correlation, scored_chats
 
 pytestmark = pytest.mark.usefixtures("fresh_engines")
 
@@ -179,3 +178,33 @@ def test_stored_runs_give_the_same_rows_as_the_sweep_results(store_url) -> None:
     ours, theirs = accuracy_table(stored.reset_index(), by=[]), accuracy_table(results, by=[])
     assert ours[["n", "correct", "calls"]].equals(theirs[["n", "correct", "calls"]])
     assert runs_outcomes(store, run_ids=["nope"]).empty
+
+
+def test_calls_needed_on_a_warm_cache_are_the_calls_made_on_a_cold_one(store_url) -> None:
+    """bid_then_speak's winner makes two calls a turn in one bid row; on sims the cache answers
+    both (same request), and calls_needed still counts both: a warm-cache sweep needs exactly
+    the calls a cold one makes, for the results, the stored runs and the accuracy table."""
+    agents = [{"agent_name": n, "model_name": m} for n, m in (("A", "sim/balanced"),
+                                                            ("B", "sim/eager"),
+                                                            ("C", "sim/reserved"))]
+    store = RunStore(store_url)
+
+    def calls(cache: bool) -> pd.DataFrame:
+        spec = SweepSpec.model_validate({
+            "name": f"cache-{cache}", "base": {"max_loops": 4, "agents": agents},
+            "grid": {"strategy": ["bidding", "bid_then_speak"]}, "bid_cache": cache,
+            "tasks": [t.model_dump() for t in du_math_tasks(3)], "concurrency": 1})
+        results = sweep_results(store, run_sweep(spec, store).sweep_id)
+        return results.set_index(["strategy", "task_id"]).sort_index()
+
+    cold, warm = calls(False), calls(True)
+    assert (cold["calls_needed"] == cold["calls_made"]).all()
+    assert warm["cache_hits"].sum() > 0
+    assert warm["calls_needed"].tolist() == cold["calls_needed"].tolist()
+    speak = cold.loc["bid_then_speak"]
+    assert (speak["calls_needed"] == speak["turns"] * 3 + speak["messages"]).all()
+    stored = runs_outcomes(store, run_ids=list(warm["run_id"])).set_index("run_id")
+    assert stored.loc[list(warm["run_id"]), "calls_needed"].tolist() == \
+        warm["calls_needed"].tolist()
+    assert accuracy_table(warm.reset_index())["calls"].tolist() == \
+        accuracy_table(cold.reset_index())["calls"].tolist()

@@ -8,7 +8,8 @@ finished run, at once and on resume. Deterministic: the cancellation is injected
 Every test runs on SQLite and on PostgreSQL (`store` fixture).
 
 Private imports (`store._schema`): the claims table, to recreate a claim left open by an older
-version (or by a process killed between the two steps), which no public call produces.
+version (or by a process killed between the two steps), which no public call produces;
+(`sweeps._executor.CellResult`): what an executor hands back, which users never build.
 """
 
 from __future__ import annotations
@@ -23,12 +24,12 @@ from groupchat_core.store import RunStore
 from groupchat_core.store._schema import sweep_cells
 from groupchat_core.sweeps import (
     CellJob,
-    CellResult,
     LocalExecutor,
     arun_sweep,
     parse_sweep,
     run_sweep,
 )
+from groupchat_core.sweeps._executor import CellResult
 
 pytestmark = pytest.mark.usefixtures("fresh_engines")
 

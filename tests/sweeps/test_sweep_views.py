@@ -1,6 +1,9 @@
 """The numbers behind the Sweeps page's exploring views (groupchat_core.sweeps: top_k,
 log_axis, group_bands, differing, run_matrix, bid_stability, failures), on frames built here
-so every expected figure is worked out by hand."""
+so every expected figure is worked out by hand.
+
+Private imports (`sweeps._views.failure_reason`): the one-bid rule behind `failures`, a unit
+the package does not export."""
 
 from __future__ import annotations
 
@@ -11,13 +14,13 @@ from groupchat_core import ConfigError
 from groupchat_core.sweeps import (
     bid_stability,
     differing,
-    failure_reason,
     failures,
     group_bands,
     log_axis,
     run_matrix,
     top_k,
 )
+from groupchat_core.sweeps._views import failure_reason
 
 
 def _results() -> pd.DataFrame:

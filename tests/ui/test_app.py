@@ -17,6 +17,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from groupchat_core import (
+    TOOL_CHOICE_MODES,
     Agent,
     bundle_json,
     dump_agents,
@@ -104,6 +105,23 @@ def test_agents_page_creates_edits_renames_and_deletes_an_agent(app: AppTest, st
     assert store.list_agents() == []
     assert "Deleted agent Ada L." in texts(app.success)
     assert not app.exception
+
+
+def test_agent_form_offers_every_tool_mode_of_the_core_and_saves_json_schema(
+        app: AppTest, store: RunStore):
+    """The tool-mode choice is the core's declaration (json_schema: constrained bids), not a
+    copy that can fall behind it; the chosen mode is saved and shown again on edit."""
+    goto(app, "agents")
+    modes = app.selectbox(key="agent_form_tool_mode")
+    assert modes.options == ["automatic (fall back as needed)", *TOOL_CHOICE_MODES]
+    assert "json_schema" in modes.options
+    fill_agent(app, "Smol", "You bid briefly.", custom="openai/smollm2")
+    app.selectbox(key="agent_form_tool_mode").set_value("json_schema")
+    app.button(key="save_agent").click().run()
+    assert not app.exception
+    assert store.get_agent("Smol").tool_choice_mode == "json_schema"
+    app.button(key="agent_edit_Smol").click().run()
+    assert app.selectbox(key="agent_form_tool_mode").value == "json_schema"
 
 
 def test_three_agents_made_in_a_row_stay_three(app: AppTest, store: RunStore):

@@ -7,8 +7,7 @@ import plotly.graph_objects as go
 import pytest
 
 from groupchat_core import RunRecord
-from groupchat_core.analysis import speaker_metrics, transition_matrix
-from groupchat_ui.kit import charts
+from groupchat_core.analysis import charts, speaker_metrics, transition_matrix
 from tests.helpers.chats import scripted_chat
 from tests.helpers.scripted_trio import trio_record
 

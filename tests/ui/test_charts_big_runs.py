@@ -12,8 +12,8 @@ import sys
 import pandas as pd
 import pytest
 
+from groupchat_core.analysis import charts
 from groupchat_ui.analysis import logic
-from groupchat_ui.kit import charts
 from tests.helpers import ROOT
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from groupchat_ui.kit import charts
+from groupchat_core.analysis import charts
 
 # Row height is one unit on the overlaid axis; the value's text (12 px) stays within this half
 # height of the centre in every cell the heatmap labels (at most CELL_TEXT_MAX cells).

@@ -1,4 +1,7 @@
-"""Plotly figure builders: DataFrame in, Figure out; no streamlit, so they are unit-testable.
+"""Plotly figure builders: DataFrame in, Figure out; the dashboard's Analysis charts and a
+record's `figures()` in a notebook draw with them (pure plotly and pandas, so they live in the
+core; plotly comes with the `[dashboard]` extra, and `import groupchat_core.analysis` never
+imports this module).
 
 Every agent keeps one colour in every chart (from its place in the agent list), so a reader can
 follow an agent from the live bidding floor to the heatmaps. Empty inputs give a figure with a
@@ -14,10 +17,9 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
-from groupchat_core import chat_default, format_decimal
-from groupchat_core.analysis import SpeakerMetrics, agent_order, bid_outcome, bid_outcomes
-
-from .frames import records
+from .._bidding import format_decimal
+from .._config import chat_default
+from ._metrics import SpeakerMetrics, agent_order, bid_outcome, bid_outcomes
 
 PALETTE: tuple[str, ...] = tuple(qualitative.Plotly) + tuple(qualitative.Dark24)
 EMPTY_TEXT = "no bids yet"
@@ -296,7 +298,7 @@ def bidding_floor(bids: pd.DataFrame | Iterable[Any] | None, threshold: float,
     order = _order(frame, agents)
     if not order:
         return empty_figure(title="Bidding floor")
-    by_agent = {r["agent"]: r for r in records(frame)} if not frame.empty else {}
+    by_agent = {str(r["agent"]): r for r in frame.to_dict("records")} if not frame.empty else {}
     rows = [by_agent.get(a) for a in order]
     colors = [agent_colors(order)[a] for a in order]
     raw = [None if r is None else r["score"] for r in rows]
