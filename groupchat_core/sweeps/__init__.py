@@ -32,7 +32,7 @@ from ._compare import (
     compare_metrics,
     compare_values,
 )
-from ._estimate import Estimate
+from ._estimate import Estimate, estimate
 from ._events import (
     BudgetStopped,
     CellFinished,
@@ -122,6 +122,7 @@ __all__ = [
     "compare_values",
     "differing",
     "equality_outcome",
+    "estimate",
     "export_meta",
     "failures",
     "frame_csv",

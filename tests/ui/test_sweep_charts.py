@@ -149,7 +149,7 @@ def test_whatif_turn_colour_bar_has_whole_number_ticks():
 
 
 def test_a_sim_sweep_is_estimated_at_zero_tokens_and_its_wall_time_from_sim_latency():
-    from groupchat_core.sweeps._estimate import estimate
+    from groupchat_core.sweeps import estimate
 
     agents = DEBATE_TRIO.build_agents(latency_s=0.2)  # 0.2, 0.3 and 0.4 s per bid
     spec = svc.build_spec(agents, ["Debate."], {"threshold": "0.4, 0.6", "recency_penalty": "0",
@@ -169,7 +169,8 @@ def test_a_sim_sweep_is_estimated_at_zero_tokens_and_its_wall_time_from_sim_late
 
 def test_a_real_model_sweep_assumes_seconds_per_bid_and_the_inflight_limit():
     from groupchat_core import Agent, max_inflight_calls, set_max_inflight_calls
-    from groupchat_core.sweeps._estimate import ASSUMED_CALL_S, estimate
+    from groupchat_core.sweeps import estimate
+    from groupchat_core.sweeps._estimate import ASSUMED_CALL_S
 
     agents = [Agent(agent_name=n, system_prompt="You argue.", model_name="openai/gpt-4o-mini")
               for n in ("A", "B")]
