@@ -93,12 +93,15 @@ def test_list_and_show_build_neither_the_engine_nor_the_agent_model(tmp_path):
 
 
 def test_importing_the_package_loads_only_its_version():
-    """`import groupchat_core` resolves its public names on first use (PEP 562)."""
+    """`import groupchat_core` resolves its public names on first use (PEP 562). Besides its
+    version it loads only `_display` (standard library only: html), where the package root
+    installs the builder that `RunRecord.figures()` reaches the charts through."""
     probe = ("import sys, groupchat_core; print(sorted(m for m in sys.modules "
              "if m.startswith('groupchat_core') or m in ('pydantic', 'litellm')))")
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
                           text=True, timeout=120, check=True)
-    assert done.stdout.strip() == "['groupchat_core', 'groupchat_core._version']"
+    assert done.stdout.strip() == ("['groupchat_core', 'groupchat_core._display', "
+                                   "'groupchat_core._version']")
     check = ("from groupchat_core import Agent, GroupChat, SIM_MODELS; import groupchat_core; "
              "assert GroupChat.__module__.startswith('groupchat_core.engine'); "
              "assert SIM_MODELS[0] == 'sim/balanced'; "

@@ -58,7 +58,7 @@ def test_a_room_link_seats_its_holder_and_a_wrong_token_only_watches(app_server,
         expect(panel(ann)).to_contain_text("You are Ann in this room.", timeout=WAIT_MS)
         fresh(ann, ".st-key-room_links_" + _job(ann)).get_by_text("Room links").click()
         code = fresh(ann, '[data-testid="stCode"]').filter(has_text="seat=")
-        expect(code.first).to_be_visible(timeout=WAIT_MS)
+        expect(code).to_have_count(2, timeout=WAIT_MS)  # Ann's and Bo's, drawn one by one
         links = [c.inner_text().strip() for c in code.all()]
         bo_link = links[1]  # the seats in the order they were added: Ann, Bo
         assert re.search(r"/run\?job=[0-9a-f]{32}&seat=[A-Za-z0-9_-]{43}$", bo_link), bo_link
