@@ -46,6 +46,7 @@ from .._config import (
 from .._errors import ConfigError
 from .._safeload import show_number
 from . import _space
+from ._people import refuse_people
 from ._tasks import scored_tasks
 
 SWEEP_SCHEMA_VERSION = 1
@@ -478,6 +479,7 @@ def parse_sweep(data: Any, source: str = "sweep spec",
     folder when read by load_sweep; else the working directory)."""
     if not isinstance(data, Mapping):
         raise ConfigError(f"{source} must be a mapping of settings, got {type(data).__name__}")
+    refuse_people(data, source)
     try:
         spec = SweepSpec.model_validate(dict(data), context={"base_dir": base_dir})
     except ValidationError as exc:

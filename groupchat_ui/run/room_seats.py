@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from groupchat_core import Room
+
 LEAVE_AFTER_S = 5.0
 TOKEN_BYTES = 32
 
@@ -134,6 +136,23 @@ class SeatTable:
                     seat.away = True
                     out.append(seat.name)
         return out
+
+
+def presence(job_id: str, room: Room, me: str | None,
+             seat_table: SeatTable | None = None) -> list[str]:
+    """What each refresh of an open tab's live view tells the room (room_view.py, every
+    REFRESH_S): this tab's seat is alive (back, if it had left), and every seat whose tab went
+    silent has left (a pass). The names newly told as left. Any viewer's refresh reports a
+    closed tab; with no tab open, the engine's window ends the turn."""
+    seat_table = seat_table or _table
+    if me is not None:
+        seat_table.beat(job_id, me)
+        if any(p.name == me and p.left for p in room.snapshot().people):
+            room.join(me)
+    gone = seat_table.silent(job_id)
+    for name in gone:
+        room.leave(name)
+    return gone
 
 
 _table = SeatTable()

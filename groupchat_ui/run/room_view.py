@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from groupchat_core import HAND_SCORE, Room, RoomSnapshot
+from groupchat_core import HAND_SCORE, RoomSnapshot
 from groupchat_ui.kit.safety import escape_markdown, safe_markdown
 from groupchat_ui.kit.state import SessionState
 
@@ -28,7 +28,7 @@ def panel(session: SessionState, job_id: str, roster: Sequence[str], done: bool)
         return
     me = actions.seat_of(job_id)
     if not done:
-        _presence(job_id, room, me)
+        seats.presence(job_id, room, me)  # this tab beats; silent tabs have left
     snap = room.snapshot()
     with st.container(key="room_panel", border=True):
         st.caption(logic.time_left_label(snap), help="Updated twice a second.")
@@ -43,18 +43,6 @@ def panel(session: SessionState, job_id: str, roster: Sequence[str], done: bool)
             picker = entry.seats[me].picker if me in entry.seats else False
             _controls(job_id, snap, me, picker)
     _links(job_id)
-
-
-def _presence(job_id: str, room: Room, me: str | None) -> None:
-    """This tab is alive (a seat that left is back); a seat whose tab went silent has left:
-    the room counts it as a pass (seats.py). Any viewer's refresh tells the room."""
-    table = seats.table()
-    if me is not None:
-        table.beat(job_id, me)
-        if any(p.name == me and p.left for p in room.snapshot().people):
-            room.join(me)
-    for name in table.silent(job_id):
-        room.leave(name)
 
 
 def _bids(snap: RoomSnapshot, roster: Sequence[str]) -> None:

@@ -206,6 +206,52 @@ def test_the_rule_does_not_look_at_who_bid(bids: list[tuple[float, str, bool]],
         select_speaker(twins, recent, threshold, penalty)
 
 
+def documented_winner(bids: Sequence[tuple[float, str, bool]], recent: Sequence[int],
+                      threshold: float, penalty: float) -> int | None:
+    """The rule of docs/engine.md §6 and §17 from scratch, kind by kind: a bid can speak when
+    it is a person's with a score above 0 (a draft or not) or an agent's with a message; its
+    adjusted score is its score less the penalty when it spoke recently; the highest adjusted
+    score strictly above the threshold wins, ties to the earlier participant; else a lull."""
+    best: int | None = None
+    best_adjusted = 0.0
+    for i, (score, message, human) in enumerate(bids):
+        adjusted = score - penalty if i in recent else score
+        can_speak = score > 0 if human else message != ""
+        if can_speak and adjusted > threshold and (best is None or adjusted > best_adjusted):
+            best, best_adjusted = i, adjusted
+    return best
+
+
+scores = st.one_of(st.sampled_from([0.0, 0.2, 0.5, 0.51, 0.8, 1.0]),
+                   st.floats(0.0, 1.0, allow_nan=False))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.tuples(scores, st.sampled_from(["", "draft"]), st.booleans()),
+                min_size=1, max_size=8),
+       st.lists(st.integers(0, 7), max_size=3),
+       st.one_of(st.sampled_from([0.0, 0.5]), st.floats(0.0, 1.0, allow_nan=False)),
+       st.one_of(st.sampled_from([0.0, 0.3]), st.floats(0.0, 1.0, allow_nan=False)))
+def test_the_winner_is_the_documented_rule_for_any_mix_of_kinds(
+        bids: list[tuple[float, str, bool]], recent_at: list[int], threshold: float,
+        penalty: float) -> None:
+    """An oracle independent of select_speaker: over random mixed vectors (people and agents
+    in any proportion and order, recent speakers of either kind), the recorded bids' winner is
+    `documented_winner`'s, and a turn without one is a lull."""
+    from groupchat_core import Bid
+    from groupchat_core.engine._selection import candidate
+
+    names = [f"P{i}" for i in range(len(bids))]
+    recent = [i for i in recent_at if i < len(bids)]
+    mixed = [Bid(turn=1, agent=n, position=i, score=s, message=m,
+                 kind="human" if human else "agent", path="human" if human else "scripted")
+             for i, (n, (s, m, human)) in enumerate(zip(names, bids, strict=True))]
+    chosen = select_speaker([candidate(b) for b in mixed], [names[i] for i in recent],
+                            threshold, penalty)
+    assert chosen.winner == documented_winner(bids, recent, threshold, penalty)
+    assert (chosen.reason == "lull") == (chosen.winner is None)
+
+
 @settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(vectors)

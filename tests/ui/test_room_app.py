@@ -1,6 +1,7 @@
 """People in the room through AppTest: the people of the next run, a room started with a seated
 person, a second session seated by its room link (and not by a wrong one), a signed-in user
-joining the seat that is theirs."""
+joining the seat that is theirs, and a seat's controls clicked (Raise and Lower hand, a slider
+score with a draft, Pass) as the room records them."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from groupchat_core.store import RunStore
 from groupchat_ui.kit import jobs as job_registry
+from groupchat_ui.run import room_logic as logic
 from groupchat_ui.run import room_seats as seats
 from tests.helpers.app_helpers import (
     goto,
@@ -154,3 +156,65 @@ def test_a_bid_window_out_of_range_is_refused_at_start_in_one_line(app: AppTest)
     assert said.startswith("The run did not start:") and "must be a number above 0" in said, said
     assert "\n" not in said and "Traceback" not in said
     assert session(app).current_job is None
+
+
+def seat_controls(at: AppTest) -> bool:
+    """The seat's bid controls are drawn (its bid window is open)."""
+    return any(b.key == "room_pass" for b in at.button)
+
+
+def test_a_seat_raises_and_lowers_its_hand_bids_with_a_draft_and_passes(app: AppTest):
+    """The seat's controls as clicked: Raise then Lower hand (down, out of the queue, no
+    standing bid next window), a slider score with a draft (the bid the room takes), and Pass
+    (score 0), for the starter and for a second seat held by its room link."""
+    prepare(app)
+    app.number_input(key="run_param_max_loops").set_value(3)  # the task and two turns
+    add_person(app, "Ann", me=True)
+    add_person(app, "Bob")
+    app.button(key="start_run").click().run()
+    assert not app.error, [e.value for e in app.error]
+    job_id = session(app).current_job
+    room = seats.table().get(job_id).room
+    bob = new_app(job=job_id, seat=app.session_state["room_tokens"][job_id]["Bob"])
+    poll(app, seat_controls, "Ann's first bid window")
+    assert room.snapshot().turn == 1
+
+    app.button(key="room_raise").click().run()
+    assert "1\\. Ann" in markdown(app) and room.snapshot().hands == ("Ann",)
+    app.button(key="room_lower").click().run()
+    ann = logic.person_state(room.snapshot(), "Ann")
+    assert ann is not None and not ann.hand_up and not ann.bid_in  # the hand's bid went too
+    assert "No hand up." in markdown(app) and room.snapshot().hands == ()
+
+    app.slider(key=f"room_score_{job_id}").set_value(0.35)  # under the 0.5 threshold: no post
+    app.text_area(key=f"room_draft_{job_id}_1").set_value("  Costs first, then scope.  ")
+    app.button(key="room_bid").click().run()
+    mine = next(b for b in room.snapshot().bids if b.name == "Ann")
+    assert (mine.score, mine.message, mine.hand, mine.passed) == (
+        0.35, "Costs first, then scope.", False, False)
+    assert "Your bid this turn: score 0.35" in markdown(app)
+
+    poll(bob, seat_controls, "Bob's first bid window")
+    bob.button(key="room_pass").click().run()  # everyone has bid: the window closes early
+    poll(app, lambda at: room.snapshot().turn == 2 and seat_controls(at),
+         "Ann's second bid window")
+    snap = room.snapshot()
+    ann = logic.person_state(snap, "Ann")
+    assert ann is not None and not ann.hand_up and not ann.bid_in  # no standing hand bid
+    assert snap.hands == () and "Ann" in snap.waiting_for
+    app.button(key="room_pass").click().run()
+    poll(bob, seat_controls, "Bob's second bid window")
+    bob.button(key="room_pass").click().run()
+    poll(app, lambda at: room.snapshot().turn > 2 or status(at).startswith("status: "
+                                                                          "finished"),
+         "turn 2 to be recorded")
+    assert not status(app).startswith("status: error"), status(app)
+    job_registry.registry().cancel(job_id)  # a lull would open turn 3: not needed here
+
+    RunStore().flush()
+    bids = RunStore().bids(job_registry.registry().snapshot(job_id).run_id)
+    people = bids[(bids["kind"] == "human") & (bids["turn"] <= 2)]
+    got = {(r.turn, r.agent): (r.score, r.message) for r in people.itertuples()}
+    assert got == {(1, "Ann"): (0.35, "Costs first, then scope."), (1, "Bob"): (0.0, ""),
+                   (2, "Ann"): (0.0, ""), (2, "Bob"): (0.0, "")}
+    assert not people[people["score"] == 0.0]["eligible"].any()  # a pass can never speak

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from groupchat_core import ConfigError, LiveBid, PersonState, RoomSnapshot
+from groupchat_core import (
+    Agent,
+    ConfigError,
+    GroupChat,
+    Human,
+    LiveBid,
+    PersonState,
+    RoomSnapshot,
+)
 from groupchat_ui.run import room_logic as logic
 from groupchat_ui.run import room_seats as seats
 
@@ -57,6 +65,28 @@ def test_a_tab_silent_for_the_leave_time_is_reported_once_and_a_beat_brings_it_b
     table.beat("j", "Ann")
     now[0] += 1.0
     assert table.silent("j") == []
+
+
+def test_a_closed_tab_is_told_to_the_room_as_left_by_another_viewers_refresh():
+    """seats.presence, what every open tab's refresh runs: Ann's tab beats; once it has been
+    silent for the leave time (closed), a watcher's refresh tells the room she left (a pass,
+    hand down); her tab's next refresh brings her back."""
+    now = [100.0]
+    table = seats.SeatTable(clock=lambda: now[0])
+    chat = GroupChat(agents=[Agent(agent_name="A", model_name="sim/eager"), Human("Ann")])
+    room = chat.room
+    assert room is not None
+    table.register("j", chat, [seats.Seat("Ann", None, b"x")])
+    assert seats.presence("j", room, "Ann", table) == []
+    room.raise_hand("Ann")
+    now[0] += seats.LEAVE_AFTER_S + 0.1  # the tab closed: no refresh beats for Ann
+    assert seats.presence("j", room, None, table) == ["Ann"]
+    ann = logic.person_state(room.snapshot(), "Ann")
+    assert ann is not None and ann.left and not ann.hand_up
+    assert seats.presence("j", room, None, table) == []  # told once
+    assert seats.presence("j", room, "Ann", table) == []  # the tab is back
+    ann = logic.person_state(room.snapshot(), "Ann")
+    assert ann is not None and not ann.left
 
 
 def test_people_of_the_next_run_are_checked_with_a_one_line_fix():
