@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
     from ._bounds import AGENT_BOUNDS, CHAT_BOUNDS, PROCESS_BOUNDS, SWEEP_BOUNDS, Bound
     from ._config import (
         OUTPUT_TYPES,
+        STRATEGIES,
         ChatConfig,
         ChatSpec,
         chat_default,
@@ -126,6 +127,7 @@ _LAZY = {
     "SWEEP_BOUNDS": "._bounds",
     "Bound": "._bounds",
     "OUTPUT_TYPES": "._config",
+    "STRATEGIES": "._config",
     "ChatConfig": "._config",
     "ChatSpec": "._config",
     "chat_default": "._config",
@@ -286,6 +288,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "FORCED_RESPOND_CHOICE",
     "OUTPUT_TYPES",
+    "STRATEGIES",
     "RESPOND_TOOL",
     "SIM_MODELS",
     "TRUSTED_BASES_ENV",
