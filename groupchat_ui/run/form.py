@@ -44,6 +44,8 @@ class RunForm(BaseModel):
     bid_prompt: str | None = None
     verbose: bool | None = None
     bid_cache: bool | None = None  # on: the engine's policy; off: every agent asked afresh
+    strategy: str | None = None  # who speaks (groupchat_core.STRATEGIES)
+    selector_model: str | None = None  # asked by the `selector` strategy; blank: the default
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any], **fields: Any) -> RunForm:
@@ -69,11 +71,13 @@ class RunForm(BaseModel):
 
     def chat_kwargs(self) -> dict[str, Any]:
         """GroupChat keyword arguments: unset fields dropped, so the engine's defaults apply;
-        a blank name dropped (the run is labelled by its task); bid_timeout 0 is no timeout."""
+        a blank name dropped (the run is labelled by its task), a blank selector model too (the
+        engine's default); bid_timeout 0 is no timeout."""
         params = self.model_dump(include=set(PARAMS), exclude_none=True)
-        name = str(params.pop("name", "")).strip()
-        if name:
-            params["name"] = name
+        for text in ("name", "selector_model"):  # blank: the task labels it / the default
+            value = str(params.pop(text, "")).strip()
+            if value:
+                params[text] = value
         if params.get("bid_timeout") == 0:
             params["bid_timeout"] = None
         if "bid_cache" in params:  # on: the engine's own policy (deterministic agents only)

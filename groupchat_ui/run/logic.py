@@ -16,6 +16,7 @@ import pandas as pd
 
 from groupchat_core import (
     CHAT_BOUNDS,
+    STRATEGIES,
     Agent,
     Bid,
     BidDelta,
@@ -45,11 +46,21 @@ from .form import RunForm
 
 CHAT_PARAMS = ("name", "description", "max_loops", "threshold", "recency_penalty",
                "recency_window", "idle_timeout", "output_type", "seed", "bid_timeout",
-               "bid_prompt", "verbose", "bid_cache", "stream_bids")
+               "bid_prompt", "verbose", "bid_cache", "stream_bids", "strategy", "selector_model")
 WORDS_PER_SECOND = 14.0
 NO_READABLE_BID = "no agent produced a readable bid"
 KEY_FIX = ("Add the key in Settings (this browser session only), start the server with it in "
            "the environment, or give the agent an API key.")
+
+# One line per rule of groupchat_core.STRATEGIES (docs/engine.md §16), for the form's help.
+RULES = {
+    "bidding": "every agent bids and the highest bid above threshold speaks",
+    "round_robin": "agents speak in list order",
+    "random": "one agent drawn by the seed",
+    "selector": "the selector model names the next speaker",
+    "bid_then_speak": "agents bid a score only, then the winner writes",
+    "all_speak": "every agent speaks once a round, in list order",
+}
 
 _HELP = {
     "name": "Optional. Names this run in the sidebar, the Runs table, Analysis and exports; "
@@ -77,6 +88,13 @@ _HELP = {
                  "On: the engine's default, answering repeated bid "
                  "requests of deterministic agents (sim/ models, temperature 0) from this "
                  "server's cache: the same results, at once. Off: every agent is asked afresh.",
+    "strategy": "Who speaks each turn. " + "; ".join(
+        f"{name}: {RULES[name]}" if name in RULES else name for name in STRATEGIES)
+        + f". The engine's default is {chat_default('strategy')}; people in the room take "
+          "part only under bidding.",
+    "selector_model": "The model the selector strategy asks to name the next speaker (any "
+                      "model an agent could use); other strategies ignore it. Left empty: the "
+                      f"engine's default, {chat_default('selector_model')}.",
 }
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import streamlit as st
 
-from groupchat_core import OUTPUT_TYPES, Agent
+from groupchat_core import OUTPUT_TYPES, STRATEGIES, Agent
 from groupchat_ui.kit.components import feedback
 from groupchat_ui.kit.presets import PRESETS
 from groupchat_ui.kit.providers import SIM_NOTE, model_label
@@ -135,6 +135,12 @@ def param_inputs(defaults: Mapping[str, Any]) -> None:
                          persist_state=PERSIST)
     cols[2].number_input("bid_timeout (s)", step=1.0, key=p + "bid_timeout",
                          help=PARAM_HELP["bid_timeout"], persist_state=PERSIST)
+    who, selector = st.columns([1, 2])
+    who.selectbox("Who speaks", STRATEGIES, key=p + "strategy", help=PARAM_HELP["strategy"],
+                  persist_state=PERSIST)
+    selector.text_input("Selector model", key=p + "selector_model",
+                        help=PARAM_HELP["selector_model"], persist_state=PERSIST,
+                        placeholder="used by the selector strategy only")
     with st.expander("More parameters"):
         st.text_input("description", key=p + "description", help=PARAM_HELP["description"],
                       persist_state=PERSIST)

@@ -17,9 +17,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from groupchat_core import (
+    STRATEGIES,
     TOOL_CHOICE_MODES,
     Agent,
     bundle_json,
+    chat_default,
     dump_agents,
     max_inflight_calls,
     set_max_inflight_calls,
@@ -448,6 +450,42 @@ def test_run_needs_two_agents_and_a_task(app: AppTest, store: RunStore):
     app.button(key="start_run").click().run()
     assert any("at least two agents" in e.value for e in app.error)
     assert session(app).job_ids == []
+
+
+def _run_with_strategy(app: AppTest, store: RunStore, strategy: str,
+                       selector_model: str | None = None) -> dict[str, object]:
+    """Start a three-message chat of two sims under `strategy` from the Run form; the recorded
+    run's config once it has finished."""
+    save_agents(store, [Agent(agent_name=n, model_name="sim/eager") for n in ("Ann", "Ben")])
+    goto(app, "run")
+    assert app.selectbox(key="run_param_strategy").value == chat_default("strategy")
+    app.multiselect(key="run_roster").set_value(["Ann", "Ben"])
+    app.text_area(key="run_task").set_value("Talk about the weather.")
+    app.number_input(key="run_param_max_loops").set_value(3)
+    app.selectbox(key="run_param_strategy").set_value(strategy)
+    if selector_model is not None:
+        app.text_input(key="run_param_selector_model").set_value(selector_model)
+    app.button(key="start_run").click().run()
+    assert not app.error, [e.value for e in app.error]
+    poll(app, lambda at: status(at).startswith("status: finished"), "the run to finish")
+    run_id = job_registry.registry().snapshot(session(app).current_job).run_id
+    store.flush()
+    return store.load_run(run_id).config
+
+
+def test_the_run_form_chooses_who_speaks_from_the_cores_strategies(app: AppTest,
+                                                                   store: RunStore):
+    goto(app, "run")
+    box = app.selectbox(key="run_param_strategy")
+    assert list(box.options) == list(STRATEGIES)
+    assert all(name in (box.help or "") for name in STRATEGIES)
+    config = _run_with_strategy(app, store, "round_robin")
+    assert config["strategy"] == "round_robin"
+
+
+def test_the_run_form_records_the_selector_strategys_model(app: AppTest, store: RunStore):
+    config = _run_with_strategy(app, store, "selector", selector_model="sim/contrarian")
+    assert (config["strategy"], config["selector_model"]) == ("selector", "sim/contrarian")
 
 
 # --- analysis and runs --------------------------------------------------------------------

@@ -158,6 +158,19 @@ def test_a_bid_window_out_of_range_is_refused_at_start_in_one_line(app: AppTest)
     assert session(app).current_job is None
 
 
+def test_people_under_another_strategy_are_refused_at_start_in_one_line(app: AppTest):
+    prepare(app)
+    add_person(app, "Ann", me=True)
+    app.selectbox(key="run_param_strategy").set_value("round_robin")
+    app.button(key="start_run").click().run()
+    assert not app.exception, [e.value for e in app.exception]
+    said = texts(app.error).replace("\\_", "_")  # shown as markdown
+    assert said.startswith("The run did not start:"), said
+    assert "people take part only with strategy 'bidding', not 'round_robin'" in said, said
+    assert "\n" not in said and "Traceback" not in said
+    assert session(app).current_job is None
+
+
 def seat_controls(at: AppTest) -> bool:
     """The seat's bid controls are drawn (its bid window is open)."""
     return any(b.key == "room_pass" for b in at.button)

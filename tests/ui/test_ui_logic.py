@@ -454,6 +454,19 @@ def test_an_empty_run_name_leaves_the_engines_default():
     assert run_logic.default_params()["name"] == ""
 
 
+def test_who_speaks_round_trips_through_the_run_form():
+    """A preset's, a stored run's or the form memory's strategy reaches the chat; a blank
+    selector model leaves the engine's default; the form starts at the engine's defaults."""
+    stored = {"strategy": "selector", "selector_model": "sim/eager", "threshold": 0.4}
+    assert run_logic.chat_params(stored) == stored
+    assert "selector_model" not in run_logic.chat_params({"selector_model": " "})
+    defaults = run_logic.default_params()
+    assert defaults["strategy"] == groupchat_core.chat_default("strategy")
+    assert defaults["selector_model"] == groupchat_core.chat_default("selector_model")
+    with pytest.raises(ConfigError, match="strategy 'nope' is not one of"):
+        run_logic.build_chat([], {"strategy": "nope"}, {})
+
+
 def test_preflight_lists_missing_keys_and_a_session_key_clears_them(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     agents = [Agent(agent_name="Gpt", model_name="gpt-4o-mini"),
