@@ -232,15 +232,21 @@ WATCH_RUNS = """() => { const app = document.querySelector('[data-testid="stApp"
     if (app.getAttribute('data-test-script-state') === 'running') window.__gcRuns++; });
   window.__gcObserver.observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
 }"""
-# Settled after the click: the status line changed, or a run started after the click and the
-# page is idle again with the status unchanged (that run did not start a job: swallowed).
-CLICK_SETTLED = """(unchanged) => {
+# Settled after the click: a job started (the status line changed, or the page's `?job=` now
+# names another job: the Run page writes it when it starts one), or a run started after the
+# click and the page is idle again, still drawing the status unchanged, the same `?job=` and
+# Start (that run did not start a job: swallowed).
+CLICK_SETTLED = """([unchanged, jobBefore]) => {
   const app = document.querySelector('[data-testid="stApp"]');
+  const job = new URLSearchParams(location.search).get('job') || '';
+  if (job !== jobBefore) return 'started';
   const lines = [...document.querySelectorAll('[data-testid="stCaptionContainer"]')]
     .filter(e => !e.closest('[data-stale="true"]') && /^status: /.test(e.innerText));
   if (lines.length && !new RegExp(unchanged).test(lines[0].innerText)) return 'started';
+  const start = document.querySelector('.st-key-start_run button');
   return window.__gcRuns > 0 && app.getAttribute('data-test-script-state') === 'notRunning'
-    ? 'swallowed' : false; }"""
+    && lines.length > 0 && start !== null && start.offsetParent !== null ? 'swallowed' : false; }"""
+URL_JOB = "() => new URLSearchParams(location.search).get('job') || ''"
 
 
 def start_run(page: Any, attempts: int = 3) -> None:
@@ -251,14 +257,18 @@ def start_run(page: Any, attempts: int = 3) -> None:
     before = status_line(page).inner_text() if status_line(page).count() else ""
     shown = re.search(r"· job ([0-9a-f]{32}) ·", before)
     unchanged = r"^status: idle" + (f"|· job {shown.group(1)} ·" if shown else "")
+    job_before = page.evaluate(URL_JOB)
     for attempt in range(attempts):
         wait_idle(page)
+        if page.evaluate(URL_JOB) != job_before:  # the last click did start one after all
+            return
         page.evaluate(WATCH_RUNS)
         page.locator(".st-key-start_run button").click()
         try:
             # no run at all after the click within 10 s: the click never reached the server
             page.wait_for_function("() => window.__gcRuns > 0", timeout=10_000)
-            settled = page.wait_for_function(CLICK_SETTLED, arg=unchanged, timeout=WAIT_MS)
+            settled = page.wait_for_function(CLICK_SETTLED, arg=[unchanged, job_before],
+                                             timeout=WAIT_MS)
             if settled.json_value() == "started":
                 return
         except Exception as exc:  # playwright's TimeoutError
