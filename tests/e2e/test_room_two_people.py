@@ -135,10 +135,21 @@ def add_person(page: Any, name: str, *, me: bool = False, user: str = "") -> Non
 
 
 def post(page: Any, text: str) -> None:
+    """Write and post the winner's message until it shows in this page's chat: a fragment
+    redraw landing at the fill or the click can swallow it, as with `act`."""
     box = fresh(page, ".st-key-room_controls textarea").first
     expect(box).to_be_visible(timeout=WAIT_MS)
-    box.fill(text)
-    click(page, "room_post")
+    shown = page.get_by_test_id("stChatMessage").filter(has_text=text)
+    for attempt in range(3):
+        if box.is_visible():
+            box.fill(text)
+            click(page, "room_post")
+        try:
+            expect(shown).to_be_visible(timeout=WAIT_MS // 3)
+            return
+        except AssertionError:
+            if attempt == 2:
+                raise
 
 
 def test_two_people_and_three_agents_share_one_room(room_server, fake, browser):
