@@ -14,3 +14,16 @@ def release_store_engines() -> None:
     writer_thread().flush(10)
     dispose_engines()
     forget_checked()
+
+
+def table_columns(url: str, table: str) -> set[str]:
+    """The column names of `table` as the database itself reports them (a migration's check),
+    through an engine of its own that is disposed at once."""
+    from sqlalchemy import create_engine, inspect
+
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return {c["name"] for c in inspect(conn).get_columns(table)}
+    finally:
+        engine.dispose()

@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import create_engine, insert, inspect
+from sqlalchemy import insert
 
 from groupchat_core import Agent, GroupChat, Human, HumanAction, HumanPrompt, Pick, SetBid
 from groupchat_core.store import SCHEMA_VERSION, RunStore, dispose_engines
@@ -22,6 +22,7 @@ from groupchat_core.store._connect import get_engine
 from groupchat_core.store._migrations import create_version, forget_checked
 from groupchat_core.store._schema import metadata_for
 from groupchat_core.testing import ScriptedBids
+from tests.helpers.stores import table_columns
 from tests.store.test_store_migrations import SPEC  # the same old run spec
 
 pytestmark = pytest.mark.usefixtures("fresh_engines")
@@ -50,23 +51,14 @@ def _v10_store(url: str) -> None:
     forget_checked()
 
 
-def _columns(url: str, table: str) -> set[str]:
-    engine = create_engine(url)
-    try:
-        with engine.connect() as conn:
-            return {c["name"] for c in inspect(conn).get_columns(table)}
-    finally:
-        engine.dispose()
-
-
 def test_the_v11_upgrade_keeps_old_runs_as_agents_without_picks(store_url: str) -> None:
     _v10_store(store_url)
-    assert "kind" not in _columns(store_url, "bids")
+    assert "kind" not in table_columns(store_url, "bids")
     store = RunStore(store_url)
     assert SCHEMA_VERSION >= 11
     bids, turns = store.bids("old"), store.turns("old")
-    assert {"kind"} <= _columns(store_url, "bids")
-    assert {"rule_winner", "human_pick"} <= _columns(store_url, "turns")
+    assert {"kind"} <= table_columns(store_url, "bids")
+    assert {"rule_winner", "human_pick"} <= table_columns(store_url, "turns")
     assert bids["kind"].tolist() == ["agent"]
     assert turns["rule_winner"].isna().all() and turns["human_pick"].isna().all()
     assert store.load_run("old").bids[0].kind == "agent"

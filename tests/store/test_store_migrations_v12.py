@@ -14,12 +14,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from sqlalchemy import create_engine, insert, inspect
+from sqlalchemy import insert
 
 from groupchat_core.store import SCHEMA_VERSION, RunStore, dispose_engines
 from groupchat_core.store._connect import get_engine
 from groupchat_core.store._migrations import create_version, forget_checked
 from groupchat_core.store._schema import metadata_for
+from tests.helpers.stores import table_columns
 from tests.store.test_store_migrations import SPEC  # the same old run spec
 
 pytestmark = pytest.mark.usefixtures("fresh_engines")
@@ -51,23 +52,14 @@ def _v11_store(url: str) -> None:
     forget_checked()
 
 
-def _columns(url: str, table: str) -> set[str]:
-    engine = create_engine(url)
-    try:
-        with engine.connect() as conn:
-            return {c["name"] for c in inspect(conn).get_columns(table)}
-    finally:
-        engine.dispose()
-
-
 def test_the_v12_upgrade_counts_each_cached_bid_once_and_no_selector_reason(
         store_url: str) -> None:
     _v11_store(store_url)
-    assert "cached_calls" not in _columns(store_url, "bids")
+    assert "cached_calls" not in table_columns(store_url, "bids")
     store = RunStore(store_url)
     assert SCHEMA_VERSION == 12
-    assert "cached_calls" in _columns(store_url, "bids")
-    assert "selector_reason" in _columns(store_url, "turns")
+    assert "cached_calls" in table_columns(store_url, "bids")
+    assert "selector_reason" in table_columns(store_url, "turns")
     assert store.bids("old")["cached_calls"].tolist() == [1, 0]
     assert store.turns("old")["selector_reason"].isna().all()
     record = store.load_run("old")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from sqlalchemy import create_engine, insert, inspect
+from sqlalchemy import insert
 
 from groupchat_core import (
     GroupChat,
@@ -30,7 +30,7 @@ from groupchat_core.store._migrations import create_version
 from groupchat_core.store._schema import metadata_for
 from groupchat_core.sweeps import SweepSpec, run_sweep
 from groupchat_ui.kit.presets import DEBATE_TRIO
-from tests.helpers.stores import release_store_engines
+from tests.helpers.stores import release_store_engines, table_columns
 from tests.store.test_store_migrations import SPEC  # the same old run spec
 
 NEW = ("owner", "owner_name", "app_version", "litellm_version")
@@ -63,15 +63,6 @@ def _v5_store(url: str) -> None:
     release_store_engines()
 
 
-def _columns(url: str, table: str) -> set[str]:
-    engine = create_engine(url)
-    try:
-        with engine.connect() as conn:
-            return {c["name"] for c in inspect(conn).get_columns(table)}
-    finally:
-        engine.dispose()
-
-
 def _chat() -> GroupChat:
     settings = dict(DEBATE_TRIO.settings)
     return GroupChat(name="own", agents=DEBATE_TRIO.build_agents(latency_s=0.0), **settings)
@@ -79,12 +70,13 @@ def _chat() -> GroupChat:
 
 def test_a_v5_store_is_upgraded_to_v6_keeping_runs_sweeps_and_agents(store_url):
     _v5_store(store_url)
-    assert not set(NEW) & _columns(store_url, "runs")
+    assert not set(NEW) & table_columns(store_url, "runs")
 
     store = RunStore(store_url)
 
     assert SCHEMA_VERSION >= 6  # later versions keep these columns
-    assert set(NEW) <= _columns(store_url, "runs") and set(NEW) <= _columns(store_url, "sweeps")
+    assert set(NEW) <= table_columns(store_url, "runs")
+    assert set(NEW) <= table_columns(store_url, "sweeps")
     info = store.run_info("old-run")
     assert (info["task"], info["tags"], info["notes"], info["sweep_id"]) == (
         "Plan it.", "kept", "n", "old-sweep")
