@@ -106,7 +106,10 @@ def sweep_status(store: RunStore, sweep_id: str | None = None, job: Any = None) 
         state = "starting" if job_status in (None, "queued", "running") else str(job_status)
         return SweepStatus(None, job_name, state, cells_total=job_total,
                            reason=getattr(job, "error", None))
-    status = _stored(store, sweep_id, job_name, job_total)
+    # A job that has ended (and cleaned up) has written its last word: a shared read taken a
+    # moment before could still say `running`, and the views draw this once, not on a timer.
+    status = _stored(store, sweep_id, job_name, job_total,
+                     fresh=bool(getattr(job, "done", False)))
     if job is not None and status.state == "running":
         if job_status == "cancelled":
             return replace(status, state="stopping")  # Stop pressed; cells being cancelled
@@ -121,11 +124,12 @@ def forget_reads() -> None:
         _reads.clear()
 
 
-def _stored(store: RunStore, sweep_id: str, name: str, total: int) -> SweepStatus:
-    """The store's side of the status, shared by reads within SHARED_READ_S."""
+def _stored(store: RunStore, sweep_id: str, name: str, total: int,
+            fresh: bool = False) -> SweepStatus:
+    """The store's side of the status, shared by reads within SHARED_READ_S (unless `fresh`)."""
     key, now = (id(store), sweep_id), time.monotonic()
     with _reads_lock:
-        cached = _reads.get(key)
+        cached = None if fresh else _reads.get(key)
     if cached is not None and now - cached[0] < SHARED_READ_S:
         return cached[1]
     row = store.get_sweep(sweep_id)

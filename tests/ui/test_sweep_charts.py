@@ -237,6 +237,32 @@ def test_sweep_status_counts_finished_and_running_cells_and_their_turns_from_the
     assert sweep_status(store, job=Job()).state == "starting"  # no sweep row yet
 
 
+def test_a_finished_job_reads_the_store_afresh_not_a_shared_running_read():
+    """The views draw an ended sweep once (no timer): a running line read a moment before the
+    job ended must not stay on screen (the e2e sweep-status test once waited 60 s on it)."""
+    from groupchat_ui.kit.sweep_status import forget_reads, sweep_status
+
+    events: list = []
+    spec = svc.build_spec(DEBATE_TRIO.build_agents(0), ["Debate."],
+                          {"threshold": "0.5", "recency_penalty": "0.3", "recency_window": "1"},
+                          {"max_loops": 3, "repeats": 1, "concurrency": 1})
+    store = RunStore()
+    outcome = run_sweep(spec, store, on_event=events.append)
+    store.reopen_sweep(outcome.sweep_id)
+    forget_reads()
+
+    class Job:  # a TaskSnapshot as the registry gives it
+        status, error, done = "running", None, False
+
+    Job.events = tuple(events)
+    assert sweep_status(store, job=Job()).state == "running"  # shared with the next reads
+    store.finish_sweep(outcome.sweep_id)
+    assert sweep_status(store, job=Job()).state == "running"  # still live: the timer redraws
+    Job.status, Job.done = "finished", True
+    assert sweep_status(store, job=Job()).text() == \
+        "sweep status: finished · 1 / 1 cells finished"
+
+
 def test_the_wall_time_reads_as_text():
     from groupchat_core.sweeps import Estimate
 
