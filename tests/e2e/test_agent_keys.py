@@ -26,6 +26,7 @@ from .conftest import (
     VIEWPORT,
     WAIT_MS,
     expect,
+    fill_task,
     fresh,
     open_page,
     pick_roster,
@@ -116,7 +117,7 @@ def test_keys_stay_home_and_others_cannot_change_an_agent(keyed_server, hostile,
         open_page(bob, "Run")
         expect(status_line(bob)).to_have_text(re.compile(r"^status: "), timeout=WAIT_MS)
         pick_roster(bob, names)
-        bob.locator(".st-key-run_task textarea").fill(task)
+        fill_task(bob, task)
         set_number(bob, "run_param_max_loops", 3)
         set_number(bob, "run_param_threshold", 0.0)
         start_run(bob)

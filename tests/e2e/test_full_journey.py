@@ -19,6 +19,7 @@ from .conftest import (
     WAIT_MS,
     create_agent,
     expect,
+    fill_task,
     fresh,
     job_id,
     open_page,
@@ -134,7 +135,7 @@ def test_three_agents_run_analysis_compare_sweep_and_reload_mid_run(app_server, 
     open_page(page, "Run")
     pick_roster(page, names)
     task = f"{TASK} ({suffix})"
-    page.locator(".st-key-run_task textarea").fill(task)
+    fill_task(page, task)
     set_number(page, "run_param_threshold", 0.2)
     first = new_run(page, 6)
     expect(status_line(page)).to_have_text(re.compile(rf"^status: finished · job {first}"),

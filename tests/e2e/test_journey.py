@@ -16,6 +16,7 @@ from .conftest import (
     WAIT_MS,
     create_agent,
     expect,
+    fill_task,
     job_id,
     open_page,
     pick_roster,
@@ -60,7 +61,7 @@ def test_agents_run_live_then_analysis(app_server, app_db_url, page):
     # Run: pick them, a task, a low threshold (the two keep talking until max_loops), start.
     open_page(page, "Run")
     pick_roster(page, [ann, bob])
-    page.locator(".st-key-run_task textarea").fill(TASK)
+    fill_task(page, TASK)
     set_number(page, "run_param_max_loops", 16)
     set_number(page, "run_param_threshold", 0.2)
     screenshot(page, "journey-3-run-form")

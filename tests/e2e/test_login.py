@@ -33,6 +33,7 @@ from .conftest import (
     VIEWPORT,
     WAIT_MS,
     expect,
+    fill_task,
     free_port,
     fresh,
     job_id,
@@ -127,7 +128,7 @@ def sign_in(page: Any, app: str, who: str) -> None:
 def start_slow_run(page: Any, task: str) -> str:
     expect(status_line(page)).to_have_text(re.compile(r"^status: "), timeout=WAIT_MS)
     pick_roster(page, ["Ann", "Ben"])
-    page.locator(".st-key-run_task textarea").fill(task)
+    fill_task(page, task)
     set_number(page, "run_param_max_loops", 300)
     set_number(page, "run_param_threshold", 0.0)
     start_run(page)

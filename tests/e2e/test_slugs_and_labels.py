@@ -16,6 +16,7 @@ from .conftest import (
     SCREENSHOTS,
     WAIT_MS,
     expect,
+    fill_task,
     open_page,
     set_number,
     start_run,
@@ -54,7 +55,7 @@ def test_a_run_is_labelled_by_its_task_and_by_its_given_name(app_server: str, pa
     expect(page.get_by_test_id("stAlertContentSuccess").filter(has_text="Loaded the")
            ).to_be_visible(timeout=WAIT_MS)
     wait_idle(page)
-    page.locator(".st-key-run_task textarea").fill(task)
+    fill_task(page, task)
     set_number(page, "run_param_max_loops", 3)
     start_run(page)
     expect(status_line(page)).to_have_text(re.compile(r"^status: finished"), timeout=WAIT_MS)
@@ -66,7 +67,7 @@ def test_a_run_is_labelled_by_its_task_and_by_its_given_name(app_server: str, pa
     page.locator("summary").filter(has_text="New run").first.click()
     wait_idle(page)
     expect(page.locator(".st-key-run_task textarea")).to_be_visible(timeout=WAIT_MS)
-    page.locator(".st-key-run_task textarea").fill(f"Pick a database {suffix}")
+    fill_task(page, f"Pick a database {suffix}")
     page.locator(".st-key-run_param_name input").fill(f"DB choice {suffix}")
     set_number(page, "run_param_max_loops", 3)
     start_run(page)  # waits until the status shows the new job, not the finished first one

@@ -172,10 +172,14 @@ def test_a_sim_sweeps_status_moves_per_turn_and_reads_the_same_everywhere(
     later = page.wait_for_function(MOVED_ON, arg=first, timeout=WAIT_MS).json_value()
     assert later != seen  # it moved on while the sweep ran, not only at the end
 
-    done = page.wait_for_function(
-        "() => { const s = (" + FOUR_PLACES + ")(); return s.caption === '" + FINISHED +
-        "' && s.results === s.caption && s.sidebar === s.caption ? s : null; }",
-        timeout=WAIT_MS).json_value()
+    try:
+        done = page.wait_for_function(
+            "() => { const s = (" + FOUR_PLACES + ")(); return s.caption === '" + FINISHED +
+            "' && s.results === s.caption && s.sidebar === s.caption ? s : null; }",
+            timeout=WAIT_MS).json_value()
+    except Exception as exc:  # playwright's TimeoutError: say what each place shows
+        raise AssertionError(f"the places never all read finished: "
+                             f"{page.evaluate(FOUR_PLACES)}") from exc
     assert done["bar"] == "4 / 4 cells finished"
     seen = check_samples(page.evaluate(STOP_SAMPLING))
     assert all(seen.values()), f"a place never showed the sweep running: {seen}"

@@ -20,6 +20,7 @@ from .conftest import (
     WAIT_MS,
     create_agent,
     expect,
+    fill_task,
     job_id,
     open_page,
     pick_roster,
@@ -36,7 +37,7 @@ def prepare_run(page: Any, base: str, agents: list[str], task: str) -> None:
     page.goto(base)
     expect(status_line(page)).to_have_text(re.compile(r"^status: idle"), timeout=WAIT_MS)
     pick_roster(page, agents)
-    page.locator(".st-key-run_task textarea").fill(task)
+    fill_task(page, task)
     set_number(page, "run_param_max_loops", 16)
     set_number(page, "run_param_threshold", 0.2)
 

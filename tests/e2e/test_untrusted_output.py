@@ -31,6 +31,7 @@ from .conftest import (
     WAIT_MS,
     create_agent,
     expect,
+    fill_task,
     open_page,
     pick_roster,
     screenshot,
@@ -176,7 +177,7 @@ def test_payload_in_a_live_run_is_inert(app_server, app_db_url, page, beacon):
     create_agent(page, eve, "sim/contrarian", "You argue for the risks.", latency_s=0.2)
     open_page(page, "Run")
     pick_roster(page, [ann, eve])
-    page.locator(".st-key-run_task textarea").fill(payload(beacon, "task"))
+    fill_task(page, payload(beacon, "task"))
     set_number(page, "run_param_max_loops", 6)
     set_number(page, "run_param_threshold", 0.2)
     start_run(page)  # clicked again only while the status still says idle (a swallowed click)
