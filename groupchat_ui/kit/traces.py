@@ -55,6 +55,14 @@ def server_tracer_provider() -> Any:
     return tracer_provider_from_env()
 
 
+def sweep_tracing(user: str | None) -> Any:
+    """A sweep's cell tracer (each cell's chat traced with its sweep id and cell, locally or on
+    a Ray worker, as `sweep run --trace` does), exporting through the server's provider."""
+    from groupchat_core.integrations import CellTracer
+
+    return CellTracer(server_tracer_provider(), user_id=user)
+
+
 def trace_run(chat: Any, user: str | None) -> None:
     """Add the trace observer to a chat about to start (the run's owner as `user.id`)."""
     from groupchat_core.integrations import trace_chat

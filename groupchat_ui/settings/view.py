@@ -82,9 +82,10 @@ def traces() -> None:
     st.toggle("Trace runs (OpenTelemetry)", key="pref_trace_runs",
               value=bool(st.session_state.get(kit_traces.TRACE_KEY, False)) and available,
               on_change=actions.on_trace_runs, disabled=not available,
-              help="On: each run started from the Run page in this browser tab exports its "
-                   "spans (run, turns, bids, model calls; no message content, no key), as "
-                   "`groupchat-lab run --trace` does. Sweeps are not traced.")
+              help="On: each run started from the Run page, and each cell of a sweep started "
+                   "(or resumed) on the Sweeps page, in this browser tab exports its spans "
+                   "(run, turns, bids, model calls; no message content, no key), as "
+                   "`groupchat-lab run --trace` and `sweep run --trace` do.")
     if available:
         st.caption(kit_traces.trace_destination() + " Set OTEL_EXPORTER_OTLP_ENDPOINT or "
                    "OTEL_TRACES_EXPORTER before starting the server to send them elsewhere.")

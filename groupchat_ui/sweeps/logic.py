@@ -193,7 +193,8 @@ _ray_jobs: list[str] = []  # this process's Ray sweep jobs (Ray is one connectio
 
 
 def ray_executor(registry: JobRegistry, store: RunStore, address: str,
-                 spec: SweepSpec | None, cpus_per_cell: float | None = None) -> RayExecutor:
+                 spec: SweepSpec | None, cpus_per_cell: float | None = None,
+                 tracing: Any = None) -> RayExecutor:
     """An executor for a Ray cluster at `address` (blank: start a local one), checked at once
     (Ray installed, the address answers, `cpus_per_cell` (else the spec's, else 1) in range:
     the engine's one-line ConfigError), not started."""
@@ -204,7 +205,8 @@ def ray_executor(registry: JobRegistry, store: RunStore, address: str,
                           "process): wait for it or stop it, or run this one on this server")
     cpus = cpus_per_cell or (None if spec is None else spec.cpus_per_cell) or 1.0
     executor = RayExecutor(store, address=address.strip() or None,
-                           bid_cache=None if spec is None else spec.bid_cache, cpus_per_cell=cpus)
+                           bid_cache=None if spec is None else spec.bid_cache, cpus_per_cell=cpus,
+                           tracing=tracing)
     executor.check()
     return executor
 
@@ -236,12 +238,13 @@ def start_sweep(registry: JobRegistry, store: RunStore, owner: str,
                 spec: SweepSpec | None = None, resume: str | None = None, *,
                 user: str = LOCAL_USER, user_name: str | None = None,
                 executor: str = "local", ray_address: str = "",
-                cpus_per_cell: float | None = None) -> str:
+                cpus_per_cell: float | None = None, trace: bool = False) -> str:
     """Launch a new sweep (or the rest of sweep `resume`) as a job; returns the job id. A new
     sweep and its runs are recorded as `user`'s; only its owner may resume one (ConfigError).
     `executor` "ray": its cells run on the Ray cluster at `ray_address` (blank: a local one);
     a bad address, a missing Ray or a `cpus_per_cell` out of range (Ray CPUs a cell reserves;
-    None: the spec's, else 1) is a ConfigError here, before any job starts."""
+    None: the spec's, else 1) is a ConfigError here, before any job starts. `trace` (the
+    Settings page's "Trace runs") traces each cell's chat, as `sweep run --trace` does."""
     if spec is None and resume is None:
         raise ConfigError("a sweep needs a spec, or a sweep id to resume")
     if executor not in EXECUTORS:
@@ -250,13 +253,19 @@ def start_sweep(registry: JobRegistry, store: RunStore, owner: str,
         sweep = store.get_sweep(resume)
         if not may_manage(sweep.get("owner"), user):
             raise ConfigError(not_yours(sweep.get("owner_name") or sweep.get("owner"), "sweep"))
-    ray = (ray_executor(registry, store, ray_address, spec, cpus_per_cell)
+    tracing = None
+    if trace:
+        from groupchat_ui.kit.traces import sweep_tracing
+
+        tracing = sweep_tracing(user)
+    ray = (ray_executor(registry, store, ray_address, spec, cpus_per_cell, tracing)
            if executor == "ray" else None)
 
     def factory(emit: Any) -> Any:
         def run() -> Any:
             return arun_sweep(spec, store, resume=resume, on_event=emit, owner=user,
-                              owner_name=user_name or user, executor=ray)
+                              owner_name=user_name or user, executor=ray,
+                              tracing=None if ray is not None else tracing)
 
         return run() if ray is None else on_ray(ray, emit, run)
 

@@ -21,6 +21,7 @@ from groupchat_ui.kit.jobs import JobRegistry, may_manage, not_yours
 from groupchat_ui.kit.presets import PRESETS
 from groupchat_ui.kit.safety import escape_markdown
 from groupchat_ui.kit.state import SessionState
+from groupchat_ui.kit.traces import TRACE_KEY
 
 from . import logic as svc
 
@@ -152,6 +153,11 @@ def where() -> dict[str, Any]:
     return {"executor": executor, "ray_address": address, "cpus_per_cell": cpus}
 
 
+def tracing_on() -> bool:
+    """The Settings page's "Trace runs" switch (runs and sweeps started in this tab)."""
+    return bool(st.session_state.get(TRACE_KEY, False))
+
+
 def launch(registry: JobRegistry, store: RunStore, session: SessionState,
            spec: SweepSpec | None, runner: dict[str, Any] | None = None) -> None:
     """The Start button: starts nothing unless the grid is valid and (on Ray) Ray is installed
@@ -162,7 +168,7 @@ def launch(registry: JobRegistry, store: RunStore, session: SessionState,
             try:
                 job_id = svc.start_sweep(registry, store, session.owner, spec,
                                          user=session.user, user_name=session.user_name,
-                                         **(runner or {}))
+                                         trace=tracing_on(), **(runner or {}))
             except ConfigError as exc:
                 st.error(f"Cannot start the sweep: {escape_markdown(svc.page_words(str(exc)))}",
                          icon=":material/error:")
@@ -187,7 +193,8 @@ def resume_button(registry: JobRegistry, store: RunStore, session: SessionState,
                                 "rerun."):
         try:
             job_id = svc.start_sweep(registry, store, session.owner, resume=sweep_id,
-                                     user=session.user, user_name=session.user_name)
+                                     user=session.user, user_name=session.user_name,
+                                     trace=tracing_on())
         except (ConfigError, StoreError) as exc:
             st.error(escape_markdown(str(exc)))
             return

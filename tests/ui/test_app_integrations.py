@@ -17,7 +17,7 @@ from groupchat_core.store import RunStore
 from groupchat_core.sweeps import parse_sweep, run_sweep
 from groupchat_ui.kit import jobs as job_registry
 from groupchat_ui.kit import mlflow_export, store_access, traces
-from tests.helpers.app_helpers import goto, new_app, poll, session, status
+from tests.helpers.app_helpers import goto, new_app, poll, session, status, sweep_status
 
 pytestmark = pytest.mark.usefixtures("fresh_engines")
 
@@ -65,6 +65,34 @@ def test_the_traces_switch_traces_runs_started_here_and_says_where(app, monkeypa
     assert {s.context.trace_id for s in finished} == {runs[0].context.trace_id}  # one trace
     assert any(s.name.startswith("invoke_agent ") for s in finished)
     assert runs[0].attributes["user.id"] == "local"
+
+
+def test_the_traces_switch_traces_each_cell_of_a_sweep_started_here(app, monkeypatch):
+    spans = InMemorySpanExporter()
+    monkeypatch.setattr(traces, "server_tracer_provider", lambda: tracer_provider_from_env(
+        {"OTEL_TRACES_EXPORTER": "none"}, exporters=[spans]))
+    goto(app, "settings")
+    app.toggle(key="pref_trace_runs").set_value(True).run()
+    goto(app, "sweeps")
+    app.text_input(key="sw_threshold").input("0.4, 0.6")
+    app.text_input(key="sw_recency_penalty").input("0.3")
+    app.text_input(key="sw_recency_window").input("1")
+    app.number_input(key="sw_repeats").set_value(1)
+    app.number_input(key="sw_max_loops").set_value(3)
+    app.run()
+    app.button(key="sw_start").click().run()
+    assert not app.error, [e.value for e in app.error]
+    poll(app, lambda at: sweep_status(at).startswith("sweep status: finished"),
+         "the sweep to finish")
+    sweep = app.query_params["sweep"]
+    sweep = sweep if isinstance(sweep, str) else sweep[0]
+    roots = [s for s in spans.get_finished_spans() if s.name.startswith("invoke_workflow")]
+    runs = RunStore().list_runs(sweep_id=sweep)
+    assert len(runs) == 2 and len(roots) == 2  # one trace per cell, nothing else
+    assert {r.attributes["groupchat.sweep.id"] for r in roots} == {sweep}
+    assert {r.attributes["gen_ai.conversation.id"]: r.attributes["groupchat.sweep.cell"]
+            for r in roots} == dict(zip(runs["run_id"], runs["cell"], strict=True))
+    assert {r.attributes["user.id"] for r in roots} == {"local"}
 
 
 def test_without_the_sdk_the_switch_is_off_and_says_how_to_install_it(app, monkeypatch):
