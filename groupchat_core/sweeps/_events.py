@@ -42,6 +42,7 @@ class SweepOutcome(BaseModel):
     calls_total: int = 0  # over every session (what max_calls counts)
     cost_usd_total: float = 0.0  # over every session (what max_usd counts)
     elapsed_s: float = 0.0
+    simulated: bool = False  # some agent of some cell is an offline sim/ model
 
     @property
     def hit_rate(self) -> float | None:
@@ -50,7 +51,7 @@ class SweepOutcome(BaseModel):
     def _repr_html_(self) -> str:
         """A compact summary for Jupyter (names escaped); `sweep_results(store, sweep_id)`
         gives the cells as a frame."""
-        from .._display import summary_html
+        from .._display import SIM_MARK, summary_html
 
         rate = "" if self.hit_rate is None else f", {self.hit_rate:.0%} of bids cached"
         rows = [("status", self.status + (f" ({self.reason})" if self.reason else "")),
@@ -59,7 +60,8 @@ class SweepOutcome(BaseModel):
                 ("totals", f"{self.calls} model calls{rate}, ${self.cost_usd:.4f} priced cost "
                            f"this session; {self.calls_total} calls in all"),
                 ("time", f"{self.elapsed_s:.1f} s"), ("sweep", self.sweep_id)]
-        return summary_html(f"GroupChat sweep {self.name}", rows)
+        return summary_html(f"GroupChat sweep {self.name}", rows,
+                            SIM_MARK if self.simulated else None)
 
 
 class SweepStarted(_Event):

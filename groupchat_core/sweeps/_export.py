@@ -29,8 +29,8 @@ from ._intervals import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE, STUDENT
 from ._multiple import SHOWN
 from ._natures import CACHE_METRICS, MIN_N_BOUNDED, MIN_N_UNBOUNDED
 from ._plan import stored_spec
-from ._results import METRICS, cell_models
-from ._spec import SWEEP_SCHEMA_VERSION
+from ._results import METRICS
+from ._spec import SWEEP_SCHEMA_VERSION, any_simulated, cell_models
 
 if TYPE_CHECKING:
     from ..store import RunStore
@@ -75,9 +75,7 @@ def export_meta(store: RunStore, sweep_id: str) -> dict[str, Any]:
     for cell in spec.cells():
         chosen = cell_models(spec, cell)
         models[cell.key] = {n: chosen[n] for n in spec.cell_agents(cell)}
-    from ..providers._sim import is_sim_model
-
-    simulated = any(is_sim_model(m) for cell in models.values() for m in cell.values())
+    simulated = any_simulated(spec)
     meta: dict[str, Any] = {
         "sweep": summary,
         "spec": spec.to_data(),

@@ -34,7 +34,7 @@ from ..providers._sim import cell_is_simulated
 from . import _space
 from ._natures import feasible_range, metric_interval, min_n
 from ._plan import stored_spec
-from ._spec import Cell, SweepSpec
+from ._spec import Cell, SweepSpec, any_simulated, cell_models
 
 if TYPE_CHECKING:
     from ..store import RunStore
@@ -71,16 +71,6 @@ def _cell_row(spec: SweepSpec, cell: Cell) -> dict[str, Any]:
     row["simulated"] = cell_is_simulated([models[n] for n in names])
     row["sample_seed"] = spec.base.seed if spec.sample_seed is None else spec.sample_seed
     return row
-
-
-def cell_models(spec: SweepSpec, cell: Cell) -> dict[str, str]:
-    """Each agent's model in a cell (the base's, then the `model` axis, then models per agent):
-    what `SweepSpec.chat_spec` sets, without building the chat."""
-    models = {a.agent_name: a.model_name for a in spec.base.agents}
-    if "model" in cell.params:
-        models = dict.fromkeys(models, str(cell.params["model"]))
-    models.update({str(k): str(v) for k, v in (cell.params.get("agent_models") or {}).items()})
-    return models
 
 
 def _chosen_runs(store: RunStore, sweep_id: str) -> pd.DataFrame:
@@ -257,5 +247,5 @@ def sweep_summary(store: RunStore, sweep_id: str) -> dict[str, Any]:
         "cache_hits": hits, "hit_rate": hits / bids if bids else None,
         "calls": int(stats["calls"].sum()), "cost_usd": float(stats["cost_usd"].sum()),
         "axes": list(spec.axes()),
-        "simulated": any(cell_is_simulated(cell_models(spec, c).values()) for c in spec.cells()),
+        "simulated": any_simulated(spec),
     }

@@ -54,7 +54,7 @@ from ._events import (
 )
 from ._executor import CellJob, CellResult, CellTracing, Executor, LocalExecutor
 from ._plan import SweepPlan, plan_sweep
-from ._spec import Cell, SweepSpec
+from ._spec import Cell, SweepSpec, any_simulated
 
 if TYPE_CHECKING:
     from .._agent import Agent
@@ -206,7 +206,7 @@ class SweepRunner:
             calls=int(s["calls"]), bids=int(s["bids"]), cache_hits=int(s["hits"]),
             cost_usd=float(s["cost"]), calls_total=self.plan.spent_calls + int(s["calls"]),
             cost_usd_total=self.plan.spent_usd + float(s["cost"]),
-            elapsed_s=time.perf_counter() - started)
+            elapsed_s=time.perf_counter() - started, simulated=any_simulated(self.spec))
         self._emit(SweepFinished(sweep_id=self.sweep_id, outcome=self.outcome))
         return self.outcome
 

@@ -518,3 +518,25 @@ def load_sweep(path: str | Path) -> SweepSpec:
 
     return load_sweep_text(read_limited(path, MAX_SPEC_BYTES, "sweep file"), Path(path).name,
                            Path(path).parent)
+
+
+def cell_models(spec: SweepSpec, cell: Cell) -> dict[str, str]:
+    """Each agent's model in a cell (the base's, then the `model` axis, then models per agent):
+    what `SweepSpec.chat_spec` sets, without building the chat."""
+    models = {a.agent_name: a.model_name for a in spec.base.agents}
+    if "model" in cell.params:
+        models = dict.fromkeys(models, str(cell.params["model"]))
+    models.update({str(k): str(v) for k, v in (cell.params.get("agent_models") or {}).items()})
+    return models
+
+
+def any_simulated(spec: SweepSpec) -> bool:
+    """Whether any agent of any cell (through the model axes too) is an offline sim/ model:
+    such results describe the simulations, not language models."""
+    from ..providers._sim import cell_is_simulated
+
+    for cell in spec.cells():
+        models = cell_models(spec, cell)
+        if cell_is_simulated(models[name] for name in spec.cell_agents(cell)):
+            return True
+    return False

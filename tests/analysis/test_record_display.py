@@ -12,7 +12,9 @@ import pytest
 
 import groupchat_core.analysis
 from groupchat_core import Agent, GroupChat
+from groupchat_core.store import RunStore
 from groupchat_core.sweeps import SweepOutcome
+from groupchat_core.sweeps._spec import any_simulated  # private: no public name needs it
 from tests.helpers import ROOT
 from tests.helpers.scripted_trio import trio_record
 
@@ -71,6 +73,21 @@ def test_a_sweep_outcome_is_an_escaped_summary():
     html = outcome._repr_html_()
     assert "<img" not in html and "grid &lt;img" in html
     assert "4/4 done" in html and "24 model calls" in html and ">finished</td>" in html
+    assert "simulated" not in html
+
+
+def test_a_sweep_of_sims_says_so_in_its_summary_and_a_model_axis_decides():
+    from groupchat_core.sweeps import parse_sweep, run_sweep
+
+    agents = [{"agent_name": n, "system_prompt": "p", "model_name": "sim/balanced"} for n in "AB"]
+    data = {"base": {"max_loops": 2, "agents": agents}, "grid": {"threshold": [0.5]},
+            "tasks": ["Q?"]}
+    outcome = run_sweep(parse_sweep(data), RunStore())
+    assert outcome.simulated and "simulated: offline sim/ agents" in outcome._repr_html_()
+    real = parse_sweep({**data, "grid": {"model": ["gpt-4o-mini"]}})
+    assert not any_simulated(real)  # every cell's agents take the axis's model
+    mixed = parse_sweep({**data, "grid": {"model": ["gpt-4o-mini", "sim/eager"]}})
+    assert any_simulated(mixed)
 
 
 def test_the_engine_and_its_analysis_import_no_plotly():

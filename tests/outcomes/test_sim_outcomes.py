@@ -167,6 +167,6 @@ def test_a_sweep_whose_model_axis_brings_sims_says_simulated(capsys, store_url) 
         "name": "real", "tasks": ["Plan it."], "grid": {"model": ["gpt-4o-mini"]},
         "base": {"max_loops": 2, "agents": [{"agent_name": n, "model_name": "sim/eager"}
                                             for n in ("A", "B")]}})
-    from groupchat_core.sweeps._results import cell_models
+    from groupchat_core.sweeps._spec import cell_models
 
     assert cell_models(real, next(real.cells())) == {"A": "gpt-4o-mini", "B": "gpt-4o-mini"}
