@@ -92,8 +92,8 @@ def parse_range(text: str, name: str) -> dict[str, float]:
 
 def search_space(search: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """The page's search options as (grid additions, spec additions): random search over
-    threshold and penalty ranges, agent order (every one or sampled), roster sizes and
-    temperature values. Empty inputs add nothing."""
+    threshold and penalty ranges, agent order (every one or sampled), roster sizes,
+    temperature values and speaker-selection strategies. Empty inputs add nothing."""
     search = search or {}
     grid: dict[str, Any] = {}
     extra: dict[str, Any] = {}
@@ -114,6 +114,9 @@ def search_space(search: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict
     temperatures = str(search.get("temperature") or "").strip()
     if temperatures:
         grid["temperature"] = parse_numbers(temperatures, "temperature", bounds=(0.0, 2.0))
+    strategies = list(search.get("strategies") or [])
+    if strategies and strategies != [chat_default("strategy")]:
+        grid["strategy"] = strategies
     return grid, extra
 
 
@@ -130,6 +133,9 @@ def build_spec(agents: Sequence[Agent], tasks: Sequence[str], grid_text: Mapping
     grid.update(grid_more)
     base = {"agents": [a.to_spec() for a in agents], "max_loops": int(options["max_loops"]),
             "seed": int(options.get("seed", chat_default("seed")))}
+    selector = str((search or {}).get("selector_model") or "").strip()
+    if selector:
+        base["selector_model"] = selector
     caps = {k: options[k] for k in ("max_calls", "max_usd") if options.get(k)}
     spec = parse_sweep({"name": options.get("name") or "sweep", "base": base, "grid": grid,
                         "tasks": [t for t in tasks if t.strip()],

@@ -12,7 +12,15 @@ from typing import Any
 
 import streamlit as st
 
-from groupchat_core import CHAT_BOUNDS, SWEEP_BOUNDS, Agent, ConfigError, StoreError, chat_default
+from groupchat_core import (
+    CHAT_BOUNDS,
+    STRATEGIES,
+    SWEEP_BOUNDS,
+    Agent,
+    ConfigError,
+    StoreError,
+    chat_default,
+)
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import SweepSpec
 from groupchat_ui.kit import store_access
@@ -102,6 +110,17 @@ def _search() -> dict[str, Any]:
         help="Every subset of the agents of these sizes takes part, e.g. 2, 3.")
     search["temperature"] = more[3].text_input("temperature values (blank: as set)", "",
                                                key="sw_temperature")
+    who = st.columns([2, 1])
+    search["strategies"] = who[0].multiselect(
+        "Who speaks (strategies compared)", STRATEGIES, default=["bidding"], key="sw_strategy",
+        help="Each strategy chosen is a value of the strategy axis: bidding (the default), "
+             "round_robin, random, selector, bid_then_speak, all_speak (docs/engine.md §16). "
+             "Bidding alone (or none): not swept.")
+    search["selector_model"] = who[1].text_input(
+        "Selector model", "", key="sw_selector_model",
+        placeholder=f"blank: {chat_default('selector_model')}",
+        help="The model the selector strategy asks to name the next speaker; other "
+             "strategies ignore it.")
     return search
 
 

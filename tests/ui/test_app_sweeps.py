@@ -141,6 +141,27 @@ def running_cells(line: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
+def test_strategies_chosen_on_the_page_are_an_axis_and_every_cell_records_its_own(at: AppTest):
+    small_grid(at, repeats=1, max_loops=4)  # 4 cells of bidding
+    at.multiselect(key="sw_strategy").set_value(["bidding", "round_robin", "selector"]).run()
+    at.text_input(key="sw_selector_model").input("sim/eager").run()
+    assert any("**12 cells**" in m.value for m in at.markdown), [m.value for m in at.markdown]
+    at.button(key="sw_start").click().run()
+    poll(at, lambda a: status(a).startswith("sweep status: finished"), "the sweep to finish")
+    store = RunStore()
+    sweep = at.selectbox(key="sw_pick").value
+    frame = sweep_results(store, sweep)
+    assert sorted(frame["strategy"].value_counts().items()) == \
+        [("bidding", 4), ("round_robin", 4), ("selector", 4)]
+    for _, row in frame.iterrows():  # each cell's run was chosen by its own rule
+        record = store.load_run(row["run_id"])
+        assert record.config["strategy"] == row["strategy"]
+        if row["strategy"] == "selector":
+            assert record.config["selector_model"] == "sim/eager"
+    at.multiselect(key="sw_strategy").set_value(["bidding"]).run()  # bidding alone: no axis
+    assert any("**4 cells**" in m.value for m in at.markdown)
+
+
 def test_one_live_status_moves_per_turn_and_reads_the_same_everywhere(at: AppTest):
     """Issue 11: the caption sat at 0 / 12 until the end, the bar, Results and the sidebar
     disagreed. Now one status, counted per turn from the store, reads the same in all four.
