@@ -32,6 +32,9 @@ from ._secrets import secret_paths
 # Ways to choose who speaks each turn (docs/engine.md §16); `bidding` is the seed's rule.
 STRATEGIES: tuple[str, ...] = (
     "bidding", "round_robin", "random", "selector", "bid_then_speak", "all_speak")
+# The strategies that name one speaker a turn (by schedule or a selector model): its score is
+# recorded and ignored, so threshold, recency_penalty and recency_window never enter.
+NAMES_SPEAKERS: frozenset[str] = frozenset({"round_robin", "random", "selector", "all_speak"})
 
 SCHEMA_VERSION = 1
 MAX_SPEC_BYTES = 1_000_000

@@ -29,6 +29,7 @@ from ..engine._selection import (
     human_message,
     select_speaker,
 )
+from ..engine._strategies import ASKS_ONE, score_only
 
 
 @dataclass(frozen=True)
@@ -341,6 +342,9 @@ class RecordedTurn:
     # A person as selector overrode the rule on this turn (reason human_pick): what the rule
     # had picked. None: the rule's pick stood (no selector, or the person accepted it).
     overrode: str | None = None
+    # The run's strategy named the speaker (round_robin, random, selector, all_speak: §16):
+    # threshold, penalty and window never entered, so no value of them changes this turn.
+    assigned: bool = False
 
 
 def _overrides(turns: pd.DataFrame | None) -> dict[int, str]:
@@ -352,19 +356,23 @@ def _overrides(turns: pd.DataFrame | None) -> dict[int, str]:
             if reason == "human_pick" and isinstance(rule, str)}
 
 
-def recorded_turns(bids: pd.DataFrame, turns: pd.DataFrame | None = None
-                   ) -> list[RecordedTurn]:
+def recorded_turns(bids: pd.DataFrame, turns: pd.DataFrame | None = None,
+                   strategy: str | None = None) -> list[RecordedTurn]:
     """The bid log as RecordedTurns, in turn order (for many counterfactuals over one run).
-    `turns` (the run's turn log) tells which turns a person as selector overrode."""
+    `turns` (the run's turn log) tells which turns a person as selector overrode; `strategy`
+    (the run's config; None: bidding) which runs name their speakers without §6."""
     ordered = bids.sort_values(["turn", "position"], kind="stable")
     overrides = _overrides(turns)
+    assigned = strategy in ASKS_ONE
     prepared = []
     for turn, group in ordered.groupby("turn", sort=True):
         candidates = tuple(_candidate(r) for r in group.to_dict("records"))
+        if strategy == "bid_then_speak":  # chosen on scores: only the winner wrote a message
+            candidates = tuple(score_only(c) for c in candidates)
         won = [str(a) for a, w in zip(group["agent"], group["winner"], strict=True) if bool(w)]
         number = int(str(turn))
         prepared.append(RecordedTurn(number, candidates, won[0] if won else None,
-                                     overrides.get(number)))
+                                     overrides.get(number), assigned))
     return prepared
 
 
@@ -374,6 +382,14 @@ def reselect(turns: Sequence[RecordedTurn], threshold: float, recency_penalty: f
     rows: list[dict[str, Any]] = []
     spoken: list[str] = []
     for recorded in turns:
+        if recorded.assigned:  # the strategy named the speaker: the parameters change nothing
+            rows.append({"turn": recorded.turn, "actual_winner": recorded.actual_winner,
+                         "counterfactual_winner": recorded.actual_winner, "diverged": False,
+                         "reason": "assigned" if recorded.actual_winner else "lull"})
+            if recorded.actual_winner is None:
+                break
+            spoken.append(recorded.actual_winner)
+            continue
         recent = spoken[-recency_window:] if recency_window > 0 else []
         choice = select_speaker(list(recorded.candidates), recent, threshold, recency_penalty)
         alt = recorded.candidates[choice.winner].agent if choice.winner is not None else None
@@ -392,6 +408,7 @@ def reselect(turns: Sequence[RecordedTurn], threshold: float, recency_penalty: f
 def counterfactual(
     bids: pd.DataFrame, threshold: float, recency_penalty: float, recency_window: int,
     *, prepared: Sequence[RecordedTurn] | None = None, turns: pd.DataFrame | None = None,
+    strategy: str | None = None,
 ) -> Counterfactual:
     """Re-select each recorded turn under other parameters while the history is unchanged.
 
@@ -402,10 +419,12 @@ def counterfactual(
     `prepared=recorded_turns(bids)` when asking many questions of one run. With `turns` (the
     run's turn log), a turn where a person as selector overrode the rule keeps their pick
     while the rule would still pick what it picked then (they chose against the same pick),
-    and diverges where the rule would pick otherwise (their choice then is unknown).
+    and diverges where the rule would pick otherwise (their choice then is unknown). With
+    `strategy` (the run's) one that names its speakers (round_robin, random, selector,
+    all_speak) keeps every recorded turn: threshold, penalty and window never enter it.
     """
     columns = ["turn", "actual_winner", "counterfactual_winner", "diverged", "reason"]
-    rows = reselect(recorded_turns(bids, turns) if prepared is None else prepared,
+    rows = reselect(recorded_turns(bids, turns, strategy) if prepared is None else prepared,
                   threshold, recency_penalty, recency_window)
     stopped: str | None = None
     if rows and (rows[-1]["diverged"] or rows[-1]["counterfactual_winner"] is None):

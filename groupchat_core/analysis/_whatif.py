@@ -65,14 +65,17 @@ def _row(turns: Sequence[RecordedTurn], threshold: float, penalty: float,
 def whatif_grid(bids: pd.DataFrame, thresholds: Iterable[float] = DEFAULT_THRESHOLDS,
                 penalties: Iterable[float] = DEFAULT_PENALTIES,
                 windows: Iterable[int] = (1,), *,
-                turns_log: pd.DataFrame | None = None) -> pd.DataFrame:
+                turns_log: pd.DataFrame | None = None,
+                strategy: str | None = None) -> pd.DataFrame:
     """One row per (threshold, penalty, window): outcome, first divergence, lull turn.
 
     `bids` is a run's bid log (RunRecord.bids_frame() or store.bids(run_id)). Turn numbers are
     the engine's (1-based); `first_divergence` and `lull_turn` are None where there is none.
     `turns_log` (the run's turns frame): a person as selector's picks (see `counterfactual`).
+    `strategy` (the run's): under one that names its speakers (round_robin, random, selector,
+    all_speak) every point is the recorded run, since the parameters never enter it.
     """
-    turns = recorded_turns(bids, turns_log)
+    turns = recorded_turns(bids, turns_log, strategy)
     rows = [_row(turns, t, p, w) for w in _values(windows, "windows", int)
             for p in _values(penalties, "penalties", float)
             for t in _values(thresholds, "thresholds", float)]
@@ -92,7 +95,7 @@ def whatif_record(record: RunRecord, thresholds: Iterable[float] | None = None,
         _with(thresholds, DEFAULT_THRESHOLDS, config.get("threshold")),
         _with(penalties, DEFAULT_PENALTIES, config.get("recency_penalty")),
         list(windows) if windows is not None else [int(config.get("recency_window", 1))],
-        turns_log=record.turns_frame(),
+        turns_log=record.turns_frame(), strategy=config.get("strategy"),
     )
 
 

@@ -14,13 +14,14 @@ import random
 import re
 from collections.abc import Sequence
 
+from .._config import NAMES_SPEAKERS
 from .._records import TurnReason
 from ._selection import Candidate, Selection, no_winner_reason, select_speaker
 
 # Strategies that ask one scheduled agent per turn (the others ask everyone).
 SCHEDULED: frozenset[str] = frozenset({"round_robin", "random", "all_speak"})
-ASKS_ONE: frozenset[str] = SCHEDULED | {"selector"}
-"""Strategies whose turn holds one bid: the asked agent's."""
+ASKS_ONE: frozenset[str] = NAMES_SPEAKERS
+"""Strategies whose turn holds one bid: the asked agent's (the scheduled ones and selector)."""
 
 
 def scheduled(strategy: str, turn: int, agents: int, seed: int) -> int:

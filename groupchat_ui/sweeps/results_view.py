@@ -15,8 +15,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from groupchat_core import ConfigError, StoreError
-from groupchat_core.analysis import whatif_pivot, whatif_run
+from groupchat_core import NAMES_SPEAKERS, ConfigError, StoreError
+from groupchat_core.analysis import whatif_pivot, whatif_record
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import (
     aggregate,
@@ -190,7 +190,8 @@ def whatif(store: RunStore, frame: pd.DataFrame) -> None:
     run_id = st.selectbox("Recorded run", list(runs), key="sw_whatif_run",
                           format_func=lambda i: f"{svc.cell_label(runs[i])} · {i[:8]}")
     try:
-        grid = whatif_run(store, run_id)
+        record = store.load_run(run_id)
+        grid = whatif_record(record)
     except (StoreError, ConfigError) as exc:
         st.error(escape_markdown(str(exc)))
         return
@@ -204,3 +205,7 @@ def whatif(store: RunStore, frame: pd.DataFrame) -> None:
     st.caption("No model calls: each turn is re-selected from the recorded bids. Exact up to "
                "the first divergence (blank: the run would have gone the same way); assumes bids "
                "do not depend on the numbers in the prompt, true for sim/ agents.")
+    strategy = record.config.get("strategy")
+    if strategy in NAMES_SPEAKERS:
+        st.caption(f"This run's strategy, {strategy}, names its speakers without reading "
+                   "threshold, penalty or window: every value gives the recorded run.")

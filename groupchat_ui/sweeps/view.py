@@ -114,7 +114,7 @@ def _search() -> dict[str, Any]:
     search["strategies"] = who[0].multiselect(
         "Who speaks (strategies compared)", STRATEGIES, default=["bidding"], key="sw_strategy",
         help="Each strategy chosen is a value of the strategy axis: bidding (the default), "
-             "round_robin, random, selector, bid_then_speak, all_speak (docs/engine.md §16). "
+             "round_robin, random, selector, bid_then_speak, all_speak. "
              "Bidding alone (or none): not swept.")
     search["selector_model"] = who[1].text_input(
         "Selector model", "", key="sw_selector_model",

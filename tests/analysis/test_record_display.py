@@ -1,6 +1,8 @@
 """Records that show themselves in Jupyter (issue 23 item 3): a run record's and a sweep
 outcome's `_repr_html_` is a compact summary with every text escaped (model output is
-untrusted), and `record.figures()` gives the Analysis charts, or one line without plotly."""
+untrusted), and `record.figures()` gives the Analysis charts, or one line without plotly.
+
+Private imports (any_simulated): a unit tested as such, which no public module exports."""
 
 from __future__ import annotations
 

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from groupchat_core import Agent, GroupChat
-from groupchat_core.analysis import WHATIF_COLUMNS, whatif_grid, whatif_pivot, whatif_run
+from groupchat_core import STRATEGIES, Agent, GroupChat
+from groupchat_core.analysis import (
+    WHATIF_COLUMNS,
+    whatif_grid,
+    whatif_pivot,
+    whatif_record,
+    whatif_run,
+)
 from groupchat_core.store import RunStore
 from groupchat_core.testing import ScriptedBids
 
@@ -81,17 +87,35 @@ def trio(seed: int = 3, **config) -> GroupChat:
 
 @pytest.mark.parametrize("seed", [3, 11])
 def test_predictions_match_real_reruns_of_deterministic_agents(seed):
-    chat = trio(seed, threshold=0.45, recency_penalty=0.2)
+    grid = check_against_reruns(seed, "bidding")
+    assert set(grid["outcome"]) >= {"same", "diverges", "lull"}  # the grid exercises each case
+
+
+@pytest.mark.parametrize("strategy", [s for s in STRATEGIES if s != "bidding"])
+def test_what_if_under_every_strategy_matches_real_reruns(strategy):
+    """bid_then_speak chooses by §6 on its scores, so other values move its speakers; the
+    strategies that name their speakers never read threshold, penalty or window, so every
+    point of the grid is the recorded run, and real reruns say the same."""
+    grid = check_against_reruns(3, strategy)
+    if strategy == "bid_then_speak":
+        assert set(grid["outcome"]) >= {"same", "diverges", "lull"}
+    else:
+        assert set(grid["outcome"]) == {"same"}
+
+
+def check_against_reruns(seed: int, strategy: str):
+    """What-if of a recorded run (whatif_record: the run's own strategy) against real reruns
+    of the same deterministic agents at each point of the grid; returns the grid."""
+    chat = trio(seed, threshold=0.45, recency_penalty=0.2, strategy=strategy)
     chat.run(TASK)
     recorded = chat.last_run
     winners = [t.winner for t in recorded.turns]
     thresholds, penalties = [0.3, 0.45, 0.55, 0.65, 0.75], [0.0, 0.2, 0.4]
-    grid = whatif_grid(recorded.bids_frame(), thresholds, penalties, [1, 2])
-    assert set(grid["outcome"]) >= {"same", "diverges", "lull"}  # the grid exercises each case
+    grid = whatif_record(recorded, thresholds, penalties, [1, 2])
 
     for row in grid.to_dict("records"):
         rerun = trio(seed, threshold=row["threshold"], recency_penalty=row["recency_penalty"],
-                     recency_window=row["recency_window"], bid_cache=False)
+                     recency_window=row["recency_window"], bid_cache=False, strategy=strategy)
         rerun.run(TASK)
         actual = [t.winner for t in rerun.last_run.turns]
         exact = row["exact_through"]
@@ -106,6 +130,7 @@ def test_predictions_match_real_reruns_of_deterministic_agents(seed):
         if row["outcome"] == "lull":
             assert rerun.last_run.stop_reason == "lull"
             assert len(rerun.last_run.turns) == row["lull_turn"]
+    return grid
 
 
 def test_a_stored_run_needs_no_model_calls_and_pivots_for_a_heatmap(tmp_path):

@@ -145,7 +145,7 @@ def test_the_package_api_is_pinned():
         "RUN_STATUSES", "RUN_ENDED", "RunStatus", "SWEEP_STATUSES", "SWEEP_RESUMABLE",
         "SweepStatus", "JOB_STATUSES", "JOB_TERMINAL", "JobStatus", "CHAT_BOUNDS",
         "AGENT_BOUNDS", "SWEEP_BOUNDS", "PROCESS_BOUNDS", "Bound", "chat_default",
-        "TOOL_CHOICE_MODES", "STRATEGIES",
+        "TOOL_CHOICE_MODES", "STRATEGIES", "NAMES_SPEAKERS",
     ])
 
 

@@ -158,6 +158,14 @@ def test_strategies_chosen_on_the_page_are_an_axis_and_every_cell_records_its_ow
         assert record.config["strategy"] == row["strategy"]
         if row["strategy"] == "selector":
             assert record.config["selector_model"] == "sim/eager"
+    # What-if of a round_robin cell's run says the parameters do not enter its speakers
+    rr = frame.loc[frame["strategy"] == "round_robin", "run_id"].iloc[0]
+    at.selectbox(key="sw_whatif_run").set_value(rr).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("strategy, round_robin, names its speakers" in c.value for c in at.caption)
+    bid = frame.loc[frame["strategy"] == "bidding", "run_id"].iloc[0]
+    at.selectbox(key="sw_whatif_run").set_value(bid).run()
+    assert not any("names its speakers" in c.value for c in at.caption)
     at.multiselect(key="sw_strategy").set_value(["bidding"]).run()  # bidding alone: no axis
     assert any("**4 cells**" in m.value for m in at.markdown)
 
