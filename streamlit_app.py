@@ -25,6 +25,10 @@ if not state.identify(session):
     st.stop()
 state.reattach(session, store_access.job_registry())  # a reload keeps this browser's jobs
 form_memory.restore(session.owner, st.session_state)  # and its Run and Sweeps forms
+# Remembered here, at the start of each run, where session state holds every value the browser
+# just sent: after `st.stop()` (or with a rerun pending) reading it raises, so a `finally` after
+# page.run() lost the Sweeps form, whose page ends in st.stop() until a sweep exists.
+form_memory.remember(session.owner, st.session_state)
 
 # (file in app_pages/, title, Material icon); Run is the landing page. The folder is not called
 # `pages/`: Streamlit would then serve deep links (/agents) as legacy pages-folder scripts,
@@ -52,7 +56,4 @@ def home() -> None:
 root = st.Page(home, title="Run", url_path="home", default=True, visibility="hidden")
 page = st.navigation([root, *pages.values()])
 components.sidebar(session, store_access.job_registry(), store_access.data_location())
-try:
-    page.run()
-finally:  # also on st.rerun / st.switch_page, which end the run by raising
-    form_memory.remember(session.owner, st.session_state)
+page.run()

@@ -3,9 +3,11 @@
 Why: a reload starts a new Streamlit session, and widget values live in that session only; the
 Run and Sweeps forms came back at their defaults, and a sweep's agent choice went back to the
 first three saved agents without a word, so the estimate was for other agents (issue 21). The
-browser's owner id (`?sid=`, state.py) keys a process-wide memory: at the end of each script run
-the forms' values are copied in; at the start, values missing from the session are put back
-before any widget is drawn. Memory only (never disk); the keys named here hold no secrets.
+browser's owner id (`?sid=`, state.py) keys a process-wide memory: at the start of each script
+run, values missing from the session are put back before any widget is drawn, then the values
+the browser just sent are copied in (not at the end: once a page calls st.stop(), or a rerun is
+pending, reading session state raises, and the Sweeps page stops until a sweep exists).
+Memory only (never disk); the keys named here hold no secrets.
 """
 
 from __future__ import annotations
