@@ -152,10 +152,19 @@ def test_a_sweep_with_no_failed_bids_says_so_and_the_views_fit_a_phone(
         _open(page, app_server, sim_sweep, "Failures")
         expect(page.get_by_text("No failed bids: every bid of this sweep's runs was read.")
                ).to_be_visible(timeout=WAIT_MS)
-        _tab(page, "Group by")
-        page.wait_for_function(PLOTS_DRAWN, arg=1, timeout=WAIT_MS)
-        width = page.evaluate("document.documentElement.scrollWidth")
-        assert width <= PHONE["width"], f"the page scrolls sideways on a phone ({width}px)"
-        screenshot(page, "after-sweeps-groupby-phone")
+        screenshot(page, "after-sweeps-failures-phone")
+        # every view of issue 21 draws on a phone without a sideways scroll
+        for tab, shot in (("Group by", "groupby"), ("Parallel coordinates", "parcoords"),
+                          ("Run matrix", "matrix"), ("Stability", "stability")):
+            _tab(page, tab)
+            if tab == "Parallel coordinates":  # no g.trace: its own layer
+                expect(_plot_text(page).first.locator("g.parcoords")).to_be_attached(
+                    timeout=WAIT_MS)
+            else:
+                page.wait_for_function(PLOTS_DRAWN, arg=1, timeout=WAIT_MS)
+            width = page.evaluate("document.documentElement.scrollWidth")
+            assert width <= PHONE["width"], f"{tab} scrolls sideways on a phone ({width}px)"
+            _plot_text(page).first.scroll_into_view_if_needed()  # the page scrolls inside
+            screenshot(page, f"after-sweeps-{shot}-phone")
     finally:
         context.close()
