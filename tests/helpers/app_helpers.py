@@ -143,3 +143,16 @@ def rendered_text(at: AppTest) -> str:
 
     walk(at._tree)
     return "\n".join(parts)
+
+
+def small_grid(at: AppTest, repeats: int = 2, max_loops: int = 6,
+               penalties: str = "0.0, 0.3") -> None:
+    """Fill the Sweeps form with a small sim grid: threshold 0.4 and 0.6 × `penalties`,
+    window 1 (2 × len(penalties) × repeats cells)."""
+    at.text_input(key="sw_threshold").input("0.4, 0.6")
+    at.text_input(key="sw_recency_penalty").input(penalties)
+    at.text_input(key="sw_recency_window").input("1")
+    at.number_input(key="sw_repeats").set_value(repeats)
+    at.number_input(key="sw_max_loops").set_value(max_loops)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]

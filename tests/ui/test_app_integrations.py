@@ -17,7 +17,15 @@ from groupchat_core.store import RunStore
 from groupchat_core.sweeps import parse_sweep, run_sweep
 from groupchat_ui.kit import jobs as job_registry
 from groupchat_ui.kit import mlflow_export, store_access, traces
-from tests.helpers.app_helpers import goto, new_app, poll, session, status, sweep_status
+from tests.helpers.app_helpers import (
+    goto,
+    new_app,
+    poll,
+    session,
+    small_grid,
+    status,
+    sweep_status,
+)
 
 pytestmark = pytest.mark.usefixtures("fresh_engines")
 
@@ -74,12 +82,7 @@ def test_the_traces_switch_traces_each_cell_of_a_sweep_started_here(app, monkeyp
     goto(app, "settings")
     app.toggle(key="pref_trace_runs").set_value(True).run()
     goto(app, "sweeps")
-    app.text_input(key="sw_threshold").input("0.4, 0.6")
-    app.text_input(key="sw_recency_penalty").input("0.3")
-    app.text_input(key="sw_recency_window").input("1")
-    app.number_input(key="sw_repeats").set_value(1)
-    app.number_input(key="sw_max_loops").set_value(3)
-    app.run()
+    small_grid(app, repeats=1, max_loops=3, penalties="0.3")  # 2 cells
     app.button(key="sw_start").click().run()
     assert not app.error, [e.value for e in app.error]
     poll(app, lambda at: sweep_status(at).startswith("sweep status: finished"),

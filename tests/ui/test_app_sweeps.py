@@ -15,7 +15,7 @@ from groupchat_core.sweeps import sweep_results
 from groupchat_ui.kit import jobs as job_registry
 from groupchat_ui.kit import store_access
 from groupchat_ui.kit.presets import DEBATE_TRIO
-from tests.helpers.app_helpers import goto, new_app, sweep_status
+from tests.helpers.app_helpers import goto, new_app, small_grid, sweep_status
 from tests.helpers.app_helpers import poll as poll_app
 
 DEADLINE_S = 60.0
@@ -30,16 +30,6 @@ def at() -> Iterator[AppTest]:
 
 def poll(at: AppTest, check: Callable[[AppTest], bool], what: str) -> None:
     poll_app(at, check, what, deadline_s=DEADLINE_S, shown=sweep_status)
-
-
-def small_grid(at: AppTest, repeats: int = 2, max_loops: int = 6) -> None:
-    at.text_input(key="sw_threshold").input("0.4, 0.6")
-    at.text_input(key="sw_recency_penalty").input("0.0, 0.3")
-    at.text_input(key="sw_recency_window").input("1")
-    at.number_input(key="sw_repeats").set_value(repeats)
-    at.number_input(key="sw_max_loops").set_value(max_loops)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
 
 
 def test_the_page_renders_on_an_empty_store(at: AppTest):

@@ -18,6 +18,7 @@ from groupchat_core.sweeps import CellFinished, parse_sweep
 from groupchat_ui.kit import jobs as job_registry
 from groupchat_ui.sweeps import logic
 from tests.helpers.app_helpers import goto, new_app, poll, session, sweep_status
+from tests.helpers.app_helpers import small_grid as sim_grid
 
 MB = 2**20
 RAY_DEADLINE_S = 80.0
@@ -31,11 +32,7 @@ def at() -> Iterator[AppTest]:
 
 def small_grid(at: AppTest) -> None:
     """2 thresholds x 1 penalty x 1 window x 2 repeats = 4 sim cells of at most 6 turns."""
-    at.text_input(key="sw_threshold").input("0.4, 0.6")
-    at.text_input(key="sw_recency_penalty").input("0.0")
-    at.text_input(key="sw_recency_window").input("1")
-    at.number_input(key="sw_repeats").set_value(2)
-    at.number_input(key="sw_max_loops").set_value(6)
+    sim_grid(at, repeats=2, max_loops=6, penalties="0.0")
     at.number_input(key="sw_concurrency").set_value(2)
     at.run()
     assert not at.exception and not at.error, [e.value for e in (*at.exception, *at.error)]
