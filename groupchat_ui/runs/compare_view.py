@@ -16,6 +16,9 @@ from groupchat_ui.kit.safety import escape_markdown
 from groupchat_ui.kit.store_access import RunData
 
 CHART: dict[str, object] = {"displaylogo": False}
+# A legend under the x axis, left-aligned (plotly paper coordinates).
+BELOW: dict[str, object] = {"orientation": "h", "yanchor": "top", "y": -0.25, "xanchor": "left",
+                            "x": 0}
 
 
 def parameters(a: RunData, b: RunData, labels: tuple[str, str]) -> None:
@@ -53,5 +56,7 @@ def overlaid(a: RunData, b: RunData, labels: tuple[str, str]) -> None:
     spoke.update_layout(title="Rotation: who spoke on each turn", xaxis_title="turn",
                         yaxis_title="speaker")
     spoke.update_yaxes(type="category")
+    for fig in (bids, spoke):  # the runs' long labels under the plot: a phone keeps its width
+        fig.update_layout(legend=BELOW)
     st.plotly_chart(bids, key="compare_bids_chart", config=CHART)
     st.plotly_chart(spoke, key="compare_rotation_chart", config=CHART)

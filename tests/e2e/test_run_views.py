@@ -47,6 +47,16 @@ def made(app_db_url: str) -> dict[str, Any]:
     return {"tag": tag, "a": a, "b": b, "sweep_runs": sweep_runs, "agent": agent}
 
 
+def phone_shot(page: Any, part: Any, name: str) -> None:
+    """The same page at phone width: nothing scrolls sideways; `part` shown, then a shot."""
+    page.set_viewport_size(PHONE)
+    wait_idle(page)
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= PHONE["width"], f"the page scrolls sideways on a phone ({width}px)"
+    part.scroll_into_view_if_needed()
+    screenshot(page, name)
+
+
 def _why_turn(page: Any) -> Any:
     return fresh(page, ".st-key-explain_turn").get_by_role("combobox")
 
@@ -62,6 +72,15 @@ def test_a_permalink_opens_the_turn_and_the_bid_and_survives_a_reload(app_server
     expect(page.get_by_text(f"Link to this bid: analysis?run={run_id}&turn=2&bid={agent}")
            ).to_be_visible()
     screenshot(page, "after-analysis-permalink-desktop")
+    phone = page.context.browser.new_context(viewport=PHONE)  # a phone opens the link
+    try:
+        small = phone.new_page()
+        small.goto(page.url)
+        part = fresh(small, ".st-key-explain_bid_box")
+        expect(part).to_contain_text(f"Bid of {agent} on turn 2", timeout=WAIT_MS)
+        phone_shot(small, part, "after-analysis-permalink-phone")
+    finally:
+        phone.close()
     page.reload()
     expect(fresh(page, ".st-key-explain_bid_box")).to_contain_text(
         f"Bid of {agent} on turn 2", timeout=WAIT_MS)
@@ -127,3 +146,4 @@ def test_two_runs_compared_show_parameters_side_by_side_and_overlaid_charts(
     rotation = fresh(page, ".st-key-compare_rotation_chart .js-plotly-plot")
     expect(rotation.locator(".gtitle")).to_have_text("Rotation: who spoke on each turn")
     screenshot(page, "after-runs-compare-desktop")
+    phone_shot(page, bids, "after-runs-compare-phone")
