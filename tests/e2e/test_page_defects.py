@@ -190,3 +190,40 @@ def test_where_streaming_is_offered_the_page_says_sims_never_stream(app_server, 
     fresh(page, ".st-key-pref_stream_bids").get_by_test_id("stTooltipHoverTarget").hover()
     expect(page.get_by_test_id("stTooltipContent")).to_contain_text("never stream",
                                                                     timeout=WAIT_MS)
+
+
+# The winner marks (the heatmap's first scatter trace) as rectangles on the screen.
+WINNER_MARKS = """(key) => {
+  const root = document.querySelector('.st-key-' + key);
+  const layer = root && root.querySelector('.scatterlayer');
+  if (!layer) return null;
+  const trace = layer.querySelectorAll(':scope > g.trace')[0];
+  return [...trace.querySelectorAll('path.point')].map(p => {
+    const r = p.getBoundingClientRect(); return {x: r.x, y: r.y, w: r.width, h: r.height}; }); }"""
+
+
+def test_a_200_turn_window_draws_each_winner_mark_apart(app_server, app_db_url, page):
+    """At 200-turn windows the stars merged, so one agent seemed to win 20 turns in a row while
+    its longest monologue was 1. Here two agents take turns for 200 turns: 200 marks, and on
+    each agent's row a visible gap between every two of them."""
+    tag = uuid.uuid4().hex[:6]
+    names = [f"R{i} {tag}" for i in range(2)]
+    fake = ScriptedBids({n: [(0.9 if t % 2 == i else 0.2, f"{n} {t}") for t in range(200)]
+                         for i, n in enumerate(names)})
+    chat = GroupChat(agents=[Agent(agent_name=n, model_name=fake.model_name) for n in names],
+                     max_loops=201, threshold=0.5, recency_penalty=0.0)
+    store = RunStore(app_db_url)
+    store.attach(chat)
+    chat.run(f"Rotation {tag}")
+    store.flush(timeout=30)
+    assert len(chat.last_run.turns) == 200
+
+    page.goto(f"{app_server}/analysis?run={chat.last_run.run_id}")
+    marks = page.wait_for_function(
+        "(key) => { const m = (" + WINNER_MARKS + ")(key); return m && m.length === 200 ? m : "
+        "null; }", arg="bids_heatmap", timeout=WAIT_MS).json_value()
+    marks.sort(key=lambda m: (round(m["y"]), m["x"]))
+    touching = [(a, b) for a, b in zip(marks, marks[1:], strict=False)
+                if round(a["y"]) == round(b["y"]) and b["x"] - (a["x"] + a["w"]) < 1]
+    assert not touching, f"{len(touching)} pairs of winner marks run together: {touching[:2]}"
+    screenshot(page, "heatmap-200-turn-window")
