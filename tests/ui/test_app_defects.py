@@ -107,6 +107,7 @@ def test_a_reload_keeps_the_sweep_form_and_its_agent_choice(app: AppTest, store:
     app.multiselect(key="sw_saved").set_value(["B", "D"]).run()
     app.text_input(key="sw_name").set_value("my sweep").run()
     app.number_input(key="sw_repeats").set_value(2).run()
+    app.multiselect(key="sw_strategy").set_value(["bidding", "round_robin"]).run()
     goto(app, "run")  # the Run form is an st.form: its values reach the server on Start
     app.button(key="use_preset").click().run()
     app.text_area(key="run_task").set_value("Remembered task")
@@ -119,6 +120,7 @@ def test_a_reload_keeps_the_sweep_form_and_its_agent_choice(app: AppTest, store:
     assert again.multiselect(key="sw_saved").value == ["B", "D"]
     assert again.text_input(key="sw_name").value == "my sweep"
     assert again.number_input(key="sw_repeats").value == 2
+    assert again.multiselect(key="sw_strategy").value == ["bidding", "round_robin"]
     goto(again, "run")
     assert again.text_area(key="run_task").value == "Remembered task"
     assert again.number_input(key="run_param_max_loops").value == 3
