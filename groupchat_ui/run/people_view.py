@@ -26,6 +26,7 @@ from groupchat_core import (
 )
 from groupchat_ui.kit import state as ui_state
 from groupchat_ui.kit import store_access
+from groupchat_ui.kit.components import say_at
 from groupchat_ui.kit.safety import escape_markdown
 from groupchat_ui.kit.state import SessionState, get
 
@@ -134,7 +135,22 @@ def on_bid(job_id: str, turn: int) -> None:
 
 
 def on_post(job_id: str, turn: int) -> None:
-    _submit(job_id, Post(str(st.session_state.get(f"room_post_{job_id}_{turn}") or "")))
+    """Post the winner's message. An empty post confirms the draft; with no draft it would
+    give the floor away unsaid, so it is refused and the post window stays open."""
+    text = str(st.session_state.get(f"room_post_{job_id}_{turn}") or "")
+    if not text.strip() and not _draft(job_id):
+        say_at("room_post", "warning", "Nothing posted: write your message first (you have "
+                                       "no draft to confirm). The post window is still open.")
+        return
+    _submit(job_id, Post(text))
+
+
+def _draft(job_id: str) -> str:
+    """This seat's draft of the current turn ("" if none)."""
+    name, entry = seat_of(job_id), seats.table().get(job_id)
+    if name is None or entry is None or entry.room is None:
+        return ""
+    return next((b.message for b in entry.room.snapshot().bids if b.name == name), "")
 
 
 def on_pick(job_id: str, who: str | None) -> None:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import streamlit as st
 
 from groupchat_core import HAND_SCORE, RoomSnapshot
+from groupchat_ui.kit.components import feedback
 from groupchat_ui.kit.safety import escape_markdown, safe_markdown
 from groupchat_ui.kit.state import SessionState
 
@@ -90,6 +91,7 @@ def _controls(job_id: str, snap: RoomSnapshot, me: str, picker: bool) -> None:
                 st.text_area("Your message", value=draft, key=f"room_post_{job_id}_{turn}")
                 st.form_submit_button("Post", key="room_post", type="primary",
                                       on_click=actions.on_post, args=(job_id, turn))
+            feedback("room_post")
         elif phase == "pick":
             _pick_controls(job_id, snap)
 

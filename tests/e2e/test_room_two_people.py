@@ -136,13 +136,17 @@ def add_person(page: Any, name: str, *, me: bool = False, user: str = "") -> Non
 
 def post(page: Any, text: str) -> None:
     """Write and post the winner's message until it shows in this page's chat: a fragment
-    redraw landing at the fill or the click can swallow it, as with `act`."""
+    redraw landing at the fill or the click can swallow it, as with `act`. A post that
+    arrives empty is refused by the page (no draft to confirm), so the window stays open for
+    the next try."""
     box = fresh(page, ".st-key-room_controls textarea").first
     expect(box).to_be_visible(timeout=WAIT_MS)
     shown = page.get_by_test_id("stChatMessage").filter(has_text=text)
     for attempt in range(3):
         if box.is_visible():
             box.fill(text)
+            if box.input_value() != text:  # a redraw took the text: type it again
+                box.fill(text)
             click(page, "room_post")
         try:
             expect(shown).to_be_visible(timeout=WAIT_MS // 3)

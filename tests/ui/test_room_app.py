@@ -231,3 +231,36 @@ def test_a_seat_raises_and_lowers_its_hand_bids_with_a_draft_and_passes(app: App
     assert got == {(1, "Ann"): (0.35, "Costs first, then scope."), (1, "Bob"): (0.0, ""),
                    (2, "Ann"): (0.0, ""), (2, "Bob"): (0.0, "")}
     assert not people[people["score"] == 0.0]["eligible"].any()  # a pass can never speak
+
+
+def test_an_empty_post_without_a_draft_is_refused_and_the_window_stays_open(app: AppTest):
+    """The winner clicks Post with nothing written and no draft: nothing is posted, the page
+    says why under the button, and the post window is still theirs; then they write and post.
+    (Without the check the empty post gave the floor away unsaid, as in CI: a fill swallowed
+    by a redraw, then Post.)"""
+    prepare(app)
+    add_person(app, "Ann", me=True)
+    app.button(key="start_run").click().run()
+    assert not app.error, [e.value for e in app.error]
+    job_id = session(app).current_job
+    room = seats.table().get(job_id).room
+    poll(app, seat_controls, "Ann's first bid window")
+    app.slider(key=f"room_score_{job_id}").set_value(1.0)  # no draft
+    app.button(key="room_bid").click().run()
+    poll(app, lambda at: any(b.key == "room_post" for b in at.button), "Ann's post window",
+         shown=lambda at: repr(room.snapshot().phase))
+
+    app.text_area(key=f"room_post_{job_id}_1").set_value("   ")
+    app.button(key="room_post").click().run()
+    snap = room.snapshot()
+    assert (snap.phase, snap.poster) == ("posting", "Ann")  # still hers to post
+    assert any("Nothing posted: write your message first" in w.value for w in app.warning)
+
+    app.text_area(key=f"room_post_{job_id}_1").set_value("Ann: scope first.")
+    app.button(key="room_post").click().run()
+    poll(app, lambda at: room.snapshot().turn == 2, "turn 1 to be recorded")
+    job_registry.registry().cancel(job_id)  # turn 2's window is not needed here
+    RunStore().flush()
+    run_id = job_registry.registry().snapshot(job_id).run_id
+    messages = RunStore().messages(run_id)
+    assert "Ann: scope first." in list(messages["content"])
