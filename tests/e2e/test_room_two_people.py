@@ -151,9 +151,12 @@ def post(page: Any, text: str) -> None:
         try:
             expect(shown).to_be_visible(timeout=WAIT_MS // 3)
             return
-        except AssertionError:
+        except AssertionError as exc:
             if attempt == 2:
-                raise
+                chat = page.get_by_test_id("stChatMessage").all_inner_texts()
+                room = panel(page).all_inner_texts()
+                raise AssertionError(f"{text!r} never showed; the chat shows {chat!r}; "
+                                     f"the room panel shows {room!r}") from exc
 
 
 def test_two_people_and_three_agents_share_one_room(room_server, fake, browser):
