@@ -21,7 +21,7 @@ $(STAMP): requirements.txt requirements-dashboard.txt requirements-ray.txt requi
 
 run: setup
 	@echo "GroupChat Lab on http://127.0.0.1:$(PORT)  (offline sim models, SQLite in data/)"
-	$(BIN)/streamlit run streamlit_app.py --server.headless true \
+	$(BIN)/python -m groupchat_ui.kit.server run streamlit_app.py --server.headless true \
 		--server.address 127.0.0.1 --server.port $(PORT)
 
 # Browser tests drive Debian's chromium (never a downloaded browser build).

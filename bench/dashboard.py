@@ -161,8 +161,10 @@ def make_run(url: str, script_log: Path | None = None, root: Path = ROOT) -> Any
     args = ["run", "streamlit_app.py", "--server.headless", "true",
             "--server.address", "127.0.0.1", "--server.port", str(port)]
     env = {**os.environ, "GROUPCHAT_DB": url}
-    if script_log is None:
-        cmd = [str(Path(sys.executable).parent / "streamlit"), *args]
+    if script_log is None:  # `make run`'s entry: the warm-up, then Streamlit (older trees: none)
+        warmed = (root / "groupchat_ui" / "kit" / "server.py").exists()
+        cmd = ([sys.executable, "-m", "groupchat_ui.kit.server", *args] if warmed
+               else [str(Path(sys.executable).parent / "streamlit"), *args])
     else:
         cmd = [sys.executable, "-c", TIMED_BOOT, *args]
         env["BENCH_SCRIPT_LOG"] = str(script_log)

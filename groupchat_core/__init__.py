@@ -88,6 +88,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
     from .engine._room import Room
     from .engine._room_state import LiveBid, PersonState, RoomSnapshot
     from .engine._selection import select_speaker
+    from .engine._warm_up import warm_up
     from .exports._bundles import bundle_json, dump_agents, import_bundle, load_agents_text
     from .exports._tables import bids_csv, transcript_markdown
     from .providers._credentials import check_credentials
@@ -168,6 +169,7 @@ _LAZY = {
     "RunStatus": "._statuses",
     "SweepStatus": "._statuses",
     "GroupChat": ".engine._groupchat",
+    "warm_up": ".engine._warm_up",
     "BackgroundLoop": ".engine._loop",
     "background_loop": ".engine._loop",
     "select_speaker": ".engine._selection",
@@ -351,4 +353,5 @@ __all__ = [
     "set_max_inflight_calls",
     "set_rate_limit",
     "transcript_markdown",
+    "warm_up",
 ]

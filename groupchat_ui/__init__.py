@@ -15,7 +15,8 @@ Layout:
 Which modules may import streamlit is a naming rule (checked by
 tests/architecture/test_architecture.py):
 - `view.py` and `*_view.py` render, and `actions.py` holds widget callbacks (named `on_*`);
-- in `groupchat_ui/kit/`, also `state.py`, `store_access.py` and `components.py`;
+- in `groupchat_ui/kit/`, also `state.py`, `store_access.py` and `components.py`, and
+  `server.py` (the process entry that warms the engine, then starts Streamlit's CLI);
 - every other module is pure (`logic.py` in each page package, `charts.py`, kit's `jobs.py`,
   `safety.py`, `metrics.py`, `presets.py`, `providers.py`): it never imports streamlit, nor a
   ui module that does, so it loads and is tested without a script run (and by the CLI).

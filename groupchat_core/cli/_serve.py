@@ -1,8 +1,9 @@
 """`groupchat-lab serve`: the dashboard from any directory, through Streamlit's own CLI.
 
 The engine never imports streamlit or the dashboard (tests/architecture/test_architecture.py):
-serve finds the app's files and hands the process over to `python -m streamlit run` (exec on
-POSIX, so signals reach Streamlit directly; a child process elsewhere).
+serve finds the app's files and hands the process over to `python -m groupchat_ui.kit.server run`
+(Streamlit's CLI once the engine is warm; exec on POSIX, so signals reach Streamlit directly; a
+child process elsewhere).
 
 An installed copy serves the app packaged inside groupchat_ui (`groupchat_ui/_app/`: the entry
 script, its pages and its `.streamlit/config.toml`, which Streamlit reads next to the script); a
@@ -71,6 +72,8 @@ def streamlit_args(script: Path, port: int, address: str) -> list[str]:
             "--browser.gatherUsageStats", "false"]
 
 
+# Streamlit's CLI, after warming the engine in the same process (groupchat_ui/kit/server.py).
+SERVER_MODULE = "groupchat_ui.kit.server"
 DASHBOARD_MISSING = ("the dashboard is not installed (Streamlit is missing): pip install "
                      "'groupchat-lab[dashboard]'")
 
@@ -91,7 +94,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     notice = stray_notice()
     if notice:
         print(terminal_text(notice, multiline=True), file=sys.stderr, flush=True)
-    command = [sys.executable, "-m", "streamlit",
+    command = [sys.executable, "-m", SERVER_MODULE,
                *streamlit_args(script, args.port, args.address)]
     if os.name == "posix":
         os.execv(sys.executable, command)  # this process becomes the server

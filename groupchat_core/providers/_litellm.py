@@ -59,3 +59,21 @@ async def load_litellm_off_loop() -> None:
     if not _litellm_ready:
         await asyncio.to_thread(litellm_module)
         _litellm_ready = True
+
+
+WARM_ROUTES = ("openai/warm-up", "hosted_vllm/warm-up")  # the direct path's provider; litellm's
+
+
+def warm_routes() -> None:
+    """Load litellm and what its first completion with tools imports (hundreds of modules: its
+    OpenAI and OpenAI-compatible routes, tool handling, cost): one `mock_response` completion
+    per route, answered inside litellm, no socket opened. A server calls this before it takes
+    sessions (`groupchat_core.warm_up`), so a user's first chat does not pay it."""
+    litellm = litellm_module()
+    tools = [{"type": "function", "function": {
+        "name": "respond", "parameters": {"type": "object", "properties": {
+            "score": {"type": "number"}, "message": {"type": "string"}}}}}]
+    for model in WARM_ROUTES:
+        litellm.completion(model=model, api_base="http://127.0.0.1:9", api_key="warm-up",
+                           messages=[{"role": "user", "content": "warm up"}], tools=tools,
+                           tool_choice="required", mock_response="warm")

@@ -4,8 +4,8 @@ naming rule for which ui modules may import streamlit, so the engine, the CLI an
 helpers stay light and testable without a script run.
 
 The rule (documented in groupchat_ui/__init__.py): `view.py`, `*_view.py` and `actions.py` may
-import streamlit, and so may `state.py`, `store_access.py` and `components.py` in
-groupchat_ui/kit/; every other ui module is pure: it imports neither streamlit nor
+import streamlit, and so may `state.py`, `store_access.py`, `components.py` and `server.py`
+in groupchat_ui/kit/; every other ui module is pure: it imports neither streamlit nor
 (transitively) a ui module that does.
 """
 
@@ -21,7 +21,7 @@ from tests.helpers import ROOT
 
 UI = ROOT / "groupchat_ui"
 PAGES = ROOT / "app_pages"
-KIT_STREAMLIT = {"state", "store_access", "components"}
+KIT_STREAMLIT = {"state", "store_access", "components", "server"}
 # Benchmarks of the dashboard itself import groupchat_ui and streamlit; every other benchmark is
 # engine-only. bench/streaming times the Run page's own observer (groupchat_ui.run.logic).
 DASHBOARD_BENCHMARKS = ("dashboard", "streaming", "room_window")  # room_window: a tab's presence

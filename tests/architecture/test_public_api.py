@@ -121,9 +121,10 @@ def test_the_package_api_is_pinned():
         "GroupChatError", "ConfigError", "CliError", "ModelCallError", "StoreError",
         # the shared background loop and the in-flight call limit
         "BackgroundLoop", "background_loop", "max_inflight_calls", "set_max_inflight_calls",
-        # simulated models and litellm; tool-choice modes remembered per provider
-        "SIM_MODELS", "is_sim_model", "prepare_litellm", "RememberedMode", "remembered_modes",
-        "forget_remembered_modes",
+        # simulated models and litellm (warm_up: a server's model-call path, before sessions);
+        # tool-choice modes remembered per provider
+        "SIM_MODELS", "is_sim_model", "prepare_litellm", "warm_up", "RememberedMode",
+        "remembered_modes", "forget_remembered_modes",
         # checks before spending: provider keys, and per-model request/token rate limits
         "check_credentials", "set_rate_limit",
         # keys bound to endpoints: which api_base may receive a key the agent did not bring

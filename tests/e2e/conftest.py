@@ -70,16 +70,17 @@ def wait_healthy(url: str, proc: subprocess.Popen[bytes], deadline_s: float = 60
 def serve_app(db_url: str, log_path: Path, port: int | None = None,
               extra_args: Sequence[str] = (),
               extra_env: dict[str, str] | None = None) -> Iterator[str]:
-    """`streamlit run streamlit_app.py` as `make run` starts it, on `port` (a free one by
-    default) with `extra_args` for streamlit and `extra_env` in its environment (where the
-    test's own *_API_KEY variables never go); yields its URL."""
+    """The dashboard as `make run` starts it (Streamlit's CLI after the engine's warm-up), on
+    `port` (a free one by default) with `extra_args` for streamlit and `extra_env` in its
+    environment (where the test's own *_API_KEY variables never go); yields its URL."""
     port = port or free_port()
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env.update(GROUPCHAT_DB=db_url, GROUPCHAT_BLOCK_REMOTE_CALLS="1",
                LITELLM_LOCAL_MODEL_COST_MAP="True", **(extra_env or {}))
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "streamlit_app.py"),
+            [sys.executable, "-m", "groupchat_ui.kit.server", "run",
+             str(ROOT / "streamlit_app.py"),
              "--server.headless", "true", "--server.address", "127.0.0.1",
              "--server.port", str(port), "--browser.gatherUsageStats", "false", *extra_args],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)

@@ -272,6 +272,7 @@ def test_serve_starts_the_packaged_dashboard_from_anywhere(installed):
             proc.wait()
     text = log.read_text()
     assert f"GroupChat Lab on {url}" in text and "Traceback" not in text, text
+    assert "model-call path warmed in" in text, text  # warm before it took a session
 
 
 @pytest.fixture(scope="module")

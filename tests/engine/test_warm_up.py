@@ -1,0 +1,86 @@
+"""`groupchat_core.warm_up` and the dashboard's process entry (issue 24, target 2).
+
+A server warms its model-call path before it takes sessions, so the first chat after a start
+does not load litellm and the hundreds of modules its first completion needs. Checked in fresh
+processes (what is imported is per process): after the warm-up, a first real chat over HTTP, on
+the direct path and on a litellm route, imports almost nothing new; without it, it imports
+litellm and hundreds of modules. The warm-up itself opens no socket.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.helpers import ROOT
+
+FIRST_CHAT = """
+import json, socket, sys
+from groupchat_core import Agent, GroupChat, warm_up
+from groupchat_core.testing import FakeOpenAIServer, tool_call
+
+connects = []
+real_connect = socket.socket.connect
+def watched(self, address):
+    connects.append(str(address))
+    return real_connect(self, address)
+socket.socket.connect = watched
+if sys.argv[1] == "warm":
+    warm_up()
+warm_connects = list(connects)
+before = set(sys.modules)
+with FakeOpenAIServer() as fake:
+    fake.set_responder(None, lambda body: tool_call(0.0, ""))
+    for model in ("openai/first", "hosted_vllm/first"):
+        agents = [Agent(agent_name=n, model_name=model, api_base=fake.base_url, num_retries=0)
+                  for n in ("A", "B")]
+        GroupChat(agents=agents, max_loops=2).run("The first chat of this process.")
+    requests = len(fake.requests)
+new = sorted(set(sys.modules) - before)
+print(json.dumps({"new": new, "requests": requests, "warm_connects": warm_connects}))
+"""
+
+
+def first_chat(mode: str) -> dict[str, object]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    done = subprocess.run([sys.executable, "-c", FIRST_CHAT, mode], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_after_the_warm_up_a_first_chat_loads_almost_nothing_and_the_warm_up_sends_nothing():
+    cold, warm = first_chat("cold"), first_chat("warm")
+    assert cold["requests"] == warm["requests"] == 4  # both chats really went over HTTP
+    cold_new, warm_new = cold["new"], warm["new"]
+    assert isinstance(cold_new, list) and isinstance(warm_new, list)
+    assert "litellm" in cold_new and len(cold_new) > 500  # what a cold first chat pays
+    assert "litellm" not in warm_new and len(warm_new) < 30, warm_new
+    assert warm["warm_connects"] == []  # every completion answered inside litellm
+
+
+def test_the_entry_says_it_warmed_and_a_failed_warm_up_never_stops_the_server(monkeypatch,
+                                                                              capsys):
+    import groupchat_core
+    from groupchat_ui.kit import server
+
+    monkeypatch.setattr(groupchat_core, "warm_up", lambda: 1.25)
+    server.warm()
+    assert capsys.readouterr().err == "GroupChat Lab: model-call path warmed in 1.2 s\n"
+
+    def broken() -> float:
+        raise OSError("no loopback\nsecond line")
+
+    monkeypatch.setattr(groupchat_core, "warm_up", broken)
+    server.warm()  # returns: the server starts cold
+    err = capsys.readouterr().err
+    assert err.startswith("GroupChat Lab: warm-up skipped (OSError: no loopback")
+    assert err.count("\n") == 1, err  # one line, whatever the error says
+
+    monkeypatch.setenv(server.WARM_UP_ENV, "0")
+    monkeypatch.setattr(groupchat_core, "warm_up", broken)
+    server.warm()
+    assert capsys.readouterr().err == ""
