@@ -284,7 +284,7 @@ def parse_arguments(arguments: Any) -> ParsedBid:
         if not arguments.strip():
             return _unreadable("respond arguments are empty")
         try:
-            arguments = json.loads(arguments)
+            arguments = json.loads(arguments, strict=False)  # raw newlines in a string: read
         except (ValueError, RecursionError) as exc:
             return _unreadable(f"respond arguments are not JSON: {exc}")
     if not isinstance(arguments, Mapping):
@@ -307,7 +307,10 @@ def parse_tool_calls(tool_calls: Sequence[tuple[str, Any]]) -> ParsedBid | None:
 
 def find_json_object(text: str) -> dict[str, Any] | None:
     """The first JSON object in free text that has a score or message key, if any."""
-    decoder = json.JSONDecoder()
+    # strict=False: a raw newline or tab inside a string is read, not refused. Small models
+    # under llama.cpp's JSON grammar write them (BENCHMARKS.md, constrained bids: all 5 of 60
+    # unreadable constrained bids were objects whose message held a raw newline).
+    decoder = json.JSONDecoder(strict=False)
     text = text[:MAX_TEXT_SCAN_CHARS]  # bounded work on a runaway or hostile reply
     start = text.find("{")
     while start != -1:

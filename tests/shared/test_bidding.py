@@ -478,6 +478,17 @@ def test_text_reply_with_a_json_bid_is_parsed(text: str) -> None:
     assert parse_text_reply(text) == ParsedBid(0.8, "hi")
 
 
+def test_a_raw_newline_inside_a_json_string_is_read_not_refused() -> None:
+    """What SmolLM2 wrote under llama.cpp's JSON grammar (bench.constrained_bids: all 5 of 60
+    unreadable constrained bids): a valid object but for raw newlines inside the message."""
+    text = '{ "score": 0.2, "message" : "Adopt it? </json object>\n}\n\nYou can do it now:" }'
+    assert "\n" in text and "\\n" not in text  # a real newline character, not an escape
+    assert parse_text_reply(text) == ParsedBid(0.2, "Adopt it? </json object>\n}\n\nYou can "
+                                                    "do it now:")
+    assert parse_arguments('{"score": 0.5, "message": "two\tcolumns\nand lines"}') == \
+        ParsedBid(0.5, "two\tcolumns\nand lines")
+
+
 def test_text_reply_json_follows_the_same_rules() -> None:
     parsed = parse_text_reply('{"score": "high", "message": "hi"}')
     assert (parsed.score, parsed.message) == (0.0, "hi")
