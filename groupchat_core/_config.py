@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ._agent import _ACCEPTED as _AGENT_KEYWORDS
-from ._agent import Agent, _short_name
+from ._agent import Agent, ToolChoiceMode, _short_name
 from ._bidding import DEFAULT_BID_PROMPT, validate_bid_prompt
 from ._bounds import CHAT_BOUNDS, out_of_bounds
 from ._bounds import MAX_BATCH_CONCURRENCY as MAX_BATCH_CONCURRENCY
@@ -84,6 +84,12 @@ class ChatConfig(BaseModel):
     # an agent could use: sim/, a chat's providers, litellm).
     strategy: str = "bidding"
     selector_model: str = "sim/balanced"
+    # Where and how the selector is asked, as for an agent: the OpenAI-compatible server of
+    # `selector_model` (a local one gets the placeholder key; a key goes only where keys may:
+    # docs/engine.md "Keys and endpoints") and its tool-choice mode (e.g. "json_schema" for a
+    # small local model under a grammar). None: litellm's default endpoint; forced tool calls.
+    selector_api_base: str | None = None
+    selector_tool_choice_mode: ToolChoiceMode | None = None
     # People in the room (issue 22, docs/engine.md "Human participants"): a person's bid
     # window each turn, a winning person's window to post, and how many top bids a person
     # choosing the speaker (human_selector) sees.
@@ -102,6 +108,13 @@ class ChatConfig(BaseModel):
     @classmethod
     def _selector_model(cls, v: str) -> str:
         return _short_name("selector_model", v)
+
+    @field_validator("selector_api_base")
+    @classmethod
+    def _selector_api_base(cls, v: str | None) -> str | None:
+        if v is None or not v.strip():
+            return None
+        return _short_name("selector_api_base", v.strip())
 
     @field_validator("name")
     @classmethod

@@ -143,7 +143,9 @@ class TurnLoop:
         if config.strategy == "selector":
             self.selector = Agent(agent_name=SELECTOR_NAME, model_name=config.selector_model,
                                   temperature=0.0, system_prompt=SELECTOR_SYSTEM,
-                                  tools_list_dictionary=[RESPOND_TOOL])
+                                  tools_list_dictionary=[RESPOND_TOOL],
+                                  api_base=config.selector_api_base,
+                                  tool_choice_mode=config.selector_tool_choice_mode)
             self._selector_provider = provider_for(config.selector_model, providers)
 
     def _prompt_overhead(self, agent: Agent) -> PromptBudget:

@@ -34,7 +34,7 @@ SWEEP_KEYS = (
     "sw_rand_penalty", "sw_order", "sw_order_samples", "sw_roster", "sw_temperature",
     "sw_threshold", "sw_recency_penalty", "sw_recency_window", "sw_max_loops", "sw_repeats",
     "sw_concurrency", "sw_max_calls", "sw_max_usd", "sw_name", "sw_executor", "sw_ray_address",
-    "sw_strategy", "sw_selector_model",
+    "sw_strategy", "sw_selector_model", "sw_selector_api_base",
 )
 MAX_BROWSERS = 500  # the oldest browser's forms are forgotten past this many
 

@@ -46,6 +46,8 @@ class RunForm(BaseModel):
     bid_cache: bool | None = None  # on: the engine's policy; off: every agent asked afresh
     strategy: str | None = None  # who speaks (groupchat_core.STRATEGIES)
     selector_model: str | None = None  # asked by the `selector` strategy; blank: the default
+    selector_api_base: str | None = None  # the selector's server; blank: litellm's default
+    selector_tool_choice_mode: str | None = None  # None: forced tool calls, as for an agent
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any], **fields: Any) -> RunForm:
@@ -74,7 +76,7 @@ class RunForm(BaseModel):
         a blank name dropped (the run is labelled by its task), a blank selector model too (the
         engine's default); bid_timeout 0 is no timeout."""
         params = self.model_dump(include=set(PARAMS), exclude_none=True)
-        for text in ("name", "selector_model"):  # blank: the task labels it / the default
+        for text in ("name", "selector_model", "selector_api_base"):  # blank: label / default
             value = str(params.pop(text, "")).strip()
             if value:
                 params[text] = value

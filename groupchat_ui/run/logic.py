@@ -46,7 +46,8 @@ from .form import RunForm
 
 CHAT_PARAMS = ("name", "description", "max_loops", "threshold", "recency_penalty",
                "recency_window", "idle_timeout", "output_type", "seed", "bid_timeout",
-               "bid_prompt", "verbose", "bid_cache", "stream_bids", "strategy", "selector_model")
+               "bid_prompt", "verbose", "bid_cache", "stream_bids", "strategy", "selector_model",
+               "selector_api_base", "selector_tool_choice_mode")
 WORDS_PER_SECOND = 14.0
 NO_READABLE_BID = "no agent produced a readable bid"
 KEY_FIX = ("Add the key in Settings (this browser session only), start the server with it in "
@@ -95,6 +96,12 @@ _HELP = {
     "selector_model": "The model the selector strategy asks to name the next speaker (any "
                       "model an agent could use); other strategies ignore it. Left empty: the "
                       f"engine's default, {chat_default('selector_model')}.",
+    "selector_api_base": "The OpenAI-compatible server the selector model is asked on, as an "
+                         "agent's api_base (e.g. a local llama.cpp server). Empty: the "
+                         "provider's own endpoint.",
+    "selector_tool_choice_mode": "How the selector is asked for its pick, as an agent's "
+                                 "tool-choice mode: json_schema suits a small local model "
+                                 "under a grammar. Empty: a forced respond call.",
 }
 
 

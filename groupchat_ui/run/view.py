@@ -14,7 +14,7 @@ from typing import Any
 
 import streamlit as st
 
-from groupchat_core import OUTPUT_TYPES, STRATEGIES, Agent
+from groupchat_core import OUTPUT_TYPES, STRATEGIES, TOOL_CHOICE_MODES, Agent
 from groupchat_ui.kit.components import feedback
 from groupchat_ui.kit.presets import PRESETS
 from groupchat_ui.kit.providers import SIM_NOTE, model_label
@@ -144,6 +144,14 @@ def param_inputs(defaults: Mapping[str, Any]) -> None:
     with st.expander("More parameters"):
         st.text_input("description", key=p + "description", help=PARAM_HELP["description"],
                       persist_state=PERSIST)
+        base, mode = st.columns([2, 1])
+        base.text_input("Selector endpoint (api_base)", key=p + "selector_api_base",
+                        help=PARAM_HELP["selector_api_base"], persist_state=PERSIST,
+                        placeholder="the selector model's provider endpoint")
+        mode.selectbox("Selector tool-choice mode", (None, *TOOL_CHOICE_MODES),
+                       key=p + "selector_tool_choice_mode",
+                       format_func=lambda m: m or "forced (default)",
+                       help=PARAM_HELP["selector_tool_choice_mode"], persist_state=PERSIST)
         st.selectbox("output_type", OUTPUT_TYPES, key=p + "output_type",
                      help=PARAM_HELP["output_type"], persist_state=PERSIST)
         st.number_input("idle_timeout (s)", step=1.0, key=p + "idle_timeout",

@@ -133,9 +133,10 @@ def build_spec(agents: Sequence[Agent], tasks: Sequence[str], grid_text: Mapping
     grid.update(grid_more)
     base = {"agents": [a.to_spec() for a in agents], "max_loops": int(options["max_loops"]),
             "seed": int(options.get("seed", chat_default("seed")))}
-    selector = str((search or {}).get("selector_model") or "").strip()
-    if selector:
-        base["selector_model"] = selector
+    for key in ("selector_model", "selector_api_base"):  # blank: the engine's default
+        value = str((search or {}).get(key) or "").strip()
+        if value:
+            base[key] = value
     caps = {k: options[k] for k in ("max_calls", "max_usd") if options.get(k)}
     spec = parse_sweep({"name": options.get("name") or "sweep", "base": base, "grid": grid,
                         "tasks": [t for t in tasks if t.strip()],

@@ -110,7 +110,7 @@ def _search() -> dict[str, Any]:
         help="Every subset of the agents of these sizes takes part, e.g. 2, 3.")
     search["temperature"] = more[3].text_input("temperature values (blank: as set)", "",
                                                key="sw_temperature")
-    who = st.columns([2, 1])
+    who = st.columns([2, 1, 1])
     search["strategies"] = who[0].multiselect(
         "Who speaks (strategies compared)", STRATEGIES, default=["bidding"], key="sw_strategy",
         help="Each strategy chosen is a value of the strategy axis: bidding (the default), "
@@ -121,6 +121,11 @@ def _search() -> dict[str, Any]:
         placeholder=f"blank: {chat_default('selector_model')}",
         help="The model the selector strategy asks to name the next speaker; other "
              "strategies ignore it.")
+    search["selector_api_base"] = who[2].text_input(
+        "Selector endpoint (api_base)", "", key="sw_selector_api_base",
+        placeholder="blank: the model's provider",
+        help="The OpenAI-compatible server the selector model is asked on, as an agent's "
+             "api_base (e.g. a local llama.cpp server).")
     return search
 
 

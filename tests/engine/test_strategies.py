@@ -320,3 +320,33 @@ def test_analysis_explains_a_turn_named_by_the_rule_not_by_its_bid() -> None:
     text = explain_turn(record.bids_frame(), record.turns_frame(), 1, 0.5)
     assert "A spoke because it was next in list order (round_robin)" in text
     assert "above the threshold" not in text
+
+
+def test_a_selector_is_asked_on_its_own_server_in_its_own_mode() -> None:
+    """`selector_api_base` and `selector_tool_choice_mode`: the selector model is asked on the
+    OpenAI-compatible server named (real HTTP), here in json_schema mode (no tools; the
+    respond schema as response_format), and its JSON text reply picks the speaker."""
+    from groupchat_core.testing import FakeOpenAIServer, text, tool_call
+
+    with FakeOpenAIServer() as fake:
+        fake.script("picker", [text('{"score": 1, "message": "Bob: he has not spoken"}')])
+        fake.script("agents", [tool_call(0.0, "Bob speaks")])
+        agents = [Agent(agent_name=n, model_name="openai/agents", api_base=fake.base_url,
+                        num_retries=0) for n in ("Ann", "Bob")]
+        chat = GroupChat(agents=agents, bid_cache=False, max_loops=2, strategy="selector",
+                         selector_model="openai/picker", selector_api_base=fake.base_url,
+                         selector_tool_choice_mode="json_schema", output_type="basemodel")
+        record = chat.run("task")
+        asked, base = fake.requests_for("picker"), fake.base_url
+    assert [(t.winner, t.reason) for t in record.turns] == [("Bob", "selector")]
+    assert record.messages[-1].content == "Bob speaks"
+    assert len(asked) == 1 and "tools" not in asked[0].body
+    assert asked[0].body["response_format"]["type"] == "json_object"
+    assert asked[0].body["response_format"]["schema"]["required"] == ["score", "message"]
+    assert chat.to_dict()["selector_api_base"] == base  # recorded with the spec
+
+
+def test_a_selector_api_base_with_a_control_character_is_refused_in_one_line() -> None:
+    agents = [Agent(agent_name=n, model_name="sim/balanced") for n in ("Ann", "Bob")]
+    with pytest.raises(ConfigError, match="selector_api_base contains"):
+        GroupChat(agents=agents, strategy="selector", selector_api_base="http://x\x1b[31m")

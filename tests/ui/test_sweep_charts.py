@@ -268,3 +268,17 @@ def test_the_wall_time_reads_as_text():
 
     texts = [Estimate(cells=1, wall_s_upper=s).wall_time() for s in (0, 0.4, 42.1, 200, 7500)]
     assert texts == ["< 1 s", "< 1 s", "43 s", "3 min 20 s", "2 h 05 min"]
+
+
+def test_the_selector_fields_of_the_sweeps_form_reach_the_spec_and_blank_ones_do_not():
+    grid = {"threshold": "0.5", "recency_penalty": "0.3", "recency_window": "1"}
+    options = {"max_loops": 4, "repeats": 1, "concurrency": 1}
+    agents = DEBATE_TRIO.build_agents(0)
+    spec = svc.build_spec(agents, ["Debate."], grid, options, {
+        "strategies": ["bidding", "selector"], "selector_model": " openai/picker ",
+        "selector_api_base": " http://127.0.0.1:8080/v1 "})
+    assert spec.base.selector_model == "openai/picker"
+    assert spec.base.selector_api_base == "http://127.0.0.1:8080/v1"
+    blank = svc.build_spec(agents, ["Debate."], grid, options,
+                           {"selector_model": "", "selector_api_base": "  "})
+    assert blank.base.selector_model == "sim/balanced" and blank.base.selector_api_base is None

@@ -490,3 +490,17 @@ def test_remembered_modes_table():
                                        "tools": "abc"}
     assert settings_logic.expires_in(3.9) == "3 s"
     assert settings_logic.modes_table([]).empty
+
+
+def test_the_run_forms_selector_endpoint_and_mode_reach_the_chat_and_blanks_do_not():
+    from groupchat_ui.run.form import RunForm
+
+    asked = RunForm.from_values({"strategy": "selector", "selector_model": "openai/picker",
+                                 "selector_api_base": " http://127.0.0.1:8080/v1 ",
+                                 "selector_tool_choice_mode": "json_schema"}).chat_kwargs()
+    assert (asked["selector_api_base"], asked["selector_tool_choice_mode"]) == (
+        "http://127.0.0.1:8080/v1", "json_schema")
+    groupchat_core.GroupChat(agents=[groupchat_core.Agent(agent_name=n, model_name="sim/eager")
+                                     for n in ("A", "B")], **asked)  # the engine takes them
+    blank = RunForm.from_values({"selector_api_base": "  ", "selector_tool_choice_mode": None})
+    assert not {"selector_api_base", "selector_tool_choice_mode"} & set(blank.chat_kwargs())
