@@ -7,7 +7,7 @@ strategy at a budget of about two posted answers per chat:
 
     round_robin  max_loops 2   the task and one agent's answer (the single-agent baseline)
     random       max_loops 3   two answers from seeded draws
-    selector     max_loops 3   a selector (a sim: see SELECTOR), then the named agent, per turn
+    selector     max_loops 3   the same model as selector (its own call), then the named agent
     bidding      max_loops 3   both bid each turn, the winner's message posted
     bid_then_speak max_loops 3 both score each turn, the winner writes in a second call
     all_speak    max_loops 3   one round: both answer, on the same conversation
@@ -40,9 +40,6 @@ from groupchat_core.testing import LocalLLMServer
 PLAN: tuple[tuple[str, int], ...] = (
     ("round_robin", 2), ("random", 3), ("selector", 3), ("bidding", 3),
     ("bid_then_speak", 3), ("all_speak", 3))
-# The selector strategy's selector: a sim, since selector_model is a model name only and cannot
-# carry the local server's api_base (the agents' answers still come from the real model).
-SELECTOR = "sim/balanced"
 ROLES = (("Solver", "You solve arithmetic carefully. State the final number."),
          ("Checker", "You check the arithmetic of others and state the correct number."))
 
@@ -68,7 +65,9 @@ def main() -> None:
             for strategy, loops in PLAN:
                 chat = GroupChat(agents=agents(server, args.max_tokens), max_loops=loops,
                                  threshold=0.0, strategy=strategy, bid_timeout=None,
-                                 bid_cache=False, seed=i, selector_model=SELECTOR)
+                                 bid_cache=False, seed=i, selector_model=server.model_name,
+                                 selector_api_base=server.base_url,
+                                 selector_tool_choice_mode="json_schema")
                 start = time.perf_counter()
                 chat.run(task)
                 seconds[strategy] += time.perf_counter() - start
