@@ -74,12 +74,10 @@ FILE_MARKS = {
     # parallel part, where a second busy worker would make the lag the machine's, not the store's.
     "test_store_cadence.py": "serial",
 }
-# One xdist group each, first: Ray, install and the local LLM. The browser tests go last, one
-# module per work unit, so both workers run them (each with its own app server and chromium).
-# They were one group once: two of each on 2 cores made test_sweep_status's wait for the moment
-# when several places agree miss it. The cause was the page's (a sweep that ended kept a status
-# read taken before its end: kit/sweep_status.py now reads afresh), not the second browser.
-GROUPED = ("ray", "install", "local_llm")
+# One xdist group each. Ray, install and the local LLM go first; the browser tests (last) run
+# one at a time too: two app servers and two chromiums on 2 cores made the e2e tests' waits for
+# a moment when several places agree (test_sweep_status) miss it.
+GROUPED = ("ray", "install", "local_llm", "browser")
 PG_FIXTURES = {"pg_server", "pg_databases", "pg_url", "pg_store"}
 
 
@@ -109,7 +107,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if kind in GROUPED:
                 item.add_marker(pytest.mark.xdist_group(kind))
     items.sort(key=lambda item: ("browser" in kinds[item.nodeid],
-                                 not kinds[item.nodeid] & set(GROUPED)))
+                                 not kinds[item.nodeid] & set(GROUPED) - {"browser"}))
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's: absent under -p no:xdist
