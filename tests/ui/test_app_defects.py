@@ -108,6 +108,8 @@ def test_a_reload_keeps_the_sweep_form_and_its_agent_choice(app: AppTest, store:
     app.text_input(key="sw_name").set_value("my sweep").run()
     app.number_input(key="sw_repeats").set_value(2).run()
     app.multiselect(key="sw_strategy").set_value(["bidding", "round_robin"]).run()
+    app.text_input(key="sw_selector_model").set_value("openai/picker").run()
+    app.text_input(key="sw_selector_api_base").set_value("http://127.0.0.1:8080/v1").run()
     goto(app, "run")  # the Run form is an st.form: its values reach the server on Start
     app.button(key="use_preset").click().run()
     app.text_area(key="run_task").set_value("Remembered task")
@@ -121,6 +123,8 @@ def test_a_reload_keeps_the_sweep_form_and_its_agent_choice(app: AppTest, store:
     assert again.text_input(key="sw_name").value == "my sweep"
     assert again.number_input(key="sw_repeats").value == 2
     assert again.multiselect(key="sw_strategy").value == ["bidding", "round_robin"]
+    assert again.text_input(key="sw_selector_model").value == "openai/picker"
+    assert again.text_input(key="sw_selector_api_base").value == "http://127.0.0.1:8080/v1"
     goto(again, "run")
     assert again.text_area(key="run_task").value == "Remembered task"
     assert again.number_input(key="run_param_max_loops").value == 3
