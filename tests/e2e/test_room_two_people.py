@@ -159,6 +159,19 @@ def post(page: Any, text: str) -> None:
                                      f"the room panel shows {room!r}") from exc
 
 
+def shows(page: Any, text: str) -> None:
+    """This page's chat shows `text`; if it never does, say what the page shows instead (its
+    status line, its chat, its room panel), so a failure names the state it was stuck in."""
+    try:
+        expect(page.get_by_test_id("stChatMessage").filter(has_text=text)).to_be_visible(
+            timeout=WAIT_MS)
+    except AssertionError as exc:
+        seen = {"status": fresh(page, '[data-testid="stCaptionContainer"]').all_inner_texts()[:3],
+                "chat": page.get_by_test_id("stChatMessage").all_inner_texts(),
+                "room": panel(page).all_inner_texts(), "url": page.url}
+        raise AssertionError(f"{text!r} never showed on this page; it shows {seen!r}") from exc
+
+
 def test_two_people_and_three_agents_share_one_room(room_server, fake, browser):
     app, db_url, data = room_server
     tag = uuid.uuid4().hex[:6]
@@ -215,8 +228,7 @@ def test_two_people_and_three_agents_share_one_room(room_server, fake, browser):
         expect(panel(bob)).to_contain_text("Bob · person · passed", timeout=WAIT_MS)
         post(alice, "Alice here: people can bid now.")
         for page in (alice, bob):
-            expect(page.get_by_test_id("stChatMessage").filter(
-                has_text="Alice here: people can bid now.")).to_be_visible(timeout=WAIT_MS)
+            shows(page, "Alice here: people can bid now.")
             expect(clock(page)).to_have_text(re.compile(r"^Turn 2 · bidding"), timeout=WAIT_MS)
             expect(hands(page)).to_contain_text("No hand up.")  # hers went down when she won
 
@@ -231,8 +243,7 @@ def test_two_people_and_three_agents_share_one_room(room_server, fake, browser):
                                                                    timeout=WAIT_MS)
         post(bob, "Bob here: my hand went up first, and the rule agreed.")
         for page in (alice, bob):
-            expect(page.get_by_test_id("stChatMessage").filter(
-                has_text="Bob here: my hand went up first")).to_be_visible(timeout=WAIT_MS)
+            shows(page, "Bob here: my hand went up first")
 
         # turn 3: alice closes her tab mid-window; the room goes on without her
         expect(clock(bob)).to_have_text(re.compile(r"^Turn 3 · bidding"), timeout=WAIT_MS)

@@ -85,7 +85,11 @@ def test_bid_log_of_a_short_chat(llm: LocalLLMServer) -> None:
             assert list(won["agent"]) == [turn.winner]
             assert float(won["adjusted"].iloc[0]) == turn.winning_adjusted
     assert record.stop_reason in ("max_loops", "lull", "error")
-    assert record.total_calls == len(record.bids)
+    # every bid is at least one call; more is a documented retry (a transient server error, or
+    # the context-window retry: n_ctx is 2048). CI once saw 5 calls for 4 bids; which retry it
+    # was is not known. The run's total is the sum of its bids' calls either way.
+    assert all(b.calls >= 1 for b in record.bids)
+    assert record.total_calls == sum(b.calls for b in record.bids)
 
 
 def test_the_dashboard_preset_runs_against_the_local_server(llm: LocalLLMServer) -> None:
