@@ -1,9 +1,14 @@
 """The Run page's live view of a background job (DESIGN.md, "Running jobs from Streamlit").
 
-Why a fragment with `run_every` only while the job runs: only the fragment redraws every half
-second (no flicker, unsent form input survives); when it sees the job end it calls `st.rerun()`,
-whose full run declares the fragment again without a timer. Everything shown comes from an
-immutable snapshot copied under the registry's lock; nothing here touches the job itself.
+Why fragments with `run_every` only while the job runs: only they redraw every half second (no
+flicker, unsent form input survives); when the head sees the job end it calls `st.rerun()`,
+whose full run declares them again without a timer. Everything shown comes from an immutable
+snapshot copied under the registry's lock; nothing here touches the job itself.
+
+Why sibling fragments, never one timed fragment inside another: with the 0.1 s forming
+fragment nested in the 0.5 s view, Streamlit 1.67's browser side now and then left a page
+blank for good under load (no status, no chat, no room: how the room browser test failed in
+CI, twice).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from groupchat_ui.kit.state import SessionState
 from . import actions, logic, room_view
 
 REFRESH_S = 0.5
-# A streamed run's forming candidates redraw on their own faster timer (a nested fragment: only
+# A streamed run's forming candidates redraw on their own faster timer (a sibling fragment: only
 # that small panel reruns), so a token reaches the screen ~0.1 s + one small render after the
 # engine has it, not up to 0.5 s + a whole-view render (bench.live_view).
 FORMING_REFRESH_S = 0.1
@@ -79,20 +84,50 @@ def _job_label(snap: JobSnapshot) -> str:
 
 
 def job_panel(registry: JobRegistry, session: SessionState, job_id: str) -> None:
-    """The live (or finished) view of one job."""
-    running = not registry.snapshot(job_id).done
+    """The live (or finished) view of one job: the head (status, controls, room), the
+    transcript with the candidates forming under it, and the floor, each its own fragment."""
+    first = registry.snapshot(job_id)
+    running = not first.done
+    every = REFRESH_S if running else None
 
-    @st.fragment(run_every=REFRESH_S if running else None)
-    def live() -> None:
+    @st.fragment(run_every=every)
+    def head() -> None:
         snap = registry.snapshot(job_id)
         if running and snap.done:
-            st.rerun()  # the full run declares this fragment again, without the timer
-        _render(registry, session, snap)
+            st.rerun()  # the full run declares the fragments again, without timers
+        _head(session, snap)
 
-    live()
+    @st.fragment(run_every=every)
+    def transcript() -> None:
+        snap = _snapshot(registry, job_id)
+        if snap is not None:
+            _chat(snap)
+
+    @st.fragment(run_every=every)
+    def floor() -> None:
+        snap = _snapshot(registry, job_id)
+        if snap is not None:
+            _floor(snap)
+
+    head()
+    left, right = st.columns([5, 4])
+    with left, st.container(height=560, autoscroll=True, border=False):
+        transcript()
+        if logic.may_stream(first.config, first.models):
+            _forming(registry, first)  # a sibling of transcript(): never a nested timer
+    with right:
+        floor()
 
 
-def _render(registry: JobRegistry, session: SessionState, snap: JobSnapshot) -> None:
+def _snapshot(registry: JobRegistry, job_id: str) -> JobSnapshot | None:
+    """The job's snapshot, or None once it expired (the head says so on its next refresh)."""
+    try:
+        return registry.snapshot(job_id)
+    except KeyError:
+        return None
+
+
+def _head(session: SessionState, snap: JobSnapshot) -> None:
     _status_line(snap.status, snap.id, snap.current_turn, max(len(snap.messages) - 1, 0))
     mine = may_manage(snap.user, session.user)
     if not mine:
@@ -107,16 +142,14 @@ def _render(registry: JobRegistry, session: SessionState, snap: JobSnapshot) -> 
         _ending(snap)
     _problems(session, snap)
     room_view.panel(session, snap.id, list(snap.agents), snap.done)  # people in the room
+
+
+def _chat(snap: JobSnapshot) -> None:
+    """The transcript; a streamed run was watched forming, so its winner is posted whole, not
+    replayed, with the turn's other candidates folded under it."""
     streamed = logic.streams(snap.config, snap.models)
-    left, right = st.columns([5, 4])
-    with left, st.container(height=560, autoscroll=True, border=False):
-        # a streamed run was watched forming: its winner is posted whole, not replayed
-        _transcript(snap.messages, snap.models, live=not snap.done and not streamed,
-                    now=datetime.now(UTC), folded=snap.bids_by_turn if streamed else None)
-        if streamed:
-            _forming(registry, snap)
-    with right:
-        _floor(snap)
+    _transcript(snap.messages, snap.models, live=not snap.done and not streamed,
+                now=datetime.now(UTC), folded=snap.bids_by_turn if streamed else None)
 
 
 def _status_line(status: str, job_id: str, turn: int, messages: int) -> None:
@@ -154,8 +187,8 @@ def _folded(turn: int, losers: Sequence[Bid]) -> None:
 
 def _forming(registry: JobRegistry, snap: JobSnapshot) -> None:
     """The forming candidates, redrawn every FORMING_REFRESH_S while the job runs, from a fresh
-    snapshot each time (the outer view follows at REFRESH_S and settles turns). Declared on
-    every outer run while the job runs, so the fragment keeps one place in the page; between
+    snapshot each time (the transcript follows at REFRESH_S and settles turns). Declared on
+    every full run while the job runs, so the fragment keeps one place in the page; between
     turns its reruns draw nothing."""
     if snap.done:
         _candidates(snap)

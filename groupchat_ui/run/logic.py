@@ -309,6 +309,12 @@ def streams(config: Mapping[str, Any], models: Mapping[str, tuple[str, str | Non
         not is_sim_model(model) for model, _ in models.values())
 
 
+def may_stream(config: Mapping[str, Any], models: Mapping[str, tuple[str, str | None]]) -> bool:
+    """`streams`, also before the run's config arrives with its first event (a page drawn at
+    Start sees none yet): then any agent on a real model may stream (the default is on)."""
+    return streams(config or {"stream_bids": True}, models)
+
+
 def stream_note(models: Sequence[str], stream: bool) -> str | None:
     """What streams in a run of these models (None: nothing to say): sims never stream."""
     if not stream or not models:

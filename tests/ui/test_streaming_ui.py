@@ -56,6 +56,17 @@ def test_only_runs_with_a_real_model_show_candidates_forming():
     assert not logic.streams({"stream_bids": False}, mixed)
 
 
+def test_a_page_drawn_at_start_before_the_config_arrives_expects_a_real_model_to_stream():
+    """The live view decides at Start whether to declare the forming fragment; the run's config
+    comes with its first event, so an empty config must not mean "no stream" (the forming
+    panel then never showed: tests/e2e/test_streaming.py failed)."""
+    sims = {"A": ("sim/eager", None), "B": ("sim/reserved", None)}
+    mixed = {**sims, "C": ("openai/x", "http://127.0.0.1:1/v1")}
+    assert logic.may_stream({}, mixed)
+    assert not logic.may_stream({}, sims)
+    assert not logic.may_stream({"stream_bids": False}, mixed)
+
+
 def test_losing_bids_are_the_unposted_candidates_with_a_message():
     bids = [Bid(turn=1, agent="A", position=0, message="won", winner=True),
             Bid(turn=1, agent="B", position=1, message="lost"),
