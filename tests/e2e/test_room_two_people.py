@@ -31,6 +31,7 @@ from groupchat_core.testing import FakeOpenAIServer, tool_call
 from tests.helpers import ROOT
 
 from .conftest import (
+    SCREENSHOTS,
     VIEWPORT,
     WAIT_MS,
     expect,
@@ -155,8 +156,8 @@ def post(page: Any, text: str) -> None:
             if attempt == 2:
                 chat = page.get_by_test_id("stChatMessage").all_inner_texts()
                 room = panel(page).all_inner_texts()
-                raise AssertionError(f"{text!r} never showed; the chat shows {chat!r}; "
-                                     f"the room panel shows {room!r}") from exc
+                raise AssertionError(f"{text!r} never showed; the chat shows {chat!r}; the room "
+                                     f"panel shows {room!r}; {_page_state(page)!r}") from exc
 
 
 def shows(page: Any, text: str) -> None:
@@ -168,8 +169,20 @@ def shows(page: Any, text: str) -> None:
     except AssertionError as exc:
         seen = {"status": fresh(page, '[data-testid="stCaptionContainer"]').all_inner_texts()[:3],
                 "chat": page.get_by_test_id("stChatMessage").all_inner_texts(),
-                "room": panel(page).all_inner_texts(), "url": page.url}
+                "room": panel(page).all_inner_texts(), "url": page.url, **_page_state(page)}
         raise AssertionError(f"{text!r} never showed on this page; it shows {seen!r}") from exc
+
+
+def _page_state(page: Any) -> dict[str, Any]:
+    """What the whole page holds when a wait failed (a blank page: no body text, no blocks),
+    with a screenshot in artifacts/screenshots/ (git-ignored)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"room-failed-{uuid.uuid4().hex[:6]}.png"),
+                    full_page=True)
+    return {"body": page.inner_text("body")[:800],
+            "stale": page.locator('[data-stale="true"]').count(),
+            "blocks": page.locator('[data-testid="stVerticalBlock"]').count(),
+            "html": len(page.content())}
 
 
 def test_two_people_and_three_agents_share_one_room(room_server, fake, browser):
