@@ -8,7 +8,7 @@ snapshot copied under the registry's lock; nothing here touches the job itself.
 Why sibling fragments, never one timed fragment inside another: with the 0.1 s forming
 fragment nested in the 0.5 s view, Streamlit 1.67's browser side now and then left a page
 blank for good under load (no status, no chat, no room: how the room browser test failed in
-CI, twice).
+CI and in a fresh clone).
 """
 
 from __future__ import annotations
