@@ -215,13 +215,35 @@ def create_agent(page: Any, name: str, model: str, role: str = "",
         if not latency.is_visible():
             form.get_by_test_id("stExpander").get_by_text("Advanced").click()
         latency.fill(str(latency_s))
-    form.locator(".st-key-save_agent button").click()
-    expect(page.get_by_test_id("stAlertContentSuccess").filter(
-        has_text=f"Saved new agent {name}.")).to_be_visible(timeout=WAIT_MS)
+    save_agent(page, form, name)
     expect(page.locator(f".st-key-agent_edit_{css_key(name)}")).to_be_visible(timeout=WAIT_MS)
     wait_idle(page)
     expect(fresh(page, ".st-key-agent_form_name input")).to_have_value("", timeout=WAIT_MS)
     expect(form.get_by_text("New agent", exact=True)).to_be_visible()
+
+
+def save_agent(page: Any, form: Any, name: str, attempts: int = 3) -> None:
+    """Click the agent form's Save until its notice shows. Like Start run, a click can be
+    swallowed (fresh clone H: the filled form stayed, no notice, no run); click again only
+    once the page has run since the click and stands idle with neither the notice nor the
+    agent's row, so an agent is never saved twice."""
+    saved = page.get_by_test_id("stAlertContentSuccess").filter(
+        has_text=f"Saved new agent {name}.")
+    row = f".st-key-agent_edit_{css_key(name)}"
+    for attempt in range(attempts):
+        wait_idle(page)
+        if saved.is_visible() or page.locator(row).count():
+            break
+        page.evaluate(WATCH_RUNS)
+        form.locator(".st-key-save_agent button").click()
+        try:
+            page.wait_for_function(SAVE_SETTLED, arg=[f"Saved new agent {name}.", row],
+                                   timeout=10_000 if attempt < attempts - 1 else WAIT_MS)
+        except Exception:  # playwright's TimeoutError: no run since the click; click again
+            continue
+        if saved.is_visible() or page.locator(row).count():
+            break
+    expect(saved).to_be_visible(timeout=WAIT_MS)
 
 
 # Counts the script runs the server starts from now on (the stApp's script state turning to
@@ -248,6 +270,14 @@ CLICK_SETTLED = """([unchanged, jobBefore]) => {
   return window.__gcRuns > 0 && app.getAttribute('data-test-script-state') === 'notRunning'
     && lines.length > 0 && start !== null && start.offsetParent !== null ? 'swallowed' : false; }"""
 URL_JOB = "() => new URLSearchParams(location.search).get('job') || ''"
+# Settled after a Save click: the notice or the agent's row shows, or a run started after the
+# click and the page is idle again without them (that run did not save: swallowed).
+SAVE_SETTLED = """([notice, row]) => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  const said = [...document.querySelectorAll('[data-testid="stAlertContentSuccess"]')]
+    .some(e => e.innerText.includes(notice));
+  if (said || document.querySelector(row)) return true;
+  return window.__gcRuns > 0 && app.getAttribute('data-test-script-state') === 'notRunning'; }"""
 
 
 def start_run(page: Any, attempts: int = 3) -> None:
