@@ -48,8 +48,8 @@ llm: llm-setup
 	$(BIN)/python -m groupchat_core.testing.local_llm serve --port 8080
 
 # The suite in two parts: the few tests that check a latency bound alone (marker `serial`), then
-# the rest on TEST_WORKERS pytest-xdist workers, a module (or an xdist group: one Ray cluster, one
-# wheel build, one local LLM, one browser at a time) per work unit; see tests/conftest.py. The
+# the rest on TEST_WORKERS pytest-xdist workers, a module (or a group: one Ray cluster, one wheel
+# build, one local LLM at a time) per work unit; see tests/helpers/kinds.py. The
 # log ends with the 30 slowest tests (--durations), where to look when the suite grows slow.
 TEST_WORKERS ?= 2
 

@@ -7,11 +7,12 @@ import ipaddress
 import os
 import socket
 from collections.abc import Callable, Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, NoReturn
 
 import pytest
 
+from tests.helpers.kinds import GROUPED, path_kinds, work_unit
 from tests.helpers.stores import release_store_engines
 
 if TYPE_CHECKING:
@@ -59,33 +60,14 @@ def _offline(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
 # --- markers for the slow kinds, and what must share a worker under pytest-xdist -----------------
 #
 # `pytest -m "not browser"` (or not local_llm / ray / install / postgres) leaves a slow kind out;
-# pyproject.toml registers the markers. They are given here, by folder, file or fixture, so that
-# a new test in tests/e2e/ or one taking `pg_url` is marked without remembering to. Under
-# `make test` (pytest -n 2) the tests of one xdist group run on one worker, one after another:
-# one Ray cluster, one wheel build and one local LLM server at a time on a 2-core machine.
-# Everything else is dealt out one module at a time (see pytest_xdist_make_scheduler below).
+# pyproject.toml registers the markers. Kinds by folder and file, and the work units of
+# `make test`'s parallel run, are in tests/helpers/kinds.py; `postgres` comes from a fixture.
 
-FOLDER_MARKS = {"e2e": "browser", "install": "install"}
-FILE_MARKS = {
-    "test_local_llm.py": "local_llm",
-    "test_sweep_ray.py": "ray", "test_sweep_ray_loopback.py": "ray",
-    "test_app_sweeps_ray.py": "ray",
-    # It checks how far the store lags a busy chat: `make test` runs it alone, before the
-    # parallel part, where a second busy worker would make the lag the machine's, not the store's.
-    "test_store_cadence.py": "serial",
-}
-# One xdist group each. Ray, install and the local LLM go first; the browser tests (last) run
-# one at a time too: two app servers and two chromiums on 2 cores made the e2e tests' waits for
-# a moment when several places agree (test_sweep_status) miss it.
-GROUPED = ("ray", "install", "local_llm", "browser")
 PG_FIXTURES = {"pg_server", "pg_databases", "pg_url", "pg_store"}
 
 
 def _kinds(item: pytest.Item) -> set[str]:
-    path = item.path
-    kinds = {FOLDER_MARKS[path.parent.name]} if path.parent.name in FOLDER_MARKS else set()
-    if path.name in FILE_MARKS:
-        kinds.add(FILE_MARKS[path.name])
+    kinds = path_kinds(PurePosixPath(item.path.as_posix()))
     callspec = getattr(item, "callspec", None)
     uses_pg = PG_FIXTURES & set(getattr(item, "fixturenames", ()))
     if uses_pg or (callspec is not None and callspec.params.get("backend") == "postgresql"):
@@ -93,38 +75,33 @@ def _kinds(item: pytest.Item) -> set[str]:
     return kinds
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist names the groups (its hook reads these marks)
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by these marks (pytest's own hook)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Marks each test's slow kinds and xdist group; then the order: the grouped (longest)
-    units first, browser tests last. Playwright's sync API leaves an event loop on the main
-    thread for the rest of the session, which other tests (asyncio.run from a plain thread)
-    must not see; a worker is handed modules in this order, so it never runs one after them."""
+    """Marks each test's slow kinds; then the order: the grouped (longest) units first, browser
+    tests last. Playwright's sync API leaves an event loop on the main thread for the rest of
+    the session, which other tests (asyncio.run from a plain thread) must not see; a worker is
+    handed work units in this order, so it never runs one after them."""
     kinds: dict[str, set[str]] = {}
     for item in items:
         kinds[item.nodeid] = found = _kinds(item)
         for kind in sorted(found):
             item.add_marker(kind)
-            if kind in GROUPED:
-                item.add_marker(pytest.mark.xdist_group(kind))
     items.sort(key=lambda item: ("browser" in kinds[item.nodeid],
-                                 not kinds[item.nodeid] & set(GROUPED) - {"browser"}))
+                                 not kinds[item.nodeid] & set(GROUPED)))
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's: absent under -p no:xdist
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
-    """Under `-n N --dist loadgroup` (as `make test` runs): a work unit is an xdist group,
-    else a whole module, so module fixtures (a fake server, a built wheel) start once per run
-    (xdist's loadgroup deals ungrouped tests out one by one; its loadscope ignores groups).
-    Units go out in collection order, as workers free up."""
+    """Under `-n N --dist loadgroup` (as `make test` runs): a work unit is a grouped kind, else
+    a whole module (tests/helpers/kinds.py), so module fixtures (a fake server, a built wheel)
+    start once per run. Units go out in collection order, as workers free up."""
     if config.getvalue("dist") != "loadgroup":
         return None  # the distribution asked for
     from xdist.scheduler import LoadGroupScheduling
 
     class GroupOrModule(LoadGroupScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            if nodeid.rfind("@") > nodeid.rfind("]"):
-                return nodeid.split("@")[-1]
-            return nodeid.split("::", 1)[0]
+            return work_unit(nodeid)
 
     return GroupOrModule(config, log)
 
