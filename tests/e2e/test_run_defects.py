@@ -31,7 +31,10 @@ pytestmark = pytest.mark.usefixtures("fresh_engines")
 
 
 def _chips(page: Any) -> list[str]:
+    """The roster's chips, once the roster is drawn: a rerun in flight marks every chip stale
+    (a 3-worker run once read none, right after the roster was picked)."""
     tags = fresh(page, ".st-key-run_roster").locator("[data-tag]")
+    expect(tags.first).to_be_visible(timeout=WAIT_MS)
     return [str(t.get_attribute("aria-label")).split(" · ")[0] for t in tags.all()]
 
 
