@@ -47,7 +47,8 @@ llm-setup: setup
 llm: llm-setup
 	$(BIN)/python -m groupchat_core.testing.local_llm serve --port 8080
 
-# The suite in two parts: the few tests that check a latency bound alone (marker `serial`), then
+# The suite in two parts: the few tests that check a latency bound alone (marker `serial`, by file:
+# only their files are collected), then
 # the rest on TEST_WORKERS pytest-xdist workers, a module (or a group: one Ray cluster, one wheel
 # build, one local LLM at a time) per work unit; see tests/helpers/kinds.py. The
 # log ends with the 30 slowest tests (--durations), where to look when the suite grows slow.
@@ -56,7 +57,7 @@ TEST_WORKERS ?= 2
 test: setup browser postgres llm-setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -m serial
+	$(BIN)/python -m pytest -m serial $$($(BIN)/python -m tests.helpers.kinds serial)
 	$(BIN)/python -m pytest -m "not serial" -n $(TEST_WORKERS) --dist loadgroup --durations=30
 
 lint: setup

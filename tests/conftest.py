@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import pytest
 
-from tests.helpers.kinds import GROUPED, path_kinds, work_unit
+from tests.helpers.kinds import path_kinds, queue_key, work_unit
 from tests.helpers.stores import release_store_engines
 
 if TYPE_CHECKING:
@@ -77,27 +77,28 @@ def _kinds(item: pytest.Item) -> set[str]:
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by these marks (pytest's own hook)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Marks each test's slow kinds; then the order: the grouped (longest) units first, browser
-    tests last. Playwright's sync API leaves an event loop on the main thread for the rest of
-    the session, which other tests (asyncio.run from a plain thread) must not see; a worker is
-    handed work units in this order, so it never runs one after them."""
-    kinds: dict[str, set[str]] = {}
+    """Marks each test's slow kinds; then the order: browser tests last, the longest units first
+    within each part (tests/helpers/kinds.py). Playwright's sync API leaves an event loop on the
+    main thread for the rest of the session, which other tests (asyncio.run from a plain thread)
+    must not see; a worker is handed work units in this order, so it never runs one after them."""
     for item in items:
-        kinds[item.nodeid] = found = _kinds(item)
-        for kind in sorted(found):
+        for kind in sorted(_kinds(item)):
             item.add_marker(kind)
-    items.sort(key=lambda item: ("browser" in kinds[item.nodeid],
-                                 not kinds[item.nodeid] & set(GROUPED)))
+    items.sort(key=lambda item: queue_key(item.nodeid))  # stable: a module keeps its order
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's: absent under -p no:xdist
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """Under `-n N --dist loadgroup` (as `make test` runs): a work unit is a grouped kind, else
     a whole module (tests/helpers/kinds.py), so module fixtures (a fake server, a built wheel)
-    start once per run. Units go out in collection order, as workers free up."""
+    start once per run. Units go out in collection order, as workers free up: xdist's own
+    reordering (most tests first) is turned off, as it would put browser modules before others
+    and a long unit last."""
     if config.getvalue("dist") != "loadgroup":
         return None  # the distribution asked for
     from xdist.scheduler import LoadGroupScheduling
+
+    config.option.loadscopereorder = False  # as --no-loadscope-reorder
 
     class GroupOrModule(LoadGroupScheduling):
         def _split_scope(self, nodeid: str) -> str:

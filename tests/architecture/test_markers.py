@@ -8,12 +8,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from itertools import groupby
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from tests import conftest
 from tests.helpers import ROOT
-from tests.helpers.kinds import work_unit
+from tests.helpers.kinds import UNIT_SECONDS, files_of, queue_key, work_unit
 
 KINDS = {"browser", "local_llm", "ray", "install", "postgres", "serial"}
 
@@ -38,40 +41,70 @@ print(json.dumps(found))
 """
 
 
-def _collected(*selections: list[str]) -> list[list[str]]:
-    """The test ids each selection (pytest arguments) collects, in a subprocess."""
+PLACES = {"browser": "tests/e2e/test_smoke_browser.py", "install": "tests/install",
+          "ray": "tests/sweeps/test_sweep_ray_loopback.py",
+          "local_llm": "tests/providers/test_local_llm.py",
+          "postgres": "tests/store/test_store_postgres.py"}
+QUICK = "tests/shared/test_home.py"
+# Folders and files enough to show the queue's order: a group, long and short modules, browser.
+QUEUE_SAMPLE = ["tests/e2e", "tests/cli", "tests/providers/test_local_llm.py",
+                "tests/engine/test_strategies.py"]
+SELECTIONS = {
+    **{f"{kind} chosen": ["-m", kind, place, QUICK] for kind, place in PLACES.items()},
+    **{f"{kind} left": ["-m", f"not {kind}", place] for kind, place in PLACES.items()},
+    "postgres variants": ["-m", "postgres", "tests/store/test_store.py"],
+    "queue": QUEUE_SAMPLE,
+}
+
+
+@pytest.fixture(scope="module")
+def collected() -> dict[str, list[str]]:
+    """The test ids each of SELECTIONS (pytest arguments) collects, in order, in one subprocess."""
+    names, selections = list(SELECTIONS), list(SELECTIONS.values())
     done = subprocess.run([sys.executable, "-c", COLLECT_MANY, json.dumps(selections)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     results = json.loads(done.stdout.splitlines()[-1])
     for (code, _), args in zip(results, selections, strict=True):
         assert code in (0, 5), (args, code)  # 5: nothing collected
-    return [lines for _, lines in results]
+    return {name: lines for name, (_, lines) in zip(names, results, strict=True)}
 
 
-def test_each_slow_kind_is_selected_by_its_marker_and_left_out_without_it() -> None:
-    places = {"browser": "tests/e2e/test_smoke_browser.py", "install": "tests/install",
-              "ray": "tests/sweeps/test_sweep_ray_loopback.py",
-              "local_llm": "tests/providers/test_local_llm.py",
-              "postgres": "tests/store/test_store_postgres.py"}
-    quick = "tests/shared/test_home.py"
-    selections = []
-    for kind, place in places.items():
-        selections += [["-m", kind, place, quick], ["-m", f"not {kind}", place]]
-    found = iter(_collected(*selections))
-    for kind, place in places.items():
-        chosen, left = next(found), next(found)
+def test_each_slow_kind_is_selected_by_its_marker_and_left_out_without_it(
+        collected: dict[str, list[str]]) -> None:
+    for kind, place in PLACES.items():
+        chosen, left = collected[f"{kind} chosen"], collected[f"{kind} left"]
         assert chosen and all(line.startswith(place) for line in chosen), (kind, chosen)
         assert left == [], kind
 
 
-def test_a_store_test_is_marked_postgres_only_in_its_postgresql_variant() -> None:
-    [chosen] = _collected(["-m", "postgres", "tests/store/test_store.py"])
+def test_a_store_test_is_marked_postgres_only_in_its_postgresql_variant(
+        collected: dict[str, list[str]]) -> None:
+    chosen = collected["postgres variants"]
     assert chosen and all("[postgresql" in line for line in chosen)
+
+
+def test_the_queue_deals_browser_modules_last_and_the_longest_units_first(
+        collected: dict[str, list[str]]) -> None:
+    """Longest-processing-time-first, so both workers end close together; browser last (see
+    tests/conftest.py). Each unit's tests stay together, in their module's order."""
+    units = list(dict.fromkeys(work_unit(nodeid) for nodeid in collected["queue"]))
+    assert units[:2] == ["local_llm", "tests/engine/test_strategies.py"]
+    browser = [i for i, unit in enumerate(units) if unit.startswith("tests/e2e/")]
+    assert browser == list(range(len(units) - len(browser), len(units)))  # all of them last
+    assert units[browser[0]] == "tests/e2e/test_room_two_people.py"  # the longest browser unit
+    first = {work_unit(nodeid): nodeid for nodeid in reversed(collected["queue"])}
+    keys = [queue_key(first[unit]) for unit in units]
+    assert keys == sorted(keys) and keys[0] == (False, -UNIT_SECONDS["local_llm"])
+    in_order = [work_unit(nodeid) for nodeid in collected["queue"]]
+    assert len(units) == len(list(groupby(in_order)))  # each unit's tests side by side
 
 
 class _Config:
     """What pytest-xdist's scheduler reads of a config under `-n 2 --dist loadgroup`."""
+
+    def __init__(self) -> None:
+        self.option = SimpleNamespace(loadscopereorder=True)  # xdist's default
 
     def getvalue(self, name: str) -> object:
         return {"dist": "loadgroup", "tx": ["2*popen"], "numprocesses": 2}[name]
@@ -80,7 +113,9 @@ class _Config:
 def test_the_parallel_run_keeps_each_slow_kind_in_one_work_unit_and_the_rest_per_module() -> None:
     """The scheduler `make test` gets (tests/conftest.py) asks `work_unit`: with pytest 9.2,
     xdist's own `xdist_group` marks silently stopped grouping (pytest-dev/pytest-xdist#1386)."""
-    scheduler = conftest.pytest_xdist_make_scheduler(_Config(), None)  # type: ignore[arg-type]
+    config = _Config()
+    scheduler = conftest.pytest_xdist_make_scheduler(config, None)  # type: ignore[arg-type]
+    assert config.option.loadscopereorder is False  # units go out in the order we give them
     split = scheduler._split_scope  # type: ignore[attr-defined]
     assert split("tests/sweeps/test_sweep_ray.py::test_a[sqlite]") == "ray"
     assert split("tests/ui/test_app_sweeps_ray.py::test_b") == "ray"
@@ -91,3 +126,13 @@ def test_the_parallel_run_keeps_each_slow_kind_in_one_work_unit_and_the_rest_per
     assert split("tests/e2e/test_journey.py::test_g") == "tests/e2e/test_journey.py"
     assert split("tests/store/test_store.py::test_h[user@host]") == "tests/store/test_store.py"
     assert work_unit("tests/e2e/test_room_link.py::test_i") == "tests/e2e/test_room_link.py"
+
+
+def test_serial_tests_are_marked_by_file_only() -> None:
+    """`make test` runs the serial part by file (`python -m tests.helpers.kinds serial`), so a
+    `serial` mark set by hand elsewhere would leave its test out of both parts."""
+    serial = set(files_of("serial", ROOT / "tests"))
+    assert serial == {"tests/store/test_store_cadence.py"}
+    by_hand = [path for path in (ROOT / "tests").rglob("*.py") if path != Path(__file__)
+               and "mark.serial" in path.read_text(encoding="utf-8")]
+    assert by_hand == []
