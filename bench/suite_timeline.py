@@ -1,10 +1,12 @@
 """Where the test suite's wall time goes (issue 25, item 6): a pytest plugin that writes each
 test's start, end and CPU, and a report of those files.
 
-    PYTHONPATH=. SUITE_TIMELINE=/tmp/tl PYTEST_ADDOPTS="-p bench.suite_timeline" make test
-    PYTHONPATH=. SUITE_TIMELINE=/tmp/tl .venv/bin/python -m pytest -p bench.suite_timeline
-    python -m bench.suite_timeline /tmp/tl
+    SUITE_TIMELINE=/tmp/tl PYTEST_ADDOPTS="-p bench.suite_timeline" make test
+    SUITE_TIMELINE=/tmp/tl .venv/bin/python -m pytest -p bench.suite_timeline
+    .venv/bin/python -m bench.suite_timeline /tmp/tl
 
+(`python -m pytest` runs from the checkout, so `bench` imports without a PYTHONPATH, which would
+also reach the install tests' fresh environments.)
 The plugin appends one JSON line per test to `$SUITE_TIMELINE/timeline-<worker>.jsonl` (the
 xdist worker's name, or `main`): its id, wall start and end, and the CPU the test process spent
 (`self`) and reaped from its children (`children`: CLI runs, servers started and stopped within
@@ -21,9 +23,10 @@ import resource
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
-_STARTED: dict[str, tuple[float, float, float]] = {}
+import pytest
 
 
 def _cpu() -> tuple[float, float]:
@@ -32,21 +35,22 @@ def _cpu() -> tuple[float, float]:
     return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
 
 
-def pytest_runtest_logstart(nodeid: str, location: object) -> None:
-    _STARTED[nodeid] = (time.time(), *_cpu())
-
-
-def pytest_runtest_logfinish(nodeid: str, location: object) -> None:
-    folder = os.environ.get("SUITE_TIMELINE")
-    if not folder or nodeid not in _STARTED:
-        return
-    start, own, children = _STARTED.pop(nodeid)
-    own_now, children_now = _cpu()
-    row = {"id": nodeid, "start": start, "end": time.time(), "self": own_now - own,
-           "children": children_now - children}
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    with open(Path(folder) / f"timeline-{worker}.jsonl", "a", encoding="utf-8") as out:
-        out.write(json.dumps(row) + "\n")
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Around a test's setup, call and teardown, in the process that runs it (under xdist the
+    controller only sees reports, so it records nothing)."""
+    start, (own, children) = time.time(), _cpu()
+    try:
+        return (yield)
+    finally:
+        folder = os.environ.get("SUITE_TIMELINE")
+        if folder:
+            own_now, children_now = _cpu()
+            row = {"id": item.nodeid, "start": start, "end": time.time(),
+                   "self": own_now - own, "children": children_now - children}
+            worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+            with open(Path(folder) / f"timeline-{worker}.jsonl", "a", encoding="utf-8") as out:
+                out.write(json.dumps(row) + "\n")
 
 
 def report(folder: Path, most: int = 25) -> str:

@@ -8,11 +8,17 @@ import os
 import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
-from tests.helpers.kinds import path_kinds, queue_key, work_unit
+from tests.helpers.kinds import (
+    BROWSER_WORKER_FIRST,
+    is_browser_unit,
+    path_kinds,
+    queue_key,
+    work_unit,
+)
 from tests.helpers.stores import release_store_engines
 
 if TYPE_CHECKING:
@@ -91,20 +97,59 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """Under `-n N --dist loadgroup` (as `make test` runs): a work unit is a grouped kind, else
     a whole module (tests/helpers/kinds.py), so module fixtures (a fake server, a built wheel)
-    start once per run. Units go out in collection order, as workers free up: xdist's own
-    reordering (most tests first) is turned off, as it would put browser modules before others
-    and a long unit last."""
+    start once per run. Which worker gets which unit: `BrowserOnOne` below. xdist's own
+    reordering (most tests first) is turned off: the queue's order is ours (`queue_key`)."""
     if config.getvalue("dist") != "loadgroup":
         return None  # the distribution asked for
     from xdist.scheduler import LoadGroupScheduling
 
     config.option.loadscopereorder = False  # as --no-loadscope-reorder
 
-    class GroupOrModule(LoadGroupScheduling):
+    class BrowserOnOne(LoadGroupScheduling):
+        """The first worker runs BROWSER_WORKER_FIRST, then the browser modules, longest first;
+        the others run the rest, longest first, then what browser modules are left, shortest
+        first. So one browser runs at a time while the other worker does lighter work (two at
+        once on 2 cores slowed every browser test: measured in BENCHMARKS.md), and no worker
+        runs a non-browser unit after a browser one (see pytest_collection_modifyitems)."""
+
         def _split_scope(self, nodeid: str) -> str:
             return work_unit(nodeid)
 
-    return GroupOrModule(config, log)
+        def next_unit(self, node: Any) -> str | None:
+            """The unit `node` should run next, or None if none of those left is for it."""
+            units = list(self.workqueue)
+            browser = [unit for unit in units if is_browser_unit(unit)]
+            other = [unit for unit in units if not is_browser_unit(unit)]
+            if len(self.nodes) < 2:
+                return units[0] if units else None
+            if node is not self.nodes[0]:
+                return other[0] if other else (browser[-1] if browser else None)
+            if any(is_browser_unit(unit) for unit in self.assigned_work[node]):
+                return browser[0] if browser else None  # never a non-browser unit after
+            if BROWSER_WORKER_FIRST in other:
+                return BROWSER_WORKER_FIRST
+            return browser[0] if browser else (other[0] if other else None)
+
+        def _assign_work_unit(self, node: Any) -> None:
+            unit = self.next_unit(node)
+            if unit is None:
+                return
+            tests = self.workqueue.pop(unit)
+            self.assigned_work[node][unit] = tests
+            collection = self.registered_collections[node]
+            node.send_runtest_some([collection.index(nodeid)
+                                    for nodeid, done in tests.items() if not done])
+
+        def _reschedule(self, node: Any) -> None:
+            if node.shutting_down:
+                return
+            pending = self._pending_of(self.assigned_work[node])
+            if not self.workqueue or (pending == 0 and self.next_unit(node) is None):
+                node.shutdown()
+            elif pending <= 2:  # xdist's own rule: the next unit before this one ends
+                self._assign_work_unit(node)
+
+    return BrowserOnOne(config, log)
 
 
 # --- databases: one `store` fixture over SQLite and PostgreSQL ----------------------------------

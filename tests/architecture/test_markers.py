@@ -136,3 +136,48 @@ def test_serial_tests_are_marked_by_file_only() -> None:
     by_hand = [path for path in (ROOT / "tests").rglob("*.py") if path != Path(__file__)
                and "mark.serial" in path.read_text(encoding="utf-8")]
     assert by_hand == []
+
+
+class _Node:
+    """What xdist's scheduler calls on a worker."""
+
+    def __init__(self, name: str) -> None:
+        self.gateway = SimpleNamespace(id=name)
+        self.shutting_down = False
+        self.sent: list[int] = []
+
+    def send_runtest_some(self, indexes: list[int]) -> None:
+        self.sent += indexes
+
+    def shutdown(self) -> None:
+        self.shutting_down = True
+
+
+def test_one_worker_runs_the_local_llm_then_every_browser_module_the_other_the_rest() -> None:
+    """The scheduler run to the end on two fake workers that finish a test each in turn."""
+    tests = ["tests/providers/test_local_llm.py::test_a",
+             "tests/providers/test_local_llm.py::test_b", "tests/engine/test_strategies.py::test_c",
+             "tests/ui/test_app.py::test_d", "tests/ui/test_app.py::test_e",
+             "tests/cli/test_cli.py::test_f",
+             "tests/e2e/test_room_two_people.py::test_g", "tests/e2e/test_journey.py::test_h",
+             "tests/e2e/test_journey.py::test_i", "tests/e2e/test_smoke_browser.py::test_j"]
+    scheduler = conftest.pytest_xdist_make_scheduler(_Config(), None)  # type: ignore[arg-type]
+    first, second = _Node("gw0"), _Node("gw1")
+    for node in (first, second):
+        scheduler.add_node(node)  # type: ignore[attr-defined]
+        scheduler.add_node_collection(node, tests)  # type: ignore[attr-defined]
+    scheduler.schedule()  # type: ignore[attr-defined]
+    done = {first: 0, second: 0}
+    while any(done[node] < len(node.sent) for node in done):
+        for node in done:
+            if done[node] < len(node.sent):
+                scheduler.mark_test_complete(node, node.sent[done[node]])  # type: ignore[attr-defined]
+                done[node] += 1
+    units = {node: list(dict.fromkeys(work_unit(tests[i]) for i in node.sent)) for node in done}
+    assert units[first] == ["local_llm", "tests/e2e/test_room_two_people.py",
+                            "tests/e2e/test_journey.py"]
+    assert units[second] == ["tests/engine/test_strategies.py", "tests/ui/test_app.py",
+                             "tests/cli/test_cli.py", "tests/e2e/test_smoke_browser.py"]
+    assert sorted(first.sent + second.sent) == list(range(len(tests)))  # each test once
+    assert first.shutting_down and second.shutting_down
+    assert scheduler.tests_finished  # type: ignore[attr-defined]

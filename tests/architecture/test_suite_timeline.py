@@ -34,7 +34,8 @@ def test_each_test_gets_its_wall_span_and_cpu_and_the_report_adds_them_up(
     (tmp_path / "test_sample.py").write_text(SAMPLE, encoding="utf-8")
     out = tmp_path / "timeline"
     out.mkdir()
-    env = {**{k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"},
+    # a plain run: not one of this run's xdist workers (the file is named after the worker)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")},
            "PYTHONPATH": str(ROOT), "SUITE_TIMELINE": str(out)}
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            "-p", "bench.suite_timeline", "test_sample.py"],

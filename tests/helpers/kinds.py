@@ -25,9 +25,9 @@ FILE_MARKS = {
     # parallel part, where a second busy worker would make the lag the machine's, not the store's.
     "test_store_cadence.py": "serial",
 }
-# One work unit each, dealt out first (the longest units). The browser modules are not
-# grouped: one group would put ~15 minutes of browser tests on one worker, which must run them
-# last (see tests/conftest.py), so both workers run them, a module at a time.
+# One work unit each. The browser modules are one unit each, not a group: the scheduler in
+# tests/conftest.py gives them to one worker, longest first, and lets the other take the
+# shortest ones left once it has nothing else to do.
 GROUPED = ("ray", "install", "local_llm")
 # Seconds the longest work units took in a fresh clone's `make test` (2 workers, 2026-12-05).
 # They only order the queue: longest first within each part (browser modules last), so the two
@@ -63,6 +63,16 @@ def work_unit(nodeid: str) -> str:
     module = nodeid.split("::", 1)[0]
     grouped = sorted(path_kinds(PurePosixPath(module)) & set(GROUPED))
     return grouped[0] if grouped else module
+
+
+# The browser worker's first unit (tests/conftest.py): the longest non-browser unit, whose
+# llama.cpp server keeps both cores busy, best beside the other worker's lighter tests.
+BROWSER_WORKER_FIRST = "local_llm"
+
+
+def is_browser_unit(unit: str) -> bool:
+    """A work unit of browser tests (a module under tests/e2e/)."""
+    return "browser" in path_kinds(PurePosixPath(unit.split("::", 1)[0]))
 
 
 def queue_key(nodeid: str) -> tuple[bool, float]:
