@@ -8,17 +8,11 @@ import os
 import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import pytest
 
-from tests.helpers.kinds import (
-    BROWSER_WORKER_FIRST,
-    is_browser_unit,
-    path_kinds,
-    queue_key,
-    work_unit,
-)
+from tests.helpers.kinds import GROUPED, path_kinds, work_unit
 from tests.helpers.stores import release_store_engines
 
 if TYPE_CHECKING:
@@ -83,73 +77,34 @@ def _kinds(item: pytest.Item) -> set[str]:
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by these marks (pytest's own hook)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Marks each test's slow kinds; then the order: browser tests last, the longest units first
-    within each part (tests/helpers/kinds.py). Playwright's sync API leaves an event loop on the
-    main thread for the rest of the session, which other tests (asyncio.run from a plain thread)
-    must not see; a worker is handed work units in this order, so it never runs one after them."""
+    """Marks each test's slow kinds; then the order: the grouped (longest) units first, browser
+    tests last, as a plain `pytest` runs them. (Under `make test`, xdist deals the work units
+    most tests first, its default `--loadscope-reorder`: that order measured fastest, see
+    BENCHMARKS.md, "The test suite's wall time". The browser fixture is module-scoped, so
+    Playwright's event loop is closed before a worker's next unit.)"""
+    kinds: dict[str, set[str]] = {}
     for item in items:
-        for kind in sorted(_kinds(item)):
+        kinds[item.nodeid] = found = _kinds(item)
+        for kind in sorted(found):
             item.add_marker(kind)
-    items.sort(key=lambda item: queue_key(item.nodeid))  # stable: a module keeps its order
+    items.sort(key=lambda item: ("browser" in kinds[item.nodeid],
+                                 not kinds[item.nodeid] & set(GROUPED)))
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's: absent under -p no:xdist
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """Under `-n N --dist loadgroup` (as `make test` runs): a work unit is a grouped kind, else
     a whole module (tests/helpers/kinds.py), so module fixtures (a fake server, a built wheel)
-    start once per run. Which worker gets which unit: `BrowserOnOne` below. xdist's own
-    reordering (most tests first) is turned off: the queue's order is ours (`queue_key`)."""
+    start once per run. Units go out most tests first (xdist's reorder), as workers free up."""
     if config.getvalue("dist") != "loadgroup":
         return None  # the distribution asked for
     from xdist.scheduler import LoadGroupScheduling
 
-    config.option.loadscopereorder = False  # as --no-loadscope-reorder
-
-    class BrowserOnOne(LoadGroupScheduling):
-        """The first worker runs BROWSER_WORKER_FIRST, then the browser modules, longest first;
-        the others run the rest, longest first, then what browser modules are left, shortest
-        first. So one browser runs at a time while the other worker does lighter work (two at
-        once on 2 cores slowed every browser test: measured in BENCHMARKS.md), and no worker
-        runs a non-browser unit after a browser one (see pytest_collection_modifyitems)."""
-
+    class GroupOrModule(LoadGroupScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return work_unit(nodeid)
 
-        def next_unit(self, node: Any) -> str | None:
-            """The unit `node` should run next, or None if none of those left is for it."""
-            units = list(self.workqueue)
-            browser = [unit for unit in units if is_browser_unit(unit)]
-            other = [unit for unit in units if not is_browser_unit(unit)]
-            if len(self.nodes) < 2:
-                return units[0] if units else None
-            if node is not self.nodes[0]:
-                return other[0] if other else (browser[-1] if browser else None)
-            if any(is_browser_unit(unit) for unit in self.assigned_work[node]):
-                return browser[0] if browser else None  # never a non-browser unit after
-            if BROWSER_WORKER_FIRST in other:
-                return BROWSER_WORKER_FIRST
-            return browser[0] if browser else (other[0] if other else None)
-
-        def _assign_work_unit(self, node: Any) -> None:
-            unit = self.next_unit(node)
-            if unit is None:
-                return
-            tests = self.workqueue.pop(unit)
-            self.assigned_work[node][unit] = tests
-            collection = self.registered_collections[node]
-            node.send_runtest_some([collection.index(nodeid)
-                                    for nodeid, done in tests.items() if not done])
-
-        def _reschedule(self, node: Any) -> None:
-            if node.shutting_down:
-                return
-            pending = self._pending_of(self.assigned_work[node])
-            if not self.workqueue or (pending == 0 and self.next_unit(node) is None):
-                node.shutdown()
-            elif pending <= 2:  # xdist's own rule: the next unit before this one ends
-                self._assign_work_unit(node)
-
-    return BrowserOnOne(config, log)
+    return GroupOrModule(config, log)
 
 
 # --- databases: one `store` fixture over SQLite and PostgreSQL ----------------------------------

@@ -8,15 +8,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from itertools import groupby
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
 from tests import conftest
 from tests.helpers import ROOT
-from tests.helpers.kinds import UNIT_SECONDS, files_of, queue_key, work_unit
+from tests.helpers.kinds import files_of, work_unit
 
 KINDS = {"browser", "local_llm", "ray", "install", "postgres", "serial"}
 
@@ -46,14 +44,10 @@ PLACES = {"browser": "tests/e2e/test_smoke_browser.py", "install": "tests/instal
           "local_llm": "tests/providers/test_local_llm.py",
           "postgres": "tests/store/test_store_postgres.py"}
 QUICK = "tests/shared/test_home.py"
-# Folders and files enough to show the queue's order: a group, long and short modules, browser.
-QUEUE_SAMPLE = ["tests/e2e", "tests/cli", "tests/providers/test_local_llm.py",
-                "tests/engine/test_strategies.py"]
 SELECTIONS = {
     **{f"{kind} chosen": ["-m", kind, place, QUICK] for kind, place in PLACES.items()},
     **{f"{kind} left": ["-m", f"not {kind}", place] for kind, place in PLACES.items()},
     "postgres variants": ["-m", "postgres", "tests/store/test_store.py"],
-    "queue": QUEUE_SAMPLE,
 }
 
 
@@ -84,27 +78,8 @@ def test_a_store_test_is_marked_postgres_only_in_its_postgresql_variant(
     assert chosen and all("[postgresql" in line for line in chosen)
 
 
-def test_the_queue_deals_browser_modules_last_and_the_longest_units_first(
-        collected: dict[str, list[str]]) -> None:
-    """Longest-processing-time-first, so both workers end close together; browser last (see
-    tests/conftest.py). Each unit's tests stay together, in their module's order."""
-    units = list(dict.fromkeys(work_unit(nodeid) for nodeid in collected["queue"]))
-    assert units[:2] == ["local_llm", "tests/engine/test_strategies.py"]
-    browser = [i for i, unit in enumerate(units) if unit.startswith("tests/e2e/")]
-    assert browser == list(range(len(units) - len(browser), len(units)))  # all of them last
-    assert units[browser[0]] == "tests/e2e/test_room_two_people.py"  # the longest browser unit
-    first = {work_unit(nodeid): nodeid for nodeid in reversed(collected["queue"])}
-    keys = [queue_key(first[unit]) for unit in units]
-    assert keys == sorted(keys) and keys[0] == (False, -UNIT_SECONDS["local_llm"])
-    in_order = [work_unit(nodeid) for nodeid in collected["queue"]]
-    assert len(units) == len(list(groupby(in_order)))  # each unit's tests side by side
-
-
 class _Config:
     """What pytest-xdist's scheduler reads of a config under `-n 2 --dist loadgroup`."""
-
-    def __init__(self) -> None:
-        self.option = SimpleNamespace(loadscopereorder=True)  # xdist's default
 
     def getvalue(self, name: str) -> object:
         return {"dist": "loadgroup", "tx": ["2*popen"], "numprocesses": 2}[name]
@@ -113,9 +88,7 @@ class _Config:
 def test_the_parallel_run_keeps_each_slow_kind_in_one_work_unit_and_the_rest_per_module() -> None:
     """The scheduler `make test` gets (tests/conftest.py) asks `work_unit`: with pytest 9.2,
     xdist's own `xdist_group` marks silently stopped grouping (pytest-dev/pytest-xdist#1386)."""
-    config = _Config()
-    scheduler = conftest.pytest_xdist_make_scheduler(config, None)  # type: ignore[arg-type]
-    assert config.option.loadscopereorder is False  # units go out in the order we give them
+    scheduler = conftest.pytest_xdist_make_scheduler(_Config(), None)  # type: ignore[arg-type]
     split = scheduler._split_scope  # type: ignore[attr-defined]
     assert split("tests/sweeps/test_sweep_ray.py::test_a[sqlite]") == "ray"
     assert split("tests/ui/test_app_sweeps_ray.py::test_b") == "ray"
@@ -137,47 +110,3 @@ def test_serial_tests_are_marked_by_file_only() -> None:
                and "mark.serial" in path.read_text(encoding="utf-8")]
     assert by_hand == []
 
-
-class _Node:
-    """What xdist's scheduler calls on a worker."""
-
-    def __init__(self, name: str) -> None:
-        self.gateway = SimpleNamespace(id=name)
-        self.shutting_down = False
-        self.sent: list[int] = []
-
-    def send_runtest_some(self, indexes: list[int]) -> None:
-        self.sent += indexes
-
-    def shutdown(self) -> None:
-        self.shutting_down = True
-
-
-def test_one_worker_runs_the_local_llm_then_every_browser_module_the_other_the_rest() -> None:
-    """The scheduler run to the end on two fake workers that finish a test each in turn."""
-    tests = ["tests/providers/test_local_llm.py::test_a",
-             "tests/providers/test_local_llm.py::test_b", "tests/engine/test_strategies.py::test_c",
-             "tests/ui/test_app.py::test_d", "tests/ui/test_app.py::test_e",
-             "tests/cli/test_cli.py::test_f",
-             "tests/e2e/test_room_two_people.py::test_g", "tests/e2e/test_journey.py::test_h",
-             "tests/e2e/test_journey.py::test_i", "tests/e2e/test_smoke_browser.py::test_j"]
-    scheduler = conftest.pytest_xdist_make_scheduler(_Config(), None)  # type: ignore[arg-type]
-    first, second = _Node("gw0"), _Node("gw1")
-    for node in (first, second):
-        scheduler.add_node(node)  # type: ignore[attr-defined]
-        scheduler.add_node_collection(node, tests)  # type: ignore[attr-defined]
-    scheduler.schedule()  # type: ignore[attr-defined]
-    done = {first: 0, second: 0}
-    while any(done[node] < len(node.sent) for node in done):
-        for node in done:
-            if done[node] < len(node.sent):
-                scheduler.mark_test_complete(node, node.sent[done[node]])  # type: ignore[attr-defined]
-                done[node] += 1
-    units = {node: list(dict.fromkeys(work_unit(tests[i]) for i in node.sent)) for node in done}
-    assert units[first] == ["local_llm", "tests/e2e/test_room_two_people.py",
-                            "tests/e2e/test_journey.py"]
-    assert units[second] == ["tests/engine/test_strategies.py", "tests/ui/test_app.py",
-                             "tests/cli/test_cli.py", "tests/e2e/test_smoke_browser.py"]
-    assert sorted(first.sent + second.sent) == list(range(len(tests)))  # each test once
-    assert first.shutting_down and second.shutting_down
-    assert scheduler.tests_finished  # type: ignore[attr-defined]
