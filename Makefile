@@ -47,11 +47,11 @@ llm-setup: setup
 llm: llm-setup
 	$(BIN)/python -m groupchat_core.testing.local_llm serve --port 8080
 
-# The suite in two parts: the few tests that check a latency bound alone (marker `serial`, by file:
-# only their files are collected), then
-# the rest on TEST_WORKERS pytest-xdist workers, a module (or a group: one Ray cluster, one wheel
-# build, one local LLM at a time) per work unit; see tests/helpers/kinds.py. The
-# log ends with the 30 slowest tests (--durations), where to look when the suite grows slow.
+# The suite in two parts: the few tests that check a latency bound alone (marker `serial`, set
+# by file: only their files are collected), then the rest on TEST_WORKERS pytest-xdist workers,
+# a module (or a group: one Ray cluster, one wheel build, one local LLM at a time) per work unit;
+# see tests/helpers/kinds.py. The log ends with the 30 slowest tests (--durations), where to look
+# when the suite grows slow (bench/suite_timeline.py shows each worker's timeline).
 TEST_WORKERS ?= 2
 
 test: setup browser postgres llm-setup
