@@ -122,7 +122,8 @@ def test_json_text_mode_sends_no_tools_and_reads_the_text(llm: LocalLLMServer) -
     record = one_turn(pair(llm, tool_choice_mode="json"))
     for bid in record.bids:
         assert bid.path in ("json_text", "tool_call:json"), bid
-        assert bid.calls == 1
+        # no `calls == 1`: on a loaded machine this server now and then answers one request
+        # with a transient error, which the engine retries by design (fresh clone N: calls=2)
         assert bid.error is None or bid.error.startswith("unreadable"), bid.error
     if all(b.error for b in record.bids):
         assert record.stop_reason == "error"
