@@ -60,6 +60,9 @@ def report(folder: Path, most: int = 25) -> str:
     rows = {path.stem.removeprefix("timeline-"): [json.loads(line) for line in
                                                   path.read_text(encoding="utf-8").splitlines()]
             for path in sorted(folder.glob("timeline-*.jsonl"))}
+    if not any(rows.values()):
+        raise SystemExit(f"no timeline-*.jsonl rows in {folder}: run pytest with "
+                         f"SUITE_TIMELINE={folder} and -p bench.suite_timeline first")
     first = min(row["start"] for found in rows.values() for row in found)
     lines = ["process | tests | ends at (s) | busy (s) | CPU self + children (s)",
              "---|---:|---:|---:|---:"]

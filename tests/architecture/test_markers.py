@@ -109,4 +109,3 @@ def test_serial_tests_are_marked_by_file_only() -> None:
     by_hand = [path for path in (ROOT / "tests").rglob("*.py") if path != Path(__file__)
                and "mark.serial" in path.read_text(encoding="utf-8")]
     assert by_hand == []
-
