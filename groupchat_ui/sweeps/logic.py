@@ -378,6 +378,17 @@ def status_of(store: RunStore, sweep_id: str, registry: JobRegistry | None = Non
     return sweep_status(store, sweep_id, job)
 
 
+def page_behind(running: bool, focused: str | None, now: Any) -> bool:
+    """Whether the live panel, redrawn alone every half second, must redraw the whole page: the
+    job it was drawn with ended (the charts, Resume and the picker change), or the job has
+    created its sweep since the page was drawn with none (`focused` None): Results, drawn once
+    per page run, still shows another sweep or none, never this one running (a busy server
+    reruns the page after Start before the job creates its sweep)."""
+    if not running:
+        return False
+    return bool(now.done) or (focused is None and progress(now.events).sweep_id is not None)
+
+
 def job_status(store: RunStore, snap: Any) -> SweepStatus:
     """The one status of a sweep job (kit/sweep_status.py); the same line everywhere."""
     return sweep_status(store, job=snap)

@@ -322,27 +322,29 @@ def live(registry: JobRegistry, store: RunStore, session: SessionState) -> None:
         else:
             st.caption("sweep status: idle · no sweep yet in this session")
         return
-    _focus(snap)
+    focused = _focus(snap)
     running = not snap.done
 
     @st.fragment(run_every=REFRESH_S if running else None)
     def panel() -> None:
         now = registry.task_snapshot(snap.id)
-        if running and now.done:
+        if svc.page_behind(running, focused, now):
             st.rerun()
         _render(registry, store, session, now)
 
     panel()
 
 
-def _focus(snap: Any) -> None:
-    """Once per job, show its sweep in the results picker (before the picker is drawn)."""
+def _focus(snap: Any) -> str | None:
+    """Once per job, show its sweep in the results picker (before the picker is drawn).
+    Returns the job's sweep id; None while the job has not created its sweep yet."""
     seen: set[str] = st.session_state.setdefault("sw_focused", set())
     sweep_id = svc.progress(snap.events).sweep_id
     if sweep_id and snap.id not in seen:
         seen.add(snap.id)
         st.session_state["sw_pick"] = sweep_id
         st.query_params["sweep"] = sweep_id
+    return sweep_id
 
 
 def _render(registry: JobRegistry, store: RunStore, session: SessionState, snap: Any) -> None:

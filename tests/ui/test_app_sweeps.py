@@ -4,17 +4,21 @@ stop then resume (every cell finished exactly once). Shared helpers: tests/helpe
 
 from __future__ import annotations
 
+import asyncio
 import re
+import threading
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from groupchat_core.store import RunStore
-from groupchat_core.sweeps import sweep_results
+from groupchat_core.sweeps import arun_sweep, parse_sweep, sweep_results
 from groupchat_ui.kit import jobs as job_registry
 from groupchat_ui.kit import store_access
 from groupchat_ui.kit.presets import DEBATE_TRIO
+from groupchat_ui.sweeps.logic import page_behind, progress
 from tests.helpers.app_helpers import goto, new_app, small_grid, sweep_status
 from tests.helpers.app_helpers import poll as poll_app
 
@@ -254,3 +258,45 @@ def test_random_search_over_every_order_runs_and_its_statistics_tabs_render(at: 
     assert set(ranked["parameter"]) == {"threshold", "recency_penalty", "order"}
     assert any("Cell A" == s.label for s in at.selectbox)
     assert at.success or at.warning  # the comparison's verdict or its "too few" note
+
+
+def test_the_live_panel_redraws_the_page_once_a_late_job_has_created_its_sweep():
+    """After Start the page reruns at once; on a busy server that rerun can come before the
+    job has created its sweep, so Results (drawn once per page run) showed another sweep, or
+    none, until the sweep ended: two fresh clones of stop 32 failed test_sweep_status on it
+    (Results never showed the sweep running). The live panel, redrawn alone every half second,
+    now redraws the page once the job it was drawn without a sweep has one."""
+    registry = job_registry.JobRegistry()
+    store = RunStore()
+    agents = [{"agent_name": n, "model_name": "sim/balanced",
+               "litellm_kwargs": {"sim_latency": 0.05}} for n in ("Ann", "Ben")]
+    spec = parse_sweep({"name": "late", "base": {"max_loops": 6, "agents": agents},
+                        "grid": {"threshold": [0.01]}, "tasks": ["Plan a picnic."],
+                        "repeats": 1})
+    gate = threading.Event()
+
+    async def late(emit):  # the job, held before it creates its sweep
+        await asyncio.to_thread(gate.wait, DEADLINE_S)
+        return await arun_sweep(spec, store, on_event=emit)
+
+    job_id = registry.start_job(late, "me")
+    try:
+        drawn = registry.task_snapshot(job_id)  # what the page was drawn with
+        assert progress(drawn.events).sweep_id is None and not drawn.done
+        assert not page_behind(True, None, drawn)  # nothing new to show yet
+        gate.set()
+        deadline = time.monotonic() + DEADLINE_S
+        while progress((now := registry.task_snapshot(job_id)).events).sweep_id is None:
+            assert time.monotonic() < deadline, "the job never created its sweep"
+            time.sleep(0.01)
+        created = progress(now.events).sweep_id
+        assert page_behind(True, None, now)  # drawn without it: redraw the page
+        if not now.done:  # drawn with it: the panel alone redraws until the job ends
+            assert not page_behind(True, created, now)
+        while not (now := registry.task_snapshot(job_id)).done:
+            assert time.monotonic() < deadline, "the sweep never ended"
+            time.sleep(0.01)
+        assert page_behind(True, created, now)  # it ended: redraw the charts and Resume
+        assert not page_behind(False, created, now)  # drawn after the end: no timer
+    finally:
+        registry.shutdown()
