@@ -11,6 +11,7 @@ Locating things: Streamlit 1.67 gives every keyed widget's container an `st-key-
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
@@ -126,13 +127,38 @@ def browser() -> Iterator[Any]:
         b.close()
 
 
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    """A page in a fresh browser context: a browser session of its own in the app."""
+@pytest.fixture(scope="module")
+def browser_context(browser: Any) -> Iterator[Any]:
+    """The browser context of a module's `page`s; tests that need two people at once (two
+    cookie jars) open contexts of their own."""
     context = browser.new_context(viewport=VIEWPORT)
-    pg = context.new_page()
-    yield pg
+    yield context
     context.close()
+
+
+@pytest.fixture
+def page(browser_context: Any) -> Iterator[Any]:
+    """The module's tab, which each test loads the app into afresh: every load is a browser
+    session of its own in the app (Streamlit opens one per load). Why one tab: Chromium then
+    reuses the tab's renderer and its compiled copy of Streamlit's bundle; a new tab or context
+    costs about 2 s more Chromium CPU per test (BENCHMARKS.md, "The test suite's wall time").
+    Nothing is left from an earlier test: no cookies, no local storage (where Streamlit keeps
+    the sidebar's state and the theme), no other tabs, the default viewport; a tab that could
+    not be cleaned (crashed, stuck) is closed and the next test opens a new one."""
+    tabs = [tab for tab in browser_context.pages if not tab.is_closed()]
+    for extra in tabs[1:]:
+        extra.close()
+    tab = tabs[0] if tabs else browser_context.new_page()
+    browser_context.clear_cookies()
+    tab.set_viewport_size(VIEWPORT)
+    yield tab
+    try:
+        if tab.url.startswith("http"):
+            tab.evaluate("() => localStorage.clear()")
+        tab.goto("about:blank", timeout=10_000)
+    except Exception:  # noqa: BLE001 - any failure: this tab is not reused
+        with contextlib.suppress(Exception):  # a crashed browser may refuse even this
+            tab.close()
 
 
 def screenshot(page: Any, name: str) -> Path:
