@@ -337,6 +337,23 @@ def start_run(page: Any, attempts: int = 3) -> None:
     raise AssertionError(f"the run did not start; the page says: {said!r}")
 
 
+def load_preset(page: Any, button: str = "load_preset", attempts: int = 3) -> None:
+    """Click a Load / Use preset button (widget key `button`) and wait for its notice: the
+    preset's agents may be listed already (an earlier test in this app saved them), so only
+    "Loaded the ... preset" says this session loaded it. A rerun landing at the click can
+    swallow it; loading the same preset again changes nothing, so click until the notice."""
+    said = page.get_by_test_id("stAlertContentSuccess").filter(has_text="Loaded the")
+    for attempt in range(attempts):
+        wait_idle(page)
+        page.locator(f".st-key-{button} button").click()
+        try:
+            expect(said).to_be_visible(timeout=WAIT_MS // attempts)
+            return
+        except AssertionError:
+            if attempt == attempts - 1:
+                raise
+
+
 def fill_task(page: Any, text: str, attempts: int = 3) -> None:
     """Type the Run page's task and leave the field (Streamlit takes it on blur). A rerun that
     lands while typing redraws the field empty, so type again until it keeps the text."""

@@ -11,16 +11,22 @@ import re
 
 import pytest
 
-from .conftest import WAIT_MS, expect, open_page, set_number, status_line, wait_idle
+from .conftest import (
+    WAIT_MS,
+    expect,
+    load_preset,
+    open_page,
+    set_number,
+    status_line,
+    wait_idle,
+)
 
 
 @pytest.mark.parametrize("value", [5, -3])
 def test_an_out_of_range_threshold_is_refused_with_its_range(app_server, page, value):
     page.goto(app_server + "/agents")
     expect(page.get_by_role("heading", name="Agents", exact=True)).to_be_visible(timeout=WAIT_MS)
-    wait_idle(page)
-    page.locator(".st-key-load_preset button").click()  # the Debate trio, roster and task
-    expect(page.locator(".st-key-agent_edit_Optimist")).to_be_visible(timeout=WAIT_MS)
+    load_preset(page)  # the Debate trio, roster and task (its agents may be saved already)
     open_page(page, "Run")
     set_number(page, "run_param_threshold", value)
     said = page.get_by_test_id("stAlert").filter(has_text="threshold must be a number")

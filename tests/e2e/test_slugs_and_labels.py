@@ -17,6 +17,7 @@ from .conftest import (
     WAIT_MS,
     expect,
     fill_task,
+    load_preset,
     open_page,
     set_number,
     start_run,
@@ -50,10 +51,7 @@ def test_a_run_is_labelled_by_its_task_and_by_its_given_name(app_server: str, pa
     task = f"Plan the offsite {suffix}"
     page.goto(f"{app_server}/run")
     expect(status_line(page)).to_have_text(re.compile(r"^status: idle"), timeout=WAIT_MS)
-    wait_idle(page)
-    page.locator(".st-key-use_preset button").click()
-    expect(page.get_by_test_id("stAlertContentSuccess").filter(has_text="Loaded the")
-           ).to_be_visible(timeout=WAIT_MS)
+    load_preset(page, "use_preset")
     wait_idle(page)
     fill_task(page, task)
     set_number(page, "run_param_max_loops", 3)
