@@ -51,9 +51,18 @@ def _adjusted(c: Candidate, recent: list[str], penalty: float) -> float:
 
 @settings(max_examples=10_000, deadline=None)
 @given(turns())
-def test_bidding_winner_is_the_highest_adjusted_bid_above_threshold(
+def test_bidding_and_bid_then_speaks_first_call_pick_by_their_rules(
         case: tuple[list[Candidate], list[str], float, float]) -> None:
+    """Both rules over the same 10,000 turns (one test: drawing a turn costs hypothesis far
+    more than checking it, BENCHMARKS.md "The test suite's wall time")."""
     cands, recent, threshold, penalty = case
+    check_bidding(cands, recent, threshold, penalty)
+    check_bid_then_speak_first_call(cands, recent, threshold, penalty)
+
+
+def check_bidding(cands: list[Candidate], recent: list[str], threshold: float,
+                  penalty: float) -> None:
+    """Bidding: the winner is the highest adjusted bid above threshold."""
     sel = select_speaker(cands, recent, threshold, penalty)
     allowed = [i for i, c in enumerate(cands)
                if can_speak(c) and _adjusted(c, recent, penalty) > threshold]
@@ -69,11 +78,9 @@ def test_bidding_winner_is_the_highest_adjusted_bid_above_threshold(
     assert sel.winner in allowed  # never an agent the rule excluded
 
 
-@settings(max_examples=10_000, deadline=None)
-@given(turns())
-def test_bid_then_speak_first_call_picks_from_read_scores_only(
-        case: tuple[list[Candidate], list[str], float, float]) -> None:
-    cands, recent, threshold, penalty = case
+def check_bid_then_speak_first_call(cands: list[Candidate], recent: list[str],
+                                    threshold: float, penalty: float) -> None:
+    """bid_then_speak's first call picks from the read scores only."""
     sel = select_speaker([score_only(c) for c in cands], recent, threshold, penalty)
     if sel.winner is not None:
         won = cands[sel.winner]
