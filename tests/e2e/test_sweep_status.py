@@ -83,16 +83,26 @@ def check_samples(samples: list[dict]) -> dict[str, int]:
     running samples each place had."""
     last: dict[str, tuple[int, int]] = {}
     seen = dict.fromkeys(("caption", "results", "sidebar"), 0)
-    for sample in samples:
+    for i, sample in enumerate(samples):
         now = {place: progress(sample[place]) for place in seen
                if sample[place] and sample[place].startswith("sweep status: running")}
         for place, step in now.items():
             seen[place] += 1
-            assert step >= last.get(place, (0, 0)), f"{place} went back: {sample}"
+            assert step >= last.get(place, (0, 0)), f"{place} went back: {around(samples, i)}"
             last[place] = step
         cells = [cells for cells, _ in now.values()]
-        assert not cells or max(cells) - min(cells) <= 1, f"a cell apart: {sample}"
+        assert not cells or max(cells) - min(cells) <= 1, f"a cell apart: {around(samples, i)}"
     return seen
+
+
+def around(samples: list[dict], i: int) -> str:
+    """Sample `i` and, for the record, when each place last changed before it (stale
+    Streamlit fragments froze the caption and Results while the sidebar ran on, once)."""
+    changed = {place: next((j for j in range(i, 0, -1)
+                            if samples[j - 1][place] != samples[j][place]), 0)
+               for place in ("caption", "results", "sidebar", "bar")}
+    ages = ", ".join(f"{place} {(i - j) / 10:.1f} s" for place, j in changed.items())
+    return f"sample {i} of {len(samples)} (one per 0.1 s): {samples[i]}; unchanged for: {ages}"
 
 
 FINISHED = "sweep status: finished · 4 / 4 cells finished"
