@@ -119,11 +119,15 @@ def test_auto_tool_choice_is_answered_with_a_respond_call(llm: LocalLLMServer) -
 def test_json_text_mode_sends_no_tools_and_reads_the_text(llm: LocalLLMServer) -> None:
     """A 135M model rarely writes valid JSON: each bid is either read from the text or marked
     unreadable with the reason, never silently taken for a quiet room."""
-    record = one_turn(pair(llm, tool_choice_mode="json"))
+    agents = pair(llm, tool_choice_mode="json")
+    record = one_turn(agents)
+    # One request per bid, plus the agent's retries: on a loaded machine this server now and
+    # then answers a request with a transient error, which the engine retries by design (fresh
+    # clone N: calls=2). The mode is pinned, so no fallback rung may add a request.
+    budget = {a.agent_name: a.num_retries + 1 for a in agents}
     for bid in record.bids:
         assert bid.path in ("json_text", "tool_call:json"), bid
-        # no `calls == 1`: on a loaded machine this server now and then answers one request
-        # with a transient error, which the engine retries by design (fresh clone N: calls=2)
+        assert 1 <= bid.calls <= budget[bid.agent], bid
         assert bid.error is None or bid.error.startswith("unreadable"), bid.error
     if all(b.error for b in record.bids):
         assert record.stop_reason == "error"
