@@ -142,9 +142,10 @@ def page(browser_context: Any) -> Iterator[Any]:
     session of its own in the app (Streamlit opens one per load). Why one tab: Chromium then
     reuses the tab's renderer and its compiled copy of Streamlit's bundle; a new tab or context
     costs about 2 s more Chromium CPU per test (BENCHMARKS.md, "The test suite's wall time").
-    Nothing is left from an earlier test: no cookies, no local storage (where Streamlit keeps
-    the sidebar's state and the theme), no other tabs, the default viewport; a tab that could
-    not be cleaned (crashed, stuck) is closed and the next test opens a new one."""
+    Nothing is left from an earlier test: no cookies, no local or session storage (Streamlit
+    keeps the sidebar's state and the theme in the first), no other tabs, the default
+    viewport; a tab that could not be cleaned (crashed, stuck) is closed and the next test
+    opens a new one."""
     tabs = [tab for tab in browser_context.pages if not tab.is_closed()]
     for extra in tabs[1:]:
         extra.close()
@@ -154,7 +155,7 @@ def page(browser_context: Any) -> Iterator[Any]:
     yield tab
     try:
         if tab.url.startswith("http"):
-            tab.evaluate("() => localStorage.clear()")
+            tab.evaluate("() => { localStorage.clear(); sessionStorage.clear(); }")
         tab.goto("about:blank", timeout=10_000)
     except Exception:  # noqa: BLE001 - any failure: this tab is not reused
         with contextlib.suppress(Exception):  # a crashed browser may refuse even this
