@@ -50,15 +50,17 @@ llm: llm-setup
 # The suite in two parts: the few tests that check a latency bound alone (marker `serial`, set
 # by file: only their files are collected), then the rest on TEST_WORKERS pytest-xdist workers,
 # a module (or a group: one Ray cluster, one wheel build, one local LLM at a time) per work unit;
-# see tests/helpers/kinds.py. The log ends with the 30 slowest tests (--durations), where to look
-# when the suite grows slow (bench/suite_timeline.py shows each worker's timeline).
-TEST_WORKERS ?= 2
+# see tests/helpers/kinds.py. TEST_WORKERS unset: one per core, one more where the cores are fast
+# (tests/helpers/workers.py says why). The log ends with the 30 slowest tests (--durations), where
+# to look when the suite grows slow (bench/suite_timeline.py shows each worker's timeline).
+TEST_WORKERS ?=
 
 test: setup browser postgres llm-setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -m serial $$($(BIN)/python -m tests.helpers.kinds serial)
-	$(BIN)/python -m pytest -m "not serial" -n $(TEST_WORKERS) --dist loadgroup --durations=30
+	workers=$(TEST_WORKERS); workers=$${workers:-$$($(BIN)/python -m tests.helpers.workers)} && \
+		$(BIN)/python -m pytest -m "not serial" -n $$workers --dist loadgroup --durations=30
 
 lint: setup
 	$(BIN)/ruff check .

@@ -2,8 +2,9 @@
 
 Kinds come from a test's folder or file (tests/conftest.py adds the fixture-given `postgres`),
 so a new file in tests/e2e/ is a browser test without anyone remembering to mark it. Under
-`make test` (pytest -n 2) the tests of a grouped kind are one work unit, run on one worker one
-after another: one Ray cluster, one wheel build, one local LLM server at a time on 2 cores.
+`make test` (pytest -n 2 or 3, tests/helpers/workers.py) the tests of a grouped kind are one work
+unit, run on one worker one after another: one Ray cluster, one wheel build, one local LLM
+server at a time on 2 cores.
 Everything else is one unit per module.
 
 Why by path and not by xdist's `xdist_group` mark: pytest-xdist 3.8 groups by appending the
