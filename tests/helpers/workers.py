@@ -1,14 +1,14 @@
 """How many pytest-xdist workers `make test` starts on this machine (`TEST_WORKERS` overrides).
 
 Why not a fixed number: under xdist the suite is bound by CPU, and how much depends on the
-core. On a 2-core Intel Xeon machine (2026-12-06) two workers kept the machine busy only part
-of the time (the browser tests mostly wait for simulated turns) and three finished in 607 s, at
-57 % of the serial run; on the 2-core AMD EPYC machine of the day before, where the same work
-took about 1.6 times the CPU (collecting the suite: 17.9 s against 11.1 s), three workers were
-slower than two (1,065 s against 944 s) and starved the browser tests into failures
-(BENCHMARKS.md, "The test suite's wall time"). So: one worker per core, and one more where a
-core is fast, timed by a small pure-Python yardstick (0.12 s on that Xeon, idle). A busy machine
-times slow and gets fewer workers: the safe side.
+core. On a 2-core Intel Xeon machine (2026-12-06) the parallel part took 653 s on two workers,
+which kept the machine 75 % busy (the browser tests mostly wait for simulated turns), and 607 s
+on three (97 % busy): 57 % of the serial run with the serial part. On the 2-core AMD EPYC
+machine of the day before, where the same work took about 1.6 times the CPU (collecting the
+suite: 17.9 s against 11.1 s), three workers were slower than two (1,065 s against 944 s) and
+starved the browser tests into failures (BENCHMARKS.md, "The test suite's wall time"). So: one
+worker per core, and one more where a core is fast, timed by a small pure-Python yardstick
+(0.11 s on that Xeon, idle). A busy machine times slow and gets fewer workers: the safe side.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import os
 import sys
 import time
 
-# The yardstick's time (best of five) at or under which a core counts as fast: the Xeon's 0.12 s
-# idle (0.13-0.16 s beside a running suite) with room; the EPYC's cores, 1.6 times slower,
-# would take about 0.19 s (estimated from the collection times: no EPYC machine was at hand).
+# The yardstick's time (best of five) at or under which a core counts as fast: the Xeon's 0.11 s
+# idle (0.10-0.16 s beside a running suite) with room; the EPYC's cores, 1.6 times slower,
+# would take about 0.18 s (estimated from the collection times: no EPYC machine was at hand).
 FAST_CORE_S = 0.15
 
 
