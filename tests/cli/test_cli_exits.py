@@ -41,6 +41,14 @@ def test_a_finished_chat_exits_0_bad_input_2_and_a_chat_whose_bids_all_fail_1(ca
     assert RunStore().list_runs()["stop_reason"].tolist()[0] == "error"
 
 
+def as_at_a_terminal() -> None:
+    """In the child before it starts: Ctrl-C's default action, as at a terminal. A suite run as
+    a shell's background job (`make test &`) starts with SIGINT ignored, which every child
+    inherits, and a Python started so keeps ignoring it, as it should (nohup, `cmd &`): two
+    fresh-clone runs started that way failed the SIGINT case with the chat run to its end."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize(("signum", "code", "word"), [
     (signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")])
 def test_a_signal_mid_chat_records_the_run_cancelled_and_exits_with_its_status(
@@ -50,7 +58,7 @@ def test_a_signal_mid_chat_records_the_run_cancelled_and_exits_with_its_status(
     proc = subprocess.Popen(
         [sys.executable, "-m", "groupchat_core", "run", spec(tmp_path / "slow.json",
          sim_latency=0.3), "--task", "Talk on."], env=env, cwd=tmp_path,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=as_at_a_terminal)
     try:
         assert proc.stderr is not None
         seen = []
