@@ -36,6 +36,14 @@ DOCS = ROOT / "docs" / "screenshots"
 PHONE = {"width": 390, "height": 844}
 
 
+# The room links shown now (in a code block each, not left over from a redraw), once both are.
+LINKS = """() => {
+  const codes = [...document.querySelectorAll('[data-testid="stCode"]')]
+    .filter(e => !e.closest('[data-stale="true"]'))
+    .map(e => e.innerText.trim()).filter(t => t.includes('seat='));
+  return codes.length === 2 ? codes : null;
+}"""
+
 def test_a_room_link_seats_its_holder_and_a_wrong_token_only_watches(app_server, app_db_url,
                                                                      browser):
     tag = uuid.uuid4().hex[:6]
@@ -57,9 +65,9 @@ def test_a_room_link_seats_its_holder_and_a_wrong_token_only_watches(app_server,
         start_run(ann)
         expect(panel(ann)).to_contain_text("You are Ann in this room.", timeout=WAIT_MS)
         fresh(ann, ".st-key-room_links_" + _job(ann)).get_by_text("Room links").click()
-        code = fresh(ann, '[data-testid="stCode"]').filter(has_text="seat=")
-        expect(code).to_have_count(2, timeout=WAIT_MS)  # Ann's and Bo's, drawn one by one
-        links = [c.inner_text().strip() for c in code.all()]
+        # Ann's and Bo's, drawn one by one. Read both in the page at once: the room panel
+        # redraws every half second, and a count checked first, then read, once found one.
+        links = ann.wait_for_function(LINKS, timeout=WAIT_MS).json_value()
         bo_link = links[1]  # the seats in the order they were added: Ann, Bo
         assert re.search(r"/run\?job=[0-9a-f]{32}&seat=[A-Za-z0-9_-]{43}$", bo_link), bo_link
 
