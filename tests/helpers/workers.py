@@ -1,9 +1,9 @@
 """How many pytest-xdist workers `make test` starts on this machine (`TEST_WORKERS` overrides).
 
 Why not a fixed number: under xdist the suite is bound by CPU, and how much depends on the
-core. On a 2-core Intel Xeon machine (2026-12-06) the parallel part took 653 s on two workers,
-which kept the machine 75 % busy (the browser tests mostly wait for simulated turns), and 607 s
-on three (97 % busy): 57 % of the serial run with the serial part. On the 2-core AMD EPYC
+core. On a 2-core Intel Xeon machine (2026-12-06) the parallel part took 653 s on two workers
+(one run; the machine 75 % busy: the browser tests wait for simulated turns) and 607-653 s on
+three (four runs, 86-97 % busy): a small gain, not a sure one. On the 2-core AMD EPYC
 machine of the day before, where the same work took about 1.6 times the CPU (collecting the
 suite: 17.9 s against 11.1 s), three workers were slower than two (1,065 s against 944 s) and
 starved the browser tests into failures (BENCHMARKS.md, "The test suite's wall time"). So: one
