@@ -44,6 +44,7 @@ LINKS = """() => {
   return codes.length === 2 ? codes : null;
 }"""
 
+
 def test_a_room_link_seats_its_holder_and_a_wrong_token_only_watches(app_server, app_db_url,
                                                                      browser):
     tag = uuid.uuid4().hex[:6]
