@@ -202,9 +202,14 @@ def test_display_frames_show_a_dash_for_what_a_running_cell_lacks():
     assert shown["cell"].tolist() == ["a", "b"]
 
 
-def test_sweep_status_counts_finished_and_running_cells_and_their_turns_from_the_store():
+def test_sweep_status_counts_finished_and_running_cells_and_their_turns_from_the_store(
+        monkeypatch):
+    from groupchat_ui.kit import sweep_status as module
     from groupchat_ui.kit.sweep_status import forget_reads, sweep_status
 
+    # A shared read lasts 0.3 s; the store writes below took longer on a loaded machine (a
+    # fresh clone read `running` where the shared read was asserted), so it lasts the test here.
+    monkeypatch.setattr(module, "SHARED_READ_S", 3600.0)
     events: list = []
     spec = svc.build_spec(DEBATE_TRIO.build_agents(0), ["Debate."],
                           {"threshold": "0.5", "recency_penalty": "0.3", "recency_window": "1"},
