@@ -120,13 +120,15 @@ class Room:
 
     # --- what a person does ----------------------------------------------------------------
 
-    def submit(self, name: str, action: HumanAction) -> bool:
+    def submit(self, name: str, action: HumanAction, turn: int | None = None) -> bool:
         """Act for the person `name`: True when the room took it, False when the current phase
-        does not (window closed, not their post or pick, unknown name, finished run)."""
+        does not (window closed, not their post or pick, unknown name, finished run). `turn`:
+        the turn the person saw when acting; a room already on another turn refuses it (a click
+        that arrived late must not pick, pass or post in the next turn)."""
         with self._lock:
             s = self._state
             person = s.people.get(name)
-            if person is None or s.phase == "finished":
+            if person is None or s.phase == "finished" or turn not in (None, s.turn):
                 return False
             taken = apply_action(s, person, action)
             if taken:

@@ -107,12 +107,14 @@ def seat_of(job_id: str) -> str | None:
     return seat if isinstance(seat, str) else None
 
 
-def _submit(job_id: str, action: Any) -> None:
+def _submit(job_id: str, action: Any, turn: int | None = None) -> None:
+    """Act in the room for this session's seat; `turn` binds an action to the turn it was
+    shown in (the room refuses it once that turn is over)."""
     name, entry = seat_of(job_id), seats.table().get(job_id)
     room = entry.room if entry is not None else None
     if name is None or room is None:
         return
-    if not room.submit(name, action):
+    if not room.submit(name, action, turn):
         get().notify("warning", "Too late: that window had closed, so the room went on.")
 
 
@@ -124,14 +126,14 @@ def on_lower(job_id: str) -> None:
     _submit(job_id, LowerHand())
 
 
-def on_pass(job_id: str) -> None:
-    _submit(job_id, Pass())
+def on_pass(job_id: str, turn: int) -> None:
+    _submit(job_id, Pass(), turn)
 
 
 def on_bid(job_id: str, turn: int) -> None:
     state = st.session_state
     score = float(state.get(f"room_score_{job_id}") or 0.0)
-    _submit(job_id, SetBid(score, str(state.get(f"room_draft_{job_id}_{turn}") or "")))
+    _submit(job_id, SetBid(score, str(state.get(f"room_draft_{job_id}_{turn}") or "")), turn)
 
 
 def on_post(job_id: str, turn: int) -> None:
@@ -142,7 +144,7 @@ def on_post(job_id: str, turn: int) -> None:
         say_at("room_post", "warning", "Nothing posted: write your message first (you have "
                                        "no draft to confirm). The post window is still open.")
         return
-    _submit(job_id, Post(text))
+    _submit(job_id, Post(text), turn)
 
 
 def _draft(job_id: str) -> str:
@@ -153,8 +155,8 @@ def _draft(job_id: str) -> str:
     return next((b.message for b in entry.room.snapshot().bids if b.name == name), "")
 
 
-def on_pick(job_id: str, who: str | None) -> None:
-    _submit(job_id, Pick(who))
+def on_pick(job_id: str, turn: int, who: str | None) -> None:
+    _submit(job_id, Pick(who), turn)
 
 
 def on_join(job_id: str, name: str) -> None:

@@ -107,16 +107,19 @@ def _hand_controls(job_id: str, snap: RoomSnapshot, me: str, *, bidding: bool) -
                        icon=":material/pan_tool:", on_click=actions.on_raise, args=(job_id,),
                        help=f"A standing bid of {HAND_SCORE:g}, kept across turns until you "
                             "win (it lowers then) or lower it.")
-    if bidding:
-        cols[1].button("Pass", key="room_pass", icon=":material/do_not_disturb_on:",
-                       on_click=actions.on_pass, args=(job_id,))
+    if bidding:  # bound to this turn, as the picks are (_pick_controls)
+        cols[1].button("Pass", key=f"room_pass_{snap.turn}", icon=":material/do_not_disturb_on:",
+                       on_click=actions.on_pass, args=(job_id, snap.turn))
         mine = next((b for b in snap.bids if b.name == me), None)
         if mine is not None:
             st.caption(f"Your bid this turn: {escape_markdown(logic.bid_status(mine))}")
 
 
 def _pick_controls(job_id: str, snap: RoomSnapshot) -> None:
-    rule = snap.rule_pick
+    """The picker's choice among the top bids. Keys and arguments carry the turn: a click
+    that arrives after the turn moved on finds no widget (or is refused by the room), never
+    the next turn's button in the same place."""
+    rule, turn = snap.rule_pick, snap.turn
     st.info(f"Pick who speaks. The bidding rule would pick "
             f"**{escape_markdown(rule or 'nobody')}**.", icon=":material/how_to_vote:")
     for i, bid in enumerate(snap.candidates):
@@ -125,10 +128,10 @@ def _pick_controls(job_id: str, snap: RoomSnapshot) -> None:
             st.markdown(f"**{escape_markdown(bid.name)}** · {status}")
             if bid.message:
                 st.markdown(safe_markdown(bid.message[:1500]))
-            st.button(f"Let {escape_markdown(bid.name)} speak", key=f"room_pick_{i}",
-                      on_click=actions.on_pick, args=(job_id, bid.name))
-    st.button("Accept the rule's pick", key="room_pick_rule", on_click=actions.on_pick,
-              args=(job_id, None))
+            st.button(f"Let {escape_markdown(bid.name)} speak", key=f"room_pick_{turn}_{i}",
+                      on_click=actions.on_pick, args=(job_id, turn, bid.name))
+    st.button("Accept the rule's pick", key=f"room_pick_{turn}_rule", on_click=actions.on_pick,
+              args=(job_id, turn, None))
 
 
 def _links(job_id: str) -> None:

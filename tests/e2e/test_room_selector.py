@@ -77,11 +77,15 @@ def _check(page: Any, key: str) -> None:
     expect(box).to_be_checked()
 
 
-def _pick(page: Any, button: str, effect: Any) -> None:
-    """Click a pick button until its effect shows (a redraw of the room panel landing at the
-    click can swallow it; once it took, the button is gone). The effect is a `.first`: while
-    the transcript redraws, its old and new copies of a message are both in the page."""
-    target = panel(page).get_by_role("button", name=button)
+def _pick(page: Any, turn: int, button: str, effect: Any) -> None:
+    """Click turn `turn`'s pick button until its effect shows (a redraw of the room panel
+    landing at the click can swallow it; once it took, the button is gone). Only that turn's
+    button (its key carries the turn): a click that took late must not be followed by one on
+    the next turn's button of the same name (fresh clone L1 picked Bea twice so, and the room
+    ended at turn 2). The effect is a `.first`: while the transcript redraws, its old and new
+    copies of a message are both in the page."""
+    target = panel(page).locator(f'[class*="st-key-room_pick_{turn}_"]').get_by_role(
+        "button", name=button)
     for attempt in range(3):
         if target.count():
             target.first.click()
@@ -129,14 +133,14 @@ def test_a_person_picks_who_speaks_and_analysis_shows_the_agreement(app_server, 
         panel(page).screenshot(path=str(DOCS / "room-selector-desktop.png"))
         expect(panel(page).get_by_role("button", name=f"Let {names['Bea']} speak")
                ).to_be_visible()
-        _pick(page, f"Let {names['Bea']} speak", page.get_by_test_id("stChatMessage").filter(
+        _pick(page, 1, f"Let {names['Bea']} speak", page.get_by_test_id("stChatMessage").filter(
             has_text=f"{names['Bea']}'s draft").first)
 
         # turn 2: Bea's bid carries the recency penalty; Pia accepts the rule's pick (Ash)
         expect(panel(page)).to_contain_text("Turn 2 ·", timeout=WAIT_MS)
         expect(panel(page)).to_contain_text(
             f"Pick who speaks. The bidding rule would pick {names['Ash']}.", timeout=WAIT_MS)
-        _pick(page, "Accept the rule's pick", page.get_by_test_id("stChatMessage").filter(
+        _pick(page, 2, "Accept the rule's pick", page.get_by_test_id("stChatMessage").filter(
             has_text=f"{names['Ash']}'s draft").first)
         expect(status_line(page)).to_have_text(re.compile(r"^status: finished"),
                                                timeout=WAIT_MS)

@@ -266,7 +266,7 @@ def test_two_people_and_three_agents_share_one_room(room_server, fake, browser):
         bob.screenshot(path=str(DOCS / "room-3-away-phone.png"), full_page=True)
         # bob passes: with alice counted as passing, everyone has bid, so the turn closes
         # now, not at its window's end (turn 1 already let a window expire)
-        act(bob, "room_pass", status_line(bob), "status: finished")
+        act(bob, "room_pass_3", status_line(bob), "status: finished")  # keyed by its turn
         assert bob.evaluate(f"() => [...document.images].every(i => i.src !== '{PIXEL}')")
     finally:
         for ctx in contexts:

@@ -27,6 +27,7 @@ from groupchat_core import (
     Human,
     HumanAction,
     HumanPrompt,
+    Pass,
     Pick,
     Post,
     RaiseHand,
@@ -128,6 +129,28 @@ def test_a_person_in_another_thread_bids_and_posts_through_the_room(
     assert record.messages[1].content == "my draft"
     assert room.snapshot().messages[-1] == ("Ann", "my draft")
     assert not room.bid("Ann", 0.5)  # the run is over: nothing is taken
+
+
+def test_an_action_bound_to_a_turn_that_is_over_is_refused(fakes: list[ScriptedBids]) -> None:
+    """A click that reaches the room after its turn closed (the page had not redrawn yet)
+    must not pass, bid or pick in the next turn: given the turn it was shown in, the room
+    refuses it; without a turn (a headless caller) it acts on the open window, as before."""
+    ann = Human("Ann")
+    chat = _room(fakes, {"A": [(0.9, "a1"), (0.9, "a2")]}, [ann], max_loops=3,
+                 human_window=HOUR)
+    room = chat.room
+    assert room is not None
+    future = background_loop().submit(chat.arun_record("Plan it."))
+    assert room.wait_for(lambda s: s.phase == "bidding" and s.turn == 1, BOUND) is not None
+    assert not room.submit("Ann", Pass(), turn=2)  # a turn not open yet
+    assert room.submit("Ann", Pass(), turn=1)  # everyone has bid: turn 1 closes, A speaks
+    assert room.wait_for(lambda s: s.phase == "bidding" and s.turn == 2, BOUND) is not None
+    assert not room.submit("Ann", SetBid(0.95, "late"), turn=1)  # turn 1's, arriving late
+    assert not room.submit("Ann", Pass(), turn=1)
+    assert "Ann" in room.snapshot().waiting_for  # nothing was taken for turn 2
+    assert room.submit("Ann", Pass())
+    record = future.result(timeout=BOUND)
+    assert [(b.turn, b.score) for b in record.bids if b.kind == "human"] == [(1, 0.0), (2, 0.0)]
 
 
 def test_leaving_mid_window_is_a_pass(fakes: list[ScriptedBids]) -> None:

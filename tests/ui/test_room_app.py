@@ -5,6 +5,8 @@ score with a draft, Pass) as the room records them."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -117,18 +119,18 @@ def test_a_person_picks_who_speaks_and_analysis_shows_the_agreement_rate(app: Ap
     job_id = session(app).current_job
     picks = agreed = 0
     while not status(app).startswith(("status: finished", "status: error")):
-        poll(app, lambda at: any(b.key == "room_pick_rule" for b in at.button)
+        poll(app, lambda at: _rule_pick(at) is not None
              or status(at).startswith("status: finished"), "the picking phase")
         if status(app).startswith("status: finished"):
             break
         rule = next(m.value for m in app.info if "The bidding rule would pick" in m.value)
         cands = [b for b in app.button if (b.key or "").startswith("room_pick_")
-                 and b.key != "room_pick_rule"]
+                 and not (b.key or "").endswith("_rule")]
         assert len(cands) >= 2, [b.label for b in cands]  # the top bids, each with a button
         # the first pick goes against the rule, every later one names the rule's pick (a
         # turn the rule gives nobody is accepted as such: no pick recorded)
         if "**nobody**" in rule:
-            choice = app.button(key="room_pick_rule")
+            choice = _rule_pick(app)
         else:
             against = picks == 0
             choice = next(b for b in cands if (f"**{b.label[4:-6]}**" in rule) != against)
@@ -136,7 +138,7 @@ def test_a_person_picks_who_speaks_and_analysis_shows_the_agreement_rate(app: Ap
         turn_now = status(app)
         choice.click().run()
         poll(app, lambda at, before=turn_now: status(at) != before or not any(
-            b.key == "room_pick_rule" for b in at.button), "the pick to be taken")
+            (b.key or "").endswith("_rule") for b in at.button), "the pick to be taken")
     run_id = job_registry.registry().snapshot(job_id).run_id
     RunStore().flush()
     goto(app, "analysis", run=str(run_id))
@@ -171,9 +173,15 @@ def test_people_under_another_strategy_are_refused_at_start_in_one_line(app: App
     assert session(app).current_job is None
 
 
-def seat_controls(at: AppTest) -> bool:
-    """The seat's bid controls are drawn (its bid window is open)."""
-    return any(b.key == "room_pass" for b in at.button)
+def seat_controls(at: AppTest, turn: int = 1) -> bool:
+    """The seat's bid controls for `turn` are drawn (that turn's bid window is open)."""
+    return any(b.key == f"room_pass_{turn}" for b in at.button)
+
+
+def _rule_pick(at: AppTest) -> Any:
+    """This turn's "Accept the rule's pick" button (its key carries the turn), or None."""
+    return next((b for b in at.button if (b.key or "").startswith("room_pick_")
+                 and (b.key or "").endswith("_rule")), None)
 
 
 def test_a_seat_raises_and_lowers_its_hand_bids_with_a_draft_and_passes(app: AppTest):
@@ -208,16 +216,16 @@ def test_a_seat_raises_and_lowers_its_hand_bids_with_a_draft_and_passes(app: App
     assert "Your bid this turn: score 0.35" in markdown(app)
 
     poll(bob, seat_controls, "Bob's first bid window")
-    bob.button(key="room_pass").click().run()  # everyone has bid: the window closes early
-    poll(app, lambda at: room.snapshot().turn == 2 and seat_controls(at),
+    bob.button(key="room_pass_1").click().run()  # everyone has bid: the window closes early
+    poll(app, lambda at: room.snapshot().turn == 2 and seat_controls(at, 2),
          "Ann's second bid window")
     snap = room.snapshot()
     ann = logic.person_state(snap, "Ann")
     assert ann is not None and not ann.hand_up and not ann.bid_in  # no standing hand bid
     assert snap.hands == () and "Ann" in snap.waiting_for
-    app.button(key="room_pass").click().run()
-    poll(bob, seat_controls, "Bob's second bid window")
-    bob.button(key="room_pass").click().run()
+    app.button(key="room_pass_2").click().run()
+    poll(bob, lambda at: seat_controls(at, 2), "Bob's second bid window")
+    bob.button(key="room_pass_2").click().run()
     poll(app, lambda at: room.snapshot().turn > 2 or status(at).startswith("status: "
                                                                           "finished"),
          "turn 2 to be recorded")
