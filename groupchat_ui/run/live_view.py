@@ -93,9 +93,9 @@ def job_panel(registry: JobRegistry, session: SessionState, job_id: str) -> None
     @st.fragment(run_every=every)
     def head() -> None:
         snap = registry.snapshot(job_id)
+        _head(session, snap)  # drawn first: the final status shows even if the rerun is lost
         if running and snap.done:
             st.rerun()  # the full run declares the fragments again, without timers
-        _head(session, snap)
 
     @st.fragment(run_every=every)
     def transcript() -> None:
