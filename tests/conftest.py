@@ -8,11 +8,11 @@ import os
 import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import pytest
 
-from tests.helpers.kinds import GROUPED, dealing_order, path_kinds, work_unit
+from tests.helpers.kinds import GROUPED, path_kinds, work_unit
 from tests.helpers.stores import release_store_engines
 
 if TYPE_CHECKING:
@@ -78,10 +78,10 @@ def _kinds(item: pytest.Item) -> set[str]:
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by these marks (pytest's own hook)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Marks each test's slow kinds; then the order: the grouped (longest) units first, browser
-    tests last, as a plain `pytest` runs them. (Under `make test`, the scheduler below deals
-    the work units; BENCHMARKS.md, "The test suite's wall time", has the orders measured. The
-    browser fixture is module-scoped, so Playwright's event loop is closed before a worker's
-    next unit.)"""
+    tests last, as a plain `pytest` runs them. (Under `make test`, xdist deals the work units
+    most tests first, its default `--loadscope-reorder`: that order measured fastest, see
+    BENCHMARKS.md, "The test suite's wall time". The browser fixture is module-scoped, so
+    Playwright's event loop is closed before a worker's next unit.)"""
     kinds: dict[str, set[str]] = {}
     for item in items:
         kinds[item.nodeid] = found = _kinds(item)
@@ -95,25 +95,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """Under `-n N --dist loadgroup` (as `make test` runs): a work unit is a grouped kind, else
     a whole module (tests/helpers/kinds.py), so module fixtures (a fake server, a built wheel)
-    start once per run. Units go out as workers free up: `DEALT_FIRST`, then most tests first
-    (xdist's reorder)."""
+    start once per run. Units go out most tests first (xdist's reorder), as workers free up."""
     if config.getvalue("dist") != "loadgroup":
         return None  # the distribution asked for
     from xdist.scheduler import LoadGroupScheduling
 
     class GroupOrModule(LoadGroupScheduling):
-        dealt = False
-
         def _split_scope(self, nodeid: str) -> str:
             return work_unit(nodeid)
-
-        def _assign_work_unit(self, node: Any) -> None:
-            if not self.dealt:  # the queue is whole now, in xdist's order
-                queue = dict(self.workqueue)
-                self.workqueue.clear()
-                self.workqueue.update((unit, queue[unit]) for unit in dealing_order(list(queue)))
-                self.dealt = True
-            super()._assign_work_unit(node)
 
     return GroupOrModule(config, log)
 

@@ -9,14 +9,12 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
 
 import pytest
 
 from tests import conftest
 from tests.helpers import ROOT
-from tests.helpers.kinds import DEALT_FIRST, files_of, work_unit
+from tests.helpers.kinds import files_of, work_unit
 
 KINDS = {"browser", "local_llm", "ray", "install", "postgres", "serial"}
 
@@ -83,56 +81,8 @@ def test_a_store_test_is_marked_postgres_only_in_its_postgresql_variant(
 class _Config:
     """What pytest-xdist's scheduler reads of a config under `-n 2 --dist loadgroup`."""
 
-    option = SimpleNamespace(loadscopereorder=True)  # xdist's default
-
     def getvalue(self, name: str) -> object:
         return {"dist": "loadgroup", "tx": ["2*popen"], "numprocesses": 2}[name]
-
-
-class _Worker:
-    """A worker as the scheduler sees it: it is sent the indexes of tests to run."""
-
-    def __init__(self, name: str, dealt: list[list[int]]) -> None:
-        self.gateway = SimpleNamespace(id=name)
-        self.dealt = dealt  # every worker's, in the order sent
-        self.shutting_down = False
-
-    def send_runtest_some(self, indexes: list[int]) -> None:
-        self.dealt.append(indexes)
-
-    def shutdown(self) -> None:
-        self.shutting_down = True
-
-
-def test_the_parallel_run_deals_the_waiting_room_test_first_then_most_tests_first() -> None:
-    """Dealt as xdist does (most tests per unit first), the two-person room test (one test,
-    100-120 s, mostly a bid window left to expire) came last and ran on alone."""
-    collection = [*(f"tests/shared/test_many.py::test_{i}" for i in range(3)),
-                  "tests/shared/test_one.py::test_x",
-                  *(f"tests/providers/test_local_llm.py::test_{i}" for i in range(2)),
-                  "tests/e2e/test_journey.py::test_journey",
-                  "tests/e2e/test_room_two_people.py::test_room"]
-    scheduler: Any = conftest.pytest_xdist_make_scheduler(_Config(), None)  # type: ignore[arg-type]
-    sent: list[list[int]] = []
-    workers = [_Worker("gw0", sent), _Worker("gw1", sent)]
-    for worker in workers:
-        scheduler.add_node(worker)
-        scheduler.add_node_collection(worker, collection)
-    scheduler.schedule()
-    while scheduler.workqueue:  # each worker asks for more as it finishes, in turn
-        for worker in workers:
-            if scheduler.workqueue:
-                scheduler._assign_work_unit(worker)
-    dealt = [[collection[i] for i in indexes] for indexes in sent]
-    assert [work_unit(tests[0]) for tests in dealt] == [
-        "tests/e2e/test_room_two_people.py", "tests/shared/test_many.py", "local_llm",
-        "tests/shared/test_one.py", "tests/e2e/test_journey.py"]
-    assert [len(tests) for tests in dealt] == [1, 3, 2, 1, 1]  # a unit goes out whole
-
-
-def test_every_unit_dealt_first_exists() -> None:
-    """A renamed module would keep its old name in DEALT_FIRST and be dealt last again."""
-    assert all((ROOT / unit).is_file() for unit in DEALT_FIRST), DEALT_FIRST
 
 
 def test_the_parallel_run_keeps_each_slow_kind_in_one_work_unit_and_the_rest_per_module() -> None:

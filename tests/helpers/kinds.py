@@ -5,7 +5,7 @@ so a new file in tests/e2e/ is a browser test without anyone remembering to mark
 `make test` (pytest -n 2 or 3, tests/helpers/workers.py) the tests of a grouped kind are one work
 unit, run on one worker one after another: one Ray cluster, one wheel build, one local LLM
 server at a time on 2 cores.
-Everything else is one unit per module. `DEALT_FIRST` says which go out first.
+Everything else is one unit per module.
 
 Why by path and not by xdist's `xdist_group` mark: pytest-xdist 3.8 groups by appending the
 group to each test's node id, which pytest 9.2 no longer lets a plugin change
@@ -30,12 +30,6 @@ FILE_MARKS = {
 # browser tests on one worker (measured slower, BENCHMARKS.md), so both workers run them, a
 # module at a time.
 GROUPED = ("ray", "install", "local_llm")
-# Dealt first, before xdist's order (most tests per unit first, so a one-test module comes
-# last): a long unit that mostly waits. The two-person room test takes 100-120 s, 60 s of it a
-# bid window left to expire; dealt late (in 4 of 5 three-worker runs) it ran on after the other
-# workers had finished, for 66-99 s. First, it waits beside the CPU-bound units. (Every long
-# unit first measured no faster: the heavy ones side by side, BENCHMARKS.md.)
-DEALT_FIRST = ("tests/e2e/test_room_two_people.py",)
 
 
 def path_kinds(path: PurePosixPath) -> set[str]:
@@ -51,12 +45,6 @@ def work_unit(nodeid: str) -> str:
     module = nodeid.split("::", 1)[0]
     grouped = sorted(path_kinds(PurePosixPath(module)) & set(GROUPED))
     return grouped[0] if grouped else module
-
-
-def dealing_order(units: list[str]) -> list[str]:
-    """Work units in the order the parallel run deals them: DEALT_FIRST, then the rest in the
-    order given (xdist's)."""
-    return sorted(units, key=lambda unit: unit not in DEALT_FIRST)
 
 
 def files_of(kind: str, tests: Path) -> list[str]:
