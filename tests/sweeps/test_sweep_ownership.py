@@ -176,12 +176,17 @@ from groupchat_core.cli import main
 # switch the owner check off: both processes run the sweep; only the cell claims protect it
 RunStore.sweep_owner = lambda self, sweep_id, take_over=False: None
 RunStore.reopen_sweep = lambda self, sweep_id, take_over=False: None
-# a barrier: neither starts the sweep before both have imported everything, so they overlap
-barrier = Path(sys.argv[2])
-(barrier / sys.argv[3]).touch()
-deadline = time.monotonic() + 120
-while len(list(barrier.iterdir())) < 2 and time.monotonic() < deadline:
-    time.sleep(0.01)
+# a barrier at the first claim: neither claims a cell before both are about to, so they
+# overlap. (Met after the imports only, one process could start seconds later, under load,
+# and find every cell finished: fresh clone G2.)
+barrier, claim = Path(sys.argv[2]), RunStore.claim_cell
+def claim_when_both_are_here(self, sweep_id, cell):
+    (barrier / sys.argv[3]).touch()
+    deadline = time.monotonic() + 120
+    while len(list(barrier.iterdir())) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return claim(self, sweep_id, cell)
+RunStore.claim_cell = claim_when_both_are_here
 sys.exit(main(["sweep", "--resume", sys.argv[1]]))
 """
 
