@@ -30,12 +30,21 @@ from .conftest import (
 pytestmark = pytest.mark.usefixtures("fresh_engines")
 
 
+# The roster's chips drawn now (none left over from a redraw), once there is one: read in the
+# page at once. Waiting for the first chip, then reading them all, read none when a rerun
+# marked them stale in between (a 3-worker run, then the serial run of 2026-12-06).
+CHIPS = """() => {
+  const box = [...document.querySelectorAll('.st-key-run_roster')]
+    .find(e => !e.closest('[data-stale="true"]'));
+  const tags = box ? [...box.querySelectorAll('[data-tag]')]
+    .filter(t => !t.closest('[data-stale="true"]')) : [];
+  return tags.length ? tags.map(t => t.getAttribute('aria-label').split(' · ')[0]) : null;
+}"""
+
+
 def _chips(page: Any) -> list[str]:
-    """The roster's chips, once the roster is drawn: a rerun in flight marks every chip stale
-    (a 3-worker run once read none, right after the roster was picked)."""
-    tags = fresh(page, ".st-key-run_roster").locator("[data-tag]")
-    expect(tags.first).to_be_visible(timeout=WAIT_MS)
-    return [str(t.get_attribute("aria-label")).split(" · ")[0] for t in tags.all()]
+    """The roster's chips, once the roster is drawn."""
+    return list(page.wait_for_function(CHIPS, timeout=WAIT_MS).json_value())
 
 
 def test_use_preset_waits_for_its_confirm_before_switching_the_roster(
@@ -47,6 +56,13 @@ def test_use_preset_waits_for_its_confirm_before_switching_the_roster(
         store.save_agent(Agent(agent_name=name, model_name="sim/balanced"))
     edited = DEBATE_TRIO.build_agents()[0]  # a preset agent the user changed: the confirm asks
     store.save_agent(edited.model_copy(update={"system_prompt": f"edited {tag}"}))
+    try:
+        _switch_after_confirm(page, app_server, mine)
+    finally:  # the preset's own agent again, also when this failed: later tests load the preset
+        store.save_agent(edited)
+
+
+def _switch_after_confirm(page: Any, app_server: str, mine: list[str]) -> None:
     page.goto(f"{app_server}/run")
     expect(page.get_by_role("heading", name="Run", exact=True)).to_be_visible(timeout=WAIT_MS)
     wait_idle(page)
