@@ -34,10 +34,8 @@ pytestmark = pytest.mark.usefixtures("fresh_engines")
 # page at once. Waiting for the first chip, then reading them all, read none when a rerun
 # marked them stale in between (a 3-worker run, then the serial run of 2026-12-06).
 CHIPS = """() => {
-  const box = [...document.querySelectorAll('.st-key-run_roster')]
-    .find(e => !e.closest('[data-stale="true"]'));
-  const tags = box ? [...box.querySelectorAll('[data-tag]')]
-    .filter(t => !t.closest('[data-stale="true"]')) : [];
+  const tags = [...document.querySelectorAll('.st-key-run_roster [data-tag]')]
+    .filter(t => !t.closest('[data-stale="true"]'));
   return tags.length ? tags.map(t => t.getAttribute('aria-label').split(' · ')[0]) : null;
 }"""
 
