@@ -104,12 +104,16 @@ class LocalLLMServer:
     """`python -m llama_cpp.server` with SmolLM2 on 127.0.0.1, started and stopped by us.
 
     `n_ctx` is the server's context window in tokens: small values reproduce what a user's
-    local server with a short window does to long bid prompts.
+    local server with a short window does to long bid prompts. `threads` is llama.cpp's
+    thread count for both prompt and reply: 2 uses both cores of an idle machine; on a machine
+    whose cores are busy with other work, 1 does the same work in less CPU time (llama.cpp's
+    threads wait for each other by spinning; BENCHMARKS.md, "The test suite's wall time").
     """
 
     port: int = 0
     host: str = "127.0.0.1"
     n_ctx: int = 2048
+    threads: int = 2
     home: Path = field(default_factory=llm_home)
     startup_timeout: float = 120.0
     log_path: Path | None = None
@@ -130,7 +134,8 @@ class LocalLLMServer:
             "--model", str(model_path(self.home)),
             "--model_alias", MODEL_ALIAS, "--chat_format", "chatml-function-calling",
             "--host", self.host, "--port", str(self.port), "--n_ctx", str(self.n_ctx),
-            "--n_threads", "2", "--verbose", "false",
+            "--n_threads", str(self.threads), "--n_threads_batch", str(self.threads),
+            "--verbose", "false",
             # its default ends a running stream (with [DONE], no finish) whenever another
             # request arrives: concurrent streamed bids would cut each other off
             "--interrupt_requests", "false",
