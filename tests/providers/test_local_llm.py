@@ -274,3 +274,10 @@ def test_a_du_math_problem_runs_end_to_end_and_records_its_outcome(
     else:
         assert outcome.answer in outcome.votes.values()
         assert outcome.correct == (float(outcome.answer) == float(task.answer))
+
+
+def test_the_thread_count_reaches_both_of_llama_cpps_thread_options() -> None:
+    """Prompt and reply both: `--n_threads` alone leaves prompt processing on every core."""
+    command = LocalLLMServer(threads=1).command()
+    for option in ("--n_threads", "--n_threads_batch"):
+        assert command[command.index(option) + 1] == "1", command
