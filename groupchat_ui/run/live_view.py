@@ -37,6 +37,8 @@ REFRESH_S = 0.5
 # engine has it, not up to 0.5 s + a whole-view render (bench.live_view).
 FORMING_REFRESH_S = 0.1
 ModelInfo = Mapping[str, tuple[str, str | None]]  # agent -> (model, api_base)
+# The head's last draw of a run that has just ended, before the full rerun that settles the page.
+ENDING_KEY = "run_head_ending"
 
 
 def adopt_job_from_url(registry: JobRegistry, session: SessionState) -> None:
@@ -93,9 +95,14 @@ def job_panel(registry: JobRegistry, session: SessionState, job_id: str) -> None
     @st.fragment(run_every=every)
     def head() -> None:
         snap = registry.snapshot(job_id)
-        _head(session, snap)  # drawn first: the final status shows even if the rerun is lost
         if running and snap.done:
+            # Drawn first, so the final status shows even if the rerun is lost; in a keyed
+            # container, so whoever waits for the settled page (the browser tests) can tell
+            # this draw from the full run's that replaces it a moment later.
+            with st.container(key=ENDING_KEY):
+                _head(session, snap)
             st.rerun()  # the full run declares the fragments again, without timers
+        _head(session, snap)
 
     @st.fragment(run_every=every)
     def transcript() -> None:
