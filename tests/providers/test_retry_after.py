@@ -63,7 +63,7 @@ def test_retry_after_ms_is_read_first(server: FakeOpenAIServer) -> None:
     server.script("ms", [error(429, "slow down", retry_after_ms=400, retry_after=9),
                          tool_call(0.9, "ok")])
     one_turn(server, "ms")
-    assert 0.4 <= gap(server, "ms") < 1.0
+    assert 0.4 <= gap(server, "ms") < 3.0  # the 400 ms, not the 9 s (room for a busy machine)
 
 
 def test_a_long_retry_after_is_capped(
@@ -73,7 +73,7 @@ def test_a_long_retry_after_is_capped(
     server.script("cap", [error(429, "come back in an hour", retry_after=3600),
                           tool_call(0.9, "ok")])
     one_turn(server, "cap")
-    assert 0.5 <= gap(server, "cap") < 1.1
+    assert 0.5 <= gap(server, "cap") < 3.0  # the cap, not the hour (room for a busy machine)
 
 
 def test_a_retry_after_beyond_the_bids_deadline_fails_at_once_with_the_real_cause(
