@@ -105,6 +105,12 @@ def test_the_run_picker_keeps_sweep_runs_apart(app_server, made, page):
     single = kinds.get_by_role("radio", name=re.compile(r"^single runs"))
     single.click()
     expect(single).to_be_checked(timeout=WAIT_MS)
+    # The control shows the click before the page's rerun has begun (so waiting for no run in
+    # flight could pass at once, and the list opened was still the sweep runs': fresh clone
+    # P3). That rerun sets `?run=` to a single run after it has drawn the new list: wait for it.
+    not_a_sweep_run = "|".join(made["sweep_runs"])
+    expect(page).to_have_url(re.compile(rf"[?&]run=(?!{not_a_sweep_run})[0-9a-f]{{32}}"),
+                             timeout=WAIT_MS)
     wait_idle(page)
     texts = open_list(page, fresh(page, ".st-key-analysis_run")).all_inner_texts()
     assert not any(f"picker {made['tag']}" in t for t in texts), texts
