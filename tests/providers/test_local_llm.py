@@ -22,8 +22,8 @@ MAX_TOKENS = 160
 # busy 2-core machine that is far beyond the 60 s default.
 TIMEOUT_S = 600.0
 # Under `make test` the other xdist workers keep both cores busy, and llama.cpp's two threads
-# spin waiting for each other: one thread did the small-window chat in 68-78 s of CPU against
-# 92-96 s for two, in the same wall time (beside two busy processes; BENCHMARKS.md).
+# spin waiting for each other: one thread did the small-window chat in 69-78 s of CPU against
+# 96 s for two, in the same wall time (beside two busy processes; BENCHMARKS.md).
 THREADS = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 2
 
 
