@@ -7,6 +7,8 @@ Locating things: Streamlit 1.67 gives every keyed widget's container an `st-key-
 (`.st-key-start_run button`), and its elements `data-testid`s (`stChatMessage`,
 `stPlotlyChart`, `stMetric`). The Run page prints a machine-readable status line
 (`status: running · job <id> · turn 3 · messages 2`); tests wait on it, never on time.
+
+A failed test keeps what its open tabs and the app servers showed (tests/e2e/evidence.py).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,8 @@ import pytest
 
 from groupchat_ui.run.live_view import ENDING_KEY
 from tests.helpers import ROOT
+
+from . import evidence
 
 CHROMIUM = "/usr/bin/chromium"
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
@@ -74,23 +78,25 @@ def serve_app(db_url: str, log_path: Path, port: int | None = None,
               extra_env: dict[str, str] | None = None) -> Iterator[str]:
     """The dashboard as `make run` starts it (Streamlit's CLI after the engine's warm-up), on
     `port` (a free one by default) with `extra_args` for streamlit and `extra_env` in its
-    environment (where the test's own *_API_KEY variables never go); yields its URL."""
+    environment (where the test's own *_API_KEY variables never go); yields its URL. One
+    addition: SIGUSR1 dumps its threads' stacks to the log, for a failed test's evidence."""
     port = port or free_port()
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env.update(GROUPCHAT_DB=db_url, GROUPCHAT_BLOCK_REMOTE_CALLS="1",
                LITELLM_LOCAL_MODEL_COST_MAP="True", **(extra_env or {}))
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "groupchat_ui.kit.server", "run",
-             str(ROOT / "streamlit_app.py"),
+            [sys.executable, "-c", evidence.SERVER_BOOT, "run", str(ROOT / "streamlit_app.py"),
              "--server.headless", "true", "--server.address", "127.0.0.1",
              "--server.port", str(port), "--browser.gatherUsageStats", "false", *extra_args],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{port}"
+        evidence.serving(proc.pid, log_path)
         try:
             wait_healthy(url, proc)
             yield url
         finally:
+            evidence.stopped(proc.pid)
             proc.terminate()
             try:
                 proc.wait(timeout=10)
@@ -124,17 +130,50 @@ def browser() -> Iterator[Any]:
 
     with sync_playwright() as pw:
         b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        _BROWSERS.append(b)
         yield b
+        _BROWSERS.remove(b)
         b.close()
+
+
+_BROWSERS: list[Any] = []  # the module's browser, whose open tabs a failure keeps
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                              ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A failed browser test keeps what its tabs and app servers show, before any teardown
+    closes them (evidence.py), and says so in its report."""
+    report = yield
+    if report.when == "call" and report.failed and _BROWSERS:
+        contexts = [context for b in _BROWSERS for context in b.contexts]
+        report.sections.append(("browser evidence", evidence.keep(item.nodeid, contexts)))
+    return report
 
 
 @pytest.fixture(scope="module")
 def browser_context(browser: Any) -> Iterator[Any]:
     """The browser context of a module's `page`s; tests that need two people at once (two
-    cookie jars) open contexts of their own."""
-    context = browser.new_context(viewport=VIEWPORT)
+    cookie jars) or another screen open contexts of their own (`open_context`)."""
+    context = evidence.watch(browser.new_context(viewport=VIEWPORT))
     yield context
     context.close()
+
+
+@pytest.fixture
+def open_context(browser: Any) -> Iterator[Callable[..., Any]]:
+    """Opens browser contexts of the test's own (`open_context(viewport=...)`): watched like
+    the module's, and closed after the test's report is made, so a failure keeps their tabs."""
+    opened: list[Any] = []
+
+    def open_(**options: Any) -> Any:
+        opened.append(evidence.watch(browser.new_context(**options)))
+        return opened[-1]
+
+    yield open_
+    for context in opened:
+        with contextlib.suppress(Exception):  # closed by the test already, or a crashed browser
+            context.close()
 
 
 @pytest.fixture

@@ -88,44 +88,40 @@ def _type_session_key(page: Any, key: str) -> None:
            ).to_be_visible(timeout=WAIT_MS)
 
 
-def test_keys_stay_home_and_others_cannot_change_an_agent(keyed_server, hostile, browser):
+def test_keys_stay_home_and_others_cannot_change_an_agent(keyed_server, hostile, open_context):
     app, db_url, data = keyed_server
     tag = uuid.uuid4().hex[:6]
     names = [f"Mallory{tag}", f"Eve{tag}"]
     agents = [Agent(agent_name=n, model_name="openai/x", api_base=hostile.base_url,
                     num_retries=0) for n in names]
     task = f"Bob asks the hostile room {tag}"
-    contexts = [browser.new_context(viewport=VIEWPORT) for _ in range(2)]
-    try:
-        alice, bob = (ctx.new_page() for ctx in contexts)
-        sign_in(alice, app, "alice")
-        _import_agents(alice, agents)
+    contexts = [open_context(viewport=VIEWPORT) for _ in range(2)]
+    alice, bob = (ctx.new_page() for ctx in contexts)
+    sign_in(alice, app, "alice")
+    _import_agents(alice, agents)
 
-        sign_in(bob, app, "bob")
-        _type_session_key(bob, SESSION_CANARY)
-        open_page(bob, "Agents")
-        wait_idle(bob)
-        for kind in ("edit", "delete"):
-            expect(fresh(bob, f".st-key-agent_{kind}_{names[0]} button").first).to_be_disabled(
-                timeout=WAIT_MS)
-        duplicate = fresh(bob, f".st-key-agent_dup_{names[0]} button").first
-        expect(duplicate).to_be_enabled()
-        duplicate.click()
-        expect(bob.get_by_text(f"Duplicated {names[0]} as {names[0]} (copy).")).to_be_visible(
+    sign_in(bob, app, "bob")
+    _type_session_key(bob, SESSION_CANARY)
+    open_page(bob, "Agents")
+    wait_idle(bob)
+    for kind in ("edit", "delete"):
+        expect(fresh(bob, f".st-key-agent_{kind}_{names[0]} button").first).to_be_disabled(
             timeout=WAIT_MS)
+    duplicate = fresh(bob, f".st-key-agent_dup_{names[0]} button").first
+    expect(duplicate).to_be_enabled()
+    duplicate.click()
+    expect(bob.get_by_text(f"Duplicated {names[0]} as {names[0]} (copy).")).to_be_visible(
+        timeout=WAIT_MS)
 
-        open_page(bob, "Run")
-        expect(status_line(bob)).to_have_text(re.compile(r"^status: "), timeout=WAIT_MS)
-        pick_roster(bob, names)
-        fill_task(bob, task)
-        set_number(bob, "run_param_max_loops", 3)
-        set_number(bob, "run_param_threshold", 0.0)
-        start_run(bob)
-        expect(status_line(bob)).to_have_text(re.compile(r"^status: finished"),
-                                              timeout=WAIT_MS)
-    finally:
-        for ctx in contexts:
-            ctx.close()
+    open_page(bob, "Run")
+    expect(status_line(bob)).to_have_text(re.compile(r"^status: "), timeout=WAIT_MS)
+    pick_roster(bob, names)
+    fill_task(bob, task)
+    set_number(bob, "run_param_max_loops", 3)
+    set_number(bob, "run_param_threshold", 0.0)
+    start_run(bob)
+    expect(status_line(bob)).to_have_text(re.compile(r"^status: finished"),
+                                          timeout=WAIT_MS)
 
     sent = [r.headers.get("authorization", "") for r in hostile.requests]
     assert sent, "the hostile server was never called"

@@ -171,71 +171,67 @@ def stop(page: Any) -> str:
 
 
 def test_sign_in_owns_runs_and_a_second_user_can_watch_but_not_stop_or_delete(
-        login_server, browser):
+        login_server, open_context):
     app, db_url = login_server
     suffix = uuid.uuid4().hex[:6]
     tasks = {"alice": f"Alice asks: where should the offsite be? {suffix}",
              "bob": f"Bob asks: what should we eat? {suffix}"}
-    contexts = {who: browser.new_context(viewport=VIEWPORT) for who in USERS}
-    try:
-        alice, bob = (contexts[who].new_page() for who in USERS)
-        sign_in(alice, app, "alice")
-        screenshot(alice, "login-alice-signed-in")
-        alice_job = start_slow_run(alice, tasks["alice"])
-        row = stored_run(db_url, tasks["alice"])
-        assert (row["owner"], row["owner_name"]) == USERS["alice"]
+    contexts = {who: open_context(viewport=VIEWPORT) for who in USERS}
+    alice, bob = (contexts[who].new_page() for who in USERS)
+    sign_in(alice, app, "alice")
+    screenshot(alice, "login-alice-signed-in")
+    alice_job = start_slow_run(alice, tasks["alice"])
+    row = stored_run(db_url, tasks["alice"])
+    assert (row["owner"], row["owner_name"]) == USERS["alice"]
 
-        sign_in(bob, app, "bob")
-        bob.goto(f"{app}/run?job={alice_job}")  # the job's link, shared
-        expect(status_line(bob)).to_have_text(re.compile(
-            rf"^status: running · job {alice_job} "), timeout=WAIT_MS)
-        expect(fresh(bob, ".st-key-stop_run button").first).to_be_disabled()
-        expect(bob.get_by_text("Only Alice Liddell, who started this run, can stop or delete "
-                               "it; you can watch.")).to_be_visible()
-        expect(bob.get_by_text("Started by Alice Liddell")).to_be_visible()
-        screenshot(bob, "login-bob-watches-alice")
+    sign_in(bob, app, "bob")
+    bob.goto(f"{app}/run?job={alice_job}")  # the job's link, shared
+    expect(status_line(bob)).to_have_text(re.compile(
+        rf"^status: running · job {alice_job} "), timeout=WAIT_MS)
+    expect(fresh(bob, ".st-key-stop_run button").first).to_be_disabled()
+    expect(bob.get_by_text("Only Alice Liddell, who started this run, can stop or delete "
+                           "it; you can watch.")).to_be_visible()
+    expect(bob.get_by_text("Started by Alice Liddell")).to_be_visible()
+    screenshot(bob, "login-bob-watches-alice")
 
-        open_page(bob, "Runs")  # alice's run is the only one: select it, try to delete it
-        grid = bob.locator(".st-key-runs_table [data-testid='stDataFrameResizable']")
-        expect(grid).to_be_visible(timeout=WAIT_MS)
-        delete = bob.locator(".st-key-delete_runs button")
-        for _ in range(5):
-            wait_idle(bob)
-            if delete.is_enabled():
-                break
-            box = grid.bounding_box()
-            bob.mouse.click(box["x"] + 14, box["y"] + 17)  # the header: select all
-            try:  # a second click before the rerun lands would select nothing again
-                expect(delete).to_be_enabled(timeout=10_000)
-                break
-            except AssertionError:
-                continue
-        delete.click()
-        expect(bob.get_by_text(re.compile(r"^Nothing was deleted: the run .+ was "
-                                          r"started by someone else"))
-               ).to_be_visible(timeout=WAIT_MS)
-        expect(bob.locator(".st-key-confirm_delete_yes")).to_have_count(0)
-        assert len(RunStore(db_url).list_runs()) == 1
+    open_page(bob, "Runs")  # alice's run is the only one: select it, try to delete it
+    grid = bob.locator(".st-key-runs_table [data-testid='stDataFrameResizable']")
+    expect(grid).to_be_visible(timeout=WAIT_MS)
+    delete = bob.locator(".st-key-delete_runs button")
+    for _ in range(5):
+        wait_idle(bob)
+        if delete.is_enabled():
+            break
+        box = grid.bounding_box()
+        bob.mouse.click(box["x"] + 14, box["y"] + 17)  # the header: select all
+        try:  # a second click before the rerun lands would select nothing again
+            expect(delete).to_be_enabled(timeout=10_000)
+            break
+        except AssertionError:
+            continue
+    delete.click()
+    expect(bob.get_by_text(re.compile(r"^Nothing was deleted: the run .+ was "
+                                      r"started by someone else"))
+           ).to_be_visible(timeout=WAIT_MS)
+    expect(bob.locator(".st-key-confirm_delete_yes")).to_have_count(0)
+    assert len(RunStore(db_url).list_runs()) == 1
 
-        bob.goto(f"{app}/run")
-        expect(bob.get_by_role("heading", name="Run", exact=True)).to_be_visible(timeout=WAIT_MS)
-        bob_job = start_slow_run(bob, tasks["bob"])
-        assert bob_job != alice_job
-        assert (stored_run(db_url, tasks["bob"])["owner"]) == USERS["bob"][0]
-        expect(fresh(bob, ".st-key-stop_run button").first).to_be_enabled()
-        assert stop(bob) == "cancelled"  # his own: Stop is enabled and works
+    bob.goto(f"{app}/run")
+    expect(bob.get_by_role("heading", name="Run", exact=True)).to_be_visible(timeout=WAIT_MS)
+    bob_job = start_slow_run(bob, tasks["bob"])
+    assert bob_job != alice_job
+    assert (stored_run(db_url, tasks["bob"])["owner"]) == USERS["bob"][0]
+    expect(fresh(bob, ".st-key-stop_run button").first).to_be_enabled()
+    assert stop(bob) == "cancelled"  # his own: Stop is enabled and works
 
-        # bob's attempts left alice's run alone: it runs on (or has ended on its own); if it
-        # still runs, she can stop it
-        alice.bring_to_front()
-        expect(status_line(alice)).to_have_text(re.compile(
-            rf"^status: (running|finished) · job {alice_job} "), timeout=WAIT_MS)
-        alice_end = "finished"
-        if status_line(alice).inner_text().startswith("status: running"):
-            alice_end = stop(alice)
-    finally:
-        for ctx in contexts.values():
-            ctx.close()
+    # bob's attempts left alice's run alone: it runs on (or has ended on its own); if it
+    # still runs, she can stop it
+    alice.bring_to_front()
+    expect(status_line(alice)).to_have_text(re.compile(
+        rf"^status: (running|finished) · job {alice_job} "), timeout=WAIT_MS)
+    alice_end = "finished"
+    if status_line(alice).inner_text().startswith("status: running"):
+        alice_end = stop(alice)
     store = RunStore(db_url)
     statuses = {r["task"]: (r["status"], r["owner"]) for r in store.list_runs().to_dict("records")}
     deadline = time.monotonic() + WAIT_MS / 1000

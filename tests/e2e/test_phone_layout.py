@@ -63,11 +63,8 @@ def record_run(db_url: str, agents: int, turns: int) -> str:
 
 
 @pytest.fixture
-def phone(browser: Any) -> Any:
-    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
-    pg = context.new_page()
-    yield pg
-    context.close()
+def phone(open_context: Any) -> Any:
+    return open_context(viewport=PHONE, is_mobile=True, has_touch=True).new_page()
 
 
 def assert_fits(page: Any) -> None:

@@ -46,52 +46,48 @@ LINKS = """() => {
 
 
 def test_a_room_link_seats_its_holder_and_a_wrong_token_only_watches(app_server, app_db_url,
-                                                                     browser):
+                                                                     open_context):
     tag = uuid.uuid4().hex[:6]
     names = [f"Quill{tag}", f"Moss{tag}"]
     RunStore(app_db_url).save_agents([
         Agent(agent_name=n, model_name="sim/reserved", litellm_kwargs={"sim_latency": 0.5})
         for n in names])
-    contexts = [browser.new_context(viewport=v) for v in (VIEWPORT, PHONE, VIEWPORT)]
-    try:
-        ann, bo, eve = (ctx.new_page() for ctx in contexts)
-        ann.goto(app_server)
-        open_page(ann, "Run")
-        pick_roster(ann, names)
-        open_people(ann)
-        add_person(ann, "Ann", me=True)
-        add_person(ann, "Bo")
-        set_number(ann, "room_window", 120)  # the test stops the room itself
-        fill_task(ann, f"A room by link {tag}")
-        start_run(ann)
-        expect(panel(ann)).to_contain_text("You are Ann in this room.", timeout=WAIT_MS)
-        fresh(ann, ".st-key-room_links_" + _job(ann)).get_by_text("Room links").click()
-        # Ann's and Bo's, drawn one by one. Read both in the page at once: the room panel
-        # redraws every half second, and a count checked first, then read, once found one.
-        links = ann.wait_for_function(LINKS, timeout=WAIT_MS).json_value()
-        bo_link = links[1]  # the seats in the order they were added: Ann, Bo
-        assert re.search(r"/run\?job=[0-9a-f]{32}&seat=[A-Za-z0-9_-]{43}$", bo_link), bo_link
+    contexts = [open_context(viewport=v) for v in (VIEWPORT, PHONE, VIEWPORT)]
+    ann, bo, eve = (ctx.new_page() for ctx in contexts)
+    ann.goto(app_server)
+    open_page(ann, "Run")
+    pick_roster(ann, names)
+    open_people(ann)
+    add_person(ann, "Ann", me=True)
+    add_person(ann, "Bo")
+    set_number(ann, "room_window", 120)  # the test stops the room itself
+    fill_task(ann, f"A room by link {tag}")
+    start_run(ann)
+    expect(panel(ann)).to_contain_text("You are Ann in this room.", timeout=WAIT_MS)
+    fresh(ann, ".st-key-room_links_" + _job(ann)).get_by_text("Room links").click()
+    # Ann's and Bo's, drawn one by one. Read both in the page at once: the room panel
+    # redraws every half second, and a count checked first, then read, once found one.
+    links = ann.wait_for_function(LINKS, timeout=WAIT_MS).json_value()
+    bo_link = links[1]  # the seats in the order they were added: Ann, Bo
+    assert re.search(r"/run\?job=[0-9a-f]{32}&seat=[A-Za-z0-9_-]{43}$", bo_link), bo_link
 
-        bo.goto(bo_link)
-        expect(panel(bo)).to_contain_text("You are Bo in this room.", timeout=WAIT_MS)
-        eve.goto(bo_link[:-4] + ("AAAA" if not bo_link.endswith("AAAA") else "BBBB"))
-        expect(panel(eve)).to_contain_text("Turn 1", timeout=WAIT_MS)
-        assert "You are" not in panel(eve).inner_text()
-        assert fresh(eve, ".st-key-room_raise").count() == 0  # watching: no controls
+    bo.goto(bo_link)
+    expect(panel(bo)).to_contain_text("You are Bo in this room.", timeout=WAIT_MS)
+    eve.goto(bo_link[:-4] + ("AAAA" if not bo_link.endswith("AAAA") else "BBBB"))
+    expect(panel(eve)).to_contain_text("Turn 1", timeout=WAIT_MS)
+    assert "You are" not in panel(eve).inner_text()
+    assert fresh(eve, ".st-key-room_raise").count() == 0  # watching: no controls
 
-        act(bo, "room_raise", hands(ann), "1. Bo")
-        act(ann, "room_raise", hands(ann), re.compile(r"1\. Bo\s+2\. Ann"))
-        for page in (ann, bo, eve):
-            expect(hands(page)).to_contain_text(re.compile(r"1\. Bo\s+2\. Ann"),
-                                                timeout=WAIT_MS)
-        DOCS.mkdir(parents=True, exist_ok=True)
-        bo.screenshot(path=str(DOCS / "room-link-phone.png"), full_page=True)
-        fresh(ann, ".st-key-stop_run button").first.click()
-        expect(status_line(ann)).to_have_text(re.compile(r"^status: (cancelled|finished)"),
-                                              timeout=WAIT_MS)
-    finally:
-        for ctx in contexts:
-            ctx.close()
+    act(bo, "room_raise", hands(ann), "1. Bo")
+    act(ann, "room_raise", hands(ann), re.compile(r"1\. Bo\s+2\. Ann"))
+    for page in (ann, bo, eve):
+        expect(hands(page)).to_contain_text(re.compile(r"1\. Bo\s+2\. Ann"),
+                                            timeout=WAIT_MS)
+    DOCS.mkdir(parents=True, exist_ok=True)
+    bo.screenshot(path=str(DOCS / "room-link-phone.png"), full_page=True)
+    fresh(ann, ".st-key-stop_run button").first.click()
+    expect(status_line(ann)).to_have_text(re.compile(r"^status: (cancelled|finished)"),
+                                          timeout=WAIT_MS)
     log = Path(app_db_url.removeprefix("sqlite:///")).parent / "streamlit.log"
     token = bo_link.rsplit("seat=", 1)[1]
     assert token not in log.read_text(encoding="utf-8", errors="replace")

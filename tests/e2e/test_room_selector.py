@@ -98,7 +98,7 @@ def _pick(page: Any, turn: int, button: str, effect: Any) -> None:
 
 
 def test_a_person_picks_who_speaks_and_analysis_shows_the_agreement(app_server, app_db_url,
-                                                                    fake, browser):
+                                                                    fake, open_context):
     tag = uuid.uuid4().hex[:6]
     names = {short: f"{short}{tag}" for short in SCORES}
     for short, name in names.items():
@@ -109,57 +109,54 @@ def test_a_person_picks_who_speaks_and_analysis_shows_the_agreement(app_server, 
               num_retries=0) for short, name in names.items()])
     dispose_engines()
     task = f"Who should speak? {tag}"
-    context = browser.new_context(viewport={"width": 1280, "height": 1400})
-    try:
-        page = context.new_page()
-        page.goto(app_server)
-        open_page(page, "Run")
-        pick_roster(page, list(names.values()))
-        open_people(page)
-        _add_picker(page, "Pia")
-        set_number(page, "room_window", 60)
-        set_number(page, "run_param_max_loops", 3)  # the task and two replies
-        fill_task(page, task)
-        start_run(page)
-        expect(status_line(page)).to_have_text(re.compile(r"^status: running"),
-                                               timeout=WAIT_MS)
+    context = open_context(viewport={"width": 1280, "height": 1400})
+    page = context.new_page()
+    page.goto(app_server)
+    open_page(page, "Run")
+    pick_roster(page, list(names.values()))
+    open_people(page)
+    _add_picker(page, "Pia")
+    set_number(page, "room_window", 60)
+    set_number(page, "run_param_max_loops", 3)  # the task and two replies
+    fill_task(page, task)
+    start_run(page)
+    expect(status_line(page)).to_have_text(re.compile(r"^status: running"),
+                                           timeout=WAIT_MS)
 
-        # turn 1: the top bids with their drafts, the rule's pick named; Pia lets Bea speak
-        expect(panel(page)).to_contain_text(
-            f"Pick who speaks. The bidding rule would pick {names['Ash']}.", timeout=WAIT_MS)
-        for name in names.values():
-            expect(panel(page)).to_contain_text(f"{name}'s draft")
-        DOCS.mkdir(parents=True, exist_ok=True)
-        panel(page).screenshot(path=str(DOCS / "room-selector-desktop.png"))
-        expect(panel(page).get_by_role("button", name=f"Let {names['Bea']} speak")
-               ).to_be_visible()
-        _pick(page, 1, f"Let {names['Bea']} speak", page.get_by_test_id("stChatMessage").filter(
-            has_text=f"{names['Bea']}'s draft").first)
+    # turn 1: the top bids with their drafts, the rule's pick named; Pia lets Bea speak
+    expect(panel(page)).to_contain_text(
+        f"Pick who speaks. The bidding rule would pick {names['Ash']}.", timeout=WAIT_MS)
+    for name in names.values():
+        expect(panel(page)).to_contain_text(f"{name}'s draft")
+    DOCS.mkdir(parents=True, exist_ok=True)
+    panel(page).screenshot(path=str(DOCS / "room-selector-desktop.png"))
+    expect(panel(page).get_by_role("button", name=f"Let {names['Bea']} speak")
+           ).to_be_visible()
+    _pick(page, 1, f"Let {names['Bea']} speak", page.get_by_test_id("stChatMessage").filter(
+        has_text=f"{names['Bea']}'s draft").first)
 
-        # turn 2: Bea's bid carries the recency penalty; Pia accepts the rule's pick (Ash)
-        expect(panel(page)).to_contain_text("Turn 2 ·", timeout=WAIT_MS)
-        expect(panel(page)).to_contain_text(
-            f"Pick who speaks. The bidding rule would pick {names['Ash']}.", timeout=WAIT_MS)
-        _pick(page, 2, "Accept the rule's pick", page.get_by_test_id("stChatMessage").filter(
-            has_text=f"{names['Ash']}'s draft").first)
-        expect(status_line(page)).to_have_text(re.compile(r"^status: finished"),
-                                               timeout=WAIT_MS)
+    # turn 2: Bea's bid carries the recency penalty; Pia accepts the rule's pick (Ash)
+    expect(panel(page)).to_contain_text("Turn 2 ·", timeout=WAIT_MS)
+    expect(panel(page)).to_contain_text(
+        f"Pick who speaks. The bidding rule would pick {names['Ash']}.", timeout=WAIT_MS)
+    _pick(page, 2, "Accept the rule's pick", page.get_by_test_id("stChatMessage").filter(
+        has_text=f"{names['Ash']}'s draft").first)
+    expect(status_line(page)).to_have_text(re.compile(r"^status: finished"),
+                                           timeout=WAIT_MS)
 
-        store = RunStore(app_db_url)
-        runs = store.list_runs()
-        run_id = str(runs[runs["task"] == task]["run_id"].iloc[0])
-        turns = store.turns(run_id).set_index("turn")
-        assert turns.loc[1, "winner"] == names["Bea"] and turns.loc[1, "reason"] == "human_pick"
-        assert (turns.loc[1, "rule_winner"], turns.loc[1, "human_pick"]) == (names["Ash"],
-                                                                             names["Bea"])
-        assert turns.loc[2, "winner"] == names["Ash"]
-        assert (turns.loc[2, "rule_winner"], turns.loc[2, "human_pick"]) == (names["Ash"],
-                                                                             names["Ash"])
+    store = RunStore(app_db_url)
+    runs = store.list_runs()
+    run_id = str(runs[runs["task"] == task]["run_id"].iloc[0])
+    turns = store.turns(run_id).set_index("turn")
+    assert turns.loc[1, "winner"] == names["Bea"] and turns.loc[1, "reason"] == "human_pick"
+    assert (turns.loc[1, "rule_winner"], turns.loc[1, "human_pick"]) == (names["Ash"],
+                                                                         names["Bea"])
+    assert turns.loc[2, "winner"] == names["Ash"]
+    assert (turns.loc[2, "rule_winner"], turns.loc[2, "human_pick"]) == (names["Ash"],
+                                                                         names["Ash"])
 
-        page.goto(f"{app_server}/analysis?run={run_id}")
-        expect(fresh(page, '[data-testid="stAlert"]').filter(
-            has_text="A person picked who speaks on 2 turns")).to_contain_text(
-            "the bidding rule would have picked the same speaker on 1 (agreement 50%)",
-            timeout=WAIT_MS)
-    finally:
-        context.close()
+    page.goto(f"{app_server}/analysis?run={run_id}")
+    expect(fresh(page, '[data-testid="stAlert"]').filter(
+        has_text="A person picked who speaks on 2 turns")).to_contain_text(
+        "the bidding rule would have picked the same speaker on 1 (agreement 50%)",
+        timeout=WAIT_MS)

@@ -185,7 +185,7 @@ def _page_state(page: Any) -> dict[str, Any]:
             "html": len(page.content())}
 
 
-def test_two_people_and_three_agents_share_one_room(room_server, fake, browser):
+def test_two_people_and_three_agents_share_one_room(room_server, fake, open_context):
     app, db_url, data = room_server
     tag = uuid.uuid4().hex[:6]
     names = [f"Sage{tag}", f"Rex{tag}", f"Ivy{tag}"]
@@ -202,75 +202,71 @@ def test_two_people_and_three_agents_share_one_room(room_server, fake, browser):
               num_retries=0) for i, n in enumerate(names)])
     dispose_engines()
     task = f"Should the lab let people bid? {tag}"
-    contexts = [browser.new_context(viewport=VIEWPORT) for _ in range(2)]
-    try:
-        alice, bob = (ctx.new_page() for ctx in contexts)
-        sign_in(bob, app, "bob")
-        sign_in(alice, app, "alice")
-        pick_roster(alice, names)
-        open_people(alice)
-        add_person(alice, "Alice", me=True)
-        add_person(alice, "Bob", user="bob@example.org")
-        set_number(alice, "room_window", 60)
-        fill_task(alice, task)
-        start_run(alice)
-        expect(status_line(alice)).to_have_text(re.compile(r"^status: running"),
-                                                timeout=WAIT_MS)
-        expect(panel(alice)).to_contain_text("You are Alice in this room.", timeout=WAIT_MS)
+    contexts = [open_context(viewport=VIEWPORT) for _ in range(2)]
+    alice, bob = (ctx.new_page() for ctx in contexts)
+    sign_in(bob, app, "bob")
+    sign_in(alice, app, "alice")
+    pick_roster(alice, names)
+    open_people(alice)
+    add_person(alice, "Alice", me=True)
+    add_person(alice, "Bob", user="bob@example.org")
+    set_number(alice, "room_window", 60)
+    fill_task(alice, task)
+    start_run(alice)
+    expect(status_line(alice)).to_have_text(re.compile(r"^status: running"),
+                                            timeout=WAIT_MS)
+    expect(panel(alice)).to_contain_text("You are Alice in this room.", timeout=WAIT_MS)
 
-        # turn 1: the clock counts down; bob joins; alice raises her hand; bob sees it
-        expect(clock(alice)).to_have_text(re.compile(r"^Turn 1 · bidding · \d+ s left"),
-                                          timeout=WAIT_MS)
-        first = seconds_left(alice)
-        expect(clock(alice)).not_to_contain_text(f"· {first} s left", timeout=WAIT_MS)
-        expect(clock(alice)).to_have_text(re.compile(r"^Turn 1 · bidding · \d+ s left"))
-        assert seconds_left(alice) < first  # counting down, as the page redraws
-        bob.reload()
-        join = bob.locator(".st-key-room_join_" + _job(alice) + " button")
-        expect(join).to_be_visible(timeout=WAIT_MS)
-        join.click()
-        expect(panel(bob)).to_contain_text("You are Bob in this room.", timeout=WAIT_MS)
-        act(alice, "room_raise", hands(alice), "1. Alice")
-        expect(hands(bob)).to_contain_text("1. Alice", timeout=WAIT_MS)
-        expect(panel(bob)).to_contain_text(f"{names[0]} · agent · score 0.30", timeout=WAIT_MS)
-        DOCS.mkdir(parents=True, exist_ok=True)
-        bob.screenshot(path=str(DOCS / "room-1-turn-1-desktop.png"), full_page=True)
-        # bob does nothing: his window expires (a pass), alice's hand wins
-        expect(fresh(alice, ".st-key-room_controls")).to_contain_text(
-            "You won the floor", timeout=WAIT_MS)
-        expect(panel(bob)).to_contain_text("Bob · person · passed", timeout=WAIT_MS)
-        post(alice, "Alice here: people can bid now.")
-        for page in (alice, bob):
-            shows(page, "Alice here: people can bid now.")
-            expect(clock(page)).to_have_text(re.compile(r"^Turn 2 · bidding"), timeout=WAIT_MS)
-            expect(hands(page)).to_contain_text("No hand up.")  # hers went down when she won
+    # turn 1: the clock counts down; bob joins; alice raises her hand; bob sees it
+    expect(clock(alice)).to_have_text(re.compile(r"^Turn 1 · bidding · \d+ s left"),
+                                      timeout=WAIT_MS)
+    first = seconds_left(alice)
+    expect(clock(alice)).not_to_contain_text(f"· {first} s left", timeout=WAIT_MS)
+    expect(clock(alice)).to_have_text(re.compile(r"^Turn 1 · bidding · \d+ s left"))
+    assert seconds_left(alice) < first  # counting down, as the page redraws
+    bob.reload()
+    join = bob.locator(".st-key-room_join_" + _job(alice) + " button")
+    expect(join).to_be_visible(timeout=WAIT_MS)
+    join.click()
+    expect(panel(bob)).to_contain_text("You are Bob in this room.", timeout=WAIT_MS)
+    act(alice, "room_raise", hands(alice), "1. Alice")
+    expect(hands(bob)).to_contain_text("1. Alice", timeout=WAIT_MS)
+    expect(panel(bob)).to_contain_text(f"{names[0]} · agent · score 0.30", timeout=WAIT_MS)
+    DOCS.mkdir(parents=True, exist_ok=True)
+    bob.screenshot(path=str(DOCS / "room-1-turn-1-desktop.png"), full_page=True)
+    # bob does nothing: his window expires (a pass), alice's hand wins
+    expect(fresh(alice, ".st-key-room_controls")).to_contain_text(
+        "You won the floor", timeout=WAIT_MS)
+    expect(panel(bob)).to_contain_text("Bob · person · passed", timeout=WAIT_MS)
+    post(alice, "Alice here: people can bid now.")
+    for page in (alice, bob):
+        shows(page, "Alice here: people can bid now.")
+        expect(clock(page)).to_have_text(re.compile(r"^Turn 2 · bidding"), timeout=WAIT_MS)
+        expect(hands(page)).to_contain_text("No hand up.")  # hers went down when she won
 
-        # turn 2: bob's hand, then alice's; Ivy is slow, so the window is still open
-        act(bob, "room_raise", hands(alice), "1. Bob")
-        act(alice, "room_raise", hands(alice), re.compile(r"1\. Bob\s+2\. Alice"))
-        for page in (alice, bob):
-            expect(hands(page)).to_contain_text(re.compile(r"1\. Bob\s+2\. Alice"),
-                                                timeout=WAIT_MS)
-        bob.screenshot(path=str(DOCS / "room-2-hand-queue-desktop.png"), full_page=True)
-        expect(fresh(bob, ".st-key-room_controls")).to_contain_text("You won the floor",
-                                                                   timeout=WAIT_MS)
-        post(bob, "Bob here: my hand went up first, and the rule agreed.")
-        for page in (alice, bob):
-            shows(page, "Bob here: my hand went up first")
+    # turn 2: bob's hand, then alice's; Ivy is slow, so the window is still open
+    act(bob, "room_raise", hands(alice), "1. Bob")
+    act(alice, "room_raise", hands(alice), re.compile(r"1\. Bob\s+2\. Alice"))
+    for page in (alice, bob):
+        expect(hands(page)).to_contain_text(re.compile(r"1\. Bob\s+2\. Alice"),
+                                            timeout=WAIT_MS)
+    bob.screenshot(path=str(DOCS / "room-2-hand-queue-desktop.png"), full_page=True)
+    expect(fresh(bob, ".st-key-room_controls")).to_contain_text("You won the floor",
+                                                               timeout=WAIT_MS)
+    post(bob, "Bob here: my hand went up first, and the rule agreed.")
+    for page in (alice, bob):
+        shows(page, "Bob here: my hand went up first")
 
-        # turn 3: alice closes her tab mid-window; the room goes on without her
-        expect(clock(bob)).to_have_text(re.compile(r"^Turn 3 · bidding"), timeout=WAIT_MS)
-        alice.close()
-        expect(panel(bob)).to_contain_text("Alice: away", timeout=WAIT_MS)
-        bob.set_viewport_size(PHONE)
-        bob.screenshot(path=str(DOCS / "room-3-away-phone.png"), full_page=True)
-        # bob passes: with alice counted as passing, everyone has bid, so the turn closes
-        # now, not at its window's end (turn 1 already let a window expire)
-        act(bob, "room_pass_3", status_line(bob), "status: finished")  # keyed by its turn
-        assert bob.evaluate(f"() => [...document.images].every(i => i.src !== '{PIXEL}')")
-    finally:
-        for ctx in contexts:
-            ctx.close()
+    # turn 3: alice closes her tab mid-window; the room goes on without her
+    expect(clock(bob)).to_have_text(re.compile(r"^Turn 3 · bidding"), timeout=WAIT_MS)
+    alice.close()
+    expect(panel(bob)).to_contain_text("Alice: away", timeout=WAIT_MS)
+    bob.set_viewport_size(PHONE)
+    bob.screenshot(path=str(DOCS / "room-3-away-phone.png"), full_page=True)
+    # bob passes: with alice counted as passing, everyone has bid, so the turn closes
+    # now, not at its window's end (turn 1 already let a window expire)
+    act(bob, "room_pass_3", status_line(bob), "status: finished")  # keyed by its turn
+    assert bob.evaluate(f"() => [...document.images].every(i => i.src !== '{PIXEL}')")
 
     store = RunStore(db_url)
     runs = store.list_runs()

@@ -61,7 +61,8 @@ def _why_turn(page: Any) -> Any:
     return fresh(page, ".st-key-explain_turn").get_by_role("combobox")
 
 
-def test_a_permalink_opens_the_turn_and_the_bid_and_survives_a_reload(app_server, made, page):
+def test_a_permalink_opens_the_turn_and_the_bid_and_survives_a_reload(app_server, made, page,
+                                                                     open_context):
     run_id, agent = made["a"], made["agent"]
     page.goto(f"{app_server}/analysis?run={run_id}&turn=2&bid={agent}")
     tab = fresh(page, '[data-testid="stTab"]').filter(has_text=re.compile("^Why\\?$"))
@@ -72,15 +73,13 @@ def test_a_permalink_opens_the_turn_and_the_bid_and_survives_a_reload(app_server
     expect(page.get_by_text(f"Link to this bid: analysis?run={run_id}&turn=2&bid={agent}")
            ).to_be_visible()
     screenshot(page, "after-analysis-permalink-desktop")
-    phone = page.context.browser.new_context(viewport=PHONE)  # a phone opens the link
-    try:
-        small = phone.new_page()
-        small.goto(page.url)
-        part = fresh(small, ".st-key-explain_bid_box")
-        expect(part).to_contain_text(f"Bid of {agent} on turn 2", timeout=WAIT_MS)
-        phone_shot(small, part, "after-analysis-permalink-phone")
-    finally:
-        phone.close()
+    phone = open_context(viewport=PHONE)  # a phone opens the link
+    small = phone.new_page()
+    small.goto(page.url)
+    part = fresh(small, ".st-key-explain_bid_box")
+    expect(part).to_contain_text(f"Bid of {agent} on turn 2", timeout=WAIT_MS)
+    phone_shot(small, part, "after-analysis-permalink-phone")
+    phone.close()
     page.reload()
     expect(fresh(page, ".st-key-explain_bid_box")).to_contain_text(
         f"Bid of {agent} on turn 2", timeout=WAIT_MS)

@@ -170,26 +170,23 @@ def test_failures_are_grouped_by_reason(app_server, failing_sweep, page):
 
 
 def test_a_sweep_with_no_failed_bids_says_so_and_the_views_fit_a_phone(
-        app_server, sim_sweep, browser):
-    context = browser.new_context(viewport=PHONE)
+        app_server, sim_sweep, open_context):
+    context = open_context(viewport=PHONE)
     page = context.new_page()
-    try:
-        _open(page, app_server, sim_sweep, "Failures")
-        expect(page.get_by_text("No failed bids: every bid of this sweep's runs was read.")
-               ).to_be_visible(timeout=WAIT_MS)
-        screenshot(page, "after-sweeps-failures-phone")
-        # every view of issue 21 draws on a phone without a sideways scroll
-        for tab, shot in (("Group by", "groupby"), ("Parallel coordinates", "parcoords"),
-                          ("Run matrix", "matrix"), ("Stability", "stability")):
-            _tab(page, tab)
-            if tab == "Parallel coordinates":  # no g.trace: its own layer
-                expect(_plot_text(page).first.locator("g.parcoords")).to_be_attached(
-                    timeout=WAIT_MS)
-            else:
-                page.wait_for_function(PLOTS_DRAWN, arg=1, timeout=WAIT_MS)
-            width = page.evaluate("document.documentElement.scrollWidth")
-            assert width <= PHONE["width"], f"{tab} scrolls sideways on a phone ({width}px)"
-            _plot_text(page).first.scroll_into_view_if_needed()  # the page scrolls inside
-            screenshot(page, f"after-sweeps-{shot}-phone")
-    finally:
-        context.close()
+    _open(page, app_server, sim_sweep, "Failures")
+    expect(page.get_by_text("No failed bids: every bid of this sweep's runs was read.")
+           ).to_be_visible(timeout=WAIT_MS)
+    screenshot(page, "after-sweeps-failures-phone")
+    # every view of issue 21 draws on a phone without a sideways scroll
+    for tab, shot in (("Group by", "groupby"), ("Parallel coordinates", "parcoords"),
+                      ("Run matrix", "matrix"), ("Stability", "stability")):
+        _tab(page, tab)
+        if tab == "Parallel coordinates":  # no g.trace: its own layer
+            expect(_plot_text(page).first.locator("g.parcoords")).to_be_attached(
+                timeout=WAIT_MS)
+        else:
+            page.wait_for_function(PLOTS_DRAWN, arg=1, timeout=WAIT_MS)
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= PHONE["width"], f"{tab} scrolls sideways on a phone ({width}px)"
+        _plot_text(page).first.scroll_into_view_if_needed()  # the page scrolls inside
+        screenshot(page, f"after-sweeps-{shot}-phone")

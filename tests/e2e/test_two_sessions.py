@@ -50,50 +50,46 @@ def sees_only(page: Any, mine: str, other: str) -> None:
     assert other not in page.url
 
 
-def test_two_sessions_run_at_once_and_see_only_their_own_job(app_server, app_db_url, browser):
+def test_two_sessions_run_at_once_and_see_only_their_own_job(app_server, app_db_url, open_context):
     suffix = uuid.uuid4().hex[:6]
     ann, bob = f"Ann-{suffix}", f"Bob-{suffix}"
     tasks = {"A": f"Session A asks: should we adopt AI for medical diagnosis? {suffix}",
              "B": f"Session B asks: should we adopt AI for medical billing? {suffix}"}
-    contexts = {s: browser.new_context(viewport=VIEWPORT) for s in "AB"}
-    try:
-        pages = {s: ctx.new_page() for s, ctx in contexts.items()}
-        a, b = pages["A"], pages["B"]
-        a.goto(app_server)
-        open_page(a, "Agents")
-        create_agent(a, ann, "sim/eager", "You argue for the benefits.", latency_s=0.8)
-        create_agent(a, bob, "sim/contrarian", "You argue for the risks.", latency_s=0.8)
-        for s, page in pages.items():
-            prepare_run(page, app_server, [ann, bob], tasks[s])
+    contexts = {s: open_context(viewport=VIEWPORT) for s in "AB"}
+    pages = {s: ctx.new_page() for s, ctx in contexts.items()}
+    a, b = pages["A"], pages["B"]
+    a.goto(app_server)
+    open_page(a, "Agents")
+    create_agent(a, ann, "sim/eager", "You argue for the benefits.", latency_s=0.8)
+    create_agent(a, bob, "sim/contrarian", "You argue for the risks.", latency_s=0.8)
+    for s, page in pages.items():
+        prepare_run(page, app_server, [ann, bob], tasks[s])
 
-        start_run(a)
-        start_run(b)
-        # Each page names its own job, running (or, if starting B took a loaded machine longer
-        # than A's 12 s of turns, already finished: the overlap is checked in the store below).
-        expect(status_line(a)).to_have_text(STARTED, timeout=WAIT_MS)
-        expect(status_line(b)).to_have_text(STARTED, timeout=WAIT_MS)
-        jobs = {s: job_id(page) for s, page in pages.items()}
-        assert jobs["A"] != jobs["B"]
-        sees_only(a, jobs["A"], jobs["B"])
-        sees_only(b, jobs["B"], jobs["A"])
-        for s, page in pages.items():
-            expect(page.get_by_test_id("stChatMessage").first).to_contain_text(tasks[s])
-            screenshot(page, f"two-sessions-{s}-running")
+    start_run(a)
+    start_run(b)
+    # Each page names its own job, running (or, if starting B took a loaded machine longer
+    # than A's 12 s of turns, already finished: the overlap is checked in the store below).
+    expect(status_line(a)).to_have_text(STARTED, timeout=WAIT_MS)
+    expect(status_line(b)).to_have_text(STARTED, timeout=WAIT_MS)
+    jobs = {s: job_id(page) for s, page in pages.items()}
+    assert jobs["A"] != jobs["B"]
+    sees_only(a, jobs["A"], jobs["B"])
+    sees_only(b, jobs["B"], jobs["A"])
+    for s, page in pages.items():
+        expect(page.get_by_test_id("stChatMessage").first).to_contain_text(tasks[s])
+        screenshot(page, f"two-sessions-{s}-running")
 
-        for s, page in pages.items():
-            expect(status_line(page)).to_have_text(
-                re.compile(rf"^status: finished · job {jobs[s]} "), timeout=WAIT_MS)
-        for s, page in pages.items():
-            other = jobs["B" if s == "A" else "A"]
-            sees_only(page, jobs[s], other)
-            expect(page.locator(".st-key-job_select")).to_have_count(0)  # one job: no picker
-            chat = page.get_by_test_id("stChatMessage")
-            expect(chat.first).to_contain_text(tasks[s])
-            expect(chat.filter(has_text=tasks["B" if s == "A" else "A"])).to_have_count(0)
-            screenshot(page, f"two-sessions-{s}-finished")
-    finally:
-        for ctx in contexts.values():
-            ctx.close()
+    for s, page in pages.items():
+        expect(status_line(page)).to_have_text(
+            re.compile(rf"^status: finished · job {jobs[s]} "), timeout=WAIT_MS)
+    for s, page in pages.items():
+        other = jobs["B" if s == "A" else "A"]
+        sees_only(page, jobs[s], other)
+        expect(page.locator(".st-key-job_select")).to_have_count(0)  # one job: no picker
+        chat = page.get_by_test_id("stChatMessage")
+        expect(chat.first).to_contain_text(tasks[s])
+        expect(chat.filter(has_text=tasks["B" if s == "A" else "A"])).to_have_count(0)
+        screenshot(page, f"two-sessions-{s}-finished")
 
     # Both runs were recorded, each with its own task, and they did run at the same time.
     runs = RunStore(app_db_url).list_runs(agent=ann)
