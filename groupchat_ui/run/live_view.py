@@ -1,14 +1,17 @@
 """The Run page's live view of a background job (DESIGN.md, "Running jobs from Streamlit").
 
-Why fragments with `run_every` only while the job runs: only they redraw every half second (no
-flicker, unsent form input survives); when the head sees the job end it calls `st.rerun()`,
-whose full run declares them again without a timer. Everything shown comes from an immutable
-snapshot copied under the registry's lock; nothing here touches the job itself.
+Why a fragment with `run_every` only while the job runs: only it redraws every half second (no
+flicker, unsent form input survives); when it sees the job end it calls `st.rerun()`, whose
+full run declares it again without a timer. Everything shown comes from an immutable snapshot
+copied under the registry's lock; nothing here touches the job itself.
 
-Why sibling fragments, never one timed fragment inside another: with the 0.1 s forming
-fragment nested in the 0.5 s view, Streamlit 1.67's browser side now and then left a page
-blank for good under load (no status, no chat, no room: how the room browser test failed in
-CI and in a fresh clone).
+Why one timed fragment for the whole view (head, transcript, candidates forming, floor), never
+two: Streamlit 1.67's browser side crashes now and then when a full run meets the reruns of
+several timed fragments ("Cannot set a node at a delta path"; React drops the whole page, which
+stays blank for good). Nested timed fragments did it (the room browser test in CI), and so did
+sibling ones (fresh clones P5, n2, L1). `python -m bench.blank_page`: the view's shape with
+three sibling timed fragments crashed at 18 of 60 job ends under load, with one fragment at none
+(BENCHMARKS.md, "A page that went blank").
 """
 
 from __future__ import annotations
@@ -32,10 +35,6 @@ from groupchat_ui.kit.state import SessionState
 from . import actions, logic, room_view
 
 REFRESH_S = 0.5
-# A streamed run's forming candidates redraw on their own faster timer (a sibling fragment: only
-# that small panel reruns), so a token reaches the screen ~0.1 s + one small render after the
-# engine has it, not up to 0.5 s + a whole-view render (bench.live_view).
-FORMING_REFRESH_S = 0.1
 ModelInfo = Mapping[str, tuple[str, str | None]]  # agent -> (model, api_base)
 # The head's last draw of a run that has just ended, before the full rerun that settles the page.
 ENDING_KEY = "run_head_ending"
@@ -86,48 +85,38 @@ def _job_label(snap: JobSnapshot) -> str:
 
 
 def job_panel(registry: JobRegistry, session: SessionState, job_id: str) -> None:
-    """The live (or finished) view of one job: the head (status, controls, room), the
-    transcript with the candidates forming under it, and the floor, each its own fragment."""
+    """The live (or finished) view of one job, in one fragment: the head (status, controls,
+    room), the transcript with a streamed turn's candidates forming under it, and the floor."""
     first = registry.snapshot(job_id)
     running = not first.done
-    every = REFRESH_S if running else None
+    streams = logic.may_stream(first.config, first.models)
 
-    @st.fragment(run_every=every)
-    def head() -> None:
-        snap = registry.snapshot(job_id)
+    @st.fragment(run_every=REFRESH_S if running else None)
+    def live() -> None:
+        snap = _snapshot(registry, job_id)
+        if snap is None:  # expired: the full run draws the page without it
+            st.rerun()
         if running and snap.done:
             # Drawn first, so the final status shows even if the rerun is lost; in a keyed
             # container, so whoever waits for the settled page (the browser tests) can tell
             # this draw from the full run's that replaces it a moment later.
             with st.container(key=ENDING_KEY):
                 _head(session, snap)
-            st.rerun()  # the full run declares the fragments again, without timers
+            st.rerun()  # the full run declares the fragment again, without a timer
         _head(session, snap)
-
-    @st.fragment(run_every=every)
-    def transcript() -> None:
-        snap = _snapshot(registry, job_id)
-        if snap is not None:
+        left, right = st.columns([5, 4])
+        with left, st.container(height=560, autoscroll=True, border=False):
             _chat(snap)
-
-    @st.fragment(run_every=every)
-    def floor() -> None:
-        snap = _snapshot(registry, job_id)
-        if snap is not None:
+            if streams:
+                _candidates(snap)
+        with right:
             _floor(snap)
 
-    head()
-    left, right = st.columns([5, 4])
-    with left, st.container(height=560, autoscroll=True, border=False):
-        transcript()
-        if logic.may_stream(first.config, first.models):
-            _forming(registry, first)  # a sibling of transcript(): never a nested timer
-    with right:
-        floor()
+    live()
 
 
 def _snapshot(registry: JobRegistry, job_id: str) -> JobSnapshot | None:
-    """The job's snapshot, or None once it expired (the head says so on its next refresh)."""
+    """The job's snapshot, or None once it expired (finished jobs do, after the table's TTL)."""
     try:
         return registry.snapshot(job_id)
     except KeyError:
@@ -190,26 +179,6 @@ def _folded(turn: int, losers: Sequence[Bid]) -> None:
         for bid in losers:
             st.markdown(f"**{escape_markdown(bid.agent)}** · score {bid.score:.2f}")
             st.markdown(safe_markdown(bid.message))
-
-
-def _forming(registry: JobRegistry, snap: JobSnapshot) -> None:
-    """The forming candidates, redrawn every FORMING_REFRESH_S while the job runs, from a fresh
-    snapshot each time (the transcript follows at REFRESH_S and settles turns). Declared on
-    every full run while the job runs, so the fragment keeps one place in the page; between
-    turns its reruns draw nothing."""
-    if snap.done:
-        _candidates(snap)
-        return
-    job_id = snap.id
-
-    @st.fragment(run_every=FORMING_REFRESH_S)
-    def forming() -> None:
-        try:
-            _candidates(registry.snapshot(job_id))
-        except KeyError:  # expired: the outer view says so on its next refresh
-            return
-
-    forming()
 
 
 def _candidates(snap: JobSnapshot) -> None:

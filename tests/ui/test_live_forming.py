@@ -1,7 +1,7 @@
-"""The Run page's forming candidates, now redrawn by their own faster fragment (issue 24, target
-2), still show a streamed reply growing delta by delta: every state shown is a prefix of the
-reply (no delta lost or out of order), it grows while the turn is open, and the whole reply is
-what the run posts. The panel is drawn from the live job through `live_view._forming`.
+"""The Run page's forming candidates (issue 24, target 2) show a streamed reply growing delta by
+delta: every state shown is a prefix of the reply (no delta lost or out of order), it grows
+while the turn is open, and the whole reply is what the run posts. The panel is drawn from the
+live job through `live_view._candidates`, as the live view's fragment draws it.
 
 The server holds the stream before each write until the test has drawn the panel once more
 (`pace`), so the test sees the reply at several points however slow the machine is (with a
@@ -38,7 +38,7 @@ def _panel(job_id: str) -> None:
     from tests.ui import test_live_forming
 
     registry = test_live_forming.REGISTRY[0]
-    live_view._forming(registry, registry.snapshot(job_id))
+    live_view._candidates(registry.snapshot(job_id))
 
 
 def test_the_forming_panel_shows_the_reply_growing_in_order(tmp_path: Path,
