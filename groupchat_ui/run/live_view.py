@@ -9,7 +9,8 @@ Why one timed fragment for the whole view (head, transcript, candidates forming,
 two: Streamlit 1.67's browser side crashes now and then when a full run meets the reruns of
 several timed fragments ("Cannot set a node at a delta path"; React drops the whole page, which
 stays blank for good). Nested timed fragments did it (the room browser test in CI), and so did
-sibling ones (fresh clones P5, n2, L1). `python -m bench.blank_page`: the view's shape with
+sibling ones (fresh clone P5; likely n2 and L1 too, whose failures printed no page tree).
+`python -m bench.blank_page`: the view's shape with
 three sibling timed fragments crashed at 18 of 60 job ends under load, with one fragment at none
 (BENCHMARKS.md, "A page that went blank").
 """
