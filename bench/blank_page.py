@@ -18,6 +18,7 @@ import argparse
 import collections
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -32,11 +33,12 @@ def serve(log: Path) -> tuple[subprocess.Popen[bytes], str]:
     from tests.e2e.conftest import free_port, wait_healthy
 
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true",
-         "--server.address", "127.0.0.1", "--server.port", str(port),
-         "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    with log.open("wb") as out:  # the child keeps its own copy of the handle
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true",
+             "--server.address", "127.0.0.1", "--server.port", str(port),
+             "--browser.gatherUsageStats", "false"],
+            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     wait_healthy(url, proc)
     return proc, url
@@ -86,9 +88,9 @@ def main(argv: list[str] | None = None) -> None:
     from playwright.sync_api import sync_playwright
 
     hogs = [subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(args.hogs)]
-    log = Path("/tmp/bench_blank_page.log")
-    proc, url = serve(log)
+    proc = None
     try:
+        proc, url = serve(Path(tempfile.gettempdir()) / "bench_blank_page.log")
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
                                          args=["--no-sandbox", "--disable-gpu"])
@@ -99,7 +101,8 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"{name}: {result} ({time.monotonic() - started:.0f} s)", flush=True)
             browser.close()
     finally:
-        proc.terminate()
+        if proc is not None:
+            proc.terminate()
         for hog in hogs:
             hog.kill()
 

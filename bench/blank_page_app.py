@@ -75,9 +75,4 @@ else:
     transcript = st.fragment(run_every=every)(transcript_body)
     floor = st.fragment(run_every=every)(floor_body)
     head()
-    if VARIANT == "notranscript":
-        layout(lambda: None, floor)
-    elif VARIANT == "nofloor":
-        layout(transcript, lambda: None)
-    else:
-        layout(transcript, floor)
+    layout(transcript, floor)

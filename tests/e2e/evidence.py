@@ -148,10 +148,12 @@ def _server_stacks(folder: Path) -> list[str]:
         except ProcessLookupError:
             parts.append(f"app server {pid}: gone")
             continue
-        time.sleep(1.0)
-        with open(log, "rb") as f:
-            f.seek(size)
-            dump = f.read().decode("utf-8", "replace")
+        dump, deadline = "", time.monotonic() + 5
+        while "Current thread" not in dump and time.monotonic() < deadline:
+            time.sleep(0.1)  # faulthandler writes the dump from the server's signal handler
+            with open(log, "rb") as f:
+                f.seek(size)
+                dump = f.read().decode("utf-8", "replace")
         (folder / f"server-{pid}-stacks.txt").write_text(dump, encoding="utf-8")
         parts.append(f"app server {pid}, thread stacks now:\n{_script_stacks(dump)}")
     return parts
