@@ -5,12 +5,15 @@ Why a table: intervals (_intervals.py), comparisons (_compare.py), the export's
 they cannot disagree.
 
 - proportion: a 0/1 outcome per chat, averaged into a rate (lulled -> lull rate): Wilson interval,
-  difference in proportions as the effect size.
+  difference in proportions as the effect size. `score` is bounded, but a 0/1 score (rule
+  scorers) is a proportion too and gets Wilson, as `correct` does: one interval per variable
+  type.
 - bounded: a per-chat score with hard bounds (evenness and hit rate in [0, 1], Gini in
   [0, (k-1)/k] for k agents, entropy in [0, log2 k]): studentized bootstrap, cut to the range.
 - count: a non-negative count or amount: messages in [0, max_loops - 1] (the task is the first of
-  max_loops messages), turns in [0, max_loops], lull turn in [1, max_loops], longest monologue in
-  [0, max_loops - 1], calls and cost in [0, inf): studentized bootstrap, cut to the range; Cohen's
+  max_loops messages), turns in [1, max_loops - 1], lull turn in [1, max_loops - 1] (a chat runs
+  at most max_loops - 1 turns after the task), longest monologue in [0, max_loops - 1], calls
+  and cost in [0, inf): studentized bootstrap, cut to the range; Cohen's
   d and Cliff's delta.
 
 Feasible ranges depend on the cell (`max_loops`, agents): `feasible_range` takes the largest of a
@@ -28,6 +31,7 @@ from ._intervals import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
     CONFIDENCE,
+    SD_FLOOR,
     STUDENTIZED,
     Interval,
     studentized_mean,
@@ -38,10 +42,14 @@ Nature = Literal["proportion", "bounded", "count"]
 # where a bound comes from: a number, or the cell's max_loops / agents
 Bound = Literal["max_loops", "max_loops-1", "log2_agents", "gini_agents"] | float | None
 
-# From the coverage study (docs/statistics.md, bench/interval_coverage.py): the studentized
-# bootstrap covers at least 0.92 from 5 repeats on bounded data, from 30 on unbounded skewed data.
+# From the coverage study (docs/statistics.md, bench/interval_coverage.py): below 5 repeats no
+# method gives an informative interval of a bounded metric (at 3 every one spans about the whole
+# feasible range), so none is given; from 5 the floored bootstrap-t covers 0.89 to 1.00 on
+# bounded data (0.93+ from 10); unbounded skewed data need about 30 (below, the row warns).
 MIN_N_BOUNDED = 5
 MIN_N_UNBOUNDED = 30
+MIN_N_INTERVAL = 5  # fewer repeats: no interval of a non-rate metric, said in words
+BINARY_AS_RATE = ("score",)  # bounded metrics that, when every value is 0 or 1, are rates
 
 
 @dataclass(frozen=True)
@@ -74,10 +82,10 @@ NATURES: dict[str, MetricNature] = {
     "hit_rate": MetricNature("bounded", 0.0, 1.0, "share of bids answered from the cache"),
     "messages": MetricNature("count", 0.0, None, "messages posted (at most max_loops - 1)",
                              "max_loops-1"),
-    "turns": MetricNature("count", 0.0, None, "turns run (at most max_loops)", "max_loops"),
+    "turns": MetricNature("count", 1.0, None, "turns run (1 to max_loops - 1)", "max_loops-1"),
     "lull_turn": MetricNature("count", 1.0, None,
-                              "turn of the first lull (lulled chats only; 1 to max_loops)",
-                              "max_loops"),
+                              "turn of the first lull (lulled chats only; 1 to max_loops - 1)",
+                              "max_loops-1"),
     "longest_monologue": MetricNature("count", 0.0, None, "longest run of one speaker",
                                       "max_loops-1"),
     "calls_needed": MetricNature("count", 0.0, None, "model calls the chat needs: calls made "
@@ -129,21 +137,40 @@ def min_n(metric: str) -> int:
     return MIN_N_BOUNDED if nature.bounded_above else MIN_N_UNBOUNDED
 
 
+def _is_binary(values: Sequence[float]) -> bool:
+    return len(values) > 0 and all(float(v) in (0.0, 1.0) for v in values)
+
+
 def metric_interval(metric: str, values: Sequence[float], seed: int | None = None, *,
                     max_loops: float | None = None, agents: float | None = None) -> Interval:
     """The interval that fits `metric` (see the module docstring), over one group's values,
-    inside its feasible range."""
+    inside its feasible range; none, said in words, where no informative one exists."""
     nature = nature_of(metric)
-    if nature.nature == "proportion":
+    if nature.nature == "proportion" or (metric in BINARY_AS_RATE and _is_binary(values)):
         ones = sum(1 for v in values if v)
         return wilson(ones, len(values))
     low, high = feasible_range(metric, max_loops=max_loops, agents=agents)
     interval = studentized_mean(values, low=low, high=high,
                                 seed=BOOTSTRAP_SEED if seed is None else seed)
-    if not interval.note and len(values) < min_n(metric):
+    n = len(values)
+    if interval.note or math.isnan(interval.low):
+        return interval
+    if n < MIN_N_INTERVAL:
+        return Interval(interval.estimate, math.nan, math.nan, STUDENTIZED,
+                        f"{n} repeats are too few for an informative interval (below "
+                        f"{MIN_N_INTERVAL} every method spans most of the feasible range); "
+                        f"add repeats")
+    whole = (low is not None and high is not None and interval.low <= low
+             and interval.high >= high)
+    if whole:
+        return Interval(interval.estimate, math.nan, math.nan, STUDENTIZED,
+                        f"{n} repeats cannot narrow this metric below its whole feasible range "
+                        f"[{low:g}, {high:g}]: no interval; add repeats")
+    if n < min_n(metric):
         interval = Interval(interval.estimate, interval.low, interval.high, interval.method,
                             f"below {min_n(metric)} repeats this interval may under-cover "
-                            f"(it covers 92 %+ from {min_n(metric)} in the coverage study)")
+                            f"(unbounded metric: the coverage study reaches 92 % from "
+                            f"{min_n(metric)})")
     return interval
 
 
@@ -157,8 +184,11 @@ def methods_text() -> str:
             f"studentized bootstrap of the mean ({BOOTSTRAP_RESAMPLES:,} resamples, seed "
             f"{BOOTSTRAP_SEED}) for every other metric ("
             + ", ".join(groups[STUDENTIZED]) + "), cut to the metric's feasible range (counts "
-            "by max_loops, Gini and entropy by the number of agents). It covers at least 92 % "
-            f"from {MIN_N_BOUNDED} repeats on bounded metrics and from {MIN_N_UNBOUNDED} on "
-            "unbounded ones (calls, cost); below that the row warns. Repeats that all agree give "
-            "no interval but 'no variation in n repeats'; one finished chat gives none (except "
-            "Wilson).")
+            "by max_loops, Gini and entropy by the number of agents), each resample's standard "
+            f"deviation floored at {SD_FLOOR:g} of the sample's so tied values do not stretch the "
+            f"interval to the whole range; a 0/1 score gets Wilson, as accuracy does. Below "
+            f"{MIN_N_INTERVAL} repeats no interval is given for a non-rate metric (none would be "
+            "informative), nor where the interval would be the whole feasible range; unbounded "
+            f"metrics (calls, cost) warn below {MIN_N_UNBOUNDED}. Coverage and width per metric "
+            "and repeat count: docs/statistics.md. Repeats that all agree give no interval but "
+            "'no variation in n repeats'; one finished chat gives none (except Wilson).")

@@ -51,7 +51,8 @@ MAX_LOOPS = 6
 def expected_range(metric: str, max_loops: int, agents: int) -> tuple[float, float]:
     """Each metric's feasible range, written out independently of _natures.py."""
     return {
-        "messages": (0, max_loops - 1), "turns": (0, max_loops), "lull_turn": (1, max_loops),
+        "messages": (0, max_loops - 1), "turns": (1, max_loops - 1),
+        "lull_turn": (1, max_loops - 1),
         "longest_monologue": (0, max_loops - 1), "lulled": (0, 1), "evenness": (0, 1),
         "hit_rate": (0, 1), "gini": (0, (agents - 1) / agents),
         "entropy_bits": (0, math.log2(agents)),
@@ -93,6 +94,8 @@ def test_edge_sweeps_keep_every_interval_in_range_and_never_zero_width(edges):
     _, (five, one) = edges
     zero = five[five["threshold"] == 0.0]
     assert (zero["messages"] == MAX_LOOPS - 1).all()  # the sweep does hit the bound
+    assert (zero["turns"] == MAX_LOOPS - 1).all()  # issue 38: turns top out at max_loops - 1
+    assert five["turns"].min() >= 1
     assert (five[five["threshold"] == 1.0]["lulled"] == 1.0).all()  # and n/n lulls
     for frame in (five, one):
         for by in (["threshold"], []):
@@ -135,12 +138,14 @@ def test_the_studentized_bootstrap_covers_at_five_repeats_where_the_percentile_d
     assert new >= 0.92 > old
 
 
-def test_studentized_interval_is_reproducible_and_widens_below_the_coverage_floor():
+def test_studentized_interval_is_reproducible_and_refuses_below_five_repeats():
     data = [0.2, 0.9, 0.95, 1.0, 0.99]
     assert studentized_mean(data, low=0, high=1) == studentized_mean(data, low=0, high=1)
-    few = metric_interval("evenness", [0.2, 0.5, 0.4])
-    assert few.note.startswith("below 5 repeats this interval may under-cover")
+    few = metric_interval("evenness", [0.2, 0.5, 0.4])  # issue 38: was [0, 1] "may under-cover"
+    assert math.isnan(few.low) and few.note.startswith("3 repeats are too few for an informative")
     assert metric_interval("total_cost_usd", [0.1, 0.3]).note.endswith("add repeats")
+    cost = metric_interval("total_cost_usd", [0.1, 0.3, 0.2, 0.25, 0.4])
+    assert cost.low > 0 and cost.note.startswith("below 30 repeats this interval may under-cover")
 
 
 def reference_holm(p):
