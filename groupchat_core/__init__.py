@@ -72,6 +72,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
         RunStatus,
         SweepStatus,
     )
+    from ._terminal import terminal_text
     from .engine._groupchat import GroupChat
     from .engine._humans import (
         HAND_SCORE,
@@ -159,6 +160,7 @@ _LAZY = {
     "format_cost": "._records",
     "hold_secrets": "._secrets",
     "mask_secrets": "._secrets",
+    "terminal_text": "._terminal",
     "JOB_STATUSES": "._statuses",
     "JOB_TERMINAL": "._statuses",
     "RUN_ENDED": "._statuses",
@@ -352,6 +354,7 @@ __all__ = [
     "select_speaker",
     "set_max_inflight_calls",
     "set_rate_limit",
+    "terminal_text",
     "transcript_markdown",
     "warm_up",
 ]

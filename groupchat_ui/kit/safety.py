@@ -9,18 +9,27 @@ Layers, so that security never depends on parsing markdown exactly like the brow
 - images: every `![` gets an escaped `!` (everywhere, code included), so no image can load;
 - raw HTML: `st.markdown` is never called with `unsafe_allow_html`, and `<` outside code is
   also written as `&lt;`;
-- math: `$` outside code is escaped (Streamlit renders `$...$` as LaTeX; prices should not).
+- math: `$` outside code is escaped (Streamlit renders `$...$` as LaTeX; prices should not);
+- links: only http(s):// and mailto: targets stay links; any other (`data:text/html;base64,`,
+  `javascript:`, `vbscript:`, `file:`, relative) has its `]` escaped, so it shows as text;
+- invisible characters: bidi overrides and isolates, zero-width spaces, control characters
+  become visible escapes (`\\u202e`) through the core's `terminal_text`, as in the exports.
 """
 
 from __future__ import annotations
 
 import re
 
+from groupchat_core import terminal_text
+
 _IMAGE = re.compile(r"(\\*)!\[")
 _DOLLAR = re.compile(r"(\\*)\$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _MD_INLINE = re.compile(r"([\\`*_\[\]<$~|]|!(?=\[)|:(?=[A-Za-z]))")
 _MD_LINE_START = re.compile(r"^(\s*\d*)([#>+\-=]|(?<=\d)[.)])")
+_LINK_END = re.compile(r"(\\*)\]([(:])")  # the `](` of an inline link, the `]:` of a definition
+_LINK_TARGET = re.compile(r"[ \t]*(?:\n[ \t]*)?([^\s)]*)")  # blanks and one line end first
+_SAFE_TARGET = re.compile(r"https?://|mailto:", re.IGNORECASE)
 
 
 def _escape_unescaped(pattern: re.Pattern[str], text: str, literal: str) -> str:
@@ -79,15 +88,32 @@ def _split_inline(text: str) -> list[tuple[bool, str]]:
     return out
 
 
+def _inert_links(text: str) -> str:
+    """Escape the `]` of every link or link definition whose target is not http(s):// or
+    mailto:, so `[x](data:text/html;base64,...)` and `[x]: javascript:...` stay text. An allow
+    list, so an entity or escape the browser would decode still fails closed."""
+
+    def fix(match: re.Match[str]) -> str:
+        slashes, opener = match.group(1), match.group(2)
+        target = _LINK_TARGET.match(text, match.end())
+        where = target.group(1).replace("\\", "") if target else ""
+        if len(slashes) % 2 or _SAFE_TARGET.match(where):
+            return match.group(0)  # an escaped `]` is text already; a web or mail link stays
+        return slashes + "\\]" + opener
+
+    return _LINK_END.sub(fix, text)
+
+
 def safe_markdown(text: str) -> str:
-    """Model output as inert markdown: no image loads, no raw HTML, no LaTeX; formatting stays."""
-    if not isinstance(text, str):
-        text = str(text)
+    """Model output as inert markdown: no image loads, no raw HTML, no LaTeX, no link but
+    http(s) and mailto, no invisible or control characters; formatting stays."""
+    text = terminal_text(text, multiline=True)
     pieces = []
     for is_code, segment in _split_code(text):
         if not is_code:
             segment = segment.replace("<", "&lt;")
             segment = _escape_unescaped(_DOLLAR, segment, "$")
+            segment = _inert_links(segment)
         pieces.append(segment)
     return _escape_unescaped(_IMAGE, "".join(pieces), "![")
 
@@ -98,6 +124,6 @@ def escape_markdown(text: str) -> str:
     Escapes what starts inline markup (emphasis, code, links, images, HTML, math, strikethrough,
     tables, `:red[...]` directives) and a block marker at the start (heading, quote, list).
     """
-    flat = " ".join(str(text).split())
+    flat = terminal_text(" ".join(str(text).split()))  # bidi and zero-width made visible
     flat = _MD_INLINE.sub(r"\\\1", flat)
     return _MD_LINE_START.sub(lambda m: m.group(1) + "\\" + m.group(2), flat)

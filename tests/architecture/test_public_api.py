@@ -136,6 +136,9 @@ def test_the_package_api_is_pinned():
         "app_version", "litellm_version",
         # the one masking function, and the secrets it masks in every chat's output
         "mask_secrets", "hold_secrets",
+        # untrusted text made inert: control, bidi and zero-width characters as visible escapes
+        # (the CLI, the exports and the dashboard all show model output through it)
+        "terminal_text",
         # the one provider interface: what GroupChat(providers=...) is given
         "Provider", "BidRequest", "ModelReply", "reply_from_arguments",
         # people in the room (issue 22): the participant, its actions, the live room
