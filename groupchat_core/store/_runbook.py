@@ -15,6 +15,7 @@ from .._records import RunRecord
 from . import _reader as reader
 from ._base import StoreBase
 from ._connect import safe_url
+from ._ids import MATCHES_READ, exact_first, like_prefix, resolve_id
 from ._library import check_owner
 from ._schema import RUN_STATUSES, run_agents, runs, turns
 from ._writer import insert_imported, run_row
@@ -73,17 +74,21 @@ class RunBook(StoreBase):
             return list(conn.execute(select(runs.c.run_id)).scalars())
 
     def resolve(self, prefix: str) -> str:
-        """The full id of the one run whose id starts with `prefix` (ids are long to type)."""
-        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        """The full id of the one run `prefix` names: its full id or a unique prefix of at
+        least MIN_PREFIX characters (ids are long to type). UnknownId (a StoreError) naming the
+        closest ids otherwise: never another run."""
         query = select(runs.c.run_id).where(
-            runs.c.run_id.like(f"{escaped}%", escape="\\")).limit(2)
+            runs.c.run_id.like(like_prefix(prefix), escape="\\")).order_by(
+            exact_first(runs.c.run_id, prefix)).limit(MATCHES_READ)
         with self.read("find a run") as conn:
-            found = list(conn.execute(query).scalars()) if prefix else []
-        if not found:
-            raise StoreError(f"no run {prefix!r} in {safe_url(self.url)}")
-        if len(found) > 1:
-            raise StoreError(f"run id {prefix!r} is ambiguous: give more characters")
-        return str(found[0])
+            found = [str(i) for i in conn.execute(query).scalars()] if prefix else []
+        return resolve_id("run", prefix, found, self._newest_run_ids,
+                          f" in {safe_url(self.url)}")
+
+    def _newest_run_ids(self) -> list[str]:
+        with self.read("list runs") as conn:
+            return [str(i) for i in conn.execute(
+                select(runs.c.run_id).order_by(runs.c.started_at.desc())).scalars()]
 
     def run_info(self, run_id: str) -> dict[str, Any]:
         """The run's row: status, stop reason, timings, totals, spec (as a dict), tags, ..."""

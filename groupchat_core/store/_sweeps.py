@@ -37,9 +37,11 @@ from .._statuses import SWEEP_STATUSES as SWEEP_STATUSES  # declared once, there
 from .._statuses import SweepStatus
 from .._version import app_version, litellm_version
 from ._base import StoreBase
+from ._ids import MATCHES_READ, exact_first, like_prefix, resolve_id
 from ._library import check_name, check_owner
 from ._process import Writer, this_writer, writer_alive
 from ._schema import runs, sweep_cells, sweeps
+from ._writer import totals_from_bids
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -124,17 +126,29 @@ class SweepBook(StoreBase):
 
     def get_sweep(self, sweep_id: str) -> dict[str, Any]:
         """A sweep's row (by id or a unique id prefix), its grid JSON parsed as `grid`."""
-        escaped = sweep_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        query = select(sweeps).where(sweeps.c.sweep_id.like(f"{escaped}%", escape="\\")).limit(2)
+        full = self.resolve_sweep(sweep_id)
         with self.read("read a sweep") as conn:
-            found = [dict(r) for r in conn.execute(query).mappings()] if sweep_id else []
-        exact = [r for r in found if r["sweep_id"] == sweep_id]
-        if not found or (len(found) > 1 and not exact):
-            raise StoreError(f"no sweep {sweep_id!r}" if not found else
-                             f"sweep id {sweep_id!r} is ambiguous: give more characters")
-        row = (exact or found)[0]
-        row["grid"] = json.loads(row.pop("grid_json"))
-        return row
+            row = conn.execute(select(sweeps).where(sweeps.c.sweep_id == full)).mappings().first()
+        if row is None:  # deleted between the two reads
+            raise StoreError(f"no sweep {sweep_id!r}")
+        found = dict(row)
+        found["grid"] = json.loads(found.pop("grid_json"))
+        return found
+
+    def resolve_sweep(self, prefix: str) -> str:
+        """The full id of the one sweep `prefix` names (its id or a unique prefix; _ids.py):
+        UnknownId (a StoreError) naming the closest sweeps otherwise, never another sweep."""
+        query = select(sweeps.c.sweep_id).where(
+            sweeps.c.sweep_id.like(like_prefix(prefix), escape="\\")).order_by(
+            exact_first(sweeps.c.sweep_id, prefix)).limit(MATCHES_READ)
+        with self.read("find a sweep") as conn:
+            found = [str(i) for i in conn.execute(query).scalars()] if prefix else []
+        return resolve_id("sweep", prefix, found, self._newest_sweep_ids)
+
+    def _newest_sweep_ids(self) -> list[str]:
+        with self.read("list sweeps") as conn:
+            return [str(i) for i in conn.execute(
+                select(sweeps.c.sweep_id).order_by(sweeps.c.created_at.desc())).scalars()]
 
     def sweep_owner_identity(self, sweep_id: str) -> tuple[str | None, str | None]:
         """Who started sweep `sweep_id` (owner, owner_name); (None, None) if unknown."""
@@ -285,7 +299,8 @@ class SweepBook(StoreBase):
                 runs.c.sweep_id == sweep_id, runs.c.cell == cell,
                 runs.c.status.in_(("running", "interrupted")),
                 runs.c.pid == pid, runs.c.hostname == hostname).values(
-                status=status, error=reason, ended_at=utc_now())).rowcount)
+                status=status, error=reason, ended_at=utc_now(),
+                **totals_from_bids())).rowcount)
 
     def cell_claims(self, sweep_id: str) -> pd.DataFrame:
         """The sweep's cell claims (cell, state, run_id, owner), for tests and diagnosis."""

@@ -109,7 +109,7 @@ def test_stopping_a_sweep_that_is_not_running_is_one_line(capsys, tmp_path):
     assert code == 2 and out == "" and err.count("\n") == 1
     assert err.startswith(f"error: sweep {sweep_id[:12]} is not running (it is finished)")
     code, _, err = run_cli(capsys, "sweep", "stop", "nope")
-    assert code == 2 and err == "error: no sweep 'nope'\n"
+    assert code == 2 and err == f"error: no sweep 'nope'; closest: {sweep_id[:12]}…\n"
 
 
 def test_sweep_stop_ends_another_process_sweep_cleanly_and_it_resumes(capsys, tmp_path):
@@ -148,3 +148,20 @@ def test_sweep_stop_ends_another_process_sweep_cleanly_and_it_resumes(capsys, tm
     assert code == 0 and json.loads(out)["cells_done"] == 20
     done = store.list_runs(sweep_id=sweep_id)
     assert len(done) == 20 and done["cell"].is_unique
+
+
+def test_ids_are_a_full_id_or_a_unique_prefix_else_one_line_naming_the_closest(capsys,
+                                                                                 tmp_path):
+    sweep_id = finished_sweep(capsys, tmp_path)
+    code, out, _ = run_cli(capsys, "sweep", "show", sweep_id[:12], "--json")
+    assert code == 0 and json.loads(out)["sweep"]["sweep_id"] == sweep_id
+    code, _, err = run_cli(capsys, "sweep", "show", sweep_id[:3])
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith(f"error: sweep id '{sweep_id[:3]}' is too short: give at least 4")
+    code, out, _ = run_cli(capsys, "list", "--json")
+    run_id = json.loads(out)[0]["run_id"]
+    code, out, _ = run_cli(capsys, "show", run_id[:8], "--json")
+    assert code == 0 and json.loads(out)["run"]["run_id"] == run_id
+    code, _, err = run_cli(capsys, "export", "zzzz", "--format", "csv")
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith("error: no run 'zzzz' in ") and "; closest: " in err
