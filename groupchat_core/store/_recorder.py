@@ -71,6 +71,7 @@ from ._writer import (
     run_row,
     spec_data,
     status_for,
+    totals_from_bids,
 )
 from ._writer_thread import COALESCE_S, writer_thread
 
@@ -465,4 +466,5 @@ class StoreRecorder:
                     conn.execute(insert(messages), [task])
             conn.execute(update(runs).where(runs.c.run_id.in_([g.run_id for g in open_logs]),
                                             runs.c.status == "running")
-                         .values(status=status, error=error, ended_at=utc_now()))
+                         .values(status=status, error=error, ended_at=utc_now(),
+                                 **totals_from_bids()))

@@ -26,7 +26,7 @@ from ._runbook import RunBook
 from ._schema import runs
 from ._sqlite_check import missing_store
 from ._sweeps import SweepBook
-from ._writer import TurnWriter
+from ._writer import TurnWriter, totals_from_bids
 from ._writer_thread import writer_thread
 
 if TYPE_CHECKING:
@@ -144,6 +144,6 @@ class RunStore(RunBook, Library, SweepBook, BidCacheTable):
             with self.write("mark interrupted runs") as conn:
                 conn.execute(update(runs).where(runs.c.run_id.in_(dead),
                                                 runs.c.status == "running")
-                             .values(status="interrupted"))
+                             .values(status="interrupted", **totals_from_bids()))
         self._mark_interrupted_sweeps(me)
         return dead

@@ -10,7 +10,7 @@ from itertools import chain
 from operator import attrgetter
 from typing import Any, NamedTuple
 
-from sqlalchemy import Connection, Dialect, Table, insert
+from sqlalchemy import Connection, Dialect, Table, func, insert, select
 
 from .._records import Bid, Message, Outcome, RunRecord, Turn
 from .._statuses import RunStatus
@@ -234,6 +234,22 @@ def outcome_values(outcome: Outcome | None) -> dict[str, Any]:
     return {"task_id": outcome.task_id, "answer": outcome.answer, "correct": outcome.correct,
             "score": outcome.score, "scorer": outcome.scorer,
             "outcome_json": outcome.model_dump_json()}
+
+
+def totals_from_bids() -> dict[str, Any]:
+    """The run row's totals summed from its recorded bids, as values for an UPDATE of `runs`.
+
+    Why: a run closed without the engine's end (abandoned after Ctrl-C, a Ray cell cancelled
+    by a budget cap or its worker killed) never gets finish_values, so its row kept the 0s it
+    started with while its bids held the calls made: budgets and cost tables read 0."""
+
+    def total(column: Any) -> Any:
+        return select(func.coalesce(func.sum(column), 0)).where(
+            bids.c.run_id == runs.c.run_id).scalar_subquery()
+
+    return {"total_calls": total(bids.c.calls), "total_prompt_tokens": total(
+        bids.c.prompt_tokens), "total_completion_tokens": total(bids.c.completion_tokens),
+        "total_cost_usd": total(bids.c.cost_usd)}
 
 
 def finish_values(record: RunRecord, status: str) -> dict[str, Any]:
