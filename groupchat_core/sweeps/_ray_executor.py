@@ -133,11 +133,8 @@ class RayExecutor:
             try:
                 with loopback_only(self.address is None):
                     ray.init(address=self.address, **options)
-            except (ConnectionError, ValueError, RuntimeError) as exc:
-                where = self.address or "a local cluster"
-                raise ConfigError(f"could not connect to Ray at {where}: "
-                                  f"{str(exc).splitlines()[0] if str(exc) else exc!r}; check "
-                                  "--ray-address (host:port of the head, or auto)") from None
+            except Exception as exc:  # Ray raises bare Exception, TimeoutError, OSError, ...
+                raise ConfigError(ray_start_error(self.address, exc)) from None
             self._started_ray = True
         if self._remote is None:
             self._remote = ray.remote(num_returns="streaming", max_retries=0)(run_cell_stream)
@@ -331,6 +328,22 @@ def _check_reachable(address: str | None, timeout: float = 3.0) -> None:
         raise ConfigError(f"no Ray cluster answers at {address} ({exc.strerror or exc}); "
                           "start one there (`ray start --head`), or leave --ray-address out to "
                           "start a local cluster") from None
+
+
+def ray_start_error(address: str | None, exc: BaseException) -> str:
+    """One line for a Ray start that failed: what failed, Ray's first line, what to do.
+
+    Why every exception: ray.init raises ConnectionError, ValueError and RuntimeError, but also
+    bare Exception ("node timed out during startup"), TimeoutError and OSError (a full /tmp);
+    anything it raises before the sweep starts is a setup problem, never a traceback."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    detail = f"{type(exc).__name__}: {lines[0][:300]}" if lines else type(exc).__name__
+    if address is None:
+        return (f"could not start a local Ray cluster ({detail}); check that /tmp has room and "
+                "no stale Ray processes run (`ray stop`), or give --ray-address of a running "
+                "cluster, or leave --executor ray out to run the cells here")
+    return (f"could not connect to Ray at {address} ({detail}); check --ray-address (host:port "
+            "of the head node, auto, or ray://host:port) and that `ray status` there answers")
 
 
 class Secrets:
