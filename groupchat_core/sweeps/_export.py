@@ -9,25 +9,36 @@ the models of every agent per cell, a `simulated` flag (true when any agent of a
 `sim/` model, including sims reached through the `model` or `agent_models` axis) and a methods
 paragraph, versioned (METHODS_VERSION), that a paper can cite.
 
-Formats: the wide CSV (one row per cell, its group's intervals beside it), a tidy long frame (one
-row per cell and metric, `long_frame`) and Parquet of either (`parquet_bytes`: the metadata rides
-in the file's key-value metadata under `groupchat_lab`).
+Formats: the wide CSV (one row per cell, its group's intervals and note beside it), a tidy long
+frame (one row per cell and metric, `long_frame`) and Parquet of either (`parquet_bytes`: the
+metadata rides in the file's key-value metadata under `groupchat_lab`). Every CSV, on standard
+output or in a file, opens with a commented header (`export_csv`): lines starting with `# `
+that carry the spec and its hash, the seeds, the confidence level, `simulated`, the app, sweep
+schema and sims versions, and the Python and library versions, so a CSV piped on its own still
+says how it was made; `pandas.read_csv(path, comment="#")` reads the table past it (text cells
+are quoted, so a `#` inside one is kept) and `read_export_csv` returns both.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
+import platform
+from importlib import metadata
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from .._jsonable import plain
 from .._version import app_version
+from ..exports._tables import HEADER_PREFIX, frame_csv
+from ..providers._sim import SIMS_VERSION
 from . import _compare, _importance
-from ._intervals import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE, STUDENTIZED
+from ._intervals import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE, SD_FLOOR, STUDENTIZED
 from ._multiple import SHOWN
-from ._natures import CACHE_METRICS, MIN_N_BOUNDED, MIN_N_UNBOUNDED
+from ._natures import CACHE_METRICS, MIN_N_BOUNDED, MIN_N_INTERVAL, MIN_N_UNBOUNDED
 from ._plan import stored_spec
 from ._results import METRICS
 from ._spec import SWEEP_SCHEMA_VERSION, any_simulated, cell_models
@@ -36,10 +47,12 @@ if TYPE_CHECKING:
     from ..store import RunStore
 
 # Bump when the methods paragraph or a method it describes changes (a paper cites this).
-METHODS_VERSION = "groupchat-lab-sweep-methods/2"
+METHODS_VERSION = "groupchat-lab-sweep-methods/3"
 META_KEY = b"groupchat_lab"
 # Constant per export, repeated on every CSV row so a CSV alone says how it was made.
 ROW_FACTS = ("confidence", "bootstrap_resamples", "bootstrap_seed", "methods_version")
+# The libraries whose versions can move the numbers (statistics, frames, the stored specs).
+LIBRARIES = ("numpy", "pandas", "scipy", "pydantic", "sqlalchemy", "litellm", "pyarrow")
 
 
 def statistics_settings() -> dict[str, Any]:
@@ -49,18 +62,22 @@ def statistics_settings() -> dict[str, Any]:
         "intervals": {"rates": "wilson", "others": STUDENTIZED,
                       "bootstrap_resamples": BOOTSTRAP_RESAMPLES,
                       "bootstrap_seed": BOOTSTRAP_SEED, "cut_to": "feasible range",
+                      "sd_floor": SD_FLOOR, "no_interval_below_n": MIN_N_INTERVAL,
+                      "binary_score": "wilson",
                       "coverage_from_n": {"bounded": MIN_N_BOUNDED,
                                           "unbounded": MIN_N_UNBOUNDED}},
-        "importance": {"permutations": _importance.PERMUTATIONS,
-                       "min_permutations": _importance.MIN_PERMUTATIONS,
-                       "seed": _importance.SEED, "max_bins": _importance.MAX_LEVELS,
+        "importance": {"test": f"{_importance.ANOVA} (grid axes); {_importance.SPEARMAN} "
+                               "(continuous axes)",
+                       "cross_check_permutations": _importance.PERMUTATIONS,
+                       "seed": _importance.SEED, "max_levels": _importance.MAX_LEVELS,
                        "min_per_level": _importance.MIN_PER_LEVEL,
                        "left_out_metrics": list(CACHE_METRICS)},
         "comparisons": {"exact_splits": _compare.EXACT_SPLITS,
                         "permutations": _compare.PERMUTATIONS,
                         "min_permutations": _compare.MIN_PERMUTATIONS,
                         "seed": _compare.SEED, "alpha": _compare.ALPHA,
-                        "paired": "sign-flip test when both cells share (task, seed)"},
+                        "paired": "sign-flip test when both cells share (task, seed)",
+                        "not_tested": list(CACHE_METRICS)},
         "multiple_comparisons": {"shown": SHOWN, "also": "benjamini-hochberg"},
     }
 
@@ -87,10 +104,55 @@ def export_meta(store: RunStore, sweep_id: str) -> dict[str, Any]:
         "statistics": statistics_settings(),
         "models": models,
         "simulated": simulated,
-        "written_by": {"app_version": app_version(), "sweep_schema": SWEEP_SCHEMA_VERSION},
+        "written_by": written_by(),
     }
+    meta["spec_sha256"] = spec_hash(meta["spec"])
     meta["methods"] = {"version": METHODS_VERSION, "text": methods_paragraph(meta)}
     return meta
+
+
+def written_by() -> dict[str, Any]:
+    """The code behind an export: app, sweep schema and sims versions, Python and libraries
+    (the sims and the libraries changed numbers between app versions, so each is recorded)."""
+    return {"app_version": app_version(), "sweep_schema": SWEEP_SCHEMA_VERSION,
+            "sims_version": SIMS_VERSION, "python": platform.python_version(),
+            "libraries": library_versions()}
+
+
+def library_versions() -> dict[str, str]:
+    """Installed versions of LIBRARIES (from their metadata; a missing one is left out)."""
+    found: dict[str, str] = {}
+    for name in LIBRARIES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def spec_hash(spec: dict[str, Any]) -> str:
+    """sha256 of the spec's canonical JSON: two exports of one spec carry the same hash."""
+    text = json.dumps(plain(spec), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def export_csv(frame: pd.DataFrame, meta: dict[str, Any], table: str) -> str:
+    """A table as the lab's CSV export: the commented header, then the table (frame_csv)."""
+    return frame_csv(frame, meta=meta, table=table)
+
+
+def read_export_csv(source: str | io.StringIO) -> tuple[pd.DataFrame, dict[str, str]]:
+    """A CSV export read back: the table (as pandas.read_csv(..., comment="#") reads it) and
+    its header's facts as text, by key. Accepts a path or a text buffer."""
+    text = source.getvalue() if isinstance(source, io.StringIO) else \
+        Path(source).read_text(encoding="utf-8")
+    facts: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.startswith(HEADER_PREFIX):
+            break
+        key, _, value = line[len(HEADER_PREFIX):].partition(": ")
+        facts[key] = value
+    return pd.read_csv(io.StringIO(text), comment="#"), facts
 
 
 def methods_paragraph(meta: dict[str, Any]) -> str:
@@ -107,20 +169,25 @@ def methods_paragraph(meta: dict[str, Any]) -> str:
         f"seed {seeds['sample_seed']}). {sims}Per combination we report {stats['confidence']:.0%}"
         " confidence intervals: Wilson score intervals for rates and, for every other metric, a "
         f"studentized (bootstrap-t) bootstrap of the mean ({ivals['bootstrap_resamples']:,} "
-        f"resamples, seed {ivals['bootstrap_seed']}) cut to the metric's feasible range; in a "
-        "simulation study it covered at least 92 % from "
-        f"{ivals['coverage_from_n']['bounded']} repeats on bounded metrics and from "
-        f"{ivals['coverage_from_n']['unbounded']} on unbounded ones. Combinations whose repeats "
+        f"resamples, seed {ivals['bootstrap_seed']}, each resample's standard deviation floored "
+        f"at {ivals['sd_floor']:g} of the sample's) cut to the metric's feasible range; a 0/1 "
+        "score got the Wilson interval. Below "
+        f"{ivals['no_interval_below_n']} repeats, or where the interval would have been the "
+        "metric's whole feasible range, no interval was reported; coverage and width per "
+        "metric and repeat count were measured in a simulation study (GroupChat Lab, "
+        "docs/statistics.md), and unbounded metrics are flagged below "
+        f"{ivals['coverage_from_n']['unbounded']} repeats. Combinations whose repeats "
         "all agreed are reported as having no variation, without an interval. Parameter "
-        "importance is a one-way decomposition of variance (eta and omega squared) with a "
-        f"permutation p-value ({imp['permutations']} shuffles, seed {imp['seed']}); levels with "
+        "importance is a one-way decomposition of variance (eta and omega squared) with the "
+        "ANOVA F test's p-value for grid axes, and Spearman's rank correlation (t "
+        "approximation) for continuously sampled axes; levels with "
         f"fewer than {imp['min_per_level']} chats were left out, and metrics that measure the "
-        "bid cache were not analysed. Two cells were compared with an exact or seeded "
+        "bid cache were shown but not tested. Two cells were compared with an exact or seeded "
         f"permutation test of the difference in means ({cmp['permutations']:,} shuffles, seed "
         f"{cmp['seed']}), a sign-flip test on per-seed differences when the cells shared their "
         "seeds; effect sizes are Cliff's delta (Feng-Cliff interval) and Cohen's d "
-        "(Hedges-Olkin interval). p-values are adjusted across the rows of a table by Holm's "
-        "method (Benjamini-Hochberg also given). "
+        "(Hedges-Olkin interval). p-values are adjusted across the tested rows of a table by "
+        "Holm's method (Benjamini-Hochberg also given). "
         f"[{METHODS_VERSION}]")
 
 

@@ -1,22 +1,25 @@
 """Parameter importance: which swept parameter moves each outcome most.
 
-Method (a one-way variance decomposition per parameter, over finished chats):
-- eta squared = SS_between / SS_total: the share of the metric's variance explained by the
-  parameter's levels (0 nothing, 1 everything). In a balanced full grid the parameters' eta
-  squared add up to at most 1 (main effects; the rest is interactions and noise).
-- omega squared = (SS_between - (k-1)·MS_within) / (SS_total + MS_within): eta squared corrected
-  for the number of levels k (a parameter with many levels, such as 720 orders, explains some
-  variance by chance alone); it ranks the parameters and can be slightly negative (nothing).
-- p: a seeded permutation test of eta squared (values shuffled across levels; 999 shuffles, fewer
-  down to 199 over 20,000 chats), so a parameter whose effect is indistinguishable from noise is
-  marked as such.
-- p_holm, p_bh: the permutation p adjusted across every row of the table (Holm: family-wise
-  error; Benjamini-Hochberg: false discovery rate; _multiple.py). The page shows Holm.
-A grid axis keeps every level (a 6-level threshold grid is 6 groups). Only a numeric parameter
-whose values are too spread to form groups (fewer than 2 values hold MIN_PER_LEVEL chats, as in
-random search, where every draw is new) is cut into MAX_LEVELS quantile bins. The random-sample
-index is not a parameter. The cache metrics (calls made, hit rate, cost) are left out by
-default: they measure what earlier cells left in the bid cache, not the parameters.
+Method, per (metric, parameter), over finished chats:
+- A grid axis (its values kept as groups: a 6-level threshold grid is 6 groups): a one-way
+  variance decomposition. eta squared = SS_between / SS_total, the share of the metric's
+  variance its levels explain; omega squared = (SS_between - (k-1)·MS_within) / (SS_total +
+  MS_within), corrected for the number of levels k (it ranks the rows; slightly negative:
+  nothing); p from the one-way ANOVA F test (`test`: "ANOVA F").
+- A continuous axis (random search draws every value anew, so each value is one sample's
+  repeats, and every drawn axis grouped by its values would be grouped by the same samples and
+  get the same eta squared, issue 38): Spearman's rank correlation rho with its t-approximation
+  p (`test`: "Spearman rank correlation"); `rho` carries it, and eta and omega squared carry
+  rho^2 (the share of the rank variance a monotone trend explains) so the rows rank together.
+- Why analytic p-values (issue 38): 999 shuffles floor p at 0.001, so Holm over m rows could
+  not go below m/1000 and a 54-row table could reject nothing. F and t tails have no floor;
+  `permutations` > 0 adds `p_perm` (a seeded permutation p of the same statistic) as a cross-
+  check, and the tests compare the two (_pvalues.py).
+- p_holm, p_bh: p adjusted across every tested row of the table (Holm: family-wise error;
+  Benjamini-Hochberg: false discovery rate; _multiple.py). The page shows Holm.
+The random-sample index is not a parameter. The cache metrics (calls made, hit rate, cost)
+measure what earlier cells left in the bid cache, not the parameters: left out by default, and
+when asked for they are shown but not tested (no p, outside the Holm family).
 
 Too few to say anything (defined and tested): levels with fewer than MIN_PER_LEVEL finished
 chats are left out (the note says how many); at least 2 levels must remain. Otherwise the row
@@ -25,7 +28,8 @@ says exactly that and carries no figures.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -33,32 +37,36 @@ import pandas as pd
 from .._errors import ConfigError
 from ._multiple import benjamini_hochberg, holm
 from ._natures import CACHE_METRICS
+from ._pvalues import anova_p, spearman
 from ._results import METRICS, varying
 
 MAX_LEVELS = 5
 MIN_PER_LEVEL = 2
-PERMUTATIONS = 999
-MIN_PERMUTATIONS = 199  # over WORK / PERMUTATIONS chats, fewer shuffles (p to 0.005)
-WORK = 20_000_000  # shuffled values per parameter and metric, at most (but MIN_PERMUTATIONS)
+PERMUTATIONS = 0  # the p is analytic; > 0 adds a permutation p as a cross-check (p_perm)
+WORK = 20_000_000  # shuffled values per parameter and metric, at most
 SEED = 20260101
+ANOVA = "ANOVA F"
+SPEARMAN = "Spearman rank correlation"
 COLUMNS = ["metric", "parameter", "levels", "n", "eta_squared", "omega_squared", "p_value",
-           "p_holm", "p_bh", "enough", "note"]
+           "p_holm", "p_bh", "enough", "note", "test", "rho", "p_perm"]
 IMPORTANCE_METRICS = tuple(m for m in METRICS if m not in CACHE_METRICS)
 NOT_FACTORS = ("sample",)
 
 
-def _levels(column: pd.Series) -> tuple[np.ndarray, int, str]:
-    """Integer codes per row, the number of levels, and a note on binning. Only values too
-    spread to form groups (random search) are binned; grid levels are kept as they are."""
+def is_continuous(column: pd.Series, random_search: bool = False) -> bool:
+    """A numeric axis drawn anew per sample (random search), or too spread to form groups
+    (fewer than 2 values hold MIN_PER_LEVEL chats): tested by rank correlation, not groups."""
     numeric = pd.to_numeric(column, errors="coerce")
+    if not numeric.notna().all() or numeric.nunique() <= MAX_LEVELS:
+        return False
+    counts = numeric.value_counts()
+    return random_search or int((counts >= MIN_PER_LEVEL).sum()) < 2
+
+
+def _codes(column: pd.Series) -> tuple[np.ndarray, int]:
+    """Integer codes per row (grid levels kept as they are) and the number of levels."""
     codes, uniques = pd.factorize(column.astype(str), sort=True)
-    counts = np.bincount(codes, minlength=len(uniques)) if len(codes) else np.zeros(0)
-    spread = int((counts >= MIN_PER_LEVEL).sum()) < 2
-    if numeric.notna().all() and len(uniques) > MAX_LEVELS and spread:
-        bins = pd.qcut(numeric, MAX_LEVELS, duplicates="drop")
-        codes, uniques = pd.factorize(bins, sort=True)
-        return codes, len(uniques), f"values too spread to group: {len(uniques)} quantile bins"
-    return codes, len(uniques), ""
+    return codes, len(uniques)
 
 
 def _ss_between(values: np.ndarray, codes: np.ndarray, k: int) -> np.ndarray:
@@ -80,29 +88,76 @@ def _chunks(permutations: int, n: int, cells: int = 2_000_000) -> list[int]:
     return [min(per, permutations - i) for i in range(0, permutations, per)]
 
 
+def _permutation_p(y: np.ndarray, statistic: float,
+                   shuffled_stat: Callable[[np.ndarray], np.ndarray], seed: int,
+                   permutations: int) -> float:
+    """A seeded permutation p of `statistic` (the cross-check of the analytic p)."""
+    n = len(y)
+    rng = np.random.default_rng(seed)
+    hits = 0
+    permutations = max(1, min(permutations, max(1, WORK // max(1, n))))
+    for rows in _chunks(permutations, n):  # bounded memory for sweeps of 100,000 cells
+        shuffled = rng.permuted(np.broadcast_to(y, (rows, n)), axis=1)
+        hits += int((shuffled_stat(shuffled) >= statistic - 1e-12 * max(1.0, statistic)).sum())
+    return (hits + 1) / (permutations + 1)
+
+
+def _continuous(y: np.ndarray, x: np.ndarray, out: dict[str, object], *, seed: int,
+                permutations: int) -> dict[str, object]:
+    """Spearman's rho of the metric on a continuous axis, its p, and rho^2 as the effect."""
+    rho, p_value = spearman(x.tolist(), y.tolist())
+    out.update(levels=int(pd.Series(x).nunique()), n=len(y), test=SPEARMAN)
+    if len(y) < 4:
+        out["note"] = f"too few to say anything: {len(y)} chats (a rank correlation needs 4+)"
+        return out
+    if math.isnan(rho):
+        out.update(enough=True, eta_squared=0.0, omega_squared=0.0, rho=None, p_value=1.0,
+                   note=f"no variation in {len(y)} chats: nothing to explain")
+        return out
+    out.update(enough=True, eta_squared=rho * rho, omega_squared=rho * rho, rho=rho,
+               p_value=p_value, note="continuous axis: rank correlation (rho^2 as eta^2)")
+    if permutations > 0:
+        rx = pd.Series(x).rank().to_numpy()
+        ry = pd.Series(y).rank().to_numpy()
+        dx = rx - rx.mean()
+        out["p_perm"] = _permutation_p(
+            ry, abs(float(dx @ (ry - ry.mean()))),
+            lambda rows: np.abs((rows - rows.mean(axis=1, keepdims=True)) @ dx), seed,
+            permutations)
+    return out
+
+
 def factor_importance(values: Sequence[float], levels: pd.Series, *, seed: int = SEED,
-                      permutations: int = PERMUTATIONS) -> dict[str, object]:
-    """Eta squared, omega squared and a permutation p-value of one parameter on one metric."""
+                      permutations: int = PERMUTATIONS,
+                      continuous: bool | None = None) -> dict[str, object]:
+    """Eta squared, omega squared and the F test's p of one parameter on one metric (a
+    continuous axis: Spearman's rho, see the module docstring); `permutations` > 0 adds a
+    permutation p (p_perm) as a cross-check."""
     y = np.asarray(values, dtype=float)
-    codes, k, note = _levels(levels.reset_index(drop=True))
+    column = levels.reset_index(drop=True)
+    out: dict[str, object] = {"levels": 0, "n": len(y), "eta_squared": None,
+                              "omega_squared": None, "p_value": None, "enough": False,
+                              "note": "", "test": ANOVA, "rho": None, "p_perm": None}
+    if continuous if continuous is not None else is_continuous(column):
+        x = pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
+        return _continuous(y, x, out, seed=seed, permutations=permutations)
+    codes, k = _codes(column)
     counts = np.bincount(codes, minlength=k) if len(y) else np.zeros(0, dtype=int)
     usable = counts >= MIN_PER_LEVEL
-    out: dict[str, object] = {"levels": k, "n": len(y), "eta_squared": None,
-                              "omega_squared": None, "p_value": None, "enough": False}
+    out["levels"] = k
     if int(usable.sum()) < 2:
         out["note"] = (f"too few to say anything: needs 2+ levels with {MIN_PER_LEVEL}+ "
                        f"finished chats each; {int(usable.sum())} of {k} level(s) have that "
                        f"({len(y)} chats)")
         return out
+    note = ""
     if not usable.all():
         dropped = int((~usable).sum())
         keep = usable[codes]
         y = y[keep]
-        remap = np.cumsum(usable) - 1
-        codes = remap[codes[keep]]
+        codes = (np.cumsum(usable) - 1)[codes[keep]]
         k = int(usable.sum())
-        note = "; ".join(filter(None, [note, f"left out {dropped} level(s) with fewer than "
-                                             f"{MIN_PER_LEVEL} chats"]))
+        note = f"left out {dropped} level(s) with fewer than {MIN_PER_LEVEL} chats"
     n = len(y)
     out.update(levels=k, n=n)
     total = float(((y - y.mean()) ** 2).sum())
@@ -111,17 +166,13 @@ def factor_importance(values: Sequence[float], levels: pd.Series, *, seed: int =
                    note=f"no variation in {n} chats: nothing to explain")
         return out
     between = float(_ss_between(y[None, :], codes, k)[0])
-    within_ms = (total - between) / (n - k)
-    permutations = max(MIN_PERMUTATIONS, min(permutations, WORK // n))
-    rng = np.random.default_rng(seed)
-    hits = 0
-    for rows in _chunks(permutations, n):  # bounded memory for sweeps of 100,000 cells
-        shuffled = rng.permuted(np.broadcast_to(y, (rows, n)), axis=1)
-        hits += int((_ss_between(shuffled, codes, k) >= between - 1e-12 * total).sum())
-    p_value = (hits + 1) / (permutations + 1)
+    within_ms = (total - between) / (n - k) if n > k else math.nan
     out.update(enough=True, eta_squared=between / total,
                omega_squared=(between - (k - 1) * within_ms) / (total + within_ms),
-               p_value=p_value, note=note)
+               p_value=anova_p(between, total, n, k), note=note)
+    if permutations > 0:
+        out["p_perm"] = _permutation_p(y, between, lambda rows: _ss_between(rows, codes, k),
+                                       seed, permutations)
     return out
 
 
@@ -130,7 +181,8 @@ def importance(results: pd.DataFrame, parameters: Sequence[str] | None = None,
                permutations: int = PERMUTATIONS) -> pd.DataFrame:
     """One row per (metric, parameter), most important first within each metric (by omega
     squared). `parameters` defaults to those that vary in the sweep (task included); `metrics`
-    to every metric but the cache's (CACHE_METRICS). p_holm and p_bh adjust across all rows."""
+    to every metric but the cache's (CACHE_METRICS; asked for, they get no p). p_holm and p_bh
+    adjust across all tested rows."""
     params = [p for p in (parameters if parameters is not None else varying(results))
               if p not in NOT_FACTORS]
     unknown = [c for c in [*metrics, *params] if c not in results]
@@ -138,6 +190,8 @@ def importance(results: pd.DataFrame, parameters: Sequence[str] | None = None,
         raise ConfigError(f"unknown result columns {unknown}: metrics are "
                           f"{', '.join(METRICS)}; parameters are the swept ones")
     done = results[results["status"] == "finished"] if "status" in results else results
+    random_search = "sample" in done and done["sample"].nunique(dropna=True) > 1
+    continuous = {p: is_continuous(done[p], random_search) for p in params}
     rows = []
     for metric in metrics:
         values = pd.to_numeric(done[metric], errors="coerce")
@@ -145,7 +199,11 @@ def importance(results: pd.DataFrame, parameters: Sequence[str] | None = None,
         for param in params:
             stats = factor_importance(values[keep].astype(float).tolist(),
                                       done.loc[keep, param], seed=seed,
-                                      permutations=permutations)
+                                      permutations=permutations, continuous=continuous[param])
+            if metric in CACHE_METRICS and stats["p_value"] is not None:
+                stats.update(p_value=None, p_perm=None, note="; ".join(filter(None, [
+                    str(stats["note"]), "cache metric: shown, not tested (it measures what "
+                    "earlier cells left in the bid cache)"])))
             rows.append({"metric": metric, "parameter": param, **stats})
     frame = pd.DataFrame(rows, columns=COLUMNS)
     if frame.empty:

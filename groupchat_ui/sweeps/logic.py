@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -461,14 +461,31 @@ def comparison_text(result: Any, metric_label: str) -> str:
             + (f"; {', '.join(effect)}" if effect else "") + f" ({sizes}). {result.note}.")
 
 
+def family_verdict(result: Any, p_holm: float | None, pairs: int | None) -> Any:
+    """The comparison with its verdict read from the Holm-adjusted p across every pair of cells
+    the tab offers (issue 38: raw p found "a difference" in 78 % of null 8-cell sweeps); no
+    verdict when the family was too big to correct (`pairs` None)."""
+    if not result.enough or result.p_value is None:
+        return result
+    if pairs is None or p_holm is None:
+        note = ("no test shown: too many cells to correct across (pick fewer axes); "
+                "effect sizes only")
+        return replace(result, p_value=None, enough=False, note=note)
+    verdict = "a difference" if p_holm < 0.05 else "no clear difference"
+    note = (f"{verdict} at the 5% level after Holm's correction across all {pairs} pairs of "
+            f"cells (p = {result.p_value:.3g}, Holm p = {p_holm:.3g}; {result.test})")
+    return replace(result, note=note)
+
+
 def _span(low: float | None, high: float | None) -> str:
     return "" if low is None or high is None else f" (95% interval {low:+.2f} to {high:+.2f})"
 
 
 def interval_notes(table: pd.DataFrame) -> list[str]:
     """What the interval table cannot promise, in plain lines: points without variation (no
-    interval drawn rather than a zero-width one) and points below the repeats from which the
-    interval covers."""
+    interval drawn rather than a zero-width one), points with too few repeats for an
+    informative interval (none drawn rather than the whole range) and points below the repeats
+    from which an unbounded metric's interval covers."""
     if table.empty or "note" not in table:
         return []
     notes = table["note"].fillna("").astype(str)
@@ -479,6 +496,13 @@ def interval_notes(table: pd.DataFrame) -> list[str]:
         lines.append(f"{len(flat)} of {len(table)} points have no variation in their repeats "
                      f"(n = {counts}): no interval is drawn for them; see the note column for "
                      "what can be said.")
+    few = table[notes.str.contains("too few for an informative interval|cannot narrow this "
+                                   "metric", regex=True)]
+    if not few.empty:
+        counts = ", ".join(sorted({str(int(n)) for n in few["n"]}))
+        lines.append(f"{len(few)} of {len(table)} points have too few repeats (n = {counts}) "
+                     "for an informative interval: none is drawn (any interval would span most "
+                     "of the metric's range); add repeats.")
     low = table[notes.str.startswith("below")]
     if not low.empty:
         lines.append(f"{len(low)} of {len(table)} points have fewer than "

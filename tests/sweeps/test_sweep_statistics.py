@@ -199,8 +199,8 @@ def test_a_six_level_grid_axis_is_six_groups_not_five_bins():
     groups = [values[i * 4:(i + 1) * 4] for i in range(6)]
     between = sum(len(g) * (g.mean() - values.mean()) ** 2 for g in groups)
     assert stats["eta_squared"] == pytest.approx(between / ((values - values.mean()) ** 2).sum())
-    drawn = pd.Series(rng.uniform(0, 1, 24))  # random search: every value once -> binned
-    assert factor_importance(values.tolist(), drawn, permutations=199)["levels"] == 5
+    drawn = pd.Series(rng.uniform(0, 1, 24))  # random search: every value once -> ranks
+    assert factor_importance(values.tolist(), drawn)["test"] == "Spearman rank correlation"
 
 
 def test_the_too_few_rule_is_the_one_applied_and_the_one_stated():
@@ -287,13 +287,16 @@ def test_exports_carry_spec_seeds_settings_models_and_a_methods_paragraph(edges)
     assert meta["seeds"]["sample_seed"] == 0 and meta["simulated"] is True
     assert meta["statistics"]["confidence"] == 0.95
     assert meta["statistics"]["intervals"]["bootstrap_resamples"] == 2000
-    assert set(meta["statistics"]["importance"]) >= {"permutations", "seed"}
+    assert set(meta["statistics"]["importance"]) >= {"test", "seed"}  # issue 38: analytic p
+    assert meta["statistics"]["intervals"]["sd_floor"] == 0.25
     first = next(iter(meta["models"].values()))
     assert first == {"Optimist": "sim/eager", "Pessimist": "sim/balanced",
                      "Realist": "sim/reserved"}
     assert meta["methods"]["version"] == METHODS_VERSION
     assert meta["methods"]["text"].endswith(f"[{METHODS_VERSION}]")
     assert "studentized" in meta["methods"]["text"] and "Holm" in meta["methods"]["text"]
+    assert "92 %" not in meta["methods"]["text"]  # issue 38: a promise the study did not keep
+    assert "Spearman" in meta["methods"]["text"]
     results = sweep_results(store, sweep_id)
     long = long_frame(results, aggregate(results))
     assert len(long) == len(results) * len(METRICS)
@@ -318,7 +321,7 @@ def test_the_cli_exports_long_parquet_importance_compare_and_methods(edges, caps
     assert data["meta"]["seeds"]["sample_seed"] == 0 and data["rows"][0]["p_holm"] is not None
     code, out, _ = run_cli(capsys, "sweep", "export", sweep_id, "--table", "compare", "--a",
                            "threshold=0", "--b", "threshold=1")
-    table = pd.read_csv(io.StringIO(out))
+    table = pd.read_csv(io.StringIO(out), comment="#")  # past the export's `# ` header
     assert code == 0 and set(table["metric"]) == set(METRICS)
     assert table.set_index("metric").loc["messages", "paired"]  # same seeds on both sides
     assert {"p_holm", "p_bh", "cliffs_low"} <= set(table.columns)
@@ -335,7 +338,7 @@ def test_the_cli_exports_long_parquet_importance_compare_and_methods(edges, caps
     side = json.loads((tmp_path / "cells.csv.meta.json").read_text())
     assert code == 0 and side["methods"]["version"] == METHODS_VERSION
     assert {"seed", "sample_seed", "models", "simulated", "confidence"} <= set(
-        pd.read_csv(wide).columns)
+        pd.read_csv(wide, comment="#").columns)
     code, out, _ = run_cli(capsys, "sweep", "export", sweep_id, "--table", "methods")
     assert code == 0 and out.strip().endswith(f"[{METHODS_VERSION}]")
     code, _, err = run_cli(capsys, "sweep", "export", sweep_id, "--format", "parquet")

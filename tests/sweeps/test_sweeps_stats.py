@@ -106,9 +106,11 @@ def test_importance_on_known_data_and_its_too_few_rule():
     assert not few["enough"] and few["eta_squared"] is None and "too few" in str(few["note"])
     just = factor_importance([1.0, 2.0, 3.0, 4.0], pd.Series(["a", "a", "b", "b"]))
     assert just["enough"] and MIN_PER_LEVEL == 2
-    # a continuous parameter (random search) is binned
-    binned = factor_importance(list(range(40)), pd.Series(np.linspace(0, 1, 40)))
-    assert binned["levels"] == 5 and "quantile bins" in str(binned["note"])
+    # a continuous parameter (random search): a rank correlation, not 5 quantile bins (issue
+    # 38: the bins grouped every drawn axis by the same samples)
+    ranked = factor_importance(list(range(40)), pd.Series(np.linspace(0, 1, 40)))
+    assert ranked["test"] == "Spearman rank correlation" and ranked["rho"] == pytest.approx(1.0)
+    assert ranked["p_value"] < 1e-6
 
 
 def test_the_too_few_threshold_is_the_smallest_attainable_p():

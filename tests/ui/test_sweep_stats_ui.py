@@ -104,8 +104,8 @@ def test_the_page_says_no_variation_and_warns_below_the_coverage_floor():
     lines = svc.interval_notes(agg)
     assert lines[0].startswith("1 of 2 points have no variation in their repeats (n = 5): "
                                "no interval is drawn")
-    assert lines[1].startswith("1 of 2 points have fewer than 5 repeats: their intervals may "
-                               "under-cover")
+    assert lines[1].startswith("1 of 2 points have too few repeats (n = 3) for an informative "
+                               "interval: none is drawn")  # issue 38: was [0, 5], "may under-cover"
     charts.ci_chart(agg, pd.DataFrame(rows), "messages", x="threshold", line=None)  # draws
 
 
