@@ -14,7 +14,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import streamlit as st  # noqa: E402
 
-from groupchat_ui.kit import components, form_memory, state, store_access  # noqa: E402
+from groupchat_ui.kit import access, components, form_memory, state, store_access  # noqa: E402
 
 st.set_page_config(page_title="GroupChat Lab", page_icon=":material/forum:", layout="wide")
 session = state.get()
@@ -53,7 +53,21 @@ def home() -> None:
     st.switch_page(pages["run"], query_params=st.query_params.to_dict())
 
 
+def refuse_guest(title: str) -> None:
+    """A room guest (kit/access.py) asked for another page: one line and the way back, and the
+    page's script never runs, so none of its actions is even drawn for this session."""
+    st.error(access.guest_refusal(f"the {title} page"), icon=":material/block:")
+    job = {"job": session.current_job} if session.current_job else None
+    st.page_link(pages["run"], label="Back to the room", icon=":material/forum:",
+                 query_params=job)
+
+
 root = st.Page(home, title="Run", url_path="home", default=True, visibility="hidden")
-page = st.navigation([root, *pages.values()])
-components.sidebar(session, store_access.job_registry(), store_access.data_location())
+# A guest gets no menu and no sidebar (no jobs, no data location): its room is all it has.
+page = st.navigation([root, *pages.values()], position="hidden" if session.guest else "sidebar")
+if session.guest and not access.guest_may_open(page.url_path):
+    refuse_guest(page.title)
+    st.stop()
+if not session.guest:
+    components.sidebar(session, store_access.job_registry(), store_access.data_location())
 page.run()

@@ -13,8 +13,11 @@ st.title("Run")
 components.notices(session)
 live_view.adopt_job_from_url(registry, session)
 people_view.adopt(session)  # a room link's seat, a signed-in user's invitations
-components.preset_confirm(session, actions.on_confirm_preset)
-view.new_run(session, store_access.agents())
+if session.guest:  # a room link's holder: its room only (kit/access.py), no New run
+    st.caption("You joined through a room link: this browser can take part in that room only.")
+else:
+    components.preset_confirm(session, actions.on_confirm_preset)
+    view.new_run(session, store_access.agents())
 
 job_id = live_view.pick_job(registry, session)
 if job_id is None:

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from groupchat_core import SIM_MODELS, Agent, ConfigError, StoreError
 from groupchat_ui.kit import store_access
 from groupchat_ui.kit.components import say_at
-from groupchat_ui.kit.state import SessionState, actor, get, move
+from groupchat_ui.kit.state import SessionState, actor, get, guests_refused, move
 from groupchat_ui.run.actions import (
     drop_from_roster,
     on_confirm_preset,
@@ -72,6 +72,7 @@ def agent_form_values() -> dict[str, Any]:
     return raw
 
 
+@guests_refused("saving an agent")
 def on_save_agent() -> None:
     """Save the form: a new agent (then the form is blank again, ready for the next one), or
     the agent being edited (renamed only in edit mode, when its name was changed)."""
@@ -113,6 +114,7 @@ def _renamed(session: SessionState, old: str, new: str) -> None:
     rename_in_roster(session, old, new)
 
 
+@guests_refused("editing an agent")
 def on_edit_agent(name: str) -> None:
     session = get()
     try:
@@ -135,12 +137,14 @@ def ask_to_show_form() -> None:
 SCROLL_KEY = "agent_form_scroll"
 
 
+@guests_refused("editing an agent")
 def on_new_agent() -> None:
     session = get()
     fill_agent_form(None, session.default_model)
     session.editing, session.form_errors = None, {}
 
 
+@guests_refused("duplicating an agent")
 def on_duplicate_agent(name: str) -> None:
     session = get()
     try:
@@ -153,11 +157,13 @@ def on_duplicate_agent(name: str) -> None:
     session.notify("success", f"Duplicated {name} as {copy}.")
 
 
+@guests_refused("deleting an agent")
 def on_ask_delete_agent(name: str) -> None:
     """The trash button only asks; `on_confirm_delete_agent` deletes (as Runs does)."""
     get().confirm_agent_delete = name
 
 
+@guests_refused("deleting an agent")
 def on_confirm_delete_agent(confirmed: bool) -> None:
     session = get()
     name, session.confirm_agent_delete = session.confirm_agent_delete, None
@@ -165,6 +171,7 @@ def on_confirm_delete_agent(confirmed: bool) -> None:
         on_delete_agent(name)
 
 
+@guests_refused("deleting an agent")
 def on_delete_agent(name: str) -> None:
     session = get()
     try:
@@ -180,6 +187,7 @@ def on_delete_agent(name: str) -> None:
     session.notify("success", f"Deleted agent {name}.")
 
 
+@guests_refused("reordering the agents")
 def on_move_agent(name: str, delta: int, current: list[str]) -> None:
     """Move an agent up or down; the order is stored, so a reload keeps it."""
     session, order = get(), move(current, name, delta)
@@ -192,6 +200,7 @@ def on_move_agent(name: str, delta: int, current: list[str]) -> None:
     session.agent_order = order
 
 
+@guests_refused("importing agents")
 def on_import_agents() -> None:
     session, upload = get(), st.session_state.get("agents_upload")
     if upload is None:  # the outcome shows under the file field (components.feedback)

@@ -18,17 +18,23 @@ Cookies would be nicer but Streamlit can only read them (st.context.cookies), no
 
 from __future__ import annotations
 
+import functools
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ParamSpec
 
 import streamlit as st
 
 from groupchat_core import DEFAULT_MODEL, hold_secrets
 
+from . import access
 from .access import Actor
+from .form_memory import claim as claim_owner
 from .jobs import LOCAL_USER, JobRegistry
+
+P = ParamSpec("P")
 
 STATE_KEY = "groupchat_lab"
 BROWSER_PARAM = "sid"  # the query parameter that carries the browser's owner id
@@ -59,6 +65,11 @@ class SessionState:
     confirm_sweep_delete: str | None = None  # sweep waiting for "Yes, delete" (Sweeps page)
     confirm_preset: tuple[str, tuple[str, ...]] | None = None  # (preset, agents it would change)
     notices: list[tuple[str, str]] = field(default_factory=list)  # (kind, text), shown once
+    # The owner id came from `?sid=` and is not yet checked against who signed in (reattach).
+    from_link: bool = False
+    # A room guest (login off, arrived through a room link): its room only, for good
+    # (access.is_guest); set by `identify`, never cleared within the session.
+    guest: bool = False
 
     def add_job(self, job_id: str) -> None:
         if job_id not in self.job_ids:
@@ -85,7 +96,8 @@ def get() -> SessionState:
     current = st.session_state.get(STATE_KEY)
     if not isinstance(current, SessionState):
         sid = st.query_params.get(BROWSER_PARAM) or ""
-        current = SessionState(owner=sid) if _OWNER.match(sid) else SessionState()
+        current = (SessionState(owner=sid, from_link=True) if _OWNER.match(sid)
+                   else SessionState())
         st.session_state[STATE_KEY] = current
     return current
 
@@ -117,8 +129,16 @@ def identify(session: SessionState) -> bool:
     """Set who the session acts for from the signed-in user (st.user); False when login is
     configured and nobody is signed in (the caller shows only the login then)."""
     if not login_configured():
-        session.user = session.user_name = LOCAL_USER
+        guests = access.guest_browsers()
+        session.guest = access.is_guest(
+            login=False, was_guest=session.guest,
+            link_in_url=bool(st.query_params.get(access.ROOM_LINK_PARAM)),
+            guest_browser=session.owner in guests)
+        if session.guest:
+            guests.remember(session.owner)  # a reload of this browser is a guest again
+        session.user = session.user_name = access.GUEST_USER if session.guest else LOCAL_USER
         return True
+    session.guest = False  # login on: the owner rules hold; a room link only seats
     if not st.user.get("is_logged_in"):  # absent too where auth is not set up (AppTest)
         return False
     ident = _printable(st.user.get("email") or st.user.get("sub"))[:320]
@@ -135,6 +155,28 @@ def actor(session: SessionState) -> Actor:
     return Actor(session.user, session.user_name, signed_in=login_configured())
 
 
+def guests_refused(what: str) -> Callable[[Callable[P, None]], Callable[P, None]]:
+    """Refuse a callback to a room guest, with a one-line notice, before it does anything.
+
+    Why on the callback and not only by hiding its button: a guest's browser can send any
+    widget event its session has seen, and a hidden button is no refusal. Every action outside
+    the room (start, stop, delete, edit, import, settings...) is wrapped; the room's own
+    (run/people_view.py) are not."""
+
+    def wrap(callback: Callable[P, None]) -> Callable[P, None]:
+        @functools.wraps(callback)
+        def guarded(*args: P.args, **kwargs: P.kwargs) -> None:
+            session = get()
+            if session.guest:
+                session.notify("error", access.guest_refusal(what))
+                return
+            callback(*args, **kwargs)
+
+        return guarded
+
+    return wrap
+
+
 def _printable(value: object) -> str:
     """A claim as plain text (claims come from the identity provider: shown in tables)."""
     return "".join(c for c in str(value or "") if c.isprintable()).strip()
@@ -143,7 +185,17 @@ def _printable(value: object) -> str:
 def reattach(session: SessionState, registry: JobRegistry) -> None:
     """Keep the owner id in the URL (pages drop query parameters when switching) and adopt
     the owner's jobs the registry still holds: after a reload, or started in another tab of
-    the same browser. Call once per script run, before any page renders."""
+    the same browser. Call once per script run, before any page renders (after `identify`).
+
+    With login on, an owner id is kept only by the user whose session made it: a signed-in
+    user opening another's link (its `?sid=`) gets an owner id of their own, so they neither
+    read nor write the other's drafts and jobs (issue 38); the link's `?run=`, `?sweep=` stay.
+    """
+    if login_configured() and not claim_owner(session.owner, session.user,
+                                              from_link=session.from_link):
+        session.owner = uuid.uuid4().hex
+        claim_owner(session.owner, session.user, from_link=False)
+    session.from_link = False
     if st.query_params.get(BROWSER_PARAM) != session.owner:
         st.query_params[BROWSER_PARAM] = session.owner
     for job in registry.jobs_for(session.owner, session.user):

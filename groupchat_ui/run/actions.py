@@ -16,7 +16,7 @@ from groupchat_core import CliError, ConfigError, StoreError
 from groupchat_ui.kit import store_access
 from groupchat_ui.kit.components import say_at
 from groupchat_ui.kit.presets import PRESETS
-from groupchat_ui.kit.state import SessionState, actor, get, move
+from groupchat_ui.kit.state import SessionState, actor, get, guests_refused, move
 from groupchat_ui.kit.traces import TRACE_KEY
 
 from . import logic, people_view
@@ -35,6 +35,7 @@ def fill_params(values: Mapping[str, Any]) -> None:
             st.session_state[PARAM_PREFIX + name] = value
 
 
+@guests_refused("loading a preset")
 def on_load_preset(choice_key: str) -> None:
     """Save the built-in room picked in widget `choice_key`, and make it the next run; if that
     would replace saved agents that differ from the preset's, ask first (`on_confirm_preset`).
@@ -52,6 +53,7 @@ def on_load_preset(choice_key: str) -> None:
     _load_preset(name, keep=())
 
 
+@guests_refused("loading a preset")
 def on_confirm_preset(answer: bool | str) -> None:
     """The answer to the preset question: True replaces, "copies" keeps the saved agents and
     adds the preset's under new names, False cancels."""
@@ -97,16 +99,19 @@ def drop_from_roster(session: SessionState, name: str) -> None:
         st.session_state[ROSTER_KEY] = [n for n in st.session_state[ROSTER_KEY] if n != name]
 
 
+@guests_refused("preparing a run")
 def on_roster_changed() -> None:
     get().roster = list(st.session_state.get(ROSTER_KEY) or [])
 
 
+@guests_refused("preparing a run")
 def on_move_in_roster(name: str, delta: int) -> None:
     roster = move(list(st.session_state.get(ROSTER_KEY) or []), name, delta)
     st.session_state[ROSTER_KEY] = roster
     get().roster = roster
 
 
+@guests_refused("starting a run")
 def on_start_run() -> None:
     session, store = get(), store_access.store()
     by_name = {a.agent_name: a for a in store_access.agents()}
@@ -130,6 +135,7 @@ def on_start_run() -> None:
     st.query_params["job"] = job_id
 
 
+@guests_refused("stopping a run")
 def on_stop(job_id: str) -> None:
     """Stop a job: only for the user it runs for (the registry refuses anyone else, so a
     shared `?job=` link lets others watch, never stop)."""

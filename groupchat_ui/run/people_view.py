@@ -3,7 +3,9 @@ invitations, and the callbacks of a seat's clicks in a live room (room_view.py d
 
 Why callbacks: they run before the rerun, so the panel redrawn next already shows the hand up or
 the bid in. A click reaches the engine only for a seat this session holds (`seat_of`); the
-engine's Room takes it or not (a closed window ignores it), and the page says which.
+engine's Room takes it or not (a closed window ignores it), and the page says which. These are
+the only callbacks a room guest (kit/access.py) may use; the next run's people are refused to
+a guest, as is every other page's action (`state.guests_refused`).
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ from groupchat_core import (
 )
 from groupchat_ui.kit import state as ui_state
 from groupchat_ui.kit import store_access
+from groupchat_ui.kit.access import ROOM_LINK_PARAM
 from groupchat_ui.kit.components import say_at
 from groupchat_ui.kit.safety import escape_markdown
-from groupchat_ui.kit.state import SessionState, get
+from groupchat_ui.kit.state import SessionState, get, guests_refused
 
 from . import room_logic as logic
 from . import room_seats as seats
@@ -45,6 +48,7 @@ def people() -> list[logic.Person]:
     return list(st.session_state.get(PEOPLE_KEY) or [])
 
 
+@guests_refused("preparing a run")
 def on_add_person(agent_names: Sequence[str]) -> None:
     session, state = get(), st.session_state
     me = bool(state.get("room_person_me"))
@@ -63,6 +67,7 @@ def on_add_person(agent_names: Sequence[str]) -> None:
     state["room_person_me"] = False
 
 
+@guests_refused("preparing a run")
 def on_remove_person(name: str) -> None:
     st.session_state[PEOPLE_KEY] = [p for p in people() if p.name != name]
     if st.session_state.get(ME_KEY) == name:
@@ -85,7 +90,8 @@ def start(session: SessionState, form: Any, agents: Sequence[Any]) -> str:
         stream=form.stream is not False, room_settings=room_settings())
     st.session_state.setdefault(TOKENS_KEY, {})[started.job_id] = dict(started.tokens)
     me = st.session_state.get(ME_KEY)
-    if isinstance(me, str) and me in started.tokens:
+    if isinstance(me, str) and me in started.tokens \
+            and seats.table().hold(started.job_id, me, session.owner):
         take_seat(started.job_id, me)
     return started.job_id
 
@@ -162,7 +168,8 @@ def on_pick(job_id: str, turn: int, who: str | None) -> None:
 def on_join(job_id: str, name: str) -> None:
     """A signed-in user takes their seat in a room they were invited to."""
     session = get()
-    if name in seats.table().claim(job_id, user=session.user, signed_in=True):
+    if name in seats.table().claim(job_id, user=session.user, signed_in=True,
+                                   browser=session.owner):
         session.add_job(job_id)
         take_seat(job_id, name)
         st.session_state["job_select"] = job_id
@@ -170,17 +177,24 @@ def on_join(job_id: str, name: str) -> None:
         st.query_params["job"] = job_id
 
 
-def adopt_seat(session: SessionState, signed_in: bool, params: Mapping[str, str]) -> None:
+def adopt_seat(session: SessionState, signed_in: bool, params: Mapping[str, str]) -> str | None:
     """`?job=<id>&seat=<token>` (a room link) or a signed-in user's own seat in `?job=`: hold
-    that seat in this session."""
-    job_id = params.get("job")
+    that seat in this session, if no other browser holds it. Returns the one line a link that
+    seats nobody here shows (why this browser watches), else None."""
+    job_id, token = params.get("job"), params.get(ROOM_LINK_PARAM)
     if not job_id or seat_of(job_id):
-        return
-    names = seats.table().claim(job_id, user=session.user, signed_in=signed_in,
-                                token=params.get("seat"))
+        return None
+    table = seats.table()
+    names = table.claim(job_id, user=session.user, signed_in=signed_in, token=token,
+                        browser=session.owner)
     if names:
         take_seat(job_id, names[0])
         st.session_state["new_run_open"] = False  # the room, not the New-run form, on top
+        return None
+    if not token:
+        return None
+    return logic.watching_note(table.get(job_id) is not None,
+                               table.held_elsewhere(job_id, token, session.owner))
 
 
 HELP_WINDOW = ("Each turn's bid window for the people in the room: no input by its end is a "
@@ -240,7 +254,10 @@ def adopt(session: SessionState) -> None:
     """A room link (`?job=&seat=`) or a signed-in user's own seat: hold it; then list the live
     rooms that have a seat for this signed-in user, each with a Join button."""
     signed_in = ui_state.login_configured()
-    adopt_seat(session, signed_in, st.query_params.to_dict())
+    note = adopt_seat(session, signed_in, st.query_params.to_dict())
+    if note:
+        with st.container(key="room_watching"):
+            st.info(escape_markdown(note), icon=":material/visibility:")
     if not signed_in:
         return
     for job_id, name in seats.table().invitations(session.user):

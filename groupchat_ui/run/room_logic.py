@@ -13,6 +13,7 @@ from typing import Any
 
 from groupchat_core import Agent, ConfigError, GroupChat, Human, LiveBid, PersonState, RoomSnapshot
 from groupchat_core.store import RunStore
+from groupchat_ui.kit.access import ROOM_LINK_PARAM
 from groupchat_ui.kit.jobs import LOCAL_USER, JobRegistry
 from groupchat_ui.kit.providers import with_session_keys
 
@@ -162,5 +163,20 @@ def person_state(snap: RoomSnapshot, me: str) -> PersonState | None:
 
 def room_link(base: str, job_id: str, token: str) -> str:
     """The link that seats its holder (login off): `<base>/run?job=<id>&seat=<token>`."""
-    return f"{base.rstrip('/')}/run?job={job_id}&seat={token}"
+    return f"{base.rstrip('/')}/run?job={job_id}&{ROOM_LINK_PARAM}={token}"
+
+
+def watching_note(room_live: bool, held_by_other: str | None) -> str:
+    """Why a room link seats nobody in this browser, in one line: the seat is another
+    browser's (the first to open the link holds it), the token opens no seat, or the room is
+    not (or no longer) on this server."""
+    if held_by_other is not None:
+        return (f"You are watching: the seat of {held_by_other} is held by the browser that "
+                "opened this link first (a link seats one browser). To take part, use that "
+                "browser.")
+    if room_live:
+        return ("You are watching: this link's seat token opens no seat in this room. Check "
+                "the link you were sent, or ask whoever started the room for yours.")
+    return ("This room link's room is not on this server: it has ended (and expired), or the "
+            "link is wrong. Ask whoever started the room.")
 

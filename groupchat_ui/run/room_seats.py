@@ -7,6 +7,12 @@ signed-in user (login on), or to whoever holds its room link: a `secrets.token_u
 token (256 bits). Only the token's SHA-256 is kept, compared with `hmac.compare_digest`, and
 never logged or shown after the link is made.
 
+Why a seat has one holder: a link is a bearer token, so opened in a second browser it seated
+that browser as the same person too (its hand showed in everyone's queue, nobody was told). A
+seat now belongs to the first browser that takes it (its browser id, `?sid=`, so a reload of
+that browser takes it again); the link opened in any other browser watches, and is told so. A
+signed-in user's own seat is theirs in any browser they sign in to (their sign-in is the proof).
+
 Why heartbeats: a closed tab sends nothing, and a raised hand would keep bidding for someone
 who left. Every seated tab's live view beats; a seat silent for LEAVE_AFTER_S is told to the
 room as `leave` (a pass; the engine's window would end the turn anyway, so nothing here can
@@ -42,7 +48,8 @@ def token_hash(token: str) -> bytes:
 @dataclass
 class Seat:
     """One person of a room: the user it belongs to (None: the link's holder) and the hash of
-    its link token. `picker`: the human selector (picks who speaks, does not bid)."""
+    its link token. `picker`: the human selector (picks who speaks, does not bid). `holder`:
+    the browser id that took it first (None: nobody yet)."""
 
     name: str
     user: str | None
@@ -50,6 +57,7 @@ class Seat:
     picker: bool = False
     last_seen: float | None = None
     away: bool = False
+    holder: str | None = None
 
     def matches(self, token: str) -> bool:
         return hmac.compare_digest(self.digest, token_hash(token))
@@ -95,19 +103,44 @@ class SeatTable:
                 del self._rooms[job_id]
         return len(gone)
 
-    def claim(self, job_id: str, *, user: str, signed_in: bool,
+    def claim(self, job_id: str, *, user: str, signed_in: bool, browser: str,
               token: str | None = None) -> list[str]:
-        """The seats this session may hold: a signed-in user's own seats, and any seat whose
-        link token it presents (compared in constant time)."""
+        """The seats this browser session may hold: a signed-in user's own seats, a seat whose
+        link token it presents (compared in constant time) that no other browser holds yet,
+        and a seat this browser already holds (a reload: same `?sid=`, the link's `seat=` may
+        be gone). The first browser to claim a seat holds it (`held_elsewhere` says when not).
+        """
         entry = self.get(job_id)
         if entry is None:
             return []
         names = []
-        for seat in entry.seats.values():
-            mine = signed_in and seat.user is not None and seat.user == user
-            if mine or (token and seat.matches(token)):
-                names.append(seat.name)
+        with self._lock:
+            for seat in entry.seats.values():
+                mine = signed_in and seat.user is not None and seat.user == user
+                linked = bool(token) and seat.matches(token or "")
+                if mine or seat.holder == browser or (linked and seat.holder is None):
+                    seat.holder = seat.holder or browser
+                    names.append(seat.name)
         return names
+
+    def hold(self, job_id: str, name: str, browser: str) -> bool:
+        """The starter's own seat: held by the browser that started the room, if still free."""
+        entry = self.get(job_id)
+        with self._lock:
+            seat = entry.seats.get(name) if entry else None
+            if seat is None or seat.holder not in (None, browser):
+                return False
+            seat.holder = browser
+            return True
+
+    def held_elsewhere(self, job_id: str, token: str, browser: str) -> str | None:
+        """The seat this link token opens when another browser holds it (this one watches)."""
+        entry = self.get(job_id)
+        with self._lock:
+            for seat in (entry.seats.values() if entry else ()):
+                if seat.matches(token) and seat.holder not in (None, browser):
+                    return seat.name
+        return None
 
     def invitations(self, user: str) -> list[tuple[str, str]]:
         """(job id, seat name) of every live room with a seat for this signed-in user."""

@@ -12,7 +12,7 @@ from groupchat_core import ConfigError, StoreError
 from groupchat_ui.analysis.actions import select_run
 from groupchat_ui.kit import store_access
 from groupchat_ui.kit.components import say_at
-from groupchat_ui.kit.state import get
+from groupchat_ui.kit.state import get, guests_refused
 
 from . import logic
 
@@ -26,6 +26,7 @@ def open_in_analysis(run_id: str) -> None:
 DELETE_SLOT = "delete_runs"
 
 
+@guests_refused("deleting runs")
 def on_ask_delete(run_ids: list[str]) -> None:
     """Ask before deleting; runs started by someone else are refused here, with who."""
     session = get()
@@ -41,6 +42,7 @@ def on_ask_delete(run_ids: list[str]) -> None:
     session.confirm_delete = tuple(run_ids)
 
 
+@guests_refused("deleting runs")
 def on_confirm_delete(confirmed: bool) -> None:
     session = get()
     ids, session.confirm_delete = session.confirm_delete, ()
@@ -54,6 +56,7 @@ def on_confirm_delete(confirmed: bool) -> None:
 IMPORT_SLOT = "bundle_upload"
 
 
+@guests_refused("importing a run")
 def on_import_bundle() -> None:
     """Import the chosen bundle; the outcome shows under the file field, which keeps the file
     (to fix or retry a failed import)."""

@@ -13,9 +13,10 @@ import streamlit as st
 from groupchat_core import ConfigError, forget_remembered_modes, set_max_inflight_calls
 from groupchat_ui.kit.components import say_at
 from groupchat_ui.kit.providers import PROVIDER_KEYS, endpoint_key_name
-from groupchat_ui.kit.state import get
+from groupchat_ui.kit.state import get, guests_refused
 
 
+@guests_refused("the Settings page")
 def on_save_keys() -> None:
     """Keep typed keys in this session only; clear the inputs so no widget holds them."""
     session, saved = get(), []
@@ -30,6 +31,7 @@ def on_save_keys() -> None:
            f"{', '.join(saved)}." if saved else "No key was typed.")
 
 
+@guests_refused("the Settings page")
 def on_save_endpoint_key() -> None:
     """Keep a key for one API base (an agent's own server) in this session only: it goes to
     agents whose api_base is exactly that base, and nowhere else."""
@@ -48,11 +50,13 @@ def on_save_endpoint_key() -> None:
            "whose api_base is exactly this base get it.")
 
 
+@guests_refused("the Settings page")
 def on_forget_key(env: str) -> None:
     get().provider_keys.pop(env, None)
     say_at("keys", "success", f"Cleared {env} from this session.")
 
 
+@guests_refused("the Settings page")
 def on_clear_keys() -> None:
     session = get()
     cleared = sorted(session.provider_keys)
@@ -61,6 +65,7 @@ def on_clear_keys() -> None:
            if cleared else "This session held no key.")
 
 
+@guests_refused("the Settings page")
 def on_save_preferences() -> None:
     session = get()
     session.default_model = st.session_state["pref_default_model"]
@@ -76,6 +81,7 @@ def on_save_preferences() -> None:
            "it restarts.")
 
 
+@guests_refused("the Settings page")
 def on_reprobe() -> None:
     """Forget every remembered tool-choice mode: the next bid of each model probes again."""
     forget_remembered_modes()
@@ -86,12 +92,14 @@ def on_reprobe() -> None:
 STREAM_KEY = "stream_bids"  # read by the Run page when it starts a run (default on)
 
 
+@guests_refused("the Settings page")
 def on_stream_bids() -> None:
     """Keep the toggle's value where the Run page reads it (widget state is dropped on page
     switches; this key is not)."""
     st.session_state[STREAM_KEY] = bool(st.session_state["pref_stream_bids"])
 
 
+@guests_refused("the Settings page")
 def on_trace_runs() -> None:
     """Keep the switch where the Run page reads it when it starts a run (kit/traces.py)."""
     from groupchat_ui.kit.traces import TRACE_KEY

@@ -42,14 +42,54 @@ def test_a_seat_is_claimed_by_its_user_signed_in_or_by_its_link_token():
     table.register("job1", object(), [
         seats.Seat("Ann", "ann@example.org", seats.token_hash(tok_ann)),
         seats.Seat("Bob", None, seats.token_hash(tok_bob))])
-    assert table.claim("job1", user="ann@example.org", signed_in=True) == ["Ann"]
+    assert table.claim("job1", user="ann@example.org", signed_in=True, browser="b1") == ["Ann"]
     # without login every session is "local": the user field proves nothing, a token does
-    assert table.claim("job1", user="ann@example.org", signed_in=False) == []
-    assert table.claim("job1", user="local", signed_in=False, token=tok_bob) == ["Bob"]
-    assert table.claim("job1", user="eve@example.org", signed_in=True, token="guess") == []
-    assert table.claim("nojob", user="ann@example.org", signed_in=True) == []
+    assert table.claim("job1", user="ann@example.org", signed_in=False, browser="b9") == []
+    assert table.claim("job1", user="local", signed_in=False, token=tok_bob,
+                       browser="b2") == ["Bob"]
+    assert table.claim("job1", user="eve@example.org", signed_in=True, token="guess",
+                       browser="b3") == []
+    assert table.claim("nojob", user="ann@example.org", signed_in=True, browser="b1") == []
     assert table.invitations("ann@example.org") == [("job1", "Ann")]
     assert table.forget(lambda job_id: False) == 1 and table.get("job1") is None
+
+
+def test_a_link_seat_belongs_to_the_first_browser_and_another_browser_watches():
+    """A link is a bearer token: before, a second browser opening it was seated as the same
+    person. Now the first browser holds the seat (its reload too); any other is told why."""
+    table = seats.SeatTable()
+    tok = seats.new_token()
+    table.register("j", object(), [seats.Seat("Bo", None, seats.token_hash(tok))])
+    assert table.held_elsewhere("j", tok, "phone") is None  # nobody holds it yet
+    assert table.claim("j", user="local", signed_in=False, token=tok, browser="phone") == ["Bo"]
+    assert table.claim("j", user="local", signed_in=False, token=tok, browser="phone") == ["Bo"]
+    assert table.claim("j", user="local", signed_in=False, token=tok, browser="laptop") == []
+    assert table.held_elsewhere("j", tok, "laptop") == "Bo"
+    # a reload of the holder's browser (same ?sid=), the link's seat= gone: still its seat
+    assert table.claim("j", user="local", signed_in=False, browser="phone") == ["Bo"]
+    assert table.claim("j", user="local", signed_in=False, browser="laptop") == []
+    assert table.held_elsewhere("j", tok, "phone") is None
+    assert table.held_elsewhere("j", "wrong", "laptop") is None
+    note = logic.watching_note(True, table.held_elsewhere("j", tok, "laptop"))
+    assert note.startswith("You are watching: the seat of Bo is held by the browser that opened")
+    assert "\n" not in note
+    assert "opens no seat" in logic.watching_note(True, None)
+    assert "not on this server" in logic.watching_note(False, None)
+
+
+def test_the_starter_holds_their_own_seat_and_a_signed_in_user_theirs_in_any_browser():
+    table = seats.SeatTable()
+    tok_ann, tok_cy = seats.new_token(), seats.new_token()
+    table.register("j", object(), [seats.Seat("Ann", None, seats.token_hash(tok_ann)),
+                                   seats.Seat("Cy", "cy@example.org", seats.token_hash(tok_cy))])
+    assert table.hold("j", "Ann", "starter") and table.hold("j", "Ann", "starter")
+    assert not table.hold("j", "Ann", "other") and not table.hold("j", "Nobody", "starter")
+    # Ann's own link, opened elsewhere, does not take her seat from the browser that started
+    assert table.claim("j", user="local", signed_in=False, token=tok_ann, browser="other") == []
+    assert table.claim("j", user="cy@example.org", signed_in=True, browser="cy1") == ["Cy"]
+    assert table.claim("j", user="cy@example.org", signed_in=True, browser="cy2") == ["Cy"]
+    assert table.claim("j", user="eve@example.org", signed_in=True, token=tok_cy,
+                       browser="eve") == []  # Cy's link, once Cy holds the seat
 
 
 def test_a_tab_silent_for_the_leave_time_is_reported_once_and_a_beat_brings_it_back():
