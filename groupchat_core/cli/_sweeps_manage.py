@@ -64,8 +64,10 @@ def add_verbs(verbs: Any) -> None:
                              "tasks, accuracy (Wilson), calls, tokens and cost per correct "
                              "answer; methods: the methods paragraph")
     export.add_argument("--format", choices=("csv", "json", "parquet"), default="csv",
-                        help="csv: safe to open in a spreadsheet (default; with -o, the spec, "
-                             "seeds and methods go to FILE.meta.json beside it); json: the "
+                        help="csv: safe to open in a spreadsheet (default), opening with "
+                             "`# ` lines that carry the spec, seeds, level, simulated and the "
+                             "versions (pandas.read_csv(..., comment='#') skips them; with -o, "
+                             "the whole metadata also goes to FILE.meta.json); json: the "
                              "table with `meta`; parquet (needs -o): `meta` in the file's "
                              "metadata")
     export.add_argument("--a", action="append", default=[], metavar="PARAM=VALUE",
@@ -153,7 +155,7 @@ def _delete(args: argparse.Namespace, store: Any) -> int:
 def cells_with_intervals(store: Any, sweep_id: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every cell (sweep_results) joined with the 95 % interval of each metric over the
     cells sharing its parameter combination: `<metric>_n`, `_mean`, `_ci_low`, `_ci_high`,
-    `_interval_method`."""
+    `_interval_method` and `_note` (why a group has no interval, or too few repeats)."""
     from ..sweeps._results import aggregate, metrics_of, sweep_results
 
     cells = sweep_results(store, sweep_id)
@@ -162,9 +164,10 @@ def cells_with_intervals(store: Any, sweep_id: str) -> tuple[pd.DataFrame, pd.Da
     frame = cells.copy()
     for metric in metrics_of(cells):
         part = intervals[intervals["metric"] == metric].drop(columns="metric")
-        part = part[[*by, "n", "mean", "ci_low", "ci_high", "interval_method"]].rename(columns={
-            "n": f"{metric}_n", "mean": f"{metric}_mean", "ci_low": f"{metric}_ci_low",
-            "ci_high": f"{metric}_ci_high", "interval_method": f"{metric}_interval_method"})
+        part = part[[*by, "n", "mean", "ci_low", "ci_high", "interval_method", "note"]].rename(
+            columns={"n": f"{metric}_n", "mean": f"{metric}_mean", "ci_low": f"{metric}_ci_low",
+                     "ci_high": f"{metric}_ci_high",
+                     "interval_method": f"{metric}_interval_method", "note": f"{metric}_note"})
         if by:
             frame = frame.merge(part, on=by, how="left")
         else:
@@ -271,6 +274,6 @@ def _write(frame: pd.DataFrame, meta: dict[str, Any], args: argparse.Namespace,
             raise ConfigError(f"cannot write {args.output!r}: {exc.strerror or exc}") from None
         say(f"wrote {args.output}", sys.stderr)
         return
-    emit(frame_csv(frame), args.output)
+    emit(frame_csv(frame, meta, args.table), args.output)
     if args.output is not None:
         emit(json.dumps(plain(meta), indent=1, ensure_ascii=False), f"{args.output}.meta.json")

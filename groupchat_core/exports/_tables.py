@@ -15,9 +15,11 @@ open them:
 
 from __future__ import annotations
 
+import csv
+import json
 import re
 import unicodedata
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._records import Bid, Outcome, RunRecord, Turn, format_cost
 from .._terminal import terminal_text
@@ -53,14 +55,50 @@ def defuse_cell(value: Any) -> Any:
     return value
 
 
-def frame_csv(frame: pd.DataFrame) -> str:
-    """A table as CSV with every text cell (and header) defused: safe to open in a spreadsheet."""
+def frame_csv(frame: pd.DataFrame, meta: dict[str, Any] | None = None,
+              table: str = "table") -> str:
+    """A table as CSV with every text cell (and header) defused: safe to open in a spreadsheet.
+    With a sweep export's `meta` (sweeps.export_meta), the CSV opens with its commented header
+    (`export_header`) and text cells are quoted, so a `#` inside one is never a comment."""
     safe = frame.copy()
     for column in safe.columns:
         if safe[column].dtype == object or str(safe[column].dtype) in ("string", "str"):
             safe[column] = safe[column].map(defuse_cell)
     safe.columns = [defuse_cell(c) for c in safe.columns]
-    return str(safe.to_csv(index=False, lineterminator="\n"))
+    quoting: Literal[0, 2] = csv.QUOTE_MINIMAL if meta is None else csv.QUOTE_NONNUMERIC
+    body = str(safe.to_csv(index=False, lineterminator="\n", quoting=quoting))
+    return body if meta is None else export_header(meta, table) + body
+
+
+HEADER_PREFIX = "# "
+
+
+def export_header(meta: dict[str, Any], table: str) -> str:
+    """The commented lines opening a sweep's CSV export, `# key: value` one fact a line: the
+    spec and its hash, seeds, confidence level, `simulated`, the app, sweep schema and sims
+    versions, Python and libraries. JSON values stay on one line and ASCII (no control
+    character survives). Why: CSV on standard output had no room for a meta file beside it."""
+    def one_line(value: Any) -> str:
+        return json.dumps(value, ensure_ascii=True, separators=(",", ":"), default=str)
+
+    made = meta["written_by"]
+    facts = [
+        ("groupchat_lab_export", table),
+        ("sweep_id", meta["sweep"].get("sweep_id")),
+        ("spec_sha256", meta["spec_sha256"]),
+        ("spec", one_line(meta["spec"])),
+        ("seeds", one_line(meta["seeds"])),
+        ("level", meta["statistics"]["confidence"]),
+        ("simulated", "true" if meta["simulated"] else "false"),
+        ("app_version", made["app_version"]),
+        ("sweep_schema", made["sweep_schema"]),
+        ("sims_version", made["sims_version"]),
+        ("python", made["python"]),
+        ("libraries", one_line(made["libraries"])),
+        ("methods_version", meta["methods"]["version"]),
+        ("read_with", 'pandas.read_csv(path, comment="#")'),
+    ]
+    return "".join(f"{HEADER_PREFIX}{key}: {terminal_text(value)}\n" for key, value in facts)
 
 
 def bids_csv(store: RunStore, run_id: str) -> str:

@@ -18,6 +18,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+# Bump when what a sim bids or says changes (personas, tuning, answers): a sweep export records
+# it, since the same spec and seeds give other numbers under other sims. 1: the sims of app
+# 0.2.0; 2: text-sensitive sims that answer scored tasks with their persona's accuracy (issue 20).
+SIMS_VERSION = 2
 DEFAULT_SIM_MODEL = "sim/balanced"
 SIM_PREFIX = "sim/"
 SILENT_BELOW = 0.25  # bids under this are silent ("" message)

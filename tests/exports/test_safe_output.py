@@ -156,7 +156,7 @@ def test_nothing_writes_csv_but_the_one_defuser():
                     found.append(f"{path.relative_to(ROOT)}:{number}")
     assert len(found) == 1 and found[0].startswith("groupchat_core/exports/_tables.py"), found
     view = (ROOT / "groupchat_ui" / "sweeps" / "results_view.py").read_text(encoding="utf-8")
-    assert "frame_csv(frame)" in view
+    assert "frame_csv(frame, meta" in view
 
 
 # --- the terminal -------------------------------------------------------------------------------
