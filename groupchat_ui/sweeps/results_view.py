@@ -102,8 +102,9 @@ def results(store: RunStore, sweep_id: str, registry: JobRegistry | None = None)
         st.plotly_chart(charts.sweep_heatmaps(agg, metric), key="sw_heatmap")
         st.caption("Mean over finished cells (all repeats, tasks and other axes) per "
                    "threshold × penalty; one panel per recency_window.")
+    meta = export_meta(store, sweep_id)  # every CSV below opens with its commented header
     with tabs[1]:
-        _intervals(frame, sweep_id)
+        _intervals(frame, sweep_id, meta)
     with tabs[2]:
         stats_view.importance_tab(frame)
     with tabs[3]:
@@ -113,14 +114,14 @@ def results(store: RunStore, sweep_id: str, registry: JobRegistry | None = None)
     with tabs[5]:
         if registry is not None:
             ray_workers(registry, sweep_id)
-        _cells(frame, sweep_id)
-        _meta_download(store, sweep_id)
+        _cells(frame, sweep_id, meta)
+        _meta_download(meta, sweep_id)
     with tabs[6]:
         whatif(store, frame)
     views_explore.tabs(store, frame, tabs[7:7 + len(views_explore.TABS)])
 
 
-def _intervals(frame: pd.DataFrame, sweep_id: str) -> None:
+def _intervals(frame: pd.DataFrame, sweep_id: str, meta: dict[str, Any]) -> None:
     """Mean and the metric's own 95 % interval along any axis, a line per another axis."""
     axes = svc.group_columns(frame) or ["threshold"]
     cols = st.columns(3)
@@ -147,15 +148,15 @@ def _intervals(frame: pd.DataFrame, sweep_id: str) -> None:
     for line in svc.interval_notes(table):
         st.warning(line, icon=":material/info:")
     st.dataframe(svc.display_frame(table), hide_index=True, key="sw_ci_table", height=220)
-    st.download_button("Download intervals CSV", frame_csv(agg),
+    st.download_button("Download intervals CSV", frame_csv(agg, meta, "intervals"),
                        file_name=f"sweep-{sweep_id[:8]}-intervals.csv", mime="text/csv",
                        icon=":material/download:", key="sw_ci_csv")
 
 
-def _meta_download(store: RunStore, sweep_id: str) -> None:
+def _meta_download(meta: dict[str, Any], sweep_id: str) -> None:
     """What makes the CSVs reproducible and citable: spec, seeds, statistics settings, models,
-    the simulated flag and the versioned methods paragraph (as `sweep export` writes it)."""
-    meta = export_meta(store, sweep_id)
+    the simulated flag, the versions and the methods paragraph (as `sweep export` writes it;
+    each CSV carries the short form in its `# ` header)."""
     if meta["simulated"]:
         st.caption("Simulated: some agents of this sweep are sim/ models, not language models; "
                    "the exports say so (`simulated`).")
@@ -165,9 +166,9 @@ def _meta_download(store: RunStore, sweep_id: str) -> None:
                        icon=":material/description:", key="sw_meta_json")
 
 
-def _cells(frame: pd.DataFrame, sweep_id: str) -> None:
+def _cells(frame: pd.DataFrame, sweep_id: str, meta: dict[str, Any]) -> None:
     st.dataframe(svc.display_frame(frame), hide_index=True, key="sw_results_table", height=280)
-    st.download_button("Download results CSV", frame_csv(frame),
+    st.download_button("Download results CSV", frame_csv(frame, meta, "results"),
                        file_name=f"sweep-{sweep_id[:8]}.csv", mime="text/csv",
                        icon=":material/download:", key="sw_csv")
     runs = {r["run_id"]: r for r in records(frame) if isinstance(r["run_id"], str)}
