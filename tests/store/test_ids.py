@@ -2,8 +2,9 @@
 item; unknown, ambiguous, too short and empty ids are errors naming what was asked and the
 closest ids, never another item.
 
-Private import (`store._ids`): the one resolver the store's `resolve` and `resolve_sweep` call,
-tested as a pure function; `store._sweeps.uuid` is replaced to give sweeps chosen ids.
+Private imports (`store._ids`, `store._sweeps`): the one resolver the store's `resolve` and
+`resolve_sweep` call, tested as a pure function; `store._sweeps.uuid` is replaced to give
+sweeps chosen ids.
 """
 
 from __future__ import annotations
