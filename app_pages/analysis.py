@@ -20,7 +20,10 @@ if runs.empty or view.no_ended_run(runs):
     if runs.empty:
         st.stop()
 
-run_id = view.run_picker(runs, session, view.session_runs(store_access.job_registry(), session))
+run_id = view.run_picker(runs, session, view.session_runs(store_access.job_registry(), session),
+                         store_access.store().resolve)
+if run_id is None:  # the link names no single run: said above, and no other run is shown
+    st.stop()
 try:
     data = store_access.run_data(run_id)
 except StoreError as exc:

@@ -25,7 +25,8 @@ def select_run(run_id: str) -> None:
 
 
 def on_run_picked() -> None:
-    select_run(st.session_state["analysis_run"])
+    if st.session_state.get("analysis_run"):  # None: the empty picker under a bad link
+        select_run(st.session_state["analysis_run"])
 
 
 def on_kind() -> None:

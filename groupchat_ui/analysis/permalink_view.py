@@ -29,6 +29,12 @@ def link(run_id: str, turn: int | None = None, bid: str | None = None) -> str:
     return "analysis?" + urlencode(params)
 
 
+def run_link(run_id: str) -> None:
+    """The run's shareable link: what the address bar holds minus this browser's `?sid=`
+    (a link carrying it handed the sender's drafts to whoever opened it: issue 38)."""
+    st.caption(f"Link to this run: `{link(run_id)}`")
+
+
 def forget() -> None:
     """Drop the turn and bid from the address (their tab is not shown)."""
     st.query_params.pop(TURN, None)

@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from groupchat_core import Message, format_cost
+from groupchat_core import Message, StoreError, format_cost
 from groupchat_core.analysis import charts, explain_turn, speaker_metrics, transition_matrix
 from groupchat_ui.kit.components import bubble, cards
 from groupchat_ui.kit.frames import records
@@ -46,11 +46,19 @@ def session_runs(registry: JobRegistry, session: SessionState) -> list[str]:
     return found
 
 
-def run_picker(runs: pd.DataFrame, session: SessionState, mine: Sequence[str] = ()) -> str:
-    """A run from the store: `?run=<id>` first, then this session's choice, then this session's
-    newest ended run, then anyone's newest ended run (never a half-finished one by default)."""
+def run_picker(runs: pd.DataFrame, session: SessionState, mine: Sequence[str] = (),
+               resolve: Callable[[str], str] | None = None) -> str | None:
+    """A run from the store: `?run=<id>` first (a full id or a unique prefix, through
+    `resolve`: the store's), then this session's choice, then this session's newest ended run,
+    then anyone's newest ended run (never a half-finished one by default). A link naming no
+    single run shows why and an empty picker: None, never another run, and its `?run=` kept."""
     every: dict[str, Any] = {r["run_id"]: r for r in records(runs)}
-    wanted = st.query_params.get("run") or session.selected_run
+    asked = st.query_params.get("run")
+    try:
+        wanted = _resolve_asked(asked, every, resolve) if asked else session.selected_run
+    except StoreError as exc:
+        _no_run(every, asked or "", exc)
+        return None
     rows: dict[str, Any] = dict(logic.of_kind(every, picker_kind(every, wanted))) or every
     ids = list(rows)
     if wanted in rows and st.session_state.get("analysis_run") != wanted:
@@ -64,6 +72,32 @@ def run_picker(runs: pd.DataFrame, session: SessionState, mine: Sequence[str] = 
     session.selected_run = run_id
     st.query_params["run"] = run_id
     return run_id
+
+
+def _resolve_asked(asked: str, every: dict[str, Any],
+                   resolve: Callable[[str], str] | None) -> str:
+    """The full id `?run=` names (StoreError if none, or one not listed yet)."""
+    if asked in every:
+        return asked
+    if resolve is None:
+        raise StoreError(f"no run {asked!r}")
+    full = resolve(asked)
+    if full not in every:
+        raise StoreError(f"run {full[:12]} is not listed yet: reload the page in a moment")
+    return full
+
+
+def _no_run(every: dict[str, Any], asked: str, exc: StoreError) -> None:
+    """The link's run id names no single run: say so and offer an empty picker (picking a
+    run replaces the link's `?run=`)."""
+    st.error(f"The link's run `{escape_markdown(asked[:80])}` opens nothing: "
+             f"{escape_markdown(str(exc))}. Fix the link, or pick a run below.",
+             icon=":material/link_off:")
+    st.session_state["analysis_run"] = None  # until a pick replaces the link's ?run=
+    st.selectbox("Run", list(every), key="analysis_run", index=None,
+                 placeholder="pick a run",
+                 format_func=lambda i: logic.picker_label(every[i]),
+                 on_change=actions.on_run_picked)
 
 
 def picker_kind(rows: dict[str, Any], wanted: str | None) -> str:
@@ -99,6 +133,7 @@ def header(data: RunData) -> None:
                 f"threshold {data.threshold:g} · cost "
                 f"{format_cost(data.record.total_cost_usd, data.record.unpriced_bids)}  \n"
                 f"{task}Agents: {agents}")
+    permalink.run_link(str(info["run_id"]))
     outcome_view.panel(data)
     unreadable(data)
 

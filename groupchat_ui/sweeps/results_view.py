@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import urlencode
 
 import pandas as pd
 import streamlit as st
@@ -42,22 +43,41 @@ METRICS = list(charts.METRIC_LABELS)
 
 
 def pick(store: RunStore) -> str | None:
-    """A stored sweep: `?sweep=<id>` first, then this session's choice, then the newest."""
+    """A stored sweep: `?sweep=<id>` first (a full id or a unique prefix, resolved by the
+    store), then this session's choice, then the newest. A link naming no single sweep shows
+    why and an empty picker: None, never another sweep, and its `?sweep=` kept."""
     sweeps = store.list_sweeps()
     if sweeps.empty:
         st.info("No sweeps in the store yet: define a grid above and start one (the presets "
                 "are offline sim/ agents: simulations, no key needed).")
         return None
     rows = {r["sweep_id"]: r for r in records(sweeps)}
-    wanted = st.query_params.get("sweep")
+    asked = st.query_params.get("sweep")
+    try:
+        wanted = store.resolve_sweep(asked) if asked else None
+    except StoreError as exc:
+        st.error(f"The link's sweep `{escape_markdown(asked[:80] if asked else '')}` opens "
+                 f"nothing: {escape_markdown(str(exc))}. Fix the link, or pick a sweep below.",
+                 icon=":material/link_off:")
+        st.session_state["sw_pick"] = None  # until a pick replaces the link's ?sweep=
+        st.selectbox("Sweep", list(rows), key="sw_pick", index=None, placeholder="pick a sweep",
+                     format_func=lambda i: svc.sweep_label(rows[i]), on_change=_on_pick)
+        return None
     if wanted in rows and st.session_state.get("sw_pick") != wanted:
         st.session_state["sw_pick"] = wanted
     elif st.session_state.get("sw_pick") not in rows:
         st.session_state["sw_pick"] = next(iter(rows))
     sweep_id: str = st.selectbox("Sweep", list(rows), key="sw_pick",
-                                 format_func=lambda i: svc.sweep_label(rows[i]))
+                                 format_func=lambda i: svc.sweep_label(rows[i]),
+                                 on_change=_on_pick)
     st.query_params["sweep"] = sweep_id
     return sweep_id
+
+
+def _on_pick() -> None:
+    """A picked sweep replaces the one the address names (so a bad link's error goes)."""
+    if st.session_state.get("sw_pick"):
+        st.query_params["sweep"] = st.session_state["sw_pick"]
 
 
 def header(store: RunStore, sweep_id: str, registry: JobRegistry | None = None,
@@ -79,6 +99,8 @@ def header(store: RunStore, sweep_id: str, registry: JobRegistry | None = None,
                    + (f" · {escape_markdown(status.reason)}" if status.reason else ""))
 
     line()
+    # shareable: the address minus this browser's ?sid= (which handed over its drafts)
+    st.caption(f"Link to this sweep: `sweeps?{urlencode({'sweep': info['sweep_id']})}`")
     if info["simulated"]:  # any agent of any cell, also through the model axis
         st.caption(f":material/science: Simulated. {svc.SIM_NOTE}")
     return info

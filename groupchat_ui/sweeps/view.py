@@ -274,10 +274,16 @@ def _latest(registry: JobRegistry, session: SessionState) -> Any:
     return None
 
 
-def _adopt_from_url(registry: JobRegistry, session: SessionState) -> str | None:
-    """`?sweep=<id>` (a reload, a shared link): if this process runs that sweep, show its job
-    (with Stop) as the latest of this session; returns the id asked for."""
-    wanted = st.query_params.get("sweep")
+def _adopt_from_url(registry: JobRegistry, store: RunStore,
+                    session: SessionState) -> str | None:
+    """`?sweep=<id>` (a reload, a shared link; a full id or a unique prefix): if this process
+    runs that sweep, show its job (with Stop) as the latest of this session; returns its full
+    id, None when the link names no single sweep (Results says why)."""
+    asked = st.query_params.get("sweep")
+    try:
+        wanted = store.resolve_sweep(asked) if asked else None
+    except StoreError:
+        return None
     if not wanted:
         return None
     mine = {svc.progress(s.events).sweep_id for s in registry.tasks_for(
@@ -314,7 +320,7 @@ def live(registry: JobRegistry, store: RunStore, session: SessionState) -> None:
     """This session's latest sweep job: progress, live cells, Stop; Resume once stopped. A
     sweep named in `?sweep=` shows its real status: live with Stop if this process runs it,
     else as stored (interrupted, with Resume, if its process is gone)."""
-    wanted = _adopt_from_url(registry, session)
+    wanted = _adopt_from_url(registry, store, session)
     snap = _latest(registry, session)
     if snap is None:
         if wanted:
