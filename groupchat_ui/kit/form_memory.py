@@ -8,6 +8,10 @@ run, values missing from the session are put back before any widget is drawn, th
 the browser just sent are copied in (not at the end: once a page calls st.stop(), or a rerun is
 pending, reading session state raises, and the Sweeps page stops until a sweep exists).
 Memory only (never disk); the keys named here hold no secrets.
+
+With login on, each owner id belongs to the user whose session made it (`claim`): a link
+carries its sender's `?sid=`, and a signed-in user adopting it read and wrote the sender's
+drafts (issue 38). Without login everyone is the one local user, and a reload keeps its forms.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ SWEEP_KEYS = (
 MAX_BROWSERS = 500  # the oldest browser's forms are forgotten past this many
 
 _memory: OrderedDict[str, dict[str, Any]] = OrderedDict()
+_owners: OrderedDict[str, str] = OrderedDict()  # owner id -> the user it belongs to (login on)
 _lock = threading.Lock()
 
 
@@ -67,6 +72,23 @@ def restore(owner: str, state: State) -> None:
     for key, value in mine.items():
         if key not in state:
             state[key] = _copy(value)
+
+
+def claim(owner: str, user: str, *, from_link: bool) -> bool:
+    """Whether `user` may act as browser `owner` (login on), recording it as theirs when so.
+
+    Owner ids belong to the user whose session made them: one held by another user is never
+    taken, nor is one from a link (`from_link`) that no session of this process made (its
+    holder unknown: after a restart, or forgotten past MAX_BROWSERS)."""
+    with _lock:
+        holder = _owners.get(owner)
+        if holder is not None and holder != user or holder is None and from_link:
+            return False
+        _owners[owner] = user
+        _owners.move_to_end(owner)
+        while len(_owners) > MAX_BROWSERS:
+            _owners.popitem(last=False)
+        return True
 
 
 def forget(owner: str) -> None:
