@@ -13,6 +13,13 @@ events through an `emit` callback (`task_snapshot`).
 Events reach a chat job through one router observer per GroupChat that looks up the job in a
 context variable set by the job's own task: the same chat can run several jobs at once (or one
 after another) without any job seeing another's events.
+
+Bounded: a finished chat keeps its whole live state (every event, the transcript, the record)
+only while it is among the newest GROUPCHAT_KEEP_FINISHED_JOBS finished chats (default 20);
+older ones shrink to a summary (`Job.compact`: id, status, label, times, counts, owner), and a
+page asking for one reads the recorded run from the store (`from_record`). Running jobs are
+never shrunk. Before, every finished chat stayed whole for the hour of its time-to-live: +221 MB
+for 200 chats of 40 turns x 5 agents (`python -m bench.job_memory`).
 """
 
 from __future__ import annotations
@@ -20,12 +27,15 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import dataclasses
 import getpass
+import logging
+import os
 import threading
 import time
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol
@@ -54,10 +64,32 @@ from .access import is_admin
 
 TERMINAL: frozenset[str] = JOB_TERMINAL  # the statuses, like every status, live in the core
 DEFAULT_TTL_S = 3600.0
+# How many finished chats keep their whole live state (events, transcript, record); older ones
+# keep a summary. The one declaration of the setting (README, "Deploy", says how to set it).
+KEEP_FINISHED_ENV = "GROUPCHAT_KEEP_FINISHED_JOBS"
+DEFAULT_KEEP_FINISHED = 20
+MAX_KEEP_FINISHED = 10_000
+MAX_SUMMARIES = 2_000  # summaries kept beyond them (about 1 KB each); older ones are forgotten
+LABEL_CHARS = 300  # of a summary's task and error
+logger = logging.getLogger("groupchat_ui")
 Emit = Callable[[Any], None]
 CoroFactory = Callable[[Emit], Awaitable[Any]]
 
 LOCAL_USER = "local"  # who every session acts for on a server without login
+
+
+def keep_finished_setting(environ: Mapping[str, str] | None = None) -> int:
+    """GROUPCHAT_KEEP_FINISHED_JOBS as a count; a bad value is one logged line and the default
+    (the server still starts: a typo must not take the dashboard down)."""
+    raw = (os.environ if environ is None else environ).get(KEEP_FINISHED_ENV, "").strip()
+    if not raw:
+        return DEFAULT_KEEP_FINISHED
+    if raw.isdigit() and 1 <= int(raw) <= MAX_KEEP_FINISHED:
+        return int(raw)
+    logger.warning("%s must be a whole number from 1 to %s, got %r; using %d (set it to how "
+                   "many finished chats keep their live state)", KEEP_FINISHED_ENV,
+                   f"{MAX_KEEP_FINISHED:,}", raw[:40], DEFAULT_KEEP_FINISHED)
+    return DEFAULT_KEEP_FINISHED
 
 
 def os_user() -> str | None:
@@ -143,6 +175,30 @@ class Job:
     turns: list[Turn] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
     record: RunRecord | None = None
+    # a finished chat beyond the kept ones: only its summary is left (compact)
+    summary: bool = False
+    counts: tuple[int, int, int] = (0, 0, 0)  # events, messages, turns, when it was compacted
+
+    @property
+    def is_chat(self) -> bool:
+        """A chat job (start_chat), whether or not it still holds its chat."""
+        return self.kind == "chat"
+
+    def compact(self) -> None:
+        """Drop everything but the summary (under the registry's lock, once it has settled):
+        the events, transcript, bids, record and the chat with its observers, all of which
+        the store holds; the label and error cut to LABEL_CHARS."""
+        if self.summary:
+            return
+        self.counts = (len(self.events), len(self.messages), len(self.turns))
+        self.events, self.messages, self.turns, self.current_bids = [], [], [], []
+        self.bids_by_turn, self.record, self.result, self.future = {}, None, None, None
+        self.chat, self.extra_observers, self.forming = None, (), None
+        name = self.config.get("name")
+        self.config = MappingProxyType({"name": name} if name else {})
+        self.task = self.task[:LABEL_CHARS]
+        self.error = self.error[:LABEL_CHARS] if self.error else self.error
+        self.summary = True
 
     def emit(self, event: Any) -> None:
         """A generic job's event; runs on the loop thread, so it only appends under lock."""
@@ -176,7 +232,7 @@ class Job:
     def expired(self, cutoff: float) -> bool:
         """Over and idle since `cutoff`. A chat is over once its status is final; a generic job
         once its coroutine has also cleaned up (a sweep records `cancelled` in the store)."""
-        over = self.status in TERMINAL and (self.chat is not None or self.settled.is_set())
+        over = self.status in TERMINAL and (self.is_chat or self.settled.is_set())
         return over and self.updated_at < cutoff
 
 
@@ -205,6 +261,11 @@ class JobSnapshot:
     user: str = "local"  # who it runs for (may_manage)
     user_name: str = "local"
     forming: LiveCandidates | None = None  # a streamed chat's candidates (thread-safe, live)
+    # only the summary is left (a finished chat beyond the kept ones): no messages, turns, bids
+    # or record here; read the recorded run from the store (from_record)
+    summary: bool = False
+    message_count: int = 0  # also for a summary
+    turn_count: int = 0
 
     @property
     def done(self) -> bool:
@@ -241,14 +302,32 @@ class TaskSnapshot:
 
 def _chat_snapshot(job: Job) -> JobSnapshot:
     by_turn = {turn: tuple(bids) for turn, bids in job.bids_by_turn.items()}
+    events, messages, turns = job.counts if job.summary else (
+        len(job.events), len(job.messages), len(job.turns))
     return JobSnapshot(
         id=job.id, owner=job.owner, task=job.task, status=job.status, run_id=job.run_id,
         agents=job.agents, config=job.config, messages=tuple(job.messages), turns=tuple(job.turns),
         bids_by_turn=MappingProxyType(by_turn), current_turn=job.current_turn,
-        current_bids=tuple(job.current_bids), event_count=len(job.events), record=job.record,
+        current_bids=tuple(job.current_bids), event_count=events, record=job.record,
         error=job.error, created_at=job.created_at, updated_at=job.updated_at,
         models=job.models, user=job.user, user_name=job.user_name, forming=job.forming,
+        summary=job.summary, message_count=messages, turn_count=turns,
     )
+
+
+def from_record(snap: JobSnapshot, record: RunRecord) -> JobSnapshot:
+    """A summary's snapshot filled in from the job's recorded run (store.load_run(snap.run_id)):
+    what the live view draws for a finished chat whose live state was dropped."""
+    by_turn: dict[int, list[Bid]] = {}
+    for bid in record.bids:
+        by_turn.setdefault(bid.turn, []).append(bid)
+    last = record.turns[-1].turn if record.turns else 0
+    return dataclasses.replace(
+        snap, config=MappingProxyType(dict(record.config)), messages=tuple(record.messages),
+        turns=tuple(record.turns), record=record, current_turn=last,
+        bids_by_turn=MappingProxyType({t: tuple(b) for t, b in by_turn.items()}),
+        current_bids=tuple(by_turn.get(last, ())), summary=False,
+        message_count=len(record.messages), turn_count=len(record.turns))
 
 
 def _task_snapshot(job: Job) -> TaskSnapshot:
@@ -278,9 +357,14 @@ def _route(event: Event) -> None:
 class JobRegistry:
     """Process-wide, thread-safe table of jobs with a time-to-live for finished ones."""
 
-    def __init__(self, runner: BackgroundLoop | None = None, ttl_s: float = DEFAULT_TTL_S) -> None:
+    def __init__(self, runner: BackgroundLoop | None = None, ttl_s: float = DEFAULT_TTL_S,
+                 keep_finished: int | None = None) -> None:
+        """`keep_finished`: finished chats that keep their whole live state (None: the
+        GROUPCHAT_KEEP_FINISHED_JOBS setting); older ones keep a summary."""
         self._runner = runner
         self._ttl_s = ttl_s
+        self.keep_finished = max(1, keep_finished_setting() if keep_finished is None
+                                 else keep_finished)
         self._lock = threading.Lock()
         self._jobs: dict[str, Job] = {}
 
@@ -301,6 +385,8 @@ class JobRegistry:
     def start_job(self, coro_factory: CoroFactory, owner: str, kind: str = "sweep", *,
                   user: str = LOCAL_USER, user_name: str | None = None) -> str:
         """Run `coro_factory(emit)` on the background loop as a generic job; returns its id."""
+        if kind == "chat":
+            raise ValueError("kind 'chat' is start_chat's; name a generic job's kind (sweep)")
         job = Job(id=uuid.uuid4().hex, owner=owner, kind=kind, lock=self._lock, user=user,
                   user_name=user_name or user)
         return self._submit(job, lambda: coro_factory(job.emit))
@@ -340,6 +426,8 @@ class JobRegistry:
             self._set(job, "finished")
         finally:
             job.settled.set()
+            with self._lock:
+                self._shrink()
 
     def _set(self, job: Job, status: JobStatus, error: str | None = None) -> None:
         with self._lock:
@@ -366,12 +454,43 @@ class JobRegistry:
         self._set(job, "cancelled")
         if not job.started:
             job.settled.set()  # never ran, so nothing to clean up
+            with self._lock:
+                self._shrink()
         return True
+
+    def _shrink(self) -> None:
+        """Under the lock: finished chats beyond the newest `keep_finished` become summaries,
+        and summaries beyond MAX_SUMMARIES are forgotten. Only settled jobs: a chat still
+        unwinding after a Stop may post one more event, and a running job is never touched."""
+        ended = sorted((j for j in self._jobs.values()
+                        if j.is_chat and j.status in TERMINAL and j.settled.is_set()),
+                       key=lambda j: j.updated_at, reverse=True)
+        for job in ended[self.keep_finished:]:
+            job.compact()
+        for job in ended[self.keep_finished + MAX_SUMMARIES:]:
+            del self._jobs[job.id]
+
+    def _newest(self, jobs: Sequence[Job]) -> list[Job]:
+        """`jobs` (in their order) bounded as a session's list is: every unfinished one and
+        the newest `keep_finished` finished ones."""
+        ended = sorted((j for j in jobs if j.status in TERMINAL), key=lambda j: j.updated_at,
+                       reverse=True)[:self.keep_finished]
+        keep = {id(j) for j in ended}
+        return [j for j in jobs if j.status not in TERMINAL or id(j) in keep]
+
+    def bounded(self, job_ids: Sequence[str], also: str | None = None) -> list[str]:
+        """A session's list of job ids, bounded like `jobs_for`: ids the table still knows,
+        every unfinished job and the newest `keep_finished` finished ones (and `also`, the job
+        on screen), in the given order. Why: the list grew by one with every run."""
+        with self._lock:
+            known = [j for i in dict.fromkeys(job_ids) if (j := self._jobs.get(i)) is not None]
+            kept = {j.id for j in self._newest(known)} | ({also} & {j.id for j in known})
+        return [j.id for j in known if j.id in kept]
 
     def _job(self, job_id: str, chat: bool) -> Job:
         """A chat job (chat=True) or a generic one; KeyError for unknown or expired ids."""
         job = self._jobs.get(job_id)
-        if job is None or (job.chat is not None) != chat:
+        if job is None or job.is_chat != chat:
             raise KeyError(f"no job {job_id!r} (it may have expired after {self._ttl_s} s)")
         return job
 
@@ -386,24 +505,27 @@ class JobRegistry:
             return _task_snapshot(self._job(job_id, chat=False))
 
     def events(self, job_id: str, since: int = 0) -> list[Event]:
-        """A chat's events from index `since` on, for renderers that consume the stream."""
+        """A chat's events from index `since` on, for renderers that consume the stream (none
+        once the job is a summary: its run is in the store)."""
         with self._lock:
             return list(self._job(job_id, chat=True).events[since:])
 
     def jobs_for(self, owner: str, user: str | None = None) -> list[JobSnapshot]:
         """One session's chat jobs, oldest first: sessions never see each other's jobs (with
         `user`, only those run for that user: a browser id copied from someone else's URL
-        does not list their jobs)."""
+        does not list their jobs). Bounded: every unfinished job and the newest
+        `keep_finished` finished ones."""
         self.cleanup()
         with self._lock:
-            return [_chat_snapshot(j) for j in self._owned(owner, user) if j.chat is not None]
+            mine = [j for j in self._owned(owner, user) if j.is_chat]
+            return [_chat_snapshot(j) for j in self._newest(mine)]
 
     def tasks_for(self, owner: str, kind: str | None = None,
                   user: str | None = None) -> list[TaskSnapshot]:
         """One session's generic jobs (optionally of one kind and user), oldest first."""
         with self._lock:
             return [_task_snapshot(j) for j in self._owned(owner, user)
-                    if j.chat is None and kind in (None, j.kind)]
+                    if not j.is_chat and kind in (None, j.kind)]
 
     def find_tasks(self, kind: str, match: Callable[[TaskSnapshot], bool]) -> list[TaskSnapshot]:
         """Generic jobs of `kind` in this process, of any owner, that `match`: to reattach a
@@ -412,7 +534,7 @@ class JobRegistry:
         with self._lock:
             snaps = [_task_snapshot(j) for j in sorted(self._jobs.values(),
                                                        key=lambda j: j.created_at)
-                     if j.chat is None and j.kind == kind]
+                     if not j.is_chat and j.kind == kind]
         return [s for s in snaps if match(s)]
 
     def _owned(self, owner: str, user: str | None = None) -> list[Job]:

@@ -23,10 +23,11 @@ from typing import Any
 
 import streamlit as st
 
-from groupchat_core import Bid, Message, RunRecord, mask_secrets
+from groupchat_core import Bid, Message, RunRecord, StoreError, mask_secrets
 from groupchat_core.analysis import charts
+from groupchat_ui.kit import store_access
 from groupchat_ui.kit.components import bubble, cards
-from groupchat_ui.kit.jobs import JobRegistry, JobSnapshot, may_manage, not_yours
+from groupchat_ui.kit.jobs import JobRegistry, JobSnapshot, from_record, may_manage, not_yours
 from groupchat_ui.kit.labels import run_label
 from groupchat_ui.kit.metrics import PHONE_CSS
 from groupchat_ui.kit.providers import failure_hint, model_label
@@ -61,6 +62,9 @@ def pick_job(registry: JobRegistry, session: SessionState) -> str | None:
     `session.current_job` (the one last started, picked or linked), whatever a selector left
     behind on another page: coming back to Run shows the job you were watching."""
     snaps: dict[str, JobSnapshot] = {}
+    # the session's list is bounded as the table is (GROUPCHAT_KEEP_FINISHED_JOBS), so it no
+    # longer grows by one with every run; the job on screen stays
+    session.job_ids[:] = registry.bounded(session.job_ids, also=session.current_job)
     for job_id in session.job_ids:
         try:
             snaps[job_id] = registry.snapshot(job_id)
@@ -88,7 +92,9 @@ def _job_label(snap: JobSnapshot) -> str:
 def job_panel(registry: JobRegistry, session: SessionState, job_id: str) -> None:
     """The live (or finished) view of one job, in one fragment: the head (status, controls,
     room), the transcript with a streamed turn's candidates forming under it, and the floor."""
-    first = registry.snapshot(job_id)
+    first = _snapshot(registry, job_id)
+    if first is None:
+        return
     running = not first.done
     streams = logic.may_stream(first.config, first.models)
 
@@ -117,11 +123,19 @@ def job_panel(registry: JobRegistry, session: SessionState, job_id: str) -> None
 
 
 def _snapshot(registry: JobRegistry, job_id: str) -> JobSnapshot | None:
-    """The job's snapshot, or None once it expired (finished jobs do, after the table's TTL)."""
+    """The job's snapshot, or None once it expired (finished jobs do, after the table's TTL).
+    A finished chat whose live state the table dropped (only its summary is left) is filled
+    in from its recorded run in the store."""
     try:
-        return registry.snapshot(job_id)
+        snap = registry.snapshot(job_id)
     except KeyError:
         return None
+    if not snap.summary or not snap.run_id:
+        return snap
+    try:
+        return from_record(snap, store_access.store().load_run(snap.run_id))
+    except StoreError:
+        return snap  # not recorded (deleted, or the store is unreachable): the summary alone
 
 
 def _head(session: SessionState, snap: JobSnapshot) -> None:
