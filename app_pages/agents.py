@@ -39,6 +39,7 @@ with left:
                               "spec file. Files never carry API keys.")
         st.form_submit_button("Import agents", key="import_agents",
                               on_click=actions.on_import_agents)
+    view.import_confirm(session)
     components.feedback("agents_upload")
     by_name = {a.agent_name: a for a in agents}
     in_order = [by_name[n] for n in names]

@@ -29,7 +29,8 @@ from . import logic
 
 __all__ = ["AGENT_KEYS", "OTHER_MODEL", "agent_form_values", "fill_agent_form",
            "on_ask_delete_agent", "on_confirm_delete_agent", "on_confirm_preset",
-           "on_delete_agent", "on_duplicate_agent", "on_edit_agent", "on_import_agents",
+           "on_confirm_import", "on_delete_agent", "on_duplicate_agent", "on_edit_agent",
+           "on_import_agents",
            "on_load_preset", "on_move_agent", "on_new_agent", "on_save_agent",
            "ask_to_show_form", "SCROLL_KEY"]
 
@@ -202,16 +203,54 @@ def on_move_agent(name: str, delta: int, current: list[str]) -> None:
 
 @guests_refused("importing agents")
 def on_import_agents() -> None:
+    """Import the chosen file; if it would replace saved agents that differ from its own, ask
+    first (`on_confirm_import`), as a preset does."""
     session, upload = get(), st.session_state.get("agents_upload")
     if upload is None:  # the outcome shows under the file field (components.feedback)
         say_at("agents_upload", "error", "Choose a JSON or YAML agents file first.")
         return
+    store = store_access.store()
     try:
-        names = logic.import_agents(store_access.store(), upload.getvalue(), upload.name,
-                                    actor(session))
+        agents = logic.parse_agents(upload.getvalue(), upload.name)
+        logic.check_may_replace(store, agents, actor(session))
+        changed = logic.import_conflicts(store, agents)
     except (ConfigError, StoreError) as exc:
         say_at("agents_upload", "error", f"Nothing was imported from {upload.name}: {exc}")
         return
+    session.confirm_import = None
+    if changed:
+        session.confirm_import = (upload.name, tuple(agents), tuple(changed))
+        return
+    _import(session, upload.name, agents, keep=())
+
+
+@guests_refused("importing agents")
+def on_confirm_import(answer: bool | str) -> None:
+    """The answer to the import question: True replaces, "copies" keeps the saved agents and
+    adds the file's under new names, False cancels (nothing is imported)."""
+    session = get()
+    pending, session.confirm_import = session.confirm_import, None
+    if pending is None:
+        return
+    source, agents, changed = pending
+    if answer is False:
+        say_at("agents_upload", "info", f"Nothing was imported from {source}.")
+        return
+    _import(session, source, list(agents), keep=changed if answer == "copies" else ())
+
+
+def _import(session: SessionState, source: str, agents: list[Agent],
+            keep: tuple[str, ...]) -> None:
+    try:
+        names = logic.save_imported(store_access.store(), agents, actor(session), keep)
+    except (ConfigError, StoreError) as exc:
+        say_at("agents_upload", "error", f"Nothing was imported from {source}: {exc}")
+        return
     store_access.invalidate()
     session.agent_order = _names()
-    say_at("agents_upload", "success", f"Imported {len(names)} agents: {', '.join(names)}.")
+    if session.editing in names:  # the open form shows what was imported, not the old prompt
+        fill_agent_form(store_access.store().get_agent(session.editing), session.default_model)
+        session.form_errors = {}
+    kept = f" Your {', '.join(keep)} kept; the file's saved as copies." if keep else ""
+    say_at("agents_upload", "success",
+           f"Imported {len(names)} agents: {', '.join(names)}.{kept}")

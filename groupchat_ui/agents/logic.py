@@ -107,12 +107,10 @@ def duplicate_agent(store: RunStore, name: str, existing: Iterable[str],
     return copy.agent_name
 
 
-def import_agents(store: RunStore, data: str | bytes, source: str,
-                  actor: Actor = LOCAL_ACTOR) -> list[str]:
-    """Agents from an agents file (or a chat spec's agents), saved all or none, owned by
-    `actor`; replacing an agent of someone else's is refused (nothing is imported)."""
+def parse_agents(data: str | bytes, source: str) -> list[Agent]:
+    """The agents of an agents file, or else of a chat spec (ConfigError naming the problem)."""
     try:
-        agents = load_agents_text(data, source)
+        return load_agents_text(data, source)
     except ConfigError as first:
         try:
             text = data.decode("utf-8") if isinstance(data, bytes) else data
@@ -121,9 +119,55 @@ def import_agents(store: RunStore, data: str | bytes, source: str,
             raise first from None
         if not agents:
             raise first from None
+        return agents
+
+
+def check_may_replace(store: RunStore, agents: Iterable[Agent], actor: Actor) -> None:
+    """A ConfigError naming the owner if an import would replace someone else's agent."""
     owners = store.agent_owners()
     for agent in agents:
         if agent.agent_name in owners:
             check_may_edit(store, agent.agent_name, actor)
-    store.save_agents(agents, owner=actor.user, owner_name=actor.user_name)
-    return [a.agent_name for a in agents]
+
+
+def import_conflicts(store: RunStore, agents: Iterable[Agent]) -> list[str]:
+    """Saved agents an import would replace that differ from the file's: the page asks first
+    (as a preset does), since an import replaced them without a word (issue 38)."""
+    saved = {a.agent_name: a.to_spec() for a in store.list_agents()}
+    return [a.agent_name for a in agents
+            if a.agent_name in saved and saved[a.agent_name] != a.to_spec()]
+
+
+def import_copy_name(name: str, taken: Iterable[str]) -> str:
+    """`name (imported)`, or `name (imported 2)`, ...: a name not in `taken`."""
+    used = set(taken)
+    candidate, n = f"{name} (imported)", 2
+    while candidate in used:
+        candidate, n = f"{name} (imported {n})", n + 1
+    return candidate
+
+
+def save_imported(store: RunStore, agents: Iterable[Agent], actor: Actor = LOCAL_ACTOR,
+                  keep: Iterable[str] = ()) -> list[str]:
+    """Save imported agents all or none, owned by `actor`; the saved agents named in `keep`
+    stay as they are and the file's versions are saved as copies (`import_copy_name`).
+    Replacing an agent of someone else's is refused (nothing is saved). Returns the names
+    as saved, in the file's order."""
+    kept, taken = set(keep), [a.agent_name for a in store.list_agents()]
+    out = []
+    for agent in agents:
+        if agent.agent_name in kept:
+            agent = agent.model_copy(update={"agent_name": import_copy_name(agent.agent_name,
+                                                                            taken)})
+        taken.append(agent.agent_name)
+        out.append(agent)
+    check_may_replace(store, out, actor)
+    store.save_agents(out, owner=actor.user, owner_name=actor.user_name)
+    return [a.agent_name for a in out]
+
+
+def import_agents(store: RunStore, data: str | bytes, source: str,
+                  actor: Actor = LOCAL_ACTOR) -> list[str]:
+    """Agents from an agents file (or a chat spec's agents), saved all or none, owned by
+    `actor`; replacing an agent of someone else's is refused (nothing is imported)."""
+    return save_imported(store, parse_agents(data, source), actor)

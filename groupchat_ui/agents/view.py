@@ -63,6 +63,18 @@ def agent_rows(agents: Sequence[Agent], session: SessionState) -> list[str]:
     return names
 
 
+def import_confirm(session: SessionState) -> None:
+    """Ask before an import replaces saved agents that differ from the file's (as a preset
+    does): replace them, keep them and add the file's as copies, or cancel."""
+    if session.confirm_import is None:
+        return
+    source, _, changed = session.confirm_import
+    names = ", ".join(escape_markdown(n) for n in changed)
+    confirm(f"{escape_markdown(source)} would replace your saved {names} (they differ from "
+            "the file's). Nothing can undo that.", "confirm_import", actions.on_confirm_import,
+            yes="Replace them", more=[("Keep mine, add the file's as copies", "copies")])
+
+
 def _agent_tools(column: DeltaGenerator, name: str, names: list[str], i: int,
                  locked: str | None) -> None:
     """The row's buttons; `locked` (why this user may not change the agent) disables Edit and

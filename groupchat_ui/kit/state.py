@@ -27,7 +27,7 @@ from typing import Any, ParamSpec
 
 import streamlit as st
 
-from groupchat_core import DEFAULT_MODEL, hold_secrets
+from groupchat_core import DEFAULT_MODEL, Agent, hold_secrets
 
 from . import access
 from .access import Actor
@@ -64,6 +64,9 @@ class SessionState:
     confirm_agent_delete: str | None = None  # agent waiting for "Yes, delete" (Agents page)
     confirm_sweep_delete: str | None = None  # sweep waiting for "Yes, delete" (Sweeps page)
     confirm_preset: tuple[str, tuple[str, ...]] | None = None  # (preset, agents it would change)
+    # an agents file waiting for "replace / keep mine / cancel": (file, its agents, the saved
+    # agents it would change)
+    confirm_import: tuple[str, tuple[Agent, ...], tuple[str, ...]] | None = None
     notices: list[tuple[str, str]] = field(default_factory=list)  # (kind, text), shown once
     # The owner id came from `?sid=` and is not yet checked against who signed in (reattach).
     from_link: bool = False

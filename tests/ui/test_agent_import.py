@@ -1,0 +1,83 @@
+"""Importing agents over saved ones (issue 38, item 12): the import asks as a preset does
+(replace / keep mine / cancel), and an open edit form then shows what was imported, so its
+next Save does not put the old prompt back."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from groupchat_core import Agent, dump_agents
+from groupchat_core.store import RunStore
+from groupchat_ui.agents import logic
+from groupchat_ui.kit import jobs as job_registry
+from tests.helpers.app_helpers import goto, new_app, texts
+
+FILE = dump_agents([Agent(agent_name="Optimist", model_name="sim/eager",
+                          system_prompt="An imported optimist."),
+                    Agent(agent_name="Newcomer", model_name="sim/eager")], "json")
+
+
+@pytest.fixture
+def app() -> Iterator[AppTest]:
+    yield new_app()
+    job_registry.registry().shutdown()
+
+
+def _import(app: AppTest, text: str = FILE) -> None:
+    app.file_uploader(key="agents_upload").set_value(("room.json", text.encode(), "x"))
+    app.button(key="import_agents").click().run()
+    assert not app.exception
+
+
+def prompt(store: RunStore, name: str) -> str:
+    return store.get_agent(name).system_prompt
+
+
+def test_an_import_over_saved_agents_asks_and_the_edit_form_follows(app: AppTest):
+    store = RunStore()
+    goto(app, "agents")
+    app.button(key="load_preset").click().run()
+    saved = prompt(store, "Optimist")
+    app.button(key="agent_edit_Optimist").click().run()
+    assert app.text_area(key="agent_form_role").value == saved
+
+    _import(app)
+    assert "room.json would replace your saved Optimist" in texts(app.warning)
+    assert prompt(store, "Optimist") == saved and "Newcomer" not in logic_names(store)
+    app.button(key="confirm_import_no").click().run()  # cancel: nothing imported
+    assert not app.warning and "Nothing was imported from room.json" in texts(app.info)
+    assert prompt(store, "Optimist") == saved and "Newcomer" not in logic_names(store)
+
+    _import(app)
+    app.button(key="confirm_import_copies").click().run()  # keep mine
+    assert prompt(store, "Optimist") == saved
+    assert prompt(store, "Optimist (imported)") == "An imported optimist."
+    assert "Newcomer" in logic_names(store)
+    assert app.text_area(key="agent_form_role").value == saved
+
+    _import(app)
+    app.button(key="confirm_import_yes").click().run()  # replace
+    assert prompt(store, "Optimist") == "An imported optimist."
+    assert app.text_area(key="agent_form_role").value == "An imported optimist."
+    app.button(key="save_agent").click().run()  # the open form saves what was imported
+    assert prompt(store, "Optimist") == "An imported optimist."
+
+    _import(app)  # the same agents again: nothing would change, nothing is asked
+    assert not app.warning and "Imported 2 agents" in texts(app.success)
+
+
+def logic_names(store: RunStore) -> list[str]:
+    return [a.agent_name for a in store.list_agents()]
+
+
+def test_copies_of_imported_agents_get_free_names(store: RunStore):
+    store.save_agents([Agent(agent_name="A", model_name="sim/eager"),
+                       Agent(agent_name="A (imported)", model_name="sim/eager")])
+    file_a = Agent(agent_name="A", model_name="sim/eager", system_prompt="other")
+    assert logic.import_conflicts(store, [file_a]) == ["A"]
+    assert logic.import_conflicts(store, [store.get_agent("A")]) == []
+    assert logic.save_imported(store, [file_a], keep=("A",)) == ["A (imported 2)"]
+    assert store.get_agent("A").system_prompt == ""
