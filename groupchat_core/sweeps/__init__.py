@@ -30,6 +30,7 @@ from ._compare import (
     Comparison,
     compare_cells,
     compare_metrics,
+    compare_pairs,
     compare_values,
 )
 from ._estimate import Estimate, estimate
@@ -119,6 +120,7 @@ __all__ = [
     "bootstrap_mean",
     "compare_cells",
     "compare_metrics",
+    "compare_pairs",
     "compare_values",
     "differing",
     "equality_outcome",

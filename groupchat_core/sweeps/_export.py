@@ -68,7 +68,9 @@ def statistics_settings() -> dict[str, Any]:
                                           "unbounded": MIN_N_UNBOUNDED}},
         "importance": {"test": f"{_importance.ANOVA} (grid axes); {_importance.SPEARMAN} "
                                "(continuous axes)",
-                       "cross_check_permutations": _importance.PERMUTATIONS,
+                       "permutations_per_tested_row": _importance.FAMILY_SHUFFLES,
+                       "min_permutations": _importance.MIN_PERMUTATIONS,
+                       "analytic_p_past_shuffled_values": _importance.WORK,
                        "seed": _importance.SEED, "max_levels": _importance.MAX_LEVELS,
                        "min_per_level": _importance.MIN_PER_LEVEL,
                        "left_out_metrics": list(CACHE_METRICS)},
@@ -178,9 +180,12 @@ def methods_paragraph(meta: dict[str, Any]) -> str:
         "docs/statistics.md), and unbounded metrics are flagged below "
         f"{ivals['coverage_from_n']['unbounded']} repeats. Combinations whose repeats "
         "all agreed are reported as having no variation, without an interval. Parameter "
-        "importance is a one-way decomposition of variance (eta and omega squared) with the "
-        "ANOVA F test's p-value for grid axes, and Spearman's rank correlation (t "
-        "approximation) for continuously sampled axes; levels with "
+        "importance is a one-way decomposition of variance (eta and omega squared) for grid "
+        "axes and Spearman's rank correlation for continuously sampled axes, each with a "
+        f"seeded permutation p-value ({imp['permutations_per_tested_row']} shuffles per tested "
+        f"row of the table, at least {imp['min_permutations']}, seed {imp['seed']}, so that "
+        "Holm's correction can reject; the F test's or the t approximation's p where a sweep "
+        "was too large to shuffle); levels with "
         f"fewer than {imp['min_per_level']} chats were left out, and metrics that measure the "
         "bid cache were shown but not tested. Two cells were compared with an exact or seeded "
         f"permutation test of the difference in means ({cmp['permutations']:,} shuffles, seed "

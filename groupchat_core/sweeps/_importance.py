@@ -11,10 +11,14 @@ Method, per (metric, parameter), over finished chats:
   get the same eta squared, issue 38): Spearman's rank correlation rho with its t-approximation
   p (`test`: "Spearman rank correlation"); `rho` carries it, and eta and omega squared carry
   rho^2 (the share of the rank variance a monotone trend explains) so the rows rank together.
-- Why analytic p-values (issue 38): 999 shuffles floor p at 0.001, so Holm over m rows could
-  not go below m/1000 and a 54-row table could reject nothing. F and t tails have no floor;
-  `permutations` > 0 adds `p_perm` (a seeded permutation p of the same statistic) as a cross-
-  check, and the tests compare the two (_pvalues.py).
+- p (issue 38): 999 shuffles floored p at 0.001, so Holm over m rows could not go below
+  m/1000 and a 54-row table could reject nothing. Now the permutation test (of eta squared,
+  or of rho) gets FAMILY_SHUFFLES x m shuffles for a family of m tested rows (at least
+  MIN_PERMUTATIONS), so Holm's floor m/(B+1) stays under alpha/10 (0.005). Where n x B would
+  exceed WORK shuffled values (sweeps of thousands of chats), the analytic p (F test; t
+  approximation for rho; _pvalues.py) is used instead, where its large-sample approximation
+  holds; `test` says which, and `p_analytic` is always given as a cross-check (with 3 to 5
+  tied, skewed chats per level the F p can be half the permutation p, hence the shuffles).
 - p_holm, p_bh: p adjusted across every tested row of the table (Holm: family-wise error;
   Benjamini-Hochberg: false discovery rate; _multiple.py). The page shows Holm.
 The random-sample index is not a parameter. The cache metrics (calls made, hit rate, cost)
@@ -42,13 +46,15 @@ from ._results import METRICS, varying
 
 MAX_LEVELS = 5
 MIN_PER_LEVEL = 2
-PERMUTATIONS = 0  # the p is analytic; > 0 adds a permutation p as a cross-check (p_perm)
-WORK = 20_000_000  # shuffled values per parameter and metric, at most
+PERMUTATIONS = 9_999  # a single test's shuffles (factor_importance alone)
+MIN_PERMUTATIONS = 999
+FAMILY_SHUFFLES = 200  # shuffles per tested row of the family: Holm's floor < 0.05 / 10
+WORK = 50_000_000  # shuffled values per parameter and metric, at most; past it, analytic p
 SEED = 20260101
 ANOVA = "ANOVA F"
 SPEARMAN = "Spearman rank correlation"
 COLUMNS = ["metric", "parameter", "levels", "n", "eta_squared", "omega_squared", "p_value",
-           "p_holm", "p_bh", "enough", "note", "test", "rho", "p_perm"]
+           "p_holm", "p_bh", "enough", "note", "test", "rho", "p_analytic"]
 IMPORTANCE_METRICS = tuple(m for m in METRICS if m not in CACHE_METRICS)
 NOT_FACTORS = ("sample",)
 
@@ -91,11 +97,10 @@ def _chunks(permutations: int, n: int, cells: int = 2_000_000) -> list[int]:
 def _permutation_p(y: np.ndarray, statistic: float,
                    shuffled_stat: Callable[[np.ndarray], np.ndarray], seed: int,
                    permutations: int) -> float:
-    """A seeded permutation p of `statistic` (the cross-check of the analytic p)."""
+    """A seeded permutation p of `statistic` (larger statistics are more extreme)."""
     n = len(y)
     rng = np.random.default_rng(seed)
     hits = 0
-    permutations = max(1, min(permutations, max(1, WORK // max(1, n))))
     for rows in _chunks(permutations, n):  # bounded memory for sweeps of 100,000 cells
         shuffled = rng.permuted(np.broadcast_to(y, (rows, n)), axis=1)
         hits += int((shuffled_stat(shuffled) >= statistic - 1e-12 * max(1.0, statistic)).sum())
@@ -115,29 +120,37 @@ def _continuous(y: np.ndarray, x: np.ndarray, out: dict[str, object], *, seed: i
                    note=f"no variation in {len(y)} chats: nothing to explain")
         return out
     out.update(enough=True, eta_squared=rho * rho, omega_squared=rho * rho, rho=rho,
-               p_value=p_value, note="continuous axis: rank correlation (rho^2 as eta^2)")
-    if permutations > 0:
+               p_value=p_value, p_analytic=p_value,
+               note="continuous axis: rank correlation (rho^2 as eta^2)",
+               test=f"{SPEARMAN}, t approximation")
+    if _shuffle(permutations, len(y)):
         rx = pd.Series(x).rank().to_numpy()
         ry = pd.Series(y).rank().to_numpy()
         dx = rx - rx.mean()
-        out["p_perm"] = _permutation_p(
-            ry, abs(float(dx @ (ry - ry.mean()))),
-            lambda rows: np.abs((rows - rows.mean(axis=1, keepdims=True)) @ dx), seed,
-            permutations)
+        out.update(test=f"{SPEARMAN}, permutation p ({permutations:,} shuffles)",
+                   p_value=_permutation_p(
+                       ry, abs(float(dx @ (ry - ry.mean()))),
+                       lambda rows: np.abs((rows - rows.mean(axis=1, keepdims=True)) @ dx),
+                       seed, permutations))
     return out
+
+
+def _shuffle(permutations: int, n: int) -> bool:
+    """Whether the permutation p is affordable (else the analytic p stands)."""
+    return permutations > 0 and permutations * n <= WORK
 
 
 def factor_importance(values: Sequence[float], levels: pd.Series, *, seed: int = SEED,
                       permutations: int = PERMUTATIONS,
                       continuous: bool | None = None) -> dict[str, object]:
-    """Eta squared, omega squared and the F test's p of one parameter on one metric (a
-    continuous axis: Spearman's rho, see the module docstring); `permutations` > 0 adds a
-    permutation p (p_perm) as a cross-check."""
+    """Eta squared, omega squared and a permutation p of one parameter on one metric (a
+    continuous axis: Spearman's rho; see the module docstring), with the analytic p beside it
+    (p_analytic); past WORK shuffled values the analytic p is the p."""
     y = np.asarray(values, dtype=float)
     column = levels.reset_index(drop=True)
     out: dict[str, object] = {"levels": 0, "n": len(y), "eta_squared": None,
                               "omega_squared": None, "p_value": None, "enough": False,
-                              "note": "", "test": ANOVA, "rho": None, "p_perm": None}
+                              "note": "", "test": ANOVA, "rho": None, "p_analytic": None}
     if continuous if continuous is not None else is_continuous(column):
         x = pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
         return _continuous(y, x, out, seed=seed, permutations=permutations)
@@ -167,22 +180,26 @@ def factor_importance(values: Sequence[float], levels: pd.Series, *, seed: int =
         return out
     between = float(_ss_between(y[None, :], codes, k)[0])
     within_ms = (total - between) / (n - k) if n > k else math.nan
+    analytic = anova_p(between, total, n, k)
     out.update(enough=True, eta_squared=between / total,
                omega_squared=(between - (k - 1) * within_ms) / (total + within_ms),
-               p_value=anova_p(between, total, n, k), note=note)
-    if permutations > 0:
-        out["p_perm"] = _permutation_p(y, between, lambda rows: _ss_between(rows, codes, k),
-                                       seed, permutations)
+               p_value=analytic, p_analytic=analytic, note=note, test=f"{ANOVA}, analytic p")
+    if _shuffle(permutations, n):
+        out.update(test=f"{ANOVA}, permutation p ({permutations:,} shuffles)",
+                   p_value=_permutation_p(y, between,
+                                          lambda rows: _ss_between(rows, codes, k), seed,
+                                          permutations))
     return out
 
 
 def importance(results: pd.DataFrame, parameters: Sequence[str] | None = None,
                metrics: Sequence[str] = IMPORTANCE_METRICS, *, seed: int = SEED,
-               permutations: int = PERMUTATIONS) -> pd.DataFrame:
+               permutations: int | None = None) -> pd.DataFrame:
     """One row per (metric, parameter), most important first within each metric (by omega
     squared). `parameters` defaults to those that vary in the sweep (task included); `metrics`
     to every metric but the cache's (CACHE_METRICS; asked for, they get no p). p_holm and p_bh
-    adjust across all tested rows."""
+    adjust across all tested rows. `permutations` defaults to FAMILY_SHUFFLES per tested row
+    (at least MIN_PERMUTATIONS), so Holm can reject however many rows the table has."""
     params = [p for p in (parameters if parameters is not None else varying(results))
               if p not in NOT_FACTORS]
     unknown = [c for c in [*metrics, *params] if c not in results]
@@ -192,6 +209,9 @@ def importance(results: pd.DataFrame, parameters: Sequence[str] | None = None,
     done = results[results["status"] == "finished"] if "status" in results else results
     random_search = "sample" in done and done["sample"].nunique(dropna=True) > 1
     continuous = {p: is_continuous(done[p], random_search) for p in params}
+    tested = sum(1 for m in metrics if m not in CACHE_METRICS) * len(params)
+    if permutations is None:
+        permutations = max(MIN_PERMUTATIONS, FAMILY_SHUFFLES * tested)
     rows = []
     for metric in metrics:
         values = pd.to_numeric(done[metric], errors="coerce")
@@ -201,7 +221,7 @@ def importance(results: pd.DataFrame, parameters: Sequence[str] | None = None,
                                       done.loc[keep, param], seed=seed,
                                       permutations=permutations, continuous=continuous[param])
             if metric in CACHE_METRICS and stats["p_value"] is not None:
-                stats.update(p_value=None, p_perm=None, note="; ".join(filter(None, [
+                stats.update(p_value=None, p_analytic=None, note="; ".join(filter(None, [
                     str(stats["note"]), "cache metric: shown, not tested (it measures what "
                     "earlier cells left in the bid cache)"])))
             rows.append({"metric": metric, "parameter": param, **stats})

@@ -12,7 +12,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from groupchat_core.sweeps import CACHE_METRICS, compare_cells, importance
+from groupchat_core import ConfigError
+from groupchat_core.sweeps import CACHE_METRICS, compare_cells, compare_pairs, importance
 from groupchat_ui.kit.safety import escape_markdown
 
 from . import charts
@@ -24,10 +25,14 @@ IMPORTANCE_HELP = (
     "that its values explain (between-level sum of squares / total); omega squared, the same "
     "corrected for the number of values (a parameter with many values, such as every agent "
     "order, explains some variance by chance), which ranks the bars; and p, from a seeded "
-    "permutation test (999 shuffles of the chats across the parameter's values). p (Holm) is "
-    "adjusted across the rows shown (Holm; p_bh: Benjamini-Hochberg): read that one when "
-    "several parameters are tested. Grid values are kept as they are (a 6-value grid is 6 "
-    "groups); only values too spread to group (random search) are cut into 5 quantile bins. "
+    "seeded permutation test with 200 shuffles per row of the table (at least 999), so "
+    "Holm's correction can still reject in tables of many rows (the F test's p past 50 million "
+    "shuffled values; the `test` column says which). p (Holm) is adjusted across the rows "
+    "shown (p_bh: Benjamini-Hochberg): read that one when several parameters are tested. "
+    "Grid values are "
+    "kept as they are (a 6-value grid is 6 groups); an axis drawn anew per sample (random "
+    "search) is tested by Spearman's rank correlation instead (the `test` column says which; "
+    "rho squared then stands in for eta and omega squared). "
     "Values with fewer than 2 finished chats are left out; a parameter needs 2 values with 2+ "
     "chats each, else it is listed as too few. Calls made, hit rate and cost measure the bid "
     "cache (what earlier cells left behind), not the parameters: they are not ranked.")
@@ -40,8 +45,11 @@ COMPARE_HELP = (
     "of pairs where B is higher minus the reverse, -1 to 1, with Feng and Cliff's interval) "
     "and, for counts, Cohen's d (Hedges-Olkin interval). Too few: when no possible split could "
     "reach p < 0.05 (3 vs 3 chats: the smallest p is 0.1), or a side has under 2 chats, no "
-    "p-value is given. Comparing many metrics at once (`sweep export --table compare`) adjusts "
-    "the p-values by Holm.")
+    "p-value is given. The verdict reads Holm's p adjusted across every pair of the cells the "
+    "axes offer (up to 45 pairs: 10 cells), not the raw p: browsing pairs of a sweep without "
+    "effects would otherwise find 'a difference' in most sweeps. Calls made, hit rate and cost "
+    "measure the bid cache: shown, not tested. Comparing many metrics at once (`sweep export "
+    "--table compare`) adjusts the p-values by Holm across the metrics.")
 
 
 def importance_tab(frame: pd.DataFrame) -> None:
@@ -95,6 +103,21 @@ def compare_tab(frame: pd.DataFrame) -> None:
         return
     result = compare_cells(frame, dict(zip(by, combos[a], strict=True)),
                            dict(zip(by, combos[b], strict=True)), metric)
+    result = svc.family_verdict(result, *_family_p(frame, by, metric, a, b))
     text = escape_markdown(svc.comparison_text(result, charts.METRIC_LABELS[metric]))
     (st.success if result.enough else st.warning)(text, icon=":material/compare_arrows:")
-    st.caption(f"Test: {result.test}.", help=COMPARE_HELP)
+    st.caption(f"Test: {result.test}; corrected by Holm across every pair of these "
+               f"{len(combos)} cells.", help=COMPARE_HELP)
+
+
+def _family_p(frame: pd.DataFrame, by: list[str], metric: str, a: int,
+              b: int) -> tuple[float | None, int | None]:
+    """The Holm p of pair (a, b) across all pairs of the cells `by` tells apart, and how many
+    pairs that is; (None, None) when they are too many to correct across on a page."""
+    try:
+        pairs = compare_pairs(frame, by, metric)
+    except ConfigError:
+        return None, None
+    row = pairs[(pairs["a"] == min(a, b)) & (pairs["b"] == max(a, b))]
+    p_holm = row["p_holm"].iloc[0] if len(row) else None
+    return (None if p_holm is None or pd.isna(p_holm) else float(p_holm)), len(pairs)

@@ -200,7 +200,7 @@ def test_a_six_level_grid_axis_is_six_groups_not_five_bins():
     between = sum(len(g) * (g.mean() - values.mean()) ** 2 for g in groups)
     assert stats["eta_squared"] == pytest.approx(between / ((values - values.mean()) ** 2).sum())
     drawn = pd.Series(rng.uniform(0, 1, 24))  # random search: every value once -> ranks
-    assert factor_importance(values.tolist(), drawn)["test"] == "Spearman rank correlation"
+    assert factor_importance(values.tolist(), drawn)["test"].startswith("Spearman rank")
 
 
 def test_the_too_few_rule_is_the_one_applied_and_the_one_stated():

@@ -109,8 +109,8 @@ def test_importance_on_known_data_and_its_too_few_rule():
     # a continuous parameter (random search): a rank correlation, not 5 quantile bins (issue
     # 38: the bins grouped every drawn axis by the same samples)
     ranked = factor_importance(list(range(40)), pd.Series(np.linspace(0, 1, 40)))
-    assert ranked["test"] == "Spearman rank correlation" and ranked["rho"] == pytest.approx(1.0)
-    assert ranked["p_value"] < 1e-6
+    assert ranked["test"].startswith("Spearman rank correlation")
+    assert ranked["rho"] == pytest.approx(1.0) and ranked["p_value"] < 0.001
 
 
 def test_the_too_few_threshold_is_the_smallest_attainable_p():

@@ -120,3 +120,15 @@ def test_the_status_line_reports_calls_needed_and_made_apart():
     assert svc.calls_text({"calls": 12, "cache_hits": 30}) == (
         "42 model calls needed, 12 made (the cache answered 30)")
     assert svc.calls_text({"calls": 12, "cache_hits": 0}) == "12 model calls"
+
+
+def test_the_compare_tab_reads_its_verdict_from_holm_across_the_pairs_it_offers():
+    raw = compare_values([0] * 6, [1] * 6, "lulled")  # raw p 0.0022
+    assert raw.p_value is not None and raw.p_value < 0.05
+    passed = svc.family_verdict(raw, p_holm=0.0022 * 28, pairs=28)
+    assert "no clear difference at the 5% level after Holm's correction across all 28 pairs" \
+        in passed.note and "Holm p = 0.0616" in passed.note
+    kept = svc.family_verdict(raw, p_holm=0.004, pairs=3)
+    assert kept.note.startswith("a difference at the 5% level after Holm's correction")
+    refused = svc.family_verdict(raw, p_holm=None, pairs=None)
+    assert refused.p_value is None and not refused.enough and "too many cells" in refused.note
