@@ -10,8 +10,13 @@ only draws them (docs/outcomes.md, "Outcome against dynamics").
   in total and per correct answer (total over the group / correct answers: what one right
   answer cost; none when no answer was right).
 - `equality_outcome`: one point per scored finished chat (its Gini or evenness of turns, and
-  whether it was right), and Pearson's r between them with a 95 % Fisher z interval. With a
-  0/1 outcome r is the point-biserial correlation; the Fisher interval is then approximate.
+  whether it was right), and Pearson's r between them (with a 0/1 outcome, the point-biserial
+  correlation). Issue 38: a sweep's chats are tasks x cells (1,200 chats = 100 tasks x 12
+  cells), not independent, so the interval is a cluster bootstrap over tasks (tasks resampled
+  with replacement, all their chats kept; percentile, seeded), not Fisher's z on n chats; r is
+  per strategy (each strategy fixes turn-taking its own way, so a pooled r mixes strategies),
+  never pooled across them; and below MIN_CHATS chats no r is given, below MIN_TASKS tasks no
+  interval, each said in words. Fisher's z remains for chats given without tasks.
 - `runs_outcomes`: stored scored runs (from the Run page, scripts, sweeps) as rows of the
   same shape, for the Analysis page's view across runs.
 """
@@ -23,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from .._errors import ConfigError
@@ -32,6 +38,11 @@ if TYPE_CHECKING:
     from ..store import RunStore
 
 EQUALITY_METRICS = ("gini", "evenness")
+MIN_CHATS = 20  # fewer chats: no r (3 chats gave r = 0.9 "with an interval" before issue 38)
+MIN_TASKS = 10  # fewer tasks (clusters): r without an interval
+CLUSTER_RESAMPLES = 2000
+CLUSTER_SEED = 20260101
+TASK_COLUMNS = ("task_id", "task_index", "task")
 OUTCOME_VALUES = ("correct", "score")
 ACCURACY_COLUMNS = ["n", "correct", "accuracy", "ci_low", "ci_high", "interval_method",
                     "calls", "tokens", "cost_usd", "calls_per_correct", "tokens_per_correct",
@@ -129,25 +140,61 @@ class Correlation:
                 f"({self.method})" + (f"; {self.note}" if self.note else "") + ".")
 
 
-def correlation(x: Sequence[float], y: Sequence[float]) -> Correlation:
-    """Pearson's r with a Fisher z interval (n >= 4); no r when either side does not vary."""
-    pairs = [(float(a), float(b)) for a, b in zip(x, y, strict=True)
-             if not (math.isnan(float(a)) or math.isnan(float(b)))]
-    n = len(pairs)
-    method = "Pearson, Fisher z interval"
-    if n < 3:
-        return Correlation(math.nan, math.nan, math.nan, n, method,
-                           f"{n} chat(s) with both values; at least 3 are needed")
-    mx = sum(a for a, _ in pairs) / n
-    my = sum(b for _, b in pairs) / n
-    sxy = sum((a - mx) * (b - my) for a, b in pairs)
-    sxx = sum((a - mx) ** 2 for a, _ in pairs)
-    syy = sum((b - my) ** 2 for _, b in pairs)
+def _pearson(x: np.ndarray, y: np.ndarray) -> float:
+    dx, dy = x - x.mean(), y - y.mean()
+    sxx, syy = float(dx @ dx), float(dy @ dy)
     if sxx <= 1e-15 or syy <= 1e-15:
-        which = "equality" if sxx <= 1e-15 else "the outcome"
+        return math.nan
+    return max(-1.0, min(1.0, float(dx @ dy) / math.sqrt(sxx * syy)))
+
+
+def _cluster_interval(x: np.ndarray, y: np.ndarray, clusters: Sequence[Any],
+                      seed: int) -> tuple[float, float]:
+    """Percentile interval of r over resampled clusters (tasks), all chats of a task kept."""
+    codes, uniques = pd.factorize(pd.Series(list(clusters), dtype=object))
+    members = [np.flatnonzero(codes == i) for i in range(len(uniques))]
+    rng = np.random.default_rng(seed)
+    rs = []
+    for _ in range(CLUSTER_RESAMPLES):
+        rows = np.concatenate([members[i] for i in rng.integers(0, len(members), len(members))])
+        r = _pearson(x[rows], y[rows])
+        if not math.isnan(r):
+            rs.append(r)
+    alpha = 1 - CONFIDENCE
+    low, high = np.quantile(np.asarray(rs), [alpha / 2, 1 - alpha / 2])
+    return float(low), float(high)
+
+
+def correlation(x: Sequence[float], y: Sequence[float], clusters: Sequence[Any] | None = None,
+                *, min_chats: int = MIN_CHATS, seed: int = CLUSTER_SEED) -> Correlation:
+    """Pearson's r; its interval by a cluster bootstrap over `clusters` (tasks) when given
+    (MIN_TASKS+ of them), else Fisher's z (independent chats). No r below `min_chats` chats
+    or when either side does not vary."""
+    keep = [i for i, (a, b) in enumerate(zip(x, y, strict=True))
+            if not (math.isnan(float(a)) or math.isnan(float(b)))]
+    xs = np.asarray([float(x[i]) for i in keep])
+    ys = np.asarray([float(y[i]) for i in keep])
+    n = len(keep)
+    method = "Pearson, Fisher z interval" if clusters is None else "Pearson"
+    if n < max(3, min_chats):
+        return Correlation(math.nan, math.nan, math.nan, n, method,
+                           f"{n} chat(s) with both values; no r below {max(3, min_chats)}")
+    r = _pearson(xs, ys)
+    if math.isnan(r):
+        which = "equality" if float(np.ptp(xs)) <= 1e-15 else "the outcome"
         return Correlation(math.nan, math.nan, math.nan, n, method,
                            f"{which} takes one value over all {n} chats")
-    r = max(-1.0, min(1.0, sxy / math.sqrt(sxx * syy)))
+    if clusters is not None:
+        groups = [clusters[i] for i in keep]
+        tasks = len(set(groups))
+        if tasks < MIN_TASKS:
+            return Correlation(r, math.nan, math.nan, n, method,
+                               f"no interval: the {n} chats come from {tasks} task(s), and "
+                               f"chats of one task are not independent; an interval needs "
+                               f"{MIN_TASKS}+ tasks")
+        low, high = _cluster_interval(xs, ys, groups, seed)
+        return Correlation(r, low, high, n, f"Pearson, cluster bootstrap over {tasks} tasks "
+                           f"({CLUSTER_RESAMPLES:,} resamples)")
     if n < 4 or abs(r) >= 1.0:
         return Correlation(r, math.nan, math.nan, n, method,
                            "no interval: needs 4+ chats and |r| < 1")
@@ -155,23 +202,55 @@ def correlation(x: Sequence[float], y: Sequence[float]) -> Correlation:
     return Correlation(r, math.tanh(z - half), math.tanh(z + half), n, method)
 
 
+def _task_column(points: pd.DataFrame) -> str | None:
+    return next((c for c in TASK_COLUMNS if c in points and points[c].notna().all()), None)
+
+
+def equality_by_strategy(points: pd.DataFrame, equality: str,
+                         outcome: str) -> dict[str, Correlation]:
+    """r per strategy over `equality_outcome`'s points, clustered by task."""
+    task = _task_column(points)
+    out: dict[str, Correlation] = {}
+    for strategy, part in points.groupby("strategy", sort=True):
+        out[str(strategy)] = correlation(list(part[equality]), list(part[outcome]),
+                                         None if task is None else list(part[task]))
+    return out
+
+
 def equality_outcome(results: pd.DataFrame, equality: str = "gini",
                      outcome: str = "correct") -> tuple[pd.DataFrame, Correlation]:
     """Per scored finished chat its turn-taking equality and outcome (the chart's points), and
-    their correlation. Gini 0: every agent spoke equally often; evenness 1: the same."""
+    their correlation, clustered by task. Gini 0: every agent spoke equally often; evenness 1:
+    the same. Several strategies: no pooled r; the note gives r per strategy."""
     if equality not in EQUALITY_METRICS:
         raise ConfigError(f"equality must be one of {list(EQUALITY_METRICS)}, got {equality!r}")
     if outcome not in OUTCOME_VALUES:
         raise ConfigError(f"outcome must be one of {list(OUTCOME_VALUES)}, got {outcome!r}")
     scored = scored_chats(results)
-    keep = [c for c in ("cell", "run_id", "strategy", "task_id", "simulated") if c in scored]
+    keep = [c for c in ("cell", "run_id", "strategy", *TASK_COLUMNS, "simulated")
+            if c in scored]
     points = scored[keep].copy()
     points[equality] = pd.to_numeric(scored[equality], errors="coerce") \
         if equality in scored else math.nan
     points[outcome] = pd.to_numeric(scored[outcome], errors="coerce") \
         if outcome in scored else math.nan
     points = points.dropna(subset=[equality, outcome]).reset_index(drop=True)
-    return points, correlation(list(points[equality]), list(points[outcome]))
+    if "strategy" in points and points["strategy"].nunique(dropna=True) > 1:
+        each = equality_by_strategy(points, equality, outcome)
+        lines = "; ".join(f"{name}: {_short(c)}" for name, c in each.items())
+        return points, Correlation(math.nan, math.nan, math.nan, len(points), "Pearson",
+                                   f"not pooled across {len(each)} strategies (each sets "
+                                   f"turn-taking its own way); per strategy: {lines}")
+    task = _task_column(points)
+    return points, correlation(list(points[equality]), list(points[outcome]),
+                               None if task is None else list(points[task]))
+
+
+def _short(c: Correlation) -> str:
+    if math.isnan(c.r):
+        return f"no r ({c.note})"
+    interval = "" if math.isnan(c.low) else f" [{c.low:.2f}, {c.high:.2f}]"
+    return f"r = {c.r:.2f}{interval} over {c.n} chats" + (f" ({c.note})" if c.note else "")
 
 
 def runs_outcomes(store: RunStore, run_ids: Sequence[str] | None = None) -> pd.DataFrame:

@@ -12,6 +12,7 @@ import io
 import json
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -85,7 +86,8 @@ def test_simulated_groups_say_so() -> None:
 def test_correlation_matches_a_hand_computation() -> None:
     x, y = [0.0, 0.2, 0.4, 0.6, 0.8], [1.0, 1.0, 0.0, 1.0, 0.0]
     # mx = 0.4, my = 0.6; sxy = -0.4; sxx = 0.4; syy = 1.2 -> r = -0.4 / sqrt(0.48)
-    result = correlation(x, y)
+    result = correlation(x, y, min_chats=3)  # the default refuses below 20 chats (issue 38)
+    assert math.isnan(correlation(x, y).r) and "no r below 20" in correlation(x, y).note
     r = -0.4 / math.sqrt(0.48)
     assert result.r == pytest.approx(r) and result.n == 5
     half = 1.959964 / math.sqrt(2)
@@ -95,7 +97,7 @@ def test_correlation_matches_a_hand_computation() -> None:
 
 
 def test_no_correlation_when_a_side_does_not_vary() -> None:
-    flat = correlation([0.0, 0.0, 0.0, 0.0], [1.0, 0.0, 1.0, 0.0])
+    flat = correlation([0.0, 0.0, 0.0, 0.0], [1.0, 0.0, 1.0, 0.0], min_chats=3)
     assert math.isnan(flat.r) and "equality takes one value" in flat.note
     assert "No correlation" in flat.text("Gini", "correct")
     assert math.isnan(correlation([0.1, 0.2], [1.0, 0.0]).r)
@@ -104,10 +106,51 @@ def test_no_correlation_when_a_side_does_not_vary() -> None:
 def test_equality_outcome_points_are_the_scored_chats() -> None:
     points, result = equality_outcome(_frame(), "gini", "correct")
     assert len(points) == 8 and list(points.columns[-2:]) == ["gini", "correct"]
-    expected = correlation(list(_frame()["gini"][:8]), list(_frame()["correct"][:8]))
-    assert result.r == pytest.approx(expected.r) and result.r < 0
+    # issue 38: two strategies are not pooled, and 4 chats each are below 20: no r at all
+    assert math.isnan(result.r) and "not pooled across 2 strategies" in result.note
+    assert "bidding: no r (4 chat(s) with both values; no r below 20)" in result.note
     with pytest.raises(Exception, match="equality must be one of"):
         equality_outcome(_frame(), "entropy")
+
+
+def _clustered(tasks: int, cells: int, effect: float, seed: int) -> tuple[list, list, list]:
+    """Chats of `tasks` tasks x `cells` cells: a task-level shock moves equality and outcome
+    together (within-task chats are alike), plus chat noise."""
+    rng = np.random.default_rng(seed)
+    x, y, task = [], [], []
+    for t in range(tasks):
+        shock = rng.normal()
+        for _ in range(cells):
+            x.append(0.3 + 0.1 * shock + 0.05 * rng.normal())
+            y.append(float(rng.random() < 1 / (1 + math.exp(-(effect + 1.5) * shock))))
+            task.append(f"t{t}")
+    return x, y, task
+
+
+def test_the_cluster_bootstrap_is_wider_than_fisher_on_tasks_x_cells() -> None:
+    x, y, task = _clustered(100, 12, 0.0, 4)  # the issue's 1,200 chats = 100 tasks x 12 cells
+    fisher, clustered = correlation(x, y), correlation(x, y, task)
+    assert clustered.r == pytest.approx(fisher.r)
+    assert "cluster bootstrap over 100 tasks" in clustered.method
+    assert clustered.high - clustered.low > 1.5 * (fisher.high - fisher.low)
+    few = correlation(x[:96], y[:96], task[:96])  # 8 tasks: r, but no interval
+    assert not math.isnan(few.r) and math.isnan(few.low) and "needs 10+ tasks" in few.note
+    again = correlation(x, y, task)
+    assert (again.low, again.high) == (clustered.low, clustered.high)  # seeded
+
+
+def test_the_clustered_interval_covers_where_fisher_does_not() -> None:
+    """Null-free check of coverage: the true r of the generating process is estimated from one
+    big sample; 40 smaller sweeps of 20 tasks x 12 cells each are then checked against it."""
+    bx, by, _ = _clustered(4000, 12, 0.0, 99)
+    truth = correlation(bx, by).r
+    fisher_hits = cluster_hits = 0
+    for seed in range(40):
+        x, y, task = _clustered(20, 12, 0.0, seed)
+        f, c = correlation(x, y), correlation(x, y, task)
+        fisher_hits += f.low <= truth <= f.high
+        cluster_hits += c.low <= truth <= c.high
+    assert cluster_hits >= 34 > fisher_hits  # about 95 % vs far below
 
 
 def test_a_strategy_sweep_on_sims_exports_the_accuracy_table(capsys, store_url) -> None:
