@@ -144,3 +144,24 @@ def test_the_registry_takes_the_setting(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv(jobs.KEEP_FINISHED_ENV, "3")
     assert JobRegistry().keep_finished == 3
     assert JobRegistry(keep_finished=9).keep_finished == 9
+
+
+def test_the_run_page_shows_a_summarised_job_from_the_store(monkeypatch: pytest.MonkeyPatch):
+    from groupchat_ui.kit import store_access
+    from tests.helpers.app_helpers import goto, new_app, status
+
+    registry = jobs.registry()
+    monkeypatch.setattr(registry, "keep_finished", 1)
+    store = store_access.store()
+    try:
+        old = finished(registry, store, "The old one", owner="someone")
+        newer = finished(registry, store, "The newer one", owner="someone")
+        wait_for(lambda: registry.snapshot(old.id).summary, "the old job to shrink")
+        assert store.flush(timeout=DEADLINE_S)
+        at = goto(new_app(), "run", job=old.id)
+        assert status(at).startswith(f"status: finished · job {old.id} · turn 4 · messages 4")
+        shown = " ".join(str(m.value) for m in at.markdown)
+        assert all(m.content[:40] in shown for m in old.messages[1:] if m.content)
+        assert not registry.snapshot(newer.id).summary
+    finally:
+        registry.shutdown()
