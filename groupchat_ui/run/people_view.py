@@ -182,7 +182,13 @@ def adopt_seat(session: SessionState, signed_in: bool, params: Mapping[str, str]
     that seat in this session, if no other browser holds it. Returns the one line a link that
     seats nobody here shows (why this browser watches), else None."""
     job_id, token = params.get("job"), params.get(ROOM_LINK_PARAM)
-    if not job_id or seat_of(job_id):
+    if not job_id:  # this browser's seats, e.g. a guest's way back from a refused page
+        for held_job, name in seats.table().held_by(session.owner):
+            if not seat_of(held_job):
+                session.add_job(held_job)
+                take_seat(held_job, name)
+        return None
+    if seat_of(job_id):
         return None
     table = seats.table()
     names = table.claim(job_id, user=session.user, signed_in=signed_in, token=token,

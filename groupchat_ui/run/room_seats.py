@@ -133,6 +133,12 @@ class SeatTable:
             seat.holder = browser
             return True
 
+    def held_by(self, browser: str) -> list[tuple[str, str]]:
+        """(job id, seat name) of every live room's seat this browser holds."""
+        with self._lock:
+            return [(e.job_id, s.name) for e in self._rooms.values()
+                    for s in e.seats.values() if s.holder == browser]
+
     def held_elsewhere(self, job_id: str, token: str, browser: str) -> str | None:
         """The seat this link token opens when another browser holds it (this one watches)."""
         entry = self.get(job_id)

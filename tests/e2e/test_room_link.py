@@ -1,10 +1,15 @@
 """A room without login: two browser sessions, each seated by a room link with a token.
 
-Login off, every session is the same local user, so a seat is held only by presenting its
-link's token (256 bits, compared in constant time). Ann starts a room with herself and Bo in it
-and reads Bo's link from her room panel; a second browser opens it and is seated as Bo; a link
-with a wrong token only watches. Bo is on a phone. Each sees the other's hand go up, in the
-order hands went up. The token never reaches the server's log.
+Login off, a seat is held only by presenting its link's token (256 bits, compared in constant
+time). Ann starts a room with herself and Bo in it and reads Bo's link from her room panel; a
+second browser opens it and is seated as Bo; a link with a wrong token only watches. Bo is on a
+phone. Each sees the other's hand go up, in the order hands went up. The token never reaches
+the server's log.
+
+A guest is a guest (issue 44): Bo, seated by the link, sees only the room (no menu, no New run,
+no Stop he can press), and another page asked for by his browser is refused by the server in
+one line; the same link opened in a third browser does not take Bo's seat: it watches, and
+says so. The room is still running after all of it, and Ann (not a guest) stops it.
 """
 
 from __future__ import annotations
@@ -73,24 +78,64 @@ def test_a_room_link_seats_its_holder_and_a_wrong_token_only_watches(app_server,
 
     bo.goto(bo_link)
     expect(panel(bo)).to_contain_text("You are Bo in this room.", timeout=WAIT_MS)
+    _only_the_room(bo)
     eve.goto(bo_link[:-4] + ("AAAA" if not bo_link.endswith("AAAA") else "BBBB"))
     expect(panel(eve)).to_contain_text("Turn 1", timeout=WAIT_MS)
-    assert "You are" not in panel(eve).inner_text()
+    expect(fresh(eve, ".st-key-room_watching")).to_contain_text(
+        "You are watching: this link's seat token opens no seat in this room.")
+    assert "You are Eve" not in panel(eve).inner_text()
+    assert "You are Bo" not in panel(eve).inner_text()
     assert fresh(eve, ".st-key-room_raise").count() == 0  # watching: no controls
+    # Bo's own link in another browser: the seat stays Bo's first browser's; this one watches
+    twin = open_context(viewport=VIEWPORT).new_page()
+    twin.goto(bo_link)
+    expect(fresh(twin, ".st-key-room_watching")).to_contain_text(
+        "You are watching: the seat of Bo is held by the browser that opened this link first",
+        timeout=WAIT_MS)
+    expect(panel(twin)).to_contain_text("Turn 1", timeout=WAIT_MS)
+    assert "You are Bo" not in panel(twin).inner_text()
+    assert fresh(twin, ".st-key-room_raise").count() == 0
 
     act(bo, "room_raise", hands(ann), "1. Bo")
     act(ann, "room_raise", hands(ann), re.compile(r"1\. Bo\s+2\. Ann"))
-    for page in (ann, bo, eve):
+    for page in (ann, bo, eve, twin):
         expect(hands(page)).to_contain_text(re.compile(r"1\. Bo\s+2\. Ann"),
                                             timeout=WAIT_MS)
     DOCS.mkdir(parents=True, exist_ok=True)
     bo.screenshot(path=str(DOCS / "room-link-phone.png"), full_page=True)
+    # Bo's browser asks for the Agents page (its browser id kept, the link's seat= dropped,
+    # as a page switch or a hand-edited URL would): the server refuses it in one line
+    sid = re.search(r"[?&]sid=([0-9a-f]{32})", bo.url)
+    assert sid, bo.url
+    bo.goto(f"{app_server}/agents?sid={sid.group(1)}")
+    refusal = fresh(bo, '[data-testid="stAlertContentError"]')
+    expect(refusal).to_contain_text(re.compile(r"Not allowed: the Agents page is not open to a "
+                                               r"room guest\. [^\n]*ask whoever started the "
+                                               r"room\.$"), timeout=WAIT_MS)
+    assert bo.get_by_text("Saved agents").count() == 0
+    assert bo.locator(".stButton").count() == 0  # not one of the page's actions is drawn
+    bo.get_by_text("Back to the room").click()  # the seat is this browser's: Bo is back in it
+    expect(panel(bo)).to_contain_text("You are Bo in this room.", timeout=WAIT_MS)
+    _only_the_room(bo)
+    expect(status_line(ann)).to_have_text(re.compile(r"^status: running"))  # nobody stopped it
     fresh(ann, ".st-key-stop_run button").first.click()
     expect(status_line(ann)).to_have_text(re.compile(r"^status: (cancelled|finished)"),
                                           timeout=WAIT_MS)
     log = Path(app_db_url.removeprefix("sqlite:///")).parent / "streamlit.log"
     token = bo_link.rsplit("seat=", 1)[1]
     assert token not in log.read_text(encoding="utf-8", errors="replace")
+
+
+def _only_the_room(page: Any) -> None:
+    """A room guest's Run page: the room and its controls, nothing else."""
+    hand = ".st-key-room_raise, .st-key-room_lower"  # the seat's hand, whichever way it is
+    expect(panel(page).locator(hand)).to_have_count(1, timeout=WAIT_MS)
+    expect(page.get_by_text("You joined through a room link")).to_be_visible()
+    assert page.get_by_test_id("stSidebarNav").count() == 0  # no menu: no other page
+    assert fresh(page, ".st-key-new_run_open").count() == 0  # no New run
+    assert fresh(page, ".st-key-start_run").count() == 0
+    stop = fresh(page, ".st-key-stop_run button")
+    assert stop.count() == 0 or stop.first.is_disabled()
 
 
 def _job(page: Any) -> str:

@@ -190,6 +190,10 @@ def test_a_link_guest_has_the_room_only_and_a_second_browser_watches(app: AppTes
     # the guest's own browser (its ?sid=), reloaded without the link: a guest, in its seat
     again = new_app(job=job_id, sid=me.owner)
     assert session(again).guest and "You are **Bob** in this room." in markdown(again)
+    # and with no ?job= at all (the way back from a refused page): its room, its seat
+    back = new_app(sid=me.owner)
+    assert session(back).current_job == job_id
+    assert "You are **Bob** in this room." in markdown(back)
     job_registry.registry().cancel(job_id)
 
 

@@ -68,6 +68,7 @@ def test_a_link_seat_belongs_to_the_first_browser_and_another_browser_watches():
     # a reload of the holder's browser (same ?sid=), the link's seat= gone: still its seat
     assert table.claim("j", user="local", signed_in=False, browser="phone") == ["Bo"]
     assert table.claim("j", user="local", signed_in=False, browser="laptop") == []
+    assert table.held_by("phone") == [("j", "Bo")] and table.held_by("laptop") == []
     assert table.held_elsewhere("j", tok, "phone") is None
     assert table.held_elsewhere("j", "wrong", "laptop") is None
     note = logic.watching_note(True, table.held_elsewhere("j", tok, "laptop"))
