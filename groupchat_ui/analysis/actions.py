@@ -10,7 +10,7 @@ import streamlit as st
 
 from groupchat_core import ConfigError, StoreError
 from groupchat_ui.kit import store_access
-from groupchat_ui.kit.state import get
+from groupchat_ui.kit.state import get, guests_refused
 
 from . import logic
 
@@ -24,11 +24,13 @@ def select_run(run_id: str) -> None:
     st.query_params.pop("bid", None)
 
 
+@guests_refused("the Analysis page")
 def on_run_picked() -> None:
     if st.session_state.get("analysis_run"):  # None: the empty picker under a bad link
         select_run(st.session_state["analysis_run"])
 
 
+@guests_refused("the Analysis page")
 def on_kind() -> None:
     """Switching between single and sweep runs: the picker then offers that kind's newest."""
     st.session_state.pop("analysis_run", None)
@@ -36,6 +38,7 @@ def on_kind() -> None:
     get().selected_run = None
 
 
+@guests_refused("running the demo")
 def on_run_demo() -> None:
     session = get()
     try:
