@@ -169,6 +169,8 @@ def test_a_link_guest_has_the_room_only_and_a_second_browser_watches(app: AppTes
     stop = [b for b in bob.button if b.key == "stop_run"]
     assert not stop or stop[0].disabled
     assert "You joined through a room link" in texts(bob.caption)
+    # no sidebar either (no jobs, no data location), which the starter has
+    assert "Data: " in texts(app.caption) and "Data: " not in texts(bob.caption)
 
     # the other pages: refused on the server, one line, their script never runs
     for page, heading in (("agents", "Saved agents"), ("runs", None), ("settings", None),
