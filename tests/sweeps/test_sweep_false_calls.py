@@ -187,3 +187,14 @@ def test_no_interval_from_aggregate_is_the_whole_range_when_the_sample_is_narrow
     assert low - 1e-9 <= row["ci_low"] <= row["mean"] <= row["ci_high"] <= high + 1e-9
     if min(values) > low or max(values) < high:  # the sample's range is narrower
         assert not (row["ci_low"] <= low and row["ci_high"] >= high), (values, row.to_dict())
+
+
+def test_the_f_and_t_tails_match_the_t_table_and_each_other():
+    from groupchat_core.sweeps._intervals import t95
+    from groupchat_core.sweeps._pvalues import betainc, f_sf, t_two_sided
+
+    for df in range(1, 31):  # the tabulated 95 % critical values, to their 3 decimals
+        assert t_two_sided(t95(df), df) == pytest.approx(0.05, abs=2e-4)
+        assert f_sf(t95(df) ** 2, 1, df) == pytest.approx(t_two_sided(t95(df), df))
+    assert betainc(2, 3, 0.4) == pytest.approx(0.5248)  # P(Binomial(4, 0.4) >= 2)
+    assert f_sf(0.0, 2, 10) == 1.0 and t_two_sided(math.inf, 5) == 0.0
