@@ -236,7 +236,10 @@ class TurnLoop:
         assert strategy in ASKS_ONE
         if strategy == "all_speak":
             if round_start(turn, len(self.agents)) or not self._round:
-                self._round = await self._collect_bids(turn, "speak")
+                # Only the agents that can still post: each all_speak turn posts or ends the
+                # run, so a bid past max_loops would be a call paid for and never recorded.
+                left = self.config.max_loops - len(self.record.messages)
+                self._round = await self._collect_bids(turn, "speak", first=left)
             bid = self._round.pop(0)
             bid.turn = turn
             reason: Any = "all_speak"
@@ -377,14 +380,16 @@ class TurnLoop:
         self.emit(TurnCompleted(run_id=run_id, turn=row, bids=bids, message=message))
         return None
 
-    async def _collect_bids(self, turn: int, mode: str = "bid") -> list[Bid]:
-        """Every agent bids concurrently on the same snapshot; a turn lasts as its slowest bid."""
+    async def _collect_bids(self, turn: int, mode: str = "bid",
+                            first: int | None = None) -> list[Bid]:
+        """Every agent (or the `first` ones) bids concurrently on the same snapshot; a turn
+        lasts as its slowest bid."""
         history = tuple(self.history)
         recent = set(self.recent)
         secrets = held_secrets(self.agents)  # read once a turn: it scans the environment
         return list(await asyncio.gather(
             *(self._bid(turn, self._position[agent.agent_name], agent, history, recent, secrets,
-                        mode) for agent in self.agents)
+                        mode) for agent in self.agents[:first])
         ))
 
     def _request(self, turn: int, agent: Agent, history: tuple[tuple[str, str], ...],
