@@ -275,15 +275,19 @@ def _cmd_run(args: argparse.Namespace, store: Any) -> int:
     from ..sweeps._scheduler import STOPPED_ON_REQUEST
 
     code = 1 if outcome.reason == STOPPED_ON_REQUEST else EXIT.get(outcome.status, 1)
+    from ..sweeps._results import call_counts
+
+    counts = call_counts(store, outcome.sweep_id)  # as `sweep show` and the exports count
     if args.json:
         emit_json({**outcome.model_dump(), "hit_rate": outcome.hit_rate,
-                   "cost": _cost_text(store, outcome)})
+                   "cost": _cost_text(store, outcome),
+                   "sweep_calls": {"made": counts.made, "cached": counts.cached,
+                                   "needed": counts.needed}})
         return code
-    rate = "" if outcome.hit_rate is None else f", {outcome.hit_rate:.0%} of bids cached"
     print(terminal_text(
         f"sweep {outcome.sweep_id} {outcome.status}: {outcome.cells_done}/"
-        f"{outcome.cells_total} cells done; this session {outcome.cells_run} cells, "
-        f"{outcome.calls} model calls{rate}, cost {_cost_text(store, outcome)}"
+        f"{outcome.cells_total} cells done; this session {outcome.cells_run} cells, cost "
+        f"{_cost_text(store, outcome)}; the sweep's calls: {counts.text()}"
         + (f" ({outcome.reason})" if outcome.reason else "")), flush=True)
     return code
 

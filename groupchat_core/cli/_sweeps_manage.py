@@ -101,7 +101,7 @@ def _list(args: argparse.Namespace, store: Any) -> int:
 
 
 def _show(args: argparse.Namespace, store: Any) -> int:
-    from ..sweeps._results import aggregate, sweep_results, sweep_summary
+    from ..sweeps._results import aggregate, call_counts, sweep_results, sweep_summary
 
     summary = sweep_summary(store, args.sweep)
     intervals = aggregate(sweep_results(store, summary["sweep_id"]))
@@ -110,6 +110,7 @@ def _show(args: argparse.Namespace, store: Any) -> int:
         return 0
     lines = [f"{key}: {'' if value is None else value}" for key, value in summary.items()
              if key != "simulated"]
+    lines.append(f"model calls: {call_counts(store, summary['sweep_id']).text()}")
     if summary["simulated"]:
         lines.append("simulated: yes (offline sims took part: these results show the lab's "
                      "machinery, not what a language model would do)")

@@ -95,6 +95,8 @@ def export_header(meta: dict[str, Any], table: str) -> str:
         ("sims_version", made["sims_version"]),
         ("python", made["python"]),
         ("libraries", one_line(made["libraries"])),
+        ("calls", one_line({k: meta["sweep"].get(f"calls{s}") for k, s in (
+            ("made", ""), ("cached", "_cached"), ("needed", "_needed"))})),
         ("methods_version", meta["methods"]["version"]),
         ("read_with", 'pandas.read_csv(path, comment="#")'),
     ]

@@ -11,10 +11,12 @@ group's max_loops, Gini and entropy by its agents); `interval_method` names the 
 row and `note` says when there is no interval ("no variation in 5 repeats") or when n is below
 the repeats from which the interval covers (docs/statistics.md).
 
-Model calls come twice: `calls_made` (what was sent; the bid cache answered the rest) and
-`calls_needed` (calls made plus the calls answered from the cache, `Bid.cached_calls`, so
-bid_then_speak's cached written call counts too: what the chat costs on a cold cache). Only
-`calls_needed` measures the parameters; importance leaves the cache metrics out.
+Model calls come three ways, counted once from the recorded bids (`call_counts`, which the
+CLI's last line, `sweep show`, the Sweeps page and the exports all read): `calls_made` (what was
+sent; `total_calls` is the same number), `calls_cached` (calls the bid cache answered,
+`Bid.cached_calls`, so bid_then_speak's cached written call counts too) and `calls_needed`
+(their sum: what the chat costs on a cold cache). Only `calls_needed` measures the parameters;
+importance leaves the cache metrics out.
 Parameter importance and two-cell comparisons are in _importance.py and _compare.py.
 """
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -128,15 +131,20 @@ def sweep_results(store: RunStore, sweep_id: str) -> pd.DataFrame:
     chosen = runs[runs["run_id"].notna()]
     frame = frame.merge(_metrics(store, chosen, agents), on="run_id", how="left")
     stats = store.cache_stats(list(chosen["run_id"]))[["run_id", "bids", "cache_hits",
-                                                         "cached_calls", "hit_rate"]]
+                                                         "calls", "cached_calls", "hit_rate"]]
     frame = frame.merge(stats, on="run_id", how="left")
     frame["duration_s"] = [_duration(s, e) for s, e in zip(frame["started_at"],
                                                           frame["ended_at"], strict=True)]
     for column in ("lull_turn", "messages", "turns", "bids", "cache_hits", "total_calls"):
         frame[column] = frame[column].astype("Int64")
-    frame["calls_made"] = frame["total_calls"]
-    cached_calls = frame.pop("cached_calls").fillna(0).astype("Int64")  # a row may hold two
-    frame["calls_needed"] = frame["total_calls"] + cached_calls
+    # Calls from the bids, as call_counts counts them (a run's row could disagree: one closed
+    # without the engine's end); a cell with a run but no bid made no call.
+    has_run = frame["run_id"].notna()
+    made = frame.pop("calls").fillna(0).astype("Int64").where(has_run)
+    cached = frame.pop("cached_calls").fillna(0).astype("Int64").where(has_run)  # a row: 2
+    frame["total_calls"] = frame["calls_made"] = made
+    frame["calls_cached"] = cached
+    frame["calls_needed"] = made + cached
     frame["correct"] = [None if c is None or c != c else float(bool(c))
                         for c in frame["correct"]]  # a rate's 0/1 (NaN: no outcome)
     frame["correct"] = pd.to_numeric(frame["correct"], errors="coerce")
@@ -228,15 +236,50 @@ def heatmap_frame(aggregated: pd.DataFrame, metric: str, x: str = "threshold",
     return part.pivot_table(index=y, columns=x, values=value, aggfunc="first")
 
 
+@dataclass(frozen=True)
+class CallCounts:
+    """A sweep's (or some runs') model calls, counted once from the recorded bids."""
+
+    made: int  # calls sent
+    cached: int  # calls the bid cache answered (bid_then_speak's row may hold two)
+    bids: int
+    cache_hits: int  # bids the cache answered
+    cost_usd: float  # of the priced calls made
+
+    @property
+    def needed(self) -> int:
+        """Calls on a cold cache: made plus answered from the cache."""
+        return self.made + self.cached
+
+    def text(self) -> str:
+        """The one wording every view shows: '6,500 model calls needed, 1,600 made (the
+        bid cache answered 4,900)', or '1,600 model calls' when the cache answered none."""
+        if not self.cached:
+            return f"{self.made:,} model calls"
+        return (f"{self.needed:,} model calls needed, {self.made:,} made (the bid cache "
+                f"answered {self.cached:,})")
+
+
+def call_counts(store: RunStore, sweep_id: str | None = None,
+                run_ids: Sequence[str] | None = None) -> CallCounts:
+    """Model calls made, cached and needed over a sweep's runs (or `run_ids`), from the bids:
+    the one count behind the CLI's last line, `sweep show`, the page and the exports."""
+    stats = store.cache_stats(run_ids, sweep_id=sweep_id)
+    return CallCounts(made=int(stats["calls"].sum()), cached=int(stats["cached_calls"].sum()),
+                      bids=int(stats["bids"].sum()), cache_hits=int(stats["cache_hits"].sum()),
+                      cost_usd=float(stats["cost_usd"].sum()))
+
+
 def sweep_summary(store: RunStore, sweep_id: str) -> dict[str, Any]:
-    """The sweep's row plus totals: cells, runs, bids, cache hits and hit rate, calls, cost."""
+    """The sweep's row plus totals: cells, runs, bids, cache hits and hit rate, calls made,
+    cached and needed (call_counts), cost."""
     from ._plan import finished_cells
 
     row = store.get_sweep(sweep_id)
     sweep_id = row["sweep_id"]
     _, spec = stored_spec(store, sweep_id)
-    stats = store.cache_stats(sweep_id=sweep_id)
-    bids, hits = int(stats["bids"].sum()), int(stats["cache_hits"].sum())
+    counts = call_counts(store, sweep_id)
+    bids, hits = counts.bids, counts.cache_hits
     keys = {c.key for c in spec.cells()}
     return {
         **{k: row[k] for k in ("sweep_id", "name", "status", "reason", "created_at",
@@ -245,7 +288,8 @@ def sweep_summary(store: RunStore, sweep_id: str) -> dict[str, Any]:
         "cells_done": len(keys & set(finished_cells(store, sweep_id))),
         "runs": int(len(store.list_runs(sweep_id=sweep_id))), "bids": bids,
         "cache_hits": hits, "hit_rate": hits / bids if bids else None,
-        "calls": int(stats["calls"].sum()), "cost_usd": float(stats["cost_usd"].sum()),
+        "calls": counts.made, "calls_cached": counts.cached, "calls_needed": counts.needed,
+        "cost_usd": counts.cost_usd,
         "axes": list(spec.axes()),
         "simulated": any_simulated(spec),
     }

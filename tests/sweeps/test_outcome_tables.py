@@ -177,7 +177,8 @@ def test_a_strategy_sweep_on_sims_exports_the_accuracy_table(capsys, store_url) 
     capsys.readouterr()
     assert main(["--db", store_url, "sweep", "export", outcome.sweep_id, "--table",
                  "accuracy"]) == 0
-    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    rows = list(csv.DictReader(line for line in io.StringIO(capsys.readouterr().out)
+                               if not line.startswith("# ")))  # past the `# ` header
     assert [r["strategy"] for r in rows] == ["all_speak", "bidding", "round_robin"]
     assert all(r["simulated"] == "True" and r["interval_method"] == "wilson" for r in rows)
     assert main(["--db", store_url, "sweep", "export", outcome.sweep_id, "--table",
