@@ -161,11 +161,13 @@ def _intervals(frame: pd.DataFrame, sweep_id: str, meta: dict[str, Any]) -> None
                "axes not shown; dots: each chat's own value. " + methods_text(),
                help="Wilson: the score interval for a binomial proportion. bootstrap-t: the "
                     "studentized bootstrap, 2,000 resamples of the chats, seeded (the same "
-                    "sweep draws the same bars), cut to what the metric can be (messages by "
-                    "max_loops, Gini and entropy by the agents). It covers at least 92 % "
-                    "from 5 repeats on bounded metrics, 30 on calls and cost (a simulation "
-                    "study). The table below names the method of every row "
-                    "(column interval_method) and, in its note, why a row has no interval.")
+                    "sweep draws the same bars), each resample's spread floored at a quarter "
+                    "of the sample's, cut to what the metric can be (messages by max_loops, "
+                    "Gini and entropy by the agents). Below 5 repeats no bar is drawn (none "
+                    "would be informative); its coverage and width per metric and repeat "
+                    "count are measured in docs/statistics.md. The table below names the "
+                    "method of every row (column interval_method) and, in its note, why a "
+                    "row has no interval.")
     table = agg[agg["metric"] == metric]
     for line in svc.interval_notes(table):
         st.warning(line, icon=":material/info:")
