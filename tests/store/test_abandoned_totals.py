@@ -22,7 +22,7 @@ pytestmark = pytest.mark.usefixtures("fresh_engines")
 def sim_chat() -> GroupChat:
     agents = [Agent(agent_name=f"Sim{p.title()}", model_name=f"sim/{p}")
               for p in ("eager", "balanced", "contrarian")]
-    return GroupChat(agents=agents, max_loops=12, seed=7, threshold=0.0)
+    return GroupChat(agents=agents, max_loops=12, seed=7, threshold=0.0, bid_cache=False)
 
 
 async def run_cancelled_after(chat: GroupChat, turns: int, forward: list[Event]) -> None:
@@ -76,3 +76,47 @@ def test_an_abandoned_run_with_no_bids_totals_zero(sqlite_store: RunStore):
     recorder.abandon("cancelled", status="cancelled")
     info = sqlite_store.run_info(events[0].run_id)
     assert (info["status"], info["total_calls"], info["total_cost_usd"]) == ("cancelled", 0, 0)
+
+
+def recorded_without_end(store: RunStore) -> str:
+    """A run whose turns are in the store and whose writer died before its end."""
+    chat = sim_chat()
+    events: list[Event] = []
+    asyncio.run(run_cancelled_after(chat, 2, events))
+    recorder = store.recorder(chat)
+    for event in events:
+        if event.kind in recorder.wants:
+            recorder(event)
+    assert recorder.flush(timeout=30)
+    return events[0].run_id
+
+
+@pytest.mark.parametrize("closed_by", ["the startup check", "the Ray driver"])
+def test_a_dead_writers_run_takes_its_totals_from_its_bids(sqlite_store: RunStore,
+                                                           closed_by: str):
+    import subprocess
+    import sys
+
+    from sqlalchemy import update
+
+    from groupchat_core.store._process import this_writer
+    from groupchat_core.store._schema import runs
+
+    run_id = recorded_without_end(sqlite_store)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    host = this_writer().hostname
+    sweep_id = sqlite_store.create_sweep("s", {"grid": {}})
+    with sqlite_store.write("test: the run's writer is a dead process") as conn:
+        conn.execute(update(runs).where(runs.c.run_id == run_id).values(
+            pid=dead.pid, proc_start="1", hostname=host, sweep_id=sweep_id, cell="c1"))
+    if closed_by == "the startup check":
+        assert run_id in RunStore().interrupted
+        status = "interrupted"
+    else:
+        assert sqlite_store.flag_writer_runs(sweep_id, "c1", pid=dead.pid, hostname=host,
+                                             status="error", reason="its worker died") == 1
+        status = "error"
+    info, bids = sqlite_store.run_info(run_id), sqlite_store.bids(run_id)
+    assert info["status"] == status and int(bids["calls"].sum()) >= 6
+    assert info["total_calls"] == int(bids["calls"].sum())
