@@ -8,9 +8,16 @@ figure scaled by how long those runs actually were. Prices come from litellm's c
 only when a sweep uses a non-sim model: sim models send no prompt, so they count zero tokens and
 cost nothing, and never load litellm.
 
+Calls per turn follow the strategy (docs/engine.md §16): bidding asks every agent;
+bid_then_speak every agent plus the winner's written call; the selector one agent plus the
+selector's call; round_robin, random and all_speak one agent.
+
 Wall time: the bids of one turn run concurrently, so a turn takes as long as its slowest agent
 (a sim's `sim_latency`, or ASSUMED_CALL_S for a model over the network); `concurrency` cells run
-at once, and real-model calls share the process-wide in-flight limit (_limiter.py).
+at once, and real-model calls share the process-wide in-flight limit (_limiter.py). On top, the
+engine's own work (building each chat, selecting, recording every turn: CELL_S per cell and
+BID_S per bid) runs in this one process, so it adds up over every cell whatever the concurrency;
+for zero-latency sims it is the whole wall time (bench/estimate_accuracy.py measures both).
 """
 
 from __future__ import annotations
@@ -36,6 +43,13 @@ MESSAGE_TOKENS = 80  # assumed size of one posted message in later prompts
 TYPICAL_COMPLETION_TOKENS = 60  # a respond call with a short message
 _PRIOR_RUNS = 500
 ASSUMED_CALL_S = 2.0  # assumed seconds per bid (one model call) for a model over the network
+# The engine's own time per cell and per bid, in this process. Measured with
+# bench.estimate_accuracy on the three example sweeps (2 cores): 8 ms of CPU per cell and
+# 0.24 ms per bid, which the same sweeps took 2.3-3.2 times over in wall time on the machine
+# shared with other work; these sit between the two (a busy machine, not an idle one).
+CELL_S = 0.012
+BID_S = 0.00035
+ONE_ASKED = ("round_robin", "random", "all_speak", "selector")  # one agent asked a turn
 
 
 class Estimate(BaseModel):
@@ -109,19 +123,23 @@ class _Tally:
         self.concurrency = max(1, concurrency)
         self.cell_seconds: list[float] = []  # each cell's wall time, if it runs alone
         self.network_call_seconds = 0.0  # summed over every real-model call
+        self.engine_seconds = 0.0  # the engine's own work over every cell (CELL_S, BID_S)
         self.network_agents = 0  # the most real-model agents in one cell
 
     def add_cell(self, spec: SweepSpec, cell: Cell) -> None:
         chat = spec.chat_spec(cell)
         turns = max(chat.max_loops - 1, 0)
         task = spec.tasks[cell.task_index]
+        one = chat.strategy in ONE_ASKED
         # docs/engine.md §16: bid_then_speak's winner and the selector make one more call a
-        # turn; any agent may be the winner that writes, so its tokens may double (upper).
-        self.calls += turns if chat.strategy in ("bid_then_speak", "selector") else 0
+        # turn; any agent may be the one asked or the winner that writes (upper bound).
+        extra = turns if chat.strategy in ("bid_then_speak", "selector") else 0
+        asked = turns * (1 if one else len(chat.agents))
+        self.calls += asked + extra
         writes = 2 if chat.strategy == "bid_then_speak" else 1
+        costliest: tuple[str, int, int, int] | None = None  # one-asked: the dearest agent
         for agent in chat.agents:
             model = agent.model_name
-            self.calls += turns
             if is_sim_model(model):  # a sim sends no prompt and generates no tokens
                 self.sims.add(model)
                 for tokens in (self.prompt, self.completion_upper, self.completion_typical):
@@ -129,23 +147,40 @@ class _Tally:
                 continue
             fixed = (count_tokens(model, agent.system_prompt) + count_tokens(model, chat.bid_prompt)
                      + count_tokens(model, task))
-            self.prompt[model] += writes * (turns * fixed + MESSAGE_TOKENS * turns * (turns - 1)
-                                             // 2)
-            self.completion_upper[model] += writes * turns * agent.max_tokens
-            self.completion_typical[model] += turns * TYPICAL_COMPLETION_TOKENS
-            self.network_call_seconds += turns * call_seconds(agent)
-        self.cell_seconds.append(turns * max((call_seconds(a) for a in chat.agents),
-                                             default=0.0))
+            prompt = writes * (turns * fixed + MESSAGE_TOKENS * turns * (turns - 1) // 2)
+            usage = (model, prompt, writes * turns * agent.max_tokens,
+                     turns * TYPICAL_COMPLETION_TOKENS)
+            if one:
+                for book in (self.prompt, self.completion_upper, self.completion_typical):
+                    book.setdefault(model, 0)
+                if costliest is None or prompt + usage[2] > costliest[1] + costliest[2]:
+                    costliest = usage
+            else:
+                self._book(*usage)
+            self.network_call_seconds += (turns if not one else turns / len(chat.agents)) \
+                * call_seconds(agent)
+        if costliest is not None:
+            self._book(*costliest)
+        wait = turns * max((call_seconds(a) for a in chat.agents), default=0.0)
+        work = CELL_S + (asked + extra) * BID_S
+        self.engine_seconds += work
+        self.cell_seconds.append(wait + work)
         self.network_agents = max(self.network_agents, sum(
             not is_sim_model(a.model_name) for a in chat.agents))
 
+    def _book(self, model: str, prompt: int, completion: int, typical: int) -> None:
+        self.prompt[model] += prompt
+        self.completion_upper[model] += completion
+        self.completion_typical[model] += typical
+
     def wall_seconds(self, inflight_limit: int) -> float:
-        """Cells in waves of `concurrency`, each as long as its slowest turn allows; no faster
-        than the in-flight limit lets the real-model calls through."""
+        """Cells in waves of `concurrency`, each as long as its slowest turns and its engine
+        work allow; never less than the engine work of every cell (one process does it all),
+        nor faster than the in-flight limit lets the real-model calls through."""
         cells = sorted(self.cell_seconds, reverse=True)
         waves = sum(cells[i] for i in range(0, len(cells), self.concurrency))
         limited = self.network_call_seconds / max(1, inflight_limit)
-        return max(waves, limited)
+        return max(waves, self.engine_seconds, limited)
 
 
 def _price(model: str, prompt: int, completion: int) -> float | None:
@@ -222,8 +257,9 @@ def estimate(spec: SweepSpec, cells: Iterable[Cell] | None = None, *,
 def _assumptions(result: Estimate, prior: tuple[float, int] | None, concurrency: int,
                  limit: int) -> list[str]:
     notes = [
-        "upper bound: every chat runs max_loops - 1 turns (no lull) and every agent bids on "
-        "every turn, one model call per bid",
+        "upper bound: every chat runs max_loops - 1 turns (no lull); a turn asks every agent "
+        "(bidding; bid_then_speak adds the winner's written call) or one (round_robin, random, "
+        "all_speak; the selector adds its own call), one model call per bid",
         "these are calls needed: retries and tool-choice fallbacks add calls; bid-cache hits "
         "make the calls made fewer (not predicted; results report calls_needed and calls_made)",
         f"prompt tokens: system prompt + bid prompt + task + {MESSAGE_TOKENS} tokens per earlier "
@@ -232,7 +268,9 @@ def _assumptions(result: Estimate, prior: tuple[float, int] | None, concurrency:
         "per call (typical)",
         f"wall time: a turn lasts as long as its slowest bid (a sim's sim_latency; "
         f"{ASSUMED_CALL_S:g} s per bid assumed for a model over the network), {concurrency} "
-        f"cell(s) at once, at most {limit} real-model calls in flight",
+        f"cell(s) at once, at most {limit} real-model calls in flight; plus the engine's own "
+        f"work in this process, {CELL_S * 1000:g} ms per cell and {BID_S * 1000:g} ms per bid "
+        "(measured on 2 cores under load: a faster or idle machine takes less)",
     ]
     sims = [m for m in result.models
             if m in result.sim_models or in_process_provider(m) is not None]

@@ -314,9 +314,12 @@ def test_the_sweep_estimate_counts_the_extra_call_of_bid_then_speak_and_the_sele
 
     spec = parse_sweep({
         "base": {"agents": [{"agent_name": "a"}, {"agent_name": "b"}], "max_loops": 4},
-        "grid": {"strategy": ["bidding", "bid_then_speak", "selector"]}, "tasks": ["t"]})
+        "grid": {"strategy": ["bidding", "bid_then_speak", "selector", "round_robin",
+                              "random", "all_speak"]}, "tasks": ["t"]})
     per_cell = [estimate(spec, [c]).calls_upper for c in spec.cells()]
-    assert per_cell == [6, 9, 9]  # 3 turns x 2 agents; + 1 call a turn
+    # 3 turns x 2 agents; + 1 written call a turn; the selector asks one agent + itself;
+    # the rules that name a speaker ask one agent a turn (it used to count every agent)
+    assert per_cell == [6, 9, 6, 3, 3, 3]
 
 
 def test_analysis_explains_a_turn_named_by_the_rule_not_by_its_bid() -> None:

@@ -159,18 +159,21 @@ def test_a_sim_sweep_is_estimated_at_zero_tokens_and_its_wall_time_from_sim_late
     assert result.cells == 6 and result.calls_upper == 6 * 3 * 10
     assert result.prompt_tokens_upper == 0 and result.completion_tokens_upper == 0
     assert result.cost_usd_upper == 0.0
-    # 10 turns of 0.4 s (the slowest bid) per cell; 6 cells at 4 at once: two waves
-    assert result.wall_s_upper == pytest.approx(8.0)
-    assert "wall time up to 8 s" in result.summary()
+    # 10 turns of 0.4 s (the slowest bid) per cell, plus its engine work (a cell, 30 bids);
+    # 6 cells at 4 at once: two waves
+    from groupchat_core.sweeps._estimate import BID_S, CELL_S
+
+    assert result.wall_s_upper == pytest.approx(2 * (4.0 + CELL_S + 30 * BID_S))
+    assert "wall time up to 9 s" in result.summary()
     _, text, head = svc.preflight(spec, RunStore())
-    assert "0 prompt + 0 completion tokens" in text and "wall time up to 8 s" in text
-    assert head == "estimated wall time up to 8 s · 0 tokens · up to $0.0000"
+    assert "0 prompt + 0 completion tokens" in text and "wall time up to 9 s" in text
+    assert head == "estimated wall time up to 9 s · 0 tokens · up to $0.0000"
 
 
 def test_a_real_model_sweep_assumes_seconds_per_bid_and_the_inflight_limit():
     from groupchat_core import Agent, max_inflight_calls, set_max_inflight_calls
     from groupchat_core.sweeps import estimate
-    from groupchat_core.sweeps._estimate import ASSUMED_CALL_S
+    from groupchat_core.sweeps._estimate import ASSUMED_CALL_S, BID_S, CELL_S
 
     agents = [Agent(agent_name=n, system_prompt="You argue.", model_name="openai/gpt-4o-mini")
               for n in ("A", "B")]
@@ -187,7 +190,8 @@ def test_a_real_model_sweep_assumes_seconds_per_bid_and_the_inflight_limit():
     assert limited.wall_s_upper == pytest.approx(8 * 2 * 5 * ASSUMED_CALL_S / 4)
     assert any(f"{ASSUMED_CALL_S:g} s per bid assumed" in a and "at most 4 real-model calls"
                in a for a in limited.assumptions)
-    assert estimate(spec).wall_s_upper == pytest.approx(5 * ASSUMED_CALL_S)  # one wave
+    one_wave = 5 * ASSUMED_CALL_S + CELL_S + 10 * BID_S  # plus a cell's engine work
+    assert estimate(spec).wall_s_upper == pytest.approx(one_wave)
 
 
 def test_display_frames_show_a_dash_for_what_a_running_cell_lacks():
