@@ -139,6 +139,8 @@ _current_job: contextvars.ContextVar[Job | None] = contextvars.ContextVar(
     "groupchat_current_job", default=None)
 _routed: weakref.WeakSet[GroupChat] = weakref.WeakSet()  # chats that carry the router observer
 _routed_lock = threading.Lock()
+_SETTLED = threading.Event()  # one set event for every summary, instead of one each (~1 KiB)
+_SETTLED.set()
 
 
 @dataclass(eq=False)
@@ -194,6 +196,7 @@ class Job:
         self.events, self.messages, self.turns, self.current_bids = [], [], [], []
         self.bids_by_turn, self.record, self.result, self.future = {}, None, None, None
         self.chat, self.extra_observers, self.forming = None, (), None
+        self.settled = _SETTLED  # compacted only once settled, so this changes nothing
         name = self.config.get("name")
         self.config = MappingProxyType({"name": name} if name else {})
         self.task = self.task[:LABEL_CHARS]
