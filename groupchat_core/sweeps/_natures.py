@@ -44,9 +44,10 @@ Bound = Literal["max_loops", "max_loops-1", "log2_agents", "gini_agents"] | floa
 
 # From the coverage study (docs/statistics.md, bench/interval_coverage.py): below 5 repeats no
 # method gives an informative interval of a bounded metric (at 3 every one spans about the whole
-# feasible range), so none is given; from 5 the floored bootstrap-t covers 0.89 to 1.00 on
-# bounded data (0.93+ from 10); unbounded skewed data need about 30 (below, the row warns).
-MIN_N_BOUNDED = 5
+# feasible range), so none is given; at 5 to 9 repeats the floored bootstrap-t can under-cover
+# (a metric with many chats at one value, such as evenness 0 of monologues, is the low end), so
+# those rows warn; unbounded skewed data need about 30 (below, the row warns).
+MIN_N_BOUNDED = 10
 MIN_N_UNBOUNDED = 30
 MIN_N_INTERVAL = 5  # fewer repeats: no interval of a non-rate metric, said in words
 BINARY_AS_RATE = ("score",)  # bounded metrics that, when every value is 0 or 1, are rates
@@ -167,10 +168,10 @@ def metric_interval(metric: str, values: Sequence[float], seed: int | None = Non
                         f"{n} repeats cannot narrow this metric below its whole feasible range "
                         f"[{low:g}, {high:g}]: no interval; add repeats")
     if n < min_n(metric):
+        kind = "bounded" if nature.bounded_above else "unbounded, skewed"
         interval = Interval(interval.estimate, interval.low, interval.high, interval.method,
                             f"below {min_n(metric)} repeats this interval may under-cover "
-                            f"(unbounded metric: the coverage study reaches 92 % from "
-                            f"{min_n(metric)})")
+                            f"({kind} metrics: see the coverage study, docs/statistics.md)")
     return interval
 
 
@@ -189,6 +190,7 @@ def methods_text() -> str:
             f"interval to the whole range; a 0/1 score gets Wilson, as accuracy does. Below "
             f"{MIN_N_INTERVAL} repeats no interval is given for a non-rate metric (none would be "
             "informative), nor where the interval would be the whole feasible range; unbounded "
-            f"metrics (calls, cost) warn below {MIN_N_UNBOUNDED}. Coverage and width per metric "
+            f"metrics (calls, cost) warn below {MIN_N_UNBOUNDED}, bounded ones below "
+            f"{MIN_N_BOUNDED}. Coverage and width per metric "
             "and repeat count: docs/statistics.md. Repeats that all agree give no interval but "
             "'no variation in n repeats'; one finished chat gives none (except Wilson).")
