@@ -198,3 +198,17 @@ def test_the_f_and_t_tails_match_the_t_table_and_each_other():
         assert f_sf(t95(df) ** 2, 1, df) == pytest.approx(t_two_sided(t95(df), df))
     assert betainc(2, 3, 0.4) == pytest.approx(0.5248)  # P(Binomial(4, 0.4) >= 2)
     assert f_sf(0.0, 2, 10) == 1.0 and t_two_sided(math.inf, 5) == 0.0
+
+
+def test_the_issues_intervals_are_no_longer_the_whole_range():
+    from groupchat_core.sweeps._natures import metric_interval
+
+    tied = metric_interval("messages", [10, 10, 11, 11, 11, 11, 11, 11], max_loops=12)
+    assert 9.0 < tied.low < 10.75 <= tied.high <= 11.0  # was [0, 11]
+    entropy = metric_interval("entropy_bits", [1.539, 1.55, 1.573, 1.56, 1.545, 1.57],
+                              agents=3)
+    assert entropy.low > 1.4  # was [0.00, 1.574]
+    gini = metric_interval("gini", [0.083, 0.07, 0.1, 0.09, 0.075, 0.08], agents=3)
+    assert gini.high < 0.2  # was [0.058, 0.667]
+    three = metric_interval("gini", [0.083, 0.07, 0.1], agents=3)
+    assert math.isnan(three.low) and "3 repeats are too few" in three.note
