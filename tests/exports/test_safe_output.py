@@ -5,7 +5,7 @@ names reject the characters that would spoof or drive it.
 Hostile model output comes over real HTTP (groupchat_core.testing.FakeOpenAIServer, litellm's
 OpenAI path); the CLI runs as a subprocess and its stdout/stderr bytes are checked.
 
-Private imports (`_terminal`, `exports._tables`): units or test hooks with no public name;
+Private imports (`exports._tables`): units or test hooks with no public name;
 everything public comes from the public API.
 """
 
@@ -23,8 +23,14 @@ import pandas as pd
 import pytest
 from markdown_it import MarkdownIt
 
-from groupchat_core import Agent, ConfigError, GroupChat, bids_csv, transcript_markdown
-from groupchat_core._terminal import terminal_text
+from groupchat_core import (
+    Agent,
+    ConfigError,
+    GroupChat,
+    bids_csv,
+    terminal_text,
+    transcript_markdown,
+)
 from groupchat_core.exports._tables import defuse_cell
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import frame_csv, parse_sweep, run_sweep, sweep_results

@@ -5,6 +5,9 @@ recorder has replayed the streamed turns but never sees RunFinished, and closes 
 `abandon(status="cancelled")`. Before, that left the run row's total_calls at 0 while its bids
 held the calls made. The same path without Ray: a sim chat cancelled mid-run whose events reach
 a recorder that never gets the end.
+
+Private imports (`store._process`, `store._schema`): test hooks with no public name (this
+host's writer identity, and the runs table to make a run's writer a dead process).
 """
 
 from __future__ import annotations
