@@ -68,7 +68,15 @@ from ._outcomes import (
 )
 from ._plan import SweepPlan, plan_sweep
 from ._ray_executor import RayExecutor
-from ._results import aggregate, heatmap_frame, sweep_results, sweep_summary, varying
+from ._results import (
+    CallCounts,
+    aggregate,
+    call_counts,
+    heatmap_frame,
+    sweep_results,
+    sweep_summary,
+    varying,
+)
 from ._scheduler import arun_sweep, run_sweep
 from ._spec import (
     Cell,
@@ -93,6 +101,7 @@ __all__ = [
     "METHODS_VERSION",
     "NATURES",
     "BudgetStopped",
+    "CallCounts",
     "Cell",
     "CellFinished",
     "CellJob",
@@ -118,6 +127,7 @@ __all__ = [
     "benjamini_hochberg",
     "bid_stability",
     "bootstrap_mean",
+    "call_counts",
     "compare_cells",
     "compare_metrics",
     "compare_pairs",

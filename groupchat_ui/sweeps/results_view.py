@@ -35,7 +35,7 @@ from groupchat_ui.kit.safety import escape_markdown
 from . import charts, outcome_view, stats_view
 from . import explore_view as views_explore
 from . import logic as svc
-from .view import ray_workers
+from .view import Snapshot, panel_snapshot, ray_workers
 
 BY = ["threshold", "recency_penalty", "recency_window"]  # the heatmaps' axes
 REFRESH_S = 0.5
@@ -84,18 +84,24 @@ def header(store: RunStore, sweep_id: str, registry: JobRegistry | None = None,
            owner: str | None = None) -> dict[str, Any]:
     """The sweep's status line (the same as the live panel's and the sidebar's, from
     kit/sweep_status.py) and totals, redrawn every half second while the sweep runs; the
-    sim note when its agents are sims. Returns the summary read at this script run."""
+    sim note when its agents are sims. Returns the summary read at this script run.
+
+    When this session's live panel shows the same sweep, the line draws the panel's own last
+    read (view.panel_snapshot) instead of a second one of its own: the two lines then show
+    one snapshot, not two taken half a second apart on separate timers."""
     info = sweep_summary(store, sweep_id)
     live = svc.status_of(store, info["sweep_id"], registry, owner).live
 
     @st.fragment(run_every=REFRESH_S if live else None)
     def line() -> None:
-        status = svc.status_of(store, info["sweep_id"], registry, owner)
+        shown = panel_snapshot(info["sweep_id"])
+        if shown is None or shown.summary is None:
+            status = svc.status_of(store, info["sweep_id"], registry, owner)
+            shown = Snapshot(status, sweep_summary(store, info["sweep_id"]) if live else info)
+        status = shown.status
         if live and not status.live:
             st.rerun()  # it ended: redraw the charts, the Resume button and the picker
-        now = sweep_summary(store, info["sweep_id"]) if live else info
-        st.caption(f"{escape_markdown(status.name)} · {status.text()} · {now['runs']} runs · "
-                   f"{svc.calls_text(now)} · ${now['cost_usd']:.4f}"
+        st.caption(f"{escape_markdown(status.name)} · {status.text()} · {shown.totals()}"
                    + (f" · {escape_markdown(status.reason)}" if status.reason else ""))
 
     line()

@@ -8,6 +8,7 @@ sweep runs, like the Run page's live view.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
@@ -22,13 +23,14 @@ from groupchat_core import (
     chat_default,
 )
 from groupchat_core.store import RunStore
-from groupchat_core.sweeps import SweepSpec
+from groupchat_core.sweeps import CallCounts, SweepSpec, sweep_summary
 from groupchat_ui.kit import store_access
 from groupchat_ui.kit.components import confirm
 from groupchat_ui.kit.jobs import JobRegistry, may_manage, not_yours
 from groupchat_ui.kit.presets import PRESETS
 from groupchat_ui.kit.safety import escape_markdown
 from groupchat_ui.kit.state import SessionState
+from groupchat_ui.kit.sweep_status import SweepStatus
 from groupchat_ui.kit.traces import TRACE_KEY
 
 from . import logic as svc
@@ -38,8 +40,48 @@ REFRESH_HELP = ("Counted from the store, where every turn is recorded as it comp
                 "every half second while the sweep runs.")
 SAVED = "Saved agents"
 
+# The live panel's last read of its sweep (a Snapshot), which the Results caption of the same
+# sweep draws instead of reading the store again: two reads, half a second apart on their own
+# timers, showed "0 / 2" beside "1 / 2 cells" and 30 turns beside 22.
+SNAPSHOT_KEY = "sw_panel_snapshot"
+
 LOOPS = CHAT_BOUNDS["max_loops"]
 ORDERS = {"fixed": "as listed", "all": "every order", "sample": "sampled orders"}
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One read of a sweep: its status line and its totals (runs, calls, cost)."""
+
+    status: SweepStatus
+    summary: dict[str, Any] | None  # None while the sweep's row does not exist yet
+
+    def totals(self) -> str:
+        """'1,200 runs · 6,500 model calls needed, 1,800 made (...) · $0.0000': the calls in
+        the words of the CLI's last line and `sweep show` (CallCounts.text)."""
+        if self.summary is None:
+            return ""
+        s = self.summary
+        counts = CallCounts(made=s["calls"], cached=s["calls_cached"], bids=s["bids"],
+                            cache_hits=s["cache_hits"], cost_usd=s["cost_usd"])
+        return f"{s['runs']} runs · {counts.text()} · ${counts.cost_usd:.4f}"
+
+
+def read_snapshot(store: RunStore, status: SweepStatus) -> Snapshot:
+    """The status with the sweep's totals, read together (no summary before its row)."""
+    summary = None
+    if status.sweep_id is not None:
+        try:
+            summary = sweep_summary(store, status.sweep_id)
+        except StoreError:
+            summary = None
+    return Snapshot(status, summary)
+
+
+def panel_snapshot(sweep_id: str) -> Snapshot | None:
+    """What this session's live panel last read, when it shows sweep `sweep_id`."""
+    shown = st.session_state.get(SNAPSHOT_KEY)
+    return shown if isinstance(shown, Snapshot) and shown.status.sweep_id == sweep_id else None
 
 
 def _range(name: str) -> tuple[int, int]:
@@ -322,6 +364,7 @@ def live(registry: JobRegistry, store: RunStore, session: SessionState) -> None:
     else as stored (interrupted, with Resume, if its process is gone)."""
     wanted = _adopt_from_url(registry, store, session)
     snap = _latest(registry, session)
+    st.session_state.pop(SNAPSHOT_KEY, None)  # set again below while the panel shows a job
     if snap is None:
         if wanted:
             _stored_status(store, wanted)
@@ -356,10 +399,12 @@ def _focus(snap: Any) -> str | None:
 def _render(registry: JobRegistry, store: RunStore, session: SessionState, snap: Any) -> None:
     """The job's status: the same line (kit/sweep_status.py) as Results and the sidebar."""
     try:
-        status = svc.job_status(store, snap)
+        shown = read_snapshot(store, svc.job_status(store, snap))
     except StoreError as exc:
         st.error(f"Cannot read the sweep from the store: {escape_markdown(str(exc))}")
         return
+    st.session_state[SNAPSHOT_KEY] = shown  # the Results caption of this sweep draws it too
+    status = shown.status
     st.caption(f"{status.text()} · {escape_markdown(status.name)} · "
                f"{(status.sweep_id or '')[:8]}", help=REFRESH_HELP)
     st.progress(status.fraction, text=status.cells_text())
