@@ -6,13 +6,15 @@ import streamlit as st
 
 from groupchat_core import dump_agents
 from groupchat_ui.agents import actions, view
-from groupchat_ui.kit import components, state, store_access
+from groupchat_ui.kit import components, safety, state, store_access
 from groupchat_ui.kit.presets import PRESETS
 
 session = state.get()
 st.title("Agents")
 components.notices(session)
 agents = store_access.agents()
+for problem in store_access.agent_problems():  # saved before a rule they break: say so
+    st.warning(safety.escape_markdown(problem), icon=":material/warning:")
 left, right = st.columns([3, 2], gap="large")
 
 with left:

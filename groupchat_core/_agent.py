@@ -4,8 +4,8 @@ Keyword-compatible with the reference `Agent(agent_name=..., system_prompt=..., 
 code written for the reference runs with only its import changed. Its keywords that mean
 something here are mapped (REFERENCE_ALIASES); the rest are accepted with one
 ReferenceCompatibilityWarning each (REFERENCE_IGNORED); anything else is a ConfigError naming it.
-The API key and the secrets inside `litellm_kwargs` never leave the process: excluded from every
-dump, spec, export, repr and pickle (see _secrets.py).
+The API key never leaves the process: excluded from every dump, spec, export, repr and pickle
+(see _secrets.py); `litellm_kwargs` carries no credential and no endpoint (_kwargs_policy.py).
 """
 
 from __future__ import annotations
@@ -21,27 +21,20 @@ from pydantic import (
     ConfigDict,
     Field,
     SecretStr,
-    field_serializer,
     field_validator,
 )
 
 from ._bidding import RESPOND_TOOL
 from ._bounds import AGENT_BOUNDS, MAX_AGENT_LOOPS, MAX_AGENT_TOKENS, MAX_RETRIES
 from ._errors import ConfigError
+from ._kwargs_policy import kwargs_problem
 from ._safeload import check_int, nonfinite_path, show_number
-from ._secrets import redact_kwargs
 from ._terminal import char_name, first_unsafe
 
 DEFAULT_MODEL = "sim/balanced"
 ToolChoiceMode = Literal["forced", "required", "auto", "json", "json_schema"]
 # The modes, declared once with the type: the dashboard's agent form offers exactly these.
 TOOL_CHOICE_MODES: tuple[ToolChoiceMode, ...] = get_args(ToolChoiceMode)
-
-# Keys that would smuggle a secret or override what the engine controls.
-_FORBIDDEN_EXTRA_KEYS = frozenset(
-    {"api_key", "messages", "tools", "tool_choice", "model", "stream", "n"}
-)
-
 
 class ReferenceCompatibilityWarning(UserWarning):
     """A keyword of the reference's Agent that is accepted here but has no effect."""
@@ -196,12 +189,10 @@ class Agent(BaseModel):
     @field_validator("litellm_kwargs")
     @classmethod
     def _safe_kwargs(cls, value: dict[str, Any]) -> dict[str, Any]:
-        bad = sorted(k for k in value if k in _FORBIDDEN_EXTRA_KEYS or "key" in k.lower())
-        if bad:
-            raise ValueError(
-                f"litellm_kwargs must not set {bad}: the engine controls these, and keys go in "
-                "api_key or the environment"
-            )
+        """Only settings that cannot move a request or carry a credential (_kwargs_policy)."""
+        problem = kwargs_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
         _check_plain_numbers("litellm_kwargs", value)
         return value
 
@@ -219,28 +210,16 @@ class Agent(BaseModel):
     def secret_key(self) -> str | None:
         return self.api_key.get_secret_value() if self.api_key else None
 
-    @field_serializer("litellm_kwargs")
-    def _dump_kwargs(self, value: dict[str, Any]) -> dict[str, Any]:
-        """Every dump (spec, sweep, bundle, store, JSON) leaves out secret entries such as
-        extra_headers.Authorization or azure_ad_token; the Agent in memory keeps them."""
-        return redact_kwargs(value)
-
-    def __repr_args__(self) -> Any:
-        for name, value in super().__repr_args__():
-            yield name, (redact_kwargs(value) if name == "litellm_kwargs" else value)
-
     def __getstate__(self) -> dict[Any, Any]:
-        """Pickling drops the key and the secrets in litellm_kwargs, like every other dump: a
-        pickle is bytes that can leave the process. copy.deepcopy keeps them (in-process)."""
+        """Pickling drops the key, like every other dump: a pickle is bytes that can leave the
+        process. copy.deepcopy keeps it (in-process)."""
         state = super().__getstate__()
         fields = dict(state["__dict__"])
         fields["api_key"] = None
-        fields["litellm_kwargs"] = redact_kwargs(fields.get("litellm_kwargs") or {})
         return {**state, "__dict__": fields}
 
     def to_spec(self) -> dict[str, Any]:
-        """Agent fields for a spec file: never the key nor secret litellm_kwargs; RESPOND_TOOL
-        is left out (re-equipped)."""
+        """Agent fields for a spec file: never the key; RESPOND_TOOL is left out (re-equipped)."""
         spec = self.model_dump(exclude={"api_key"})
         spec["tools_list_dictionary"] = [
             t for t in spec["tools_list_dictionary"]

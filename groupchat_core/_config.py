@@ -27,7 +27,6 @@ from ._bounds import MAX_TIMEOUT_S as MAX_TIMEOUT_S
 from ._bounds import OUTPUT_TYPES as OUTPUT_TYPES  # declared there: the CLI's parser reads it
 from ._errors import ConfigError
 from ._safeload import check_int
-from ._secrets import secret_paths
 
 # Ways to choose who speaks each turn (docs/engine.md §16); `bidding` is the seed's rule.
 STRATEGIES: tuple[str, ...] = (
@@ -220,14 +219,6 @@ class ChatSpec(ChatConfig):
                 raise ValueError(
                     "agents must not carry api_key in a spec file; set the provider key in the "
                     "environment (e.g. OPENAI_API_KEY) or the dashboard's Settings page"
-                )
-            kwargs = item.get("litellm_kwargs")
-            found = secret_paths(kwargs) if isinstance(kwargs, Mapping) else []
-            if found:
-                raise ValueError(
-                    f"agents must not carry credentials in litellm_kwargs ({', '.join(found)}) in "
-                    "a spec file; set them in the environment, or on the Agent in code "
-                    "(litellm_kwargs=...), where they stay in memory and are left out of dumps"
                 )
         return v
 

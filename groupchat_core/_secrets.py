@@ -10,8 +10,8 @@ is the one masking function (the dashboard's too); `scrub` masks every secret th
   from there): names with a `_`-separated part KEY, APIKEY, TOKEN, SECRET, PASSWORD, PASSWD,
   CREDENTIAL(S) or AUTH (OPENAI_API_KEY, AZURE_OPENAI_AD_TOKEN, AWS_SECRET_ACCESS_KEY, HF_TOKEN,
   VERTEX_CREDENTIALS, ...), see `is_credential_env_name`;
-- secret-looking values inside `litellm_kwargs` (header values of Authorization / api-key,
-  entries named like keys, tokens, secrets, passwords or credentials), see `is_secret_name`;
+- secret-looking values inside a request's settings (its api_key; `litellm_kwargs` itself may
+  carry none: _kwargs_policy.py), see `is_secret_name`;
 - every secret handed to `hold_secrets`: each agent's key once a chat runs it (a Settings key of
   any session), deployments' `api_key_env` values, the dashboard's `.streamlit/secrets.toml`;
 - and, whatever their source, `Bearer <token>` and `sk-...` key shapes.
@@ -73,28 +73,6 @@ def is_secret_name(name: str) -> bool:
 def _is_plain_setting(value: Any) -> bool:
     """Numbers, booleans and None are settings (e.g. a token limit), never credentials."""
     return value is None or isinstance(value, bool | int | float)
-
-
-def secret_paths(kwargs: Mapping[str, Any], prefix: str = "") -> list[str]:
-    """Dotted paths of the secret entries in `litellm_kwargs`, for error messages."""
-    found: list[str] = []
-    for key, value in kwargs.items():
-        where = f"{prefix}.{key}" if prefix else str(key)
-        if is_secret_name(str(key)) and not _is_plain_setting(value):
-            found.append(where)
-        elif isinstance(value, Mapping):
-            found.extend(secret_paths(value, where))
-    return found
-
-
-def redact_kwargs(kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of `litellm_kwargs` without its secret entries (what every dump stores)."""
-    out: dict[str, Any] = {}
-    for key, value in kwargs.items():
-        if is_secret_name(str(key)) and not _is_plain_setting(value):
-            continue
-        out[key] = redact_kwargs(value) if isinstance(value, Mapping) else value
-    return out
 
 
 def _values(value: Any) -> Iterable[str]:

@@ -196,7 +196,10 @@ def cmd_agents(args: argparse.Namespace) -> int:
         agents = [store.get_agent(n) for n in args.names] if args.names else store.list_agents()
         emit(dump_agents(agents, args.format), args.output)
     else:
-        for agent in store.list_agents():
+        listed, problems = store.saved_agents()
+        for problem in problems:
+            say(f"warning: {problem}", sys.stderr)
+        for agent in listed:
             prompt = shorten(" ".join(agent.system_prompt.split()), 50)
             say(f"{terminal_text(agent.agent_name)}\t{terminal_text(agent.model_name)}\t"
                 f"{terminal_text(prompt)}", multiline=True)

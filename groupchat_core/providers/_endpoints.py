@@ -7,6 +7,10 @@ trusts, listed in GROUPCHAT_TRUSTED_API_BASES (a comma list of base URLs). Every
 gets a placeholder key, so litellm cannot fall back to the environment's key on its own; an
 agent's own `api_key` (set by whoever runs it) is sent as given.
 
+The destination judged is the agent's first-class `api_base` (or a deployment's): an agent's
+`litellm_kwargs` can name no endpoint, provider or credential (_kwargs_policy.py), so no setting
+can move a request past this judgement.
+
 URLs are compared in one normal form, exactly (scheme, host, port, path; no prefix or substring
 matching): `https://api.openai.com.evil.com`, `https://api.openai.com@evil`, another port or
 plain http are other endpoints. A URL with user info, a query or a fragment is never trusted.
@@ -41,6 +45,12 @@ OFFICIAL_BASES: dict[str, tuple[str, ...]] = {
     "cohere": ("https://api.cohere.ai", "https://api.cohere.com"),
     "cohere_chat": ("https://api.cohere.ai", "https://api.cohere.com"),
 }
+# Providers whose requests are signed with credentials litellm finds by itself (AWS SigV4 from
+# the environment or ~/.aws, Google's application credentials), whatever key the engine passes:
+# at an untrusted api_base such an agent is refused, since no placeholder can stop it. (Azure
+# sends the api-key it is given before any AD token, so the placeholder holds there: tested.)
+SIGNING_PROVIDERS = frozenset({"bedrock", "bedrock_converse", "sagemaker", "sagemaker_chat",
+                               "vertex_ai", "vertex_ai_beta"})
 _BARE_PROVIDERS = ((r"^(gpt-|o\d|chatgpt-|text-)", "openai"), (r"^claude", "anthropic"),
                    (r"^(mistral-|open-mistral)", "mistral"), (r"^command", "cohere"))
 

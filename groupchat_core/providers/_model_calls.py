@@ -20,7 +20,7 @@ from ._endpoints import explain_refusal
 from ._litellm import load_litellm_off_loop
 from ._providers import BidRequest, DeltaSink, ModelReply, Provider
 from ._replies import ModelCallFailed, parse_response, usage_and_cost
-from ._requests import check_allowed, request_kwargs
+from ._requests import check_destination, request_kwargs
 from ._retries import RETRY_MAX_DELAY, Attempts, call_with_retries
 from ._routing import Providers, in_process_provider
 from ._streaming import (
@@ -81,7 +81,7 @@ async def call_litellm(agent: Agent, messages: list[dict[str, Any]], *,
     `sink` (the chat streams bids and an observer asks for deltas), tool modes are asked with
     stream=true; a model that refuses (a 400 naming streaming, or a stream without a respond
     call) is asked again without, and remembered."""
-    check_allowed(agent)
+    check_destination(agent)
     await load_litellm_off_loop()
     cache_key = mode_key(agent)
     first = agent.tool_choice_mode or recalled_mode(cache_key)

@@ -9,10 +9,17 @@ from urllib.parse import urlparse
 
 from .._bidding import FORCED_RESPOND_CHOICE
 from .._errors import ModelCallError
+from .._kwargs_policy import kwargs_problem
 from ._bodies import REQUEST_DEADLINE, ResponseTooLarge, deadline_error, in_chain
 from ._deployments import routed_bases, routed_call
 from ._direct import direct_completion, direct_route
-from ._endpoints import PLACEHOLDER_KEY, endpoint_trusted, request_base
+from ._endpoints import (
+    PLACEHOLDER_KEY,
+    SIGNING_PROVIDERS,
+    TRUSTED_BASES_ENV,
+    endpoint_trusted,
+    provider_of,
+)
 from ._tool_modes import JSON_TEXT_INSTRUCTION, TEXT_MODES, schema_response_format
 
 if TYPE_CHECKING:
@@ -24,12 +31,28 @@ def remote_calls_blocked() -> bool:
     return os.environ.get("GROUPCHAT_BLOCK_REMOTE_CALLS", "") not in ("", "0", "false")
 
 
-def check_allowed(agent: Agent) -> None:
+def check_destination(agent: Agent) -> None:
+    """Judge where this agent's requests go before any is sent, from first-class settings only.
+
+    The destination is the agent's `api_base` (None: the provider's own endpoint) or, for a
+    routed model, its deployments' bases: `litellm_kwargs` can name no endpoint, provider or
+    credential (_kwargs_policy.py; checked again here for an agent built around validation).
+    Keys (`_endpoint_key`), the remote-call block and the signing providers are all judged
+    against that one destination."""
+    problem = kwargs_problem(agent.litellm_kwargs)
+    if problem is not None:
+        raise ModelCallError(f"agent {agent.agent_name!r} refused: {problem}")
+    base = agent.api_base
+    provider = provider_of(agent.model_name)
+    if base and provider in SIGNING_PROVIDERS and not endpoint_trusted(agent.model_name, base):
+        raise ModelCallError(
+            f"agent {agent.agent_name!r} refused: a {provider} model signs every request with "
+            f"the server's {provider} credentials, and its api_base {base} is not trusted; "
+            f"remove the api_base or ask an admin to trust it via {TRUSTED_BASES_ENV}")
     if not remote_calls_blocked():
         return
-    own = agent.api_base or request_base(agent.litellm_kwargs)
-    bases = routed_bases(agent.model_name) or [own]  # a routed model: its endpoints
-    if not all(is_loopback(base) for base in bases):
+    bases = routed_bases(agent.model_name) or [base]  # a routed model: its endpoints
+    if not all(is_loopback(one) for one in bases):
         raise ModelCallError(
             f"real model calls are blocked (GROUPCHAT_BLOCK_REMOTE_CALLS is set): agent "
             f"{agent.agent_name!r} would call {agent.model_name!r}; use a sim/ model or a local "
@@ -46,7 +69,7 @@ def is_loopback(url: str | None) -> bool:
     return urlparse(url or "").hostname in _LOOPBACK_HOSTS
 
 
-def _endpoint_key(agent: Agent, kwargs: dict[str, Any]) -> str | None:
+def _endpoint_key(agent: Agent) -> str | None:
     """The key this request carries: the agent's own (its caller's choice), else none on a
     trusted endpoint (litellm reads the provider's key from the environment, or a loopback
     server gets the placeholder the OpenAI SDK insists on), else the placeholder: an untrusted
@@ -54,7 +77,7 @@ def _endpoint_key(agent: Agent, kwargs: dict[str, Any]) -> str | None:
     own = agent.secret_key()
     if own:
         return own
-    base = request_base(kwargs)
+    base = agent.api_base
     if not endpoint_trusted(agent.model_name, base):
         return PLACEHOLDER_KEY
     if (agent.model_name.startswith("openai/") and is_loopback(base)
@@ -76,7 +99,7 @@ def request_kwargs(agent: Agent, messages: list[dict[str, Any]], mode: str) -> d
     }
     if agent.api_base:
         kwargs["api_base"] = agent.api_base
-    key = _endpoint_key(agent, kwargs)
+    key = _endpoint_key(agent)
     if key:
         kwargs["api_key"] = key
     if mode in TEXT_MODES:

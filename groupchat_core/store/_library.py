@@ -128,6 +128,23 @@ class Library(StoreBase):
                                 .order_by(*_IN_ORDER)).all()
         return [_agent(name, raw) for name, raw in rows]
 
+    def saved_agents(self) -> tuple[list[Agent], list[str]]:
+        """The saved agents that load, and one line for each that no longer does (an agent
+        saved before a rule it breaks, e.g. an endpoint hidden in its litellm_kwargs: issue
+        44): readers list the rest and show the lines, instead of failing on one bad row."""
+        with self.read("list agents") as conn:
+            rows = conn.execute(select(agents.c.name, agents.c.spec_json)
+                                .order_by(*_IN_ORDER)).all()
+        loaded: list[Agent] = []
+        problems: list[str] = []
+        for name, raw in rows:
+            try:
+                loaded.append(_agent(name, raw))
+            except StoreError as exc:
+                problems.append(f"{exc}; import it again without that setting (an agent "
+                                "of the same name replaces it)")
+        return loaded, problems
+
     def agents_version(self) -> tuple[tuple[str, int | None, str], ...]:
         """A cheap token that changes whenever the saved agents do (a save, rename, reorder or
         delete by any writer: this process, the CLI, another server), so readers can cache

@@ -133,7 +133,7 @@ def check_may_replace(store: RunStore, agents: Iterable[Agent], actor: Actor) ->
 def import_conflicts(store: RunStore, agents: Iterable[Agent]) -> list[str]:
     """Saved agents an import would replace that differ from the file's: the page asks first
     (as a preset does), since an import replaced them without a word (issue 38)."""
-    saved = {a.agent_name: a.to_spec() for a in store.list_agents()}
+    saved = {a.agent_name: a.to_spec() for a in store.saved_agents()[0]}
     return [a.agent_name for a in agents
             if a.agent_name in saved and saved[a.agent_name] != a.to_spec()]
 
@@ -153,7 +153,7 @@ def save_imported(store: RunStore, agents: Iterable[Agent], actor: Actor = LOCAL
     stay as they are and the file's versions are saved as copies (`import_copy_name`).
     Replacing an agent of someone else's is refused (nothing is saved). Returns the names
     as saved, in the file's order."""
-    kept, taken = set(keep), [a.agent_name for a in store.list_agents()]
+    kept, taken = set(keep), [name for name, _, _ in store.agents_version()]
     out = []
     for agent in agents:
         if agent.agent_name in kept:

@@ -65,8 +65,15 @@ def job_registry() -> JobRegistry:
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def _agent_specs(url: str, version: tuple[Any, ...]) -> list[dict[str, Any]]:
-    return [a.to_spec() for a in _opened(url).list_agents()]
+def _agent_specs(url: str, version: tuple[Any, ...]) -> tuple[list[dict[str, Any]], list[str]]:
+    loaded, problems = _opened(url).saved_agents()
+    return [a.to_spec() for a in loaded], problems
+
+
+def agent_problems() -> list[str]:
+    """One line per saved agent that no longer loads (shown on the Agents page)."""
+    url = default_url()
+    return _agent_specs(url, _opened(url).agents_version())[1]
 
 
 def agents() -> list[Agent]:
@@ -74,7 +81,7 @@ def agents() -> list[Agent]:
     whichever writer (this dashboard, the CLI, another server): one small query checks."""
     url = default_url()
     return [Agent.model_validate(spec)
-            for spec in _agent_specs(url, _opened(url).agents_version())]
+            for spec in _agent_specs(url, _opened(url).agents_version())[0]]
 
 
 @st.cache_data(show_spinner=False, ttl=2, max_entries=16)

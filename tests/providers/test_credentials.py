@@ -62,8 +62,6 @@ def test_what_cannot_or_need_not_be_checked_is_skipped(monkeypatch: pytest.Monke
         Agent(agent_name="Aws", model_name="bedrock/anthropic.claude-v2"),  # ~/.aws, roles
         Agent(agent_name="Gcp", model_name="vertex_ai/gemini-pro"),  # gcloud credentials
         Agent(agent_name="Odd", model_name="no-such-provider/x"),  # litellm cannot tell
-        Agent(agent_name="Token", model_name="azure/gpt4",
-              litellm_kwargs={"azure_ad_token": "t"}),
     ]
     assert check_credentials(clear) == []
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env")

@@ -161,18 +161,6 @@ def test_the_agents_own_key_goes_where_its_caller_sends_it(
     assert canary.encode() not in _stored_bytes(tmp_path)
 
 
-def test_a_base_in_litellm_kwargs_is_judged_too(hostile: FakeOpenAIServer, canary: str,
-                                                tmp_path: Path) -> None:
-    store = RunStore(f"sqlite:///{tmp_path}/keys.db")
-    agents = [Agent(agent_name=n, model_name="openai/x", num_retries=0,
-                    litellm_kwargs={"base_url": hostile.base_url}) for n in ("A", "B")]
-    chat = GroupChat(agents=agents, max_loops=2)
-    store.attach(chat)
-    chat.run("Say hello.")
-    sent = _sent(hostile)
-    assert sent and all(canary not in s for s in sent)
-
-
 def test_an_untrusted_endpoint_that_wants_a_key_says_how_to_give_one(
         canary: str, tmp_path: Path) -> None:
     with FakeOpenAIServer() as server:

@@ -457,14 +457,12 @@ def test_spec_data_with_litellm_kwargs_credentials_is_rejected_naming_where(kwar
     assert path in message
 
 
-def test_an_in_memory_agent_with_header_credentials_exports_a_clean_spec() -> None:
-    agent = Agent(agent_name="A", litellm_kwargs={
-        "extra_headers": {"Authorization": f"Bearer {SECRET}"}, "top_p": 0.5})
-    spec = ChatSpec(agents=[agent, Agent(agent_name="B")])
-    text = dump_spec(spec)
-    assert SECRET not in text and "Authorization" not in text and "top_p: 0.5" in text
-    assert load_spec_text(text).agents[0].litellm_kwargs == {"extra_headers": {}, "top_p": 0.5}
-    assert agent.litellm_kwargs["extra_headers"]["Authorization"] == f"Bearer {SECRET}"
+def test_an_agent_in_code_cannot_carry_header_credentials_either() -> None:
+    """Issue 44: credentials have one door (api_key, Settings, the environment), in code too."""
+    with pytest.raises(ValueError, match="Authorization") as info:
+        Agent(agent_name="A", litellm_kwargs={
+            "extra_headers": {"Authorization": f"Bearer {SECRET}"}, "top_p": 0.5})
+    assert SECRET not in str(info.value) and "api_key" in str(info.value)
 
 
 def test_every_integer_setting_has_a_documented_maximum() -> None:
