@@ -7,8 +7,10 @@ module exports."""
 
 from __future__ import annotations
 
+import io
 import json
 
+import pandas as pd
 import pytest
 
 from groupchat_core import Agent, GroupChat
@@ -159,10 +161,10 @@ def test_a_sweep_whose_model_axis_brings_sims_says_simulated(capsys, store_url) 
     # issue 38: a rule scorer's 0/1 score is a rate like `correct`: one interval per type
     assert methods["correct"] == "wilson" and methods["score"] == "wilson"
     csv = _cli(capsys, "--db", store_url, "sweep", "export", outcome.sweep_id)
-    header, *rows = csv.strip().splitlines()
-    assert "simulated" in header.split(",") and "correct_interval_method" in header
-    column = header.split(",").index("simulated")
-    assert all(row.split(",")[column] == "True" for row in rows if not row.startswith('"{'))
+    # read as the export says it is read (issue 38.10: `# ` header lines, quoted text)
+    table = pd.read_csv(io.StringIO(csv), comment="#")
+    assert "correct_interval_method" in table.columns
+    assert table["simulated"].astype(str).eq("True").all()
 
     real = SweepSpec.model_validate({
         "name": "real", "tasks": ["Plan it."], "grid": {"model": ["gpt-4o-mini"]},
