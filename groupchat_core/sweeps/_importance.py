@@ -17,8 +17,9 @@ Method, per (metric, parameter), over finished chats:
   MIN_PERMUTATIONS), so Holm's floor m/(B+1) stays under alpha/10 (0.005). Where n x B would
   exceed WORK shuffled values (sweeps of thousands of chats), the analytic p (F test; t
   approximation for rho; _pvalues.py) is used instead, where its large-sample approximation
-  holds; `test` says which, and `p_analytic` is always given as a cross-check (with 3 to 5
-  tied, skewed chats per level the F p can be half the permutation p, hence the shuffles).
+  holds; `test` says which, and `p_analytic` is always given as a cross-check (on tied,
+  skewed counts the F p can fall below 0.05 where the shuffled one does not, hence the
+  shuffles; tests/sweeps/test_sweep_false_calls.py).
 - p_holm, p_bh: p adjusted across every tested row of the table (Holm: family-wise error;
   Benjamini-Hochberg: false discovery rate; _multiple.py). The page shows Holm.
 The random-sample index is not a parameter. The cache metrics (calls made, hit rate, cost)
