@@ -171,6 +171,22 @@ def test_a_budget_cap_is_global_across_workers_and_a_resume_finishes(cluster, sq
     check_every_cell_once(store, sweep, resumed)
 
 
+def test_a_cell_cancelled_by_the_budget_cap_records_the_calls_its_bids_hold(cluster,
+                                                                            sqlite_store):
+    """Issue 44: a cell force-cancelled by the cap was recorded with total_calls 0 while its
+    bids held the calls made (the driver's recorder never sees the run's end)."""
+    store = sqlite_store
+    sweep = spec(base={"max_loops": 8, "agents": slow(0.05)}, repeats=3, max_calls=30)
+    with RayExecutor(store) as executor:
+        stopped = run_sweep(sweep, store, executor=executor)
+    assert stopped.status == "stopped_budget"
+    runs = store.list_runs(sweep_id=stopped.sweep_id)
+    cancelled = runs[runs["status"] == "cancelled"]
+    sums = [int(store.bids(run_id)["calls"].sum()) for run_id in cancelled["run_id"]]
+    assert sum(sums) > 0, "no cell was cancelled mid-run"
+    assert [int(t) for t in cancelled["total_calls"]] == sums
+
+
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_ctrl_c_after_a_cells_run_finished_on_a_worker_leaves_no_open_claim(cluster, backend,
                                                                              request):
