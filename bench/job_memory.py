@@ -11,6 +11,11 @@ process's resident set (/proc/self/statm, after gc.collect()), how many jobs the
 holds whole, as a summary, or not at all, and the length of the session's job list as the
 sidebar builds it (`jobs_for`). The store is a fresh SQLite file in a temporary folder.
 
+Every chat has the same task and seed, so the sims' own text cache (an LRU of 8,192 texts in
+groupchat_core's sim provider, no part of the job table; a few KiB per new text) is warm after
+the first chat, and what grows is what the job table keeps. `--varied` gives each chat its own
+task: then that cache grows too (about three texts per chat) until it is full.
+
 Only the public parts that the code before issue 44 also had are used, so the same file runs
 against an older checkout for the before figure:
 
@@ -67,7 +72,8 @@ def table_state(registry: Any, ids: list[str]) -> tuple[int, int, int]:
     return whole, summaries, gone
 
 
-def run(chats: int, every: int, turns: int, agents: int) -> list[dict[str, Any]]:
+def run(chats: int, every: int, turns: int, agents: int,
+        varied: bool = False) -> list[dict[str, Any]]:
     from groupchat_core.store import RunStore
     from groupchat_ui.kit.jobs import JobRegistry
     from groupchat_ui.run.logic import default_params, start_run
@@ -76,7 +82,7 @@ def run(chats: int, every: int, turns: int, agents: int) -> list[dict[str, Any]]
     registry = JobRegistry()
     roster = sim_agents(agents)
     # max_loops counts the task too; threshold 0: every turn has a speaker, never a lull
-    params = {**default_params(), "max_loops": turns + 1, "threshold": 0.0}
+    params = {**default_params(), "max_loops": turns + 1, "threshold": 0.0, "seed": 1}
     ids: list[str] = []
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
@@ -91,7 +97,8 @@ def run(chats: int, every: int, turns: int, agents: int) -> list[dict[str, Any]]
     sample()
     try:
         for i in range(chats):
-            job_id = start_run(store, registry, OWNER, roster, f"Plan step {i}.", params, {})
+            task = f"Plan step {i}." if varied else "Plan the next step."
+            job_id = start_run(store, registry, OWNER, roster, task, params, {})
             ids.append(job_id)
             while not registry.snapshot(job_id).done:
                 time.sleep(0.002)
@@ -111,6 +118,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--every", type=int, default=100)
     parser.add_argument("--turns", type=int, default=10)
     parser.add_argument("--agents", type=int, default=3)
+    parser.add_argument("--varied", action="store_true",
+                        help="a task of its own per chat (the sims' text cache grows too)")
     args = parser.parse_args(argv)
     if args.chats < 1 or args.every < 1 or args.turns < 1 or not 2 <= args.agents <= 16:
         parser.error("--chats, --every and --turns must be at least 1; --agents 2 to 16")
@@ -118,12 +127,13 @@ def main(argv: list[str] | None = None) -> None:
 
     keep = getattr(jobs, "keep_finished_setting", None)
     print(f"## job table memory: {args.chats} sim chats of {args.turns} turns x {args.agents} "
-          f"agents, one after another (streamed, recorded), through JobRegistry")
+          f"agents, one after another (streamed, recorded), through JobRegistry; "
+          f"{'a task of its own per chat' if args.varied else 'one task and seed for all'}")
     print(f"- code: {Path.cwd()} · keep finished whole: "
           f"{keep() if keep else 'no bound (before issue 44)'}")
     print(f"- machine: {len(os.sched_getaffinity(0))} cores, Python "
           f"{platform.python_version()}, {platform.platform()}")
-    rows = run(args.chats, args.every, args.turns, args.agents)
+    rows = run(args.chats, args.every, args.turns, args.agents, args.varied)
     base = rows[0]["rss"]
     print("\n| chats | RSS MiB | vs start | kept whole | summaries | forgotten | session list "
           "| seconds |")
