@@ -8,7 +8,7 @@ starts, and lists every problem at once. It never blocks what it cannot judge:
 - in-process models (`sim/`, scripted fakes) and agents with their own `api_key` are skipped;
 - providers whose credentials may come from outside the environment (AWS, Google and Azure
   credential chains: bedrock, sagemaker, vertex_ai, azure) and providers litellm does not know
-  are skipped, as are agents whose `litellm_kwargs` carry a token or credential of their own;
+  are skipped;
 - only missing keys count: settings litellm also lists (OLLAMA_API_BASE, a project or region)
   often have defaults, and a call without them fails with its own clear error;
 - an OpenAI-compatible server on this machine (`openai/<name>` with a loopback `api_base`)
@@ -34,7 +34,6 @@ _AMBIENT_PROVIDERS = frozenset({
     "bedrock", "bedrock_converse", "sagemaker", "sagemaker_chat", "vertex_ai", "vertex_ai_beta",
     "azure", "azure_ai",  # Entra ID / managed identity
 })
-_CREDENTIAL_KWARGS = re.compile(r"token|credential|secret|password", re.I)
 _KEYISH = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.I)
 _AUTH_FAILURE = re.compile(
     r"AuthenticationError|PermissionDeniedError|\b401\b|incorrect api key|invalid api key|"
@@ -54,9 +53,8 @@ def _skipped(agent: Agent) -> bool:
         return True
     if agent.model_name.startswith("openai/") and is_loopback(agent.api_base):
         return True  # a local server: the engine sends a placeholder key
-    if not endpoint_trusted(agent.model_name, agent.api_base):
-        return True  # no server key goes there anyway (_endpoints.py): nothing to check
-    return any(_CREDENTIAL_KWARGS.search(k) for k in agent.litellm_kwargs)
+    # an untrusted base gets no server key anyway (_endpoints.py): nothing to check
+    return not endpoint_trusted(agent.model_name, agent.api_base)
 
 
 def _provider(litellm: Any, agent: Agent) -> str | None:
