@@ -4,8 +4,8 @@ file, every table) opens with `# ` lines carrying the spec and its hash, the see
 table past them with comment="#" (a `#` inside a cell included); the wide cells CSV has a note
 per metric; JSON and the page's downloads carry the same versions.
 
-Private imports (read_export_csv, spec_hash, SIMS_VERSION): the reader and the constants under
-test, which no public module exports."""
+Private imports (read_export_csv, spec_hash, metrics_of, SIMS_VERSION): the reader, the hash,
+the metric list and the constant under test, which no public module exports."""
 
 from __future__ import annotations
 
@@ -20,9 +20,16 @@ import pytest
 from groupchat_core.providers._sim import SIMS_VERSION
 from groupchat_core.store import RunStore, dispose_engines
 from groupchat_core.store._migrations import forget_checked
-from groupchat_core.sweeps import aggregate, export_meta, frame_csv, parse_sweep, run_sweep
+from groupchat_core.sweeps import (
+    aggregate,
+    export_meta,
+    frame_csv,
+    parse_sweep,
+    run_sweep,
+    sweep_results,
+)
 from groupchat_core.sweeps._export import read_export_csv, spec_hash
-from groupchat_core.sweeps._results import metrics_of, sweep_results
+from groupchat_core.sweeps._results import metrics_of
 from tests.helpers.cli import run_cli
 
 AGENTS = [{"agent_name": n, "model_name": m} for n, m in (
