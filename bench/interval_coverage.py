@@ -34,13 +34,14 @@ from pathlib import Path
 import numpy as np
 
 from groupchat_core.sweeps import (
+    BOOTSTRAP_SEED,
     Interval,
     bca_mean,
     bootstrap_mean,
+    feasible_range,
+    metric_interval,
     t_interval,
 )
-from groupchat_core.sweeps._intervals import BOOTSTRAP_SEED
-from groupchat_core.sweeps._natures import feasible_range, metric_interval
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "statistics.md"
 NS = (3, 5, 10, 30)

@@ -27,15 +27,16 @@ import pandas as pd
 
 from groupchat_core.store import RunStore, dispose_engines
 from groupchat_core.sweeps import (
+    IMPORTANCE_METRICS,
     compare_pairs,
+    factor_importance,
+    holm,
     importance,
     load_sweep,
     parse_sweep,
     run_sweep,
     sweep_results,
 )
-from groupchat_core.sweeps._importance import IMPORTANCE_METRICS, factor_importance
-from groupchat_core.sweeps._multiple import holm
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENTS = [{"agent_name": n, "model_name": m} for n, m in (

@@ -45,8 +45,9 @@ from ._events import (
 )
 from ._executor import CellJob, Executor, LocalExecutor
 from ._export import METHODS_VERSION, export_meta, long_frame
-from ._importance import importance
+from ._importance import IMPORTANCE_METRICS, factor_importance, importance
 from ._intervals import (
+    BOOTSTRAP_SEED,
     Interval,
     bca_mean,
     bootstrap_mean,
@@ -58,7 +59,9 @@ from ._multiple import benjamini_hochberg, holm
 from ._natures import (
     CACHE_METRICS,
     NATURES,
+    feasible_range,
     methods_text,
+    metric_interval,
 )
 from ._outcomes import (
     Correlation,
@@ -97,7 +100,9 @@ from ._views import (
 )
 
 __all__ = [
+    "BOOTSTRAP_SEED",
     "CACHE_METRICS",
+    "IMPORTANCE_METRICS",
     "METHODS_VERSION",
     "NATURES",
     "BudgetStopped",
@@ -136,7 +141,9 @@ __all__ = [
     "equality_outcome",
     "estimate",
     "export_meta",
+    "factor_importance",
     "failures",
+    "feasible_range",
     "frame_csv",
     "group_bands",
     "heatmap_frame",
@@ -147,6 +154,7 @@ __all__ = [
     "log_axis",
     "long_frame",
     "methods_text",
+    "metric_interval",
     "parse_sweep",
     "plain_json",
     "plan_sweep",

@@ -177,7 +177,7 @@ def methods_paragraph(meta: dict[str, Any]) -> str:
         f"{ivals['no_interval_below_n']} repeats, or where the interval would have been the "
         "metric's whole feasible range, no interval was reported; coverage and width per "
         "metric and repeat count were measured in a simulation study (GroupChat Lab, "
-        "docs/statistics.md); intervals from fewer than "
+        "the statistics guide); intervals from fewer than "
         f"{ivals['coverage_from_n']['bounded']} repeats (bounded metrics) or "
         f"{ivals['coverage_from_n']['unbounded']} (unbounded ones) are flagged as possibly "
         "under-covering. Combinations whose repeats "

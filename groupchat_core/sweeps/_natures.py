@@ -171,7 +171,7 @@ def metric_interval(metric: str, values: Sequence[float], seed: int | None = Non
         kind = "bounded" if nature.bounded_above else "unbounded, skewed"
         interval = Interval(interval.estimate, interval.low, interval.high, interval.method,
                             f"below {min_n(metric)} repeats this interval may under-cover "
-                            f"({kind} metrics: see the coverage study, docs/statistics.md)")
+                            f"({kind} metrics: see the coverage study in the statistics guide)")
     return interval
 
 
@@ -192,5 +192,5 @@ def methods_text() -> str:
             "informative), nor where the interval would be the whole feasible range; unbounded "
             f"metrics (calls, cost) warn below {MIN_N_UNBOUNDED}, bounded ones below "
             f"{MIN_N_BOUNDED}. Coverage and width per metric "
-            "and repeat count: docs/statistics.md. Repeats that all agree give no interval but "
+            "and repeat count: the statistics guide. Repeats that all agree give no interval but "
             "'no variation in n repeats'; one finished chat gives none (except Wilson).")

@@ -171,7 +171,7 @@ def _intervals(frame: pd.DataFrame, sweep_id: str, meta: dict[str, Any]) -> None
                     "of the sample's, cut to what the metric can be (messages by max_loops, "
                     "Gini and entropy by the agents). Below 5 repeats no bar is drawn (none "
                     "would be informative); its coverage and width per metric and repeat "
-                    "count are measured in docs/statistics.md. The table below names the "
+                    "count are measured in the statistics guide. The table below names the "
                     "method of every row (column interval_method) and, in its note, why a "
                     "row has no interval.")
     table = agg[agg["metric"] == metric]

@@ -25,7 +25,8 @@ KIT_STREAMLIT = {"state", "store_access", "components", "server"}
 # Benchmarks of the dashboard itself import groupchat_ui and streamlit; every other benchmark is
 # engine-only. bench/streaming times the Run page's own observer (groupchat_ui.run.logic).
 DASHBOARD_BENCHMARKS = ("dashboard", "streaming", "room_window",  # room_window: a tab's presence
-                        "blank_page_app")  # the live view's shape, as a Streamlit app
+                        "blank_page_app",  # the live view's shape, as a Streamlit app
+                        "job_memory")  # the dashboard's job table over 1,000 chats
 
 
 def parsed(path: Path) -> ast.Module:

@@ -15,6 +15,8 @@ Settings provider key, the agent's own key, AWS credentials) and checks:
 Run as a script (`python -m tests.providers.test_key_destinations`) it prints the matrix as the
 closing note shows it: per case, whether the import was refused and which canaries the attacker
 received when the agent ran (on the old code: through the import; here: around it).
+
+Private imports (`_kwargs_policy.ALLOWED_KWARGS`): the allowlist the security model's docs list.
 """
 
 from __future__ import annotations

@@ -2,9 +2,7 @@
 alike by the CLI's last line, `sweep show`, the exports and the cells table; `total_calls` right
 for every strategy (bid_then_speak's written call included); all_speak asks no agent whose
 reply could never be posted (those calls were paid for and never recorded: the CLI said 1,900
-calls where the store held 1,600).
-
-Private imports (BidReceived): the engine event the sweep's session counter reads."""
+calls where the store held 1,600)."""
 
 from __future__ import annotations
 
@@ -16,8 +14,7 @@ import re
 import pandas as pd
 import pytest
 
-from groupchat_core import Agent, GroupChat
-from groupchat_core._records import BidReceived
+from groupchat_core import Agent, BidReceived, GroupChat
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import parse_sweep, run_sweep, sweep_results
 from tests.helpers.cli import run_cli

@@ -11,9 +11,15 @@ import random
 import numpy as np
 import pytest
 
-from groupchat_core.sweeps import NATURES, bootstrap_mean, methods_text, t_interval, wilson
+from groupchat_core.sweeps import (
+    NATURES,
+    bootstrap_mean,
+    methods_text,
+    metric_interval,
+    t_interval,
+    wilson,
+)
 from groupchat_core.sweeps._intervals import clopper_pearson, t95
-from groupchat_core.sweeps._natures import metric_interval
 
 Z = 1.959963984540054  # the 0.975 normal quantile, as printed in every table
 

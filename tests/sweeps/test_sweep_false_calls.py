@@ -21,13 +21,14 @@ from groupchat_core.sweeps import (
     aggregate,
     compare_metrics,
     compare_pairs,
+    factor_importance,
+    feasible_range,
     importance,
+    metric_interval,
     parse_sweep,
     run_sweep,
     sweep_results,
 )
-from groupchat_core.sweeps._importance import factor_importance
-from groupchat_core.sweeps._natures import feasible_range
 
 AGENTS = [{"agent_name": n, "model_name": m} for n, m in (
     ("Optimist", "sim/eager"), ("Pessimist", "sim/balanced"), ("Realist", "sim/reserved"))]
@@ -201,7 +202,6 @@ def test_the_f_and_t_tails_match_the_t_table_and_each_other():
 
 
 def test_the_issues_intervals_are_no_longer_the_whole_range():
-    from groupchat_core.sweeps._natures import metric_interval
 
     tied = metric_interval("messages", [10, 10, 11, 11, 11, 11, 11, 11], max_loops=12)
     assert 9.0 < tied.low < 10.75 <= tied.high <= 11.0  # was [0, 11]

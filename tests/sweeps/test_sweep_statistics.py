@@ -30,17 +30,17 @@ from groupchat_core.sweeps import (
     compare_cells,
     compare_values,
     export_meta,
+    factor_importance,
     holm,
     importance,
     long_frame,
+    metric_interval,
     parse_sweep,
     run_sweep,
     studentized_mean,
     sweep_results,
 )
 from groupchat_core.sweeps._compare import cliffs_delta, cliffs_delta_interval, cohens_d
-from groupchat_core.sweeps._importance import factor_importance
-from groupchat_core.sweeps._natures import metric_interval
 from groupchat_core.sweeps._results import METRICS
 
 AGENTS = [{"agent_name": n, "model_name": m} for n, m in (

@@ -20,6 +20,7 @@ from groupchat_core.sweeps import (
     aggregate,
     compare_cells,
     compare_values,
+    factor_importance,
     frame_csv,
     importance,
     parse_sweep,
@@ -27,7 +28,7 @@ from groupchat_core.sweeps import (
     sweep_results,
 )
 from groupchat_core.sweeps._compare import min_attainable_p, too_few
-from groupchat_core.sweeps._importance import MIN_PER_LEVEL, factor_importance
+from groupchat_core.sweeps._importance import MIN_PER_LEVEL
 from tests.helpers.stores import release_store_engines
 
 AGENTS = [{"agent_name": n, "model_name": m} for n, m in (
