@@ -68,6 +68,7 @@ page = st.navigation([root, *pages.values()], position="hidden" if session.guest
 if session.guest and not access.guest_may_open(page.url_path):
     refuse_guest(page.title)
     st.stop()
+components.begin_page()  # before anything draws: the page's one timer is free
 if not session.guest:
     components.sidebar(session, store_access.job_registry(), store_access.data_location())
 page.run()

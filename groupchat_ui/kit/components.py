@@ -157,13 +157,39 @@ def sidebar(session: SessionState, registry: JobRegistry, location: str) -> None
         st.caption("sim/ models are offline simulations, not language models.")
 
 
+_TIMER_OWNER = "_page_timer_owner"
+
+
+def begin_page() -> None:
+    """A new full run of the page: its one timer is free again (`refresh_every`)."""
+    st.session_state[_TIMER_OWNER] = None
+
+
+def refresh_every(owner: str, seconds: float | None) -> float | None:
+    """`run_every` for a fragment: the page's one timer goes to the first fragment that asks on
+    this run, every other gets none. Why: Streamlit 1.67's browser side crashes now and then
+    when several timed fragments rerun beside a full run, leaving the page blank for good
+    (BENCHMARKS.md, "A page that went blank"): at most one timer per page, whatever it holds."""
+    holder = st.session_state.get(_TIMER_OWNER)
+    granted = timer_granted(holder, owner, seconds)
+    if granted is not None:
+        st.session_state[_TIMER_OWNER] = owner
+    return granted
+
+
+def timer_granted(holder: str | None, owner: str, seconds: float | None) -> float | None:
+    """The rule of `refresh_every`, pure: the holder keeps the timer; nobody holds it: the
+    asker gets it."""
+    if seconds is None or holder not in (None, owner):
+        return None
+    return seconds
+
+
 def _sweep_jobs(session: SessionState, registry: JobRegistry, chats: int, running: int) -> None:
     """The session's job count (chats and sweeps) and its sweeps, each with the same status
-    line as the Sweeps page (sweep_status.py); redrawn with it, every half second, while a sweep
-    runs."""
-    live = any(not t.done for t in registry.tasks_for(session.owner, "sweep", session.user))
+    line as the Sweeps page (sweep_status.py), as of this page run. Never timed: the sidebar is
+    drawn before the page, and the page's one timer belongs to its own live view."""
 
-    @st.fragment(run_every=0.5 if live else None)
     def lines() -> None:
         sweeps = registry.tasks_for(session.owner, "sweep", session.user)
         busy = running + sum(not t.done for t in sweeps)

@@ -26,7 +26,7 @@ import streamlit as st
 from groupchat_core import Bid, Message, RunRecord, StoreError, mask_secrets
 from groupchat_core.analysis import charts
 from groupchat_ui.kit import store_access
-from groupchat_ui.kit.components import bubble, cards
+from groupchat_ui.kit.components import bubble, cards, refresh_every
 from groupchat_ui.kit.jobs import JobRegistry, JobSnapshot, from_record, may_manage, not_yours
 from groupchat_ui.kit.labels import run_label
 from groupchat_ui.kit.metrics import PHONE_CSS
@@ -98,7 +98,7 @@ def job_panel(registry: JobRegistry, session: SessionState, job_id: str) -> None
     running = not first.done
     streams = logic.may_stream(first.config, first.models)
 
-    @st.fragment(run_every=REFRESH_S if running else None)
+    @st.fragment(run_every=refresh_every("run-live", REFRESH_S if running else None))
     def live() -> None:
         snap = _snapshot(registry, job_id)
         if snap is None:  # expired: the full run draws the page without it

@@ -28,6 +28,7 @@ from groupchat_core.sweeps import (
     sweep_results,
     sweep_summary,
 )
+from groupchat_ui.kit.components import refresh_every
 from groupchat_ui.kit.frames import records
 from groupchat_ui.kit.jobs import JobRegistry
 from groupchat_ui.kit.safety import escape_markdown
@@ -91,8 +92,14 @@ def header(store: RunStore, sweep_id: str, registry: JobRegistry | None = None,
     one snapshot, not two taken half a second apart on separate timers."""
     info = sweep_summary(store, sweep_id)
     live = svc.status_of(store, info["sweep_id"], registry, owner).live
+    timer = refresh_every("sweep-results", REFRESH_S if live else None)
+    if live and timer is None and panel_snapshot(info["sweep_id"]) is not None:
+        # the live panel above holds the page's one timer and shows this very sweep
+        st.caption(f"{escape_markdown(info.get('name') or 'sweep')} · live status in the "
+                   "panel above")
+        return _tail(info)
 
-    @st.fragment(run_every=REFRESH_S if live else None)
+    @st.fragment(run_every=timer)
     def line() -> None:
         shown = panel_snapshot(info["sweep_id"])
         if shown is None or shown.summary is None:
@@ -105,6 +112,11 @@ def header(store: RunStore, sweep_id: str, registry: JobRegistry | None = None,
                    + (f" · {escape_markdown(status.reason)}" if status.reason else ""))
 
     line()
+    return _tail(info)
+
+
+def _tail(info: dict[str, Any]) -> dict[str, Any]:
+    """Under the status line: the shareable link and the sim note."""
     # shareable: the address minus this browser's ?sid= (which handed over its drafts)
     st.caption(f"Link to this sweep: `sweeps?{urlencode({'sweep': info['sweep_id']})}`")
     if info["simulated"]:  # any agent of any cell, also through the model axis

@@ -25,7 +25,7 @@ from groupchat_core import (
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import CallCounts, SweepSpec, sweep_summary
 from groupchat_ui.kit import store_access
-from groupchat_ui.kit.components import confirm
+from groupchat_ui.kit.components import confirm, refresh_every
 from groupchat_ui.kit.jobs import JobRegistry, may_manage, not_yours
 from groupchat_ui.kit.presets import PRESETS
 from groupchat_ui.kit.safety import escape_markdown
@@ -374,7 +374,7 @@ def live(registry: JobRegistry, store: RunStore, session: SessionState) -> None:
     focused = _focus(snap)
     running = not snap.done
 
-    @st.fragment(run_every=REFRESH_S if running else None)
+    @st.fragment(run_every=refresh_every("sweep-live", REFRESH_S if running else None))
     def panel() -> None:
         now = registry.task_snapshot(snap.id)
         if svc.page_behind(running, focused, now):
