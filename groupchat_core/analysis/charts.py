@@ -21,9 +21,26 @@ from .._bidding import format_decimal
 from .._config import chat_default
 from ._metrics import SpeakerMetrics, agent_order, bid_outcome, bid_outcomes
 
-PALETTE: tuple[str, ...] = tuple(qualitative.Plotly) + tuple(qualitative.Dark24)
+# 24 colours, any two at least 21 apart in CIE76 Lab (Plotly's ten first, so small runs keep
+# theirs): Plotly + Dark24 had near twins (0 and 18: 9.4 apart; 6 and 11: 14.9), so two of 16
+# agents read as one. Picked greedily, each the farthest from those before it; past 24 it cycles.
+PALETTE: tuple[str, ...] = (
+    *qualitative.Plotly, "#654522", "#316395", "#FE00CE", "#511CFB", "#109618", "#B279A2",
+    "#C2B280", "#750D86", "#86CE00", "#DA16FF", "#F8A19F", "#AF0038", "#6C7C32", "#1C8356")
 EMPTY_TEXT = "no bids yet"
-_BELOW, _ABOVE = ("#deebf7", "#6baed6"), ("#fdd0a2", "#d94801")
+# One sequential scale for a score, light to dark: the old scale broke at the threshold (blues
+# below, oranges above), so a 0.29 near-miss was saturated blue and a winning 0.31 pale orange.
+SCORE_SCALE = "Blues"
+OTHERS_COLOR = "#b8b8b8"
+# Past FOCUS_MAX agents the bid lines keep FOCUS agents in colour (the most wins, then the
+# highest mean bid) and draw the others thin and grey: 16 coloured lines over 149 turns were
+# spaghetti. Every agent's line is still there, with its name on hover.
+FOCUS_MAX, FOCUS = 8, 6
+# A legend under the plot, left-aligned: it wraps instead of scrolling (a side legend hid
+# Agent14, Agent15 and "winner" behind a scroll) and leaves a phone the plot's whole width.
+LEGEND_BELOW: dict[str, Any] = {"orientation": "h", "yanchor": "top", "xanchor": "left", "x": 0,
+                                "y": -0.18, "itemsizing": "constant"}
+BELOW_AXIS_PX = 62  # the turn ticks and the axis title, between the plot and that legend
 # Heatmap marks sit on the cell's top or bottom edge (in rows, on an overlaid numeric axis), never
 # beside the value: a mark left or right of the centre covered the value's last digit ("0.9*" for
 # 0.93) or its minus sign once the cells were narrow. The winner's mark at the top, a silent or
@@ -35,11 +52,17 @@ MARK_SIZE_MAX, MARK_SIZE_MIN, MARK_PIXELS = 10, 2, 600
 WINNER_LABEL = "winner of the turn"  # the legend draws each trace's symbol before its name
 SILENT_LABEL = "silent: bid without a message"
 FAILED_LABEL = "failed: no bid (error)"
-MAX_TURN_TICKS = 20
+MAX_TURN_TICKS = 10  # a phone's plot (~300 px) keeps ~30 px per tick label
+_NICE_STEPS = (1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000)
 # Past these sizes a chart drops what costs the browser most and no one can read anyway: a text
 # label in every heatmap cell (16,000 SVG texts for 1,000 turns x 16 agents kept Chromium busy
 # for seconds), a marker on every point of every bid line. Hover still gives each value.
 CELL_TEXT_MAX = 400
+# ... and past CELL_TEXT_TURNS turns a cell is too narrow for its value: at 100 turns Plotly
+# shrank the text to ~7 px to fit it (its size is left to Plotly: a fixed one spills over
+# its neighbours on a phone).
+CELL_TEXT_TURNS = 30
+ROW_PX = 34  # heatmap row height: the value's text and a mark above and below it
 LINE_MARKERS_MAX = 400
 
 
@@ -82,9 +105,9 @@ def turn_ticks(fig: go.Figure, turns: Iterable[Any], axis: str = "x") -> None:
     """Whole-number turn ticks (never 1.5): every turn, or every k-th on a long run."""
     values = [int(t) for t in turns if pd.notna(t)]
     span = (max(values) - min(values) + 1) if values else 1
-    step = max(1, -(-span // MAX_TURN_TICKS))
-    settings = {"tickmode": "linear", "tick0": min(values, default=1), "dtick": step,
-                "tickformat": "d"}
+    step = next((s for s in _NICE_STEPS if span / s <= MAX_TURN_TICKS), -(-span // 10))
+    start = min(values, default=1) if step <= 2 else 0  # 20, 40, ... not 1, 21, 41
+    settings = {"tickmode": "linear", "tick0": start, "dtick": step, "tickformat": "d"}
     if axis == "x":
         fig.update_xaxes(**settings)
     else:
@@ -122,16 +145,32 @@ def _mark(rows: pd.DataFrame, rows_of: Mapping[str, int], offset: float, name: s
         hovertemplate=f"{what}: %{{text}}, turn %{{customdata}}<extra></extra>")
 
 
-def _threshold_scale(low: float, high: float, threshold: float) -> list[list[Any]]:
-    """A colour scale that breaks exactly at the threshold: blues at or below, oranges above."""
-    cut = min(1.0, max(0.0, (threshold - low) / (high - low)))
-    return [[0.0, _BELOW[0]], [cut, _BELOW[1]], [cut, _ABOVE[0]], [1.0, _ABOVE[1]]]
+def _turn_range(fig: go.Figure, turns: Iterable[Any]) -> None:
+    """Half a turn either side of the outer turns, no more (markers and annotations had
+    widened a bid-lines axis to start at turn -1)."""
+    values = [int(t) for t in turns if pd.notna(t)]
+    if values:
+        fig.update_xaxes(range=[min(values) - 0.5, max(values) + 0.5])
+
+
+def _size(fig: go.Figure, plot_px: int, top_px: int, legend_px: int = 70) -> None:
+    """A fixed plot height with the legend under the turn axis (placed in pixels, so it clears
+    the axis at any height) and thin side margins (a phone keeps the plot's width)."""
+    fig.update_layout(height=top_px + plot_px + BELOW_AXIS_PX + legend_px,
+                      margin={"l": 10, "r": 10, "t": top_px, "b": BELOW_AXIS_PX + legend_px},
+                      legend=LEGEND_BELOW | {"y": -BELOW_AXIS_PX / plot_px})
+
+
+def cell_text(agents: int, turns: int) -> bool:
+    """Whether the heatmap prints each cell's value: only where it is readable and cheap."""
+    return agents * turns <= CELL_TEXT_MAX and turns <= CELL_TEXT_TURNS
 
 
 def bids_heatmap(bids: pd.DataFrame, value: str = "score", threshold: float | None = None,
                  agents: Sequence[str] | None = None) -> go.Figure:
-    """Agents x turns, coloured by raw or adjusted score with a break at the threshold (the
-    engine's default when None)."""
+    """Agents x turns on one sequential scale (the threshold a tick on the colour bar; the
+    engine's default when None), the winners marked, the colour bar and legend under the plot
+    (on a phone a side colour bar left the cells 40% of the width)."""
     if threshold is None:
         threshold = float(chat_default("threshold"))
     if value not in ("score", "adjusted"):
@@ -144,20 +183,22 @@ def bids_heatmap(bids: pd.DataFrame, value: str = "score", threshold: float | No
     low = min(0.0, float(bids[value].min()))
     high = max(1.0, float(bids[value].max()))
     thr = format_decimal(threshold)
-    labels = z.size <= CELL_TEXT_MAX
+    labels = cell_text(len(order), len(z.columns))
     fig = go.Figure(go.Heatmap(
         z=z.to_numpy(), x=list(z.columns), y=order, zmin=low, zmax=high,
-        colorscale=_threshold_scale(low, high, threshold),
-        texttemplate="%{z:.2f}" if labels else None,
+        colorscale=SCORE_SCALE, texttemplate="%{z:.2f}" if labels else None,
         hovertemplate="%{y}, turn %{x}: %{z:.3f}<extra></extra>", name=value,
-        colorbar={"title": {"text": value}, "tickvals": [low, threshold, high],
-                  "ticktext": [f"{low:g}", f"threshold {thr}", f"{high:g}"]},
+        colorbar={"title": {"text": value, "side": "top"}, "tickvals": [low, threshold, high],
+                  "ticktext": [f"{low:g}", f"threshold {thr}", f"{high:g}"],
+                  "orientation": "h", "thickness": 10, "len": 1, "lenmode": "fraction",
+                  "x": 0, "xanchor": "left", "y": 1.0, "yanchor": "bottom",
+                  "ticks": "outside"},
     ))
     rows_of = {agent: i for i, agent in enumerate(order)}
     size = mark_size(len(z.columns))
     won = bids[bids["winner"].astype(bool)]
     fig.add_trace(_mark(won, rows_of, -MARK_OFFSET, WINNER_LABEL, {
-        "symbol": "triangle-down", "size": size, "color": "black",
+        "symbol": "triangle-down", "size": size, "color": "#d94801",
         "line": {"color": "white", "width": 1 if size >= 6 else 0}}, "winner"))
     silent, failed = bids[_silent(bids)], bids[_failed(bids)]
     if not silent.empty:
@@ -174,14 +215,12 @@ def bids_heatmap(bids: pd.DataFrame, value: str = "score", threshold: float | No
     fig.update_layout(yaxis2={"overlaying": "y", "range": rows_range, "visible": False,
                               "fixedrange": True})
     fig.layout.yaxis.update(range=rows_range, fixedrange=True, categoryorder="array",
-                            categoryarray=order)
+                            categoryarray=order, automargin=True)
     turn_ticks(fig, z.columns)
-    if len(z.columns):  # half a turn either side of the outer cells, no more
-        fig.update_xaxes(range=[float(min(z.columns)) - 0.5, float(max(z.columns)) + 0.5])
-    fig.update_layout(title=f"Bids by turn ({value}); threshold {thr}", xaxis_title="turn",
-                      showlegend=True, legend={"orientation": "h", "x": 1, "y": 1.02,
-                                               "itemsizing": "constant",
-                                               "yanchor": "bottom", "xanchor": "right"})
+    _turn_range(fig, z.columns)
+    fig.update_layout(title=f"Bids by turn ({value}); threshold {thr}", showlegend=True)
+    fig.update_xaxes(automargin=True)  # no axis title: it sat on the ticks; the title says it
+    _size(fig, plot_px=ROW_PX * len(order) + 40, top_px=110)
     return fig
 
 
@@ -195,23 +234,50 @@ def _mark_stops(fig: go.Figure, turns: pd.DataFrame) -> None:
                       annotation_text=label, annotation_position="top")
 
 
+def focus_agents(bids: pd.DataFrame, order: Sequence[str], value: str = "adjusted") -> list[str]:
+    """The agents the bid lines draw in colour: all of them up to FOCUS_MAX, else the FOCUS
+    with the most wins, then the highest mean bid (in roster order)."""
+    if len(order) <= FOCUS_MAX or bids.empty:
+        return list(order)
+    wins = bids[bids["winner"].astype(bool)].groupby("agent").size()
+    mean = bids.groupby("agent")[value].mean()
+    ranked = sorted(order, key=lambda a: (-int(wins.get(a, 0)), -float(mean.get(a, 0.0))))
+    top = set(ranked[:FOCUS])
+    return [a for a in order if a in top]
+
+
 def bid_lines(bids: pd.DataFrame, turns: pd.DataFrame, threshold: float,
-              value: str = "adjusted", agents: Sequence[str] | None = None) -> go.Figure:
-    """Each agent's bid per turn, the threshold as a line, winners starred, the lull marked."""
+              value: str = "adjusted", agents: Sequence[str] | None = None,
+              focus: Sequence[str] | None = None) -> go.Figure:
+    """Each agent's bid per turn, the threshold as a line, winners starred, the lull marked.
+    Past FOCUS_MAX agents only `focus` (default: focus_agents) keep their colour; the rest are
+    thin grey lines under one legend entry."""
     if bids.empty:
         return empty_figure(title="Bids per turn")
     order = _order(bids, agents)
     colors = agent_colors(order)
+    shown = set(focus_agents(bids, order, value) if focus is None else focus)
     mode = "lines+markers" if len(bids) <= LINE_MARKERS_MAX else "lines"
     fig = go.Figure()
+    others = [a for a in order if a not in shown]
     for agent in order:
         mine = bids[bids["agent"] == agent].sort_values("turn")
-        fig.add_trace(go.Scatter(x=list(mine["turn"]), y=list(mine[value]), name=agent,
-                                 mode=mode, line={"color": colors[agent]}))
+        lit = agent in shown
+        fig.add_trace(go.Scatter(
+            x=list(mine["turn"]), y=list(mine[value]), name=agent, mode=mode if lit else "lines",
+            line={"color": colors[agent] if lit else OTHERS_COLOR, "width": 2 if lit else 1},
+            legendgroup=None if lit else "others", showlegend=lit,
+            hovertemplate="%{fullData.name}, turn %{x}: %{y:.2f}<extra></extra>"))
+    if others:  # one legend entry for the grey lines (a click hides or shows them all)
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", legendgroup="others",
+                                 name=f"{len(others)} other agents (grey)",
+                                 line={"color": OTHERS_COLOR, "width": 1}))
     won = bids[bids["winner"].astype(bool)]
     fig.add_trace(go.Scatter(
         x=list(won["turn"]), y=list(won[value]), mode="markers", name="winner",
-        marker={"symbol": "star", "size": 14, "color": [colors[a] for a in won["agent"]],
+        text=list(won["agent"]), hovertemplate="winner %{text}, turn %{x}<extra></extra>",
+        marker={"symbol": "star", "size": 12 if len(order) <= FOCUS_MAX else 9,
+                "color": [colors[a] if a in shown else OTHERS_COLOR for a in won["agent"]],
                 "line": {"color": "black", "width": 1}},
     ))
     thr = format_decimal(threshold)
@@ -219,7 +285,10 @@ def bid_lines(bids: pd.DataFrame, turns: pd.DataFrame, threshold: float,
                   annotation_text=f"threshold {thr}", annotation_position="bottom right")
     _mark_stops(fig, turns)
     turn_ticks(fig, bids["turn"])
+    _turn_range(fig, bids["turn"])
     fig.update_layout(title=f"Bids per turn ({value})", xaxis_title="turn", yaxis_title=value)
+    fig.update_yaxes(automargin=True)
+    _size(fig, plot_px=340, top_px=70)
     return fig
 
 
@@ -269,13 +338,20 @@ def turn_shares(shares: SpeakerMetrics | Mapping[str, float] | pd.Series) -> go.
         return empty_figure("no messages yet", title="Turn shares")
     order = list(data)
     colors = agent_colors(order)
-    fig = go.Figure(go.Bar(x=order, y=[data[a] for a in order], name="share",
+    # each share is printed under its bar, with the name: printed above the bar it sat on the
+    # equal-share line, which the line's own label struck too; that label is a legend entry now
+    fig = go.Figure(go.Bar(x=order, y=[data[a] for a in order], name="share", showlegend=False,
                            marker={"color": [colors[a] for a in order]},
-                           texttemplate="%{y:.0%}", textposition="outside"))
-    fig.add_hline(y=1 / len(order), line_dash="dot", line_color="grey",
-                  annotation_text="equal share")
-    fig.update_yaxes(range=[0, 1.1], tickformat=".0%")
-    fig.update_layout(title="Turn shares", yaxis_title="share of messages")
+                           hovertemplate="%{x}: %{y:.0%}<extra></extra>"))
+    equal = 1 / len(order)
+    fig.add_hline(y=equal, line_dash="dot", line_color="grey")
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=f"equal share {equal:.0%}",
+                             line={"dash": "dot", "color": "grey"}))
+    fig.update_xaxes(tickmode="array", tickvals=order,
+                     ticktext=[f"{a}<br>{data[a]:.0%}" for a in order])
+    fig.update_yaxes(range=[0, 1.05], tickformat=".0%")
+    fig.update_layout(title="Turn shares", yaxis_title="share of messages", showlegend=True,
+                      legend=LEGEND_BELOW | {"y": -0.3})
     return fig
 
 

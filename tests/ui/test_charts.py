@@ -43,7 +43,7 @@ def test_bids_heatmap_has_agents_by_turns_with_winners_starred(record: RunRecord
     assert list(zip(stars.customdata, stars.text, strict=True)) == [(1, "Alice"), (2, "Bob")]
     assert "threshold 0.5" in fig.layout.title.text
     assert "threshold 0.5" in heat.colorbar.ticktext
-    assert heat.colorbar.tickvals[1] == 0.5  # the scale breaks exactly at the threshold
+    assert heat.colorbar.tickvals[1] == 0.5  # the threshold is a tick on the one scale
     with pytest.raises(ValueError, match="'score' or 'adjusted'"):
         charts.bids_heatmap(record.bids_frame(), value="latency_ms")
 
@@ -129,9 +129,10 @@ def test_turn_shares_accepts_metrics_dicts_and_series(record: RunRecord, kind: s
     given = {"metrics": metrics, "dict": metrics.shares,
              "series": pd.Series(metrics.shares)}[kind]
     fig = charts.turn_shares(given)
-    (bars,) = fig.data
+    bars, equal = fig.data
     assert list(bars.x) == ["Alice", "Bob", "Cara"] and list(bars.y) == [0.5, 0.5, 0.0]
     assert len(lines_at(fig, y0=pytest.approx(1 / 3))) == 1  # the equal-share reference
+    assert equal.name == "equal share 33%"  # named in the legend, not over the bars
 
 
 def test_bidding_floor_shows_raw_and_adjusted_with_penalties_and_threshold(record: RunRecord):

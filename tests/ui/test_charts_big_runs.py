@@ -32,27 +32,28 @@ def turns_frame(turns: int) -> pd.DataFrame:
                          "lull": [False] * turns})
 
 
-@pytest.mark.parametrize(("agents", "turns"), [(16, 1000), (16, 26), (3, 200)])
+@pytest.mark.parametrize(("agents", "turns"), [(16, 1000), (16, 26), (3, 200), (4, 100)])
 def test_a_big_heatmap_has_no_cell_text(agents: int, turns: int):
+    """Too many cells to draw cheaply, or cells too narrow to read (4 x 100 printed ~7 px)."""
     fig = charts.bids_heatmap(bids_frame(agents, turns), "adjusted", 0.5)
     heat = fig.data[0]
     assert heat.type == "heatmap" and len(heat.y) == agents and len(heat.x) == turns
-    assert agents * turns > charts.CELL_TEXT_MAX
+    assert agents * turns > charts.CELL_TEXT_MAX or turns > charts.CELL_TEXT_TURNS
     assert heat.texttemplate is None and heat.text is None
     assert "%{z:.3f}" in heat.hovertemplate  # every value is still there on hover
     assert len(fig.layout.annotations) == 0  # nor one annotation per cell instead
 
 
-@pytest.mark.parametrize(("agents", "turns"), [(3, 3), (16, 25), (4, 100)])
+@pytest.mark.parametrize(("agents", "turns"), [(3, 3), (16, 25), (4, 30)])
 def test_a_small_heatmap_keeps_its_cell_text(agents: int, turns: int):
-    assert agents * turns <= charts.CELL_TEXT_MAX
+    assert agents * turns <= charts.CELL_TEXT_MAX and turns <= charts.CELL_TEXT_TURNS
     heat = charts.bids_heatmap(bids_frame(agents, turns), "score", 0.5).data[0]
     assert heat.texttemplate == "%{z:.2f}"
 
 
 def test_big_bid_lines_are_lines_without_markers():
     fig = charts.bid_lines(bids_frame(16, 1000), turns_frame(1000), 0.5)
-    lines = [t for t in fig.data if t.name != "winner"]
+    lines = [t for t in fig.data if t.name != "winner" and t.x != (None,)]
     assert len(lines) == 16 and all(t.mode == "lines" for t in lines)
     assert all(len(t.x) == 1000 for t in lines)  # every point is still drawn, as a line
     small = charts.bid_lines(bids_frame(3, 10), turns_frame(10), 0.5)
@@ -120,7 +121,10 @@ def test_a_big_runs_charts_still_show_every_agent_and_every_winner():
     won = by_name["winner"]
     assert sorted(won.x) == list(range(1, 1001))
     colors = charts.agent_colors(agents)
-    assert list(won.marker.color) == [colors[a] for a in bids[bids["winner"]]["agent"]]
+    lit = set(charts.focus_agents(bids, agents))  # the rest are grey lines with grey stars
+    assert len(lit) == charts.FOCUS
+    assert list(won.marker.color) == [colors[a] if a in lit else charts.OTHERS_COLOR
+                                      for a in bids[bids["winner"]]["agent"]]
 
     timeline = charts.winner_timeline(turns, agents)
     shown = sorted((x, t.name) for t in timeline.data if t.name in agents for x in t.x)
