@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 
 import pytest
 
@@ -171,16 +170,26 @@ def test_bid_timeout_makes_a_silent_failed_bid():
 
 
 def test_bids_of_a_turn_run_concurrently():
-    chat, _ = make_chat({n: [ScriptedBid(0.1, "", latency=0.3)] for n in "ABCD"})
+    chat, fake = make_chat({n: [ScriptedBid(0.1, "", latency=0.3)] for n in "ABCD"})
+    inner, in_flight, most = fake.bid, [0], [0]
+
+    async def bid(request):  # counts the bids being answered at once (no clock involved)
+        in_flight[0] += 1
+        most[0] = max(most[0], in_flight[0])
+        try:
+            return await inner(request)
+        finally:
+            in_flight[0] -= 1
+
+    fake.bid = bid
     events: list = []
     chat.add_observer(events.append)
     chat.run("t")
     starts = [e for e in events if isinstance(e, TurnStarted)]
     bids = [e.bid for e in events if isinstance(e, BidReceived)]
     assert len(starts) == 1 and len(bids) == 4
-    # each bid took >= 0.3 s; sequential calls would need >= 1.2 s for the slowest to return
-    assert all(b.latency_ms >= 300 for b in bids)
-    assert max(b.latency_ms for b in bids) < 1200
+    assert most[0] == 4  # all four asked at once; one after another would be 1
+    assert all(b.latency_ms >= 300 for b in bids)  # each bid's latency is its own wait
 
 
 def test_every_agent_bids_on_the_same_snapshot_including_the_last_speaker():
@@ -246,13 +255,35 @@ def test_run_batch_with_concurrency_keeps_task_order():
     assert chat.run_batch(["x", "y", "z"]) == ["x", "y", "z"]
 
 
+def cancelled_bids(chat, fake, cancel_at_turn: int | None = None) -> list[str]:
+    """The agents whose bid was cancelled in flight (not waited out), listed as it happens;
+    with `cancel_at_turn`, the chat is cancelled as soon as every bid of that turn is asked
+    (a condition, not a timer: a loaded machine cannot make the cancel land in turn 1)."""
+    cancelled: list[str] = []
+    inner, asked = fake.bid, [0]
+    agents = len(chat.agents)
+
+    async def bid(request):
+        asked[0] += 1
+        if cancel_at_turn is not None and asked[0] == cancel_at_turn * agents:
+            chat.cancel()
+        try:
+            return await inner(request)
+        except asyncio.CancelledError:
+            cancelled.append(request.agent.agent_name)
+            raise
+
+    fake.bid = bid
+    return cancelled
+
+
 def test_cancel_keeps_what_was_posted():
-    chat, _ = make_chat({"A": [(0.9, "kept"), ScriptedBid(0.9, "never", latency=5)],
-                         "B": [(0.1, ""), ScriptedBid(0.1, "", latency=5)]}, output_type="list")
-    threading.Timer(0.3, chat.cancel).start()
-    started = time.monotonic()
+    chat, fake = make_chat({"A": [(0.9, "kept"), ScriptedBid(0.9, "never", latency=5)],
+                            "B": [(0.1, ""), ScriptedBid(0.1, "", latency=5)]},
+                           output_type="list")
+    cancelled = cancelled_bids(chat, fake, cancel_at_turn=2)
     assert chat.run("t") == ["User: t", "A: kept"]
-    assert time.monotonic() - started < 4
+    assert sorted(cancelled) == ["A", "B"]  # the slow turn-2 bids were cut, not waited out
     assert chat.last_run.stop_reason == "cancelled" and chat.last_run.ended_at
 
 
@@ -400,28 +431,29 @@ def test_a_raising_streaming_callback_stops_the_run_and_propagates():
 
 
 def test_a_raising_async_callback_stops_the_run_and_propagates():
-    chat, _ = make_chat({"A": [(0.9, "a"), ScriptedBid(0.9, "b", latency=2)],
-                         "B": [(0.1, ""), ScriptedBid(0.1, "", latency=2)]})
+    chat, fake = make_chat({"A": [(0.9, "a"), ScriptedBid(0.9, "b", latency=2)],
+                            "B": [(0.1, ""), ScriptedBid(0.1, "", latency=2)]})
+    cancelled = cancelled_bids(chat, fake)
 
     def callback(agent, chunk, final):
         if agent == "A":
             raise KeyError("stop")
 
-    started = time.perf_counter()
     with pytest.raises(KeyError):
         asyncio.run(chat.arun("t", streaming_callback=callback))
-    assert time.perf_counter() - started < 1.5  # the slow second turn was cancelled
+    assert sorted(cancelled) == ["A", "B"]  # the slow second turn was cancelled
     assert chat.last_run.stop_reason == "cancelled"
     assert [m.role for m in chat.last_run.messages] == ["User", "A"]
 
 
 def test_async_callbacks_run_on_the_callers_loop_and_cancel_returns_what_was_posted():
-    chat, _ = make_chat({"A": [(0.9, "kept"), ScriptedBid(0.9, "never", latency=5)],
-                         "B": [(0.1, ""), ScriptedBid(0.1, "", latency=5)]}, output_type="list")
+    chat, fake = make_chat({"A": [(0.9, "kept"), ScriptedBid(0.9, "never", latency=5)],
+                            "B": [(0.1, ""), ScriptedBid(0.1, "", latency=5)]},
+                           output_type="list")
+    cancelled_bids(chat, fake, cancel_at_turn=2)
     threads: set[str] = set()
 
     async def main() -> list[str]:
-        asyncio.get_running_loop().call_later(0.3, chat.cancel)
         return await chat.arun("t", streaming_callback=lambda *a: threads.add(
             threading.current_thread().name))
 
