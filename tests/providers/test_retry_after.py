@@ -2,6 +2,11 @@
 requests, over real HTTP (FakeOpenAIServer): a server asking for 5 s once got a retry after
 0.46 s.
 
+No upper bound on time: what the engine decided to wait is read where it decides (the retry's
+sleep, the model's pause, the limiter's sleep, recorded by `Waits`; the limiter's buckets on an
+injected clock), and what really happened is checked from below only (the retry reached the
+server no sooner than asked).
+
 Private imports (`providers._model_calls`, `providers._ratelimit`, `providers._retries`): units or
 test hooks with no public name; everything public comes from the public API.
 """
@@ -11,11 +16,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from groupchat_core import Agent, ConfigError, GroupChat, set_rate_limit
+from groupchat_core.providers import _ratelimit as ratelimit
 from groupchat_core.providers import _retries as retries
 from groupchat_core.providers._ratelimit import RATE_LIMITS, RateLimits
 from groupchat_core.testing import FakeOpenAIServer, error, tool_call
@@ -37,6 +44,40 @@ def agent(srv: FakeOpenAIServer, name: str, model: str, **kw: Any) -> Agent:
                  api_key=KEY, **kw)
 
 
+class Waits:
+    """Records every wait the engine chose, then waits it for real (a spy, not a fake): the
+    retry's sleeps (_retries), the pauses a Retry-After set and the limiter's sleeps
+    (_ratelimit)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.retries: list[float] = []
+        self.pauses: list[tuple[str, float]] = []
+        self.limiter: list[float] = []
+        monkeypatch.setattr(retries, "asyncio", self._spy(self.retries))
+        monkeypatch.setattr(ratelimit, "asyncio", self._spy(self.limiter))
+        pause = RATE_LIMITS.pause
+
+        def recorded_pause(model: str, seconds: float) -> None:
+            self.pauses.append((model, seconds))
+            pause(model, seconds)
+
+        monkeypatch.setattr(RATE_LIMITS, "pause", recorded_pause)
+
+    @staticmethod
+    def _spy(into: list[float]) -> Any:
+        async def sleep(delay: float) -> None:
+            into.append(delay)
+            await asyncio.sleep(delay)
+
+        return SimpleNamespace(**{name: getattr(asyncio, name) for name in dir(asyncio)
+                                  if not name.startswith("_")} | {"sleep": sleep})
+
+
+@pytest.fixture
+def waits(monkeypatch: pytest.MonkeyPatch) -> Waits:
+    return Waits(monkeypatch)
+
+
 def gap(srv: FakeOpenAIServer, model: str) -> float:
     first, second = srv.requests_for(model)[:2]
     return second.received_at - first.received_at
@@ -50,43 +91,46 @@ def one_turn(srv: FakeOpenAIServer, model: str, **config: Any) -> GroupChat:
     return chat
 
 
-def test_retry_after_seconds_is_waited_for(server: FakeOpenAIServer) -> None:
+def test_retry_after_seconds_is_waited_for(server: FakeOpenAIServer, waits: Waits) -> None:
     server.script("ra", [error(429, "slow down", retry_after=1), tool_call(0.9, "after the wait")])
     chat = one_turn(server, "ra")
     bid = chat.last_run.bids[0]
     assert bid.message == "after the wait" and bid.calls == 2
-    assert 1.0 <= gap(server, "ra") < 1.6
+    assert waits.retries == [1.0] and waits.pauses == [("openai/ra", 1.0)]  # what was asked
+    assert gap(server, "ra") >= 1.0  # and the retry came no sooner
     assert bid.latency_ms >= 1000
 
 
-def test_retry_after_ms_is_read_first(server: FakeOpenAIServer) -> None:
+def test_retry_after_ms_is_read_first(server: FakeOpenAIServer, waits: Waits) -> None:
     server.script("ms", [error(429, "slow down", retry_after_ms=400, retry_after=9),
                          tool_call(0.9, "ok")])
     one_turn(server, "ms")
-    assert 0.4 <= gap(server, "ms") < 3.0  # the 400 ms, not the 9 s (room for a busy machine)
+    assert waits.retries == [0.4] and waits.pauses == [("openai/ms", 0.4)]  # not the 9 s
+    assert gap(server, "ms") >= 0.4
 
 
 def test_a_long_retry_after_is_capped(
-        server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+        server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, waits: Waits
 ) -> None:
     monkeypatch.setattr(retries, "MAX_RETRY_AFTER", 0.5)
     server.script("cap", [error(429, "come back in an hour", retry_after=3600),
                           tool_call(0.9, "ok")])
     one_turn(server, "cap")
-    assert 0.5 <= gap(server, "cap") < 3.0  # the cap, not the hour (room for a busy machine)
+    assert waits.retries == [0.5] and waits.pauses == [("openai/cap", 0.5)]  # not the hour
+    assert gap(server, "cap") >= 0.5
 
 
 def test_a_retry_after_beyond_the_bids_deadline_fails_at_once_with_the_real_cause(
-        server: FakeOpenAIServer
+        server: FakeOpenAIServer, waits: Waits
 ) -> None:
     server.script("late", [error(429, "slow down", retry_after=5)])
-    started = time.perf_counter()
     chat = one_turn(server, "late", bid_timeout=2.0)
-    elapsed = time.perf_counter() - started
     bid = chat.last_run.bids[0]
+    # the real cause, not the deadline's TimeoutError: it gave up at once
     assert bid.error.startswith("RateLimitError") and "slow down" in bid.error
     assert bid.calls == 1 and len(server.requests_for("late")) == 1
-    assert elapsed < 1.5  # not 5 s of waiting, nor the 2 s deadline
+    assert waits.retries == []  # not 5 s of waiting, nor the 2 s deadline
+    assert waits.pauses == [("openai/late", 5.0)]  # the model still rests as asked
 
 
 def test_a_429_pauses_the_model_for_every_bid_in_the_process(server: FakeOpenAIServer) -> None:
@@ -118,19 +162,20 @@ def test_a_429_pauses_the_model_for_every_bid_in_the_process(server: FakeOpenAIS
 # --- per-model rate limits ---------------------------------------------------------------------
 
 
-def test_rpm_limit_spaces_requests_over_http(server: FakeOpenAIServer) -> None:
+def test_rpm_limit_spaces_requests_over_http(
+        server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, waits: Waits) -> None:
     """One turn of eight agents on one model: eight bids at once, four let through, then one
     every 0.25 s (a single turn, so the bucket cannot refill between turns)."""
+    now = [time.monotonic()]  # the buckets' clock stands still: every bid reserves at once
+    monkeypatch.setattr(ratelimit, "time", SimpleNamespace(monotonic=lambda: now[0]))
     set_rate_limit("openai/rl", rpm=240)  # 4 a second, bursts of at most 4
     server.script("rl", [tool_call(0.9, "first"), *[tool_call(0.0, "")] * 7])
-    # the same path once without a limit first, so that below only the limiter takes time
-    server.script("warm", [tool_call(0.9, "first"), tool_call(0.0, "")])
-    GroupChat(agents=[agent(server, n, "warm") for n in "AB"], max_loops=2).run("t")
     start = time.monotonic()
     GroupChat(agents=[agent(server, n, "rl") for n in "ABCDEFGH"], max_loops=2).run("t")
     times = sorted(r.received_at for r in server.requests_for("rl"))
     assert len(times) == 8
-    assert times[3] - times[0] < 0.5  # the burst
+    # the burst of four went without a wait; the other four were held 0.25 s apart
+    assert sorted(waits.limiter) == pytest.approx([0.25, 0.5, 0.75, 1.0])
     # then one every 0.25 s, checked as bounds from the start: a request reaches the server no
     # earlier than the limiter lets it go, however late a busy machine delivers it. (Not as
     # gaps between arrivals: under load the fifth, let go at 0.25 s, arrived 0.49 s before
@@ -139,43 +184,57 @@ def test_rpm_limit_spaces_requests_over_http(server: FakeOpenAIServer) -> None:
         assert times[i] - start >= (i - 3) * 0.25 - 0.01, (i, [t - start for t in times])
 
 
-def test_without_a_limit_requests_are_not_spaced(server: FakeOpenAIServer) -> None:
+def test_without_a_limit_requests_are_not_spaced(server: FakeOpenAIServer,
+                                                   waits: Waits) -> None:
     server.script("free", [tool_call(0.9, "first"), *[tool_call(0.0, "")] * 7])
     GroupChat(agents=[agent(server, n, "free") for n in "ABCDEFGH"], max_loops=2).run("t")
-    times = sorted(r.received_at for r in server.requests_for("free"))
-    assert times[7] - times[0] < 0.9
+    assert len(server.requests_for("free")) == 8
+    assert waits.limiter == []  # the limiter held none of them
 
 
-def test_tpm_limit_spaces_by_tokens() -> None:
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The limiter on a fake clock: its time is `clock[0]`, and its sleep moves it on."""
+    now = [1000.0]
+
+    async def sleep(delay: float) -> None:
+        now[0] += delay
+
+    monkeypatch.setattr(ratelimit, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    monkeypatch.setattr(ratelimit, "asyncio", SimpleNamespace(
+        sleep=sleep, CancelledError=asyncio.CancelledError))
+    return now
+
+
+def test_tpm_limit_spaces_by_tokens(clock: list[float]) -> None:
     limits = RateLimits()
     limits.set("m", tpm=6000)  # 100 tokens a second, bucket of 100
+    start = clock[0]
 
     async def five() -> list[float]:
-        start = time.monotonic()
         stamps = []
         for _ in range(5):
             reserved = await limits.acquire("m", 50)
             limits.settle("m", reserved, 50)
-            stamps.append(time.monotonic() - start)
+            stamps.append(clock[0] - start)
         return stamps
 
-    stamps = asyncio.run(five())
-    assert stamps[1] < 0.1  # two 50-token requests fit the bucket
-    assert 1.4 <= stamps[4] < 2.0  # then 0.5 s each
+    # two 50-token requests fit the bucket, then 0.5 s each
+    assert asyncio.run(five()) == pytest.approx([0.0, 0.0, 0.5, 1.0, 1.5])
 
 
-def test_usage_below_the_reservation_is_given_back() -> None:
+def test_usage_below_the_reservation_is_given_back(clock: list[float]) -> None:
     limits = RateLimits()
     limits.set("m", tpm=6000)
 
     async def go() -> float:
         reserved = await limits.acquire("m", 100)
         limits.settle("m", reserved, 10)  # used only 10
-        start = time.monotonic()
+        start = clock[0]
         await limits.acquire("m", 80)
-        return time.monotonic() - start
+        return clock[0] - start
 
-    assert asyncio.run(go()) < 0.1
+    assert asyncio.run(go()) == 0.0  # 90 given back: 80 fit at once (else 0.8 s)
 
 
 @pytest.mark.parametrize("bad", [0, -1, True, float("inf"), "10"])
