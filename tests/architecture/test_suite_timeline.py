@@ -44,8 +44,10 @@ def test_each_test_gets_its_wall_span_and_cpu_and_the_report_adds_them_up(
     rows = {row["id"].split("::")[1]: row for row in map(
         json.loads, (out / "timeline-main.jsonl").read_text(encoding="utf-8").splitlines())}
     assert list(rows) == ["test_waits", "test_works", "test_runs_a_child"]
-    assert rows["test_waits"]["end"] - rows["test_waits"]["start"] >= 0.3
-    assert rows["test_waits"]["self"] < 0.2
+    waited = rows["test_waits"]["end"] - rows["test_waits"]["start"]
+    assert waited >= 0.3
+    # its CPU is not its wall span: a sleep costs next to none (a ratio, not a speed claim)
+    assert rows["test_waits"]["self"] < waited / 2
     assert rows["test_works"]["self"] >= 0.2
     assert rows["test_runs_a_child"]["children"] >= 0.2 > rows["test_works"]["children"]
     table = report(out)
