@@ -9,6 +9,7 @@ agents says "simulated" next to every figure.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -30,7 +31,8 @@ def is_scored(frame: pd.DataFrame) -> bool:
     return "scorer" in frame and bool(frame["scorer"].notna().any())
 
 
-def outcomes_tab(frame: pd.DataFrame, sweep_id: str, simulated: bool) -> None:
+def outcomes_tab(frame: pd.DataFrame, sweep_id: str, simulated: bool,
+                 meta: dict[str, Any] | None = None) -> None:
     """Accuracy per group, cost per correct answer, and equality against outcome."""
     if not is_scored(frame):
         st.info("This sweep's tasks have no answers to score. Give its tasks an answer and a "
@@ -51,7 +53,7 @@ def outcomes_tab(frame: pd.DataFrame, sweep_id: str, simulated: bool) -> None:
     with st.container(key="sw_acc_box"):  # a keyed box: browser tests find the grid in it
         st.dataframe(svc.display_frame(table[[*by, *SHOWN]]), hide_index=True,
                      key="sw_acc_table")
-    st.download_button("Download accuracy CSV", frame_csv(table),
+    st.download_button("Download accuracy CSV", frame_csv(table, meta, "accuracy"),
                        file_name=f"sweep-{sweep_id[:8]}-accuracy.csv", mime="text/csv",
                        icon=":material/download:", key="sw_acc_csv")
     cols = st.columns(2)

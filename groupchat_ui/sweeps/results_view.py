@@ -132,9 +132,10 @@ def results(store: RunStore, sweep_id: str, registry: JobRegistry | None = None)
     tabs = st.tabs(["Heatmaps", "95% intervals", "Importance", "Compare two cells",
                     "Parallel coordinates", "Cells & runs", "What-if", *views_explore.TABS,
                     *(["Outcomes"] if scored else [])])
+    meta = export_meta(store, sweep_id)  # every CSV below opens with its commented header
     if scored:
         with tabs[-1]:
-            outcome_view.outcomes_tab(frame, sweep_id, bool(frame["simulated"].any()))
+            outcome_view.outcomes_tab(frame, sweep_id, bool(frame["simulated"].any()), meta)
     with tabs[0]:
         agg = aggregate(frame, by=by, metrics=METRICS)
         metric = st.selectbox("Metric", METRICS, key="sw_metric",
@@ -142,7 +143,6 @@ def results(store: RunStore, sweep_id: str, registry: JobRegistry | None = None)
         st.plotly_chart(charts.sweep_heatmaps(agg, metric), key="sw_heatmap")
         st.caption("Mean over finished cells (all repeats, tasks and other axes) per "
                    "threshold × penalty; one panel per recency_window.")
-    meta = export_meta(store, sweep_id)  # every CSV below opens with its commented header
     with tabs[1]:
         _intervals(frame, sweep_id, meta)
     with tabs[2]:
