@@ -25,12 +25,20 @@ from ._version import app_version, litellm_version
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name loads on first use
     from ._agent import DEFAULT_MODEL, TOOL_CHOICE_MODES, Agent
     from ._bidding import (
+        BID_PROMPT_PRESETS,
         DEFAULT_BID_PROMPT,
         FORCED_RESPOND_CHOICE,
         RESPOND_TOOL,
         format_decimal,
     )
-    from ._bounds import AGENT_BOUNDS, CHAT_BOUNDS, PROCESS_BOUNDS, SWEEP_BOUNDS, Bound
+    from ._bounds import (
+        AGENT_BOUNDS,
+        CHAT_BOUNDS,
+        CHAT_CHOICES,
+        PROCESS_BOUNDS,
+        SWEEP_BOUNDS,
+        Bound,
+    )
     from ._config import (
         OUTPUT_TYPES,
         STRATEGIES,
@@ -120,11 +128,13 @@ _LAZY = {
     "TOOL_CHOICE_MODES": "._agent",
     "Agent": "._agent",
     "DEFAULT_BID_PROMPT": "._bidding",
+    "BID_PROMPT_PRESETS": "._bidding",
     "FORCED_RESPOND_CHOICE": "._bidding",
     "RESPOND_TOOL": "._bidding",
     "format_decimal": "._bidding",
     "AGENT_BOUNDS": "._bounds",
     "CHAT_BOUNDS": "._bounds",
+    "CHAT_CHOICES": "._bounds",
     "PROCESS_BOUNDS": "._bounds",
     "SWEEP_BOUNDS": "._bounds",
     "Bound": "._bounds",
@@ -290,6 +300,8 @@ __all__ = [
     "SweepStatus",
     "chat_default",
     "DEFAULT_BID_PROMPT",
+    "BID_PROMPT_PRESETS",
+    "CHAT_CHOICES",
     "DEFAULT_MODEL",
     "FORCED_RESPOND_CHOICE",
     "OUTPUT_TYPES",

@@ -69,6 +69,61 @@ Call `respond` now. If you have something worth adding, give a score that reflec
 the group needs to hear from you and write your message. Leave the message empty only if you \
 do not want to speak."""
 
+# swarms 16.0.3 (2026-10; swarms PR #2141) rewrote the reference's bid prompt: no "silence is
+# the default", no "below 0.5 return an empty message"; five assessment steps, calibration
+# bands, "do not inflate it to keep the conversation active", "call respond exactly once".
+# Written here from that description (docs/engine.md §4, "Bid prompt presets"), with this
+# engine's placeholders, so the rules and numbers it states are the room's own.
+SWARMS_16_BID_PROMPT = """\
+You are {agent_name}, taking part in a group conversation with {participants}.
+
+How the floor works: every turn, each participant privately bids for the chance to speak \
+next by calling the `respond` function with a score from 0 to 1 and the exact message they \
+would post. Only the single highest bid is posted, and only a score above {threshold} can take \
+the floor. {recency_rule}
+
+Conversation so far, oldest first:{omitted_note}
+{conversation}
+
+The latest message is from {last_speaker}:
+{last_message}
+
+Assess the conversation in five steps before you bid:
+1. What is the conversation trying to achieve, and where does it stand now?
+2. Is the latest message addressed to you, or does it touch what you know?
+3. What could you add that has not been said yet?
+4. How much would the group lose if you stayed quiet this turn?
+5. Score that need on this scale:
+   - 0.0: nothing to add
+   - 0.1-0.3: a minor point
+   - 0.4-0.6: a useful contribution
+   - 0.7-0.8: highly relevant
+   - 0.9-1.0: urgent
+Score what you would add, not how much you want to talk: do not inflate it to keep the \
+conversation active.
+
+Call `respond` exactly once, with your score and the message you would post."""
+
+# Named bid prompts (`bid_prompt: swarms-16` in a spec, a sweep grid or the CLI); the first is
+# the default. A name is resolved to its text at the edge, so records keep the text sent.
+BID_PROMPT_PRESETS: Mapping[str, str] = {
+    "swarms-14": DEFAULT_BID_PROMPT,
+    "swarms-16": SWARMS_16_BID_PROMPT,
+}
+
+
+def resolve_bid_prompt(value: str) -> str:
+    """A preset's name as its template (swarms-14, swarms-16), any other text as given."""
+    if isinstance(value, str) and value.strip() in BID_PROMPT_PRESETS:
+        return BID_PROMPT_PRESETS[value.strip()]
+    return value
+
+
+def bid_prompt_preset(template: str) -> str | None:
+    """The preset a template is, by its exact text (None: a custom template)."""
+    return next((name for name, text in BID_PROMPT_PRESETS.items() if text == template), None)
+
+
 BID_PROMPT_FIELDS: tuple[str, ...] = (
     "agent_name",
     "participants",
@@ -105,7 +160,8 @@ def validate_bid_prompt(template: str) -> str:
     use in a prompt, so both are refused, as are conversions, positional and unknown names.
     """
     if not isinstance(template, str) or not template.strip():
-        raise ValueError("bid_prompt must be a non-empty string template.")
+        raise ValueError("bid_prompt must be a non-empty string template or a preset name ("
+                         + ", ".join(BID_PROMPT_PRESETS) + ").")
     try:
         parts = list(string.Formatter().parse(template))
     except ValueError as exc:

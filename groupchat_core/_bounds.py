@@ -68,6 +68,22 @@ CHAT_BOUNDS: Final[Mapping[str, Bound]] = MappingProxyType({
     "selector_top_k": Bound(1, MAX_SELECTOR_TOP_K, integer=True),
 })
 
+# What a bidder sees (docs/engine.md "What agents see"): each setting's choices, the first is
+# the default (today's request, byte for byte). Read by ChatConfig, sweep grids, the CLI's
+# flags and the dashboard's forms.
+CHAT_CHOICES: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType({
+    "history": ("flattened", "typed"),
+    "speaker_names": ("shown", "anonymised"),
+    "show_bids": ("hidden", "shown"),
+    "show_tally": ("hidden", "shown"),
+})
+
+
+def not_a_choice(name: str, value: object) -> str:
+    """The one-line refusal of a value outside CHAT_CHOICES[name]."""
+    return f"{name} must be one of: {', '.join(CHAT_CHOICES[name])}; got {value!r}"
+
+
 MAX_RETRIES: Final = 100
 MAX_AGENT_LOOPS: Final = 10_000
 MAX_AGENT_TOKENS: Final = 100_000_000  # max_tokens and context_window

@@ -17,8 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ._agent import _ACCEPTED as _AGENT_KEYWORDS
 from ._agent import Agent, ToolChoiceMode, _short_name
-from ._bidding import DEFAULT_BID_PROMPT, validate_bid_prompt
-from ._bounds import CHAT_BOUNDS, out_of_bounds
+from ._bidding import DEFAULT_BID_PROMPT, resolve_bid_prompt, validate_bid_prompt
+from ._bounds import CHAT_BOUNDS, CHAT_CHOICES, not_a_choice, out_of_bounds
 from ._bounds import MAX_BATCH_CONCURRENCY as MAX_BATCH_CONCURRENCY
 from ._bounds import MAX_LOOPS as MAX_LOOPS
 from ._bounds import MAX_RECENCY_WINDOW as MAX_RECENCY_WINDOW
@@ -29,11 +29,13 @@ from ._errors import ConfigError
 from ._safeload import check_int
 
 # Ways to choose who speaks each turn (docs/engine.md §16); `bidding` is the seed's rule.
+# `vote` is the vote-only baseline: all_speak's first round and no more.
 STRATEGIES: tuple[str, ...] = (
-    "bidding", "round_robin", "random", "selector", "bid_then_speak", "all_speak")
+    "bidding", "round_robin", "random", "selector", "bid_then_speak", "all_speak", "vote")
 # The strategies that name one speaker a turn (by schedule or a selector model): its score is
 # recorded and ignored, so threshold, recency_penalty and recency_window never enter.
-NAMES_SPEAKERS: frozenset[str] = frozenset({"round_robin", "random", "selector", "all_speak"})
+NAMES_SPEAKERS: frozenset[str] = frozenset(
+    {"round_robin", "random", "selector", "all_speak", "vote"})
 
 SCHEMA_VERSION = 1
 MAX_SPEC_BYTES = 1_000_000
@@ -95,6 +97,21 @@ class ChatConfig(BaseModel):
     human_window: float = 20.0
     human_post_window: float = 60.0
     selector_top_k: int = 3
+    # What a bidder sees (docs/engine.md "What agents see"; choices in _bounds.CHAT_CHOICES,
+    # the first of each is the default and today's request): the history as one flattened
+    # block or typed turns, speaker names shown or anonymised, the others' last bids and the
+    # running vote tally hidden or shown.
+    history: str = "flattened"
+    speaker_names: str = "shown"
+    show_bids: str = "hidden"
+    show_tally: str = "hidden"
+
+    @field_validator("history", "speaker_names", "show_bids", "show_tally")
+    @classmethod
+    def _choice(cls, v: str, info: Any) -> str:
+        if v not in CHAT_CHOICES[info.field_name]:
+            raise ValueError(not_a_choice(info.field_name, v))
+        return v
 
     @field_validator("strategy")
     @classmethod
@@ -167,7 +184,7 @@ class ChatConfig(BaseModel):
     @field_validator("bid_prompt")
     @classmethod
     def _template(cls, v: str) -> str:
-        return validate_bid_prompt(v)
+        return validate_bid_prompt(resolve_bid_prompt(v))
 
     @field_validator("human_window", "human_post_window", mode="before")
     @classmethod

@@ -49,8 +49,13 @@ KEY_VERSION = 2  # bump when what a key covers changes: old entries then simply 
 DEFAULT_MEMORY_ENTRIES = 50_000
 
 
-def request_key(request: BidRequest) -> str:
-    """sha256 of the canonical JSON of everything the answer to this request depends on."""
+def request_key(request: BidRequest, view: dict[str, str] | None = None) -> str:
+    """sha256 of the canonical JSON of everything the answer to this request depends on.
+
+    `view`: the chat's non-default settings of what a bidder sees (bid_prompt, history,
+    speaker_names, show_bids, show_tally; the turn loop's `view_key`), so cells that differ in
+    them never share an answer, even for an in-process model that reads no prompt. None (all
+    defaults) leaves the key as it always was."""
     agent = request.agent
     if request.messages:  # a real prompt: the request as litellm would send it
         parts: dict[str, Any] = {
@@ -69,6 +74,8 @@ def request_key(request: BidRequest) -> str:
     routed = routed_bases(agent.model_name)  # the chat's own deployments answer, not api_base
     if routed is not None:
         parts["routed"] = routed
+    if view:
+        parts["view"] = view
     parts.update(v=KEY_VERSION, seed=request.seed)
     text = json.dumps(parts, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                       default=str)
@@ -177,14 +184,16 @@ class BidCache:
         return self.cache_all or agent.temperature == 0
 
     async def fetch(self, request: BidRequest,
-                    call: Callable[[], Awaitable[ModelReply]]) -> ModelReply:
-        """The cached answer to `request`, else the result of `call()` (stored if valid).
+                    call: Callable[[], Awaitable[ModelReply]],
+                    view: dict[str, str] | None = None) -> ModelReply:
+        """The cached answer to `request`, else the result of `call()` (stored if valid);
+        `view` as request_key's.
 
         The memory check and joining a flight happen without an await in between, and an
         answer is remembered before its flight ends, so an identical request never slips
         through to a second call.
         """
-        key = request_key(request)
+        key = request_key(request, view)
         entry = self._backing.recall(key)
         if entry is not None:
             self._count("hits")

@@ -19,7 +19,7 @@ from .._records import TurnReason
 from ._selection import Candidate, Selection, no_winner_reason, select_speaker
 
 # Strategies that ask one scheduled agent per turn (the others ask everyone).
-SCHEDULED: frozenset[str] = frozenset({"round_robin", "random", "all_speak"})
+SCHEDULED: frozenset[str] = frozenset({"round_robin", "random", "all_speak", "vote"})
 ASKS_ONE: frozenset[str] = NAMES_SPEAKERS
 """Strategies whose turn holds one bid: the asked agent's (the scheduled ones and selector)."""
 
@@ -30,7 +30,7 @@ def scheduled(strategy: str, turn: int, agents: int, seed: int) -> int:
     for random (the same seed and turn always draw the same agent)."""
     if agents < 1 or turn < 1:
         raise ValueError("a turn from 1 and at least one agent are needed")
-    if strategy in ("round_robin", "all_speak"):
+    if strategy in ("round_robin", "all_speak", "vote"):  # vote: all_speak's first round
         return (turn - 1) % agents
     if strategy == "random":
         return random.Random(f"strategy-random:{seed}:{turn}").randrange(agents)
@@ -128,4 +128,6 @@ def replay(strategy: str, bids: Sequence[Candidate], positions: Sequence[int],
         raise ValueError(f"{strategy} asks the agent at position "
                          f"{scheduled(strategy, turn, agents, seed)} on this turn, not "
                          f"{positions[0]}")
+    if strategy == "vote":  # its turns are all_speak's, recorded with that reason
+        return assigned(bids[0], "all_speak")
     return assigned(bids[0], strategy)  # type: ignore[arg-type]

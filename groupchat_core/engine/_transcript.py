@@ -15,8 +15,9 @@ the run: to the window the error names, else to half the history that was sent.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..providers._tokens import count_tokens, input_budget
 
@@ -142,3 +143,32 @@ class Transcript:
             used += counts[keep_from] + 1
         kept = [self.lines[0], *self.lines[keep_from:]]
         return Window("\n".join(kept), keep_from - 1, used)
+
+
+# --- what a bidder sees (docs/engine.md "What agents see") --------------------------------
+
+# `{conversation}` in a typed prompt: the history went as turns before the instruction.
+TYPED_CONVERSATION = "(the messages before this one)"
+
+
+def aliases(names: Sequence[str]) -> dict[str, str]:
+    """speaker_names anonymised: "Participant 1..N" by roster order, stable for the chat (the
+    records keep the real names; only what a bidder reads is relabelled)."""
+    return {name: f"Participant {i}" for i, name in enumerate(names, 1)}
+
+
+def typed_turns(history: Sequence[tuple[str, str]], agent_name: str,
+                omitted: int) -> list[dict[str, Any]]:
+    """history typed (swarms 16.0.3, swarms issue #2039): the task as the first user turn,
+    the bidder's own posts as assistant turns, everyone else's as user turns "Name: text";
+    the `omitted` oldest messages after the task are left out, as the flattened block does.
+    A stable prefix across turns is what lets a server cache the prompt."""
+    if not history:
+        return []
+    turns: list[dict[str, Any]] = [{"role": "user", "content": history[0][1]}]
+    for role, content in history[1 + omitted:]:
+        if role == agent_name:
+            turns.append({"role": "assistant", "content": content})
+        else:
+            turns.append({"role": "user", "content": f"{role}: {content}"})
+    return turns

@@ -16,7 +16,14 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._agent import Agent
-from .._bidding import RESPOND_TOOL, PromptRoom, build_bid_prompt, describe_participant
+from .._bidding import (
+    RESPOND_TOOL,
+    PromptRoom,
+    build_bid_prompt,
+    describe_participant,
+    format_decimal,
+)
+from .._bounds import CHAT_CHOICES
 from .._config import ChatConfig
 from .._records import (
     Bid,
@@ -65,7 +72,14 @@ from ._strategies import (
     round_start,
     scheduled,
 )
-from ._transcript import PromptBudget, Transcript, omitted_note
+from ._transcript import (
+    TYPED_CONVERSATION,
+    PromptBudget,
+    Transcript,
+    aliases,
+    omitted_note,
+    typed_turns,
+)
 
 if TYPE_CHECKING:
     from ._bidcache import BidCache
@@ -129,8 +143,14 @@ class TurnLoop:
         self.record = RunRecord(
             run_id=run_id or uuid.uuid4().hex, config=config.model_dump(), task=task
         )
-        self.transcript = Transcript()
+        self.transcript = Transcript()  # as bidders read it (names anonymised or not)
         self.history: list[tuple[str, str]] = []
+        # What bidders see (docs/engine.md "What agents see"): aliases for the names when
+        # anonymised ({} when shown), and show_tally's running vote line, refreshed each turn.
+        self._seen = (aliases([_name(p) for p in self.roster])
+                      if config.speaker_names == "anonymised" else {})
+        self._tally = ""
+        self.view_key = view_key(config)
         window = config.recency_window
         self.recent: deque[str] = deque(maxlen=window) if window > 0 else deque(maxlen=0)
         self.room = PromptRoom(
@@ -157,7 +177,7 @@ class TurnLoop:
 
     def _post(self, message: Message, turn: int) -> None:
         self.record.messages.append(message)
-        self.transcript.append(message.role, message.content)
+        self.transcript.append(self._seen.get(message.role, message.role), message.content)
         self.history.append((message.role, message.content))
         if self.live_room is not None:
             self.live_room._message(message.role, message.content)
@@ -200,9 +220,14 @@ class TurnLoop:
 
     async def _turns(self) -> Any:
         turn = 0
-        while len(self.record.messages) < self.config.max_loops:
+        limit = self.config.max_loops
+        if self.config.strategy == "vote":  # one round: each agent answers once (§16)
+            limit = min(limit, 1 + len(self.agents))
+        while len(self.record.messages) < limit:
             turn += 1
             self.emit(TurnStarted(run_id=self.record.run_id, turn=turn))
+            if self.config.show_tally == "shown":
+                await self._refresh_tally()
             outcome = await self._one_turn(turn)
             if outcome is not None:
                 return outcome
@@ -234,7 +259,7 @@ class TurnLoop:
         if strategy == "bid_then_speak":
             return await self._bid_then_speak(turn)
         assert strategy in ASKS_ONE
-        if strategy == "all_speak":
+        if strategy in ("all_speak", "vote"):  # vote: all_speak's first round, no more
             if round_start(turn, len(self.agents)) or not self._round:
                 # Only the agents that can still post: each all_speak turn posts or ends the
                 # run, so a bid past max_loops would be a call paid for and never recorded.
@@ -408,23 +433,53 @@ class TurnLoop:
         The prompt is filled once without the conversation (with the longest note it could
         carry) to count everything but the history; what is left of the budget goes to the
         newest whole messages (see _transcript.py)."""
+        seen = self._seen
+        me = seen.get(agent.agent_name, agent.agent_name)
         last_speaker, last_message = history[-1]
         fill = functools.partial(
-            build_bid_prompt, self.room, agent_name=agent.agent_name,
-            others=[describe_participant(name, text) for name, text in self._others
-                    if name != agent.agent_name],
-            last_speaker=last_speaker, last_message=last_message, task=self.record.task,
-            turn=turn)
+            build_bid_prompt, self.room, agent_name=me,
+            others=[describe_participant(seen.get(name, name), text)
+                    for name, text in self._others if name != agent.agent_name],
+            last_speaker=seen.get(last_speaker, last_speaker), last_message=last_message,
+            task=self.record.task, turn=turn)
         budget: PromptBudget = self._overhead[agent.agent_name]
         tokens_of = self._tokens_of[agent.agent_name]
         rest = count_tokens(tokens_of, fill(
             conversation="", omitted_note=omitted_note(len(self.transcript.lines))))
         history_block = self.transcript.window(tokens_of, budget.history_budget(rest))
         budget.sent = history_block.tokens
-        prompt = fill(conversation=history_block.text,
-                      omitted_note=omitted_note(history_block.omitted)) + MODE_NOTES[mode]
+        typed = self.config.history == "typed"
+        prompt = fill(conversation=TYPED_CONVERSATION if typed else history_block.text,
+                      omitted_note=omitted_note(history_block.omitted)) \
+            + self._view_notes(agent.agent_name) + MODE_NOTES[mode]
         system = [{"role": "system", "content": agent.system_prompt}] if agent.system_prompt else []
+        if typed:  # the conversation as turns, the bid instruction last (swarms 16.0.3)
+            turns = typed_turns([(seen.get(r, r), c) for r, c in history], me,
+                                history_block.omitted)
+            return [*system, *turns, {"role": "user", "content": prompt}]
         return [*system, {"role": "user", "content": prompt}]
+
+    def _view_notes(self, agent_name: str) -> str:
+        """show_bids and show_tally's paragraphs of the bid prompt ("" when hidden)."""
+        notes = ""
+        if self.config.show_bids == "shown":
+            notes += bids_note(self.record.bids, agent_name, self._seen)
+        return notes + self._tally
+
+    async def _refresh_tally(self) -> None:
+        """show_tally: the vote over what has been posted, by the task's own rule (the run's
+        scorer, docs/outcomes.md); only a task answered by `vote` has one."""
+        key = self.answer_key or {}
+        if self.score is None or key.get("scorer") == "judge":
+            return
+        try:
+            outcome = await self.score(self.record)
+        except Exception:
+            logger.exception("run %s: the running vote could not be counted",
+                             self.record.run_id)
+            return
+        if outcome.answer_from == "vote":
+            self._tally = tally_note(outcome.votes, key.get("scorer") == "numeric")
 
     async def _call_model(self, provider: Provider, request: BidRequest,
                           history: tuple[tuple[str, str], ...], mode: str = "bid") -> ModelReply:
@@ -528,8 +583,56 @@ class TurnLoop:
             call = functools.partial(provider.bid, request)
         local = None if provider is LITELLM else provider
         if self.bid_cache is not None and self.bid_cache.applies(agent, local):
-            return await self.bid_cache.fetch(request, call)
+            return await self.bid_cache.fetch(request, call, self.view_key)
         return await call()
+
+
+def view_key(config: ChatConfig) -> dict[str, str] | None:
+    """The settings of what a bidder sees that differ from their defaults, for the bid cache's
+    key (None when all are defaults: today's keys stay as they were). A prompted model's
+    request already shows them; this keeps an in-process model's apart too."""
+    from .._bidding import bid_prompt_preset
+    from .._config import chat_default
+
+    view = {name: getattr(config, name) for name in CHAT_CHOICES
+            if getattr(config, name) != chat_default(name)}
+    if config.bid_prompt != chat_default("bid_prompt"):
+        view["bid_prompt"] = bid_prompt_preset(config.bid_prompt) or config.bid_prompt
+    return view or None
+
+
+def bids_note(bids: Sequence[Bid], agent_name: str, seen: Mapping[str, str]) -> str:
+    """show_bids: each other agent's latest read bid (score and turn), in the order they
+    last bid; "none yet" before any."""
+    latest: dict[str, Bid] = {}
+    for bid in reversed(bids):
+        if bid.agent != agent_name and bid.read and bid.agent not in latest:
+            latest[bid.agent] = bid
+    shown = ", ".join(f"{seen.get(b.agent, b.agent)} {format_decimal(b.score)} (turn {b.turn})"
+                      for b in sorted(latest.values(), key=lambda b: (b.turn, b.position)))
+    return f"\n\nThe other participants' latest bids: {shown or 'none yet'}."
+
+
+def tally_note(votes: Mapping[str, str | None], numeric: bool) -> str:
+    """show_tally: how many participants' latest stated answers give each answer (equal
+    numbers are one answer), most votes first, ties in the order first stated."""
+    from ..outcomes import last_number, normalise
+
+    counts: dict[str, int] = {}
+    label: dict[str, str] = {}
+    for answer in votes.values():
+        if answer is None:
+            continue
+        number = last_number(answer) if numeric else None
+        key = repr(number) if number is not None else normalise(answer)
+        counts[key] = counts.get(key, 0) + 1
+        label.setdefault(key, answer)
+    if not counts:
+        return "\n\nThe running vote: no answers stated yet."
+    order = sorted(counts, key=lambda k: -counts[k])  # stable: ties keep first-stated order
+    shown = ", ".join(f"{label[k]} ({counts[k]} vote{'s' if counts[k] != 1 else ''})"
+                      for k in order)
+    return f"\n\nThe running vote (each participant's latest stated answer): {shown}."
 
 
 def _name(participant: Agent | Human) -> str:

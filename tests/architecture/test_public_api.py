@@ -111,6 +111,8 @@ def test_the_package_api_is_pinned():
     assert sorted(groupchat_core.__all__) == sorted([
         # the engine
         "Agent", "GroupChat", "ChatConfig", "ChatSpec", "DEFAULT_MODEL", "DEFAULT_BID_PROMPT",
+        # named bid prompts and the choices of what a bidder sees (issue 43)
+        "BID_PROMPT_PRESETS", "CHAT_CHOICES",
         "OUTPUT_TYPES", "RESPOND_TOOL", "FORCED_RESPOND_CHOICE", "select_speaker",
         "format_decimal", "dump_spec", "load_spec", "load_spec_text",
         # records and the events observers receive
