@@ -32,15 +32,19 @@ def accuracy_chart(table: pd.DataFrame, by: list[str],
     names = [" · ".join(_text(v) for v in row) for row in
              table[by].itertuples(index=False)] if by else ["all cells"]
     acc = table["accuracy"].astype(float)
+    counts = [f"{c} of {n} right" for c, n in zip(table["correct"], table["n"], strict=True)]
+    # the count is printed under its group's name: beside the point the last one ran past the
+    # plot's right edge ("210 of 300 ri")
     fig = go.Figure(go.Scatter(
-        x=names, y=acc, mode="markers+text", marker={"size": 12, "color": PALETTE[0]},
-        text=[f"{c} of {n} right" for c, n in zip(table["correct"], table["n"], strict=True)],
-        textposition="middle right",
+        x=names, y=acc, mode="markers", marker={"size": 12, "color": PALETTE[0]},
         error_y={"type": "data", "symmetric": False,
                  "array": (table["ci_high"].astype(float) - acc).tolist(),
                  "arrayminus": (acc - table["ci_low"].astype(float)).tolist()},
         customdata=table[["correct", "n"]].to_numpy(),
         hovertemplate="%{x}: %{customdata[0]} of %{customdata[1]} right<extra></extra>"))
+    fig.update_xaxes(tickmode="array", tickvals=names,
+                     ticktext=[f"{g}<br>{c}" for g, c in zip(names, counts, strict=True)],
+                     automargin=True)
     fig.update_layout(title="accuracy with its 95% Wilson interval", height=340,
                       margin={"t": 50, "b": 40, "l": 50, "r": 20},
                       xaxis_title=" · ".join(name(b) for b in by) or None)

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from groupchat_core.analysis import config_diff, rotation, top_bids
-from groupchat_core.analysis.charts import PALETTE, empty_figure
+from groupchat_core.analysis.charts import PALETTE, empty_figure, turn_ticks
 from groupchat_ui.kit.safety import escape_markdown
 from groupchat_ui.kit.store_access import RunData
 
@@ -32,6 +32,14 @@ def parameters(a: RunData, b: RunData, labels: tuple[str, str]) -> None:
 
 
 def overlaid(a: RunData, b: RunData, labels: tuple[str, str]) -> None:
+    bids, spoke = overlaid_figures(a, b, labels)
+    st.plotly_chart(bids, key="compare_bids_chart", config=CHART)
+    st.plotly_chart(spoke, key="compare_rotation_chart", config=CHART)
+
+
+def overlaid_figures(a: RunData, b: RunData,
+                     labels: tuple[str, str]) -> tuple[go.Figure, go.Figure]:
+    """The two runs' top bid per turn and their rotation, overlaid (pure: tested as figures)."""
     bids = go.Figure()
     spoke = go.Figure()
     for i, (data, label) in enumerate(((a, labels[0]), (b, labels[1]))):
@@ -56,7 +64,9 @@ def overlaid(a: RunData, b: RunData, labels: tuple[str, str]) -> None:
     spoke.update_layout(title="Rotation: who spoke on each turn", xaxis_title="turn",
                         yaxis_title="speaker")
     spoke.update_yaxes(type="category")
+    every_turn = [*a.turns.get("turn", []), *b.turns.get("turn", []),
+                  *a.bids.get("turn", []), *b.bids.get("turn", [])]
     for fig in (bids, spoke):  # the runs' long labels under the plot: a phone keeps its width
         fig.update_layout(legend=BELOW)
-    st.plotly_chart(bids, key="compare_bids_chart", config=CHART)
-    st.plotly_chart(spoke, key="compare_rotation_chart", config=CHART)
+        turn_ticks(fig, every_turn)  # whole turns: plotly's own ticks gave turn 1.5
+    return bids, spoke

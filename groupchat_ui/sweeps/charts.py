@@ -224,6 +224,31 @@ def importance_chart(table: pd.DataFrame, metric: str) -> go.Figure:
     return fig
 
 
+# Parcoords draws each axis's min and max once more above and below it ("range" labels); a
+# two-line axis title's second line sat on the top one ("penalty" over "0.3"). They are left
+# out: the ticks give the values.
+HIDDEN_RANGE: dict[str, str] = {"color": "rgba(0,0,0,0)"}
+
+
+def flat_range(values: pd.Series) -> list[float] | None:
+    """A range for an axis whose values are all one value v: 0..v (0..1 at 0), never plotly's
+    v-1..v+1 (an all-zero cost axis ran from -1 to 1). None for an axis with a spread."""
+    finite = values.dropna()
+    if finite.empty or finite.min() != finite.max():
+        return None
+    v = float(finite.iloc[0])
+    return [min(0.0, v), max(0.0, v) or 1.0]
+
+
+def parcoords_dimension(label: str, values: pd.Series) -> dict[str, object]:
+    """One parcoords axis (missing values at 0), with flat_range for a constant one."""
+    dim: dict[str, object] = {"label": label, "values": values.fillna(0.0)}
+    flat = flat_range(values.fillna(0.0))
+    if flat is not None:
+        dim["range"] = flat
+    return dim
+
+
 def parcoords(results: pd.DataFrame, params: Sequence[str], metrics: Sequence[str]) -> go.Figure:
     """One line per finished cell across its parameters and metrics, coloured by the first
     metric."""
@@ -234,13 +259,13 @@ def parcoords(results: pd.DataFrame, params: Sequence[str], metrics: Sequence[st
     numeric = done[columns].apply(pd.to_numeric, errors="coerce").astype(float)
     # a text axis (order, roster, model) has no numeric scale here: left out, not drawn as 0
     columns = [c for c in columns if c in metrics or numeric[c].notna().any()]
-    dims = [{"label": SHORT_LABELS.get(c, c), "values": numeric[c].fillna(0.0)}
-            for c in columns]
+    dims = [parcoords_dimension(SHORT_LABELS.get(c, c), numeric[c]) for c in columns]
     color = numeric[metrics[0]].fillna(0.0) if metrics and metrics[0] in numeric else None
     line = {"color": color, "colorscale": "Viridis", "showscale": True,
             "colorbar": {"title": {"text": SHORT_LABELS.get(metrics[0], metrics[0])}}} \
         if color is not None else {}
     fig = go.Figure(go.Parcoords(dimensions=dims, line=line, labelangle=0,
+                                 rangefont=HIDDEN_RANGE,
                                  labelfont={"size": 12}))
     # the outer axes' labels are centred on them: side margins keep them whole ("threshold",
     # not "hold"), and the top margin leaves room for two-line labels under the title

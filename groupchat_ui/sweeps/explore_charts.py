@@ -20,7 +20,16 @@ import plotly.graph_objects as go
 from groupchat_core.analysis.charts import PALETTE, empty_figure
 from groupchat_core.sweeps import log_axis
 
-from .charts import EMPTY, SHORT_LABELS, axis_name, metric_label, metric_range, value_text
+from .charts import (
+    EMPTY,
+    HIDDEN_RANGE,
+    SHORT_LABELS,
+    axis_name,
+    metric_label,
+    metric_range,
+    parcoords_dimension,
+    value_text,
+)
 
 
 def _dimension(name: str, values: pd.Series, brush: tuple[float, float] | None) -> dict[str, Any]:
@@ -37,7 +46,7 @@ def _dimension(name: str, values: pd.Series, brush: tuple[float, float] | None) 
         if brush:
             dim["constraintrange"] = [math.log10(b) for b in brush]
         return dim
-    dim = {"label": label, "values": values.fillna(0.0)}
+    dim = parcoords_dimension(label, values)
     if brush:
         dim["constraintrange"] = list(brush)
     return dim
@@ -59,6 +68,7 @@ def parcoords_brushed(results: pd.DataFrame, params: Sequence[str], metrics: Seq
             "colorbar": {"title": {"text": SHORT_LABELS.get(color, color)}}} \
         if shade is not None else {}
     fig = go.Figure(go.Parcoords(dimensions=dims, line=line, labelangle=0,
+                                 rangefont=HIDDEN_RANGE,
                                  labelfont={"size": 12}))
     fig.update_layout(title="cells: parameters and metrics (drag along an axis to brush)",
                       margin={"l": 90, "r": 110, "t": 120, "b": 40})
