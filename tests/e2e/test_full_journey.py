@@ -13,6 +13,7 @@ import re
 import uuid
 from typing import Any
 
+from groupchat_core import CHAT_BOUNDS
 from groupchat_core.store import RunStore
 
 from .conftest import (
@@ -192,7 +193,7 @@ def test_three_agents_run_analysis_compare_sweep_and_reload_mid_run(app_server, 
     screenshot(page, "full-4-sweep")
 
     # Edit mode is explicit (the Edit button) and says a changed name renames: slow one
-    # agent down so the next run lasts (the sims fall silent after about 29 turns).
+    # agent down so each turn of the next run lasts at least 0.6 s.
     open_page(page, "Agents")
     wait_idle(page)
     fresh(page, f".st-key-agent_edit_{names[0]} button:visible").first.click()
@@ -213,7 +214,9 @@ def test_three_agents_run_analysis_compare_sweep_and_reload_mid_run(app_server, 
     # A long run: switch pages and come back to it, then reload in the middle of it.
     open_page(page, "Run")
     expect(status_line(page)).to_contain_text(f"job {second}", timeout=WAIT_MS)
-    long = new_run(page, 400)  # about 29 turns of 0.6 s: time to switch pages and reload
+    # A run that cannot end by itself while the test looks: nobody lulls at a threshold of
+    # -1, and the most turns a run may have take hours at 0.6 s each; Stop ends it below.
+    long = new_run(page, int(CHAT_BOUNDS["max_loops"].high), threshold=-1)
     expect(status_line(page)).to_have_text(re.compile(rf"^status: running · job {long}"),
                                            timeout=WAIT_MS)
     open_page(page, "Analysis")
