@@ -28,7 +28,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
-from .._bounds import OUTPUT_TYPES
+from .._bidding import BID_PROMPT_PRESETS
+from .._bounds import CHAT_CHOICES, OUTPUT_TYPES
 from .._errors import CliError, GroupChatError
 from .._records import Event, RunFinished, RunStarted, TurnCompleted
 from .._secrets import scrub
@@ -160,6 +161,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--stream", action=argparse.BooleanOptionalAction, default=None,
                      help="stream bids, printing each candidate's reply as it forms (stderr); "
                      "default: the spec's stream_bids (off)")
+    # What a bidder sees (docs/engine.md "What agents see"): a preset bid prompt and the
+    # choices of CHAT_CHOICES, each a flag named after its setting.
+    run.add_argument("--bid-prompt", choices=tuple(BID_PROMPT_PRESETS), default=None,
+                     help="override the spec's bid_prompt with a preset (swarms-14: the "
+                     "default; swarms-16: the reference's 16.0.3 prompt)")
+    for setting, choices in CHAT_CHOICES.items():
+        run.add_argument("--" + setting.replace("_", "-"), choices=choices, default=None,
+                         help=f"override the spec's {setting} (default {choices[0]})")
     run.add_argument("--human", default=None, metavar="NAME",
                      help="seat a person named NAME in this terminal: each turn shows the bids "
                      "and the time left; Enter passes, h raises a hand, 0.7 [draft] bids 0.7")
@@ -238,7 +247,7 @@ def _render(output: Any) -> str:
 
 _store = store.store_of
 CHAT_FLAGS = ("output_type", "threshold", "recency_penalty", "recency_window", "max_loops",
-              "seed", "human_window")
+              "seed", "human_window", "bid_prompt", *CHAT_CHOICES)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -37,6 +37,12 @@ def scheduled(strategy: str, turn: int, agents: int, seed: int) -> int:
     raise ValueError(f"strategy {strategy!r} does not schedule its speakers")
 
 
+def message_cap(strategy: str, max_loops: int, agents: int) -> int:
+    """Messages a run may post, the task included: max_loops, and for `vote` one round (each
+    agent answers once); reaching it stops the run with stop reason max_loops."""
+    return min(max_loops, 1 + agents) if strategy == "vote" else max_loops
+
+
 def round_start(turn: int, agents: int) -> bool:
     """all_speak: True on the first turn of a round (every agent is asked then, on one
     snapshot of the conversation, as in Du et al.'s debate)."""

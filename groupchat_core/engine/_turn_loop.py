@@ -68,6 +68,7 @@ from ._strategies import (
     ASKS_ONE,
     assigned,
     bid_then_speak_selection,
+    message_cap,
     pick_named,
     round_start,
     scheduled,
@@ -220,9 +221,7 @@ class TurnLoop:
 
     async def _turns(self) -> Any:
         turn = 0
-        limit = self.config.max_loops
-        if self.config.strategy == "vote":  # one round: each agent answers once (§16)
-            limit = min(limit, 1 + len(self.agents))
+        limit = message_cap(self.config.strategy, self.config.max_loops, len(self.agents))
         while len(self.record.messages) < limit:
             turn += 1
             self.emit(TurnStarted(run_id=self.record.run_id, turn=turn))

@@ -19,7 +19,7 @@ from .._errors import ConfigError
 from .._records import RunRecord, Turn, outcome_of
 from ..engine._people import picked_selection, top_bids
 from ..engine._selection import Selection, candidate, select_speaker
-from ..engine._strategies import ASKS_ONE, replay
+from ..engine._strategies import ASKS_ONE, message_cap, replay
 from ..engine._turn_loop import _turn_row  # the engine's own turn row
 from ..store import status_for
 from ._bundle_model import (
@@ -326,8 +326,10 @@ def _check_stop(bundle: Bundle, spec: ChatSpec, fail: Fail) -> None:
         ends = "lull" if last.lull else "error"
         how = f"its last turn ({last.turn}) has no winner"
     else:
-        ends = "max_loops" if count == spec.max_loops else "nothing"
-        how = f"it has {count} of max_loops {spec.max_loops} messages"
+        cap = message_cap(spec.strategy, spec.max_loops, len(spec.agents))  # vote: one round
+        ends = "max_loops" if count == cap else "nothing"
+        how = f"it has {count} of max_loops {spec.max_loops} messages" + (
+            f" (at most {cap} under {spec.strategy})" if cap != spec.max_loops else "")
     if run.stop_reason != ends:
         fail(f"the run's stop_reason is {run.stop_reason!r}, but {how}, which ends a run with "
              + (f"{ends!r}" if ends != "nothing" else "no stop: the run was not finished"))

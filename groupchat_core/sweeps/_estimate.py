@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
+from ..engine._strategies import message_cap
 from ..providers._limiter import max_inflight_calls
 from ..providers._routing import in_process_provider
 from ..providers._sim import is_sim_model
@@ -49,7 +50,7 @@ ASSUMED_CALL_S = 2.0  # assumed seconds per bid (one model call) for a model ove
 # shared with other work; these sit between the two (a busy machine, not an idle one).
 CELL_S = 0.012
 BID_S = 0.00035
-ONE_ASKED = ("round_robin", "random", "all_speak", "selector")  # one agent asked a turn
+ONE_ASKED = ("round_robin", "random", "all_speak", "selector", "vote")  # one agent asked a turn
 
 
 class Estimate(BaseModel):
@@ -128,7 +129,8 @@ class _Tally:
 
     def add_cell(self, spec: SweepSpec, cell: Cell) -> None:
         chat = spec.chat_spec(cell)
-        turns = max(chat.max_loops - 1, 0)
+        # vote: one round (message_cap), each agent asked once
+        turns = max(message_cap(chat.strategy, chat.max_loops, len(chat.agents)) - 1, 0)
         task = spec.tasks[cell.task_index]
         one = chat.strategy in ONE_ASKED
         # docs/engine.md §16: bid_then_speak's winner and the selector make one more call a

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 NUMERIC_PARAMS = ("threshold", "recency_penalty", "recency_window", "max_loops")
 LABEL_PARAMS = ("model", "temperature", "strategy", "bid_prompt", "order", "roster",
-                "agent_models", "sample")
+                "agent_models", "sample", "history", "speaker_names", "show_bids", "show_tally")
 PARAM_COLUMNS = [*NUMERIC_PARAMS, *LABEL_PARAMS]
 METRICS = ("messages", "turns", "lull_turn", "lulled", "entropy_bits", "evenness", "gini",
            "longest_monologue", "calls_needed", "calls_made", "hit_rate", "total_cost_usd")

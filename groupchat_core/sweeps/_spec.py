@@ -35,7 +35,7 @@ from pydantic import (
     model_validator,
 )
 
-from .._bounds import AGENT_BOUNDS, CHAT_BOUNDS, MAX_SWEEP_AXIS, SWEEP_BOUNDS, Bound
+from .._bounds import AGENT_BOUNDS, CHAT_BOUNDS, CHAT_CHOICES, MAX_SWEEP_AXIS, SWEEP_BOUNDS, Bound
 from .._bounds import MAX_CALLS_CAP as MAX_CALLS_CAP
 from .._config import (
     MAX_SPEC_BYTES,
@@ -54,7 +54,7 @@ MAX_CELLS = 100_000
 MAX_AXIS = MAX_SWEEP_AXIS
 MAX_LABEL = 60  # bid-prompt labels in cell keys and result tables (see short_label)
 AXES = ("threshold", "recency_penalty", "recency_window", "max_loops", "bid_prompt", "model",
-        "temperature", "strategy", "order", "roster", "agent_models")
+        "temperature", "strategy", "order", "roster", "agent_models", *CHAT_CHOICES)
 
 
 def _plain(value: float) -> str:
@@ -137,7 +137,9 @@ class Grid(BaseModel):
     """Values to sweep per parameter; a parameter left out keeps the base chat's value.
 
     `model` and `temperature` apply to every agent; `bid_prompt` maps short labels to
-    templates (the labels go into cell keys and result tables, the templates into the runs).
+    templates or preset names (the labels go into cell keys and result tables, the templates
+    into the runs), or lists preset names (`[swarms-14, swarms-16]`, each its own label).
+    `history`, `speaker_names`, `show_bids` and `show_tally` list choices of CHAT_CHOICES.
     `order`, `roster` and `agent_models` depend on the base agents: they are checked and
     expanded by SweepSpec (see _space.py).
     """
@@ -155,6 +157,23 @@ class Grid(BaseModel):
     order: Any = None  # "all" | {sample: N} | [[agent, ...], ...]
     roster: Any = None  # {sizes: [k, ...], sample?: N} | [[agent, ...], ...]
     agent_models: dict[str, list[str]] | None = None
+    history: list[str] | None = None
+    speaker_names: list[str] | None = None
+    show_bids: list[str] | None = None
+    show_tally: list[str] | None = None
+
+    @field_validator("history", "speaker_names", "show_bids", "show_tally", mode="before")
+    @classmethod
+    def _choices(cls, v: Any, info: Any) -> Any:
+        setting = info.field_name
+
+        def check(name: str, value: Any) -> str:
+            if value not in CHAT_CHOICES[setting]:
+                raise ValueError(f"{name} must be one of {', '.join(CHAT_CHOICES[setting])}, "
+                                 f"got {value!r}")
+            return str(value)
+
+        return None if v is None else _axis(setting, v, check)
 
     @field_validator("threshold", "recency_penalty", mode="before")
     @classmethod
@@ -197,10 +216,16 @@ class Grid(BaseModel):
     def _prompts(cls, v: Any) -> Any:
         if v is None:
             return None
+        from .._bidding import BID_PROMPT_PRESETS, resolve_bid_prompt, validate_bid_prompt
+
+        if isinstance(v, list) and v and all(p in BID_PROMPT_PRESETS for p in v):
+            if len(set(v)) != len(v):
+                raise ValueError(f"grid.bid_prompt lists a preset twice: {v!r}")
+            return {p: BID_PROMPT_PRESETS[p] for p in v}
         if not isinstance(v, Mapping) or not v:
-            raise ValueError("grid.bid_prompt must map labels to templates, e.g. "
-                             "{plain: '...', strict: '...'}")
-        from .._bidding import validate_bid_prompt
+            raise ValueError("grid.bid_prompt must map labels to templates or list presets, "
+                             "e.g. {plain: '...', strict: '...'} or ["
+                             + ", ".join(BID_PROMPT_PRESETS) + "]")
 
         prompts: dict[str, str] = {}
         given_as: dict[str, str] = {}
@@ -209,7 +234,8 @@ class Grid(BaseModel):
             if label in prompts:  # two labels would make one cell: a grid value lost
                 raise ValueError(f"grid.bid_prompt labels {given_as[label]!r} and {given!r} "
                                  f"both become the cell label {label!r}; make them distinct")
-            prompts[label], given_as[label] = validate_bid_prompt(template), given
+            prompts[label] = validate_bid_prompt(resolve_bid_prompt(template))
+            given_as[label] = given
         return prompts
 
     def axes(self) -> dict[str, list[Any]]:
@@ -449,7 +475,8 @@ class SweepSpec(BaseModel):
                 agent["temperature"] = params["temperature"]
         if "bid_prompt" in params:
             data["bid_prompt"] = (self.grid.bid_prompt or {})[params["bid_prompt"]]
-        for name in ("threshold", "recency_penalty", "recency_window", "max_loops", "strategy"):
+        for name in ("threshold", "recency_penalty", "recency_window", "max_loops", "strategy",
+                     *CHAT_CHOICES):
             if name in params:
                 data[name] = params[name]
         data["seed"] = self.base.seed + cell.repeat

@@ -48,6 +48,13 @@ class RunForm(BaseModel):
     selector_model: str | None = None  # asked by the `selector` strategy; blank: the default
     selector_api_base: str | None = None  # the selector's server; blank: litellm's default
     selector_tool_choice_mode: str | None = None  # None: forced tool calls, as for an agent
+    # What a bidder sees (groupchat_core.CHAT_CHOICES, docs/engine.md "What agents see").
+    history: str | None = None
+    speaker_names: str | None = None
+    show_bids: str | None = None
+    show_tally: str | None = None
+    # A named bid prompt (groupchat_core.BID_PROMPT_PRESETS); set, it replaces bid_prompt's text.
+    bid_prompt_preset: str | None = None
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any], **fields: Any) -> RunForm:
@@ -76,6 +83,9 @@ class RunForm(BaseModel):
         a blank name dropped (the run is labelled by its task), a blank selector model too (the
         engine's default); bid_timeout 0 is no timeout."""
         params = self.model_dump(include=set(PARAMS), exclude_none=True)
+        preset = str(params.pop("bid_prompt_preset", "")).strip()
+        if preset:  # the engine resolves the name (an unknown one is its one-line error)
+            params["bid_prompt"] = preset
         for text in ("name", "selector_model", "selector_api_base"):  # blank: label / default
             value = str(params.pop(text, "")).strip()
             if value:

@@ -47,7 +47,8 @@ from .form import RunForm
 CHAT_PARAMS = ("name", "description", "max_loops", "threshold", "recency_penalty",
                "recency_window", "idle_timeout", "output_type", "seed", "bid_timeout",
                "bid_prompt", "verbose", "bid_cache", "stream_bids", "strategy", "selector_model",
-               "selector_api_base", "selector_tool_choice_mode")
+               "selector_api_base", "selector_tool_choice_mode", "history", "speaker_names",
+               "show_bids", "show_tally")
 WORDS_PER_SECOND = 14.0
 NO_READABLE_BID = "no agent produced a readable bid"
 KEY_FIX = ("Add the key in Settings (this browser session only), start the server with it in "
@@ -61,6 +62,7 @@ RULES = {
     "selector": "the selector model names the next speaker",
     "bid_then_speak": "agents bid a score only, then the winner writes",
     "all_speak": "every agent speaks once a round, in list order",
+    "vote": "every agent answers once, independently; the group's answer is the vote",
 }
 
 _HELP = {
@@ -84,6 +86,20 @@ _HELP = {
     "bid_timeout": "Seconds; 0 means empty. " + LIMITS_HELP,
     "bid_prompt": "The template every agent bids with; placeholders such as {threshold} are "
                   "filled with this room's real numbers.",
+    "bid_prompt_preset": "A named bid prompt that replaces the template below: swarms-14 is "
+                         "the default prompt (the reference's 14.0.0 rules), swarms-16 the "
+                         "reference's 16.0.3 prompt (five assessment steps, calibration "
+                         "bands). Empty: the template below.",
+    "history": "How a bidder reads the conversation: flattened (the default), one block in "
+               "the bid prompt; typed, one message per post (its own as assistant turns, "
+               "everyone else's as user turns), the bid instruction last.",
+    "speaker_names": "shown (the default): bidders read the real names; anonymised: "
+                     "\"Participant 1..N\" by roster order in everything a bidder reads "
+                     "(the run keeps the real names).",
+    "show_bids": "hidden (the default, as the reference): a bidder never sees another's bid; "
+                 "shown: the bid prompt lists the other agents' latest scores.",
+    "show_tally": "hidden (the default); shown: for a task answered by vote, the bid prompt "
+                  "gives the running vote over each agent's latest stated answer.",
     "verbose": "Also log bids and print each message on the server's console.",
     "bid_cache": "Off by default here, so a live run shows each sim's simulated latency. "
                  "On: the engine's default, answering repeated bid "

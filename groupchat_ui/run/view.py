@@ -14,7 +14,14 @@ from typing import Any
 
 import streamlit as st
 
-from groupchat_core import OUTPUT_TYPES, STRATEGIES, TOOL_CHOICE_MODES, Agent
+from groupchat_core import (
+    BID_PROMPT_PRESETS,
+    CHAT_CHOICES,
+    OUTPUT_TYPES,
+    STRATEGIES,
+    TOOL_CHOICE_MODES,
+    Agent,
+)
 from groupchat_ui.kit.components import feedback
 from groupchat_ui.kit.presets import PRESETS
 from groupchat_ui.kit.providers import SIM_NOTE, model_label
@@ -156,8 +163,16 @@ def param_inputs(defaults: Mapping[str, Any]) -> None:
                      help=PARAM_HELP["output_type"], persist_state=PERSIST)
         st.number_input("idle_timeout (s)", step=1.0, key=p + "idle_timeout",
                         help=PARAM_HELP["idle_timeout"], persist_state=PERSIST)
+        st.selectbox("Bid prompt preset", (None, *BID_PROMPT_PRESETS),
+                     key=p + "bid_prompt_preset",
+                     format_func=lambda name: name or "the template below",
+                     help=PARAM_HELP["bid_prompt_preset"], persist_state=PERSIST)
         st.text_area("bid_prompt", key=p + "bid_prompt", height=200,
                      help=PARAM_HELP["bid_prompt"], persist_state=PERSIST)
+        for col, (setting, choices) in zip(st.columns(len(CHAT_CHOICES)),
+                                           CHAT_CHOICES.items(), strict=True):
+            col.selectbox(setting, choices, key=p + setting, help=PARAM_HELP[setting],
+                          persist_state=PERSIST)
         st.checkbox("verbose", key=p + "verbose", help=PARAM_HELP["verbose"],
                     persist_state=PERSIST)
         st.checkbox("reuse cached bids", key=p + "bid_cache", help=PARAM_HELP["bid_cache"],

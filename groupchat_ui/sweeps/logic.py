@@ -17,7 +17,9 @@ from typing import Any
 import pandas as pd
 
 from groupchat_core import (
+    BID_PROMPT_PRESETS,
     CHAT_BOUNDS,
+    CHAT_CHOICES,
     SWEEP_RESUMABLE,
     Agent,
     ConfigError,
@@ -42,6 +44,7 @@ from groupchat_ui.kit.jobs import LOCAL_USER, JobRegistry, may_manage, not_yours
 from groupchat_ui.kit.sweep_status import MISSING, SweepStatus, sweep_status
 
 GRID_AXES = ("threshold", "recency_penalty", "recency_window")
+PRESET_DEFAULT = next(iter(BID_PROMPT_PRESETS))  # the default bid prompt's preset name
 DEFAULT_GRID = {"threshold": "0.3, 0.4, 0.5, 0.6, 0.7", "recency_penalty": "0.0, 0.15, 0.3, 0.45",
                 "recency_window": "1"}
 BOUNDS = {axis: (CHAT_BOUNDS[axis].low, CHAT_BOUNDS[axis].high) for axis in GRID_AXES}
@@ -117,6 +120,13 @@ def search_space(search: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict
     strategies = list(search.get("strategies") or [])
     if strategies and strategies != [chat_default("strategy")]:
         grid["strategy"] = strategies
+    presets = list(search.get("bid_prompt") or [])
+    if presets and presets != [PRESET_DEFAULT]:  # the default alone: not swept
+        grid["bid_prompt"] = presets
+    for setting in CHAT_CHOICES:  # what a bidder sees: each chosen value is one on the axis
+        chosen = list(search.get(setting) or [])
+        if chosen and chosen != [chat_default(setting)]:
+            grid[setting] = chosen
     return grid, extra
 
 
@@ -435,7 +445,7 @@ def cell_label(row: Mapping[str, Any]) -> str:
     parts = [f"threshold {row['threshold']:g}", f"penalty {row['recency_penalty']:g}",
              f"window {row['recency_window']}"]
     for name in ("temperature", "model", "bid_prompt", "order", "roster", "agent_models",
-                 "sample"):
+                 "sample", *CHAT_CHOICES):
         value = row.get(name)
         if value is not None and not (isinstance(value, float) and pd.isna(value)):
             text = f"{value:g}" if isinstance(value, float) else str(value)

@@ -14,7 +14,9 @@ from typing import Any
 import streamlit as st
 
 from groupchat_core import (
+    BID_PROMPT_PRESETS,
     CHAT_BOUNDS,
+    CHAT_CHOICES,
     STRATEGIES,
     SWEEP_BOUNDS,
     Agent,
@@ -156,7 +158,7 @@ def _search() -> dict[str, Any]:
     search["strategies"] = who[0].multiselect(
         "Who speaks (strategies compared)", STRATEGIES, default=["bidding"], key="sw_strategy",
         help="Each strategy chosen is a value of the strategy axis: bidding (the default), "
-             "round_robin, random, selector, bid_then_speak, all_speak. "
+             "round_robin, random, selector, bid_then_speak, all_speak, vote. "
              "Bidding alone (or none): not swept.")
     search["selector_model"] = who[1].text_input(
         "Selector model", "", key="sw_selector_model",
@@ -168,6 +170,17 @@ def _search() -> dict[str, Any]:
         placeholder="blank: the model's provider",
         help="The OpenAI-compatible server the selector model is asked on, as an agent's "
              "api_base (e.g. a local llama.cpp server).")
+    seen = st.columns(1 + len(CHAT_CHOICES))
+    search["bid_prompt"] = seen[0].multiselect(
+        "Bid prompts (presets compared)", list(BID_PROMPT_PRESETS),
+        default=[svc.PRESET_DEFAULT], key="sw_bid_prompt",
+        help="Each preset chosen is a value of the bid_prompt axis: swarms-14 (the default) "
+             "or swarms-16 (the reference's 16.0.3 prompt). The default alone: not swept.")
+    for col, (setting, choices) in zip(seen[1:], CHAT_CHOICES.items(), strict=True):
+        search[setting] = col.multiselect(
+            setting, list(choices), default=[choices[0]], key="sw_" + setting,
+            help=f"Each choice is a value of the {setting} axis ({choices[0]} is the default; "
+                 "it alone is not swept).")
     return search
 
 

@@ -25,7 +25,7 @@ from groupchat_core import (
 from groupchat_core._bidding import SWARMS_16_BID_PROMPT, validate_bid_prompt
 from groupchat_core.engine._bidcache import request_key
 from groupchat_core.engine._transcript import TYPED_CONVERSATION, aliases, typed_turns
-from groupchat_core.engine._turn_loop import view_key
+from groupchat_core.engine._turn_loop import tally_note, view_key
 from groupchat_core.outcomes import Task
 from groupchat_core.testing import ScriptedBids
 
@@ -218,6 +218,15 @@ def test_show_tally_gives_the_running_vote_by_the_tasks_rule() -> None:
     assert record.outcome is not None and record.outcome.answer == "42"  # 42 and 42.0: one
 
 
+def test_the_tally_counts_equal_numbers_as_one_answer_most_votes_first() -> None:
+    votes = {"A": "41", "B": "42", "C": "42.0", "D": None}
+    assert tally_note(votes, numeric=True) == (
+        "\n\nThe running vote (each participant's latest stated answer): 42 (2 votes), "
+        "41 (1 vote).")
+    assert tally_note({"A": "Paris", "B": "paris."}, numeric=False).endswith(
+        "answer): Paris (2 votes).")
+
+
 def test_show_tally_adds_nothing_without_a_vote() -> None:
     _, plain = _run(show_tally="shown")  # no task with an answer
     final = Task(id="q", prompt="What is 6*7?", answer="42", scorer="numeric")
@@ -297,3 +306,22 @@ def test_vote_stops_at_max_loops_and_an_empty_answer_as_all_speak_does() -> None
     record = chat.run("task")
     assert [m.content for m in record.messages] == ["task", "7", "8"]
     assert len(short.calls) == 2  # only the agents that can still post are asked
+
+
+def test_a_vote_run_leaves_and_enters_the_store_as_a_bundle(tmp_path: Any,
+                                                             fresh_engines: None) -> None:
+    """The import checks replay every turn by the run's own strategy: a vote run's turns
+    are all_speak's, at the scheduled positions."""
+    from groupchat_core import bundle_json, import_bundle
+    from groupchat_core.store import RunStore
+
+    agents = [Agent(agent_name=n, model_name="sim/balanced") for n in "ABC"]
+    chat = GroupChat(agents=agents, strategy="vote", max_loops=9, bid_cache=False)
+    store = RunStore(f"sqlite:///{tmp_path / 'one.db'}")
+    chat.add_observer(store.recorder(chat))
+    chat.run(VOTE_TASK)
+    assert chat.last_run is not None and len(chat.last_run.turns) == 3
+    text = bundle_json(store, chat.last_run.run_id)
+    other = RunStore(f"sqlite:///{tmp_path / 'two.db'}")
+    run_id = import_bundle(other, text)
+    assert other.load_run(run_id).config["strategy"] == "vote"
