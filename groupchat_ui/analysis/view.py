@@ -124,6 +124,9 @@ def header(data: RunData) -> None:
     agents = ", ".join(f"{escape_markdown(a['agent_name'])} "
                        f"({escape_markdown(model_label(a['model_name']))})"
                        for a in info["spec"].get("agents", []))
+    people = run_people(data.bids)
+    if people:  # a spec lists agents only: the people are who bid as people
+        agents += "  \nPeople: " + ", ".join(escape_markdown(p) for p in people)
     title = run_title(info.get("name"), data.record.task)
     # an unnamed run's title is its task: said once, not twice
     task = ("" if title == data.record.task.strip()
@@ -136,6 +139,13 @@ def header(data: RunData) -> None:
     permalink.run_link(str(info["run_id"]))
     outcome_view.panel(data)
     unreadable(data)
+
+
+def run_people(bids: pd.DataFrame) -> list[str]:
+    """The people who bid in a run, in the order they first bid (none in a run without)."""
+    if bids.empty or "kind" not in bids:
+        return []
+    return list(dict.fromkeys(str(a) for a in bids.loc[bids["kind"] == "human", "agent"]))
 
 
 def unreadable(data: RunData) -> None:
@@ -267,13 +277,15 @@ def transcript(data: RunData) -> None:
     shown = turns[start:start + TRANSCRIPT_PAGE]
     bids = data.bids[data.bids["turn"].isin(shown)]
     by_turn = {int(r["turn"]): r for r in records(messages)[1:]}
+    people = set(run_people(data.bids))
     for turn in shown:
         label = f"Turn {turn}: {escape_markdown(outcomes[turn])}"  # labels are markdown
         with st.expander(label, expanded=turn <= 3):
             row = by_turn.get(turn)
             if row is not None:
                 bubble(Message(role=row["role"], content=row["content"], score=row["score"]),
-                       model=models.get(row["role"]), turn=turn)
+                       model=models.get(row["role"]), turn=turn,
+                       person=row["role"] in people)
             st.dataframe(logic.turn_bids(bids, turn), hide_index=True, key=f"turn_bids_{turn}")
 
 

@@ -85,14 +85,21 @@ def preset_confirm(session: SessionState, on_answer: Callable[[Any], None]) -> N
                                                   "copies")])
 
 
+PERSON_AVATAR, AGENT_AVATAR, TASK_AVATAR = ":material/face:", ":material/smart_toy:", \
+    ":material/person:"
+
+
 def bubble(message: Message, *, model: str | None = None, turn: int | None = None,
-           text: str | None = None, streaming: bool = False) -> None:
-    """One chat message; agent text is untrusted, so it is rendered inert."""
+           text: str | None = None, streaming: bool = False, person: bool = False) -> None:
+    """One chat message; agent text is untrusted, so it is rendered inert. A person's post
+    (`person`) has a face and says "person" where a model's says its model."""
     is_task = message.score is None
-    with st.chat_message("user" if is_task else message.role,
-                         avatar=":material/person:" if is_task else ":material/smart_toy:"):
+    avatar = TASK_AVATAR if is_task else PERSON_AVATAR if person else AGENT_AVATAR
+    with st.chat_message("user" if is_task else message.role, avatar=avatar):
         meta = [f"**{escape_markdown(message.role)}**"]
-        if model:
+        if person and not is_task:
+            meta.append("person")
+        elif model:
             meta.append(escape_markdown(model_label(model)))
         if message.score is not None:
             meta.append(f"score {message.score:.2f}")

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import pandas as pd
 import streamlit as st
 
 from groupchat_core import Bid, Message, RunRecord, StoreError, mask_secrets
@@ -34,9 +35,11 @@ from groupchat_ui.kit.providers import failure_hint, model_label
 from groupchat_ui.kit.safety import escape_markdown, safe_markdown
 from groupchat_ui.kit.state import SessionState
 
-from . import actions, logic, room_view
+from . import actions, logic, room_seats, room_view
 
 REFRESH_S = 0.5
+NO_MARGIN = "–"  # the past-turns table's margin on a lull or an unreadable turn
+PERSON_DECIDING = "person · deciding in the room"  # not "waiting for the first token…"
 ModelInfo = Mapping[str, tuple[str, str | None]]  # agent -> (model, api_base)
 # The head's last draw of a run that has just ended, before the full rerun that settles the page.
 ENDING_KEY = "run_head_ending"
@@ -160,7 +163,16 @@ def _chat(snap: JobSnapshot) -> None:
     replayed, with the turn's other candidates folded under it."""
     streamed = logic.streams(snap.config, snap.models)
     _transcript(snap.messages, snap.models, live=not snap.done and not streamed,
-                now=datetime.now(UTC), folded=snap.bids_by_turn if streamed else None)
+                now=datetime.now(UTC), folded=snap.bids_by_turn if streamed else None,
+                people=people_of(snap))
+
+
+def people_of(snap: JobSnapshot) -> frozenset[str]:
+    """The people in this run: the room's seats, and whoever bid as a person."""
+    entry = room_seats.table().get(snap.id)
+    seated = set(entry.seats) if entry is not None else set()
+    bids = [*snap.current_bids, *(b for turn in snap.bids_by_turn.values() for b in turn)]
+    return frozenset(seated | {b.agent for b in bids if b.kind == "human"})
 
 
 def _status_line(status: str, job_id: str, turn: int, messages: int) -> None:
@@ -169,17 +181,21 @@ def _status_line(status: str, job_id: str, turn: int, messages: int) -> None:
 
 
 def _transcript(messages: Sequence[Message], models: ModelInfo, *, live: bool,
-                now: Any = None, folded: Mapping[int, Sequence[Bid]] | None = None) -> None:
-    """Every message in order; the newest agent reply streams in word by word while live.
-    `folded` (streamed runs): under each posted reply, the turn's other candidates, folded."""
+                now: Any = None, folded: Mapping[int, Sequence[Bid]] | None = None,
+                people: frozenset[str] = frozenset()) -> None:
+    """Every message in order; the newest model reply streams in word by word while live (a
+    person's post is shown whole: nobody typed it token by token). `folded` (streamed runs):
+    under each posted reply, the turn's other candidates, folded."""
     for i, message in enumerate(messages):
-        model = models.get(message.role, (None, None))[0] if message.score is not None else None
-        newest = live and i == len(messages) - 1 and message.score is not None
+        person = message.role in people
+        model = models.get(message.role, (None, None))[0] \
+            if message.score is not None and not person else None
+        newest = live and i == len(messages) - 1 and message.score is not None and not person
         if newest and now is not None:
             text, done = logic.reveal(message.content, message.timestamp, now)
             bubble(message, model=model, text=text, streaming=not done)
         else:
-            bubble(message, model=model)
+            bubble(message, model=model, person=person)
         if folded is not None and i > 0:  # message i is turn i's winner
             _folded(i, logic.losing_bids(folded.get(i, ())))
 
@@ -203,8 +219,11 @@ def _candidates(snap: JobSnapshot) -> None:
     if _turn_open(snap, turn):
         with st.container(key=f"forming_{snap.id}", border=True):
             st.caption(f"Turn {turn}: the candidates are writing")
+            people = people_of(snap)
             for i, (agent, status, text, typing) in enumerate(
                     logic.candidate_rows(list(snap.agents), bids)):
+                if agent in people and agent not in bids:  # no tokens: a person decides
+                    status = PERSON_DECIDING
                 with st.container(key=f"cand_{i}"):
                     st.markdown(f"**{escape_markdown(agent)}** · {escape_markdown(status)}")
                     if text:
@@ -241,8 +260,16 @@ def _floor(snap: JobSnapshot) -> None:
         # A heading line between chart and table: the table's hover toolbar sits above its top
         # edge and otherwise covers the chart's last agent name on a phone.
         st.caption("Past turns, newest first")
-        st.dataframe(logic.past_turns(snap.turns, snap.bids_by_turn, agents), hide_index=True,
-                     key=f"turns_{snap.id}")
+        st.dataframe(shown_turns(logic.past_turns(snap.turns, snap.bids_by_turn, agents)),
+                     hide_index=True, key=f"turns_{snap.id}")
+
+
+def shown_turns(table: pd.DataFrame) -> pd.DataFrame:
+    """The past-turns table as shown: a turn without a winner has no margin, said by a dash
+    (a missing number was drawn as a grey `None`)."""
+    shown = table.copy()
+    shown["margin"] = [NO_MARGIN if pd.isna(m) else f"{m:.3f}" for m in shown["margin"]]
+    return shown
 
 
 def _bidding_floor(bids: Iterable[Bid], threshold: float, recency_penalty: float,
@@ -262,9 +289,21 @@ def _problems(session: SessionState, snap: JobSnapshot) -> None:
                  "error (not a lull). Each agent's reason:", icon=":material/error:")
         _failure_errors(unreadable[1], snap.models, session.secrets(), fatal=True)
         return
-    _failure_errors(logic.failures(bids), snap.models, session.secrets(), fatal=fatal)
+    people = [b for b in bids if b.kind == "human"]
+    for line in missed_posts(people):  # a person's silence, not a provider's failure
+        st.info(line, icon=":material/timer_off:")
+    _failure_errors(logic.failures(b for b in bids if b.kind != "human"), snap.models,
+                    session.secrets(), fatal=fatal)
     if snap.status == "error" and snap.error:
         st.error(f"The run failed: {escape_markdown(mask_secrets(snap.error, session.secrets()))}")
+
+
+def missed_posts(bids: Iterable[Bid]) -> list[str]:
+    """One line per person who won a turn and let the post window close (the engine's note
+    on their bid), said as that; markdown-safe."""
+    return [f"Turn {b.turn}: **{escape_markdown(b.agent)}** won the floor but did not post in "
+            f"time ({escape_markdown(b.error or '')}): not an error."
+            for b in bids if b.kind == "human" and b.error]
 
 
 def _failure_errors(failed: Mapping[str, str], models: ModelInfo, secrets: Sequence[str],

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from groupchat_core import HAND_SCORE, RoomSnapshot
+from groupchat_core import HAND_SCORE, PersonState, RoomSnapshot
 from groupchat_ui.kit.components import feedback
 from groupchat_ui.kit.safety import escape_markdown, safe_markdown
 from groupchat_ui.kit.state import SessionState
@@ -39,7 +39,7 @@ def panel(session: SessionState, job_id: str, roster: Sequence[str], done: bool)
         with left:
             _bids(snap, roster)
         with right:
-            _hands(snap)
+            _hands(snap, done)
         if me is not None and not done:
             picker = entry.seats[me].picker if me in entry.seats else False
             _controls(job_id, snap, me, picker)
@@ -55,17 +55,31 @@ def _bids(snap: RoomSnapshot, roster: Sequence[str]) -> None:
                 st.caption(safe_markdown(draft[:600]))
 
 
-def _hands(snap: RoomSnapshot) -> None:
+def _hands(snap: RoomSnapshot, done: bool) -> None:
+    """The hand queue and each person's state; once the run is over every hand is down (the
+    room keeps its last state, so a hand still showed up after the end)."""
     st.markdown("**Hands up**")
     with st.container(key="room_hands"):
-        queue = logic.hand_queue(snap)
+        queue = [] if done else logic.hand_queue(snap)
         st.markdown("  \n".join(escape_markdown(q) for q in queue) if queue else
-                    "No hand up.")
+                    ROOM_ENDED if done else "No hand up.")
     passed = {b.name for b in snap.bids if b.passed}
     for p in snap.people:
-        state = "away" if p.left else "hand up" if p.hand_up else "passed" \
-            if p.name in passed else "bid in" if p.bid_in else "thinking"
-        st.caption(f"{escape_markdown(p.name)}: {state}")
+        st.caption(f"{escape_markdown(p.name)}: {person_line(p, p.name in passed, done)}")
+
+
+ROOM_ENDED = "No hand up: the room has ended."
+
+
+def person_line(person: PersonState, passed: bool, done: bool) -> str:
+    """A person's state in the room's list, as words; after the end a raised hand reads
+    lowered and nobody is still thinking."""
+    if person.left:
+        return "away"
+    if done:
+        return "hand lowered (the room ended)" if person.hand_up else "the room ended"
+    return "hand up" if person.hand_up else "passed" if passed else \
+        "bid in" if person.bid_in else "thinking"
 
 
 def _controls(job_id: str, snap: RoomSnapshot, me: str, picker: bool) -> None:
@@ -74,7 +88,8 @@ def _controls(job_id: str, snap: RoomSnapshot, me: str, picker: bool) -> None:
     """
     phase, turn = logic.my_phase(snap, me), snap.turn
     with st.container(key="room_controls"):
-        if not picker and snap.phase != "finished":
+        # no hand to raise while writing the winning post: it would bid for the next turn
+        if not picker and snap.phase != "finished" and phase != "post":
             _hand_controls(job_id, snap, me, bidding=phase == "bid")
         if phase == "bid" and not picker:
             with st.form(f"room_bid_form_{job_id}"):

@@ -1,5 +1,6 @@
 """Issue 41: texts apart from each other and from the edges, axes over what is there. Picture
-checks on the figure objects of the Sweeps, Analysis outcome and Runs comparison charts."""
+checks on the figure objects of the Sweeps, Analysis outcome and Runs comparison charts, and
+the Run page's past-turns table."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 from groupchat_core import RunRecord
 from groupchat_ui.kit.outcome_charts import accuracy_chart
 from groupchat_ui.kit.store_access import RunData
+from groupchat_ui.run.live_view import NO_MARGIN, shown_turns
 from groupchat_ui.runs.compare_view import overlaid_figures
 from groupchat_ui.sweeps import charts, explore_charts
 from tests.helpers.scripted_trio import trio_record
@@ -58,3 +60,10 @@ def test_the_runs_comparison_ticks_whole_turns():
     for fig in overlaid_figures(data, data, ("A", "B")):
         axis = fig.layout.xaxis
         assert axis.dtick == 1 and axis.tickformat == "d" and axis.tickmode == "linear"
+
+
+def test_a_turn_without_a_winner_shows_a_dash_for_its_margin_not_none():
+    """The past-turns table drew a grey `None` in a lull turn's margin."""
+    table = pd.DataFrame({"turn": [2, 1], "spoke": ["lull", "Alice"], "margin": [None, 0.2]})
+    assert list(shown_turns(table)["margin"]) == [NO_MARGIN, "0.200"]
+    assert list(table["margin"].isna()) == [True, False]  # the table itself is left as it was
