@@ -16,7 +16,12 @@ import streamlit as st  # noqa: E402
 
 from groupchat_ui.kit import access, components, form_memory, state, store_access  # noqa: E402
 
-st.set_page_config(page_title="GroupChat Lab", page_icon=":material/forum:", layout="wide")
+# The favicon inline (Material's "forum" glyph; Streamlit sends an SVG string as a data URI): a
+# `:material/...` icon made the browser fetch it from Google's font host on every page load.
+FAVICON = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><path fill="#ff4b4b" '
+           'd="M21 6h-2v9H6v2c0 .55.45 1 1 1h11l4 4V7c0-.55-.45-1-1-1zm-4 6V3c0-.55-.45-1-1-1'
+           'H3c-.55 0-1 .45-1 1v14l4-4h10c.55 0 1-.45 1-1z"/></svg>')
+st.set_page_config(page_title="GroupChat Lab", page_icon=FAVICON, layout="wide")
 session = state.get()
 # Login (optional): with `[auth]` in .streamlit/secrets.toml, a signed-out visitor sees only the
 # login, before any page, store read or job; without it everyone is the local user.

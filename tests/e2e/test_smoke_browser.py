@@ -12,8 +12,16 @@ PAGES = ("Agents", "Run", "Analysis", "Runs", "Sweeps", "Settings")
 
 
 def test_app_loads_with_all_five_pages(app_server, page):
+    """... and offline: no request leaves the app's own server (the favicon, a Material icon,
+    was fetched from Google's font host on every load)."""
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
     page.goto(app_server)
     page.get_by_text("status: idle").wait_for(timeout=60_000)  # the Run page, rendered
+    icon = page.locator("link[rel~='icon']").first.get_attribute("href") or ""
+    assert icon.startswith("data:image/svg+xml"), icon[:80]
+    elsewhere = [u for u in asked if not u.startswith((app_server, "data:", "blob:"))]
+    assert not elsewhere, elsewhere
     nav = page.get_by_test_id("stSidebarNav")
     lines = [line.strip() for line in nav.inner_text().splitlines() if line.strip()]
     assert all(title in lines for title in PAGES), lines
