@@ -1,15 +1,22 @@
 """The main journey in a real browser: agents → a live run → its analysis.
 
 Create two offline agents with the Agents form, start a chat with them on the Run page, watch
-the chat bubbles and the live bidding floor while the status line says `running`, see it turn
-`finished`, then open the run in Analysis and see its charts and metric cards drawn.
+the chat bubbles and the live bidding floor redraw while the status line says `running`, stop
+it (`cancelled`), then open the run in Analysis and see its charts and metric cards drawn.
+
+The run cannot end on its own while the test watches: a threshold of -1 never lulls and
+10,000 turns of at least 0.5 s each outlast any wait, so no step depends on how fast the
+machine is; the test ends it with Stop.
 """
 
 from __future__ import annotations
 
 import re
+import time
 import uuid
+from typing import Any
 
+from groupchat_core import CHAT_BOUNDS
 from groupchat_core.store import RunStore
 
 from .conftest import (
@@ -17,6 +24,7 @@ from .conftest import (
     create_agent,
     expect,
     fill_task,
+    fresh,
     job_id,
     open_page,
     pick_roster,
@@ -28,6 +36,7 @@ from .conftest import (
 )
 
 TASK = "Should we adopt AI for medical diagnosis?"
+MAX_LOOPS = int(CHAT_BOUNDS["max_loops"].high)  # the most turns a run may have
 # The floor's plotly figure as data (traces and notes), or null unless the status line says
 # `running` and the chart has drawn: two different values mean it redrew during the run.
 FLOOR_WHILE_RUNNING = """(jobId) => {
@@ -41,6 +50,35 @@ FLOOR_WHILE_RUNNING = """(jobId) => {
 }"""
 FLOOR_CHANGED = ("([jobId, first]) => { const now = (" + FLOOR_WHILE_RUNNING + ")(jobId);"
                  " return now !== null && now !== first; }")
+
+
+def stop(page) -> None:
+    """Click Stop until the status says cancelled (a rerun landing at the click can swallow
+    it); the run cannot have finished by itself (see the module's docstring)."""
+    button = fresh(page, ".st-key-stop_run button").first
+    for _ in range(5):
+        if status_line(page).inner_text().startswith("status: cancelled"):
+            return
+        try:
+            expect(button).to_be_enabled(timeout=10_000)
+            button.click(timeout=10_000)
+            expect(status_line(page)).to_have_text(re.compile(r"^status: cancelled"),
+                                                   timeout=10_000)
+            return
+        except Exception:  # AssertionError or playwright's TimeoutError: look again
+            continue
+
+
+def recorded_end(db_url: str, agent: str) -> Any:
+    """The one run of `agent` once the store has recorded its end (the page can say cancelled
+    a moment before the store's writer has written it)."""
+    deadline = time.monotonic() + WAIT_MS / 1000  # a wait for a condition, not a speed claim
+    while True:
+        runs = RunStore(db_url).list_runs(agent=agent)
+        assert len(runs) == 1, runs
+        if runs.iloc[0]["status"] != "running" or time.monotonic() > deadline:
+            return runs.iloc[0]
+        time.sleep(0.2)
 
 
 def test_agents_run_live_then_analysis(app_server, app_db_url, page):
@@ -58,12 +96,13 @@ def test_agents_run_live_then_analysis(app_server, app_db_url, page):
     expect(page.get_by_text(f"{bob} · sim/contrarian (simulated)")).to_be_visible()
     screenshot(page, "journey-2-agents")
 
-    # Run: pick them, a task, a low threshold (the two keep talking until max_loops), start.
+    # Run: pick them, a task, a threshold no bid can miss (nobody lulls) and the most turns the
+    # form allows, so the run lasts until Stop; start.
     open_page(page, "Run")
     pick_roster(page, [ann, bob])
     fill_task(page, TASK)
-    set_number(page, "run_param_max_loops", 16)
-    set_number(page, "run_param_threshold", 0.2)
+    set_number(page, "run_param_max_loops", MAX_LOOPS)
+    set_number(page, "run_param_threshold", -1)
     screenshot(page, "journey-3-run-form")
     start_run(page)  # retried only while the status still says idle (a swallowed click)
 
@@ -76,20 +115,21 @@ def test_agents_run_live_then_analysis(app_server, app_db_url, page):
         has_text=re.compile(rf"({ann}|{bob}) · sim/\w+ \(simulated\) · score \d\.\d\d"))
     expect(agent_bubbles.first).to_be_visible(timeout=WAIT_MS)
     first = page.wait_for_function(FLOOR_WHILE_RUNNING, arg=job, timeout=WAIT_MS).json_value()
+    # FLOOR_CHANGED holds only while the status says running: the floor redrew during the run
     page.wait_for_function(FLOOR_CHANGED, arg=[job, first], timeout=WAIT_MS)
-    expect(status_line(page)).to_have_text(re.compile(r"^status: running"))
     screenshot(page, "journey-4-running")
 
+    stop(page)
     expect(status_line(page)).to_have_text(
-        re.compile(rf"^status: finished · job {job} · turn \d+ · messages \d+"), timeout=WAIT_MS)
+        re.compile(rf"^status: cancelled · job {job} · turn \d+ · messages \d+"),
+        timeout=WAIT_MS)
     expect(page.locator(".st-key-stop_run")).to_have_count(0)
-    screenshot(page, "journey-5-finished")
+    screenshot(page, "journey-5-stopped")
 
     # What the bubbles show is what the store recorded, message for message.
-    runs = RunStore(app_db_url).list_runs(agent=ann)
-    assert len(runs) == 1, runs
-    row = runs.iloc[0]
-    assert (row["status"], row["max_loops"], row["threshold"]) == ("finished", 16, 0.2), row
+    row = recorded_end(app_db_url, ann)
+    assert (row["status"], row["max_loops"], row["threshold"]) == ("cancelled", MAX_LOOPS,
+                                                                   -1.0), row
     run_id = row["run_id"]
     messages = RunStore(app_db_url).messages(run_id)
     assert len(messages) >= 3, messages
@@ -103,10 +143,11 @@ def test_agents_run_live_then_analysis(app_server, app_db_url, page):
     page.get_by_test_id("stPageLink").filter(has_text="Open this run in Analysis").click()
     expect(page.get_by_role("heading", name="Analysis", exact=True)).to_be_visible(
         timeout=WAIT_MS)
-    # The run is labelled by its task (no name was given), its local start time, a short id.
+    # The run is labelled by its task (no name was given), its local start time, a short id,
+    # and how it ended when not finished.
     expect(page.locator(".st-key-analysis_run input")).to_have_value(
-        re.compile(rf"^{re.escape(TASK)} · \d{{4}}-\d\d-\d\d \d\d:\d\d · {run_id[:8]}$"),
-        timeout=WAIT_MS)
+        re.compile(rf"^{re.escape(TASK)} · \d{{4}}-\d\d-\d\d \d\d:\d\d · {run_id[:8]}"
+                   r" · cancelled$"), timeout=WAIT_MS)
     assert f"run={run_id}" in page.url
     metrics = page.get_by_test_id("stMetric")
     for label in ("Turns", "Speaker entropy", "Evenness", "Gini", "Longest monologue"):
