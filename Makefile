@@ -20,7 +20,7 @@ $(STAMP): requirements.txt requirements-dashboard.txt requirements-ray.txt requi
 	@touch $(STAMP)
 
 run: setup
-	@echo "GroupChat Lab on http://127.0.0.1:$(PORT)  (offline sim models, SQLite in data/)"
+	@echo "GroupChat Lab on http://127.0.0.1:$(PORT)  (offline sim models; $$($(BIN)/python -m groupchat_core --version | grep '^data: '))"
 	$(BIN)/python -m groupchat_ui.kit.server run streamlit_app.py --server.headless true \
 		--server.address 127.0.0.1 --server.port $(PORT)
 

@@ -16,7 +16,7 @@ from groupchat_core import JobStatus, Message, StoreError
 
 from . import state as _state
 from .jobs import JobRegistry
-from .labels import run_label
+from .labels import local_time, run_title
 from .metrics import Card
 from .providers import model_label
 from .safety import escape_markdown, safe_markdown
@@ -147,13 +147,14 @@ def _signed_in(session: SessionState) -> None:
 def sidebar(session: SessionState, registry: JobRegistry, location: str) -> None:
     """Who is signed in; jobs of this browser session only (never another session's), newest
     first; where data lives."""
+    st.logo(APP_LOGO, size="large")  # the app's name atop the sidebar (and in its collapsed bar)
     with st.sidebar:
         _signed_in(session)
         jobs = registry.jobs_for(session.owner, session.user)
         _sweep_jobs(session, registry, len(jobs), len([j for j in jobs if not j.done]))
         for job in reversed(jobs[-5:]):
-            label = run_label(job.config.get("name"), job.task, job.created_at, job.run_id,
-                              date=False)
+            label = job_link_label(job.config.get("name"), job.task, job.created_at,
+                                   job.run_id or job.id)
             names = ", ".join(job.agents or job.models) or "?"
             st.page_link("app_pages/run.py", label=escape_markdown(label),  # labels are markdown
                          icon=_ICONS.get(job.status), query_params={"job": job.id},
@@ -162,6 +163,23 @@ def sidebar(session: SessionState, registry: JobRegistry, location: str) -> None
         st.divider()
         st.caption(f"Data: `{location}`")
         st.caption("sim/ models are offline simulations, not language models.")
+
+
+# The app's name as a small wordmark (inline SVG, no file to ship or fetch): the sidebar showed
+# the pages but nowhere the app's name.
+APP_LOGO = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 150 24" width="150" height="24">'
+            '<path fill="#ff4b4b" d="M21 6h-2v9H6v2c0 .55.45 1 1 1h11l4 4V7c0-.55-.45-1-1-1zm-4 6'
+            'V3c0-.55-.45-1-1-1H3c-.55 0-1 .45-1 1v14l4-4h10c.55 0 1-.45 1-1z"/><text x="28" '
+            'y="17" font-family="sans-serif" font-size="15" font-weight="600" fill="#31333f">'
+            'GroupChat Lab</text></svg>')
+
+
+def job_link_label(name: str | None, task: str | None, created_at: Any, ident: str) -> str:
+    """A sidebar job's label: start time and id first, then the name or task, so a label cut
+    short by the sidebar's width still tells jobs apart (with the title first, several long
+    tasks read the same: the time and id were cut off)."""
+    when = local_time(created_at, seconds=False, date=False)
+    return " · ".join(p for p in (when, str(ident)[:8], run_title(name, task)) if p)
 
 
 _TIMER_OWNER = "_page_timer_owner"

@@ -35,6 +35,9 @@ PERSIST: Any = "session"
 PARAM_HELP = logic.PARAM_HELP
 
 
+# An instruction, not a sample task: a question in grey read as a task already filled in.
+TASK_PLACEHOLDER = "Type the task or question the agents discuss…"
+
 def new_run(session: SessionState, agents: Sequence[Agent]) -> None:
     """The expander to start a run (open until this session has a job)."""
     st.session_state.setdefault("new_run_open", not session.job_ids)
@@ -56,7 +59,7 @@ def new_run(session: SessionState, agents: Sequence[Agent]) -> None:
         problems = key_problems(chosen, session)
         with st.form("run_form"):
             st.text_area("Task", key=form.TASK_KEY, persist_state="session",
-                         placeholder="Should we adopt AI for medical diagnosis?",
+                         placeholder=TASK_PLACEHOLDER,
                          help="The first message of the chat (posted as User; it counts toward "
                               "max_loops).")
             param_inputs(logic.default_params())

@@ -22,6 +22,9 @@ def test_app_loads_with_all_five_pages(app_server, page):
     assert icon.startswith("data:image/svg+xml"), icon[:80]
     elsewhere = [u for u in asked if not u.startswith((app_server, "data:", "blob:"))]
     assert not elsewhere, elsewhere
+    logo = page.get_by_test_id("stSidebarLogo")  # the app's name atop the sidebar
+    expect(logo).to_be_visible()
+    assert (logo.get_attribute("src") or "").startswith("data:image/svg+xml")
     nav = page.get_by_test_id("stSidebarNav")
     lines = [line.strip() for line in nav.inner_text().splitlines() if line.strip()]
     assert all(title in lines for title in PAGES), lines
