@@ -26,8 +26,9 @@ from typing import Any
 
 import pytest
 
-from groupchat_core import Agent
+from groupchat_core import CHAT_BOUNDS, Agent
 from groupchat_core.store import RunStore, dispose_engines
+from groupchat_core.testing import FakeOpenAIServer, tool_call
 
 from .conftest import (
     VIEWPORT,
@@ -89,7 +90,7 @@ def serve_with_login(provider: str, data: Path,
         f'server_metadata_url = "{provider}/.well-known/openid-configuration"\n',
         encoding="utf-8")
     db_url = f"sqlite:///{data}/groupchat.db"
-    store = RunStore(db_url)  # a slow sim room, so runs last long enough to watch
+    store = RunStore(db_url)  # two slow sim agents to pick from
     slow = {"sim_latency": 0.8}
     store.save_agents([Agent(agent_name=n, model_name="sim/eager", litellm_kwargs=slow)
                        for n in ("Ann", "Ben")])
@@ -125,11 +126,37 @@ def sign_in(page: Any, app: str, who: str) -> None:
     expect(page.locator(".st-key-logout button")).to_be_visible()
 
 
-def start_slow_run(page: Any, task: str) -> str:
+HOLD_S = 20.0  # each held reply: well inside the chat's 120 s bid_timeout
+
+
+@pytest.fixture
+def held_room(login_server: tuple[str, str]) -> Iterator[list[str]]:
+    """Two agents on a fake OpenAI server that holds every reply HOLD_S seconds (until the
+    test ends) and then always speaks: a run of theirs never tires and never lulls, so it
+    cannot end by itself while the test runs (the sims it replaces fell silent after 22 turns,
+    before bob looked). Yields the agents' names."""
+    done = threading.Event()
+    tag = uuid.uuid4().hex[:6]
+    with FakeOpenAIServer() as fake:
+        fake.set_responder(None, lambda body: (done.wait(HOLD_S),
+                                               tool_call(0.9, "I would hold it by the sea."))[1])
+        names = [f"Hold-{who}-{tag}" for who in ("A", "B")]
+        RunStore(login_server[1]).save_agents([
+            Agent(agent_name=name, model_name=f"openai/hold{tag}", api_base=fake.base_url,
+                  num_retries=0) for name in names])
+        dispose_engines()
+        try:
+            yield names
+        finally:
+            done.set()  # the held replies go out now; the runs were stopped before
+
+
+def start_slow_run(page: Any, task: str, agents: list[str]) -> str:
+    """A run of the held room's agents (`held_room`), which only Stop ends."""
     expect(status_line(page)).to_have_text(re.compile(r"^status: "), timeout=WAIT_MS)
-    pick_roster(page, ["Ann", "Ben"])
+    pick_roster(page, agents)
     fill_task(page, task)
-    set_number(page, "run_param_max_loops", 300)
+    set_number(page, "run_param_max_loops", int(CHAT_BOUNDS["max_loops"].high))
     set_number(page, "run_param_threshold", 0.0)
     start_run(page)
     expect(status_line(page)).to_have_text(RUNNING, timeout=WAIT_MS)
@@ -150,8 +177,9 @@ def stored_run(db_url: str, task: str) -> dict[str, Any]:
 
 
 def stop(page: Any) -> str:
-    """Click the (enabled) Stop; returns how the run ended: `cancelled`, or `finished` when it
-    ended on its own first. A rerun landing at the click can swallow it: click again."""
+    """Click the (enabled) Stop; returns how the run ended (`cancelled`; `finished` would mean
+    it ended on its own, which the held room rules out). A rerun landing at the click can
+    swallow it: click again."""
     button = fresh(page, ".st-key-stop_run button").first
     ended = re.compile(r"^status: (cancelled|finished)")
     for _ in range(5):
@@ -171,7 +199,7 @@ def stop(page: Any) -> str:
 
 
 def test_sign_in_owns_runs_and_a_second_user_can_watch_but_not_stop_or_delete(
-        login_server, open_context):
+        login_server, held_room, open_context):
     app, db_url = login_server
     suffix = uuid.uuid4().hex[:6]
     tasks = {"alice": f"Alice asks: where should the offsite be? {suffix}",
@@ -180,7 +208,7 @@ def test_sign_in_owns_runs_and_a_second_user_can_watch_but_not_stop_or_delete(
     alice, bob = (contexts[who].new_page() for who in USERS)
     sign_in(alice, app, "alice")
     screenshot(alice, "login-alice-signed-in")
-    alice_job = start_slow_run(alice, tasks["alice"])
+    alice_job = start_slow_run(alice, tasks["alice"], held_room)
     row = stored_run(db_url, tasks["alice"])
     assert (row["owner"], row["owner_name"]) == USERS["alice"]
 
@@ -188,10 +216,11 @@ def test_sign_in_owns_runs_and_a_second_user_can_watch_but_not_stop_or_delete(
     bob.goto(f"{app}/run?job={alice_job}")  # the job's link, shared
     expect(status_line(bob)).to_have_text(re.compile(
         rf"^status: running · job {alice_job} "), timeout=WAIT_MS)
-    expect(fresh(bob, ".st-key-stop_run button").first).to_be_disabled()
+    # the status line is drawn before the rest of the panel: wait for each part, not 5 s
+    expect(fresh(bob, ".st-key-stop_run button").first).to_be_disabled(timeout=WAIT_MS)
     expect(bob.get_by_text("Only Alice Liddell, who started this run, can stop or delete "
-                           "it; you can watch.")).to_be_visible()
-    expect(bob.get_by_text("Started by Alice Liddell")).to_be_visible()
+                           "it; you can watch.")).to_be_visible(timeout=WAIT_MS)
+    expect(bob.get_by_text("Started by Alice Liddell")).to_be_visible(timeout=WAIT_MS)
     screenshot(bob, "login-bob-watches-alice")
 
     open_page(bob, "Runs")  # alice's run is the only one: select it, try to delete it
@@ -218,20 +247,17 @@ def test_sign_in_owns_runs_and_a_second_user_can_watch_but_not_stop_or_delete(
 
     bob.goto(f"{app}/run")
     expect(bob.get_by_role("heading", name="Run", exact=True)).to_be_visible(timeout=WAIT_MS)
-    bob_job = start_slow_run(bob, tasks["bob"])
+    bob_job = start_slow_run(bob, tasks["bob"], held_room)
     assert bob_job != alice_job
     assert (stored_run(db_url, tasks["bob"])["owner"]) == USERS["bob"][0]
     expect(fresh(bob, ".st-key-stop_run button").first).to_be_enabled()
     assert stop(bob) == "cancelled"  # his own: Stop is enabled and works
 
-    # bob's attempts left alice's run alone: it runs on (or has ended on its own); if it
-    # still runs, she can stop it
+    # bob's attempts left alice's run alone: it runs on, and she can stop it
     alice.bring_to_front()
     expect(status_line(alice)).to_have_text(re.compile(
-        rf"^status: (running|finished) · job {alice_job} "), timeout=WAIT_MS)
-    alice_end = "finished"
-    if status_line(alice).inner_text().startswith("status: running"):
-        alice_end = stop(alice)
+        rf"^status: running · job {alice_job} "), timeout=WAIT_MS)
+    assert stop(alice) == "cancelled"
     store = RunStore(db_url)
     statuses = {r["task"]: (r["status"], r["owner"]) for r in store.list_runs().to_dict("records")}
     deadline = time.monotonic() + WAIT_MS / 1000
@@ -239,5 +265,5 @@ def test_sign_in_owns_runs_and_a_second_user_can_watch_but_not_stop_or_delete(
         time.sleep(0.2)
         statuses = {r["task"]: (r["status"], r["owner"])
                     for r in store.list_runs().to_dict("records")}
-    assert statuses == {tasks["alice"]: (alice_end, USERS["alice"][0]),  # not bob's doing
+    assert statuses == {tasks["alice"]: ("cancelled", USERS["alice"][0]),  # her Stop
                         tasks["bob"]: ("cancelled", USERS["bob"][0])}
