@@ -4,9 +4,10 @@ Create two offline agents with the Agents form, start a chat with them on the Ru
 the chat bubbles and the live bidding floor redraw while the status line says `running`, stop
 it (`cancelled`), then open the run in Analysis and see its charts and metric cards drawn.
 
-The run cannot end on its own while the test watches: a threshold of -1 never lulls and
-10,000 turns of at least 0.5 s each outlast any wait, so no step depends on how fast the
-machine is; the test ends it with Stop.
+The run cannot end on its own while the test watches: at a threshold of -1 nobody lulls
+until both sims have tired and fall silent, which takes them 21 turns or more (max_loops is
+the most a run may have), and each turn takes at least the sims' 5 s: at least 105 s, where
+the test needs two turns before it stops the run. Nothing waits on a state that may pass.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ FLOOR_CHANGED = ("([jobId, first]) => { const now = (" + FLOOR_WHILE_RUNNING + "
 
 def stop(page) -> None:
     """Click Stop until the status says cancelled (a rerun landing at the click can swallow
-    it); the run cannot have finished by itself (see the module's docstring)."""
+    it); the run cannot have ended by itself yet (see the module's docstring)."""
     button = fresh(page, ".st-key-stop_run button").first
     for _ in range(5):
         if status_line(page).inner_text().startswith("status: cancelled"):
@@ -89,15 +90,15 @@ def test_agents_run_live_then_analysis(app_server, app_db_url, page):
     expect(status_line(page)).to_have_text(re.compile(r"^status: idle"), timeout=WAIT_MS)
     screenshot(page, "journey-1-run-idle")
 
-    # Agents: two offline agents, each bid taking 0.5 s, so the live view has time to show.
+    # Agents: two offline agents, each bid taking 5 s, so the run outlasts the test's look.
     open_page(page, "Agents")
-    create_agent(page, ann, "sim/eager", "You argue for the benefits.", latency_s=0.5)
-    create_agent(page, bob, "sim/contrarian", "You argue for the risks.", latency_s=0.5)
+    create_agent(page, ann, "sim/eager", "You argue for the benefits.", latency_s=5)
+    create_agent(page, bob, "sim/contrarian", "You argue for the risks.", latency_s=5)
     expect(page.get_by_text(f"{bob} · sim/contrarian (simulated)")).to_be_visible()
     screenshot(page, "journey-2-agents")
 
-    # Run: pick them, a task, a threshold no bid can miss (nobody lulls) and the most turns the
-    # form allows, so the run lasts until Stop; start.
+    # Run: pick them, a task, a threshold no speaking bid can miss and the most turns the form
+    # allows, so only the sims' tiring could end it (see above); start.
     open_page(page, "Run")
     pick_roster(page, [ann, bob])
     fill_task(page, TASK)
@@ -117,6 +118,7 @@ def test_agents_run_live_then_analysis(app_server, app_db_url, page):
     first = page.wait_for_function(FLOOR_WHILE_RUNNING, arg=job, timeout=WAIT_MS).json_value()
     # FLOOR_CHANGED holds only while the status says running: the floor redrew during the run
     page.wait_for_function(FLOOR_CHANGED, arg=[job, first], timeout=WAIT_MS)
+    expect(agent_bubbles.nth(1)).to_be_visible(timeout=WAIT_MS)  # two turns posted
     screenshot(page, "journey-4-running")
 
     stop(page)
