@@ -193,7 +193,7 @@ def test_three_agents_run_analysis_compare_sweep_and_reload_mid_run(app_server, 
     screenshot(page, "full-4-sweep")
 
     # Edit mode is explicit (the Edit button) and says a changed name renames: slow one
-    # agent down so each turn of the next run lasts at least 0.6 s.
+    # agent down so each turn of the next run lasts at least 5 s.
     open_page(page, "Agents")
     wait_idle(page)
     fresh(page, f".st-key-agent_edit_{names[0]} button:visible").first.click()
@@ -204,7 +204,7 @@ def test_three_agents_run_analysis_compare_sweep_and_reload_mid_run(app_server, 
     latency = form.locator(".st-key-agent_form_sim_latency input")
     if not latency.is_visible():
         form.get_by_test_id("stExpander").get_by_text("Advanced").click()
-    set_number(page, "agent_form_sim_latency", 0.6)
+    set_number(page, "agent_form_sim_latency", 5)
     form.locator(".st-key-save_agent button").click()
     expect(page.get_by_test_id("stAlertContentSuccess").filter(
         has_text=f"Saved changes to {names[0]}.")).to_be_visible(timeout=WAIT_MS)
@@ -214,8 +214,10 @@ def test_three_agents_run_analysis_compare_sweep_and_reload_mid_run(app_server, 
     # A long run: switch pages and come back to it, then reload in the middle of it.
     open_page(page, "Run")
     expect(status_line(page)).to_contain_text(f"job {second}", timeout=WAIT_MS)
-    # A run that cannot end by itself while the test looks: nobody lulls at a threshold of
-    # -1, and the most turns a run may have take hours at 0.6 s each; Stop ends it below.
+    # A run that cannot end by itself while the test looks: the sims fall silent only after
+    # 29 turns or more (they tire; a threshold of -1 lulls nobody before that, and max_loops is
+    # the most a run may have), at least 145 s at 5 s a turn, far longer than these few page
+    # switches take; Stop ends it below.
     long = new_run(page, int(CHAT_BOUNDS["max_loops"].high), threshold=-1)
     expect(status_line(page)).to_have_text(re.compile(rf"^status: running · job {long}"),
                                            timeout=WAIT_MS)
