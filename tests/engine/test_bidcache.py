@@ -253,7 +253,7 @@ def test_a_version_2_store_is_upgraded_to_version_3(store_url):
         assert inspect(conn).has_table("bid_cache")
     bids = store.bids("r")
     assert bids["cached"].tolist() == [False] and bids["calls"].tolist() == [1]
-    sweep = store.get_sweep("old")
+    sweep = store.get_sweep("old-sweep")
     assert (sweep["status"], sweep["reason"], sweep["pid"]) == ("running", None, None)
     store.finish_sweep("old-sweep", "stopped_budget", reason="max_calls 5 reached")
     assert store.get_sweep("old-sweep")["reason"] == "max_calls 5 reached"
