@@ -281,8 +281,10 @@ def bid_lines(bids: pd.DataFrame, turns: pd.DataFrame, threshold: float,
                 "line": {"color": "black", "width": 1}},
     ))
     thr = format_decimal(threshold)
+    # the label on a white ground: drawn bare, the lines under it struck it through
     fig.add_hline(y=threshold, line_dash="dash", line_color="crimson",
-                  annotation_text=f"threshold {thr}", annotation_position="bottom right")
+                  annotation_text=f"threshold {thr}", annotation_position="bottom right",
+                  annotation_bgcolor="rgba(255,255,255,0.85)")
     _mark_stops(fig, turns)
     turn_ticks(fig, bids["turn"])
     _turn_range(fig, bids["turn"])

@@ -70,6 +70,8 @@ def test_sixteen_agents_bid_lines_focus_on_the_top_and_keep_every_line():
     # the legend: every coloured agent, one entry for the grey ones, the winners; nothing more
     legend = [t.name for t in fig.data if t.showlegend is not False]
     assert legend == [*lit, "10 other agents (grey)", "winner"]
+    (label,) = [a for a in fig.layout.annotations if a.text == "threshold 0.5"]
+    assert label.bgcolor is not None  # on its own ground, not struck through by the lines
 
 
 def test_the_legends_sit_under_the_plot_where_they_wrap_instead_of_scrolling():
