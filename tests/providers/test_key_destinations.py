@@ -191,13 +191,17 @@ def test_no_key_reaches_an_endpoint_hidden_in_the_settings(
         monkeypatch.setenv(name, value)
     refusal, received, errors = run_case(case, attacker, trusted, around_validation=True)
     assert received == []
-    assert [r.path for r in attacker.requests] == []  # not even a keyless request went there
     if case.kwargs:  # a setting hidden in litellm_kwargs: refused at import, in one line
+        assert [r.path for r in attacker.requests] == []  # not even a keyless request
         assert refusal is not None and "\n" not in refusal
         assert ("api_base" in refusal or "api_key" in refusal) and "litellm_kwargs." in refusal
         assert errors and all("refused" in e and "\n" not in e for e in errors)
-    else:  # a signing provider at an untrusted first-class api_base: refused when it runs
+    elif case.model.startswith("bedrock/"):  # signs with ambient credentials: refused to run
+        assert [r.path for r in attacker.requests] == []
         assert refusal is None
+        assert errors and all("refused" in e and "not trusted" in e for e in errors)
+    else:  # the agent's own (untrusted) api_base: called, with the placeholder key only
+        assert refusal is None and attacker.requests
         assert errors and all("\n" not in e for e in errors)
     for error in errors:
         assert not any(c in error for c in CANARIES)
