@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 import streamlit
-from streamlit.testing.v1 import AppTest
 
 from groupchat_ui.kit import jobs as job_registry
 from groupchat_ui.kit.components import timer_granted
