@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ._agent import _ACCEPTED as _AGENT_KEYWORDS
 from ._agent import Agent, ToolChoiceMode, _short_name
@@ -105,6 +105,23 @@ class ChatConfig(BaseModel):
     speaker_names: str = "shown"
     show_bids: str = "hidden"
     show_tally: str = "hidden"
+    # Roster entries marked off-topic (issue 43.4, docs/outcomes.md "Distractors"): recorded
+    # with the run so analysis can say how often they held the floor; selection ignores it.
+    distractors: list[str] = Field(default_factory=list)
+
+    @field_validator("distractors", mode="before")
+    @classmethod
+    def _distractors(cls, v: Any) -> list[str]:
+        if v is None:
+            return []
+        if isinstance(v, str) or not isinstance(v, list | tuple):
+            raise ValueError("distractors must be a list of agent names, e.g. [Chatter]")
+        names = [_short_name("distractors", n) if isinstance(n, str) else n for n in v]
+        if any(not isinstance(n, str) or not n.strip() for n in names):
+            raise ValueError("distractors must be a list of agent names, e.g. [Chatter]")
+        if len(set(names)) != len(names):
+            raise ValueError("distractors names an agent twice")
+        return names
 
     @field_validator("history", "speaker_names", "show_bids", "show_tally")
     @classmethod
@@ -239,10 +256,24 @@ class ChatSpec(ChatConfig):
                 )
         return v
 
+    @model_validator(mode="after")
+    def _distractors_in_roster(self) -> ChatSpec:
+        """A distractor names an agent of this spec (a typo would count no turns, silently)."""
+        check_distractors(self.distractors, [a.agent_name for a in self.agents])
+        return self
+
     def to_data(self) -> dict[str, Any]:
         data = self.model_dump(exclude={"agents"})
         data["agents"] = [agent.to_spec() for agent in self.agents]
         return data
+
+
+def check_distractors(distractors: list[str], roster: list[str]) -> None:
+    """Every distractor is on the roster: one-line ValueError naming the first that is not."""
+    for name in distractors:
+        if name not in roster:
+            raise ValueError(f"distractors names {name!r}, who is not in the roster "
+                             f"({', '.join(roster) or 'no agents'})")
 
 
 def chat_default(name: str) -> Any:

@@ -466,6 +466,8 @@ class SweepSpec(BaseModel):
         params = dict(cell.params)
         by_name = {a["agent_name"]: a for a in data["agents"]}
         data["agents"] = [by_name[n] for n in self.cell_agents(cell)]
+        # a roster without a distractor is the distractor-free baseline (docs/outcomes.md)
+        data["distractors"] = [n for n in data["distractors"] if n in self.cell_agents(cell)]
         for agent in data["agents"]:
             if "model" in params:
                 agent["model_name"] = params["model"]
