@@ -20,8 +20,9 @@ from typing import Any
 
 # Bump when what a sim bids or says changes (personas, tuning, answers): a sweep export records
 # it, since the same spec and seeds give other numbers under other sims. 1: the sims of app
-# 0.2.0; 2: text-sensitive sims that answer scored tasks with their persona's accuracy (issue 20).
-SIMS_VERSION = 2
+# 0.2.0; 2: text-sensitive sims that answer scored tasks with their persona's accuracy (issue 20);
+# 3: the `offtopic` persona, an eager distractor that never states an answer (issue 43.4).
+SIMS_VERSION = 3
 DEFAULT_SIM_MODEL = "sim/balanced"
 SIM_PREFIX = "sim/"
 SILENT_BELOW = 0.25  # bids under this are silent ("" message)
@@ -54,7 +55,10 @@ _PERSONA_TABLE = (  # name, eagerness, fatigue, contrarian, expertise, accuracy,
     ("reserved", 0.44, 0.3, False, 0.0, 0.8, "quiet, speaks only when clearly relevant."),
     ("contrarian", 0.54, 0.2, True, 0.0, 0.5, "pushes back on confident or agreeing messages."),
     ("expert", 0.36, 0.2, False, 0.5, 0.9, "speaks up strongly only on its role's keywords."),
+    ("offtopic", 0.8, 0.1, False, 0.0, 0.0, "bids high and talks about something else."),
 )
+# Personas whose posts never state an answer to a scored task (a distractor adds no vote).
+NO_ANSWER = frozenset({"offtopic"})
 PERSONAS: dict[str, Persona] = {
     n: Persona(n, "Simulated: " + d, e, f, c, x, a) for n, e, f, c, x, a, d in _PERSONA_TABLE
 }
@@ -99,6 +103,11 @@ _TEMPLATES: dict[str, tuple[str, ...]] = {
         "On {echo}, the details of {role} matter more than {speaker} suggests.",
         "From experience with {role}, {echo} works only with the right safeguards.",
     ),
+    "offtopic": (
+        "Speaking of which, has anyone tried the new ramen place near the station?",
+        "Random thought: the weather this weekend looks perfect for a long hike.",
+        "Off topic, but I finally finished that thousand-piece puzzle last night.",
+    ),
 }
 
 
@@ -108,7 +117,9 @@ def _tokens(text: str) -> frozenset[str]:
     return frozenset(w for w in _WORD_RE.findall(text.lower()) if len(w) > 2) - _STOPWORDS
 
 
-_TEMPLATE_WORDS = frozenset().union(*(_tokens(t) for ts in _TEMPLATES.values() for t in ts))
+# (offtopic's words left out: adding that persona changed no other sim's reply)
+_TEMPLATE_WORDS = frozenset().union(*(_tokens(t) for name, ts in _TEMPLATES.items()
+                                      if name not in NO_ANSWER for t in ts))
 
 
 @lru_cache(maxsize=4096)
@@ -274,7 +285,7 @@ def simulate_bid(ctx: SimContext) -> SimBid:
     )
     score = round(min(1.0, max(0.0, raw)), 4)
     message = _compose(ctx, persona, rng) if score >= SILENT_BELOW else ""
-    if message and ctx.answer_key is not None:
+    if message and ctx.answer_key is not None and persona.name not in NO_ANSWER:
         message += " " + stated_answer(ctx, persona)
     return SimBid(score=score, message=message)
 
