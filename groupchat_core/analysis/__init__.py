@@ -7,6 +7,7 @@ engine's own `select_speaker`, so "what if" answers follow the same rules as a l
 """
 
 from ._compare_runs import config_diff, flatten_config, rotation, top_bids
+from ._distractors import DistractorTurns, distractor_turns, run_distractors
 from ._metrics import (
     Counterfactual,
     RecordedTurn,
@@ -40,6 +41,7 @@ __all__ = [
     "WHATIF_COLUMNS",
     "Agreement",
     "Counterfactual",
+    "DistractorTurns",
     "RecordedTurn",
     "SpeakerMetrics",
     "agent_order",
@@ -47,12 +49,14 @@ __all__ = [
     "bid_outcomes",
     "config_diff",
     "counterfactual",
+    "distractor_turns",
     "explain_turn",
     "flatten_config",
     "gini",
     "recorded_turns",
     "reselect",
     "rotation",
+    "run_distractors",
     "speaker_metrics",
     "selector_agreement",
     "speakers",

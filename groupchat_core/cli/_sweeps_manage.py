@@ -28,7 +28,8 @@ from ._store import emit, say, text_table
 LIST_FIELDS = ("sweep_id", "name", "status", "reason", "created_at", "ended_at", "runs", "pid",
                "hostname", "owner", "owner_name")
 SHOWN_METRICS = ("messages", "lull_turn", "evenness", "calls_needed", "correct")
-TABLES = ("cells", "long", "intervals", "importance", "compare", "accuracy", "methods")
+TABLES = ("cells", "long", "intervals", "importance", "compare", "accuracy", "distractors",
+          "methods")
 
 if TYPE_CHECKING:  # the parser is built for every command: pandas loads only when a verb runs
     import pandas as pd
@@ -62,7 +63,9 @@ def add_verbs(verbs: Any) -> None:
                              "metric; importance; compare: cell --b against cell --a on each "
                              "metric; accuracy: per combination (e.g. strategy) of scored "
                              "tasks, accuracy (Wilson), calls, tokens and cost per correct "
-                             "answer; methods: the methods paragraph")
+                             "answer; distractors: per strategy, the distractors' share of "
+                             "turns (Wilson) and accuracy with and without them; methods: the "
+                             "methods paragraph")
     export.add_argument("--format", choices=("csv", "json", "parquet"), default="csv",
                         help="csv: safe to open in a spreadsheet (default), opening with "
                              "`# ` lines that carry the spec, seeds, level, simulated and the "
@@ -238,6 +241,13 @@ def _export_table(args: argparse.Namespace, store: Any, sweep_id: str) -> pd.Dat
                            "scorer, e.g. `answer: \"42\"` and `scorer: numeric`); this sweep "
                            "has no scored finished chat")
         return with_row_facts(accuracy_table(results))
+    if args.table == "distractors":
+        from ..sweeps._distractors import distractor_report, has_distractors
+
+        if not has_distractors(results):
+            raise CliError("--table distractors needs a sweep whose base marks distractors "
+                           "(e.g. `distractors: [Chatter]`, a name from its agents)")
+        return with_row_facts(distractor_report(results))
     if args.table == "importance":
         from ..sweeps._importance import IMPORTANCE_METRICS, importance
 

@@ -19,7 +19,8 @@ is left), _executor (where a cell runs), _scheduler (concurrency, budget caps, e
 (what observers get), _results (DataFrames for tables and heatmaps), _intervals and _natures
 (which interval fits which metric), _importance (which parameter matters), _compare (two cells:
 effect size, permutation test, paired by seed), _multiple (Holm, Benjamini-Hochberg),
-_outcomes (accuracy, cost per correct answer, equality against outcome),
+_outcomes (accuracy, cost per correct answer, equality against outcome), _distractors (the
+floor time and accuracy cost of roster entries marked off-topic),
 _export (self-describing exports, methods paragraph). The `sweep` subcommand lives in
 groupchat_core/cli/_sweeps.py.
 """
@@ -33,6 +34,7 @@ from ._compare import (
     compare_pairs,
     compare_values,
 )
+from ._distractors import DISTRACTOR_COLUMNS, distractor_report, has_distractors
 from ._estimate import Estimate, estimate
 from ._events import (
     BudgetStopped,
@@ -126,6 +128,9 @@ __all__ = [
     "SweepSpec",
     "SweepStarted",
     "accuracy_table",
+    "DISTRACTOR_COLUMNS",
+    "distractor_report",
+    "has_distractors",
     "aggregate",
     "arun_sweep",
     "bca_mean",

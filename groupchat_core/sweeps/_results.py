@@ -32,6 +32,7 @@ import pandas as pd
 
 from .._errors import ConfigError
 from .._statuses import RunStatus
+from ..analysis._distractors import distractor_turns
 from ..analysis._metrics import speaker_metrics
 from ..providers._sim import cell_is_simulated
 from . import _space
@@ -91,9 +92,11 @@ def _duration(start: Any, end: Any) -> float | None:
     return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
 
 
-def _metrics(store: RunStore, runs: pd.DataFrame, agents: dict[str, list[str]]) -> pd.DataFrame:
+def _metrics(store: RunStore, runs: pd.DataFrame, agents: dict[str, list[str]],
+             distractors: Sequence[str] = ()) -> pd.DataFrame:
     """Speaker metrics per run from one read of the turns of every run; `agents` maps a cell
-    key to its chat's agents (a roster's evenness is over its own agents, not the base's)."""
+    key to its chat's agents (a roster's evenness is over its own agents, not the base's).
+    With `distractors` (the base's), `distractor_turns`: their posted turns in the run."""
     turns = store.turns(list(runs["run_id"]))
     stops = dict(zip(runs["run_id"], runs["stop_reason"], strict=True))
     cells = dict(zip(runs["run_id"], runs["cell"], strict=True))
@@ -108,10 +111,14 @@ def _metrics(store: RunStore, runs: pd.DataFrame, agents: dict[str, list[str]]) 
                      "longest_monologue": m.longest_monologue,
                      "penalty_changed_winner": m.penalty_changed_winner,
                      "mean_margin": m.mean_margin})
+        if distractors:
+            rows[-1]["distractor_turns"] = sum(
+                d.turns for d in distractor_turns(group, [n for n in distractors if n in names]))
     return pd.DataFrame(rows, columns=["run_id", "messages", "lull_turn", "lulled",
                                        "entropy_bits", "evenness", "gini",
                                        "longest_monologue", "penalty_changed_winner",
-                                       "mean_margin"])
+                                       "mean_margin",
+                                       *(["distractor_turns"] if distractors else [])])
 
 
 def sweep_results(store: RunStore, sweep_id: str) -> pd.DataFrame:
@@ -129,7 +136,12 @@ def sweep_results(store: RunStore, sweep_id: str) -> pd.DataFrame:
     frame["status"] = frame["status"].fillna("pending")
     agents = {c.key: spec.cell_agents(c) for c in every}
     chosen = runs[runs["run_id"].notna()]
-    frame = frame.merge(_metrics(store, chosen, agents), on="run_id", how="left")
+    distractors = spec.base.distractors
+    frame = frame.merge(_metrics(store, chosen, agents, distractors), on="run_id", how="left")
+    if distractors:  # issue 43.4: only sweeps that declare distractors get these columns
+        frame["distractors"] = [", ".join(n for n in distractors if n in agents[c])
+                                for c in frame["cell"]]
+        frame["distractor_turns"] = frame["distractor_turns"].astype("Int64")
     stats = store.cache_stats(list(chosen["run_id"]))[["run_id", "bids", "cache_hits",
                                                          "calls", "cached_calls", "hit_rate"]]
     frame = frame.merge(stats, on="run_id", how="left")
