@@ -13,7 +13,14 @@ import pandas as pd
 import streamlit as st
 
 from groupchat_core import Message, StoreError, format_cost
-from groupchat_core.analysis import charts, explain_turn, speaker_metrics, transition_matrix
+from groupchat_core.analysis import (
+    charts,
+    distractor_turns,
+    explain_turn,
+    run_distractors,
+    speaker_metrics,
+    transition_matrix,
+)
 from groupchat_ui.kit.components import bubble, cards
 from groupchat_ui.kit.frames import records
 from groupchat_ui.kit.jobs import JobRegistry
@@ -171,6 +178,8 @@ def metrics(data: RunData) -> None:
     picks = logic.agreement_line(data.turns)  # human as selector: picks against the rule
     if picks:
         st.info(picks, icon=":material/how_to_vote:")
+    for held in distractor_turns(data.turns, run_distractors(data.record.config)):
+        st.info(escape_markdown(held.text()), icon=":material/campaign:")  # names are untrusted
 
 
 TABS = ("Bids", "Speakers", "Why?", "Transcript", "Files")  # short: five fit on a phone

@@ -2,8 +2,8 @@
 and tokens per correct answer, and turn-taking equality against outcome (the Woolley question).
 
 Why only drawing here: the numbers come from groupchat_core.sweeps (accuracy_table,
-equality_outcome), the same functions `sweep export --table accuracy` uses; a sweep with sim
-agents says "simulated" next to every figure.
+equality_outcome, distractor_report), the same functions `sweep export --table accuracy` and
+`--table distractors` use; a sweep with sim agents says "simulated" next to every figure.
 """
 
 from __future__ import annotations
@@ -14,8 +14,15 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from groupchat_core.sweeps import accuracy_table, equality_outcome, frame_csv
+from groupchat_core.sweeps import (
+    accuracy_table,
+    distractor_report,
+    equality_outcome,
+    frame_csv,
+    has_distractors,
+)
 from groupchat_ui.kit.outcome_charts import EQUALITY, accuracy_chart, equality_chart
+from groupchat_ui.kit.safety import escape_markdown
 
 from . import charts
 from . import logic as svc
@@ -56,6 +63,8 @@ def outcomes_tab(frame: pd.DataFrame, sweep_id: str, simulated: bool,
     st.download_button("Download accuracy CSV", frame_csv(table, meta, "accuracy"),
                        file_name=f"sweep-{sweep_id[:8]}-accuracy.csv", mime="text/csv",
                        icon=":material/download:", key="sw_acc_csv")
+    if has_distractors(frame):
+        distractors(frame, by, sweep_id, meta)
     cols = st.columns(2)
     equality = cols[0].selectbox("Turn-taking equality", list(EQUALITY), key="sw_eq_metric",
                                  format_func=lambda m: EQUALITY[m])
@@ -79,3 +88,43 @@ def outcomes_tab(frame: pd.DataFrame, sweep_id: str, simulated: bool,
                f"cause.{note}" + ("" if math.isnan(result.r) or not simulated else
                                   " Simulated: sims never change their answer after hearing "
                                   "others, so no relation is expected."))
+
+
+DISTRACTOR_SHOWN = ["distractors", "chats", "turns", "distractor_turns", "share", "ci_low",
+                    "ci_high", "accuracy_with", "accuracy_without", "accuracy_baseline", "note"]
+
+
+def distractor_lines(table: pd.DataFrame, by: list[str]) -> list[str]:
+    """One sentence per group: who held the floor how often, with the Wilson interval."""
+    lines = []
+    for row in table.to_dict("records"):
+        group = ", ".join(f"{charts.axis_name(c)} {row[c]}" for c in by)
+        if not row["turns"]:
+            text = "no posted turn in a finished chat with a distractor."
+        else:
+            text = (f"distractors ({row['distractors']}) held the floor in "
+                    f"{row['distractor_turns']} of {row['turns']} turns ({row['share']:.0%}, "
+                    f"95% interval {row['ci_low']:.0%} to {row['ci_high']:.0%}).")
+        line = f"{group}: {text}" if group else text
+        lines.append(line[0].upper() + line[1:])
+    return lines
+
+
+def distractors(frame: pd.DataFrame, by: list[str], sweep_id: str,
+                meta: dict[str, Any] | None) -> None:
+    """How often the floor went to a distractor per group, and the accuracy beside it."""
+    table = distractor_report(frame, by=by)
+    st.subheader("Distractors")
+    with st.container(key="sw_dist_box"):
+        for line in distractor_lines(table, by):
+            st.markdown(escape_markdown(line))  # agent names and labels are untrusted
+        st.dataframe(svc.display_frame(table[[*by, *DISTRACTOR_SHOWN]]), hide_index=True,
+                     key="sw_dist_table")
+    st.caption("Share: posted turns that went to a distractor in finished chats, with the "
+               "Wilson 95% interval. Accuracy with / without: scored chats in which a "
+               "distractor held the floor at least once, and those in which none did; "
+               "baseline: cells whose roster has no distractor. The note says when the data "
+               "cannot answer.")
+    st.download_button("Download distractors CSV", frame_csv(table, meta, "distractors"),
+                       file_name=f"sweep-{sweep_id[:8]}-distractors.csv", mime="text/csv",
+                       icon=":material/download:", key="sw_dist_csv")
