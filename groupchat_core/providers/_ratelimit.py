@@ -21,6 +21,8 @@ import asyncio
 import math
 import threading
 import time
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .._errors import ConfigError
@@ -154,6 +156,44 @@ class RateLimits:
 
 
 RATE_LIMITS = RateLimits()
+
+
+class WindowLimit:
+    """At most `limit` requests granted in any `window` seconds (a sliding window), on `clock`.
+
+    Why a window, not a bucket: a deployment's rpm is counted by litellm's Router per calendar
+    minute; grants spaced so that no 60 s span holds more than rpm never find it full. Each
+    caller reserves the earliest free slot under a lock, then sleeps until it on its own loop,
+    so concurrent callers queue in order and none is refused. The clock and the sleep are
+    injectable (tests run a 1 s window, or no real time at all). A caller cancelled while
+    waiting keeps its slot reserved: the limit errs on the slow side, never over."""
+
+    def __init__(self, limit: int, window: float = 60.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if limit < 1 or not window > 0:
+            raise ConfigError(f"a window limit needs limit >= 1 and window > 0, got {limit!r} "
+                              f"per {window!r} s")
+        self.limit, self.window, self.clock = limit, window, clock
+        self._lock = threading.Lock()
+        self._slots: deque[float] = deque()  # the last `limit` slot times, oldest first
+
+    def reserve(self) -> float:
+        """Take the earliest slot that keeps the limit; seconds from now until it comes."""
+        with self._lock:
+            now = self.clock()
+            slot = now if len(self._slots) < self.limit else max(
+                now, self._slots[0] + self.window)
+            self._slots.append(slot)
+            if len(self._slots) > self.limit:
+                self._slots.popleft()
+            return slot - now
+
+    async def acquire(self) -> float:
+        """Wait for a slot; the seconds waited (0.0 when one was free)."""
+        wait = self.reserve()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        return wait
 
 
 def set_rate_limit(model: str, *, rpm: float | None = None, tpm: float | None = None) -> None:

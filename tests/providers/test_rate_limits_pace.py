@@ -1,0 +1,165 @@
+"""Limits pace, they never fail a bid (issue 42): a routed model's deployments' rpm is waited for
+before a request's own timeout starts, so a sweep asking for more than its limit slows down and
+finishes, every bid answered, and no window ever holds more requests than the limit.
+
+No upper bound on time: the window limit runs on an injected clock; over HTTP the sweep's
+requests are counted per window from the server's recorded arrival times (lower bounds and
+counts only).
+
+Private imports (`providers._deployments`, `providers._ratelimit`, `providers._requests`,
+`providers._bodies`): units or test hooks with no public name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from groupchat_core.providers import _deployments as deployments
+from groupchat_core.providers import _requests as requests
+from groupchat_core.providers._bodies import REQUEST_DEADLINE
+from groupchat_core.providers._ratelimit import WindowLimit
+from groupchat_core.testing import FakeOpenAIServer, tool_call
+
+
+class FakeClock:
+    """The window's clock; its sleep moves it on (no real time passes)."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def most_in_a_window(times: list[float], window: float) -> int:
+    """The most of `times` that any half-open span [t, t + window) holds."""
+    ordered = sorted(times)
+    return max(sum(1 for u in ordered[i:] if u < t + window) for i, t in enumerate(ordered))
+
+
+def test_a_window_limit_queues_callers_in_slots_and_never_refuses() -> None:
+    clock = FakeClock()
+    limit = WindowLimit(5, 1.0, clock)
+    waits = [limit.reserve() for _ in range(12)]  # twelve at once: all get a slot
+    assert waits == pytest.approx([0.0] * 5 + [1.0] * 5 + [2.0] * 2)
+    assert most_in_a_window([clock.now + w for w in waits], 1.0) == 5
+    clock.now += 10.0  # the queue has drained: free again
+    assert limit.reserve() == 0.0
+
+
+def test_a_window_limit_spaces_a_steady_stream_by_its_oldest_slot() -> None:
+    clock = FakeClock()
+    limit = WindowLimit(2, 1.0, clock)
+    slots = []
+    for _ in range(6):  # one caller every 0.3 s
+        slots.append(clock.now + limit.reserve())
+        clock.now += 0.3
+    assert most_in_a_window(slots, 1.0) == 2
+    assert slots[2] - slots[0] >= 1.0 and slots[4] - slots[2] >= 1.0
+
+
+@pytest.fixture
+def routes_on(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """Deployments in force for this test's task, rpm counted per 0.5 s window."""
+    monkeypatch.setattr(deployments, "RPM_WINDOW_S", 0.5)
+    monkeypatch.setattr(deployments, "_pacers", {})
+
+    def use(items: list[dict[str, Any]]) -> Any:
+        return deployments.routed_by(deployments.routes_for({"openai/fake": items}))
+
+    yield use
+
+
+def test_the_request_timeout_starts_after_the_limiter_grants(
+        routes_on: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two requests on a deployment of 1 rpm per 0.5 s, each with a 0.2 s timeout: the second
+    waits its 0.5 s for the limit, then is sent with its whole 0.2 s still ahead of it."""
+    sent: list[tuple[float, float]] = []  # (loop time when sent, that request's deadline)
+
+    async def answered(self: Any, request: dict[str, Any]) -> str:
+        sent.append((asyncio.get_running_loop().time(), REQUEST_DEADLINE.get() or 0.0))
+        return "reply"
+
+    monkeypatch.setattr(deployments.Routes, "call", answered)
+    kwargs = {"model": "openai/fake", "messages": [], "timeout": 0.2}
+
+    async def two() -> list[Any]:
+        start = asyncio.get_running_loop().time()
+        with routes_on([{"name": "a", "api_base": "http://127.0.0.1:9/v1", "rpm": 1}]):
+            got = [await requests.one_request(None, kwargs) for _ in range(2)]
+        return [start, *got]
+
+    start, *replies = asyncio.run(two())
+    assert replies == ["reply", "reply"]  # no Timeout: the wait was not the request's time
+    (_, first_deadline), (second_at, second_deadline) = sent
+    assert second_at - start >= 0.5  # it did wait for the limit...
+    # ...and its 0.2 s began after the wait (had the wait counted: start + 0.2)
+    assert second_deadline >= start + 0.5 + 0.2
+    assert second_deadline - first_deadline >= 0.5
+
+
+def test_a_model_with_a_deployment_without_rpm_is_not_paced() -> None:
+    items = deployments.parse_deployments({"m": [{"name": "a", "rpm": 5}, {"name": "b"}]})["m"]
+    assert deployments.group_rpm(items) is None  # b takes what a cannot
+    both = deployments.parse_deployments({"m": [{"name": "a", "rpm": 5}, {"name": "b", "rpm": 7}]})
+    assert deployments.group_rpm(both["m"]) == 12
+
+
+def test_a_sweep_over_its_deployments_rpm_slows_down_and_every_bid_answers(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four cells of two agents (two at once), 24 requests on deployments taking 5 per 1 s
+    window, no retry: before, the Router found both deployments full (counted per minute) and
+    every later bid failed ("No deployments available"); now every bid answers.
+
+    The window is checked where the engine decides (each slot the limiter granted, as
+    test_retry_after.py reads the limiter's sleeps) and against the server from below: no
+    request arrived before its slot. Arrivals per window are not bounded on their own: the
+    send path may hold a granted request a while (a cell's first call here: up to 1.5 s), so
+    a slot on time can still arrive late next to a prompt one."""
+    from groupchat_core.store import RunStore, dispose_engines
+    from groupchat_core.sweeps import parse_sweep, run_sweep
+
+    monkeypatch.setattr(deployments, "RPM_WINDOW_S", 1.0)
+    monkeypatch.setattr(deployments, "_pacers", {})
+    slots: list[float] = []
+    reserve = WindowLimit.reserve
+
+    def recorded(self: WindowLimit) -> float:
+        wait = reserve(self)
+        slots.append(self._slots[-1])  # the slot just taken (one loop: no other in between)
+        return wait
+
+    monkeypatch.setattr(WindowLimit, "reserve", recorded)
+    count = itertools.count()
+    with FakeOpenAIServer() as a, FakeOpenAIServer() as b:
+        for server in (a, b):  # a new message every time: a chat never stops on a repeat
+            server.set_responder(None, lambda body: tool_call(0.6, f"Point {next(count)}."))
+        agents = [{"agent_name": n, "system_prompt": "Speak.", "model_name": "openai/fake",
+                   "api_base": "http://127.0.0.1:9/v1", "num_retries": 0}
+                  for n in ("Ann", "Bob")]
+        sweep = parse_sweep({
+            "name": "paced", "base": {"agents": agents, "max_loops": 4,
+                                      "recency_penalty": 0.0},
+            "grid": {"threshold": [0.1, 0.2]}, "tasks": ["Go"], "repeats": 2, "bid_cache": False,
+            "concurrency": 2,
+            "deployments": {"openai/fake": [{"name": "a", "api_base": a.base_url, "rpm": 2},
+                                            {"name": "b", "api_base": b.base_url, "rpm": 3}]}})
+        store = RunStore(f"sqlite:///{tmp_path}/paced.db")
+        outcome = run_sweep(sweep, store)
+        arrivals = sorted(r.received_at for r in a.requests + b.requests)
+        runs = store.list_runs(sweep_id=outcome.sweep_id)
+        bids = store.bids(list(runs["run_id"]))
+        dispose_engines()
+    assert outcome.status == "finished" and outcome.cells_done == 4, outcome.reason
+    assert set(runs["status"]) == {"finished"}
+    assert len(bids) == 24 and bids["error"].isna().all()  # every bid answered
+    assert len(arrivals) == len(slots) == 24
+    assert most_in_a_window(slots, 1.0) == 5  # the limit, used and never passed
+    assert max(slots) - min(slots) >= 4 * 1.0  # 24 at 5 a window: slowed down
+    for arrived, slot in zip(arrivals, sorted(slots), strict=True):
+        assert arrived >= slot - 1e-3  # no request reached the server before its slot
