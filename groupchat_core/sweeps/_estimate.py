@@ -18,6 +18,12 @@ at once, and real-model calls share the process-wide in-flight limit (_limiter.p
 engine's own work (building each chat, selecting, recording every turn: CELL_S per cell and
 BID_S per bid) runs in this one process, so it adds up over every cell whatever the concurrency;
 for zero-latency sims it is the whole wall time (bench/estimate_accuracy.py measures both).
+
+Rate limits pace a sweep, they never fail a bid (docs/sweeps.md, "Limits pace"): a model whose
+deployments all declare rpm (their sum), or with a process-wide `set_rate_limit(rpm=...)`, takes
+at most that many calls a minute, so its calls / rpm minutes is a floor on the wall time. The
+turn's bid deadline (bid_timeout) still counts a bid's wait in that queue: when the bids in
+flight on a model would queue past it, the estimate says so (lower the concurrency).
 """
 
 from __future__ import annotations
@@ -30,7 +36,10 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 
 from ..engine._strategies import message_cap
+from ..providers._deployments import group_rpm, parse_deployments
 from ..providers._limiter import max_inflight_calls
+from ..providers._model_calls import default_bid_deadline
+from ..providers._ratelimit import RATE_LIMITS
 from ..providers._routing import in_process_provider
 from ..providers._sim import is_sim_model
 from ..providers._tokens import count_tokens
@@ -126,6 +135,9 @@ class _Tally:
         self.network_call_seconds = 0.0  # summed over every real-model call
         self.engine_seconds = 0.0  # the engine's own work over every cell (CELL_S, BID_S)
         self.network_agents = 0  # the most real-model agents in one cell
+        self.model_calls: dict[str, float] = defaultdict(float)  # calls per model (upper)
+        self.model_agents: dict[str, int] = defaultdict(int)  # most agents of a model a cell
+        self.bid_limit: float | None = None  # the shortest bid deadline of any agent
 
     def add_cell(self, spec: SweepSpec, cell: Cell) -> None:
         chat = spec.chat_spec(cell)
@@ -140,8 +152,14 @@ class _Tally:
         self.calls += asked + extra
         writes = 2 if chat.strategy == "bid_then_speak" else 1
         costliest: tuple[str, int, int, int] | None = None  # one-asked: the dearest agent
+        per_model: dict[str, int] = defaultdict(int)
         for agent in chat.agents:
             model = agent.model_name
+            self.model_calls[model] += (asked + extra) / max(1, len(chat.agents))
+            per_model[model] += 1
+            limit = chat.bid_timeout if chat.bid_timeout is not None else \
+                default_bid_deadline(agent)
+            self.bid_limit = limit if self.bid_limit is None else min(self.bid_limit, limit)
             if is_sim_model(model):  # a sim sends no prompt and generates no tokens
                 self.sims.add(model)
                 for tokens in (self.prompt, self.completion_upper, self.completion_typical):
@@ -169,20 +187,39 @@ class _Tally:
         self.cell_seconds.append(wait + work)
         self.network_agents = max(self.network_agents, sum(
             not is_sim_model(a.model_name) for a in chat.agents))
+        for model, count in per_model.items():
+            self.model_agents[model] = max(self.model_agents[model], count)
 
     def _book(self, model: str, prompt: int, completion: int, typical: int) -> None:
         self.prompt[model] += prompt
         self.completion_upper[model] += completion
         self.completion_typical[model] += typical
 
-    def wall_seconds(self, inflight_limit: int) -> float:
+    def wall_seconds(self, inflight_limit: int,
+                     rpm: dict[str, float] | None = None) -> float:
         """Cells in waves of `concurrency`, each as long as its slowest turns and its engine
         work allow; never less than the engine work of every cell (one process does it all),
-        nor faster than the in-flight limit lets the real-model calls through."""
+        nor faster than the in-flight limit lets the real-model calls through, nor than each
+        rate-limited model's calls / rpm minutes (`rpm`: model -> requests a minute)."""
         cells = sorted(self.cell_seconds, reverse=True)
         waves = sum(cells[i] for i in range(0, len(cells), self.concurrency))
         limited = self.network_call_seconds / max(1, inflight_limit)
-        return max(waves, self.engine_seconds, limited)
+        paced = max((60.0 * self.model_calls[m] / r for m, r in (rpm or {}).items()),
+                    default=0.0)
+        return max(waves, self.engine_seconds, limited, paced)
+
+
+def model_rpm(spec: SweepSpec, models: Iterable[str]) -> dict[str, float]:
+    """Requests a minute each rate-limited model may take: its deployments' rpm summed (when
+    every one declares rpm) and the process-wide set_rate_limit rpm, the lower if both."""
+    routed = parse_deployments(spec.deployments) if spec.deployments else {}
+    found: dict[str, float] = {}
+    for model in models:
+        limits = [float(r) for r in (group_rpm(routed.get(model, [])),
+                                     RATE_LIMITS.limit(model)[0]) if r is not None]
+        if limits:
+            found[model] = min(limits)
+    return found
 
 
 def _price(model: str, prompt: int, completion: int) -> float | None:
@@ -240,10 +277,11 @@ def estimate(spec: SweepSpec, cells: Iterable[Cell] | None = None, *,
         count += 1
     upper, unpriced = _cost(tally, tally.completion_upper)
     limit = max_inflight_calls()
+    rpm = model_rpm(spec, tally.model_calls)
     result = Estimate(cells=count, cells_done=cells_done, calls_upper=tally.calls,
                       prompt_tokens_upper=sum(tally.prompt.values()),
                       completion_tokens_upper=sum(tally.completion_upper.values()),
-                      cost_usd_upper=upper, wall_s_upper=tally.wall_seconds(limit),
+                      cost_usd_upper=upper, wall_s_upper=tally.wall_seconds(limit, rpm),
                       models=sorted(tally.prompt), sim_models=sorted(tally.sims),
                       unpriced_models=unpriced, space=spec.space_text())
     prior = typical_fraction(store, spec, sweep_id)
@@ -253,7 +291,30 @@ def estimate(spec: SweepSpec, cells: Iterable[Cell] | None = None, *,
         result.calls_typical = round(tally.calls * share)
         result.cost_usd_typical = None if typical is None else typical * share
     result.assumptions = _assumptions(result, prior, spec.concurrency, limit)
+    result.assumptions += _rate_notes(tally, rpm)
     return result
+
+
+def _rate_notes(tally: _Tally, rpm: dict[str, float]) -> list[str]:
+    """What the rate limits do to this sweep: the time they take, and whether a bid's wait in
+    their queue could pass its deadline (the bids in flight on a model, at rpm a minute)."""
+    notes = []
+    for model, per_minute in sorted(rpm.items()):
+        calls = tally.model_calls[model]
+        notes.append(f"rate limit: {model} takes at most {per_minute:g} requests a minute, so "
+                     f"its {calls:,.0f} calls take at least "
+                     f"{format_duration(60.0 * calls / per_minute)} (limits pace a sweep; a "
+                     "wait for them never counts against a request's timeout)")
+        # once a minute's requests are spent, a bid waits for the window to move: up to a
+        # minute for each rpm of bids queued ahead of it
+        queued = tally.concurrency * tally.model_agents[model]
+        wait = 60.0 * math.ceil(queued / per_minute) if calls > per_minute else 0.0
+        if tally.bid_limit is not None and wait >= tally.bid_limit:
+            notes.append(f"warning: {queued} bids on {model} at once may queue "
+                         f"{format_duration(wait)} for its limit, past the bid deadline of "
+                         f"{format_duration(tally.bid_limit)}, which counts that wait: lower "
+                         "concurrency or raise bid_timeout")
+    return notes
 
 
 def _assumptions(result: Estimate, prior: tuple[float, int] | None, concurrency: int,
