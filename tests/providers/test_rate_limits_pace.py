@@ -19,10 +19,17 @@ from typing import Any
 
 import pytest
 
+from groupchat_core import (
+    Agent,
+    GroupChat,
+    max_inflight_calls,
+    set_max_inflight_calls,
+    set_rate_limit,
+)
 from groupchat_core.providers import _deployments as deployments
 from groupchat_core.providers import _requests as requests
 from groupchat_core.providers._bodies import REQUEST_DEADLINE
-from groupchat_core.providers._ratelimit import WindowLimit
+from groupchat_core.providers._ratelimit import RATE_LIMITS, WindowLimit
 from groupchat_core.testing import FakeOpenAIServer, tool_call
 
 
@@ -101,6 +108,48 @@ def test_the_request_timeout_starts_after_the_limiter_grants(
     # ...and its 0.2 s began after the wait (had the wait counted: start + 0.2)
     assert second_deadline >= start + 0.5 + 0.2
     assert second_deadline - first_deadline >= 0.5
+
+
+def one_turn_of_three(server: FakeOpenAIServer, model: str) -> list[Any]:
+    """Three agents bid at once on `model`, each request with a 0.5 s timeout and no retry."""
+    agents = [Agent(agent_name=n, model_name=f"openai/{model}", api_base=server.base_url,
+                    api_key="sk-local", timeout=0.5, num_retries=0) for n in "ABC"]
+    chat = GroupChat(agents=agents, max_loops=2, bid_cache=False)
+    chat.run("t")
+    return list(chat.last_run.bids)
+
+
+def test_a_process_wide_rpm_wait_is_not_the_requests_time() -> None:
+    """rpm 60: one at once, then one a second; the third bid waits 2 s for the limit, four
+    times its 0.5 s timeout, and still answers (the wait comes before the request's clock)."""
+    RATE_LIMITS.clear()
+    set_rate_limit("openai/slow", rpm=60)
+    try:
+        with FakeOpenAIServer() as server:
+            server.script("slow", [tool_call(0.9, "first"), *[tool_call(0.0, "")] * 2])
+            bids = one_turn_of_three(server, "slow")
+            times = sorted(r.received_at for r in server.requests_for("slow"))
+    finally:
+        RATE_LIMITS.clear()
+    assert [b.error for b in bids] == [None] * 3
+    assert times[2] - times[0] >= 2.0 - 0.01  # it did wait for the limit
+
+
+def test_a_wait_for_the_in_flight_limit_is_not_the_requests_time() -> None:
+    """One call in flight at a time, each reply held 0.3 s: the third bid waits 0.6 s for a
+    slot, past its 0.5 s timeout, and still answers."""
+    before = max_inflight_calls()
+    set_max_inflight_calls(1)
+    try:
+        with FakeOpenAIServer() as server:
+            server.script("held", [tool_call(0.9, "first", latency=0.3),
+                                   *[tool_call(0.0, "", latency=0.3)] * 2])
+            bids = one_turn_of_three(server, "held")
+            times = sorted(r.received_at for r in server.requests_for("held"))
+    finally:
+        set_max_inflight_calls(before)
+    assert [b.error for b in bids] == [None] * 3
+    assert times[2] - times[0] >= 0.6 - 0.01  # one at a time: the third waited for two
 
 
 def test_a_model_with_a_deployment_without_rpm_is_not_paced() -> None:
