@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from .._agent import Agent
-from .._config import ChatConfig, ChatSpec, explain, parse_spec
+from .._config import ChatConfig, ChatSpec, check_distractors, explain, parse_spec
 from .._errors import ConfigError
 from .._records import (
     BidDelta,
@@ -230,6 +230,11 @@ class GroupChat:
         object.__setattr__(self, "_config", config)
         object.__setattr__(self, "agents", agent_list)
         roster = list(agents or [])
+        try:  # as a spec does it (ChatSpec): a distractor must be on the roster
+            check_distractors(config.distractors, [p.name if isinstance(p, Human) else
+                                                   p.agent_name for p in roster])
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         object.__setattr__(self, "roster", roster)
         object.__setattr__(self, "humans", [p for p in roster if isinstance(p, Human)])
         object.__setattr__(self, "human_selector", human_selector)

@@ -168,3 +168,12 @@ def test_the_shipped_experiment_runs_on_sims_and_exports_the_report(tmp_path, ca
     exported = pd.read_csv(io.StringIO(capsys.readouterr().out), comment="#")
     assert list(exported["strategy"]) == sorted(spec.axes()["strategy"])
     assert list(exported["distractor_turns"]) == list(table.sort_index()["distractor_turns"])
+
+
+def test_a_chat_built_in_code_checks_its_distractors_too() -> None:
+    from groupchat_core import Agent, ConfigError, GroupChat
+
+    agents = [Agent(agent_name="A"), Agent(agent_name="B")]
+    with pytest.raises(ConfigError, match="distractors names 'C', who is not in the roster"):
+        GroupChat(agents=agents, distractors=["C"])
+    assert GroupChat(agents=agents, distractors=["B"]).to_spec() is not None
