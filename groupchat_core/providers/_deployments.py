@@ -56,9 +56,10 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _KEYISH = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|API_BASE|BASE_URL", re.I)
 MAX_DEPLOYMENTS = 64
 COOLDOWN_S = 30.0
-# The span a deployment's rpm counts over. 60 s: the Router's own calendar minute, and the
-# Router keeps the rpm too (it spreads calls so no deployment passes its own). A test may
-# shorten it (rpm per that window); the Router, whose count is per minute only, then gets none.
+# The span a deployment's rpm counts over. 60 s: the Router's own calendar minute; with several
+# deployments the Router keeps their rpm too (it spreads calls so none passes its own). A test
+# may shorten it (rpm per that window); the Router, whose count is per minute only, then gets
+# none.
 RPM_WINDOW_S = 60.0
 # Per-request settings of the model-call seam that name one endpoint: a routed call drops them
 # (they would override the deployment the Router picked).
@@ -241,9 +242,14 @@ def _shared_router(deployments: Deployments) -> Any:
     """One Router per distinct set of deployments (and keys), shared by every chat declaring
     the same set: the cells of a sweep share rpm/tpm counts and cooldowns."""
     params = model_list(deployments)
-    if RPM_WINDOW_S != 60.0:  # the Router counts per calendar minute: pace_routed alone paces
-        for item in params:
-            item["litellm_params"].pop("rpm", None)
+    for group, items in deployments.items():
+        # pace_routed alone paces a lone deployment (the Router's own count, per calendar
+        # minute, refused requests the window had granted, and its waits ran out their
+        # timeouts), and every deployment when the window is not the Router's minute
+        if len(items) == 1 or RPM_WINDOW_S != 60.0:
+            for item in params:
+                if item["model_name"] == group:
+                    item["litellm_params"].pop("rpm", None)
     key = hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()
     with _routers_lock:
         router = _routers.get(key)
