@@ -23,8 +23,8 @@ same loop, before, during and after, call their own api_base with their own key.
 declare the same deployments (a sweep's cells) share one Router and so its rpm/tpm counts.
 
 Limits pace, they never fail a bid: when every deployment of a model declares rpm, their sum
-is the model's pace (`pace_routed`, a sliding window shared like the Router): a request waits
-for its slot before its own timeout starts (_requests.one_request), so a sweep asking for more
+is the model's pace (`pace_routed`, a WindowLimit shared like the Router): a request waits for
+a permit before its own timeout starts (_requests.one_request), so a sweep asking for more
 than its deployments allow slows down and finishes, instead of the Router finding them all full
 and its retries running out the request's timeout (issue 42: 17 bids of 32 lost at rpm 20).
 
@@ -40,8 +40,8 @@ import os
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from typing import Any
 
@@ -385,16 +385,23 @@ def _pacer(group: str, items: list[Deployment]) -> WindowLimit | None:
         return pacer
 
 
-async def pace_routed(kwargs: dict[str, Any]) -> float:
-    """Wait until the running chat's deployments of this model may take one more request (the
-    sum of their rpm per RPM_WINDOW_S); the seconds waited, 0.0 for a model not routed or not
-    limited. The caller starts the request's timeout after this, never before."""
+@asynccontextmanager
+async def pace_routed(kwargs: dict[str, Any]) -> AsyncIterator[float]:
+    """Hold one of the running chat's deployments' requests for this model (the sum of their
+    rpm per RPM_WINDOW_S) while the request runs; yields the seconds waited, 0.0 for a model not
+    routed or not limited. The caller starts the request's timeout inside, after the wait."""
     model = str(kwargs.get("model", ""))
     routes = ROUTES.get()
-    if routes is None or not routes.serves(model):
-        return 0.0
-    pacer = _pacer(model, routes.deployments[model])
-    return 0.0 if pacer is None else await pacer.acquire()
+    pacer = None if routes is None or not routes.serves(model) else _pacer(
+        model, routes.deployments[model])
+    if pacer is None:
+        yield 0.0
+        return
+    waited = await pacer.acquire()
+    try:
+        yield waited
+    finally:
+        pacer.release()
 
 
 def deployment_of(response: Any) -> str | None:

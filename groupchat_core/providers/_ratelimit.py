@@ -18,6 +18,7 @@ process, limit or not (`pause`), so concurrent bids do not each collect their ow
 from __future__ import annotations
 
 import asyncio
+import heapq
 import math
 import threading
 import time
@@ -159,14 +160,14 @@ RATE_LIMITS = RateLimits()
 
 
 class WindowLimit:
-    """At most `limit` requests granted in any `window` seconds (a sliding window), on `clock`.
+    """At most `limit` requests in any `window` seconds, as the server sees them, on `clock`.
 
-    Why a window, not a bucket: a deployment's rpm is counted by litellm's Router per calendar
-    minute; grants spaced so that no 60 s span holds more than rpm never find it full. Each
-    caller reserves the earliest free slot under a lock, then sleeps until it on its own loop,
-    so concurrent callers queue in order and none is refused. The clock and the sleep are
-    injectable (tests run a 1 s window, or no real time at all). A caller cancelled while
-    waiting keeps its slot reserved: the limit errs on the slow side, never over."""
+    Why counted from each request's end: a granted request may leave late (litellm's Router
+    held a batch up to 3.8 s on a busy loop), so grants spaced by the window still reached the
+    server 28 in one minute at rpm 20. Here a permit is held from its grant until the request
+    ends and comes back `window` seconds after that, so request k + limit starts no sooner
+    than request k ended plus the window: never more than `limit` arrive in any window. Each
+    caller waits in order (no one is refused); the clock is injectable."""
 
     def __init__(self, limit: int, window: float = 60.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -175,25 +176,55 @@ class WindowLimit:
                               f"per {window!r} s")
         self.limit, self.window, self.clock = limit, window, clock
         self._lock = threading.Lock()
-        self._slots: deque[float] = deque()  # the last `limit` slot times, oldest first
-
-    def reserve(self) -> float:
-        """Take the earliest slot that keeps the limit; seconds from now until it comes."""
-        with self._lock:
-            now = self.clock()
-            slot = now if len(self._slots) < self.limit else max(
-                now, self._slots[0] + self.window)
-            self._slots.append(slot)
-            if len(self._slots) > self.limit:
-                self._slots.popleft()
-            return slot - now
+        self._free: list[float] = [-math.inf] * limit  # a heap: when each idle permit is due
+        self._waiters: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = deque()
 
     async def acquire(self) -> float:
-        """Wait for a slot; the seconds waited (0.0 when one was free)."""
-        wait = self.reserve()
+        """Wait for a permit (hand it back with `release` when the request ends); the seconds
+        waited."""
+        start = self.clock()
+        loop = asyncio.get_running_loop()
+        while True:
+            with self._lock:  # take a permit, or queue for one, in one step
+                if self._free:
+                    due = heapq.heappop(self._free)
+                    break
+                future: asyncio.Future[None] = loop.create_future()
+                self._waiters.append((loop, future))
+            try:  # every permit is held by a request in flight
+                await future
+            finally:
+                with self._lock:
+                    if (loop, future) in self._waiters:
+                        self._waiters.remove((loop, future))
+        wait = due - self.clock()
         if wait > 0:
-            await asyncio.sleep(wait)
-        return wait
+            try:
+                await asyncio.sleep(wait)
+            except asyncio.CancelledError:
+                self._give(due)  # unused: due as it was
+                raise
+        return max(0.0, self.clock() - start)
+
+    def release(self) -> None:
+        """The request ended: its permit is due again one window from now."""
+        self._give(self.clock() + self.window)
+
+    def _give(self, due: float) -> None:
+        with self._lock:
+            heapq.heappush(self._free, due)
+            waiter = self._waiters.popleft() if self._waiters else None
+        if waiter is not None:
+            loop, future = waiter
+            try:
+                loop.call_soon_threadsafe(_wake, future)
+            except RuntimeError:  # that loop is closed
+                pass
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def set_rate_limit(model: str, *, rpm: float | None = None, tpm: float | None = None) -> None:

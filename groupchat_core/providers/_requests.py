@@ -122,7 +122,12 @@ async def one_request(litellm: Any, kwargs: dict[str, Any]) -> Any:
     deployments' rpm is waited for first (`pace_routed`): waiting for a limit is not the
     request's time, so the deadline starts when the request is sent.
     """
-    await pace_routed(kwargs)
+    async with pace_routed(kwargs):
+        return await _timed_request(litellm, kwargs)
+
+
+async def _timed_request(litellm: Any, kwargs: dict[str, Any]) -> Any:
+    """The request itself, its deadline starting now."""
     limit = kwargs.get("timeout")
     token = set_request_deadline(limit)
     try:
