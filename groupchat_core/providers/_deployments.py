@@ -22,7 +22,7 @@ to its chat's Routes (or None) for its own task and the tasks of its bids, so ot
 same loop, before, during and after, call their own api_base with their own key. Chats that
 declare the same deployments (a sweep's cells) share one Router and so its rpm/tpm counts.
 
-Limits pace, they never fail a bid: when every deployment of a model declares rpm, their sum
+Limits pace, they never fail a request: when every deployment of a model declares rpm, their sum
 is the model's pace (`pace_routed`, a WindowLimit shared like the Router): a request waits for
 a permit before its own timeout starts (_requests.one_request), so a sweep asking for more
 than its deployments allow slows down and finishes, instead of the Router finding them all full

@@ -19,8 +19,8 @@ engine's own work (building each chat, selecting, recording every turn: CELL_S p
 BID_S per bid) runs in this one process, so it adds up over every cell whatever the concurrency;
 for zero-latency sims it is the whole wall time (bench/estimate_accuracy.py measures both).
 
-Rate limits pace a sweep, they never fail a bid (docs/sweeps.md, "Limits pace"): a model whose
-deployments all declare rpm (their sum), or with a process-wide `set_rate_limit(rpm=...)`, takes
+Rate limits pace a sweep, they never fail a request (docs/sweeps.md, "Limits pace"): a model
+whose deployments all declare rpm (their sum), or with a process-wide set_rate_limit rpm, takes
 at most that many calls a minute, so its calls / rpm minutes is a floor on the wall time. The
 turn's bid deadline (bid_timeout) still counts a bid's wait in that queue: when the bids in
 flight on a model would queue past it, the estimate says so (lower the concurrency).
