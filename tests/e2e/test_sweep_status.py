@@ -198,7 +198,10 @@ def test_a_sim_sweeps_status_moves_per_turn_and_reads_the_same_everywhere(
                              f"{page.evaluate(FOUR_PLACES)}") from exc
     assert done["bar"] == "4 / 4 cells finished"
     seen = check_samples(page.evaluate(STOP_SAMPLING))
-    assert all(seen.values()), f"a place never showed the sweep running: {seen}"
+    # The live panel's caption holds the page's one timer (issue 40.5: several timed fragments
+    # crash Streamlit 1.67's renderer), so it alone moves while the sweep runs; Results defers
+    # to it and the sidebar reads as of the last full run, and all read the same at the end.
+    assert seen["caption"], f"the live caption never showed the sweep running: {seen}"
     # Every cell ran its own turns: the cache answered nothing (else a cell can end at once).
     totals = fresh(page, '[data-testid="stCaptionContainer"]').filter(has_text=" runs · ").first
     expect(totals).to_contain_text("model calls")
