@@ -43,7 +43,7 @@ ALLOWED_KWARGS: dict[str, str] = {
     "drop_params": "let litellm drop settings the provider does not take",
     "api_version": "the API version string (Azure, Vertex)",
     "extra_headers": "extra HTTP headers (no credential, Host or forwarding header)",
-    "extra_body": "extra JSON body fields (no credential field)",
+    "extra_body": "extra JSON body fields (no credential or endpoint field)",
 }
 
 # Names that set the engine's own arguments: the turn decides them.
@@ -103,6 +103,10 @@ def _headers_problem(value: Any, path: str) -> str | None:
 def _body_problem(value: Any, path: str) -> str | None:
     if not isinstance(value, Mapping):
         return f"{path} must be a mapping of body fields"
+    for key in sorted(value, key=str):  # litellm reads some routes' settings from here too
+        if _MOVES_REQUEST.search(str(key)):
+            return (f"{path}.{key} would change where requests go; set the endpoint as the "
+                    "agent's api_base")
     stack: list[tuple[Any, str]] = [(value, path)]
     while stack:
         node, at = stack.pop()

@@ -299,3 +299,11 @@ def test_the_security_model_lists_exactly_the_allowed_settings() -> None:
     section = section[:section.index("Anything else")]
     assert set(re.findall(r"`([a-z_]+)`", section)) - {"litellm_kwargs", "Host", "Via"} == \
         set(ALLOWED_KWARGS)
+
+
+@pytest.mark.parametrize("kwargs", [{"extra_body": {"api_base": "http://127.0.0.1:9/v1"}},
+                                    {"extra_headers": {"Host": "evil.example"}},
+                                    {"extra_headers": {"X-Forwarded-Host": "evil.example"}}])
+def test_no_endpoint_rides_in_the_body_or_headers(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError, match="where requests go|where a request goes"):
+        Agent(agent_name="A", litellm_kwargs=kwargs)
