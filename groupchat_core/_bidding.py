@@ -51,7 +51,8 @@ RESPOND_TOOL: dict[str, Any] = {
 # The tool_choice that forces a call of RESPOND_TOOL (the first rung of the fallback ladder).
 FORCED_RESPOND_CHOICE: dict[str, Any] = {"type": "function", "function": {"name": "respond"}}
 
-DEFAULT_BID_PROMPT = """\
+# What every bid prompt opens with: the room, its rule and the conversation.
+_ROOM_AND_CONVERSATION = """\
 You are {agent_name}, taking part in a group conversation with {participants}.
 
 How the floor works: every turn, each participant privately bids for the chance to speak \
@@ -65,6 +66,9 @@ Conversation so far, oldest first:{omitted_note}
 The latest message is from {last_speaker}:
 {last_message}
 
+"""
+
+DEFAULT_BID_PROMPT = _ROOM_AND_CONVERSATION + """\
 Call `respond` now. If you have something worth adding, give a score that reflects how much \
 the group needs to hear from you and write your message. Leave the message empty only if you \
 do not want to speak."""
@@ -74,20 +78,7 @@ do not want to speak."""
 # bands, "do not inflate it to keep the conversation active", "call respond exactly once".
 # Written here from that description (docs/engine.md §4, "Bid prompt presets"), with this
 # engine's placeholders, so the rules and numbers it states are the room's own.
-SWARMS_16_BID_PROMPT = """\
-You are {agent_name}, taking part in a group conversation with {participants}.
-
-How the floor works: every turn, each participant privately bids for the chance to speak \
-next by calling the `respond` function with a score from 0 to 1 and the exact message they \
-would post. Only the single highest bid is posted, and only a score above {threshold} can take \
-the floor. {recency_rule}
-
-Conversation so far, oldest first:{omitted_note}
-{conversation}
-
-The latest message is from {last_speaker}:
-{last_message}
-
+SWARMS_16_BID_PROMPT = _ROOM_AND_CONVERSATION + """\
 Assess the conversation in five steps before you bid:
 1. What is the conversation trying to achieve, and where does it stand now?
 2. Is the latest message addressed to you, or does it touch what you know?

@@ -18,6 +18,7 @@ from groupchat_core import Agent, ConfigError, is_sim_model, load_agents_text, l
 from groupchat_core.store import RunStore
 from groupchat_ui.kit.access import Actor, may_edit_agent, not_your_agent
 from groupchat_ui.kit.jobs import LOCAL_USER
+from groupchat_ui.kit.labels import changed_agents, unused_name
 
 LOCAL_ACTOR = Actor(LOCAL_USER, LOCAL_USER)  # a server without login: one local user
 
@@ -87,11 +88,7 @@ def delete_agent(store: RunStore, name: str, actor: Actor = LOCAL_ACTOR) -> bool
 
 
 def copy_name(name: str, existing: Iterable[str]) -> str:
-    taken = set(existing)
-    candidate, n = f"{name} (copy)", 2
-    while candidate in taken:
-        candidate, n = f"{name} (copy {n})", n + 1
-    return candidate
+    return unused_name(name, "copy", existing)
 
 
 def duplicate_agent(store: RunStore, name: str, existing: Iterable[str],
@@ -133,32 +130,21 @@ def check_may_replace(store: RunStore, agents: Iterable[Agent], actor: Actor) ->
 def import_conflicts(store: RunStore, agents: Iterable[Agent]) -> list[str]:
     """Saved agents an import would replace that differ from the file's: the page asks first
     (as a preset does), since an import replaced them without a word (issue 38)."""
-    saved = {a.agent_name: a.to_spec() for a in store.saved_agents()[0]}
-    return [a.agent_name for a in agents
-            if a.agent_name in saved and saved[a.agent_name] != a.to_spec()]
-
-
-def import_copy_name(name: str, taken: Iterable[str]) -> str:
-    """`name (imported)`, or `name (imported 2)`, ...: a name not in `taken`."""
-    used = set(taken)
-    candidate, n = f"{name} (imported)", 2
-    while candidate in used:
-        candidate, n = f"{name} (imported {n})", n + 1
-    return candidate
+    return changed_agents(store.saved_agents()[0], agents)
 
 
 def save_imported(store: RunStore, agents: Iterable[Agent], actor: Actor = LOCAL_ACTOR,
                   keep: Iterable[str] = ()) -> list[str]:
     """Save imported agents all or none, owned by `actor`; the saved agents named in `keep`
-    stay as they are and the file's versions are saved as copies (`import_copy_name`).
+    stay as they are and the file's versions are saved as copies ("name (imported)").
     Replacing an agent of someone else's is refused (nothing is saved). Returns the names
     as saved, in the file's order."""
     kept, taken = set(keep), [name for name, _, _ in store.agents_version()]
     out = []
     for agent in agents:
         if agent.agent_name in kept:
-            agent = agent.model_copy(update={"agent_name": import_copy_name(agent.agent_name,
-                                                                            taken)})
+            name = unused_name(agent.agent_name, "imported", taken)
+            agent = agent.model_copy(update={"agent_name": name})
         taken.append(agent.agent_name)
         out.append(agent)
     check_may_replace(store, out, actor)

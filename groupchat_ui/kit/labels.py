@@ -9,10 +9,11 @@ user gave it or else by its task, then its start time (local, to the minute) and
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from groupchat_core import ChatConfig
+from groupchat_core import Agent, ChatConfig
 
 DEFAULT_NAME: str = ChatConfig().name  # "dynamic-groupchat": says nothing about the run
 LABEL_CHARS = 48
@@ -74,3 +75,20 @@ def run_label(name: str | None, task: str | None, started_at: Any = None,
 def row_label(row: Any) -> str:
     """`run_label` of a store row (a mapping with name, task, started_at, run_id)."""
     return run_label(row.get("name"), row.get("task"), row.get("started_at"), row.get("run_id"))
+
+
+def unused_name(name: str, tag: str, taken: Iterable[str]) -> str:
+    """`name (tag)`, or `name (tag 2)`, ...: a name not in `taken` (copies, imports, presets)."""
+    used = set(taken)
+    candidate, n = f"{name} ({tag})", 2
+    while candidate in used:
+        candidate, n = f"{name} ({tag} {n})", n + 1
+    return candidate
+
+
+def changed_agents(saved: Iterable[Agent], incoming: Iterable[Agent]) -> list[str]:
+    """Names of saved agents that `incoming` would replace with something different: what an
+    import or a preset asks about before it saves."""
+    specs = {a.agent_name: a.to_spec() for a in saved}
+    return [a.agent_name for a in incoming
+            if a.agent_name in specs and specs[a.agent_name] != a.to_spec()]

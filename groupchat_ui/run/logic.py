@@ -39,6 +39,7 @@ from groupchat_core import (
 from groupchat_core.store import RunStore
 from groupchat_ui.kit.access import Actor, may_edit_agent
 from groupchat_ui.kit.jobs import LOCAL_USER, Candidates, JobRegistry
+from groupchat_ui.kit.labels import changed_agents, unused_name
 from groupchat_ui.kit.presets import Preset
 from groupchat_ui.kit.providers import LIMITS_HELP, missing_keys, with_session_keys
 
@@ -143,18 +144,7 @@ def floor_settings(config: Mapping[str, Any]) -> tuple[float, float]:
 
 def preset_conflicts(store: RunStore, preset: Preset) -> list[str]:
     """Saved agents the preset would replace that differ from the preset's own (edited)."""
-    saved = {a.agent_name: a.to_spec() for a in store.list_agents()}
-    return [a.agent_name for a in preset.build_agents()
-            if a.agent_name in saved and saved[a.agent_name] != a.to_spec()]
-
-
-def preset_copy_name(name: str, taken: Iterable[str]) -> str:
-    """`name (preset)`, or `name (preset 2)`, ...: a name not in `taken`."""
-    used = set(taken)
-    candidate, n = f"{name} (preset)", 2
-    while candidate in used:
-        candidate, n = f"{name} (preset {n})", n + 1
-    return candidate
+    return changed_agents(store.saved_agents()[0], preset.build_agents())
 
 
 def load_preset(store: RunStore, preset: Preset, keep: Iterable[str] = (),
@@ -162,7 +152,7 @@ def load_preset(store: RunStore, preset: Preset, keep: Iterable[str] = (),
     """Save the preset's agents and the room as a store preset; the saved agents named in
     `keep`, and those `actor` may not edit (someone else's, kit/access.py) where they differ
     from the preset's, are left alone and the preset's versions saved as copies
-    (`preset_copy_name`). Returns the agents' names as saved, in the preset's order."""
+    ("name (preset)"). Returns the agents' names as saved, in the preset's order."""
     actor = actor or Actor(LOCAL_USER, LOCAL_USER)
     saved = {a.agent_name: a.to_spec() for a in store.list_agents()}
     keep, taken = set(keep), list(saved)
@@ -171,8 +161,8 @@ def load_preset(store: RunStore, preset: Preset, keep: Iterable[str] = (),
     agents = []
     for agent in preset.build_agents():
         if agent.agent_name in keep and saved.get(agent.agent_name) != agent.to_spec():
-            agent = agent.model_copy(update={"agent_name": preset_copy_name(agent.agent_name,
-                                                                            taken)})
+            name = unused_name(agent.agent_name, "preset", taken)
+            agent = agent.model_copy(update={"agent_name": name})
             taken.append(agent.agent_name)
         agents.append(agent)
     store.save_agents(agents, owner=actor.user, owner_name=actor.user_name)
