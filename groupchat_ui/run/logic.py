@@ -154,8 +154,8 @@ def load_preset(store: RunStore, preset: Preset, keep: Iterable[str] = (),
     from the preset's, are left alone and the preset's versions saved as copies
     ("name (preset)"). Returns the agents' names as saved, in the preset's order."""
     actor = actor or Actor(LOCAL_USER, LOCAL_USER)
-    saved = {a.agent_name: a.to_spec() for a in store.list_agents()}
-    keep, taken = set(keep), list(saved)
+    saved = {a.agent_name: a.to_spec() for a in store.saved_agents()[0]}
+    keep, taken = set(keep), [name for name, _, _ in store.agents_version()]
     keep |= {name for name, (owner, _) in store.agent_owners().items()
              if not may_edit_agent(owner, actor.user, signed_in=actor.signed_in)}
     agents = []

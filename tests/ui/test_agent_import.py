@@ -81,3 +81,20 @@ def test_copies_of_imported_agents_get_free_names(store: RunStore):
     assert logic.import_conflicts(store, [store.get_agent("A")]) == []
     assert logic.save_imported(store, [file_a], keep=("A",)) == ["A (imported 2)"]
     assert store.get_agent("A").system_prompt == ""
+
+
+def test_a_saved_agent_that_breaks_the_key_rule_is_a_warning_and_can_be_imported_over(
+        app: AppTest):
+    """Issue 44: an agent saved before litellm_kwargs lost its endpoints does not load; the
+    page lists the rest, warns in one line naming it, and an import of that name replaces it."""
+    store = RunStore()
+    hidden = {**Agent(agent_name="Old").__dict__, "litellm_kwargs": {"base_url": "http://x/v1"}}
+    store.save_agent(Agent.model_construct(**hidden))  # as an older version stored it
+    page = goto(app, "agents")
+    warnings = [w.value.replace("\\_", "_") for w in page.warning]  # shown escaped (Markdown)
+    assert any(w.startswith("saved agent 'Old' is invalid") and "base_url" in w
+               for w in warnings), warnings
+    _import(page, dump_agents([Agent(agent_name="Old", model_name="sim/eager")], "json"))
+    assert store.get_agent("Old").litellm_kwargs == {}
+    page.run()
+    assert not any("'Old' is invalid" in w.value for w in page.warning)
