@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from groupchat_core import StoreError
+from groupchat_core import SIM_NOTE, StoreError
 from groupchat_ui.kit import components, state, store_access
 from groupchat_ui.sweeps import results_view, view
-from groupchat_ui.sweeps.logic import RESUMABLE, SIM_NOTE
+from groupchat_ui.sweeps.logic import RESUMABLE
 
 session = state.get()
 registry = store_access.job_registry()

@@ -105,7 +105,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
     from .providers._limiter import max_inflight_calls, set_max_inflight_calls
     from .providers._providers import BidRequest, ModelReply, Provider, reply_from_arguments
     from .providers._ratelimit import set_rate_limit
-    from .providers._sim import is_sim_model
+    from .providers._routing import runs_in_process
+    from .providers._sim import SIM_NOTE, is_sim_model
     from .providers._tool_modes import RememberedMode, forget_remembered_modes, remembered_modes
 
     SIM_MODELS: tuple[str, ...]
@@ -212,6 +213,8 @@ _LAZY = {
     "reply_from_arguments": ".providers._providers",
     "set_rate_limit": ".providers._ratelimit",
     "is_sim_model": ".providers._sim",
+    "SIM_NOTE": ".providers._sim",
+    "runs_in_process": ".providers._routing",
     "RememberedMode": ".providers._tool_modes",
     "forget_remembered_modes": ".providers._tool_modes",
     "remembered_modes": ".providers._tool_modes",
@@ -309,6 +312,7 @@ __all__ = [
     "NAMES_SPEAKERS",
     "RESPOND_TOOL",
     "SIM_MODELS",
+    "SIM_NOTE",
     "TRUSTED_BASES_ENV",
     "Agent",
     "BackgroundLoop",
@@ -358,6 +362,7 @@ __all__ = [
     "load_spec",
     "load_spec_text",
     "mask_secrets",
+    "runs_in_process",
     "max_inflight_calls",
     "normalise_base",
     "prepare_litellm",

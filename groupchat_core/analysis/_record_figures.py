@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .._config import chat_default
 from ._metrics import agent_order, speaker_metrics, transition_matrix
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ def record_figures(record: RunRecord) -> dict[str, Any]:
         raise ImportError(NO_PLOTLY) from None
     bids, turns = record.bids_frame(), record.turns_frame()
     agents = agent_order(bids)  # every agent bids every turn: the silent ones too
-    threshold = float(record.config.get("threshold", 0.5))
+    threshold = float(record.config.get("threshold", chat_default("threshold")))
     return {
         "bids_heatmap": charts.bids_heatmap(bids, "adjusted", threshold, agents),
         "bid_lines": charts.bid_lines(bids, turns, threshold, "adjusted", agents),

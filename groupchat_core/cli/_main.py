@@ -259,7 +259,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.stream is not None:
         overrides["stream_bids"] = args.stream
     from ..engine._stream_printer import DeltaPrinter
-    from ..providers._sim import is_sim_model
+    from ..providers._sim import SIM_NOTE, is_sim_model
 
     people = []
     if args.human is not None:
@@ -279,8 +279,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.quiet:
         chat.add_observer(TurnPrinter(sys.stderr))
         if any(is_sim_model(a.model_name) for a in chat.agents):
-            print("note: sim/ agents are offline simulations, not language models",
-                  file=sys.stderr)
+            print(f"note: {SIM_NOTE}", file=sys.stderr)
     try:
         output = chat.run(args.task)
     except BaseException as exc:

@@ -39,6 +39,12 @@ def in_process_provider(model_name: str, chosen: Providers | None = None) -> Pro
     return _SIM if is_sim_model(model_name) else None
 
 
+def runs_in_process(model_name: str, providers: Providers | None = None) -> bool:
+    """True when a model is answered in this process (a sim, a chat's own provider, a shared
+    fake): no network, no key, no litellm. The one check the engine and the dashboard share."""
+    return in_process_provider(model_name, providers) is not None
+
+
 def share_provider(prefix: str, provider: Provider) -> None:
     """Route '<prefix>/...' to `provider` in every chat not given one (the adapter above)."""
     _SHARED[prefix] = provider

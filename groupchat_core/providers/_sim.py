@@ -146,6 +146,13 @@ def _role_phrase(system_prompt: str) -> str:
     return str(words[last])
 
 
+# The one sim disclaimer: the dashboard's agent and sweep pages and the CLI's note say this.
+SIM_NOTE = ("sim/ agents are offline simulations, not language models: scripted bidders with "
+            "seeded randomness that react only to word overlap between the chat and their "
+            "system prompt, so unrelated tasks can get byte-identical bids. Their results "
+            "describe the simulator, not how LLMs behave.")
+
+
 def is_sim_model(model_name: str) -> bool:
     """True for "sim/<persona>" model names, which never touch the network."""
     return model_name.startswith(SIM_PREFIX)

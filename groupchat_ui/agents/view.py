@@ -17,11 +17,11 @@ from typing import Any
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from groupchat_core import AGENT_BOUNDS, SIM_MODELS, TOOL_CHOICE_MODES, Agent
+from groupchat_core import AGENT_BOUNDS, SIM_MODELS, SIM_NOTE, TOOL_CHOICE_MODES, Agent
 from groupchat_ui.kit import store_access
 from groupchat_ui.kit.access import not_your_agent
 from groupchat_ui.kit.components import confirm
-from groupchat_ui.kit.providers import LIMITS_HELP, MODEL_HINT, SIM_NOTE, model_label
+from groupchat_ui.kit.providers import LIMITS_HELP, MODEL_HINT, model_label
 from groupchat_ui.kit.safety import escape_markdown
 from groupchat_ui.kit.state import SessionState, actor
 

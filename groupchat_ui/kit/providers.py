@@ -21,7 +21,13 @@ from urllib.parse import urlparse
 
 from pydantic import SecretStr
 
-from groupchat_core import Agent, endpoint_trusted, is_sim_model, normalise_base
+from groupchat_core import (
+    Agent,
+    endpoint_trusted,
+    is_sim_model,
+    normalise_base,
+    runs_in_process,
+)
 
 # Environment variables litellm reads, with a label for the Settings page.
 PROVIDER_KEYS: dict[str, str] = {
@@ -66,7 +72,7 @@ class KeyNeed:
 
 def key_need(model: str, api_base: str | None = None) -> KeyNeed:
     """Which environment variable holds the key for this model (a best guess, no litellm)."""
-    if is_sim_model(model):
+    if runs_in_process(model):  # a sim or a shared fake: no network, no key
         return KeyNeed(None, True)
     prefix, sep, _ = model.partition("/")
     if sep and prefix in _LOCAL_PREFIXES:
@@ -151,9 +157,6 @@ def with_session_keys(agents: Iterable[Agent], session_keys: Mapping[str, str]) 
     return copies
 
 
-SIM_NOTE = ("sim/ personas are offline simulations, not language models: they react only to "
-            "word overlap between the chat and their system prompt, so unrelated tasks can get "
-            "byte-identical bids.")
 LIMITS_HELP = (
     "Agent timeout: the most one model request may take, from sending it to the last byte of "
     "the reply; a server that trickles its answer is cut off here. Bid timeout: the most one "

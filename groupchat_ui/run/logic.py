@@ -35,6 +35,7 @@ from groupchat_core import (
     is_sim_model,
     mask_secrets,
     prepare_litellm,
+    runs_in_process,
 )
 from groupchat_core.store import RunStore
 from groupchat_ui.kit.access import Actor, may_edit_agent
@@ -312,7 +313,7 @@ def streams(config: Mapping[str, Any], models: Mapping[str, tuple[str, str | Non
     """Whether a run's candidates can be watched forming: stream_bids on and some agent on a
     real model (sims answer in-process and do not stream; their winners replay word by word)."""
     return bool(config.get("stream_bids")) and any(
-        not is_sim_model(model) for model, _ in models.values())
+        not runs_in_process(model) for model, _ in models.values())
 
 
 def may_stream(config: Mapping[str, Any], models: Mapping[str, tuple[str, str | None]]) -> bool:
@@ -325,7 +326,7 @@ def stream_note(models: Sequence[str], stream: bool) -> str | None:
     """What streams in a run of these models (None: nothing to say): sims never stream."""
     if not stream or not models:
         return None
-    sims = sum(is_sim_model(m) for m in models)
+    sims = sum(runs_in_process(m) for m in models)
     if sims == 0:
         return "Streaming on: every candidate's reply forms live while the turn is open."
     if sims == len(models):

@@ -18,13 +18,14 @@ from groupchat_core import (
     BID_PROMPT_PRESETS,
     CHAT_CHOICES,
     OUTPUT_TYPES,
+    SIM_NOTE,
     STRATEGIES,
     TOOL_CHOICE_MODES,
     Agent,
 )
 from groupchat_ui.kit.components import feedback
 from groupchat_ui.kit.presets import PRESETS
-from groupchat_ui.kit.providers import SIM_NOTE, model_label
+from groupchat_ui.kit.providers import model_label
 from groupchat_ui.kit.safety import escape_markdown
 from groupchat_ui.kit.state import SessionState, ordered
 

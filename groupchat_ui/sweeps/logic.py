@@ -52,8 +52,6 @@ MAX_CHECKED_COMBOS = 500
 RESUMABLE = SWEEP_RESUMABLE
 EXECUTORS = {"local": "this server", "ray": "a Ray cluster"}
 WORKER_LABEL_MAX = 120
-SIM_NOTE = ("sim/ agents are simulations: scripted bidders with seeded randomness, not language "
-            "models. Their results describe the simulator, not how LLMs behave.")
 
 
 def parse_numbers(text: str, name: str, *, integer: bool = False,

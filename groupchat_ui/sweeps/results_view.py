@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 import pandas as pd
 import streamlit as st
 
-from groupchat_core import NAMES_SPEAKERS, ConfigError, StoreError
+from groupchat_core import NAMES_SPEAKERS, SIM_NOTE, ConfigError, StoreError
 from groupchat_core.analysis import whatif_pivot, whatif_record
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import (
@@ -120,7 +120,7 @@ def _tail(info: dict[str, Any]) -> dict[str, Any]:
     # shareable: the address minus this browser's ?sid= (which handed over its drafts)
     st.caption(f"Link to this sweep: `sweeps?{urlencode({'sweep': info['sweep_id']})}`")
     if info["simulated"]:  # any agent of any cell, also through the model axis
-        st.caption(f":material/science: Simulated. {svc.SIM_NOTE}")
+        st.caption(f":material/science: Simulated. {SIM_NOTE}")
     return info
 
 

@@ -17,6 +17,7 @@ from groupchat_core import (
     BID_PROMPT_PRESETS,
     CHAT_BOUNDS,
     CHAT_CHOICES,
+    SIM_NOTE,
     STRATEGIES,
     SWEEP_BOUNDS,
     Agent,
@@ -197,7 +198,7 @@ def define(store: RunStore, agents: list[Agent]) -> SweepSpec | None:
             for i, axis in enumerate(axes)}
     options = _options()
     if chosen and svc.all_sim(chosen):
-        st.caption(f":material/science: {svc.SIM_NOTE}")
+        st.caption(f":material/science: {SIM_NOTE}")
     try:
         spec = svc.build_spec(chosen, tasks.splitlines(), grid, options, search)
         cells, text, head = svc.preflight(spec, store)

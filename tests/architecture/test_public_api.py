@@ -125,7 +125,8 @@ def test_the_package_api_is_pinned():
         "BackgroundLoop", "background_loop", "max_inflight_calls", "set_max_inflight_calls",
         # simulated models and litellm (warm_up: a server's model-call path, before sessions);
         # tool-choice modes remembered per provider
-        "SIM_MODELS", "is_sim_model", "prepare_litellm", "warm_up", "RememberedMode",
+        "SIM_MODELS", "SIM_NOTE", "is_sim_model", "runs_in_process", "prepare_litellm",
+        "warm_up", "RememberedMode",
         "remembered_modes", "forget_remembered_modes",
         # checks before spending: provider keys, and per-model request/token rate limits
         "check_credentials", "set_rate_limit",

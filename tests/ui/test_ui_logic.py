@@ -443,7 +443,7 @@ def test_help_texts_say_what_the_limits_and_the_sims_really_are():
     assert "trickles" in providers.LIMITS_HELP and "Retry-After" in providers.LIMITS_HELP
     assert "(retries + 4) × agent timeout + 8 s per retry" in providers.LIMITS_HELP
     assert providers.LIMITS_HELP in run_logic.PARAM_HELP["bid_timeout"]
-    assert "word overlap" in providers.SIM_NOTE
+    assert "word overlap" in groupchat_core.SIM_NOTE
     assert "Off by default here" in run_logic.PARAM_HELP["bid_cache"]
     assert run_logic.default_params()["bid_cache"] is False
 
