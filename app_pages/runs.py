@@ -13,6 +13,7 @@ st.title("Runs")
 components.notices(session)
 every = store_access.runs()
 names = sorted({n.strip() for row in every["agents"].dropna() for n in row.split(",")})
+scope = view.scope(every)
 with st.form("runs_filters"):
     top = st.columns(4)
     status = top[0].selectbox("Status", ["any", *RUN_STATUSES], key="filter_status")
@@ -28,7 +29,8 @@ with st.form("runs_filters"):
 
 runs = store_access.runs(None if status == "any" else status, None if agent == "any" else agent,
                          since.isoformat() if since else None)
-runs = logic.filter_runs(runs, text=text, threshold=threshold, max_loops=loops)
+runs = logic.filter_runs(logic.in_scope(runs, scope), text=text, threshold=threshold,
+                         max_loops=loops)
 st.caption(f"{len(runs)} run(s)")
 table = st.dataframe(view.table(runs), key="runs_table", on_select="rerun", hide_index=True,
                      selection_mode="multi-row")

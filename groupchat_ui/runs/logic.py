@@ -129,6 +129,58 @@ def filter_runs(runs: pd.DataFrame, *, text: str = "", threshold: tuple[float, f
     return out
 
 
+ALL_RUNS, SINGLE_RUNS = "all", "single"  # the scope filter's two fixed choices
+
+
+def run_scopes(runs: pd.DataFrame, sweeps: pd.DataFrame) -> dict[str, str]:
+    """The scope filter's choices, value -> label with counts: every run, the single runs
+    (started alone: no sweep), then each sweep with runs in `runs`, newest first, so a big
+    sweep's runs can be set aside from a handful of single ones."""
+    ids = runs["sweep_id"] if "sweep_id" in runs else pd.Series([None] * len(runs))
+    counts = ids.dropna().astype(str).value_counts().to_dict()
+    single = len(runs) - sum(counts.values())
+    out = {ALL_RUNS: f"all runs ({len(runs):,})", SINGLE_RUNS: f"single runs ({single:,})"}
+    for row in records(sweeps):
+        sweep_id = str(row["sweep_id"])
+        if sweep_id in counts:
+            out[sweep_id] = f"sweep {scope_sweep_label(row)} ({counts[sweep_id]:,} runs)"
+    return out
+
+
+def scope_sweep_label(row: Mapping[str, Any]) -> str:
+    """'name · created · id prefix', as the Sweeps page's picker names a sweep."""
+    created = str(row.get("created_at") or "")[:16].replace("T", " ")
+    return " · ".join(p for p in (str(row.get("name") or "sweep"), created,
+                                  str(row["sweep_id"])[:8]) if p)
+
+
+def scope_from_query(params: Mapping[str, str], choices: Iterable[str]) -> str:
+    """The scope a shared link names: `?runs=single`, or `?sweep=<id or unique prefix>`;
+    anything else (no link, a sweep with no runs here) is every run."""
+    if params.get("runs") == SINGLE_RUNS:
+        return SINGLE_RUNS
+    asked = str(params.get("sweep") or "")
+    found = [c for c in choices if c not in (ALL_RUNS, SINGLE_RUNS) and asked
+             and c.startswith(asked)]
+    return found[0] if len(found) == 1 else ALL_RUNS
+
+
+def scope_query(scope: str) -> dict[str, str]:
+    """The query parameters that name `scope` in a link (none for every run)."""
+    if scope == SINGLE_RUNS:
+        return {"runs": SINGLE_RUNS}
+    return {} if scope == ALL_RUNS else {"sweep": scope}
+
+
+def in_scope(runs: pd.DataFrame, scope: str) -> pd.DataFrame:
+    """The runs of a scope: every run, the single ones, or one sweep's."""
+    if scope == ALL_RUNS or "sweep_id" not in runs:
+        return runs
+    if scope == SINGLE_RUNS:
+        return runs[runs["sweep_id"].isna()]
+    return runs[runs["sweep_id"] == scope]
+
+
 def compare_metrics(a: SpeakerMetrics, b: SpeakerMetrics,
                     labels: tuple[str, str]) -> pd.DataFrame:
     """Two runs' metric cards side by side, one row per metric."""

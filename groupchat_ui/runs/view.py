@@ -27,6 +27,34 @@ def delete_question(runs: pd.DataFrame, run_ids: tuple[str, ...]) -> str:
     return logic.confirm_text([escape_markdown(n) for n in logic.run_names(runs, run_ids)])
 
 
+SCOPE_KEY = "filter_scope"
+
+
+def scope(every: pd.DataFrame) -> str:
+    """Which runs the table shows: all, the single runs, or one sweep's (so a big sweep's
+    runs do not bury the single ones). Applied at once, and kept in the address
+    (`?runs=single`, `?sweep=<id>`) so a link shows the same runs."""
+    choices = logic.run_scopes(every, store_access.store().list_sweeps())
+    params = st.query_params.to_dict()
+    wanted = logic.scope_from_query(params, choices)
+    if ("runs" in params or "sweep" in params) and st.session_state.get(SCOPE_KEY) != wanted:
+        st.session_state[SCOPE_KEY] = wanted
+    elif st.session_state.get(SCOPE_KEY) not in choices:
+        st.session_state[SCOPE_KEY] = logic.ALL_RUNS
+    picked = st.selectbox("Show", list(choices), key=SCOPE_KEY, format_func=choices.__getitem__,
+                               on_change=_on_scope,
+                               help="Single runs were started alone; a sweep's runs are its "
+                                    "cells. The other filters apply within this choice.")
+    return str(picked)
+
+
+def _on_scope() -> None:
+    """The address names the picked scope (and no other)."""
+    for name in ("runs", "sweep"):
+        st.query_params.pop(name, None)
+    st.query_params.update(logic.scope_query(str(st.session_state.get(SCOPE_KEY))))
+
+
 def table(runs: pd.DataFrame) -> pd.DataFrame:
     """The Runs table with labels, local times and honest costs (bids read only where the
     stored 0 may mean unknown, cached until those runs change)."""
