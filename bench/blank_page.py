@@ -14,7 +14,6 @@ variant.
 
 from __future__ import annotations
 
-import argparse
 import collections
 import subprocess
 import sys
@@ -23,7 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.dashboard import CHROMIUM, ROOT, machine
+from bench import _harness as h
+from bench.dashboard import ROOT, chromium, machine
 
 APP = Path(__file__).with_name("blank_page_app.py")
 HOG = "while True: sum(i * i for i in range(100000))"
@@ -79,27 +79,22 @@ def variant(browser: Any, url: str, name: str, rounds: int, tabs: int) -> dict[s
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = h.options(__doc__)
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--tabs", type=int, default=6)
     parser.add_argument("--hogs", type=int, default=2)
     parser.add_argument("--variants", nargs="+", default=["base", "single"])
     args = parser.parse_args(argv)
-    from playwright.sync_api import sync_playwright
-
     hogs = [subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(args.hogs)]
     proc = None
     try:
         proc, url = serve(Path(tempfile.gettempdir()) / "bench_blank_page.log")
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                         args=["--no-sandbox", "--disable-gpu"])
+        with chromium() as browser:
             print(machine())
             for name in args.variants:
                 started = time.monotonic()
                 result = variant(browser, url, name, args.rounds, args.tabs)
                 print(f"{name}: {result} ({time.monotonic() - started:.0f} s)", flush=True)
-            browser.close()
     finally:
         if proc is not None:
             proc.terminate()

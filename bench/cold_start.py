@@ -1,31 +1,29 @@
 """Cold start of the quick CLI commands: CPU of `--version`, `list` and `show` (issue 24,
 target 5: at most 0.5 s each, no litellm import).
 
-    python -m bench.cold_start --before /tmp/perf-before          # before and after, one run
-    python -m bench.cold_start --before /tmp/perf-before --write  # also into BENCHMARKS.md
+    python -m bench.cold_start --before 298112d          # before and after, one run
+    python -m bench.cold_start --before 298112d --write  # also into BENCHMARKS.md
 
-`--before` is a checkout of the code to compare with (`git worktree add /tmp/perf-before
-298112d`); the commands run as a user runs them, `python -m groupchat_core ...` in a fresh
-process, from each checkout, against the same store (GROUPCHAT_HOME in a temporary folder,
-with 3 recorded sim runs). CPU is the child's user + system time (os.wait4), medians of
-`--repeats` runs, before and after alternating so both see the same load. Also counted: which
-heavy libraries each command loaded. Measurement only: nothing here asserts on time.
+`--before` is a commit (or a checkout's folder) of the code to compare with; the commands run
+as a user runs them, `python -m groupchat_core ...` in a fresh process, from each checkout,
+against the same store (GROUPCHAT_HOME in a temporary folder, with 3 recorded sim runs). CPU
+is the child's user + system time (os.wait4), medians of `--reps` runs, before and after
+alternating so both see the same load. Also counted: which heavy libraries each command loaded.
+Measurement only: nothing here asserts on time.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from bench.report import write_section
+from bench import _harness as h
 
-AFTER = Path(__file__).resolve().parents[1]
+AFTER = h.ROOT
 HEAVY = ("litellm", "pandas", "sqlalchemy", "groupchat_core.sweeps")
 PROBE = ("import runpy, sys, atexit, json\n"
          "heavy = json.loads(sys.argv.pop(1))\n"
@@ -35,14 +33,13 @@ PROBE = ("import runpy, sys, atexit, json\n"
          "runpy.run_module('groupchat_core', run_name='__main__', alter_sys=True)\n")
 
 
-def cpu_of(checkout: Path, argv: list[str], env: dict[str, str]) -> float:
-    """User + system CPU seconds of `python -m groupchat_core ARGV` run from `checkout`."""
-    child = subprocess.Popen([sys.executable, "-m", "groupchat_core", *argv], cwd=checkout,
-                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def cpu_of(command: list[str], checkout: Path = AFTER, env: dict[str, str] | None = None) -> float:
+    """User + system CPU seconds of `python COMMAND` run from `checkout`."""
+    child = subprocess.Popen([sys.executable, *command], cwd=checkout, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode != 0:
-        raise SystemExit(f"{argv} failed in {checkout} (exit {child.returncode})")
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{command} failed in {checkout} (exit {status})")
     return usage.ru_utime + usage.ru_stime
 
 
@@ -66,43 +63,30 @@ def seeded_home(folder: Path) -> tuple[dict[str, str], str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--before", type=Path, required=True, help="checkout to compare with")
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--write", action="store_true", help="write BENCHMARKS.md's figures")
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as folder:
+    args = h.options(__doc__, reps=5, before="required", write=True).parse_args()
+    with tempfile.TemporaryDirectory() as folder, h.tree(args.before) as before:
         env, run_id = seeded_home(Path(folder))
         commands = {"--version": ["--version"], "list": ["list"], "show": ["show", run_id]}
         lines = ["| command | before: CPU s | after: CPU s | before loads | after loads |",
                  "|---|---:|---:|---|---|"]
         for name, argv in commands.items():
-            times: dict[str, list[float]] = {"before": [], "after": []}
-            for _ in range(args.repeats):
-                times["before"].append(cpu_of(args.before, argv, env))
-                times["after"].append(cpu_of(AFTER, argv, env))
-            before, after = (statistics.median(times[k]) for k in ("before", "after"))
-            loads = [", ".join(loaded_by(c, argv, env)) or "none" for c in (args.before, AFTER)]
-            lines.append(f"| `{name}` | {before:.2f} | {after:.2f} | {loads[0]} | {loads[1]} |")
-        bare = statistics.median(_cpu([sys.executable, "-c", "pass"])
-                                 for _ in range(args.repeats))
-        package = statistics.median(_cpu([sys.executable, "-c", "import groupchat_core"])
-                                    for _ in range(args.repeats))
-        storage = statistics.median(_cpu([sys.executable, "-c", "import sqlalchemy"])
-                                    for _ in range(args.repeats))
+            cli = ["-m", "groupchat_core", *argv]
+            cpu = h.alternate({tree: lambda cli=cli, root=root: cpu_of(cli, root, env)
+                               for tree, root in (("before", before), ("after", AFTER))},
+                              args.reps)
+            loads = [", ".join(loaded_by(c, argv, env)) or "none" for c in (before, AFTER)]
+            lines.append(h.row(f"`{name}`", f"{h.median(cpu['before']):.2f}",
+                               f"{h.median(cpu['after']):.2f}", *loads))
+        bare, package, storage = (h.median(cpu_of(["-c", code]) for _ in range(args.reps))
+                                  for code in ("pass", "import groupchat_core",
+                                               "import sqlalchemy"))
     figures = "\n".join(lines) + (
-        f"\n\nFloors, same run (CPU s, medians of {args.repeats}): a bare `python -c pass` "
+        f"\n\nFloors, same run (CPU s, medians of {args.reps}): a bare `python -c pass` "
         f"{bare:.2f}; `import groupchat_core` {package:.2f}; `import sqlalchemy` "
         f"{storage:.2f}.\n")
     print(figures)
     if args.write:
-        write_section("cold_start", figures)
-
-
-def _cpu(command: list[str]) -> float:
-    child = subprocess.Popen(command, cwd=AFTER, stdout=subprocess.DEVNULL)
-    _, _, usage = os.wait4(child.pid, 0)
-    return usage.ru_utime + usage.ru_stime
+        h.write_section("cold_start", figures)
 
 
 if __name__ == "__main__":

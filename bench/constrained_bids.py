@@ -17,14 +17,12 @@ Needs `make llm-setup` (the server is built once per machine). Results in BENCHM
 
 from __future__ import annotations
 
-import argparse
 import collections
 import json
-import platform
 import sys
-import time
 from typing import Any
 
+from bench import _harness as h
 from groupchat_core import Agent, GroupChat
 from groupchat_core.testing import LocalLLMServer
 
@@ -45,10 +43,8 @@ def summary(counts: dict[str, collections.Counter[str]],
             paths: dict[str, collections.Counter[str]], seconds: dict[str, float],
             max_tokens: int, max_loops: int, partial: bool) -> dict[str, Any]:
     """The figures so far: per mode, bids, readable, rate, outcomes, paths, seconds per bid."""
-    result: dict[str, Any] = {"machine": f"{platform.machine()} {platform.system()}, "
-                                         f"Python {platform.python_version()}",
-                              "max_tokens": max_tokens, "max_loops": max_loops,
-                              "partial": partial, "modes": {}}
+    result: dict[str, Any] = {"machine": h.machine(), "max_tokens": max_tokens,
+                              "max_loops": max_loops, "partial": partial, "modes": {}}
     for mode in MODES:
         total = sum(counts[mode].values())
         read = counts[mode]["read"]
@@ -80,9 +76,7 @@ def run(bids_per_mode: int, max_tokens: int, max_loops: int,
                           for name, prompt in roster]
                 chat = GroupChat(agents=agents, max_loops=max_loops, threshold=0.0,
                                  bid_timeout=None, bid_cache=False)
-                started = time.monotonic()
-                chat.run(task)
-                seconds[mode] += time.monotonic() - started
+                seconds[mode] += h.repeat(lambda chat=chat, task=task: chat.run(task), 1)[0]
                 record = chat.last_run
                 assert record is not None
                 for bid in record.bids:
@@ -99,7 +93,7 @@ def run(bids_per_mode: int, max_tokens: int, max_loops: int,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.constrained_bids")
+    parser = h.options(__doc__)
     parser.add_argument("--bids", type=int, default=200, help="bids per mode (default 200)")
     parser.add_argument("--max-tokens", type=int, default=160)
     parser.add_argument("--max-loops", type=int, default=2)

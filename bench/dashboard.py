@@ -3,8 +3,8 @@
     python -m bench.dashboard            # full run, about two minutes on 2 cores
     python -m bench.dashboard --quick    # smoke run (a 200-turn run, fewer repetitions)
     python -m bench.dashboard --write    # also rewrite the figures between the markers
-    python -m bench.dashboard --compare-with DIR   # only part 3, this tree against another
-                                         # checkout (e.g. `git archive HEAD~1`), interleaved
+    python -m bench.dashboard --before REV   # only part 3, this tree against a commit (or a
+                                             # checkout's folder), alternating
 
 1. the Analysis page for a 1,000-turn x 16-agent run, server side: the data and figure work the
    page does (no Streamlit), the page script under AppTest (whole, and without its transcript
@@ -17,30 +17,25 @@
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import os
-import platform
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from bench import _harness as h  # noqa: E402
 from bench.store import scripted_chat  # noqa: E402
 from groupchat_core.store import RunStore  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-
-from bench.report import write_section  # noqa: E402
-
-BENCHMARKS_MD = ROOT / "BENCHMARKS.md"
+ROOT = h.ROOT
 CHROMIUM = "/usr/bin/chromium"
 TARGETS = {"analysis_s": 2.0, "first_load_s": 5.0}
 METRICS = '[data-testid="stMetric"]'
@@ -49,13 +44,23 @@ DRAWN = "() => document.querySelectorAll('.js-plotly-plot svg.main-svg').length 
 
 
 def median_time(fn: Callable[[], Any], reps: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return h.median(h.repeat(fn, reps, warmup=1))
+
+
+@contextmanager
+def chromium() -> Iterator[Any]:
+    """Debian's chromium (never a downloaded one), headless, through Playwright."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.e2e.conftest import CHROMIUM_ARGS
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                     args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 def build_run(url: str, turns: int) -> str:
@@ -213,31 +218,24 @@ def charts_drawn(page: Any) -> None:
 def bench_browser(url: str, run_id: str, reps: int) -> dict[str, Any]:
     """Page loads after one warm-up load each (median of `reps` fresh contexts), then the
     Analysis page's script runs timed inside an instrumented server."""
-    from playwright.sync_api import sync_playwright
-
-    from tests.e2e.conftest import CHROMIUM_ARGS
-
     analysis = f"/analysis?run={run_id}"
     cases = [("Run (landing page): status line shown", "/", landing),
              ("Analysis, big run: metric cards shown", analysis, cards),
              ("Analysis, big run: first two charts drawn", analysis, charts_drawn)]
     out: dict[str, Any] = {}
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                     args=CHROMIUM_ARGS)
+    with chromium() as browser:
         with make_run(url) as base:
             for name, path, ready in cases:
                 load(browser, base + path, ready)  # warm-up: imports, caches, the server
                 runs = [load(browser, base + path, ready) for _ in range(reps)]
-                out[name] = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+                out[name] = {k: h.median(r[k] for r in runs) for k in runs[0]}
         with tempfile.TemporaryDirectory() as folder:
             log = Path(folder) / "script_runs.txt"
             with make_run(url, log) as base:
                 for _ in range(reps + 1):
                     load(browser, base + analysis, cards)
                 runs = [float(x) for x in log.read_text().split()]
-            out["script"] = statistics.median(runs[-reps:])  # one run per load; warm-up first
-        browser.close()
+            out["script"] = h.median(runs[-reps:])  # one run per load; warm-up first
     return out
 
 
@@ -357,91 +355,56 @@ def _script_time(page: Any, log: Path | None, before: int) -> float:
 VISITS = {"full navigation": interactive, "in-app": in_app}
 
 
-def bench_interactive(url: str, runs: dict[str, str], reps: int) -> dict[str, dict[str, float]]:
+def bench_interactive(url: str, runs: dict[str, str], reps: int,
+                      before: Path | None = None) -> dict[tuple[str, ...], dict[str, float]]:
     """Both visits (`VISITS`) for each run (name -> id) at desktop and phone size, against a
-    server that logs its script runs: one warm-up visit each, then `reps` rounds visiting every
-    case in turn (so load on a shared machine hits all alike); medians."""
-    from playwright.sync_api import sync_playwright
-
-    from tests.e2e.conftest import CHROMIUM_ARGS
-
-    cases = [(f"{name}, {visit}, {size}", run_id, VISITS[visit], size.startswith("phone"))
-             for visit in VISITS for name, run_id in runs.items()
-             for size in ("desktop 1280x900", "phone 390x844")]
-    found: dict[str, list[dict[str, float]]] = {name: [] for name, *_ in cases}
-    with sync_playwright() as pw, tempfile.TemporaryDirectory() as folder:
-        log = Path(folder) / "script_runs.txt"
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                     args=CHROMIUM_ARGS)
-        with make_run(url, log) as base:
-            for _, run_id, visit, phone in cases:
-                visit(browser, base, run_id, phone, log)  # warm-up: server caches, imports
-            for _ in range(reps):
-                for name, run_id, visit, phone in cases:
-                    found[name].append(visit(browser, base, run_id, phone, log))
-        browser.close()
-    return {name: {k: statistics.median(r[k] for r in rows) for k in rows[0]}
-            for name, rows in found.items()}
+    server that logs its script runs (and, with `before`, one started from that checkout on
+    the same database): one warm-up visit each, then `reps` rounds visiting every case in
+    turn, the order rotating (so load on a shared machine hits all alike); medians of each
+    case, and its per-round values under the key `rounds`."""
+    roots = {"after": ROOT, **({"before": before} if before else {})}
+    with tempfile.TemporaryDirectory() as folder, chromium() as browser, ExitStack() as stack:
+        logs = {tree: Path(folder) / f"{tree}.txt" for tree in roots}
+        servers = {tree: (stack.enter_context(make_run(url, logs[tree], root=root)), logs[tree])
+                   for tree, root in roots.items()}
+        cases = {(tree, visit, name, size): partial(VISITS[visit], browser, base, run_id,
+                                                    size.startswith("phone"), log)
+                 for visit in VISITS for name, run_id in runs.items()
+                 for size in ("desktop 1280x900", "phone 390x844")
+                 for tree, (base, log) in servers.items()}
+        for visit_once in cases.values():
+            visit_once()  # warm-up: server caches, imports
+        found = h.alternate(cases, reps)
+    return {case: {**{k: h.median(r[k] for r in rows) for k in rows[0]},
+                   **{f"round {i}": r[KEY] for i, r in enumerate(rows)}}
+            for case, rows in found.items()}
 
 
-def compare_interactive(url: str, runs: dict[str, str], other: Path,
-                        rounds: int) -> list[str]:
-    """Both visits (`VISITS`) for this tree's server and one started from `other` (another
-    checkout, same database; both log their script runs), every case of both in each round, the
-    order reversed every other round (so the shared machine's load hits both alike): medians,
-    quartiles and per-round ratios of the tab click answered, and medians of the script time and
-    the long tasks."""
-    from playwright.sync_api import sync_playwright
+KEY = "tab click answered"
 
-    from tests.e2e.conftest import CHROMIUM_ARGS
 
-    key = "tab click answered"
-    found: dict[tuple[str, str, str, bool], list[dict[str, float]]] = {}
-    loads: list[float] = []
-    with tempfile.TemporaryDirectory() as folder, sync_playwright() as pw, \
-            make_run(url, Path(folder) / "other.txt", root=other) as before, \
-            make_run(url, Path(folder) / "this.txt") as after:
-        logs = {"other": Path(folder) / "other.txt", "this": Path(folder) / "this.txt"}
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                     args=CHROMIUM_ARGS)
-        cases = [(tree, base, visit, name, run_id, phone) for visit in VISITS
-                 for name, run_id in runs.items() for phone in (False, True)
-                 for tree, base in (("other", before), ("this", after))]
-        for tree, base, visit, _, run_id, phone in cases:
-            VISITS[visit](browser, base, run_id, phone, logs[tree])  # warm-up
-        for i in range(rounds):
-            loads.append(os.getloadavg()[0])
-            for tree, base, visit, name, run_id, phone in (cases if i % 2 == 0
-                                                            else cases[::-1]):
-                result = VISITS[visit](browser, base, run_id, phone, logs[tree])
-                found.setdefault((tree, visit, name, phone), []).append(result)
-        browser.close()
-    lines = [f"| visit | case | other tree: {key} (s), median (quartiles) | this tree | "
-             "this / other per round, median (range) | script runs, sum (s): other → this | "
-             "long tasks, sum (s): other → this |", "|---|---|---:|---:|---:|---:|---:|"]
+def compare_table(busy: dict[tuple[str, ...], dict[str, float]]) -> str:
+    """Before and after side by side: medians and quartiles of the tab click answered, per
+    round ratios, medians of the script time and the long tasks."""
+    def spread(rounds: list[float]) -> str:
+        q1, q2, q3 = h.quartiles(rounds)
+        return f"{q2:.2f} ({q1:.2f}–{q3:.2f})"
 
-    def spread(values: list[float]) -> str:
-        q = statistics.quantiles(values, n=4) if len(values) > 1 else values * 3
-        return f"{q[1]:.2f} ({q[0]:.2f}–{q[2]:.2f})"
-
-    def median(rows: list[dict[str, float]], k: str) -> str:
-        return f"{statistics.median(r[k] for r in rows):.2f}"
-
-    for visit in VISITS:
-        for name in runs:
-            for phone in (False, True):
-                a, b = found[("other", visit, name, phone)], found[("this", visit, name, phone)]
-                ratios = [y[key] / x[key] for x, y in zip(a, b, strict=True)]
-                size = "phone 390x844" if phone else "desktop 1280x900"
-                lines.append(
-                    f"| {visit} | {name}, {size} | {spread([r[key] for r in a])} | "
-                    f"{spread([r[key] for r in b])} | {statistics.median(ratios):.2f} "
-                    f"({min(ratios):.2f}–{max(ratios):.2f}) | "
-                    f"{median(a, 'script runs, sum')} → {median(b, 'script runs, sum')} | "
-                    f"{median(a, 'long tasks, sum')} → {median(b, 'long tasks, sum')} |")
-    lines.append(f"\n{rounds} rounds; load average (1 min) at each round's start: "
-                 + ", ".join(f"{x:.1f}" for x in loads) + ".")
-    return lines
+    rows = []
+    for (tree, visit, name, size), a in busy.items():
+        if tree != "after":
+            continue
+        b = busy[("before", visit, name, size)]
+        rb, ra = ([v for k, v in r.items() if k.startswith("round ")] for r in (b, a))
+        ratios = [y / x for x, y in zip(rb, ra, strict=True)]
+        rows.append([visit, f"{name}, {size}", spread(rb), spread(ra),
+                     f"{h.median(ratios):.2f} ({min(ratios):.2f}–{max(ratios):.2f})",
+                     f"{b['script runs, sum']:.2f} → {a['script runs, sum']:.2f}",
+                     f"{b['long tasks, sum']:.2f} → {a['long tasks, sum']:.2f}"])
+    return h.table(["visit", "case", f"before: {KEY} (s), median (quartiles)", "after",
+                    "after / before per round, median (range)",
+                    "script runs, sum (s): before → after",
+                    "long tasks, sum (s): before → after"], rows) + f"\n\n{machine()}\n"
 
 
 # --- report ---------------------------------------------------------------------------------
@@ -450,18 +413,14 @@ def compare_interactive(url: str, runs: dict[str, str], other: Path,
 def machine() -> str:
     import streamlit
 
-    cpu = next((line.split(":", 1)[1].strip() for line in
-                Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())
     chromium = subprocess.run([CHROMIUM, "--version"], capture_output=True, text=True,
                               check=False).stdout.strip()
-    return (f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, "
-            f"Streamlit {streamlit.__version__}, {chromium}")
+    return h.machine(Streamlit=streamlit.__version__, browser=chromium)
 
 
 def report(turns: int, rows: int, functions: dict[str, float], apptest: dict[str, float],
            browser: dict[str, Any], reps: int, quick: bool,
-           busy: dict[str, dict[str, float]] | None = None) -> str:
+           busy: dict[tuple[str, ...], dict[str, float]] | None = None) -> str:
     def verdict(value: float, target: float) -> str:
         return "meets" if value < target else "misses"
 
@@ -497,31 +456,26 @@ def report(turns: int, rows: int, functions: dict[str, float], apptest: dict[str
             "heatmap drawn (s) | tab click answered (s) | long tasks, sum (s) | "
             f"script runs, sum (s) | target < {target:g} s |",
             "|---|---:|---:|---:|---:|---|",
-            *(f"| {name} | {r['heatmap drawn']:.2f} | {r['tab click answered']:.2f} | "
-              f"{r['long tasks, sum']:.2f} | {r['script runs, sum']:.2f} | "
+            *(f"| {name}, {visit}, {size} | {r['heatmap drawn']:.2f} | "
+              f"{r['tab click answered']:.2f} | {r['long tasks, sum']:.2f} | "
+              f"{r['script runs, sum']:.2f} | "
               f"{verdict(r['tab click answered'], target) if 'big' in name else '—'} |"
-              for name, r in busy.items()),
+              for (_, visit, name, size), r in busy.items()),
             "",
         ]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.dashboard")
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--write", action="store_true")
-    parser.add_argument("--compare-with", type=Path, default=None,
-                        help="another checkout: run only part 3, side by side with it")
-    parser.add_argument("--rounds", type=int, default=7)
+    parser = h.options(__doc__, reps=5, quick=True, before="optional", write=True)
     args = parser.parse_args(argv)
-    turns, reps = (200, 3) if args.quick else (1000, 5)
-    if args.compare_with is not None:
-        with tempfile.TemporaryDirectory() as folder:
+    turns, reps = (200, min(3, args.reps)) if args.quick else (1000, args.reps)
+    if args.before is not None:
+        with tempfile.TemporaryDirectory() as folder, h.tree(args.before) as before:
             url = f"sqlite:///{folder}/dashboard.db"
             runs = {f"big run, {turns:,} turns x 16": build_run(url, turns),
                     "control, 10 turns x 16": build_run(url, 10)}
-            print("\n".join(compare_interactive(url, runs, args.compare_with.resolve(),
-                                                args.rounds)))
+            print(compare_table(bench_interactive(url, runs, reps, before)))
         return
     with tempfile.TemporaryDirectory() as folder:
         url = f"sqlite:///{folder}/dashboard.db"
@@ -541,8 +495,7 @@ def main(argv: list[str] | None = None) -> None:
     figures = report(turns, rows, functions, apptest, browser, reps, args.quick, busy)
     print(figures)
     if args.write:
-        write_section("dashboard", figures)
-        print(f"wrote {BENCHMARKS_MD}", file=sys.stderr)
+        h.write_section("dashboard", figures)
 
 
 if __name__ == "__main__":

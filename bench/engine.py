@@ -14,15 +14,11 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import cProfile
 import datetime as dt
-import multiprocessing
 import os
-import platform
 import pstats
-import statistics
 import subprocess
 import sys
 import threading
@@ -34,11 +30,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from bench import _harness as h
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-ROOT = Path(__file__).resolve().parent.parent
-BENCHMARKS_MD = ROOT / "BENCHMARKS.md"
-BEGIN, END = "<!-- bench.engine:begin -->", "<!-- bench.engine:end -->"
 LATENCY_S = 0.2
 MODEL = "openai/gpt-4o-mini"  # priced in litellm's local cost map: cost is computed as for real
 UNPRICED_MODEL = "openai/local-model"  # what a local server usually is: no price known
@@ -68,61 +63,18 @@ QUICK = Plan(sizes=(2, 8), reps=2, cpu_pairs=10, profile_calls=40, setting_pairs
              sim_chats=100, cold_runs=2)
 
 
-# --- the HTTP server, in its own process ----------------------------------------------------
+def silent_bids(server: Any, latency: float = LATENCY_S) -> None:
+    """The server's setup (in its own process): every bid silent, after `latency` seconds."""
+    from groupchat_core.testing import tool_call
 
-
-def _serve(conn: Any, latency: float) -> None:
-    """Child process: a silent-bid FakeOpenAIServer; answers commands over the pipe."""
-    from groupchat_core.testing import FakeOpenAIServer, tool_call
-
-    server = FakeOpenAIServer(default_latency=latency).start()
+    server.default_latency = latency
     server.set_responder(None, lambda body: tool_call(0.0, ""))
-    conn.send(server.base_url)
-    while True:
-        command, arg = conn.recv()
-        if command == "latency":
-            server.default_latency = arg
-            conn.send(arg)
-        elif command == "messages":  # the messages of the last `arg` requests, verbatim
-            conn.send([r.body.get("messages") for r in server.requests[-arg:]])
-        else:
-            break
-    server.stop()
-
-
-class ServerProcess:
-    """FakeOpenAIServer in a spawned process, so its CPU never counts against the client.
-
-    `serve(conn, arg)` runs in the child: it sends the server's base URL, then answers
-    commands over the pipe (default: silent bids after `arg` seconds of latency)."""
-
-    def __init__(self, serve: Callable[[Any, float], None] = _serve,
-                 arg: float = LATENCY_S) -> None:
-        self._serve, self._arg = serve, arg
-
-    def __enter__(self) -> ServerProcess:
-        ctx = multiprocessing.get_context("spawn")
-        self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=self._serve, args=(child, self._arg), daemon=True)
-        self._proc.start()
-        self.base_url: str = self._conn.recv()
-        return self
-
-    def ask(self, command: str, arg: Any = None) -> Any:
-        self._conn.send((command, arg))
-        return self._conn.recv()
-
-    def __exit__(self, *exc: object) -> None:
-        self._conn.send(("stop", None))
-        self._proc.join(5)
-        if self._proc.is_alive():
-            self._proc.terminate()
 
 
 # --- shared helpers ---------------------------------------------------------------------------
 
 
-def _http_chat(base_url: str, n: int, model: str, api_key: str = API_KEY) -> Any:
+def http_chat(base_url: str, n: int, model: str, api_key: str = API_KEY) -> Any:
     from groupchat_core import Agent, GroupChat
 
     agents = [Agent(agent_name=f"Agent{i}", system_prompt=DEBATE[i % 3][1], model_name=model,
@@ -130,7 +82,7 @@ def _http_chat(base_url: str, n: int, model: str, api_key: str = API_KEY) -> Any
     return GroupChat(agents=agents, max_loops=2)  # task + one turn: exactly one turn runs
 
 
-def _one_lull_turn(chat: Any, n: int) -> bool:
+def one_lull_turn(chat: Any, n: int) -> bool:
     run = chat.last_run
     return (run.stop_reason == "lull" and len(run.turns) == 1 and len(run.bids) == n
             and all(b.error is None for b in run.bids))
@@ -150,7 +102,7 @@ async def _gather_calls(litellm: Any, base_url: str, model: str, batch: Sequence
     return list(replies)
 
 
-def _bare(litellm: Any, base_url: str, model: str, batch: Sequence[Any], times: int = 1,
+def bare(litellm: Any, base_url: str, model: str, batch: Sequence[Any], times: int = 1,
           drain: bool = False, api_key: str = API_KEY) -> list[Any]:
     from groupchat_core import background_loop
 
@@ -161,18 +113,6 @@ def _bare(litellm: Any, base_url: str, model: str, batch: Sequence[Any], times: 
         return replies
 
     return background_loop().submit(repeat()).result()
-
-
-def _wall(fn: Callable[[], Any]) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-
-
-def _cpu(fn: Callable[[], Any]) -> float:
-    start = time.process_time()
-    fn()
-    return time.process_time() - start
 
 
 # --- 1. turn wall time ------------------------------------------------------------------------
@@ -195,42 +135,28 @@ class TurnRow:
         return self.turn_ms / (LATENCY_S * 1000.0)
 
 
-def _paired(first: Callable[[], float], second: Callable[[], float],
-            pairs: int) -> tuple[list[float], list[float]]:
-    """Measure two things side by side, order alternating, so drift hits both alike."""
-    xs, ys = [], []
-    for i in range(pairs):
-        if i % 2 == 0:
-            xs.append(first())
-            ys.append(second())
-        else:
-            ys.append(second())
-            xs.append(first())
-    return xs, ys
-
-
-def _turn_row(server: ServerProcess, litellm: Any, n: int, reps: int) -> TurnRow:
-    chat = _http_chat(server.base_url, n, MODEL)
+def _turn_row(server: h.ServerProcess, litellm: Any, n: int, reps: int) -> TurnRow:
+    chat = http_chat(server.base_url, n, MODEL)
     chat.run(TASK)  # untimed warm-up: connections for n agents, prompt caches
     batch = server.ask("messages", n)
-    _bare(litellm, server.base_url, MODEL, batch)
+    bare(litellm, server.base_url, MODEL, batch)
     slowest: list[float] = []
     ok = True
 
     def engine() -> float:
         nonlocal ok
-        seconds = _wall(lambda: chat.run(TASK))
-        ok = ok and _one_lull_turn(chat, n)
+        seconds = h.repeat(lambda: chat.run(TASK), 1)[0]
+        ok = ok and one_lull_turn(chat, n)
         slowest.append(max(b.latency_ms for b in chat.last_run.bids))
         return seconds
 
-    engine_s, bare_s = _paired(engine, lambda: _wall(lambda: _bare(
-        litellm, server.base_url, MODEL, batch)), reps)
-    return TurnRow(n, 1000 * statistics.median(engine_s), 1000 * statistics.median(bare_s),
-                   statistics.median(slowest), ok)
+    found = h.alternate({"engine": engine, "bare": lambda: h.repeat(lambda: bare(
+        litellm, server.base_url, MODEL, batch), 1)[0]}, reps)
+    return TurnRow(n, 1000 * h.median(found["engine"]), 1000 * h.median(found["bare"]),
+                   h.median(slowest), ok)
 
 
-def bench_turns(server: ServerProcess, litellm: Any, plan: Plan) -> list[TurnRow]:
+def bench_turns(server: h.ServerProcess, litellm: Any, plan: Plan) -> list[TurnRow]:
     server.ask("latency", LATENCY_S)
     rows = []
     for n in plan.sizes:
@@ -254,7 +180,7 @@ class CpuRow:
     litellm_ms_per_call: float
 
 
-def _settled_cpu(fn: Callable[[], Any]) -> float:
+def settled_cpu(fn: Callable[[], Any]) -> float:
     """CPU of fn plus the loop work it leaves behind (litellm's post-call logging tasks)."""
     from groupchat_core import background_loop
 
@@ -264,21 +190,22 @@ def _settled_cpu(fn: Callable[[], Any]) -> float:
     return time.process_time() - start
 
 
-def bench_cpu(server: ServerProcess, litellm: Any, plan: Plan, model: str) -> CpuRow:
+def bench_cpu(server: h.ServerProcess, litellm: Any, plan: Plan, model: str) -> CpuRow:
     """Pairs of (one-turn chat, bare gather of the same 8 calls), order alternating, so load
     from other tenants of the machine hits both sides alike."""
     server.ask("latency", 0.0)
     n = 8
-    chat = _http_chat(server.base_url, n, model)
+    chat = http_chat(server.base_url, n, model)
     chat.run(TASK)
     batch = server.ask("messages", n)
-    _bare(litellm, server.base_url, model, batch, times=2)
-    engine_s, bare_s = _paired(
-        lambda: _settled_cpu(lambda: chat.run(TASK)),
-        lambda: _settled_cpu(lambda: _bare(litellm, server.base_url, model, batch)),
+    bare(litellm, server.base_url, model, batch, times=2)
+    found = h.alternate({
+        "engine": lambda: settled_cpu(lambda: chat.run(TASK)),
+        "bare": lambda: settled_cpu(lambda: bare(litellm, server.base_url, model, batch))},
         plan.cpu_pairs)
+    engine_s, bare_s = found["engine"], found["bare"]
     bids = len(engine_s) * n
-    median = statistics.median(e - b for e, b in zip(engine_s, bare_s, strict=True)) / n * 1000
+    median = h.median(e - b for e, b in zip(engine_s, bare_s, strict=True)) / n * 1000
     mean = (sum(engine_s) - sum(bare_s)) / bids * 1000
     return CpuRow(model, bids, sum(engine_s), sum(bare_s), median, mean,
                   sum(bare_s) / bids * 1000)
@@ -346,7 +273,7 @@ def _cumulative(stats: pstats.Stats, fragment: str, name: str) -> float:
     return sum(v[3] for (path, _, fn), v in raw.items() if fn == name and fragment in path)
 
 
-def profile_litellm(server: ServerProcess, litellm: Any, plan: Plan) -> Profile:
+def profile_litellm(server: h.ServerProcess, litellm: Any, plan: Plan) -> Profile:
     from groupchat_core import background_loop
 
     server.ask("latency", 0.0)
@@ -364,7 +291,7 @@ def profile_litellm(server: ServerProcess, litellm: Any, plan: Plan) -> Profile:
             loop_profile.disable()
             asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())
 
-    cpu = _cpu(lambda: runner.submit(profiled()).result())
+    cpu = h.repeat(lambda: runner.submit(profiled()).result(), 1, clock=time.process_time)[0]
     executor.shutdown()
     stats = pstats.Stats(loop_profile)
     for profile in executor.profiles:
@@ -433,12 +360,12 @@ def _set(litellm: Any, name: str, value: Any) -> Any:
     return old
 
 
-def _features(litellm: Any, server: ServerProcess, batch: Sequence[Any], key: str) -> str:
+def _features(litellm: Any, server: h.ServerProcess, batch: Sequence[Any], key: str) -> str:
     """Do usage tokens, cost and token counting still work, bare and through the engine?"""
-    reply = _bare(litellm, server.base_url, MODEL, batch[:1], api_key=key)[0]
+    reply = bare(litellm, server.base_url, MODEL, batch[:1], api_key=key)[0]
     cost = (getattr(reply, "_hidden_params", None) or {}).get("response_cost")
     usage = getattr(reply.usage, "prompt_tokens", None)
-    chat = _http_chat(server.base_url, 2, MODEL, api_key=key)
+    chat = http_chat(server.base_url, 2, MODEL, api_key=key)
     chat.run(TASK)
     bid = chat.last_run.bids[0]
     parsed = bid.path == "tool_call" and bid.error is None
@@ -452,7 +379,7 @@ def _features(litellm: Any, server: ServerProcess, batch: Sequence[Any], key: st
     return "tool call, usage, cost, token_counter ok"
 
 
-def _measure_setting(litellm: Any, server: ServerProcess, batch: Sequence[Any], plan: Plan,
+def _measure_setting(litellm: Any, server: h.ServerProcess, batch: Sequence[Any], plan: Plan,
                      changes: Sequence[tuple[str, Any]]) -> tuple[float, float, str]:
     """Per-call CPU without and with the change: single gathers of 8, alternating (the change
     is applied around each with-gather). The with-calls use their own API key, so litellm builds
@@ -460,19 +387,19 @@ def _measure_setting(litellm: Any, server: ServerProcess, batch: Sequence[Any], 
     key = API_KEY + "-" + "-".join(name for name, _ in changes or [("control", None)])
 
     def plain() -> float:
-        return _settled_cpu(lambda: _bare(litellm, server.base_url, MODEL, batch))
+        return settled_cpu(lambda: bare(litellm, server.base_url, MODEL, batch))
 
     def changed() -> float:
         old = [(name, _set(litellm, name, value)) for name, value in changes]
         try:
-            return _settled_cpu(lambda: _bare(litellm, server.base_url, MODEL, batch,
+            return settled_cpu(lambda: bare(litellm, server.base_url, MODEL, batch,
                                               api_key=key))
         finally:
             for name, value in old:
                 _set(litellm, name, value)
 
     changed()  # settle: the new client's first connections
-    base, with_setting = _paired(plain, changed, plan.setting_pairs)
+    found = h.alternate({"plain": plain, "changed": changed}, plan.setting_pairs)
     old = [(name, _set(litellm, name, value)) for name, value in changes]
     try:
         features = _features(litellm, server, batch, key)
@@ -480,11 +407,10 @@ def _measure_setting(litellm: Any, server: ServerProcess, batch: Sequence[Any], 
         for name, value in old:
             _set(litellm, name, value)
     per_call = 1000 / len(batch)
-    return (statistics.median(base) * per_call, statistics.median(with_setting) * per_call,
-            features)
+    return h.median(found["plain"]) * per_call, h.median(found["changed"]) * per_call, features
 
 
-def try_settings(server: ServerProcess, litellm: Any, plan: Plan) -> list[SettingRow]:
+def try_settings(server: h.ServerProcess, litellm: Any, plan: Plan) -> list[SettingRow]:
     server.ask("latency", 0.0)
     batch = server.ask("messages", 8)
     base, control, features = _measure_setting(litellm, server, batch, plan, [])
@@ -561,40 +487,18 @@ class ColdResult:
 
     @property
     def median_s(self) -> float:
-        return statistics.median(self.runs)
+        return h.median(self.runs)
 
 
 def bench_cold_start(runs: int) -> ColdResult:
-    times, imported = [], False
-    for _ in range(runs):
-        start = time.perf_counter()
-        done = subprocess.run([sys.executable, "-c", COLD_START], cwd=ROOT, check=True,
-                              capture_output=True, text=True)
-        times.append(time.perf_counter() - start)
-        imported = imported or done.stdout.strip().endswith("True")
-    return ColdResult(times, imported)
+    said: list[str] = []
+    times = h.repeat(lambda: said.append(subprocess.run(
+        [sys.executable, "-c", COLD_START], cwd=h.ROOT, check=True, capture_output=True,
+        text=True).stdout.strip()), runs)
+    return ColdResult(times, any(out.endswith("True") for out in said))
 
 
 # --- report ---------------------------------------------------------------------------------
-
-
-def machine() -> dict[str, str]:
-    model = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {
-        "nproc": str(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                     else os.cpu_count()),
-        "CPU": model,
-        "Python": platform.python_version(),
-        "litellm": metadata.version("litellm"),
-        "OS": platform.platform(),
-    }
 
 
 def _mark(ok: bool) -> str:
@@ -691,11 +595,10 @@ def _settings_table(rows: list[SettingRow]) -> list[str]:
 
 
 def render(results: Results) -> str:
-    info = machine()
     today = dt.date.today().isoformat()
     mode = "quick smoke run (`--quick`)" if results.quick else "full run"
     out = ["## Machine", "", f"Measured {today}, {mode}.", ""]
-    out += [f"- {k}: {v}" for k, v in info.items()]
+    out += [f"- {h.machine(litellm=metadata.version('litellm'))}"]
     out += [f"- litellm import: {results.litellm_import_s:.2f} s; first HTTP chat (untimed "
             f"warm-up): {results.first_chat_s:.2f} s", "",
             "## Engine (issue: engine)", "", f"Date: {today}.", "", "### Targets", ""]
@@ -716,17 +619,6 @@ def render(results: Results) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_markdown(figures: str, path: Path = BENCHMARKS_MD) -> None:
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    block = f"{BEGIN}\n{figures}{END}"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text)
-
-
 # --- main -------------------------------------------------------------------------------------
 
 
@@ -739,11 +631,12 @@ def run(plan: Plan, quick: bool) -> Results:
     print(f"[4] cold start x{plan.cold_runs} ...", flush=True)
     results.cold = bench_cold_start(plan.cold_runs)
     groupchat_core.set_max_inflight_calls(64)  # >= 32, so N=32 is never throttled
-    with ServerProcess() as server:
+    with h.ServerProcess(silent_bids) as server:
         start = time.perf_counter()
         litellm = groupchat_core.prepare_litellm()
         results.litellm_import_s = time.perf_counter() - start
-        results.first_chat_s = _wall(lambda: _http_chat(server.base_url, 2, MODEL).run(TASK))
+        results.first_chat_s = h.repeat(
+            lambda: http_chat(server.base_url, 2, MODEL).run(TASK), 1)[0]
         print("[1] turn wall time ...", flush=True)
         results.turns = bench_turns(server, litellm, plan)
         print("[2] CPU per bid ...", flush=True)
@@ -756,11 +649,7 @@ def run(plan: Plan, quick: bool) -> Results:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.engine", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="fast smoke run")
-    parser.add_argument("--write", action="store_true", help="update BENCHMARKS.md")
-    args = parser.parse_args(argv)
+    args = h.options(__doc__, quick=True, write=True).parse_args(argv)
     started = time.perf_counter()
     results = run(QUICK if args.quick else Plan(), args.quick)
     figures = render(results)
@@ -771,8 +660,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         for name, ms in results.profile.top:
             print(f"  {ms:7.2f}  {name}")
     if args.write:
-        write_markdown(figures)
-        print(f"wrote {BENCHMARKS_MD}")
+        h.write_section("engine", figures)
     print(f"total {time.perf_counter() - started:.0f} s")
 
 

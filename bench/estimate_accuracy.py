@@ -16,13 +16,14 @@ CPU time; on a machine busy with other work it is longer, by a factor the estima
 
 from __future__ import annotations
 
-import argparse
 import os
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench import _harness as h
+
+ROOT = h.ROOT
 EXAMPLES = ("examples/sweep-order.yaml", "examples/sweep-random.yaml",
             "examples/experiments/du_math_debate.yaml")
 
@@ -47,9 +48,7 @@ def measure(path: Path, folder: Path) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="the two small examples only")
-    args = parser.parse_args()
+    args = h.options(__doc__, quick=True).parse_args()
     os.environ.setdefault("GROUPCHAT_BLOCK_REMOTE_CALLS", "1")  # sims only: nothing leaves
     examples = EXAMPLES[:2] if args.quick else EXAMPLES
     print(f"{'sweep':<42} {'cells':>5} {'calls est':>9} {'needed':>7} {'wall est':>8} "

@@ -14,13 +14,13 @@ worst stall, the wall time of the chat, and how the hostile bid ended.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import multiprocessing
 import time
+from functools import partial
 from typing import Any
 
-from bench.engine import machine
+from bench import _harness as h
+from groupchat_core.testing import HostileServer
 
 ROUTES = ("openai", "hosted_vllm", "lm_studio")
 # (case, streamed?): what each hostile model sends is described in groupchat_core.testing
@@ -28,14 +28,6 @@ CASES = (("huge_error", False), ("huge_reply", False), ("trickle", False),
          ("big_stream", True), ("flood", True), ("echo", True))
 TIMEOUT = 10.0
 PROBE_SLEEP = 0.01
-
-
-def _serve(conn: Any) -> None:
-    from groupchat_core.testing import HostileServer
-
-    server = HostileServer(echo_values=("bench-canary-key-0123456789",)).start()
-    conn.send(server.base_url)
-    conn.recv()  # until the parent is done
 
 
 class _Probe:
@@ -97,32 +89,28 @@ def one_case(base: str, route: str, case: str, stream: bool) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = h.options(__doc__)
     parser.add_argument("--routes", nargs="*", default=list(ROUTES))
     parser.add_argument("--cases", nargs="*", default=[c for c, _ in CASES])
     args = parser.parse_args()
     from groupchat_core import prepare_litellm
 
     prepare_litellm()
-    context = multiprocessing.get_context("spawn")
-    parent, child = context.Pipe()
-    server = context.Process(target=_serve, args=(child,), daemon=True)
-    server.start()
-    base = parent.recv()
-    print("machine:", machine())
+    print("machine:", h.machine())
     rows = []
-    for route in args.routes:
-        one_case(base, route, "ok", False)  # warm: clients, imports
-        for case, stream in CASES:
-            if case in args.cases:
-                row = one_case(base, route, case, stream)
-                rows.append(row)
-                print(f"| `{route}/` | {case}{' (streamed)' if stream else ''} | "
-                      f"{row['stall_ms']:,.0f} ms | {row['wall_s']:.1f} s | {row['outcome']} "
-                      f"| {row['deltas']:,} |", flush=True)
+    hostile = partial(HostileServer, echo_values=("bench-canary-key-0123456789",))
+    with h.ServerProcess(None, server=hostile) as server:
+        for route in args.routes:
+            one_case(server.base_url, route, "ok", False)  # warm: clients, imports
+            for case, stream in CASES:
+                if case in args.cases:
+                    row = one_case(server.base_url, route, case, stream)
+                    rows.append(row)
+                    print(h.row(f"`{route}/`", case + (" (streamed)" if stream else ""),
+                                f"{row['stall_ms']:,.0f} ms", f"{row['wall_s']:.1f} s",
+                                row["outcome"], f"{row['deltas']:,}"), flush=True)
     worst = max(rows, key=lambda r: r["stall_ms"])
     print(f"worst stall: {worst['stall_ms']:,.0f} ms ({worst['route']}/{worst['case']})")
-    parent.send("stop")
 
 
 if __name__ == "__main__":

@@ -25,14 +25,13 @@ the interval's width over the t interval's (both cut to the range).
 
 from __future__ import annotations
 
-import argparse
 import math
 import tempfile
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 
+from bench import _harness as h
 from groupchat_core.sweeps import (
     BOOTSTRAP_SEED,
     Interval,
@@ -43,7 +42,7 @@ from groupchat_core.sweeps import (
     t_interval,
 )
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "statistics.md"
+DOC = h.ROOT / "docs" / "statistics.md"
 NS = (3, 5, 10, 30)
 SEED = 20261202
 Draw = Callable[[np.random.Generator, int], np.ndarray]
@@ -205,26 +204,16 @@ def table(rows: list[dict[str, object]], reps: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_doc(text: str, path: Path = DOC) -> None:
-    begin, end = "<!-- bench.interval_coverage:begin -->", "<!-- bench.interval_coverage:end -->"
-    doc = path.read_text()
-    head, rest = doc.split(begin, 1)
-    path.write_text(head + begin + "\n" + text + end + rest.split(end, 1)[1])
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="200 samples per row")
-    parser.add_argument("--reps", type=int, default=None, help="samples per row")
+    parser = h.options(__doc__, reps=1000, quick=True, write=True)
     parser.add_argument("--sim-repeats", type=int, default=400, help="sim chats per cell")
-    parser.add_argument("--write", action="store_true", help="rewrite docs/statistics.md")
     args = parser.parse_args()
-    reps = args.reps or (200 if args.quick else 1000)
+    reps = 200 if args.quick else args.reps
     populations = {**SYNTHETIC, **sim_populations(args.sim_repeats)}
     text = table(study(reps, populations), reps)
     print(text)
     if args.write:
-        write_doc(text)
+        h.write_section("interval_coverage", text, DOC)
 
 
 if __name__ == "__main__":

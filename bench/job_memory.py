@@ -3,6 +3,7 @@
     python -m bench.job_memory                        # 1,000 chats of 10 turns x 3 agents
     python -m bench.job_memory --turns 40 --agents 5  # bigger chats
     python -m bench.job_memory --chats 200 --every 50 # quicker
+    python -m bench.job_memory --before 0f75e24       # the same on that commit's code first
 
 Runs sim chats one after another through the path the Run page's Start button takes
 (groupchat_ui.run.logic.start_run: a recorded, streamed chat handed to a JobRegistry, on the
@@ -16,24 +17,21 @@ groupchat_core's sim provider, no part of the job table; a few KiB per new text)
 the first chat, and what grows is what the job table keeps. `--varied` gives each chat its own
 task: then that cache grows too (about three texts per chat) until it is full.
 
-Only the public parts that the code before issue 44 also had are used, so the same file runs
-against an older checkout for the before figure:
-
-    git archive <commit> | tar -x -C /tmp/before
-    cd /tmp/before && PYTHONPATH=. /path/to/.venv/bin/python /path/to/bench/job_memory.py
+Only the public parts that the code before issue 44 also had are used, so `--before` runs
+this same scenario, in a process of its own, on an older commit's code (or a checkout's).
 """
 
 from __future__ import annotations
 
-import argparse
 import gc
 import os
-import platform
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from bench import _harness as h
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -113,7 +111,7 @@ def run(chats: int, every: int, turns: int, agents: int,
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = h.options(__doc__, before="optional")
     parser.add_argument("--chats", type=int, default=1000)
     parser.add_argument("--every", type=int, default=100)
     parser.add_argument("--turns", type=int, default=10)
@@ -123,16 +121,20 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.chats < 1 or args.every < 1 or args.turns < 1 or not 2 <= args.agents <= 16:
         parser.error("--chats, --every and --turns must be at least 1; --agents 2 to 16")
+    if args.before is not None:
+        here = [a for a in (sys.argv[1:] if argv is None else argv)
+                if a not in ("--before", args.before)]
+        with h.tree(args.before) as before:
+            h.rerun(before, "bench.job_memory", here)
     from groupchat_ui.kit import jobs
 
     keep = getattr(jobs, "keep_finished_setting", None)
     print(f"## job table memory: {args.chats} sim chats of {args.turns} turns x {args.agents} "
           f"agents, one after another (streamed, recorded), through JobRegistry; "
           f"{'a task of its own per chat' if args.varied else 'one task and seed for all'}")
-    print(f"- code: {Path.cwd()} · keep finished whole: "
+    print(f"- code: {Path(jobs.__file__).parents[2]} · keep finished whole: "
           f"{keep() if keep else 'no bound (before issue 44)'}")
-    print(f"- machine: {len(os.sched_getaffinity(0))} cores, Python "
-          f"{platform.python_version()}, {platform.platform()}")
+    print(f"- machine: {h.machine()}")
     rows = run(args.chats, args.every, args.turns, args.agents, args.varied)
     base = rows[0]["rss"]
     print("\n| chats | RSS MiB | vs start | kept whole | summaries | forgotten | session list "

@@ -1,8 +1,8 @@
 """Tokens on screen and the first run after a server start (issue 24, target 2). Measurement only.
 
-    python -m bench.live_view --before DIR [--reps 3]
+    python -m bench.live_view --before REV|DIR [--reps 3]
 
-For this tree and another checkout `DIR`, alternating, each repetition on a newly started
+For this tree and a commit or another checkout, alternating, each repetition on a newly started
 server (`make run`'s command line, a temporary SQLite store with two agents on a scripted
 OpenAI-compatible server in this process, on loopback):
 1. *first run after a server start*: a fresh browser opens the Run page, waits until no script
@@ -19,10 +19,8 @@ Debian's /usr/bin/chromium.
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
-import statistics
 import tempfile
 import time
 import uuid
@@ -31,7 +29,8 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from bench.dashboard import CHROMIUM, IDLE, ROOT, machine, make_run  # noqa: E402
+from bench import _harness as h  # noqa: E402
+from bench.dashboard import IDLE, ROOT, chromium, machine, make_run  # noqa: E402
 
 WORDS = ["Streaming", "words", "arrive", "one", "by", "one", "so", "the", "room", "can",
          "watch", "it."]
@@ -106,39 +105,21 @@ def one(browser: Any, root: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--before", type=Path, required=True, help="checkout to compare")
-    parser.add_argument("--reps", type=int, default=3)
-    args = parser.parse_args(argv)
-    from playwright.sync_api import sync_playwright
-
-    from tests.e2e.conftest import CHROMIUM_ARGS
-
-    found: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
-    loads = []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                     args=CHROMIUM_ARGS)
-        trees = [("before", args.before), ("after", ROOT)]
-        for i in range(args.reps):
-            loads.append(os.getloadavg()[0])
-            for tree, root in (trees if i % 2 == 0 else trees[::-1]):
-                result = one(browser, root)
-                found[tree].append(result)
-                print(tree, result, flush=True)
-        browser.close()
+    args = h.options(__doc__, reps=3, before="required").parse_args(argv)
+    with h.tree(args.before) as before, chromium() as browser:
+        found = h.alternate({tree: lambda root=root: one(browser, root)
+                             for tree, root in (("before", before), ("after", ROOT))}, args.reps)
 
     def figures(rows: list[dict[str, Any]]) -> dict[str, float]:
         every = [d for r in rows for d in r["delays"] if d is not None]
         missed = sum(d is None for r in rows for d in r["delays"])
         firsts = [r["delays"][0] for r in rows if r["delays"][0] is not None]
-        return {"request": statistics.median(r["first request"] for r in rows),
-                "first": statistics.median(firsts) if firsts else float("nan"),
-                "median": statistics.median(every), "worst": max(every), "missed": missed}
+        return {"request": h.median(r["first request"] for r in rows),
+                "first": h.median(firsts) if firsts else float("nan"),
+                "median": h.median(every), "worst": max(every), "missed": missed}
 
     b, a = figures(found["before"]), figures(found["after"])
-    print(f"\nMachine: {machine()}; {args.reps} reps each, alternating, a new server each; "
-          "load average (1 min) at each: " + ", ".join(f"{x:.1f}" for x in loads))
+    print(f"\nMachine: {machine()}; {args.reps} reps each, alternating, a new server each")
     print("\n| live view (median of reps; worst over every delta) | before | after | target |")
     print("|---|---:|---:|---|")
     print(f"| first run after a server start: Start click → first model request (s) | "

@@ -1,10 +1,10 @@
 """People in the room (issue 22): from a person's click to the other person's screen.
 Measurement only: nothing here asserts on time.
 
-    PYTHONPATH=. .venv/bin/python bench/room_click.py [--rounds 20]
+    python -m bench.room_click [--reps 20]
 
 The dashboard served as `make run` starts it (login off), Debian's chromium, two browser
-contexts seated by room links (as tests/e2e/test_room_link.py). Each round Ann raises (or
+contexts seated by room links (as tests/e2e/test_room.py). Each round Ann raises (or
 lowers) her hand; the time runs from just before Playwright's click on Ann's page to the moment
 Bo's page shows the changed hand queue (a `requestAnimationFrame`-polled check in Bo's page).
 What it adds up to: Ann's click round trip and script run, the engine's Room update, and Bo's
@@ -14,19 +14,16 @@ refresh phase.
 
 from __future__ import annotations
 
-import argparse
-import platform
-import statistics
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
+from bench import _harness as h
+from bench.dashboard import chromium
 from groupchat_core import Agent
 from groupchat_core.store import RunStore
 from tests.e2e.conftest import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
     VIEWPORT,
     WAIT_MS,
     expect,
@@ -38,7 +35,7 @@ from tests.e2e.conftest import (
     set_number,
     start_run,
 )
-from tests.e2e.test_room_two_people import add_person, click, hands, open_people, panel
+from tests.e2e.test_room import add_person, click, hands, open_people, panel
 
 SHOWS = """([sel, want]) => {
   const el = [...document.querySelectorAll(sel)].find(e => !e.closest('[data-stale="true"]'));
@@ -47,18 +44,13 @@ SHOWS = """([sel, want]) => {
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=20)
-    args = parser.parse_args()
-    from playwright.sync_api import sync_playwright
-
+    args = h.options(__doc__, reps=20).parse_args()
     data = Path(tempfile.mkdtemp(prefix="room-bench-"))
     db = f"sqlite:///{data}/groupchat.db"
     names = [f"Quill{uuid.uuid4().hex[:4]}", f"Moss{uuid.uuid4().hex[:4]}"]
     RunStore(db).save_agents([Agent(agent_name=n, model_name="sim/reserved") for n in names])
     times: list[float] = []
-    with serve_app(db, data / "streamlit.log") as url, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+    with serve_app(db, data / "streamlit.log") as url, chromium() as browser:
         ann, bo = (browser.new_context(viewport=VIEWPORT).new_page() for _ in range(2))
         ann.goto(url)
         open_page(ann, "Run")
@@ -75,7 +67,7 @@ def main() -> None:
         expect(code.first).to_be_visible(timeout=WAIT_MS)
         bo.goto(code.all()[1].inner_text().strip())
         expect(panel(bo)).to_contain_text("You are Bo", timeout=WAIT_MS)
-        for i in range(args.rounds):
+        for i in range(args.reps):
             up = i % 2 == 0
             expect(fresh(ann, f".st-key-{'room_raise' if up else 'room_lower'} button").first
                    ).to_be_visible(timeout=WAIT_MS)
@@ -86,12 +78,10 @@ def main() -> None:
             times.append(time.monotonic() - t0)
             expect(hands(ann)).to_contain_text("1. Ann" if up else "No hand up.",
                                                timeout=WAIT_MS)
-        browser.close()
-    ms = sorted(t * 1000 for t in times)
-    p90 = ms[min(len(ms) - 1, int(0.9 * len(ms)))]
-    print(f"machine: {platform.machine()}, {platform.python_version()}; rounds {len(ms)}")
-    print(f"click -> other screen (ms): median {statistics.median(ms):.0f}, "
-          f"p90 {p90:.0f}, min {ms[0]:.0f}, max {ms[-1]:.0f}")
+    ms = [t * 1000 for t in times]
+    print(f"machine: {h.machine()}; rounds {len(ms)}")
+    print(f"click -> other screen (ms): median {h.median(ms):.0f}, "
+          f"p90 {h.quantile(ms, 0.9):.0f}, min {min(ms):.0f}, max {max(ms):.0f}")
 
 
 if __name__ == "__main__":

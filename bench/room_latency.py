@@ -1,11 +1,11 @@
 """Room latency (issue 24, target 3): a turn of N agents at 200 ms bids against its floor.
 
     python -m bench.room_latency            # N = 8, 16, 32; 9 rounds each (a few minutes)
-    python -m bench.room_latency --quick    # 3 rounds
+    python -m bench.room_latency --reps 3   # 3 rounds
     python -m bench.room_latency --profile  # also: where a 32-agent turn's CPU goes (cProfile)
 
-FakeOpenAIServer runs in a spawned process (bench.engine.ServerProcess: its CPU is not the
-client's), every bid answers after 200 ms with a silent bid, so each chat is exactly one turn.
+FakeOpenAIServer runs in a spawned process (its CPU is not the client's), every bid answers
+after 200 ms with a silent bid, so each chat is exactly one turn.
 Per round and N, in rotating order: the engine's turn on the direct OpenAI-compatible path
 (providers/_direct.py), the same turn through litellm (GROUPCHAT_DIRECT_HTTP=0, the path before
 issue 24), and the bare litellm gather of the same N requests (bench.engine's baseline).
@@ -15,33 +15,17 @@ bid of each. Measurement only: nothing here asserts on time.
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import os
 import pstats
-import statistics
 import time
 from collections.abc import Callable
 from typing import Any
 
-from bench.engine import (
-    LATENCY_S,
-    MODEL,
-    TASK,
-    ServerProcess,
-    _bare,
-    _http_chat,
-    _one_lull_turn,
-    machine,
-)
+from bench import _harness as h
+from bench.engine import LATENCY_S, MODEL, TASK, bare, http_chat, one_lull_turn, silent_bids
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
-
-def _timed(fn: Callable[[], Any]) -> tuple[float, float]:
-    wall, cpu = time.perf_counter(), time.process_time()
-    fn()
-    return time.perf_counter() - wall, time.process_time() - cpu
 
 
 def _with_direct(flag: str, fn: Callable[[], Any]) -> Callable[[], Any]:
@@ -54,9 +38,9 @@ def _with_direct(flag: str, fn: Callable[[], Any]) -> Callable[[], Any]:
     return run
 
 
-def room_row(server: ServerProcess, litellm: Any, n: int, rounds: int) -> dict[str, Any]:
+def room_row(server: h.ServerProcess, litellm: Any, n: int, rounds: int) -> dict[str, Any]:
     """Median (wall s, CPU s) of each variant at N agents, and whether every turn was whole."""
-    chat = _http_chat(server.base_url, n, MODEL)
+    chat = http_chat(server.base_url, n, MODEL)
     chat.run(TASK)  # warm-up: connections, caches
     batch = server.ask("messages", n)
     ok = True
@@ -65,32 +49,29 @@ def room_row(server: ServerProcess, litellm: Any, n: int, rounds: int) -> dict[s
         def run() -> None:
             nonlocal ok
             _with_direct(flag, lambda: chat.run(TASK))()
-            ok = ok and _one_lull_turn(chat, n)
+            ok = ok and one_lull_turn(chat, n)
         return run
 
     variants: dict[str, Callable[[], Any]] = {
         "engine, direct path": engine("1"),
         "engine via litellm (before)": engine("0"),
-        "bare litellm gather": lambda: _bare(litellm, server.base_url, MODEL, batch),
+        "bare litellm gather": lambda: bare(litellm, server.base_url, MODEL, batch),
     }
     for fn in variants.values():  # a second warm-up of each path's clients
         fn()
-    seen: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
-    names = list(variants)
-    for i in range(rounds):
-        for name in names[i % 3:] + names[:i % 3]:
-            seen[name].append(_timed(variants[name]))
-    return {"n": n, "ok": ok, **{name: (statistics.median(w for w, _ in values),
-                                        statistics.median(c for _, c in values))
+    seen = h.alternate({name: lambda fn=fn: h.wall_and_cpu(fn) for name, fn in variants.items()},
+                       rounds)
+    return {"n": n, "ok": ok, **{name: (h.median(w for w, _ in values),
+                                        h.median(c for _, c in values))
                                  for name, values in seen.items()}}
 
 
-def profile_turn(server: ServerProcess, n: int, turns: int) -> None:
+def profile_turn(server: h.ServerProcess, n: int, turns: int) -> None:
     """cProfile of `turns` direct-path turns of n agents (the loop thread: where the engine's
     own CPU goes once litellm is out of the call path)."""
     from groupchat_core import background_loop
 
-    chat = _http_chat(server.base_url, n, MODEL)
+    chat = http_chat(server.base_url, n, MODEL)
     chat.run(TASK)
     profiler = cProfile.Profile()
     background_loop().submit(_enable(profiler)).result()
@@ -114,23 +95,20 @@ async def _disable(profiler: cProfile.Profile) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
+    parser = h.options(__doc__, reps=9)
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
-    rounds = 3 if args.quick else 9
+    rounds = args.reps
     from groupchat_core import prepare_litellm, set_max_inflight_calls
 
     litellm = prepare_litellm()
     set_max_inflight_calls(64)
-    with ServerProcess() as server:
+    with h.ServerProcess(silent_bids) as server:
         server.ask("latency", LATENCY_S)
         rows = [room_row(server, litellm, n, rounds) for n in (8, 16, 32)]
         if args.profile:
             profile_turn(server, 32, 10)
-    print("## machine")
-    for key, value in machine().items():
-        print(f"- {key}: {value}")
+    print(f"## machine: {h.machine()}")
     floor = LATENCY_S
     print(f"\nturn / latency at {int(floor * 1000)} ms bids, medians of {rounds} rounds "
           "(rotating order); CPU per bid in ms")

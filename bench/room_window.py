@@ -1,9 +1,9 @@
 """How long a room waits for a person (issue 22: "a room never waits longer than its window
 plus one second for a person").
 
-    PYTHONPATH=. .venv/bin/python bench/room_window.py            # windows 1, 5, 20 s; 5 rounds
-    PYTHONPATH=. .venv/bin/python bench/room_window.py --quick    # windows 1, 5 s; 2 rounds
-    PYTHONPATH=. .venv/bin/python bench/room_window.py --tab-closed --rounds 2   # that case only
+    python -m bench.room_window                       # windows 1, 5, 20 s; 5 rounds
+    python -m bench.room_window --quick               # windows 1, 5 s; 2 rounds
+    python -m bench.room_window --tab-closed --reps 2 # that case only
 
 One agent (ScriptedBids, answers at once) and one person, one turn (max_loops 2). Scenarios:
 - silent: nobody plays the person (a closed tab before it was marked away): the bid window
@@ -24,13 +24,11 @@ only: nothing here asserts on time.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import os
-import statistics
 import threading
 import time
 
+from bench import _harness as h
 from groupchat_core import (
     Agent,
     GroupChat,
@@ -137,33 +135,31 @@ def _tab_closed_table(windows: list[float], rounds: int) -> None:
             runs = [_tab_closed(window, watched) for _ in range(rounds)]
             past = [p for p, _ in runs]
             told = [t for _, t in runs if t is not None]
-            told_text = f"{statistics.median(told):.2f}" if told else "not told"
-            print(f"| {'another tab open' if watched else 'no other tab'} | {window:g} | "
-                  f"{told_text} | {statistics.median(past) * 1000:.0f} | "
-                  f"{max(past) * 1000:.0f} |", flush=True)
+            told_text = f"{h.median(told):.2f}" if told else "not told"
+            print(h.row("another tab open" if watched else "no other tab", f"{window:g}",
+                        told_text, f"{h.median(past) * 1000:.0f}", f"{max(past) * 1000:.0f}"),
+                  flush=True)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
+    parser = h.options(__doc__, reps=5, quick=True)
     parser.add_argument("--tab-closed", action="store_true", help="only the tab-closed case")
-    parser.add_argument("--rounds", type=int, default=None)
     args = parser.parse_args()
     windows = [1.0, 5.0] if args.quick else [1.0, 5.0, 20.0]
-    rounds = args.rounds or (2 if args.quick else 5)
-    print(f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}; {rounds} rounds")
+    rounds = min(2, args.reps) if args.quick else args.reps
+    print(f"{h.machine()}; {rounds} rounds")
     if args.tab_closed:
         _tab_closed_table(windows, rounds)
-        print(f"load {os.getloadavg()[0]:.2f} at the end")
+        print(f"at the end: {h.machine()}")
         return
     print("| scenario | window (s) | past the wait: median (ms) | worst (ms) |")
     print("|---|---|---|---|")
     for scenario in ("silent", "stuck", "leaves", "no post"):
         for window in windows:
             over = [_one(scenario, window) for _ in range(rounds)]
-            print(f"| {scenario} | {window:g} | {statistics.median(over) * 1000:.0f} | "
-                  f"{max(over) * 1000:.0f} |", flush=True)
-    print(f"load {os.getloadavg()[0]:.2f} at the end")
+            print(h.row(scenario, f"{window:g}", f"{h.median(over) * 1000:.0f}",
+                        f"{max(over) * 1000:.0f}"), flush=True)
+    print(f"at the end: {h.machine()}")
 
 
 if __name__ == "__main__":

@@ -15,10 +15,12 @@ import sys
 
 import numpy as np
 
+from bench import _harness as h
 from groupchat_core.sweeps import bca_mean, benjamini_hochberg, compare_values, holm, wilson
 
 
 def main() -> None:
+    h.options(__doc__).parse_args()
     try:
         from scipy import stats
         from statsmodels.stats.multitest import multipletests

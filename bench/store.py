@@ -15,28 +15,20 @@
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
+import itertools
 import os
-import platform
 import random
-import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
+from bench import _harness as h
 from groupchat_core import Agent, GroupChat, background_loop
 from groupchat_core.store import RunStore
 from groupchat_core.testing import ScriptedBids
 
-ROOT = Path(__file__).resolve().parent.parent
-
-from bench.report import write_section  # noqa: E402
-
-BENCHMARKS_MD = ROOT / "BENCHMARKS.md"
 TARGETS = {"overhead": 1.15, "read_s": 0.5}
 PERSONAS = ("balanced", "eager", "reserved", "contrarian", "expert")
 
@@ -111,44 +103,28 @@ def _timed(make: Callable[[], GroupChat], mode: str, store: RunStore,
     return wall, cpu, _writer_cpu(store) - writer, _loop_cpu() - loop, turns
 
 
-def _spread(values: list[float]) -> tuple[float, float, float]:
-    """(median, first quartile, third quartile)."""
-    q1, q2, q3 = statistics.quantiles(values, n=4) if len(values) > 1 else values * 3
-    return q2, q1, q3
-
-
 def bench_overhead(store: RunStore, make: Callable[[int], GroupChat], reps: int,
                    on_loop: bool = False) -> dict[str, Any]:
     modes = ("none", "noop", "store")
-    wall: dict[str, list[float]] = {m: [] for m in modes}
-    cpu: dict[str, list[float]] = {m: [] for m in modes}
-    writer: list[float] = []
-    loop: dict[str, list[float]] = {m: [] for m in modes}
-    turns = 0
     _timed(lambda: make(999), "store", store, on_loop)  # warm-up: statements, caches
     _timed(lambda: make(998), "none", store, on_loop)
-    for rep in range(reps):
-        order = modes if rep % 2 == 0 else modes[::-1]
-        for mode in order:
-            w, c, wc, lc, turns = _timed(lambda rep=rep: make(rep), mode, store, on_loop)
-            wall[mode].append(w)
-            cpu[mode].append(c)
-            loop[mode].append(lc)
-            if mode == "store":
-                writer.append(wc)
+    calls = itertools.count()  # the chats of one round share a seed: the same chat per mode
+    found = h.alternate({m: lambda m=m: _timed(lambda: make(next(calls) // len(modes)), m, store,
+                                               on_loop) for m in modes}, reps)
 
-    def paired(a: dict[str, list[float]], x: str, y: str) -> tuple[float, float, float]:
-        """Per-rep ratios (the two chats of a pair ran one after the other): the machine's
-        load drifting during the run cancels out; median and quartiles of those ratios."""
-        return _spread([p / q for p, q in zip(a[x], a[y], strict=True)])
+    def each(mode: str, i: int) -> list[float]:
+        return [r[i] for r in found[mode]]
+
+    def paired(i: int, x: str, y: str) -> tuple[float, float, float]:
+        """Per-round ratios (the chats of a round ran one after the other): the machine's
+        load drifting during the run cancels out; quartiles of those ratios."""
+        return h.quartiles([p / q for p, q in zip(each(x, i), each(y, i), strict=True)])
 
     return {
-        "turns": turns, "wall": {m: statistics.median(wall[m]) for m in modes},
-        "cpu": {m: statistics.median(cpu[m]) for m in modes},
-        "ratio": paired(wall, "store", "none"), "ratio_noop": paired(wall, "store", "noop"),
-        "cpu_ratio": paired(cpu, "store", "none"),
-        "writer_ms": statistics.median(writer) * 1000,
-        "loop_ms": {m: statistics.median(loop[m]) * 1000 for m in modes},
+        "turns": found["store"][-1][4], "wall": {m: h.median(each(m, 0)) for m in modes},
+        "ratio": paired(0, "store", "none"), "ratio_noop": paired(0, "store", "noop"),
+        "cpu_ratio": paired(1, "store", "none"), "writer_ms": h.median(each("store", 2)) * 1000,
+        "loop_ms": {m: h.median(each(m, 3)) * 1000 for m in modes},
     }
 
 
@@ -157,22 +133,15 @@ def bench_read(store: RunStore, turns: int, reps: int) -> dict[str, Any]:
     store.attach(chat)
     chat.run("A long one.")
     run_id = chat.last_run.run_id
-    frame_s, record_s = [], []
-    for _ in range(reps):
-        start = time.perf_counter()
-        frame = store.bids(run_id)
-        frame_s.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        store.load_run(run_id)
-        record_s.append(time.perf_counter() - start)
-    return {"rows": len(frame), "turns": len(chat.last_run.turns),
-            "frame_s": statistics.median(frame_s), "record_s": statistics.median(record_s)}
+    return {"rows": len(store.bids(run_id)), "turns": len(chat.last_run.turns),
+            "frame_s": h.median(h.repeat(lambda: store.bids(run_id), reps)),
+            "record_s": h.median(h.repeat(lambda: store.load_run(run_id), reps))}
 
 
 def report(rows: list[tuple[str, dict[str, Any]]], read: dict[str, Any], quick: bool,
            reps: int, load: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
     def spread(r: tuple[float, float, float]) -> str:
-        return f"{r[0]:.2f}× ({r[1]:.2f}–{r[2]:.2f})"
+        return f"{r[1]:.2f}× ({r[0]:.2f}–{r[2]:.2f})"
 
     def row(name: str, r: dict[str, Any]) -> str:
         w = r["wall"]
@@ -185,9 +154,9 @@ def report(rows: list[tuple[str, dict[str, Any]]], read: dict[str, Any], quick: 
     ok = "meets" if read["frame_s"] < TARGETS["read_s"] else "misses"
     before, after = load
     return "\n".join([
-        f"### Store figures\n\nMeasured {dt.date.today()}{' (quick run)' if quick else ''}; "
-        f"Python {platform.python_version()}, {os.cpu_count()} cores, SQLite file in WAL mode "
-        f"on local disk; {reps} repetitions per mode. Load average (1/5/15 min) "
+        f"### Store figures\n\nMeasured {dt.date.today()}{' (quick run)' if quick else ''} on "
+        f"{h.machine()}; SQLite file in WAL mode on local disk; {reps} repetitions per mode. "
+        "Load average (1/5/15 min) "
         f"{'/'.join(f'{x:.1f}' for x in before)} before, "
         f"{'/'.join(f'{x:.1f}' for x in after)} after: other work shares these cores.\n",
         "| 16-agent chat, how it is run | turns | no observer ms | no-op observer ms | store ms | "
@@ -204,10 +173,7 @@ def report(rows: list[tuple[str, dict[str, Any]]], read: dict[str, Any], quick: 
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.store")
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--write", action="store_true")
-    args = parser.parse_args(argv)
+    args = h.options(__doc__, quick=True, write=True).parse_args(argv)
     reps = 3 if args.quick else 21
     before = os.getloadavg()
     with tempfile.TemporaryDirectory() as folder:
@@ -224,8 +190,7 @@ def main(argv: list[str] | None = None) -> None:
     figures = report(rows, read, args.quick, reps, (before, os.getloadavg()))
     print(figures)
     if args.write:
-        write_section("store", figures)
-        print(f"wrote {BENCHMARKS_MD}", file=sys.stderr)
+        h.write_section("store", figures)
 
 
 if __name__ == "__main__":

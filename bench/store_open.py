@@ -15,17 +15,14 @@ a cold disk adds its read time to the check. Measurement only: nothing here asse
 
 from __future__ import annotations
 
-import argparse
 import json
 import sqlite3
-import statistics
 import tempfile
-import time
 import uuid
 from contextlib import closing
 from pathlib import Path
 
-from bench.report import write_section
+from bench import _harness as h
 from bench.store import scripted_chat
 from groupchat_core import bundle_json, import_bundle
 from groupchat_core.store import RunStore, dispose_engines
@@ -50,15 +47,6 @@ def build(path: Path, target_mb: float) -> int:
     return count
 
 
-def median_s(fn: object, reps: int = 5) -> float:
-    times = []
-    for _ in range(reps):
-        began = time.perf_counter()
-        fn()  # type: ignore[operator]
-        times.append(time.perf_counter() - began)
-    return statistics.median(times)
-
-
 def pragma(path: Path, name: str) -> None:
     with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
         conn.execute("PRAGMA mmap_size=268435456")  # as _sqlite_check.py does
@@ -71,21 +59,18 @@ def open_store(url: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--write", action="store_true")
-    args = parser.parse_args(argv)
+    args = h.options(__doc__, reps=5, quick=True, write=True).parse_args(argv)
     target = 10 if args.quick else 70
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "big.db"
         runs = build(path, target)
         size = path.stat().st_size / 1e6
-        quick = median_s(lambda: pragma(path, "quick_check"))
-        full = median_s(lambda: pragma(path, "integrity_check"))
-        whole = median_s(lambda: open_store(f"sqlite:///{path}"))
+        quick, full, whole = (h.median(h.repeat(fn, args.reps)) for fn in (
+            lambda: pragma(path, "quick_check"), lambda: pragma(path, "integrity_check"),
+            lambda: open_store(f"sqlite:///{path}")))
     figures = (
         f"A {size:.0f} MB SQLite store ({runs} runs of 200 turns x 16 agents), warm page "
-        "cache, median of 5:\n\n"
+        f"cache, median of {args.reps}:\n\n"
         "| what | time |\n|---|---|\n"
         f"| `PRAGMA quick_check` (run once per file per process when a store opens) "
         f"| {quick * 1000:.0f} ms |\n"
@@ -94,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
         f"| `RunStore(url)` on a new engine, check included | {whole * 1000:.0f} ms |\n")
     print(figures)
     if args.write:
-        write_section("store_open", figures)
+        h.write_section("store_open", figures)
 
 
 if __name__ == "__main__":

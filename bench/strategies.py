@@ -14,9 +14,9 @@ strategy: calls, prompt tokens, completion tokens, total tokens, and bid_then_sp
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
+from bench import _harness as h
 from groupchat_core import Agent, GroupChat
 from groupchat_core.testing import FakeOpenAIServer, Reply, tool_call
 
@@ -54,17 +54,16 @@ def measure(agents: int, turns: int) -> list[dict[str, Any]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = h.options(__doc__)
     parser.add_argument("--turns", type=int, default=10)
     args = parser.parse_args()
-    print("| agents | strategy | turns | posted | calls | prompt tok | completion tok | "
-          "total tok |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(h.table(["agents", "strategy", "turns", "posted", "calls", "prompt tok",
+                   "completion tok", "total tok"], []))
     for n in (3, 5, 8):
         rows = measure(n, args.turns)
         for r in rows:
-            print(f"| {r['agents']} | {r['strategy']} | {r['turns']} | {r['posted']} | "
-                  f"{r['calls']} | {r['prompt']:,} | {r['completion']:,} | {r['total']:,} |")
+            print(h.row(r["agents"], r["strategy"], r["turns"], r["posted"], r["calls"],
+                        f"{r['prompt']:,}", f"{r['completion']:,}", f"{r['total']:,}"))
         bid, bts = rows[0], rows[1]
         print(f"<!-- {n} agents: bid_then_speak completion tokens "
               f"{1 - bts['completion'] / bid['completion']:.0%} fewer, total "

@@ -26,12 +26,10 @@ the outcome pipeline end to end; the accuracy differences at this n say little.
 
 from __future__ import annotations
 
-import argparse
 import collections
 import json
-import platform
-import time
 
+from bench import _harness as h
 from groupchat_core import Agent, GroupChat
 from groupchat_core.outcomes import du_math_tasks
 from groupchat_core.sweeps import wilson
@@ -52,7 +50,7 @@ def agents(server: LocalLLMServer, max_tokens: int) -> list[Agent]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = h.options(__doc__)
     parser.add_argument("--tasks", type=int, default=10)
     parser.add_argument("--max-tokens", type=int, default=96)
     parser.add_argument("--out", default=None, help="write the figures as JSON here too")
@@ -68,9 +66,7 @@ def main() -> None:
                                  bid_cache=False, seed=i, selector_model=server.model_name,
                                  selector_api_base=server.base_url,
                                  selector_tool_choice_mode="json_schema")
-                start = time.perf_counter()
-                chat.run(task)
-                seconds[strategy] += time.perf_counter() - start
+                seconds[strategy] += h.repeat(lambda chat=chat, task=task: chat.run(task), 1)[0]
                 record = chat.last_run
                 assert record is not None and record.outcome is not None
                 t = totals[strategy]
@@ -93,18 +89,15 @@ def main() -> None:
         rows.append({"strategy": strategy, "max_loops": loops, **dict(t),
                      "accuracy": t["correct"] / t["chats"], "wilson": [low, high],
                      "seconds": round(seconds[strategy], 1)})
-    print("| strategy | max_loops | chats | correct | accuracy (95 % Wilson) | answered | calls "
-          "| prompt tok | completion tok | bids read | s |")
-    print("|---|---:|---:|---:|---|---:|---:|---:|---:|---|---:|")
-    for r in rows:
-        print(f"| {r['strategy']} | {r['max_loops']} | {r['chats']} | {r['correct']} | "
-              f"{r['accuracy']:.2f} ({r['wilson'][0]:.2f}-{r['wilson'][1]:.2f}) | "
-              f"{r['answered']} | {r['calls']} | {r['prompt']:,} | {r['completion']:,} | "
-              f"{r['read']}/{r['bids']} | {r['seconds']:.0f} |")
+    print(h.table(["strategy", "max_loops", "chats", "correct", "accuracy (95 % Wilson)",
+                   "answered", "calls", "prompt tok", "completion tok", "bids read", "s"],
+                  [[r["strategy"], r["max_loops"], r["chats"], r["correct"],
+                    f"{r['accuracy']:.2f} ({r['wilson'][0]:.2f}-{r['wilson'][1]:.2f})",
+                    r["answered"], r["calls"], f"{r['prompt']:,}", f"{r['completion']:,}",
+                    f"{r['read']}/{r['bids']}", f"{r['seconds']:.0f}"] for r in rows]))
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
-            json.dump({"machine": f"{platform.machine()} {platform.system()}, Python "
-                                  f"{platform.python_version()}", "max_tokens": args.max_tokens,
+            json.dump({"machine": h.machine(), "max_tokens": args.max_tokens,
                        "tasks": len(tasks), "rows": rows}, f, indent=1)
 
 

@@ -1,7 +1,7 @@
 """Streaming benchmarks (issue 14). Measurement only: nothing here asserts on time.
 
-    python -m bench.streaming           # full run, about a minute on 2 cores
-    python -m bench.streaming --quick   # smoke run
+    python -m bench.streaming            # full run (30 rounds), about a minute on 2 cores
+    python -m bench.streaming --reps 4   # smoke run
 
 Against FakeOpenAIServer in a spawned process (its CPU never counts against the client):
 
@@ -22,14 +22,13 @@ Against FakeOpenAIServer in a spawned process (its CPU never counts against the 
 
 from __future__ import annotations
 
-import argparse
 import os
-import statistics
 import time
 from collections.abc import Callable
 from typing import Any
 
-from bench.engine import ServerProcess, _settled_cpu, machine
+from bench import _harness as h
+from bench.engine import settled_cpu
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -42,29 +41,14 @@ MESSAGE = " ".join(WORDS[:60])
 HEAD = '{"score": 0.2, "message": "'
 
 
-def _serve(conn: Any, chunk_delay: float) -> None:
-    """Child process: every bid is the same low-score 60-word reply (a lull after one turn)."""
-    from groupchat_core.testing import FakeOpenAIServer, tool_call
+def sixty_words(server: Any, chunk_delay: float) -> None:
+    """The server's setup: every bid the same low-score 60-word reply (a lull after one turn),
+    streamed `chunk_delay` seconds apart."""
+    from groupchat_core.testing import tool_call
 
-    server = FakeOpenAIServer().start()
     fragments = [HEAD + WORDS[0]] + [" " + w for w in WORDS[1:60]] + ['"}']
     server.set_responder(None, lambda body: tool_call(
-        fragments=fragments, chunk_delay=delay[0], score=None, message=None))
-    delay = [chunk_delay]
-    conn.send(server.base_url)
-    while True:
-        command, arg = conn.recv()
-        if command == "delay":
-            delay[0] = arg
-            conn.send(arg)
-        elif command == "writes":
-            conn.send(server.stream_writes)
-            server.reset()
-            server.set_responder(None, lambda body: tool_call(
-                fragments=fragments, chunk_delay=delay[0], score=None, message=None))
-        else:
-            break
-    server.stop()
+        fragments=fragments, chunk_delay=chunk_delay, score=None, message=None))
 
 
 def _chat(base_url: str, n: int, stream: bool, observer: Any) -> Any:
@@ -92,9 +76,9 @@ class TimedForming:
             self.first[event.agent] = time.monotonic()
 
 
-def first_char_latencies(server: ServerProcess, runs: int, n: int) -> list[float]:
+def first_char_latencies(server: h.ServerProcess, runs: int, n: int) -> list[float]:
     """Milliseconds from the first message-bearing SSE write to FormingBids holding it."""
-    server.ask("delay", 0.02)
+    server.ask("setup", (0.02,))
     out: list[float] = []
     for _ in range(runs):
         timed = TimedForming()
@@ -104,14 +88,14 @@ def first_char_latencies(server: ServerProcess, runs: int, n: int) -> list[float
         for model, times in server.ask("writes"):
             agent = f"Agent{model.removeprefix('m')}"
             out.append((timed.first[agent] - times[1]) * 1000.0)  # write 1: HEAD + first word
-    server.ask("delay", 0.0)
+    server.ask("setup", (0.0,))
     return out
 
 
 VIA_LITELLM = " via litellm (GROUPCHAT_DIRECT_HTTP=0: before issue 24)"
 
 
-def cpu_per_bid(server: ServerProcess, pairs: int, n: int) -> dict[str, list[float]]:
+def cpu_per_bid(server: h.ServerProcess, pairs: int, n: int) -> dict[str, list[float]]:
     """Per-bid CPU milliseconds of each variant, over `pairs` rounds in rotating order. Each
     variant runs on the direct OpenAI-compatible path (providers/_direct.py) and through
     litellm (GROUPCHAT_DIRECT_HTTP=0, the path before issue 24), in the same rounds."""
@@ -124,64 +108,50 @@ def cpu_per_bid(server: ServerProcess, pairs: int, n: int) -> dict[str, list[flo
     }
     variants = {**{name: (make, "1") for name, make in base.items()},
                 **{name + VIA_LITELLM: (make, "0") for name, make in base.items()}}
-    results: dict[str, list[float]] = {name: [] for name in variants}
-    names = list(variants)
-    k = len(names)
 
-    def one(name: str) -> Any:
+    def one(name: str) -> float:
         make, direct = variants[name]
         os.environ["GROUPCHAT_DIRECT_HTTP"] = direct
         chat = make()
         try:
-            cpu = _settled_cpu(lambda chat=chat: chat.run("One turn."))
+            cpu = settled_cpu(lambda chat=chat: chat.run("One turn."))
         finally:
             os.environ.pop("GROUPCHAT_DIRECT_HTTP", None)
         assert len(chat.last_run.bids) == n and all(b.error is None
                                                     for b in chat.last_run.bids)
+        server.ask("writes")  # drop the write log
         return cpu
 
-    for name in names:  # warm-up: imports, clients, caches
+    for name in variants:  # warm-up: imports, clients, caches
         one(name)
-    for i in range(pairs):
-        for name in names[i % k:] + names[:i % k]:
-            results[name].append(one(name) * 1000.0 / n)
-        server.ask("writes")  # drop the write log
-    return results
-
-
-def _q(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+    return h.alternate({name: lambda name=name: one(name) * 1000.0 / n for name in variants},
+                       pairs)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
-    runs, pairs = (3, 4) if args.quick else (20, 30)
+    args = h.options(__doc__, reps=30).parse_args()
+    runs, pairs = max(1, args.reps * 2 // 3), args.reps
     from groupchat_core import prepare_litellm
 
     prepare_litellm()
-    with ServerProcess(_serve, 0.0) as server:
+    with h.ServerProcess(sixty_words, 0.0) as server:
         lat = first_char_latencies(server, runs, 4)
         os.environ["GROUPCHAT_DIRECT_HTTP"] = "0"
         lat_litellm = first_char_latencies(server, runs, 4)
         os.environ.pop("GROUPCHAT_DIRECT_HTTP")
         cpu = cpu_per_bid(server, pairs, 8)
-    print("## machine")
-    for key, value in machine().items():
-        print(f"- {key}: {value}")
+    print(f"## machine: {h.machine()}")
     print(f"\n(a) first token to first character at the observer, {len(lat)} bids "
           f"({runs} one-turn chats of 4 streamed agents, 20 ms between deltas)")
     for name, values in (("direct path", lat), ("via litellm (before)", lat_litellm)):
-        print(f"    {name}: median {statistics.median(values):.2f} ms · "
-              f"p90 {_q(values, 0.9):.2f} ms · max {max(values):.2f} ms")
+        print(f"    {name}: median {h.median(values):.2f} ms · "
+              f"p90 {h.quantile(values, 0.9):.2f} ms · max {max(values):.2f} ms")
     print(f"\n(b) CPU per bid, {pairs} rounds of one-turn chats of 8 agents, 60-word replies")
     for name, values in cpu.items():
         plain = "not streamed (stream_bids off)" + (VIA_LITELLM if VIA_LITELLM in name else "")
-        base = statistics.median(cpu[plain])
-        med = statistics.median(values)
-        print(f"    {name}: median {med:.2f} ms/bid (p90 {_q(values, 0.9):.2f}), "
+        base = h.median(cpu[plain])
+        med = h.median(values)
+        print(f"    {name}: median {med:.2f} ms/bid (p90 {h.quantile(values, 0.9):.2f}), "
               f"{med - base:+.2f} ms, {med / base:.2f}x vs not streamed on its path")
 
 

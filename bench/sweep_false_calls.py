@@ -18,13 +18,12 @@
 
 from __future__ import annotations
 
-import argparse
 import tempfile
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from bench import _harness as h
 from groupchat_core.store import RunStore, dispose_engines
 from groupchat_core.sweeps import (
     IMPORTANCE_METRICS,
@@ -38,7 +37,7 @@ from groupchat_core.sweeps import (
     sweep_results,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = h.ROOT
 AGENTS = [{"agent_name": n, "model_name": m} for n, m in (
     ("Optimist", "sim/eager"), ("Pessimist", "sim/balanced"), ("Realist", "sim/reserved"))]
 ALPHA = 0.05
@@ -121,9 +120,7 @@ def random_search(store: RunStore) -> pd.DataFrame:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="50 null sweeps")
-    args = parser.parse_args()
+    args = h.options(__doc__, quick=True).parse_args()
     sweeps = 50 if args.quick else 200
     with tempfile.TemporaryDirectory() as tmp:
         store = RunStore(f"sqlite:///{tmp}/false_calls.db")
@@ -146,9 +143,7 @@ def main() -> None:
           f"smallest p_holm {strong['min_holm_before']:.3g}), after {strong['passed_after']} "
           f"(smallest p_holm {strong['min_holm_after']:.3g})")
     print("3. Random search (examples/sweep-random.yaml, sims): eta squared")
-    print("| " + " | ".join(drawn.columns) + " |\n|" + "---|" * len(drawn.columns))
-    for row in drawn.itertuples(index=False):
-        print("| " + " | ".join(str(v) for v in row) + " |")
+    print(h.table(list(drawn.columns), list(drawn.itertuples(index=False))))
 
 
 if __name__ == "__main__":

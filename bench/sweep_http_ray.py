@@ -18,7 +18,6 @@ first imports included); the sweep's own `elapsed_s` beside it.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -28,15 +27,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-SERVER = """
-import sys, time
-from groupchat_core.testing import FakeOpenAIServer, tool_call
-srv = FakeOpenAIServer().start()
-srv.set_responder(None, lambda body: tool_call(0.6, "A point worth making.", latency=0.2))
-print(srv.base_url, flush=True)
-sys.stdin.read()
-"""
+from bench import _harness as h
+from bench.sweep_ray import local_cluster
+
+ROOT = h.ROOT
+
+
+def slow_points(server: Any) -> None:
+    """The server's setup (in its own process): every bid a point, after 200 ms."""
+    from groupchat_core.testing import tool_call
+
+    server.set_responder(None, lambda body: tool_call(0.6, "A point worth making.", latency=0.2))
 
 
 def spec(base_url: str, cells: int) -> dict[str, Any]:
@@ -62,7 +63,7 @@ def cli(spec_path: Path, db: str, env: dict[str, str], *extra: str) -> dict[str,
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = h.options(__doc__)
     parser.add_argument("--cells", type=int, default=100)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--cpus-per-cell", type=float, default=0.25)
@@ -73,17 +74,11 @@ def main(argv: list[str] | None = None) -> None:
                         help="skip the CLI's own cluster at 1 CPU a cell")
     args = parser.parse_args(argv)
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-    import ray
-    from ray.cluster_utils import Cluster
-
     env = {**os.environ, "OPENAI_API_KEY": "sk-bench-fake", "PYTHONPATH": str(ROOT),
            "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    server = subprocess.Popen([sys.executable, "-c", SERVER], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True, cwd=ROOT, env=env)
     rows: list[tuple[str, dict[str, Any]]] = []
-    try:
-        assert server.stdout is not None
-        base = server.stdout.readline().strip()
+    with h.ServerProcess(slow_points) as server:
+        base = server.base_url
         env["GROUPCHAT_TRUSTED_API_BASES"] = base
         folder = Path(tempfile.mkdtemp(prefix="bench-http-ray-"))
         path = folder / "sweep.json"
@@ -110,13 +105,8 @@ def main(argv: list[str] | None = None) -> None:
         print(rows[-1], flush=True)
         for workers in args.workers:
             started = time.perf_counter()
-            cluster = Cluster(initialize_head=True, head_node_args={
-                "num_cpus": 0, "include_dashboard": False, "object_store_memory": 100 * 2**20})
-            for _ in range(workers):
-                cluster.add_node(num_cpus=1, object_store_memory=100 * 2**20)
-            cluster.wait_for_nodes()
-            startup = time.perf_counter() - started
-            try:
+            with local_cluster(workers) as cluster:
+                startup = time.perf_counter() - started
                 for cpus in args.cluster_cpus:
                     c = max(1, round(workers / cpus))
                     result = cli(path, db(), env, "--executor", "ray", "--ray-address",
@@ -126,23 +116,13 @@ def main(argv: list[str] | None = None) -> None:
                     rows.append((f"ray, {workers} worker node(s) of 1 CPU, {cpus:g} CPU a "
                                  f"cell, concurrency {c}", result))
                     print(rows[-1], flush=True)
-            finally:
-                ray.shutdown()
-                cluster.shutdown()
-    finally:
-        if server.stdin is not None:
-            server.stdin.close()
-        server.wait(timeout=30)
     best_local = max(r["bids/s"] for name, r in rows if name.startswith("local"))
-    print(f"\n{args.cells} cells, {rows[0][1]['calls']} calls; load average now "
-          f"{os.getloadavg()[0]:.1f}")
-    print("\n| executor | calls | CLI wall (s) | sweep elapsed (s) | bids/s (CLI wall) | "
-          "× best local | cluster start-up (s) |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for name, r in rows:
-        print(f"| {name} | {r['calls']} | {r['wall']:.1f} | {r['elapsed']:.1f} | "
-              f"{r['bids/s']:.1f} | {r['bids/s'] / best_local:.2f} | "
-              f"{r.get('startup', float('nan')):.1f} |")
+    print(f"\n{args.cells} cells, {rows[0][1]['calls']} calls; {h.machine()}")
+    print(h.table(["executor", "calls", "CLI wall (s)", "sweep elapsed (s)", "bids/s (CLI wall)",
+                   "× best local", "cluster start-up (s)"],
+                  [[name, r["calls"], f"{r['wall']:.1f}", f"{r['elapsed']:.1f}",
+                    f"{r['bids/s']:.1f}", f"{r['bids/s'] / best_local:.2f}",
+                    f"{r.get('startup', float('nan')):.1f}"] for name, r in rows]))
 
 
 if __name__ == "__main__":

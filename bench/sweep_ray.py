@@ -1,7 +1,7 @@
 """Cells/s of one sim sweep: the local executor vs the Ray executor on a local cluster (a head
 with no CPUs and N worker nodes of one CPU each), into SQLite (the driver records).
 
-    .venv/bin/python bench/sweep_ray.py [--workers 2] [--cells 40] [--latency 0.0]
+    python -m bench.sweep_ray [--workers 2] [--cells 40] [--latency 0.0]
         [--cpus-per-cell 0.25]   # also Ray at a fraction of a CPU per cell (I/O-bound cells)
 
 Prints one line per executor; the figures go to BENCHMARKS.md ("Sweeps on Ray").
@@ -9,10 +9,14 @@ Prints one line per executor; the figures go to BENCHMARKS.md ("Sweeps on Ray").
 
 from __future__ import annotations
 
-import argparse
 import os
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from bench import _harness as h
 
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # one machine: loopback only
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -29,8 +33,27 @@ def sweep_spec(cells: int, latency: float, concurrency: int):  # type: ignore[no
                         "bid_cache": False})
 
 
+@contextmanager
+def local_cluster(workers: int) -> Iterator[Any]:
+    """A Ray cluster on this machine: a head with no CPUs and `workers` nodes of one CPU."""
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 0, "include_dashboard": False, "object_store_memory": 100 * 2**20})
+    try:
+        for _ in range(workers):
+            cluster.add_node(num_cpus=1, object_store_memory=100 * 2**20)
+        cluster.wait_for_nodes()
+        yield cluster
+    finally:
+        import ray
+
+        ray.shutdown()
+        cluster.shutdown()
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = h.options(__doc__)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--cells", type=int, default=40)
     parser.add_argument("--latency", type=float, default=0.0)
@@ -39,7 +62,6 @@ def main() -> None:
                              "concurrency workers / cpus (a wide local run for comparison)")
     args = parser.parse_args()
     import ray
-    from ray.cluster_utils import Cluster
 
     import groupchat_core
     from groupchat_core.store import RunStore
@@ -55,14 +77,9 @@ def main() -> None:
         print(f"local  concurrency {concurrency}: {out.cells_done} cells in "
               f"{out.elapsed_s:.2f} s = {out.cells_done / out.elapsed_s:.1f} cells/s")
 
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 0, "include_dashboard": False, "object_store_memory": 100 * 2**20})
-    for _ in range(args.workers):
-        cluster.add_node(num_cpus=1, object_store_memory=100 * 2**20)
-    cluster.wait_for_nodes()
-    ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False,
-             runtime_env={"py_modules": [groupchat_core]})
-    try:
+    with local_cluster(args.workers) as cluster:
+        ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False,
+                 runtime_env={"py_modules": [groupchat_core]})
         ray_store = RunStore(f"sqlite:///{folder}/ray.db")
         with RayExecutor(ray_store) as executor:
             run_sweep(sweep_spec(4, args.latency, args.workers), ray_store,
@@ -86,9 +103,6 @@ def main() -> None:
                 print(f"ray {args.workers} workers, {fraction:g} CPU a cell, concurrency "
                       f"{wide}: {out.cells_done} cells in {took:.2f} s = "
                       f"{out.cells_done / took:.1f} cells/s, {out.calls / took:.1f} bids/s")
-    finally:
-        ray.shutdown()
-        cluster.shutdown()
 
 
 if __name__ == "__main__":

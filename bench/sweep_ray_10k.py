@@ -13,7 +13,6 @@ cells the first process had not finished. Prints the figures; asserts nothing on
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -24,7 +23,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench import _harness as h
+
+ROOT = h.ROOT
 
 
 def finished_runs(path: Path) -> int:
@@ -37,7 +38,7 @@ def finished_runs(path: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = h.options(__doc__)
     parser.add_argument("--cells", type=int, default=10_000)
     parser.add_argument("--stop-after", type=int, default=3000)
     args = parser.parse_args(argv)

@@ -15,25 +15,18 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import hashlib
-import multiprocessing
 import os
-import sys
 import tempfile
 import time
-from pathlib import Path
 from typing import Any
+
+from bench import _harness as h
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("OPENAI_API_KEY", "sk-local")  # only ever sent to 127.0.0.1 here
 
-ROOT = Path(__file__).resolve().parent.parent
-
-from bench.report import write_section  # noqa: E402
-
-BENCHMARKS_MD = ROOT / "BENCHMARKS.md"
 TASK = "Should hospitals adopt AI diagnosis? Weigh the benefits, the risks and the costs."
 DEBATE = [{"agent_name": n, "system_prompt": p, "model_name": "sim/balanced"} for n, p in (
     ("Optimist", "You argue for the benefits."), ("Pessimist", "You argue for the risks."),
@@ -49,37 +42,9 @@ def _bid(body: dict[str, Any]) -> Any:
     return tool_call(round(0.35 + 0.6 * digest[0] / 255, 3), f"Point {digest[1]}.")
 
 
-def _serve(conn: Any) -> None:
-    from groupchat_core.testing import FakeOpenAIServer
-
-    server = FakeOpenAIServer(default_latency=LATENCY_S).start()
+def deterministic_bids(server: Any) -> None:
+    """The server's setup (in its own process): `_bid` answers every request."""
     server.set_responder(None, _bid)
-    conn.send(server.base_url)
-    while True:
-        command, arg = conn.recv()
-        if command != "latency":
-            break
-        server.default_latency = arg
-        conn.send(arg)
-    server.stop()
-
-
-class ServerProcess:
-    def __enter__(self) -> ServerProcess:
-        ctx = multiprocessing.get_context("spawn")
-        self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(child,), daemon=True)
-        self._proc.start()
-        self.base_url: str = self._conn.recv()
-        return self
-
-    def latency(self, seconds: float) -> None:
-        self._conn.send(("latency", seconds))
-        self._conn.recv()
-
-    def __exit__(self, *exc: object) -> None:
-        self._conn.send(("stop", None))
-        self._proc.join(5)
 
 
 def _spec(grid: dict[str, Any], repeats: int, *, agents: list[dict[str, Any]] | None = None,
@@ -116,7 +81,7 @@ def bench_sim_grid(repeats: int) -> list[dict[str, Any]]:
     return rows
 
 
-def bench_sharing(server: ServerProcess | None, repeats: int) -> list[dict[str, Any]]:
+def bench_sharing(server: h.ServerProcess | None, repeats: int) -> list[dict[str, Any]]:
     """Calls reaching the model: cached sweep vs the same sweep without the cache."""
     thresholds = {"threshold": [0.3, 0.4, 0.5, 0.6, 0.7]}
     cases: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
@@ -138,15 +103,15 @@ def bench_sharing(server: ServerProcess | None, repeats: int) -> list[dict[str, 
     return rows
 
 
-def bench_http(server: ServerProcess, cells: int, concurrency: int = 8) -> dict[str, Any]:
+def bench_http(server: h.ServerProcess, cells: int, concurrency: int = 8) -> dict[str, Any]:
     from groupchat_core import set_max_inflight_calls
 
     set_max_inflight_calls(INFLIGHT)
     agents = [{"agent_name": f"Agent{i}", "model_name": "openai/local-model",
                "temperature": 0.7, "api_base": server.base_url} for i in range(4)]
-    server.latency(0.0)
+    server.ask("latency", 0.0)
     _sweep(_spec({"threshold": [0.3]}, 2, agents=agents, max_loops=3))  # warm litellm up
-    server.latency(LATENCY_S)
+    server.ask("latency", LATENCY_S)
     spec = _spec({"threshold": [0.3, 0.31, 0.32, 0.33]}, cells // 4, agents=agents,
                  max_loops=6, concurrency=concurrency)
     outcome, wall, _ = _sweep(spec)
@@ -168,7 +133,7 @@ async def _bare_caller(base_url: str, index: int, stop: float, latencies: list[f
         latencies.append(time.perf_counter() - start)
 
 
-def bench_bare(server: ServerProcess, seconds: float) -> dict[str, Any]:
+def bench_bare(server: h.ServerProcess, seconds: float) -> dict[str, Any]:
     """The ceiling: 16 callers awaiting litellm.acompletion back to back, no engine at all."""
     from groupchat_core import background_loop
 
@@ -186,11 +151,9 @@ def bench_bare(server: ServerProcess, seconds: float) -> dict[str, Any]:
 
 def report(grid: list[dict[str, Any]], sharing: list[dict[str, Any]],
            http: dict[str, Any] | None, bare: dict[str, Any] | None, quick: bool) -> str:
-    import platform
-
     lines = ["### Sweep figures", "",
-             f"Measured {time.strftime('%Y-%m-%d')}{' (quick run)' if quick else ''}; "
-             f"Python {platform.python_version()}, {os.cpu_count()} CPUs, SQLite store (WAL).",
+             f"Measured {time.strftime('%Y-%m-%d')}{' (quick run)' if quick else ''} on "
+             f"{h.machine()}; SQLite store (WAL).",
              "", "| sim sweep, 5 × 5 × 3 grid × 10 repeats, 3 agents, max_loops=20 | chats | wall "
              "(target < 60 s) | chats/s | model calls | bids | cache hit rate | mean messages |",
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
@@ -220,14 +183,11 @@ def report(grid: list[dict[str, Any]], sharing: list[dict[str, Any]],
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.sweeps")
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--write", action="store_true")
-    args = parser.parse_args(argv)
+    args = h.options(__doc__, quick=True, write=True).parse_args(argv)
     print("[1] sim sweep, 5 x 5 x 3 grid ...", flush=True)
     grid = bench_sim_grid(2 if args.quick else 10)
-    with ServerProcess() as server:
-        server.latency(0.0)
+    with h.ServerProcess(deterministic_bids) as server:
+        server.ask("latency", 0.0)
         print("[2] calls with and without the bid cache ...", flush=True)
         sharing = bench_sharing(server, 2 if args.quick else 10)
         print("[3] HTTP sweep at 200 ms latency ...", flush=True)
@@ -236,8 +196,7 @@ def main(argv: list[str] | None = None) -> None:
     figures = report(grid, sharing, http, bare, args.quick)
     print(figures)
     if args.write:
-        write_section("sweeps", figures)
-        print(f"wrote {BENCHMARKS_MD}", file=sys.stderr)
+        h.write_section("sweeps", figures)
 
 
 if __name__ == "__main__":
