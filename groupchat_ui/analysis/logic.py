@@ -13,8 +13,9 @@ from typing import Any
 import pandas as pd
 
 from groupchat_core import RUN_ENDED, GroupChat
-from groupchat_core.analysis import selector_agreement
+from groupchat_core.analysis import Counterfactual, selector_agreement
 from groupchat_core.store import RunStore
+from groupchat_ui.kit.frames import records
 from groupchat_ui.kit.labels import row_label
 from groupchat_ui.kit.presets import DEBATE_TRIO
 
@@ -24,6 +25,7 @@ NO_READABLE_BID = "no agent produced a readable bid"
 
 
 RUN_KINDS = ("single runs", "sweep runs")
+WHATIF_THRESHOLDS = tuple(round(0.05 * i, 2) for i in range(21))  # 0.0 .. 1.0
 
 
 def kind_of(row: Mapping[str, Any]) -> str:
@@ -141,3 +143,53 @@ def agreement_line(turns: pd.DataFrame) -> str | None:
     s = "s" if found.picks != 1 else ""
     return (f"A person picked who speaks on {found.picks} turn{s}; the bidding rule would "
             f"have picked the same speaker on {found.agreed} (agreement {found.rate:.0%}).")
+
+
+def whatif_text(replay: Counterfactual, recorded_turns: int) -> str:
+    """One line: what a run's recorded bids give under other parameters (`counterfactual`):
+    the same run, a lull that ends it sooner, or another speaker from some turn on."""
+    rows = records(replay.frame)
+    last = rows[-1] if rows else None
+    if last is None or not bool(last["diverged"]):
+        return (f"The same run: each of its {recorded_turns} recorded turns picks the same "
+                "speaker.")
+    turn, was, now = int(last["turn"]), last["actual_winner"], last["counterfactual_winner"]
+    if not isinstance(now, str):  # None, or NaN once in a frame
+        return (f"A lull on turn {turn} (no bid clears the threshold): the chat stops there, "
+                f"not after its {recorded_turns} recorded turns.")
+    before = f"{was}'s" if isinstance(was, str) else "a lull"
+    return (f"Turn {turn} goes to {now} instead of {before}: from there the agents would bid on "
+            "another conversation, which the record cannot tell.")
+
+
+def replay_table(replay: Counterfactual) -> pd.DataFrame:
+    """The replayed turns, recorded speaker against replayed one (a lull as '(lull)')."""
+    def who(value: object) -> str:
+        return value if isinstance(value, str) else "(lull)"
+
+    return pd.DataFrame({
+        "turn": [int(t) for t in replay.frame["turn"]],
+        "recorded": [who(v) for v in replay.frame["actual_winner"]],
+        "replayed": [who(v) for v in replay.frame["counterfactual_winner"]],
+        "why": [str(r).replace("_", " ") for r in replay.frame["reason"]]},
+        columns=["turn", "recorded", "replayed", "why"])
+
+
+def same_run_thresholds(grid: pd.DataFrame) -> str:
+    """The thresholds of a what-if grid (one penalty and window) that give the recorded run,
+    as ranges ('0.10–0.45 and 0.60'), or a sentence saying none does."""
+    ordered = grid.sort_values("threshold")
+    spans: list[list[float]] = []
+    previous_same = False
+    for threshold, outcome in zip(ordered["threshold"], ordered["outcome"], strict=True):
+        same = outcome == "same"
+        if same and previous_same:
+            spans[-1][1] = float(threshold)
+        elif same:
+            spans.append([float(threshold), float(threshold)])
+        previous_same = same
+    if not spans:
+        return "No threshold on the grid gives the recorded run at this penalty and window."
+    text = [f"{a:.2f}" if a == b else f"{a:.2f}–{b:.2f}" for a, b in spans]
+    joined = text[0] if len(text) == 1 else ", ".join(text[:-1]) + " and " + text[-1]
+    return f"At this penalty and window, thresholds {joined} (of the grid) give the recorded run."
