@@ -11,13 +11,11 @@ import functools
 import logging
 import time
 import uuid
-from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from .._agent import Agent
 from .._bidding import (
-    RESPOND_TOOL,
     PromptRoom,
     build_bid_prompt,
     describe_participant,
@@ -38,7 +36,6 @@ from .._records import (
     RunRecord,
     RunStarted,
     SpeakerSelected,
-    Turn,
     TurnCompleted,
     TurnStarted,
     cost_totals,
@@ -46,33 +43,24 @@ from .._records import (
 )
 from .._secrets import agent_secrets, held_secrets, hold_secrets, mask_secrets, scrub
 from ..providers._delta_gate import gated_sink
+from ..providers._limit_waits import pausing
 from ..providers._model_calls import LITELLM, default_bid_deadline, provider_for
 from ..providers._providers import BidRequest, DeltaSink, ModelReply, Provider
 from ..providers._replies import ModelCallFailed, cap_text
 from ..providers._retries import is_context_window_error, stated_context_window
 from ..providers._routing import Providers
 from ..providers._tokens import count_tokens
-from ._outcome import FAILED, reply_outcome
+from ._outcome import FAILED, apply_reply
 from ._participant import Human
 from ._people import People
 from ._room import Room
-from ._room_state import LiveBid
 from ._selection import (
     NO_READ_BID_REASONS,
     Selection,
     candidate,
-    select_speaker,
     standing,
 )
-from ._strategies import (
-    ASKS_ONE,
-    assigned,
-    bid_then_speak_selection,
-    message_cap,
-    pick_named,
-    round_start,
-    scheduled,
-)
+from ._strategies import message_cap
 from ._transcript import (
     TYPED_CONVERSATION,
     PromptBudget,
@@ -81,6 +69,7 @@ from ._transcript import (
     omitted_note,
     typed_turns,
 )
+from .strategies import recent_speakers, strategy_for, turn_row
 
 if TYPE_CHECKING:
     from ._bidcache import BidCache
@@ -101,12 +90,6 @@ MODE_NOTES = {
     "speak": "\n\nIt is your turn to speak: call respond with your score and the message you "
              "post now.",
 }
-SELECTOR_NAME = "selector"
-SELECTOR_SYSTEM = ("You choose who speaks next in a group conversation. Reply by calling respond "
-                   "with score 1 and a message that starts with the exact name of the next "
-                   "speaker, then ': ' and one short sentence saying why.")
-SELECTOR_HISTORY = 20  # messages of the transcript the selector reads (newest)
-SELECTOR_LINE_CHARS = 2_000
 
 
 class TurnLoop:
@@ -125,9 +108,8 @@ class TurnLoop:
         self.roster: list[Agent | Human] = list(roster if roster is not None else self.agents)
         self._position = {_name(p): i for i, p in enumerate(self.roster)}
         self._others = [(_name(p), p.description) for p in self.roster]
-        self.live_room = room  # the people's room (self.room is the bid prompt's)
-        self.people = None if room is None else People(
-            self.roster, room, human_selector, config, lambda: held_secrets(self.agents))
+        # The people's room (self.room is the bid prompt's) follows the run from its events.
+        self.live_room = room
         self.score = score  # a scored task's scorer, run as the run ends (docs/outcomes.md)
         self.answer_key = answer_key  # what sims need to state an answer (never sent out)
         # Each agent's provider, picked once (_routing.py): the chat's own for its prefix, a
@@ -137,9 +119,11 @@ class TurnLoop:
         self._tokens_of = {a.agent_name: a.model_name if self.providers[a.agent_name] is LITELLM
                            else None for a in self.agents}
         self.emit_delta = emit_delta  # None: bids are not streamed (nobody watches them form)
+        if emit_delta is not None and room is not None:
+            self.emit_delta = _both(room.observe, emit_delta)
         self.bid_cache = bid_cache
         self.config = config
-        self.emit = emit
+        self._observers = emit  # the chat's observers (GroupChat's fan-out)
         self._post_hook = post
         self.record = RunRecord(
             run_id=run_id or uuid.uuid4().hex, config=config.model_dump(), task=task
@@ -152,22 +136,15 @@ class TurnLoop:
                       if config.speaker_names == "anonymised" else {})
         self._tally = ""
         self.view_key = view_key(config)
-        window = config.recency_window
-        self.recent: deque[str] = deque(maxlen=window) if window > 0 else deque(maxlen=0)
+        self.recent = recent_speakers(config.recency_window)
         self.room = PromptRoom(
-            config.bid_prompt, config.threshold, config.recency_penalty, window
+            config.bid_prompt, config.threshold, config.recency_penalty, config.recency_window
         )
         self._overhead = {a.agent_name: self._prompt_overhead(a) for a in self.agents}
-        self._round: list[Bid] = []  # all_speak: the round's bids not yet posted
-        self.selector: Agent | None = None
-        self._selector_provider: Provider | None = None
-        if config.strategy == "selector":
-            self.selector = Agent(agent_name=SELECTOR_NAME, model_name=config.selector_model,
-                                  temperature=0.0, system_prompt=SELECTOR_SYSTEM,
-                                  tools_list_dictionary=[RESPOND_TOOL],
-                                  api_base=config.selector_api_base,
-                                  tool_choice_mode=config.selector_tool_choice_mode)
-            self._selector_provider = provider_for(config.selector_model, providers)
+        people = None if room is None else People(
+            self.roster, room, human_selector, config, lambda: held_secrets(self.agents))
+        # Who is asked and who speaks (docs/engine.md §16): one object per run.
+        self.strategy = strategy_for(config, len(self.agents), providers, people)
 
     def _prompt_overhead(self, agent: Agent) -> PromptBudget:
         """What the agent's bid prompts may use (system prompt, tools and reply room counted);
@@ -176,14 +153,21 @@ class TurnLoop:
 
     # --- posting and the loop -------------------------------------------------------------
 
+    def emit(self, event: Event) -> None:
+        """An event to the people's room (when there is one), then to the chat's observers."""
+        if self.live_room is not None:
+            self.live_room.observe(event)
+        self._observers(event)
+
     def _post(self, message: Message, turn: int) -> None:
         self.record.messages.append(message)
         self.transcript.append(self._seen.get(message.role, message.role), message.content)
         self.history.append((message.role, message.content))
+        event = MessagePosted(run_id=self.record.run_id, turn=turn, message=message)
         if self.live_room is not None:
-            self.live_room._message(message.role, message.content)
+            self.live_room.observe(event)  # before the streaming callback, as before
         self._post_hook(message)
-        self.emit(MessagePosted(run_id=self.record.run_id, turn=turn, message=message))
+        self._observers(event)
 
     async def execute(self) -> RunRecord:
         record = self.record
@@ -191,10 +175,7 @@ class TurnLoop:
         self.emit(RunStarted(run_id=record.run_id, task=record.task, config=record.config,
                              agents=[_name(p) for p in self.roster],
                              started_at=record.started_at))
-        if self.live_room is not None:
-            selector = self.people.selector if self.people is not None else None
-            self.live_room._start(record.run_id, [(_name(p), _kind(p)) for p in self.roster],
-                             None if selector is None else selector.name)
+        self.strategy.begin(record.run_id)
         self._post(Message(role="User", content=record.task), turn=0)
         try:
             record.stop_reason = await self._turns()
@@ -203,8 +184,7 @@ class TurnLoop:
             self._finish()
             raise
         finally:
-            if self.live_room is not None:
-                self.live_room._finish()
+            self.strategy.end()
         await self._score()
         self._finish()
         return record
@@ -227,7 +207,7 @@ class TurnLoop:
             self.emit(TurnStarted(run_id=self.record.run_id, turn=turn))
             if self.config.show_tally == "shown":
                 await self._refresh_tally()
-            outcome = await self._one_turn(turn)
+            outcome = await self.strategy.turn(self, turn)
             if outcome is not None:
                 return outcome
         return "max_loops"
@@ -245,136 +225,20 @@ class TurnLoop:
         # observer does to the record afterwards never reaches the store.
         self.emit(RunFinished(run_id=record.run_id, record=record))
 
-    # --- one turn -------------------------------------------------------------------------
+    # --- what every strategy's turn shares (strategies/_base.Floor) ----------------------
 
-    async def _one_turn(self, turn: int) -> str | None:
-        """One turn under the chat's strategy (docs/engine.md §16); a stop reason or None."""
-        strategy = self.config.strategy
-        if self.people is not None:
-            return await self._turn_with_people(turn, self.people)
-        if strategy == "bidding":
-            bids = await self._collect_bids(turn)
-            return self._settle(turn, bids, self._select(bids))
-        if strategy == "bid_then_speak":
-            return await self._bid_then_speak(turn)
-        assert strategy in ASKS_ONE
-        if strategy in ("all_speak", "vote"):  # vote: all_speak's first round, no more
-            if round_start(turn, len(self.agents)) or not self._round:
-                # Only the agents that can still post: each all_speak turn posts or ends the
-                # run, so a bid past max_loops would be a call paid for and never recorded.
-                left = self.config.max_loops - len(self.record.messages)
-                self._round = await self._collect_bids(turn, "speak", first=left)
-            bid = self._round.pop(0)
-            bid.turn = turn
-            reason: Any = "all_speak"
-        else:
-            extra: Bid | None = None
-            said: str | None = None
-            if strategy == "selector":
-                pos, reason, extra, said = await self._ask_selector(turn)
-            else:
-                pos, reason = scheduled(strategy, turn, len(self.agents), self.config.seed), \
-                    strategy
-            bid = await self._one_bid(turn, pos, "speak")
-            if extra is not None:
-                _add_call(bid, extra)
-            return self._settle(turn, [bid], assigned(candidate(bid), reason),
-                                selector_reason=said or None)
-        return self._settle(turn, [bid], assigned(candidate(bid), reason))
-
-    async def _turn_with_people(self, turn: int, people: People) -> str | None:
-        """A bidding turn with people in the room (docs/engine.md "Human participants"): the
-        agents bid while the window is open, every bid goes through the one rule, then a
-        selector person's pick and a winning person's post (People.resolve)."""
-        history = tuple(self.history)
-        agent_bids, person_bids = await people.collect(turn, self._collect_bids(turn), history)
-        bids = sorted([*agent_bids, *person_bids], key=lambda b: b.position)
-        recent = set(self.recent)
-        for bid in person_bids:  # the live floor shows them as the agents' bids are shown
-            early = standing(candidate(bid), recent, self.config.threshold,
-                             self.config.recency_penalty)
-            people.room._settled_bid(bid.agent, early.adjusted, early.eligible)
-            self.emit(BidReceived(run_id=self.record.run_id, bid=bid.model_copy(update={
-                "penalized": early.penalized, "adjusted": early.adjusted,
-                "eligible": early.eligible})))
-        resolved = await people.resolve(turn, bids, self._select(bids), self._select, history)
-        return self._settle(turn, bids, resolved.selection, resolved.rule_winner,
-                            resolved.human_pick)
-
-    async def _one_bid(self, turn: int, pos: int, mode: str) -> Bid:
+    async def one_bid(self, turn: int, pos: int, mode: str) -> Bid:
+        """The agent at `pos` alone bids."""
         return await self._bid(turn, pos, self.agents[pos], tuple(self.history),
                                set(self.recent), held_secrets(self.agents), mode)
 
-    async def _bid_then_speak(self, turn: int) -> str | None:
-        """LangChain's bidding pattern: a score-only bid from everyone, then the winner alone
-        writes. Both calls of the winner are one bid row (calls and tokens summed)."""
-        bids = await self._collect_bids(turn, "score")
-        recent, threshold, penalty = list(self.recent), self.config.threshold, \
-            self.config.recency_penalty
-        cands = [candidate(b) for b in bids]
-        selection = bid_then_speak_selection(cands, None, recent, threshold, penalty)
-        if selection.winner is not None:
-            won = bids[selection.winner]
-            written = await self._one_bid(turn, selection.winner, "write")
-            _add_call(won, written)
-            won.message, won.error = written.message, won.error or written.error
-            if written.outcome == FAILED:
-                won.message = ""
-            cands[selection.winner] = candidate(won)
-            selection = bid_then_speak_selection(cands, cands[selection.winner], recent,
-                                                 threshold, penalty)
-        return self._settle(turn, bids, selection)
-
-    async def _ask_selector(self, turn: int) -> tuple[int, Any, Bid, str]:
-        """The selector model names the next speaker from the roster and the transcript (as
-        AutoGen's SelectorGroupChat). Its call is returned as a Bid so the turn counts its
-        calls and tokens, with what it said (its reply, else its error: the turn's
-        selector_reason); a reply that names nobody (or a failed call) falls back to
-        round_robin, and the turn's reason says which."""
-        assert self.selector is not None and self._selector_provider is not None
-        names = [a.agent_name for a in self.agents]
-        provider, history = self._selector_provider, tuple(self.history)
-        roster = "\n".join(f"- {describe_participant(a.agent_name, a.description)}"
-                           for a in self.agents)
-        lines = "\n".join(f"{role}: {text[:SELECTOR_LINE_CHARS]}"
-                          for role, text in history[-SELECTOR_HISTORY:])
-        prompt = (f"Participants:\n{roster}\n\nConversation so far, oldest first:\n{lines}"
-                  f"\n\nWho should speak next? Name exactly one of: {', '.join(names)}.")
-        messages = [{"role": "system", "content": SELECTOR_SYSTEM},
-                    {"role": "user", "content": prompt}] if provider.needs_prompt else []
-        call = Bid(turn=turn, agent=SELECTOR_NAME, position=0)
-        try:
-            async with asyncio.timeout(self._bid_limit(self.selector)):
-                reply = await provider.bid(BidRequest(self.selector, messages, history, turn,
-                                                      self.config.seed))
-            _apply_reply(call, reply)
-        except Exception as exc:  # a failed selector never fails the turn
-            call.calls = getattr(exc, "calls", 1)
-            call.error = mask_secrets(f"{type(exc).__name__}: {exc}",
-                                      held_secrets(self.agents))
-        pos = pick_named(call.message, names) if call.error is None or call.message else None
-        said = cap_text(mask_secrets(call.message or call.error or "",
-                                     held_secrets(self.agents)), SELECTOR_LINE_CHARS)
-        logger.info("turn %d: selector %s %s", turn,
-                    "chose" if pos is not None else "named nobody (round robin):", said)
-        if pos is None:
-            return scheduled("round_robin", turn, len(names), self.config.seed), \
-                "round_robin", call, said
-        return pos, "selector", call, said
-
-    def _select(self, bids: list[Bid]) -> Selection:
-        return select_speaker(
-            [candidate(b) for b in bids], list(self.recent), self.config.threshold,
-            self.config.recency_penalty,
-        )
-
-    def _settle(self, turn: int, bids: list[Bid], selection: Selection,
+    def settle(self, turn: int, bids: list[Bid], selection: Selection,
                 rule_winner: str | None = None, human_pick: str | None = None,
                 selector_reason: str | None = None) -> str | None:
         """Record the turn's selection, post the winner; return a stop reason or None.
 
         Each bid's penalized / adjusted / eligible is written from the Selection: selection is
-        the only place those values are computed (see _selection.py, _strategies.py).
+        the only place those values are computed (see _selection.py, strategies/).
         """
         for i, bid in enumerate(bids):
             bid.penalized = selection.penalized[i]
@@ -382,7 +246,7 @@ class TurnLoop:
             bid.eligible = selection.eligible[i]
         if selection.winner is not None:
             bids[selection.winner].winner = True
-        row = _turn_row(turn, bids, selection)
+        row = turn_row(turn, bids, selection)
         row.rule_winner, row.human_pick = rule_winner, human_pick
         row.selector_reason = selector_reason
         self.record.bids.extend(bids)
@@ -404,7 +268,7 @@ class TurnLoop:
         self.emit(TurnCompleted(run_id=run_id, turn=row, bids=bids, message=message))
         return None
 
-    async def _collect_bids(self, turn: int, mode: str = "bid",
+    async def collect_bids(self, turn: int, mode: str = "bid",
                             first: int | None = None) -> list[Bid]:
         """Every agent (or the `first` ones) bids concurrently on the same snapshot; a turn
         lasts as its slowest bid."""
@@ -508,7 +372,7 @@ class TurnLoop:
         reply.calls += first.calls
         return reply
 
-    def _bid_limit(self, agent: Agent) -> float:
+    def bid_limit(self, agent: Agent) -> float:
         """Seconds one bid may take: bid_timeout, or when unset, every request it may make."""
         limit = self.config.bid_timeout
         return default_bid_deadline(agent) if limit is None else limit
@@ -518,7 +382,7 @@ class TurnLoop:
                    secrets: list[str], mode: str = "bid") -> Bid:
         start = time.perf_counter()
         bid = Bid(turn=turn, agent=agent.agent_name, position=pos)
-        limit = self._bid_limit(agent)
+        limit = self.bid_limit(agent)
         deadline = asyncio.timeout(limit)
         sink = None if self.emit_delta is None else self._delta_sink(turn, agent.agent_name)
         if sink is not None and self.providers[agent.agent_name] is not LITELLM:
@@ -526,8 +390,9 @@ class TurnLoop:
         try:
             async with deadline:
                 ends = asyncio.get_running_loop().time() + limit
-                reply = await self._call(turn, agent, history, ends, sink, mode)
-            _apply_reply(bid, reply)
+                with pausing(deadline):  # time queued for a limit is not the bid's
+                    reply = await self._call(turn, agent, history, ends, sink, mode)
+            apply_reply(bid, reply)
             if mode == "score":  # a score-only bid posts nothing, whatever the model wrote
                 bid.message = ""
         except ModelCallFailed as exc:
@@ -553,20 +418,15 @@ class TurnLoop:
         live = bid.model_copy(update={"penalized": early.penalized, "adjusted": early.adjusted,
                                       "eligible": early.eligible})
         self.emit(BidReceived(run_id=self.record.run_id, bid=live))
-        if self.live_room is not None:
-            self.live_room._agent_bid(LiveBid(bid.agent, "agent", bid.score, bid.message,
-                                         early.adjusted, early.eligible))
         return bid
 
     def _delta_sink(self, turn: int, agent: str) -> DeltaSink:
         """What a streamed bid calls as it forms: a BidDelta to the observers asking for them."""
-        emit, run_id, room = self.emit_delta, self.record.run_id, self.live_room
+        emit, run_id = self.emit_delta, self.record.run_id
         assert emit is not None
 
         def sink(score: float | None, message: str) -> None:
             emit(BidDelta(run_id=run_id, turn=turn, agent=agent, score=score, message=message))
-            if room is not None:
-                room._agent_forming(agent, score, message)
 
         return sink
 
@@ -638,10 +498,6 @@ def _name(participant: Agent | Human) -> str:
     return participant.name if isinstance(participant, Human) else participant.agent_name
 
 
-def _kind(participant: Agent | Human) -> Literal["agent", "human"]:
-    return "human" if isinstance(participant, Human) else "agent"
-
-
 MAX_REASON_CHARS = 300  # per agent in RunRecord.error: enough to name the cause, never a body
 
 
@@ -656,39 +512,10 @@ def no_readable_bid_error(turn: int, bids: Sequence[Bid]) -> str:
     return f"no agent produced a readable bid on turn {turn}: " + "; ".join(reasons)
 
 
-def _apply_reply(bid: Bid, reply: ModelReply) -> None:
-    bid.score, bid.message, bid.error = reply.bid.score, reply.bid.message, reply.bid.error
-    bid.path, bid.calls = reply.path, reply.calls
-    bid.prompt_tokens, bid.completion_tokens = reply.prompt_tokens, reply.completion_tokens
-    bid.cost_usd, bid.cached, bid.deployment = reply.cost_usd, reply.cached, reply.deployment
-    bid.cached_calls = int(reply.cached)
-    bid.outcome = reply_outcome(reply)  # a failed call's is set where it is caught
+def _both(first: Callable[[BidDelta], None],
+          then: Callable[[BidDelta], None]) -> Callable[[BidDelta], None]:
+    def both(delta: BidDelta) -> None:
+        first(delta)
+        then(delta)
 
-
-def _add_call(bid: Bid, other: Bid) -> None:
-    """Count another call on `bid` (bid_then_speak's written message, the selector's pick):
-    totals stay the sums over the bids, and a call the cache answered stays counted in
-    cached_calls (`cached` keeps saying whether the row's own first call was a hit). Unknown
-    token counts and costs stay unknown only when both are."""
-    bid.calls += other.calls
-    bid.cached_calls += other.cached_calls
-    bid.latency_ms = (bid.latency_ms or 0.0) + (other.latency_ms or 0.0)
-    for name in ("prompt_tokens", "completion_tokens", "cost_usd"):
-        mine, theirs = getattr(bid, name), getattr(other, name)
-        if mine is None and theirs is None:
-            continue
-        setattr(bid, name, (mine or 0) + (theirs or 0))
-
-
-def _turn_row(turn: int, bids: list[Bid], s: Selection) -> Turn:
-    return Turn(
-        turn=turn,
-        winner=bids[s.winner].agent if s.winner is not None else None,
-        winning_adjusted=s.winning_adjusted,
-        runner_up_adjusted=s.runner_up_adjusted,
-        margin=s.margin,
-        lull=s.winner is None and s.reason == "lull",
-        reason=s.reason,
-        penalty_changed_winner=s.penalty_changed_winner,
-        failed_bids=sum(b.failed for b in bids),
-    )
+    return both

@@ -50,6 +50,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .._errors import ConfigError
 from .._secrets import hold_secrets
 from ._endpoints import TRUSTED_BASES_ENV, endpoint_trusted
+from ._limit_waits import queued
 from ._ratelimit import WindowLimit
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
@@ -397,7 +398,8 @@ async def pace_routed(kwargs: dict[str, Any]) -> AsyncIterator[float]:
     if pacer is None:
         yield 0.0
         return
-    waited = await pacer.acquire()
+    async with queued():  # the bid's deadline stands still while it waits (_limit_waits.py)
+        waited = await pacer.acquire()
     try:
         yield waited
     finally:

@@ -11,7 +11,7 @@ from .._bidding import FORCED_RESPOND_CHOICE
 from .._errors import ModelCallError
 from .._kwargs_policy import kwargs_problem
 from ._bodies import REQUEST_DEADLINE, ResponseTooLarge, deadline_error, in_chain
-from ._deployments import pace_routed, routed_bases, routed_call
+from ._deployments import routed_bases, routed_call
 from ._direct import direct_completion, direct_route
 from ._endpoints import (
     PLACEHOLDER_KEY,
@@ -118,16 +118,10 @@ async def one_request(litellm: Any, kwargs: dict[str, Any]) -> Any:
     """One HTTP request under a total deadline of Agent.timeout.
 
     litellm's `timeout` bounds each read, so a server trickling a byte every few seconds would
-    hold a bid forever; this bounds the request from send to last byte. A routed model's
-    deployments' rpm is waited for first (`pace_routed`): waiting for a limit is not the
-    request's time, so the deadline starts when the request is sent.
+    hold a bid forever; this bounds the request from send to last byte. Limits are waited for
+    before (_retries.call_with_retries): waiting for a limit is not the request's time, so the
+    deadline starts when the request is sent.
     """
-    async with pace_routed(kwargs):
-        return await _timed_request(litellm, kwargs)
-
-
-async def _timed_request(litellm: Any, kwargs: dict[str, Any]) -> Any:
-    """The request itself, its deadline starting now."""
     limit = kwargs.get("timeout")
     token = set_request_deadline(limit)
     try:

@@ -13,6 +13,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._deployments import pace_routed
+from ._limit_waits import queued, queued_seconds
 from ._limiter import CALL_LIMITER
 from ._litellm import litellm_module
 from ._ratelimit import RATE_LIMITS
@@ -112,18 +114,26 @@ async def call_with_retries(kwargs: dict[str, Any], attempts: Attempts,
     """One request, retried on transient errors: after the server's Retry-After when it sends
     one (at most MAX_RETRY_AFTER, and never past the bid's deadline: the error is raised at
     once instead; `deadline` is the bid's, a loop time), else after a jittered exponential
-    backoff. Per-model rate limits
-    (_ratelimit.py) are waited for before each attempt. `send` makes the request (one_request,
-    or a streamed one: _streaming.py)."""
+    backoff. Per-model rate limits (_ratelimit.py), a routed model's deployments' rpm and the
+    in-flight cap are waited for before each attempt; those waits stop the bid's deadline
+    (_limit_waits.py). `send` makes the request (one_request, or a streamed one: _streaming.py)."""
     litellm = litellm_module()
     model = str(kwargs.get("model", ""))
     while True:
         tokens = _request_tokens(kwargs) if RATE_LIMITS.wants_tokens(model) else 0
-        reserved = await RATE_LIMITS.acquire(model, tokens)
+        async with queued():
+            reserved = await RATE_LIMITS.acquire(model, tokens)
         attempts.calls += 1
         try:
-            async with CALL_LIMITER:
-                response = await send(litellm, kwargs)
+            # The deployments' rpm first, then an in-flight slot: a request paced for its rpm
+            # holds no slot another model's request could use while it waits.
+            async with pace_routed(kwargs):
+                async with queued():
+                    await CALL_LIMITER.acquire()
+                try:
+                    response = await send(litellm, kwargs)
+                finally:
+                    CALL_LIMITER.release()
         except Exception as exc:
             RATE_LIMITS.settle(model, reserved, 0)  # a refused request used no tokens
             retryable = is_retryable(exc)
@@ -134,7 +144,7 @@ async def call_with_retries(kwargs: dict[str, Any], attempts: Attempts,
                 raise
             delay = _retry_delay(attempts.calls - 1) if asked is None else min(
                 asked, MAX_RETRY_AFTER)
-            left = _time_left(deadline)
+            left = _time_left(None if deadline is None else deadline + queued_seconds())
             if left is not None and delay >= left:
                 raise  # the retry could not finish in time: report the real cause now
             attempts.retries_left -= 1

@@ -21,9 +21,8 @@ for zero-latency sims it is the whole wall time (bench/estimate_accuracy.py meas
 
 Rate limits pace a sweep, they never fail a request (docs/sweeps.md, "Limits pace"): a model
 whose deployments all declare rpm (their sum), or with a process-wide set_rate_limit rpm, takes
-at most that many calls a minute, so its calls / rpm minutes is a floor on the wall time. The
-turn's bid deadline (bid_timeout) still counts a bid's wait in that queue: when the bids in
-flight on a model would queue past it, the estimate says so (lower the concurrency).
+at most that many calls a minute, so its calls / rpm minutes is a floor on the wall time. A
+bid's wait in that queue counts against neither its request's timeout nor its bid deadline.
 """
 
 from __future__ import annotations
@@ -38,7 +37,6 @@ from pydantic import BaseModel, Field
 from ..engine._strategies import message_cap
 from ..providers._deployments import group_rpm, parse_deployments
 from ..providers._limiter import max_inflight_calls
-from ..providers._model_calls import default_bid_deadline
 from ..providers._ratelimit import RATE_LIMITS
 from ..providers._routing import in_process_provider
 from ..providers._sim import is_sim_model
@@ -136,8 +134,6 @@ class _Tally:
         self.engine_seconds = 0.0  # the engine's own work over every cell (CELL_S, BID_S)
         self.network_agents = 0  # the most real-model agents in one cell
         self.model_calls: dict[str, float] = defaultdict(float)  # calls per model (upper)
-        self.model_agents: dict[str, int] = defaultdict(int)  # most agents of a model a cell
-        self.bid_limit: float | None = None  # the shortest bid deadline of any agent
 
     def add_cell(self, spec: SweepSpec, cell: Cell) -> None:
         chat = spec.chat_spec(cell)
@@ -152,14 +148,9 @@ class _Tally:
         self.calls += asked + extra
         writes = 2 if chat.strategy == "bid_then_speak" else 1
         costliest: tuple[str, int, int, int] | None = None  # one-asked: the dearest agent
-        per_model: dict[str, int] = defaultdict(int)
         for agent in chat.agents:
             model = agent.model_name
             self.model_calls[model] += (asked + extra) / max(1, len(chat.agents))
-            per_model[model] += 1
-            limit = chat.bid_timeout if chat.bid_timeout is not None else \
-                default_bid_deadline(agent)
-            self.bid_limit = limit if self.bid_limit is None else min(self.bid_limit, limit)
             if is_sim_model(model):  # a sim sends no prompt and generates no tokens
                 self.sims.add(model)
                 for tokens in (self.prompt, self.completion_upper, self.completion_typical):
@@ -187,8 +178,6 @@ class _Tally:
         self.cell_seconds.append(wait + work)
         self.network_agents = max(self.network_agents, sum(
             not is_sim_model(a.model_name) for a in chat.agents))
-        for model, count in per_model.items():
-            self.model_agents[model] = max(self.model_agents[model], count)
 
     def _book(self, model: str, prompt: int, completion: int, typical: int) -> None:
         self.prompt[model] += prompt
@@ -296,25 +285,12 @@ def estimate(spec: SweepSpec, cells: Iterable[Cell] | None = None, *,
 
 
 def _rate_notes(tally: _Tally, rpm: dict[str, float]) -> list[str]:
-    """What the rate limits do to this sweep: the time they take, and whether a bid's wait in
-    their queue could pass its deadline (the bids in flight on a model, at rpm a minute)."""
-    notes = []
-    for model, per_minute in sorted(rpm.items()):
-        calls = tally.model_calls[model]
-        notes.append(f"rate limit: {model} takes at most {per_minute:g} requests a minute, so "
-                     f"its {calls:,.0f} calls take at least "
-                     f"{format_duration(60.0 * calls / per_minute)} (limits pace a sweep; a "
-                     "wait for them never counts against a request's timeout)")
-        # once a minute's requests are spent, a bid waits for the window to move: up to a
-        # minute for each rpm of bids queued ahead of it
-        queued = tally.concurrency * tally.model_agents[model]
-        wait = 60.0 * math.ceil(queued / per_minute) if calls > per_minute else 0.0
-        if tally.bid_limit is not None and wait >= tally.bid_limit:
-            notes.append(f"warning: {queued} bids on {model} at once may queue "
-                         f"{format_duration(wait)} for its limit, past the bid deadline of "
-                         f"{format_duration(tally.bid_limit)}, which counts that wait: lower "
-                         "concurrency or raise bid_timeout")
-    return notes
+    """What the rate limits do to this sweep: the time they take at least."""
+    return [f"rate limit: {model} takes at most {per_minute:g} requests a minute, so its "
+            f"{tally.model_calls[model]:,.0f} calls take at least "
+            f"{format_duration(60.0 * tally.model_calls[model] / per_minute)} (limits pace a "
+            "sweep; a wait for them counts against neither a request's timeout nor its bid's "
+            "deadline)" for model, per_minute in sorted(rpm.items())]
 
 
 def _assumptions(result: Estimate, prior: tuple[float, int] | None, concurrency: int,

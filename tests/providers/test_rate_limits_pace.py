@@ -6,7 +6,7 @@ No upper bound on time: the window limit runs on an injected clock; over HTTP th
 requests are counted per window from the server's recorded arrival times (lower bounds and
 counts only).
 
-Private imports (`providers._deployments`, `providers._ratelimit`, `providers._requests`,
+Private imports (`providers._deployments`, `providers._ratelimit`, `providers._retries`,
 `providers._bodies`): units or test hooks with no public name.
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
@@ -29,7 +30,7 @@ from groupchat_core import (
 )
 from groupchat_core.providers import _deployments as deployments
 from groupchat_core.providers import _ratelimit as ratelimit
-from groupchat_core.providers import _requests as requests
+from groupchat_core.providers import _retries as retries
 from groupchat_core.providers._bodies import REQUEST_DEADLINE
 from groupchat_core.providers._ratelimit import RATE_LIMITS, WindowLimit
 from groupchat_core.testing import FakeOpenAIServer, tool_call
@@ -117,7 +118,8 @@ def test_the_request_timeout_starts_after_the_limiter_grants(
     async def two() -> list[Any]:
         start = asyncio.get_running_loop().time()
         with routes_on([{"name": "a", "api_base": "http://127.0.0.1:9/v1", "rpm": 1}]):
-            got = [await requests.one_request(None, kwargs) for _ in range(2)]
+            got = [await retries.call_with_retries(kwargs, retries.Attempts())
+                   for _ in range(2)]
         return [start, *got]
 
     start, *replies = asyncio.run(two())
@@ -129,11 +131,12 @@ def test_the_request_timeout_starts_after_the_limiter_grants(
     assert second_deadline - first_deadline >= 0.5
 
 
-def one_turn_of_three(server: FakeOpenAIServer, model: str) -> list[Any]:
+def one_turn_of_three(server: FakeOpenAIServer, model: str,
+                      bid_timeout: float | None = 120.0) -> list[Any]:
     """Three agents bid at once on `model`, each request with a 0.5 s timeout and no retry."""
     agents = [Agent(agent_name=n, model_name=f"openai/{model}", api_base=server.base_url,
                     api_key="sk-local", timeout=0.5, num_retries=0) for n in "ABC"]
-    chat = GroupChat(agents=agents, max_loops=2, bid_cache=False)
+    chat = GroupChat(agents=agents, max_loops=2, bid_cache=False, bid_timeout=bid_timeout)
     chat.run("t")
     return list(chat.last_run.bids)
 
@@ -146,12 +149,13 @@ def test_a_process_wide_rpm_wait_is_not_the_requests_time() -> None:
     try:
         with FakeOpenAIServer() as server:
             server.script("slow", [tool_call(0.9, "first"), *[tool_call(0.0, "")] * 2])
+            start = time.monotonic()  # no permit is granted before this (the server's clock)
             bids = one_turn_of_three(server, "slow")
             times = sorted(r.received_at for r in server.requests_for("slow"))
     finally:
         RATE_LIMITS.clear()
     assert [b.error for b in bids] == [None] * 3
-    assert times[2] - times[0] >= 2.0 - 0.01  # it did wait for the limit
+    assert times[2] - start >= 2.0  # it did wait for the limit
 
 
 def test_a_wait_for_the_in_flight_limit_is_not_the_requests_time() -> None:
@@ -169,6 +173,73 @@ def test_a_wait_for_the_in_flight_limit_is_not_the_requests_time() -> None:
         set_max_inflight_calls(before)
     assert [b.error for b in bids] == [None] * 3
     assert times[2] - times[0] >= 0.6 - 0.01  # one at a time: the third waited for two
+
+
+def test_a_wait_for_a_limit_does_not_use_up_the_bids_deadline() -> None:
+    """bid_timeout 1 s and rpm 60 (one at once, then one a second): the third bid waits 2 s
+    for the limit, twice its whole bid deadline, and still answers; before, the turn's deadline
+    ran while the bid queued and it failed ("no bid within 1 s")."""
+    RATE_LIMITS.clear()
+    set_rate_limit("openai/paced", rpm=60)
+    try:
+        with FakeOpenAIServer() as server:
+            server.script("paced", [tool_call(0.9, "first"), *[tool_call(0.0, "")] * 2])
+            start = time.monotonic()
+            bids = one_turn_of_three(server, "paced", bid_timeout=1.0)
+            times = sorted(r.received_at for r in server.requests_for("paced"))
+    finally:
+        RATE_LIMITS.clear()
+    assert [b.error for b in bids] == [None] * 3
+    assert times[2] - start >= 2.0  # it did wait, longer than its whole bid deadline
+
+
+def test_a_bid_slower_than_its_deadline_still_fails_after_a_wait() -> None:
+    """The deadline stands still only while queued: a reply held 0.8 s against bid_timeout
+    0.5 s fails, the wait for a slot before it not counted, the request's own time counted."""
+    before = max_inflight_calls()
+    set_max_inflight_calls(1)
+    try:
+        with FakeOpenAIServer() as server:
+            server.script("late", [tool_call(0.9, "first", latency=0.8)] * 3)
+            agents = [Agent(agent_name=n, model_name="openai/late", api_base=server.base_url,
+                            api_key="sk-local", timeout=5.0, num_retries=0) for n in "AB"]
+            chat = GroupChat(agents=agents, max_loops=1, bid_cache=False, bid_timeout=0.5)
+            chat.run("t")
+    finally:
+        set_max_inflight_calls(before)
+    errors = [b.error or "" for b in chat.last_run.bids]
+    assert all("no bid within 0.5 s" in e for e in errors), errors
+
+
+def test_a_request_paced_for_its_rpm_holds_no_in_flight_slot(routes_on: Any) -> None:
+    """One in-flight slot; a routed model paced at 1 request per 0.5 s window. While its second
+    request waits for the window, an unpaced model's request takes the slot and is sent first
+    (before, the paced request held the slot through its wait: sent P1, P2, U)."""
+    sent: list[str] = []
+
+    async def send(litellm: Any, kwargs: dict[str, Any]) -> str:
+        sent.append(kwargs["tag"])
+        return "reply"
+
+    async def three() -> None:
+        before = max_inflight_calls()
+        set_max_inflight_calls(1)
+        try:
+            with routes_on([{"name": "a", "api_base": "http://127.0.0.1:9/v1", "rpm": 1}]):
+                paced = {"model": "openai/fake", "messages": []}
+                await retries.call_with_retries({**paced, "tag": "P1"}, retries.Attempts(), send)
+                second = asyncio.ensure_future(retries.call_with_retries(
+                    {**paced, "tag": "P2"}, retries.Attempts(), send))
+                await asyncio.sleep(0.05)  # P2 is waiting for its window now
+                assert not second.done()
+                other = {"model": "openai/other", "messages": [], "tag": "U"}
+                await retries.call_with_retries(other, retries.Attempts(), send)
+                await second
+        finally:
+            set_max_inflight_calls(before)
+
+    asyncio.run(three())
+    assert sent == ["P1", "U", "P2"]
 
 
 def test_a_model_with_a_deployment_without_rpm_is_not_paced() -> None:
