@@ -128,11 +128,13 @@ def search_space(search: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict
     return grid, extra
 
 
-def build_spec(agents: Sequence[Agent], tasks: Sequence[str], grid_text: Mapping[str, str],
+def build_spec(agents: Sequence[Agent], tasks: Sequence[str | Mapping[str, Any]],
+               grid_text: Mapping[str, str],
                options: Mapping[str, Any], search: Mapping[str, Any] | None = None
                ) -> SweepSpec:
     """A SweepSpec from the page's inputs; a ConfigError names the bad value. In random
-    search, threshold and penalty are drawn from ranges instead of listed."""
+    search, threshold and penalty are drawn from ranges instead of listed. `tasks`: plain
+    strings, or task objects with answers (task_sets.scored_tasks)."""
     grid_more, extra = search_space(search)
     drawn = set(extra.get("random", {}))
     grid: dict[str, Any] = {
@@ -147,7 +149,7 @@ def build_spec(agents: Sequence[Agent], tasks: Sequence[str], grid_text: Mapping
             base[key] = value
     caps = {k: options[k] for k in ("max_calls", "max_usd") if options.get(k)}
     spec = parse_sweep({"name": options.get("name") or "sweep", "base": base, "grid": grid,
-                        "tasks": [t for t in tasks if t.strip()],
+                        "tasks": [t for t in tasks if not isinstance(t, str) or t.strip()],
                         "repeats": int(options["repeats"]),
                         "concurrency": int(options["concurrency"]), **caps, **extra}, "sweep")
     _check_values(spec)

@@ -37,6 +37,7 @@ from groupchat_ui.kit.sweep_status import SweepStatus
 from groupchat_ui.kit.traces import TRACE_KEY
 
 from . import logic as svc
+from . import tasks_view
 
 REFRESH_S = 0.5
 REFRESH_HELP = ("Counted from the store, where every turn is recorded as it completes; refreshed "
@@ -188,7 +189,7 @@ def _search() -> dict[str, Any]:
 def define(store: RunStore, agents: list[Agent]) -> SweepSpec | None:
     """The grid inputs with the live cell count and estimate; the spec, or None if invalid."""
     chosen, task = _room(agents)
-    tasks = st.text_area("Tasks (one per line)", task, key="sw_tasks", height=68)
+    tasks = tasks_view.choose(task)
     search = _search()
     drawn = ("threshold", "recency_penalty") if search["mode"] == "random" else ()
     axes = [a for a in svc.GRID_AXES if a not in drawn]
@@ -199,8 +200,10 @@ def define(store: RunStore, agents: list[Agent]) -> SweepSpec | None:
     options = _options()
     if chosen and svc.all_sim(chosen):
         st.caption(f":material/science: {SIM_NOTE}")
+    if tasks is None:  # the task set's one line is shown under it
+        return None
     try:
-        spec = svc.build_spec(chosen, tasks.splitlines(), grid, options, search)
+        spec = svc.build_spec(chosen, tasks, grid, options, search)
         cells, text, head = svc.preflight(spec, store)
     except ConfigError as exc:
         st.error(f"Fix the grid: {escape_markdown(str(exc))}", icon=":material/error:")
