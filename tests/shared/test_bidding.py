@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections import OrderedDict
+from typing import Any
 
 import pytest
 
@@ -49,41 +50,10 @@ SPEC_RESPOND_TOOL_TEXT = (
 )
 
 
-def _key_orders(value: object) -> list[list[str]]:
-    """Key order of every dict in a nested structure, depth first."""
-    if isinstance(value, dict):
-        out = [list(value.keys())]
-        for v in value.values():
-            out.extend(_key_orders(v))
-        return out
-    if isinstance(value, list):
-        out = []
-        for v in value:
-            out.extend(_key_orders(v))
-        return out
-    return []
-
-
-def test_respond_tool_equals_spec_json() -> None:
+def test_respond_tool_is_the_spec_json_with_its_key_order() -> None:
     expected = json.loads(SPEC_RESPOND_TOOL_TEXT)
     assert RESPOND_TOOL == expected
-
-
-def test_respond_tool_key_order_matches_spec() -> None:
-    expected = json.loads(SPEC_RESPOND_TOOL_TEXT)
-    assert list(RESPOND_TOOL.keys()) == ["type", "function"]
-    assert list(RESPOND_TOOL["function"].keys()) == ["name", "description", "parameters"]
-    params = RESPOND_TOOL["function"]["parameters"]
-    assert list(params.keys()) == ["type", "properties", "required"]
-    assert list(params["properties"].keys()) == ["score", "message"]
-    assert list(params["properties"]["score"].keys()) == [
-        "type", "description", "minimum", "maximum"]
-    assert _key_orders(RESPOND_TOOL) == _key_orders(expected)
-
-
-def test_respond_tool_serializes_like_spec() -> None:
-    # Same keys, same order, same texts, same value types: identical canonical JSON.
-    expected = json.loads(SPEC_RESPOND_TOOL_TEXT)
+    # Same keys in the same order at every depth, same texts, same value types.
     assert json.dumps(RESPOND_TOOL) == json.dumps(expected)
 
 
@@ -96,206 +66,119 @@ def C(agent: str, score: float, message: str = "msg", failed: bool = False,
                      unreadable=unreadable)
 
 
-def test_highest_adjusted_score_wins() -> None:
-    sel = select_speaker([C("A", 0.6), C("B", 0.9), C("C", 0.7)], [], 0.5, 0.3)
-    assert sel.winner == 1
-    assert sel.winning_adjusted == 0.9
-    assert sel.reason == "highest_bid"
-    assert sel.penalty_changed_winner is False
-    assert sel.eligible == (True, True, True)
+# name: (bids, recent speakers, threshold, penalty, the Selection's expected fields)
+SELECTIONS: dict[str, tuple[list[Candidate], list[str], float, float, dict[str, Any]]] = {
+    "highest adjusted score wins": (
+        [C("A", 0.6), C("B", 0.9), C("C", 0.7)], [], 0.5, 0.3,
+        {"winner": 1, "winning_adjusted": 0.9, "reason": "highest_bid",
+         "penalty_changed_winner": False, "eligible": (True, True, True),
+         "runner_up_adjusted": 0.7, "margin": 0.9 - 0.7, "penalized": (False,) * 3,
+         "adjusted": (0.6, 0.9, 0.7)}),
+    "a score equal to the threshold is no candidate": (
+        [C("A", 0.5), C("B", 0.5)], [], 0.5, 0.3,
+        {"winner": None, "eligible": (False, False), "reason": "lull"}),
+    "a score just above the threshold is a candidate": (
+        [C("A", 0.5), C("B", 0.5000001)], [], 0.5, 0.3, {"winner": 1, "eligible": (False, True)}),
+    "adjusted exactly the threshold is no candidate (0.9-0.4)": (
+        [C("A", 0.9)], ["A"], 0.5, 0.4,
+        {"adjusted": (0.9 - 0.4,), "eligible": (False,), "winner": None}),
+    "adjusted exactly the threshold is no candidate (0.8-0.3)": (
+        [C("A", 0.8)], ["A"], 0.5, 0.3,
+        {"adjusted": (0.8 - 0.3,), "eligible": (False,), "winner": None}),
+    "float subtraction just above the threshold is a candidate": (  # 0.6000000000000001
+        [C("A", 0.9), C("B", 0.2)], ["A"], 0.6, 0.3,
+        {"adjusted": (0.9 - 0.3, 0.2), "eligible": (True, False), "winner": 0,
+         "winning_adjusted": 0.9 - 0.3}),
+    "float subtraction just below the threshold is no candidate": (  # 0.49999999999999994
+        [C("A", 0.7), C("B", 0.2)], ["A"], 0.5, 0.2,
+        {"adjusted": (0.7 - 0.2, 0.2), "eligible": (False, False), "winner": None,
+         "reason": "lull"}),
+    "adjusted is not clamped": (
+        [C("A", 0.1), C("B", 0.0)], ["A"], 0.5, 0.3, {"adjusted": (0.1 - 0.3, 0.0)}),
+    "a tie goes to the earlier agent in list order, not by name": (
+        [C("zed", 0.3), C("yan", 0.8), C("amy", 0.8)], [], 0.5, 0.3,
+        {"winner": 1, "reason": "tie_by_order", "winning_adjusted": 0.8,
+         "runner_up_adjusted": 0.8, "margin": 0.0}),
+    "a tie after the penalty goes to the earlier agent": (  # 1.0 - 0.25 is exact
+        [C("B", 0.75), C("A", 1.0)], ["A"], 0.5, 0.25,
+        {"adjusted": (0.75, 0.75), "winner": 0, "reason": "tie_by_order"}),
+    "an ineligible equal score is no tie": (
+        [C("A", 0.8), C("B", 0.8, "")], [], 0.5, 0.3, {"winner": 0, "reason": "highest_bid"}),
+    "an empty message is skipped even with a full score": (
+        [C("A", 1.0, ""), C("B", 0.6, "hello")], [], 0.5, 0.3,
+        {"eligible": (False, True), "winner": 1, "winning_adjusted": 0.6}),
+    "only empty messages is a lull": (
+        [C("A", 1.0, ""), C("B", 0.9, "")], [], 0.5, 0.3,
+        {"winner": None, "reason": "lull", "winning_adjusted": None, "margin": None}),
+    "failed bids are skipped": (
+        [C("A", 0.95, "boom", failed=True), C("B", 0.6)], [], 0.5, 0.3,
+        {"eligible": (False, True), "winner": 1}),
+    "all failed is no lull": (
+        [C("A", 0.0, "", failed=True), C("B", 0.0, "", failed=True)], [], 0.5, 0.3,
+        {"winner": None, "reason": "all_failed"}),
+    "some failed, the rest silent, is a lull": (
+        [C("A", 0.0, "", failed=True), C("B", 0.2, "")], [], 0.5, 0.3,
+        {"winner": None, "reason": "lull"}),
+    "no bid above the threshold is a lull": (
+        [C("A", 0.3), C("B", 0.4)], [], 0.5, 0.3,
+        {"winner": None, "reason": "lull", "penalty_changed_winner": False}),
+    "the penalty changes the winner": (
+        [C("A", 0.9), C("B", 0.7)], ["A"], 0.5, 0.3,
+        {"penalized": (True, False), "adjusted": (0.9 - 0.3, 0.7), "winner": 1,
+         "penalty_changed_winner": True, "reason": "penalty_changed_winner",
+         "runner_up_adjusted": 0.9 - 0.3, "margin": 0.7 - (0.9 - 0.3)}),
+    "a penalty that does not change the winner": (
+        [C("A", 0.95), C("B", 0.6)], ["A"], 0.5, 0.3,
+        {"winner": 0, "winning_adjusted": 0.95 - 0.3, "penalty_changed_winner": False,
+         "reason": "highest_bid"}),
+    "the penalty can cause a lull": (
+        [C("A", 0.7), C("B", 0.4)], ["A"], 0.5, 0.3, {"winner": None, "reason": "lull"}),
+    "every recent speaker is penalized": (
+        [C("A", 0.9), C("B", 0.85), C("C", 0.6)], ["A", "B"], 0.5, 0.3,
+        {"penalized": (True, True, False), "adjusted": (0.9 - 0.3, 0.85 - 0.3, 0.6),
+         "winner": 0}),
+    "a recent speaker not bidding has no effect": (
+        [C("A", 0.9), C("B", 0.7)], ["Z"], 0.5, 0.3,
+        {"penalized": (False, False), "adjusted": (0.9, 0.7), "winner": 0}),
+    "a zero penalty leaves scores unchanged": (
+        [C("A", 0.9), C("B", 0.7)], ["A"], 0.5, 0.0,
+        {"adjusted": (0.9, 0.7), "winner": 0, "penalty_changed_winner": False}),
+    "the runner-up ignores empty and failed bids": (
+        [C("A", 0.9), C("B", 1.0, ""), C("C", 0.95, "x", failed=True)], [], 0.5, 0.3,
+        {"winner": 0, "runner_up_adjusted": None, "margin": None}),
+    "a zero score cannot speak at threshold 0": ([C("A", 0.0)], [], 0.0, 0.3, {"winner": None}),
+    "a negative threshold lets a zero score speak": ([C("A", 0.0)], [], -0.1, 0.3, {"winner": 0}),
+    # issue 9 §2: readability decides lull versus error
+    "no readable bid is no lull": (
+        [C("A", 0.0, "hi", unreadable=True), C("B", 0.0, "", unreadable=True)], [], 0.5, 0.3,
+        {"winner": None, "reason": "no_readable_bid"}),
+    "failed and unreadable bids are no readable bid": (
+        [C("A", 0.0, "", failed=True), C("B", 0.0, "", unreadable=True)], [], 0.5, 0.3,
+        {"reason": "no_readable_bid"}),
+    "one read silent bid among unreadable ones is a lull": (
+        [C("A", 0.0, "", unreadable=True), C("B", 0.2, ""), C("C", 0.0, "", failed=True)],
+        [], 0.5, 0.3, {"reason": "lull"}),
+    # An invalid score does not erase a valid message (docs/engine.md §5): with a negative
+    # threshold such a bid at 0.0 may still speak.
+    "an unreadable bid with a message keeps its standing": (
+        [C("A", 0.0, "still here", unreadable=True), C("B", 0.0, "")], [], -0.5, 0.3,
+        {"winner": 0, "reason": "highest_bid"}),
+}
 
 
-def test_score_equal_to_threshold_is_not_a_candidate() -> None:
-    sel = select_speaker([C("A", 0.5), C("B", 0.5)], [], 0.5, 0.3)
-    assert sel.winner is None
-    assert sel.eligible == (False, False)
-    assert sel.reason == "lull"
+@pytest.mark.parametrize(("bids", "recent", "threshold", "penalty", "expected"),
+                         list(SELECTIONS.values()), ids=list(SELECTIONS))
+def test_selection(bids: list[Candidate], recent: list[str], threshold: float, penalty: float,
+                   expected: dict[str, Any]) -> None:
+    sel = select_speaker(bids, recent, threshold, penalty)
+    assert {key: getattr(sel, key) for key in expected} == expected
 
 
-def test_score_just_above_threshold_is_a_candidate() -> None:
-    sel = select_speaker([C("A", 0.5), C("B", 0.5000001)], [], 0.5, 0.3)
-    assert sel.winner == 1
-    assert sel.eligible == (False, True)
-
-
-@pytest.mark.parametrize(("score", "penalty", "threshold"), [(0.9, 0.4, 0.5), (0.8, 0.3, 0.5)])
-def test_adjusted_exactly_equal_to_threshold_is_not_a_candidate(
-    score: float, penalty: float, threshold: float
-) -> None:
-    assert score - penalty == threshold  # precondition, computed in floating point
-    sel = select_speaker([C("A", score)], ["A"], threshold, penalty)
-    assert sel.adjusted == (score - penalty,)
-    assert sel.eligible == (False,)
-    assert sel.winner is None
-
-
-def test_float_subtraction_landing_just_above_threshold_is_a_candidate() -> None:
-    score, penalty, threshold = 0.9, 0.3, 0.6
-    assert score - penalty > threshold  # 0.6000000000000001 in IEEE doubles
-    sel = select_speaker([C("A", score), C("B", 0.2)], ["A"], threshold, penalty)
-    assert sel.adjusted[0] == score - penalty
-    assert sel.eligible == (True, False)
-    assert sel.winner == 0
-    assert sel.winning_adjusted == score - penalty
-
-
-def test_float_subtraction_landing_just_below_threshold_is_not_a_candidate() -> None:
-    score, penalty, threshold = 0.7, 0.2, 0.5
-    assert score - penalty < threshold  # 0.49999999999999994 in IEEE doubles
-    sel = select_speaker([C("A", score), C("B", 0.2)], ["A"], threshold, penalty)
-    assert sel.adjusted[0] == score - penalty
-    assert sel.eligible == (False, False)
-    assert sel.winner is None
-    assert sel.reason == "lull"
-
-
-def test_adjusted_is_not_clamped() -> None:
-    sel = select_speaker([C("A", 0.1), C("B", 0.0)], ["A"], 0.5, 0.3)
-    assert sel.adjusted == (0.1 - 0.3, 0.0)
-    assert sel.adjusted[0] < 0
-
-
-def test_tie_goes_to_earlier_agent_in_list_order() -> None:
-    # Names deliberately out of alphabetical order: list position decides, not the name.
-    sel = select_speaker([C("zed", 0.3), C("yan", 0.8), C("amy", 0.8)], [], 0.5, 0.3)
-    assert sel.winner == 1
-    assert sel.reason == "tie_by_order"
-    assert sel.winning_adjusted == 0.8
-    assert sel.runner_up_adjusted == 0.8
-    assert sel.margin == 0.0
-
-
-def test_tie_after_penalty_goes_to_earlier_agent() -> None:
-    assert 1.0 - 0.25 == 0.75  # exact in binary floating point
-    sel = select_speaker([C("B", 0.75), C("A", 1.0)], ["A"], 0.5, 0.25)
-    assert sel.adjusted == (0.75, 0.75)
-    assert sel.winner == 0
-    assert sel.reason == "tie_by_order"
-
-
-def test_ineligible_equal_score_is_not_a_tie() -> None:
-    # The later agent has the same adjusted score but an empty message: no tie.
-    sel = select_speaker([C("A", 0.8), C("B", 0.8, "")], [], 0.5, 0.3)
-    assert sel.winner == 0
-    assert sel.reason == "highest_bid"
-
-
-def test_empty_message_is_skipped_even_with_full_score() -> None:
-    sel = select_speaker([C("A", 1.0, ""), C("B", 0.6, "hello")], [], 0.5, 0.3)
-    assert sel.eligible == (False, True)
-    assert sel.winner == 1
-    assert sel.winning_adjusted == 0.6
-
-
-def test_only_empty_messages_is_a_lull() -> None:
-    sel = select_speaker([C("A", 1.0, ""), C("B", 0.9, "")], [], 0.5, 0.3)
-    assert sel.winner is None
-    assert sel.reason == "lull"
-    assert sel.winning_adjusted is None
-    assert sel.margin is None
-
-
-def test_failed_bids_are_skipped() -> None:
-    sel = select_speaker([C("A", 0.95, "boom", failed=True), C("B", 0.6)], [], 0.5, 0.3)
-    assert sel.eligible == (False, True)
-    assert sel.winner == 1
-
-
-def test_all_failed_is_not_a_lull() -> None:
-    sel = select_speaker(
-        [C("A", 0.0, "", failed=True), C("B", 0.0, "", failed=True)], [], 0.5, 0.3)
-    assert sel.winner is None
-    assert sel.reason == "all_failed"
-
-
-def test_some_failed_rest_silent_is_a_lull() -> None:
-    sel = select_speaker([C("A", 0.0, "", failed=True), C("B", 0.2, "")], [], 0.5, 0.3)
-    assert sel.winner is None
-    assert sel.reason == "lull"
-
-
-def test_no_bid_above_threshold_is_a_lull() -> None:
-    sel = select_speaker([C("A", 0.3), C("B", 0.4)], [], 0.5, 0.3)
-    assert sel.winner is None
-    assert sel.reason == "lull"
-    assert sel.penalty_changed_winner is False
-
-
-def test_penalty_changes_the_winner() -> None:
-    sel = select_speaker([C("A", 0.9), C("B", 0.7)], ["A"], 0.5, 0.3)
-    assert sel.penalized == (True, False)
-    assert sel.adjusted == (0.9 - 0.3, 0.7)
-    assert sel.winner == 1
-    assert sel.penalty_changed_winner is True
-    assert sel.reason == "penalty_changed_winner"
-
-
-def test_penalty_that_does_not_change_the_winner() -> None:
-    sel = select_speaker([C("A", 0.95), C("B", 0.6)], ["A"], 0.5, 0.3)
-    assert sel.winner == 0
-    assert sel.winning_adjusted == 0.95 - 0.3
-    assert sel.penalty_changed_winner is False
-    assert sel.reason == "highest_bid"
-
-
-def test_penalty_can_cause_a_lull() -> None:
-    sel = select_speaker([C("A", 0.7), C("B", 0.4)], ["A"], 0.5, 0.3)
-    assert sel.winner is None
-    assert sel.reason == "lull"
-
-
-def test_every_recent_speaker_is_penalized() -> None:
-    sel = select_speaker([C("A", 0.9), C("B", 0.85), C("C", 0.6)], ["A", "B"], 0.5, 0.3)
-    assert sel.penalized == (True, True, False)
-    assert sel.adjusted == (0.9 - 0.3, 0.85 - 0.3, 0.6)
-    assert sel.winner == 0
-
-
-def test_recent_speaker_not_bidding_has_no_effect() -> None:
-    sel = select_speaker([C("A", 0.9), C("B", 0.7)], ["Z"], 0.5, 0.3)
-    assert sel.penalized == (False, False)
-    assert sel.adjusted == (0.9, 0.7)
-    assert sel.winner == 0
-
-
-def test_zero_recency_penalty_leaves_scores_unchanged() -> None:
-    sel = select_speaker([C("A", 0.9), C("B", 0.7)], ["A"], 0.5, 0.0)
-    assert sel.adjusted == (0.9, 0.7)
-    assert sel.winner == 0
-    assert sel.penalty_changed_winner is False
-
-
-def test_empty_recent_list_penalizes_nobody() -> None:
-    sel = select_speaker([C("A", 0.9), C("B", 0.7)], [], 0.5, 0.3)
-    assert sel.penalized == (False, False)
-    assert sel.adjusted == (0.9, 0.7)
-
-
-def test_runner_up_and_margin() -> None:
-    sel = select_speaker([C("A", 0.6), C("B", 0.9), C("C", 0.7)], [], 0.5, 0.3)
-    assert sel.winner == 1
-    assert sel.runner_up_adjusted == 0.7
-    assert sel.margin == 0.9 - 0.7
-
-
-def test_runner_up_uses_adjusted_scores() -> None:
-    sel = select_speaker([C("A", 0.9), C("B", 0.8)], ["A"], 0.5, 0.3)
-    assert sel.winner == 1
-    assert sel.runner_up_adjusted == 0.9 - 0.3
-    assert sel.margin == 0.8 - (0.9 - 0.3)
-
-
-def test_runner_up_ignores_empty_and_failed_bids() -> None:
-    bids = [C("A", 0.9), C("B", 1.0, ""), C("C", 0.95, "x", failed=True)]
-    sel = select_speaker(bids, [], 0.5, 0.3)
-    assert sel.winner == 0
-    assert sel.runner_up_adjusted is None
-    assert sel.margin is None
-
-
-def test_negative_threshold_lets_zero_scores_speak() -> None:
-    assert select_speaker([C("A", 0.0)], [], 0.0, 0.3).winner is None
-    assert select_speaker([C("A", 0.0)], [], -0.1, 0.3).winner == 0
+def test_the_float_cases_hold_in_ieee_doubles() -> None:
+    """The preconditions the boundary cases of SELECTIONS rely on."""
+    assert 0.9 - 0.4 == 0.5 and 0.8 - 0.3 == 0.5
+    assert 0.9 - 0.3 > 0.6 and 0.7 - 0.2 < 0.5
+    assert 0.1 - 0.3 < 0
 
 
 # --- docs/engine.md §5: parsing -------------------------------------------------------------------
@@ -303,16 +186,10 @@ def test_negative_threshold_lets_zero_scores_speak() -> None:
 
 @pytest.mark.parametrize(
     ("raw", "expected"),
-    [
-        (0.7, 0.7),
-        (0, 0.0),
-        (1, 1.0),
-        ("0.7", 0.7),
-        (" 0.7 ", 0.7),
-        ("1", 1.0),
-        ("1e-1", 0.1),
-        (0.0, 0.0),
-    ],
+    [(0.7, 0.7), (0, 0.0), (1, 1.0), ("0.7", 0.7), (" 0.7 ", 0.7), ("1", 1.0), ("1e-1", 0.1),
+     (0.0, 0.0),
+     # clamped without an error
+     (-0.5, 0.0), (1.5, 1.0), ("2", 1.0), ("-3", 0.0), (1e300, 1.0), (-1e300, 0.0)],
 )
 def test_valid_scores(raw: object, expected: float) -> None:
     score, error = parse_score(raw)
@@ -322,52 +199,20 @@ def test_valid_scores(raw: object, expected: float) -> None:
 
 
 @pytest.mark.parametrize(
-    ("raw", "expected"),
-    [(-0.5, 0.0), (1.5, 1.0), ("2", 1.0), ("-3", 0.0), (1e300, 1.0), (-1e300, 0.0)],
-)
-def test_scores_are_clamped_without_error(raw: object, expected: float) -> None:
-    assert parse_score(raw) == (expected, None)
-
-
-@pytest.mark.parametrize(
     "raw",
-    [True, False, None, [0.5], [], {"v": 1}, "high", "", "0.5 please", "0x10"],
+    [True, False, None, [0.5], [], {"v": 1}, "high", "", "0.5 please", "0x10",
+     float("nan"), float("inf"), float("-inf"), "nan", "inf", "-inf", "NaN", "Infinity", " inf "],
 )
-def test_invalid_scores_count_as_zero_with_a_reason(raw: object) -> None:
+def test_invalid_and_non_finite_scores_count_as_zero_with_a_reason(raw: object) -> None:
     score, error = parse_score(raw)
     assert score == 0.0
     assert isinstance(error, str) and "score" in error
 
 
 @pytest.mark.parametrize(
-    "raw",
-    [float("nan"), float("inf"), float("-inf"), "nan", "inf", "-inf", "NaN", "Infinity", " inf "],
-)
-def test_non_finite_scores_are_invalid(raw: object) -> None:
-    score, error = parse_score(raw)
-    assert score == 0.0
-    assert isinstance(error, str) and "score" in error
-
-
-def test_integer_too_large_for_a_float_is_invalid_not_a_crash() -> None:
-    huge = "1" + "0" * 400  # valid JSON number; Python parses it as an int
-    parsed = parse_arguments('{"score": ' + huge + ', "message": "hi"}')
-    assert parsed.score == 0.0
-    assert parsed.message == "hi"
-    assert parsed.error is not None and "score" in parsed.error
-
-
-@pytest.mark.parametrize(
     ("raw", "expected"),
-    [
-        ("  hi  ", "hi"),
-        ("\n\thi there\n", "hi there"),
-        ("", ""),
-        ("   ", ""),
-        (None, ""),
-        (42, "42"),
-        (1.5, "1.5"),
-    ],
+    [("  hi  ", "hi"), ("\n\thi there\n", "hi there"), ("", ""), ("   ", ""), (None, ""),
+     (42, "42"), (1.5, "1.5")],
 )
 def test_valid_messages(raw: object, expected: str) -> None:
     assert parse_message(raw) == (expected, None)
@@ -380,46 +225,32 @@ def test_invalid_messages_count_as_empty_with_a_reason(raw: object) -> None:
     assert isinstance(error, str) and "message" in error
 
 
-def test_arguments_as_json_text() -> None:
-    assert parse_arguments('{"score": 0.8, "message": "  Hello  "}') == ParsedBid(0.8, "Hello")
+@pytest.mark.parametrize(("arguments", "expected"), [
+    ('{"score": 0.8, "message": "  Hello  "}', ParsedBid(0.8, "Hello")),
+    ({"score": "0.6", "message": "x"}, ParsedBid(0.6, "x")),
+    (OrderedDict(score=0.6, message="x"), ParsedBid(0.6, "x")),
+    ('{"score": 1.5, "message": "x"}', ParsedBid(1.0, "x")),  # the record holds the clamped score
+    ('{"score": -0.5, "message": "x"}', ParsedBid(0.0, "x")),
+    ('{"score": 0.4}', ParsedBid(0.4, "")),  # a missing message is empty, without an error
+    ({"score": 0.9, "message": "x", "mood": "keen"}, ParsedBid(0.9, "x")),  # extra keys ignored
+    ('{"score": 0.5, "message": "two\tcolumns\nand lines"}',  # raw control characters are read
+     ParsedBid(0.5, "two\tcolumns\nand lines")),
+])
+def test_arguments(arguments: object, expected: ParsedBid) -> None:
+    assert parse_arguments(arguments) == expected
 
 
-def test_arguments_as_dict_and_mapping() -> None:
-    assert parse_arguments({"score": "0.6", "message": "x"}) == ParsedBid(0.6, "x")
-    assert parse_arguments(OrderedDict(score=0.6, message="x")) == ParsedBid(0.6, "x")
-
-
-def test_arguments_record_holds_clamped_score() -> None:
-    assert parse_arguments('{"score": 1.5, "message": "x"}') == ParsedBid(1.0, "x")
-    assert parse_arguments('{"score": -0.5, "message": "x"}') == ParsedBid(0.0, "x")
-
-
-def test_missing_message_is_empty_without_error() -> None:
-    assert parse_arguments('{"score": 0.4}') == ParsedBid(0.4, "")
-
-
-def test_missing_score_is_invalid() -> None:
-    parsed = parse_arguments('{"message": "hi"}')
-    assert parsed.score == 0.0
-    assert parsed.message == "hi"
-    assert parsed.error is not None and "score" in parsed.error
-
-
-def test_invalid_score_keeps_valid_message() -> None:
-    parsed = parse_arguments({"score": "lots", "message": "hi"})
-    assert (parsed.score, parsed.message) == (0.0, "hi")
-    assert parsed.error is not None
-
-
-def test_both_fields_invalid_records_both_reasons() -> None:
-    parsed = parse_arguments({"score": True, "message": False})
-    assert (parsed.score, parsed.message) == (0.0, "")
-    assert parsed.error is not None
-    assert "score" in parsed.error and "message" in parsed.error
-
-
-def test_extra_argument_keys_are_ignored() -> None:
-    assert parse_arguments({"score": 0.9, "message": "x", "mood": "keen"}) == ParsedBid(0.9, "x")
+@pytest.mark.parametrize(("arguments", "message", "errors"), [
+    ('{"message": "hi"}', "hi", ["score"]),  # a missing score
+    ('{"score": ' + "1" + "0" * 400 + ', "message": "hi"}', "hi", ["score"]),  # int > float
+    ({"score": "lots", "message": "hi"}, "hi", ["score"]),  # keeps the valid message
+    ({"score": True, "message": False}, "", ["score", "message"]),  # both reasons recorded
+])
+def test_invalid_scores_in_arguments_are_zero_with_reasons(arguments: object, message: str,
+                                                           errors: list[str]) -> None:
+    parsed = parse_arguments(arguments)
+    assert (parsed.score, parsed.message) == (0.0, message)
+    assert parsed.error is not None and all(e in parsed.error for e in errors)
 
 
 @pytest.mark.parametrize(
@@ -432,30 +263,22 @@ def test_arguments_that_are_not_an_object_are_silent(arguments: object) -> None:
     assert isinstance(parsed.error, str) and parsed.error
 
 
-def test_first_respond_call_is_used() -> None:
-    parsed = parse_tool_calls([
+def test_tool_calls_use_the_first_respond_call() -> None:
+    assert parse_tool_calls([
         ("respond", '{"score": 0.9, "message": "first"}'),
         ("respond", '{"score": 0.1, "message": "second"}'),
-    ])
-    assert parsed == ParsedBid(0.9, "first")
-
-
-def test_non_respond_calls_before_respond_are_skipped() -> None:
-    parsed = parse_tool_calls([
+    ]) == ParsedBid(0.9, "first")
+    assert parse_tool_calls([  # other calls before it are skipped
         ("search", '{"score": 1.0, "message": "not me"}'),
         ("respond", '{"score": 0.7, "message": "me"}'),
-    ])
-    assert parsed == ParsedBid(0.7, "me")
-
-
-def test_invalid_first_respond_call_is_not_replaced_by_a_later_one() -> None:
-    parsed = parse_tool_calls([
+    ]) == ParsedBid(0.7, "me")
+    invalid_first = parse_tool_calls([  # an invalid first call is not replaced by a later one
         ("respond", "not json"),
         ("respond", '{"score": 0.7, "message": "later"}'),
     ])
-    assert parsed is not None
-    assert (parsed.score, parsed.message) == (0.0, "")
-    assert parsed.error is not None
+    assert invalid_first is not None
+    assert (invalid_first.score, invalid_first.message) == (0.0, "")
+    assert invalid_first.error is not None
 
 
 @pytest.mark.parametrize(
@@ -485,8 +308,6 @@ def test_a_raw_newline_inside_a_json_string_is_read_not_refused() -> None:
     assert "\n" in text and "\\n" not in text  # a real newline character, not an escape
     assert parse_text_reply(text) == ParsedBid(0.2, "Adopt it? </json object>\n}\n\nYou can "
                                                     "do it now:")
-    assert parse_arguments('{"score": 0.5, "message": "two\tcolumns\nand lines"}') == \
-        ParsedBid(0.5, "two\tcolumns\nand lines")
 
 
 def test_text_reply_json_follows_the_same_rules() -> None:
@@ -511,16 +332,8 @@ def test_other_text_replies_are_silent_with_a_reason(text: str | None) -> None:
 
 @pytest.mark.parametrize(
     ("value", "text"),
-    [
-        (0.35, "0.35"),
-        (0.5, "0.5"),
-        (0.3, "0.3"),
-        (1, "1.0"),
-        (0, "0.0"),
-        (1e-05, "0.00001"),
-        (0.125, "0.125"),
-        (2.5, "2.5"),
-    ],
+    [(0.35, "0.35"), (0.5, "0.5"), (0.3, "0.3"), (1, "1.0"), (0, "0.0"), (1e-05, "0.00001"),
+     (0.125, "0.125"), (2.5, "2.5")],
 )
 def test_format_decimal(value: float, text: str) -> None:
     assert format_decimal(value) == text
@@ -548,24 +361,21 @@ def _prompt(
     return build_bid_prompt(room, **kwargs)  # type: ignore[arg-type]
 
 
-def test_default_template_has_no_hard_coded_numbers() -> None:
+def test_default_template_is_valid_with_no_hard_coded_numbers() -> None:
     assert re.search(r"\d\.\d", DEFAULT_BID_PROMPT) is None
     assert "{threshold}" in DEFAULT_BID_PROMPT
+    assert validate_bid_prompt(DEFAULT_BID_PROMPT) == DEFAULT_BID_PROMPT
 
 
 def test_default_prompt_tells_the_agent_everything() -> None:
-    prompt = _prompt()
+    prompt = _prompt(threshold=0.35, penalty=0.25)
     assert "Alice" in prompt
     assert "Bob" in prompt and "Carol" in prompt
     assert "User: Plan a picnic\nBob: Saturday works for me" in prompt
-    assert "Saturday works for me" in prompt
     assert "respond" in prompt
-
-
-def test_default_prompt_uses_the_actual_threshold() -> None:
-    prompt = _prompt(threshold=0.35, penalty=0.25)
-    assert "0.35" in prompt
-    assert "0.5" not in prompt
+    assert "0.35" in prompt and "0.5" not in prompt  # the actual threshold
+    assert "0.25" in prompt  # the penalty, as a decimal
+    assert "There is no penalty for speaking again." not in prompt
 
 
 @pytest.mark.parametrize("threshold", [0.2, 0.7, 0.05])
@@ -575,12 +385,6 @@ def test_default_prompt_threshold_follows_setting(threshold: float) -> None:
     assert "0.5" not in prompt
 
 
-def test_default_prompt_states_the_penalty_as_a_decimal() -> None:
-    prompt = _prompt(threshold=0.6, penalty=0.25, window=1)
-    assert "0.25" in prompt
-    assert "There is no penalty for speaking again." not in prompt
-
-
 @pytest.mark.parametrize(("penalty", "window"), [(0.3, 0), (0.0, 1), (0.0, 0)])
 def test_no_penalty_sentence(penalty: float, window: int) -> None:
     prompt = _prompt(threshold=0.6, penalty=penalty, window=window)
@@ -588,12 +392,9 @@ def test_no_penalty_sentence(penalty: float, window: int) -> None:
     assert "subtracted" not in prompt
 
 
-def test_prompt_fields_hold_exact_values() -> None:
+def test_prompt_fields_hold_exact_values_and_keep_braces_in_the_conversation() -> None:
     template = "{threshold}|{recency_penalty}|{recency_window}|{participants}|{last_speaker}|{turn}"
     assert _prompt(0.35, 0.3, 2, template) == "0.35|0.3|2|Bob, Carol|Bob|2"
-
-
-def test_prompt_does_not_reinterpret_braces_in_the_conversation() -> None:
     text = "use {agent_name} and {} and {{x}}"
     prompt = _prompt(conversation=f"User: {text}", last_message=text)
     assert f"User: {text}" in prompt
@@ -602,13 +403,9 @@ def test_prompt_does_not_reinterpret_braces_in_the_conversation() -> None:
 
 @pytest.mark.parametrize(
     ("template", "named"),
-    [
-        ("Hello {bogus}", "{bogus}"),
-        ("{agent_name} says {}", "{}"),
-        ("{0}", "{0}"),
-        ("{threshold:{width}}", "{width}"),
-        ("{Agent_Name}", "{Agent_Name}"),
-    ],
+    [("Hello {bogus}", "{bogus}"), ("{agent_name} says {}", "{}"), ("{0}", "{0}"),
+     ("{threshold:{width}}", "{width}"), ("{Agent_Name}", "{Agent_Name}"),
+     ("{nope.x}", "{nope.x}")],
 )
 def test_validate_rejects_unknown_placeholders(template: str, named: str) -> None:
     with pytest.raises(ValueError, match=re.escape(named)):
@@ -626,10 +423,6 @@ def test_validate_accepts_literal_braces() -> None:
     assert validate_bid_prompt(template) == template
     prompt = _prompt(threshold=0.35, template=template)
     assert prompt == 'Reply as {"score": x, "message": y}, Alice. Threshold 0.35.'
-
-
-def test_default_template_is_valid() -> None:
-    assert validate_bid_prompt(DEFAULT_BID_PROMPT) == DEFAULT_BID_PROMPT
 
 
 # --- issue 9 §2: readable and unreadable bids ---------------------------------------------
@@ -665,73 +458,38 @@ def test_clamped_scores_and_missing_messages_are_read(arguments: str, score: flo
     assert (bid.readable, bid.score, bid.message, bid.error) == (True, score, message, None)
 
 
-def test_a_wrong_message_type_with_a_valid_score_is_read_with_a_note() -> None:
-    bid = parse_arguments({"score": 0.3, "message": True})
-    assert bid.readable and bid.score == 0.3 and bid.message == ""
-    assert bid.error == "invalid message of type bool" and not is_unreadable(bid.error)
+def test_notes_that_leave_a_bid_readable() -> None:
+    wrong_type = parse_arguments({"score": 0.3, "message": True})
+    assert wrong_type.readable and wrong_type.score == 0.3 and wrong_type.message == ""
+    assert wrong_type.error == "invalid message of type bool"
+    assert not is_unreadable(wrong_type.error)
+    long = parse_arguments({"score": 0.9, "message": "m" * (MAX_MESSAGE_CHARS + 5)})
+    assert long.readable and len(long.message) == MAX_MESSAGE_CHARS
+    assert long.error == "message cut to 20,000 characters (5 characters cut)"
 
 
-def test_prose_without_json_is_unreadable() -> None:
+def test_text_replies_without_a_findable_json_bid_are_unreadable() -> None:
     bid = parse_text_reply("I would love to weigh in on this.")
     assert not bid.readable
     assert bid.error == "unreadable: reply had no respond call and no JSON bid in its text"
-
-
-def test_a_long_message_is_cut_and_noted_but_read() -> None:
-    bid = parse_arguments({"score": 0.9, "message": "m" * (MAX_MESSAGE_CHARS + 5)})
-    assert bid.readable and len(bid.message) == MAX_MESSAGE_CHARS
-    assert bid.error == "message cut to 20,000 characters (5 characters cut)"
-
-
-def test_json_search_in_text_is_bounded() -> None:
     late = "x" * (5 * MAX_MESSAGE_CHARS) + '{"score": 0.9, "message": "too late"}'
-    assert not parse_text_reply(late).readable
+    assert not parse_text_reply(late).readable  # the search is bounded
     assert not parse_text_reply('{"a": ' * 5000).readable  # deep nesting: no RecursionError
-
-
-def test_no_readable_bid_is_not_a_lull() -> None:
-    sel = select_speaker([C("A", 0.0, "hi", unreadable=True), C("B", 0.0, "", unreadable=True)],
-                         [], 0.5, 0.3)
-    assert sel.winner is None and sel.reason == "no_readable_bid"
-
-
-def test_failed_and_unreadable_bids_are_no_readable_bid() -> None:
-    sel = select_speaker([C("A", 0.0, "", failed=True), C("B", 0.0, "", unreadable=True)],
-                         [], 0.5, 0.3)
-    assert sel.reason == "no_readable_bid"
-
-
-def test_one_read_silent_bid_among_unreadable_ones_is_a_lull() -> None:
-    sel = select_speaker([C("A", 0.0, "", unreadable=True), C("B", 0.2, ""),
-                          C("C", 0.0, "", failed=True)], [], 0.5, 0.3)
-    assert sel.reason == "lull"
-
-
-def test_an_unreadable_bid_with_a_message_keeps_its_standing() -> None:
-    # An invalid score does not erase a valid message (docs/engine.md §5): with a negative threshold
-    # such a bid at 0.0 may still speak; readability only decides lull versus error.
-    sel = select_speaker([C("A", 0.0, "still here", unreadable=True), C("B", 0.0, "")],
-                         [], -0.5, 0.3)
-    assert sel.winner == 0 and sel.reason == "highest_bid"
 
 
 # --- issue 9 §4: plain placeholders only ---------------------------------------------------
 
 
-@pytest.mark.parametrize(("template", "shown", "plain"), [
-    ("{turn:>20000000}", "{turn:>20000000}", "{turn}"),
-    ("Hi {task.__class__.__mro__}", "{task.__class__.__mro__}", "{task}"),
-    ("{agent_name[0]}", "{agent_name[0]}", "{agent_name}"),
-    ("{task!r}", "{task!r}", "{task}"),
-    ("{threshold:.2f}", "{threshold:.2f}", "{threshold}"),
+@pytest.mark.parametrize(("template", "plain"), [
+    ("{turn:>20000000}", "{turn}"),
+    ("Hi {task.__class__.__mro__}", "{task}"),
+    ("{agent_name[0]}", "{agent_name}"),
+    ("{task!r}", "{task}"),
+    ("{threshold:.2f}", "{threshold}"),
 ])
-def test_placeholders_take_no_formatting(template: str, shown: str, plain: str) -> None:
+def test_placeholders_take_no_formatting(template: str, plain: str) -> None:
     with pytest.raises(ValueError) as info:
         validate_bid_prompt(template)
     text = str(info.value)
+    shown = template.removeprefix("Hi ")
     assert shown in text and f"write the plain {plain}" in text and "\n" not in text
-
-
-def test_unknown_attribute_access_names_the_placeholder() -> None:
-    with pytest.raises(ValueError, match=re.escape("{nope.x}")):
-        validate_bid_prompt("{nope.x}")

@@ -191,8 +191,13 @@ def _keyed_agent() -> Agent:
     {"extra_body": {"api_key": AZURE_TOKEN}},
 ])
 def test_an_agent_in_code_cannot_carry_credentials_in_litellm_kwargs(kwargs: dict) -> None:
+    """Issue 44: credentials have one door (api_key, Settings, the environment), in code too."""
     with pytest.raises(ValueError, match="credential") as info:
-        Agent(agent_name="A", litellm_kwargs=kwargs)
+        Agent(agent_name="A", litellm_kwargs={**kwargs, "top_p": 0.5})
+    assert HEADER_SECRET not in str(info.value) and AZURE_TOKEN not in str(info.value)
+    assert next(iter(kwargs)) in str(info.value) and "api_key" in str(info.value)
+    with pytest.raises(ValueError, match="litellm_kwargs") as info:  # spec data, not a file
+        ChatSpec(agents=[{"agent_name": "A", "litellm_kwargs": kwargs}])
     assert HEADER_SECRET not in str(info.value) and AZURE_TOKEN not in str(info.value)
 
 
@@ -208,6 +213,9 @@ def test_every_dump_leaves_the_key_out() -> None:
     for text in dumps:
         _assert_clean(text, "a dump")
         assert "keep-me" in text
+    assert "api_key" not in agent.model_dump() and "api_key" not in spec
+    assert "api_key" not in dump_spec(chat_spec, "yaml") + dump_spec(chat_spec, "json")
+    assert agent.secret_key() == AGENT_KEY  # still usable for the call itself
 
 
 @pytest.mark.parametrize("kwargs", [
