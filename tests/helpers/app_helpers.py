@@ -1,5 +1,5 @@
-"""What the dashboard's AppTest modules (tests/ui/test_app*.py) share: opening the app, moving
-between pages, reading the status lines, polling a live job or sweep to a state.
+"""What the dashboard's AppTest modules (tests/ui/) share: opening the app, moving between pages,
+filling forms, reading the status lines, polling a live job or sweep to a state.
 
 AppTest never fires `run_every`, so live runs and sweeps are followed by polling with short
 sleeps and `at.run()`. The job registry lives for the whole test process: `new_app`'s callers
@@ -18,12 +18,15 @@ from streamlit.testing.v1 import AppTest
 
 from groupchat_core import Agent
 from groupchat_core.store import RunStore
+from groupchat_core.sweeps import parse_sweep, run_sweep
 from groupchat_ui.kit import state as ui_state
 from groupchat_ui.kit import store_access
 from groupchat_ui.kit.state import STATE_KEY, SessionState
 from tests.helpers import ROOT
 
 DEADLINE_S = 30.0
+WIDGETS = ("text_input", "text_area", "number_input", "selectbox", "multiselect", "checkbox",
+           "toggle", "slider", "radio")
 
 
 def new_app(**query: str) -> AppTest:
@@ -156,3 +159,64 @@ def small_grid(at: AppTest, repeats: int = 2, max_loops: int = 6,
     at.number_input(key="sw_max_loops").set_value(max_loops)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
+
+
+def widget(at: AppTest, key: str) -> Any:
+    """The input widget (text, number, choice, toggle...) with this key."""
+    for kind in WIDGETS:
+        try:
+            return getattr(at, kind)(key=key)
+        except KeyError:
+            continue
+    raise KeyError(f"no widget with key {key!r}")
+
+
+def fill(at: AppTest, **values: Any) -> AppTest:
+    """Set widgets by key (`fill(at, run_task="Hi", run_param_max_loops=3)`); no rerun (a form's
+    values reach the server with its submit button: click it, or `.run()` for other widgets)."""
+    for key, value in values.items():
+        widget(at, key).set_value(value)
+    return at
+
+
+def select_rows(at: AppTest, rows: list[int], key: str = "runs_table") -> None:
+    """Select rows of a table (the Runs page's) as a click in the browser does."""
+    at.session_state[key] = {"selection": {"rows": rows, "columns": [], "cells": []}}
+    at.run()
+
+
+def sim_agents(store: RunStore, *names: str, latency: float = 0.0,
+               model: str = "sim/eager") -> None:
+    """Save sim agents (each bid taking `latency` seconds) behind the dashboard's back."""
+    kwargs = {"sim_latency": latency} if latency else {}
+    save_agents(store, [Agent(agent_name=n, model_name=model, litellm_kwargs=kwargs)
+                        for n in names])
+
+
+def preset_run_form(at: AppTest) -> AppTest:
+    """Load the debate trio on the Agents page, then open the Run page."""
+    goto(at, "agents")
+    at.button(key="load_preset").click().run()
+    return goto(at, "run")
+
+
+def sim_sweep(store: RunStore, name: str = "s", thresholds: tuple[float, ...] = (0.01,),
+              max_loops: int = 2, **owner: str | None) -> str:
+    """A finished sweep of two sims, one cell per threshold; its id."""
+    agents = [{"agent_name": n, "model_name": "sim/balanced"} for n in ("Ann", "Ben")]
+    spec = parse_sweep({"name": name, "base": {"max_loops": max_loops, "agents": agents},
+                        "grid": {"threshold": list(thresholds)}, "tasks": ["Plan a picnic."],
+                        "repeats": 1})
+    sweep_id = run_sweep(spec, store, **owner).sweep_id
+    assert sweep_id is not None
+    store_access.invalidate()
+    return sweep_id
+
+
+def wait_for(check: Callable[[], object], what: str, deadline_s: float = DEADLINE_S) -> None:
+    """Poll with short sleeps (no timing assertion): fail only if a generous deadline passes."""
+    deadline = time.monotonic() + deadline_s
+    while not check():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.02)
