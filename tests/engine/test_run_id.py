@@ -1,7 +1,7 @@
 """A run recorded under an id the caller gives (`arun_record(run_id=...)`): the dashboard
 records a chat job's run under the job's id, so the Run page, Analysis and Runs show one id
 (issue 21: the Run page showed the job id, every other page the run id; the dashboard's side is
-tests/ui/test_job_run_id.py)."""
+tests/ui/test_app.py::test_run_page_runs_a_sim_chat_live_and_ends_with_a_summary)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,11 @@
-"""The dashboard through Streamlit's AppTest: every page renders, and each page does its job.
-
-Shared helpers (opening the app, pages, status lines, polling) are in
-tests/helpers/app_helpers.py. The job registry lives for the whole test process: every test
-cancels its jobs.
-"""
+"""The dashboard through Streamlit's AppTest: every page renders, and each page does its job
+(helpers: tests/helpers/app_helpers.py)."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -30,18 +25,23 @@ from groupchat_core.store import RunStore
 from groupchat_ui.analysis import logic as analysis_logic
 from groupchat_ui.kit import jobs as job_registry
 from tests.helpers.app_helpers import (
-    DEADLINE_S,
-    ROOT,
+    errors,
+    fill,
     goto,
+    new_app,
     poll,
+    preset_run_form,
     query,
     rendered_text,
     save_agents,
+    select_rows,
     session,
+    sim_agents,
     status,
     sweep_status,
     texts,
     turn,
+    wait_for,
 )
 
 PAGES = ("agents", "run", "analysis", "runs", "settings")
@@ -109,26 +109,10 @@ def test_agents_page_creates_edits_renames_and_deletes_an_agent(app: AppTest, st
     assert not app.exception
 
 
-def test_agent_form_offers_every_tool_mode_of_the_core_and_saves_json_schema(
-        app: AppTest, store: RunStore):
-    """The tool-mode choice is the core's declaration (json_schema: constrained bids), not a
-    copy that can fall behind it; the chosen mode is saved and shown again on edit."""
-    goto(app, "agents")
-    modes = app.selectbox(key="agent_form_tool_mode")
-    assert modes.options == ["automatic (fall back as needed)", *TOOL_CHOICE_MODES]
-    assert "json_schema" in modes.options
-    fill_agent(app, "Smol", "You bid briefly.", custom="openai/smollm2")
-    app.selectbox(key="agent_form_tool_mode").set_value("json_schema")
-    app.button(key="save_agent").click().run()
-    assert not app.exception
-    assert store.get_agent("Smol").tool_choice_mode == "json_schema"
-    app.button(key="agent_edit_Smol").click().run()
-    assert app.selectbox(key="agent_form_tool_mode").value == "json_schema"
-
-
-def test_three_agents_made_in_a_row_stay_three(app: AppTest, store: RunStore):
+def test_agents_made_in_a_row_inline_errors_and_every_tool_mode(app: AppTest, store: RunStore):
     """Issue 11: saving a new agent turned the form into "Edit <it>", so the next save renamed
-    it: three agents in a row left one."""
+    it. A bad form saves nothing and says why inline. The tool-mode choice is the core's
+    declaration (json_schema: constrained bids), saved and shown again on edit."""
     goto(app, "agents")
     for name in ("Optimist", "Pessimist", "Realist"):
         fill_agent(app, name, f"You are the {name}.", "sim/eager")
@@ -137,27 +121,68 @@ def test_three_agents_made_in_a_row_stay_three(app: AppTest, store: RunStore):
     assert names_in(store) == ["Optimist", "Pessimist", "Realist"]
     assert store.get_agent("Optimist").system_prompt == "You are the Optimist."
 
+    app.button(key="new_agent").click().run()
+    fill_agent(app, "   ")
+    app.button(key="save_agent").click().run()
+    assert any("agent_name must not be empty" in e.value for e in app.error)
+    fill_agent(app, "Remote", model="other: a litellm model string", custom="")
+    app.button(key="save_agent").click().run()
+    assert any("litellm model string" in e.value for e in app.error)
+    assert names_in(store) == ["Optimist", "Pessimist", "Realist"]
+    fill_agent(app, "Remote", model="other: a litellm model string", custom="gpt-4o-mini")
+    app.button(key="save_agent").click().run()
+    assert store.get_agent("Remote").model_name == "gpt-4o-mini"
+    app.button(key="new_agent").click().run()
+    fill_agent(app, "Remote", model="sim/eager")  # a second agent with a taken name
+    app.button(key="save_agent").click().run()
+    assert any("already exists" in e.value for e in app.error)
+    assert store.get_agent("Remote").model_name == "gpt-4o-mini"
 
-def test_the_agent_order_is_stored_and_survives_a_reload(app: AppTest, store: RunStore):
+    app.button(key="new_agent").click().run()
+    modes = app.selectbox(key="agent_form_tool_mode")
+    assert modes.options == ["automatic (fall back as needed)", *TOOL_CHOICE_MODES]
+    assert "json_schema" in modes.options
+    fill_agent(app, "Smol", "You bid briefly.", custom="openai/smollm2")
+    app.selectbox(key="agent_form_tool_mode").set_value("json_schema")
+    app.button(key="save_agent").click().run()
+    assert store.get_agent("Smol").tool_choice_mode == "json_schema"
+    app.button(key="agent_edit_Smol").click().run()
+    assert app.selectbox(key="agent_form_tool_mode").value == "json_schema"
+
+
+def test_agents_duplicate_reorder_reload_import_and_export(app: AppTest, store: RunStore):
     goto(app, "agents")
     app.button(key="load_preset").click().run()
     app.button(key="agent_up_Realist").click().run()
     assert names_in(store) == ["Optimist", "Realist", "Pessimist"]
-    reloaded = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60).run()
-    goto(reloaded, "agents")
+    app.button(key="agent_dup_Optimist").click().run()
+    order = session(app).agent_order
+    assert order.index("Optimist (copy)") == order.index("Optimist") + 1
+    assert names_in(store) == order == ["Optimist", "Optimist (copy)", "Realist", "Pessimist"]
+    assert {b.label for b in app.get("download_button")} >= {"Export JSON", "Export YAML"}
+    reloaded = goto(new_app(), "agents")  # the order is stored: a reload keeps it
     rows = [m.value for m in reloaded.markdown if re.match(r"\*\*\d\. ", m.value)]
-    assert [re.match(r"\*\*\d\. (\w+)", r).group(1) for r in rows] == [
-        "Optimist", "Realist", "Pessimist"]
+    assert [re.match(r"\*\*\d\. ([\w ()]+)", r).group(1) for r in rows] == order
     goto(reloaded, "run")
-    assert reloaded.multiselect(key="run_roster").options[:3] == [
-        "Optimist · sim/eager (simulated)", "Realist · sim/balanced (simulated)",
-        "Pessimist · sim/contrarian (simulated)"]
+    assert reloaded.multiselect(key="run_roster").options[:2] == [
+        "Optimist · sim/eager (simulated)", "Optimist (copy) · sim/eager (simulated)"]
+    assert reloaded.multiselect(key="run_roster").options[2] == (
+        "Realist · sim/balanced (simulated)")
+
+    extra = dump_agents([Agent(agent_name="Newcomer", model_name="sim/eager")], "json")
+    app.file_uploader(key="agents_upload").set_value(("agents.json", extra.encode(), "x"))
+    app.button(key="import_agents").click().run()
+    assert store.get_agent("Newcomer").model_name == "sim/eager"
+    bad = json.dumps({"schema_version": 1, "agents": [{"agent_name": "Evil", "api_key": "x"}]})
+    app.file_uploader(key="agents_upload").set_value(("bad.json", bad.encode(), "x"))
+    app.button(key="import_agents").click().run()
+    assert any("Nothing was imported" in e.value for e in app.error)
+    assert "Evil" not in names_in(store)
 
 
 def test_agents_saved_by_another_writer_show_on_the_next_rerun(app: AppTest, store: RunStore):
-    """The house issue's e2e race: agents saved behind the dashboard's back (the CLI, another
-    server, a test) waited out a 10 s cache. The cache now follows the store's own change token,
-    so a save, a reorder and a delete by another writer each show on the very next rerun."""
+    """Agents saved behind the dashboard's back (the CLI, another server) waited out a 10 s
+    cache; it follows the store's change token, so each change shows on the next rerun."""
     goto(app, "run")
     assert app.multiselect(key="run_roster").options == []
     other = RunStore(store.url)  # another writer: nothing tells the dashboard's cache
@@ -203,26 +228,6 @@ def test_a_preset_asks_before_replacing_edited_agents(app: AppTest, store: RunSt
     assert app.multiselect(key="run_roster").value == ["Optimist", "Pessimist", "Realist"]
 
 
-def test_agent_form_shows_inline_errors_and_saves_nothing(app: AppTest, store: RunStore):
-    goto(app, "agents")
-    fill_agent(app, "   ")
-    app.button(key="save_agent").click().run()
-    assert any("agent_name must not be empty" in e.value for e in app.error)
-    fill_agent(app, "Remote", model="other: a litellm model string", custom="")
-    app.button(key="save_agent").click().run()
-    assert any("litellm model string" in e.value for e in app.error)
-    assert store.list_agents() == []
-
-    fill_agent(app, "Remote", model="other: a litellm model string", custom="gpt-4o-mini")
-    app.button(key="save_agent").click().run()
-    assert store.get_agent("Remote").model_name == "gpt-4o-mini"
-    app.button(key="new_agent").click().run()
-    fill_agent(app, "Remote", model="sim/eager")  # a second agent with a taken name
-    app.button(key="save_agent").click().run()
-    assert any("already exists" in e.value for e in app.error)
-    assert store.get_agent("Remote").model_name == "gpt-4o-mini"
-
-
 @pytest.mark.parametrize("preset, names", [
     ("Debate trio", ["Optimist", "Pessimist", "Realist"]),
     ("Five-expert panel", ["Economist", "Ethicist", "Engineer", "Clinician", "Lawyer"]),
@@ -232,7 +237,7 @@ def test_presets_save_their_agents_and_prepare_the_run(app: AppTest, store: RunS
     goto(app, "agents")
     app.selectbox(key="preset_choice").set_value(preset)
     app.button(key="load_preset").click().run()
-    assert sorted(a.agent_name for a in store.list_agents()) == sorted(names)
+    assert sorted(names_in(store)) == sorted(names)
     assert store.list_presets() == [preset]
     goto(app, "run")
     assert app.multiselect(key="run_roster").value == names
@@ -240,38 +245,11 @@ def test_presets_save_their_agents_and_prepare_the_run(app: AppTest, store: RunS
     assert app.text_input(key="run_param_name").value == ""  # labelled by its task
 
 
-def test_agents_duplicate_reorder_import_and_export(app: AppTest, store: RunStore,
-                                                   tmp_path: Path):
-    goto(app, "agents")
-    app.button(key="load_preset").click().run()
-    app.button(key="agent_dup_Optimist").click().run()
-    assert "Optimist (copy)" in [a.agent_name for a in store.list_agents()]
-    app.button(key="agent_up_Realist").click().run()
-    order = session(app).agent_order
-    assert order.index("Realist") < order.index("Pessimist")
-    assert order.index("Optimist (copy)") == order.index("Optimist") + 1
-    assert names_in(store) == order
-    assert {b.label for b in app.get("download_button")} >= {"Export JSON", "Export YAML"}
-
-    extra = dump_agents([Agent(agent_name="Newcomer", model_name="sim/eager")], "json")
-    app.file_uploader(key="agents_upload").set_value(("agents.json", extra.encode(), "x"))
-    app.button(key="import_agents").click().run()
-    assert store.get_agent("Newcomer").model_name == "sim/eager"
-    bad = json.dumps({"schema_version": 1, "agents": [{"agent_name": "Evil", "api_key": "x"}]})
-    app.file_uploader(key="agents_upload").set_value(("bad.json", bad.encode(), "x"))
-    app.button(key="import_agents").click().run()
-    assert any("Nothing was imported" in e.value for e in app.error)
-    assert "Evil" not in [a.agent_name for a in store.list_agents()]
-
-
 # --- run ----------------------------------------------------------------------------------
 
 
 def start(app: AppTest, max_loops: int) -> None:
-    goto(app, "agents")
-    app.button(key="load_preset").click().run()
-    goto(app, "run")
-    app.number_input(key="run_param_max_loops").set_value(max_loops)
+    fill(preset_run_form(app), run_param_max_loops=max_loops)
     app.button(key="start_run").click().run()
     assert not app.error, [e.value for e in app.error]
 
@@ -287,20 +265,16 @@ def test_run_page_runs_a_sim_chat_live_and_ends_with_a_summary(app: AppTest, sto
     job_id = session(app).current_job
     assert app.query_params["job"] == job_id
     run_id = job_registry.registry().snapshot(job_id).run_id
+    assert run_id == job_id  # Run names the job, Analysis and Runs the run: one id
     store.flush()
     assert store.run_info(run_id)["status"] == "finished"
     assert len(store.bids(run_id)) == 12
 
 
 def test_stop_cancels_a_slow_chat_and_keeps_what_was_posted(app: AppTest, store: RunStore):
-    slow = {"sim_latency": 0.5}
-    save_agents(store, [Agent(agent_name=n, model_name="sim/eager", litellm_kwargs=slow)
-                       for n in ("Ann", "Ben")])
-    goto(app, "run")
-    app.multiselect(key="run_roster").set_value(["Ann", "Ben"])
-    app.text_area(key="run_task").set_value("Talk about the weather.")
-    app.number_input(key="run_param_threshold").set_value(0.0)
-    app.number_input(key="run_param_max_loops").set_value(60)
+    sim_agents(store, "Ann", "Ben", latency=0.5)
+    fill(goto(app, "run"), run_roster=["Ann", "Ben"], run_task="Talk about the weather.",
+         run_param_threshold=0.0, run_param_max_loops=60)
     app.button(key="start_run").click().run()
     poll(app, lambda at: turn(at) >= 2 or not status(at).startswith(("status: running",
                                                                     "status: queued")),
@@ -312,30 +286,19 @@ def test_stop_cancels_a_slow_chat_and_keeps_what_was_posted(app: AppTest, store:
     snap = job_registry.registry().snapshot(session(app).current_job)
     assert snap.status == "cancelled" and len(snap.messages) < 60
     store.flush()
-    deadline = time.monotonic() + DEADLINE_S
-    while store.run_info(snap.run_id)["status"] == "running":
-        assert time.monotonic() < deadline, "the store never recorded the cancellation"
-        time.sleep(0.1)
+    wait_for(lambda: store.run_info(snap.run_id)["status"] != "running", "the stored stop")
     assert store.run_info(snap.run_id)["status"] == "cancelled"
 
 
-def test_several_runs_at_once_each_with_its_own_view(app: AppTest):
-    start(app, max_loops=40)
-    app.button(key="start_run").click().run()
-    jobs = session(app).job_ids
-    assert len(jobs) == 2 and app.selectbox(key="job_select").value == jobs[1]
-    assert sum(not j.done for j in job_registry.registry().jobs_for(session(app).owner)) >= 1
-    app.selectbox(key="job_select").set_value(jobs[0]).run()
-    assert jobs[0] in status(app) and app.query_params["job"] == jobs[0]
-
-
-def test_coming_back_to_run_shows_the_job_you_were_watching(app: AppTest):
+def test_several_runs_at_once_and_coming_back_shows_the_job_you_were_watching(app: AppTest):
     """Issue 11: start A, start B (watching B), go to Analysis, come back: it showed A."""
     start(app, max_loops=60)
     a = session(app).current_job
     app.button(key="start_run").click().run()
     b = session(app).current_job
-    assert a and b and a != b and b in status(app) and a not in status(app)
+    assert session(app).job_ids == [a, b] and app.selectbox(key="job_select").value == b
+    assert sum(not j.done for j in job_registry.registry().jobs_for(session(app).owner)) >= 1
+    assert a != b and b in status(app) and a not in status(app)
     for page in ("analysis", "run"):
         goto(app, page)
     assert b in status(app) and a not in status(app)
@@ -344,91 +307,63 @@ def test_coming_back_to_run_shows_the_job_you_were_watching(app: AppTest):
         goto(app, page)
     assert b in status(app) and query(app, "job") == b
     app.selectbox(key="job_select").set_value(a).run()  # now watch A
+    assert a in status(app) and query(app, "job") == a
     goto(app, "analysis")
     goto(app, "run")
     assert a in status(app) and b not in status(app) and query(app, "job") == a
 
 
-def test_a_reload_keeps_this_browsers_jobs(app: AppTest):
+def test_a_reload_keeps_this_browsers_jobs_and_other_sessions_see_none(app: AppTest):
     """Issue 11: after a reload the sidebar said "0 running, 0 in all"; the browser id in the
     URL (`?sid=`) finds the session's jobs in the process-wide registry again."""
     start(app, max_loops=60)
     app.button(key="start_run").click().run()
     owner, jobs = session(app).owner, list(session(app).job_ids)
     assert app.query_params["sid"] in (owner, [owner])
-    reloaded = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
-    reloaded.query_params["sid"] = owner
-    reloaded.query_params["job"] = jobs[0]
-    reloaded.run()
+    reloaded = new_app(sid=owner, job=jobs[0])
     assert session(reloaded).owner == owner and session(reloaded).job_ids == jobs
     assert "2 in all" in texts(reloaded.sidebar.caption)
     assert jobs[0] in status(reloaded)
-    assert set(reloaded.selectbox(key="job_select").options) == set(jobs) or len(
-        reloaded.selectbox(key="job_select").options) == 2
-    stranger = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
-    stranger.query_params["sid"] = "not-an-id"  # a malformed id starts a new browser
-    stranger.run()
+    assert len(reloaded.selectbox(key="job_select").options) == 2
+    other = new_app()  # another browser sees none of them, but a link finds its job
+    assert session(other).owner != owner and "0 in all" in texts(other.sidebar.caption)
+    assert status(other).startswith("status: idle")
+    assert jobs[1] in status(new_app(job=jobs[1]))
+    stranger = new_app(sid="not-an-id")  # a malformed id starts a new browser
     assert session(stranger).owner != owner and "0 in all" in texts(stranger.sidebar.caption)
 
 
 def test_a_reload_shows_a_running_sweep_with_stop(app: AppTest, store: RunStore):
     """Issue 11: `?sweep=` of a running sweep said "idle", with no Stop and no Resume."""
-    slow = {"sim_latency": 0.05}
-    save_agents(store, [Agent(agent_name=n, model_name="sim/eager", litellm_kwargs=slow)
-                       for n in ("Ann", "Ben")])
+    sim_agents(store, "Ann", "Ben", latency=0.05)
     goto(app, "sweeps")
     app.selectbox(key="sw_room").select("Saved agents").run()
-    app.multiselect(key="sw_saved").set_value(["Ann", "Ben"])
-    app.number_input(key="sw_repeats").set_value(40)
-    app.number_input(key="sw_concurrency").set_value(1).run()
+    fill(app, sw_saved=["Ann", "Ben"], sw_repeats=40, sw_concurrency=1).run()
     app.button(key="sw_start").click().run()
     poll(app, lambda at: sweep_status(at).startswith("sweep status: running")
          and "sweep" in at.query_params, "the sweep")
-    sweep_id = app.query_params["sweep"]
-    sweep_id = sweep_id if isinstance(sweep_id, str) else sweep_id[0]
+    sweep_id = query(app, "sweep")
     for sid in (session(app).owner, None):  # a reload of this browser, then a shared link
-        other = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
-        if sid:
-            other.query_params["sid"] = sid
-        other.query_params["sweep"] = sweep_id
-        other.run()
-        goto(other, "sweeps")
+        other = goto(new_app(sweep=sweep_id, **({"sid": sid} if sid else {})), "sweeps")
         assert sweep_status(other).startswith("sweep status: running"), sweep_status(other)
         assert [b for b in other.button if b.key == "sw_stop"]
     other.button(key="sw_stop").click().run()
     poll(other, lambda at: sweep_status(at).startswith("sweep status: cancelled"), "the stop")
     store.flush()
     poll(other, lambda at: store.get_sweep(sweep_id)["status"] == "cancelled", "the store")
-    fresh = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
-    fresh.query_params["sweep"] = sweep_id
-    fresh.run()
-    goto(fresh, "sweeps")
+    fresh = goto(new_app(sweep=sweep_id), "sweeps")
     assert sweep_status(fresh).startswith("sweep status: cancelled"), sweep_status(fresh)
     assert [b for b in fresh.button if b.key == "sw_resume"]
-
-
-def test_sessions_see_only_their_own_jobs_but_a_reload_finds_its_job_by_url(app: AppTest):
-    start(app, max_loops=3)
-    job_id = session(app).current_job
-    other = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60).run()
-    assert session(other).owner != session(app).owner
-    assert "0 in all" in " ".join(c.value for c in other.sidebar.caption)
-    assert status(other).startswith("status: idle")
-    reloaded = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
-    reloaded.query_params["job"] = job_id
-    reloaded.run()
-    assert job_id in status(reloaded)
 
 
 def test_run_page_warns_about_missing_keys_and_explains_provider_failures(
         app: AppTest, store: RunStore, monkeypatch: pytest.MonkeyPatch):
     save_agents(store, [Agent(agent_name="Gpt", model_name="gpt-4o-mini"),
-                       Agent(agent_name="Claude", model_name="anthropic/claude-3-5-haiku")])
-    goto(app, "run")
-    app.multiselect(key="run_roster").set_value(["Gpt", "Claude"]).run()
-    errors = " ".join(e.value for e in app.error)  # before Start, which is disabled
-    assert "OPENAI\\_API\\_KEY" in errors and "ANTHROPIC\\_API\\_KEY" in errors
-    assert "agent 'Gpt'" in errors and "agent 'Claude'" in errors
+                        Agent(agent_name="Claude", model_name="anthropic/claude-3-5-haiku")])
+    fill(goto(app, "run"), run_roster=["Gpt", "Claude"]).run()
+    assert "Missing credentials" in errors(app)  # before Start, which is disabled
+    assert "OPENAI\\_API\\_KEY" in errors(app) and "ANTHROPIC\\_API\\_KEY" in errors(app)
+    assert "agent 'Gpt'" in errors(app) and "agent 'Claude'" in errors(app)
     assert app.button(key="start_run").disabled
     for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):  # keys set: the calls themselves fail
         monkeypatch.setenv(name, "sk-not-a-real-key")
@@ -436,56 +371,40 @@ def test_run_page_warns_about_missing_keys_and_explains_provider_failures(
     app.text_area(key="run_task").set_value("Say hello.")
     app.button(key="start_run").click().run()
     poll(app, lambda at: status(at).startswith("status: finished"), "the failed run")
-    errors = " ".join(e.value for e in app.error)
-    assert "**Gpt**" in errors and "**Claude**" in errors
-    assert "blocked" in errors  # tests block real calls; the hint says what to do
+    assert "**Gpt**" in errors(app) and "**Claude**" in errors(app)
+    assert "blocked" in errors(app)  # tests block real calls; the hint says what to do
     assert {m.label: m.value for m in app.metric}["Stop reason"] == "error"
 
 
 def test_run_needs_two_agents_and_a_task(app: AppTest, store: RunStore):
     save_agents(store, [Agent(agent_name="Solo")])
-    goto(app, "run")
-    app.multiselect(key="run_roster").set_value(["Solo"])
-    app.text_area(key="run_task").set_value("Hello?")
+    fill(goto(app, "run"), run_roster=["Solo"], run_task="Hello?")
     app.button(key="start_run").click().run()
     assert any("at least two agents" in e.value for e in app.error)
     assert session(app).job_ids == []
 
 
-def _run_with_strategy(app: AppTest, store: RunStore, strategy: str,
-                       selector_model: str | None = None) -> dict[str, object]:
-    """Start a three-message chat of two sims under `strategy` from the Run form; the recorded
-    run's config once it has finished."""
-    save_agents(store, [Agent(agent_name=n, model_name="sim/eager") for n in ("Ann", "Ben")])
+@pytest.mark.parametrize("strategy, selector_model", [("round_robin", None),
+                                                      ("selector", "sim/contrarian")])
+def test_the_run_form_chooses_who_speaks_from_the_cores_strategies(
+        app: AppTest, store: RunStore, strategy: str, selector_model: str | None):
+    sim_agents(store, "Ann", "Ben")
     goto(app, "run")
-    assert app.selectbox(key="run_param_strategy").value == chat_default("strategy")
-    app.multiselect(key="run_roster").set_value(["Ann", "Ben"])
-    app.text_area(key="run_task").set_value("Talk about the weather.")
-    app.number_input(key="run_param_max_loops").set_value(3)
-    app.selectbox(key="run_param_strategy").set_value(strategy)
-    if selector_model is not None:
-        app.text_input(key="run_param_selector_model").set_value(selector_model)
+    box = app.selectbox(key="run_param_strategy")
+    assert list(box.options) == list(STRATEGIES) and box.value == chat_default("strategy")
+    assert all(name in (box.help or "") for name in STRATEGIES)
+    fill(app, run_roster=["Ann", "Ben"], run_task="Talk about the weather.",
+         run_param_max_loops=3, run_param_strategy=strategy,
+         **({"run_param_selector_model": selector_model} if selector_model else {}))
     app.button(key="start_run").click().run()
     assert not app.error, [e.value for e in app.error]
     poll(app, lambda at: status(at).startswith("status: finished"), "the run to finish")
-    run_id = job_registry.registry().snapshot(session(app).current_job).run_id
     store.flush()
-    return store.load_run(run_id).config
-
-
-def test_the_run_form_chooses_who_speaks_from_the_cores_strategies(app: AppTest,
-                                                                   store: RunStore):
-    goto(app, "run")
-    box = app.selectbox(key="run_param_strategy")
-    assert list(box.options) == list(STRATEGIES)
-    assert all(name in (box.help or "") for name in STRATEGIES)
-    config = _run_with_strategy(app, store, "round_robin")
-    assert config["strategy"] == "round_robin"
-
-
-def test_the_run_form_records_the_selector_strategys_model(app: AppTest, store: RunStore):
-    config = _run_with_strategy(app, store, "selector", selector_model="sim/contrarian")
-    assert (config["strategy"], config["selector_model"]) == ("selector", "sim/contrarian")
+    config = store.load_run(job_registry.registry().snapshot(session(app).current_job).run_id
+                            ).config
+    assert config["strategy"] == strategy
+    if selector_model:
+        assert config["selector_model"] == selector_model
 
 
 # --- analysis and runs --------------------------------------------------------------------
@@ -511,6 +430,8 @@ def test_analysis_offers_a_demo_on_an_empty_store_then_shows_it(app: AppTest, st
         "winner_timeline", "transitions", "turn_shares"]
     open_tab(app, "Why?")
     assert app.info[0].value.startswith("Turn 1:")  # the explainer
+    app.selectbox(key="explain_turn").set_value(2).run()
+    assert app.info[0].value.startswith("Turn 2:")
     open_tab(app, "Files")
     assert {b.label for b in app.get("download_button")} == {
         "Bundle (JSON)", "Bids (CSV)", "Transcript (Markdown)"}
@@ -523,18 +444,6 @@ def open_tab(app: AppTest, label: str) -> None:
     app.session_state["analysis_tab"] = label
     app.run()
     assert not app.exception
-
-
-def test_analysis_opens_the_run_named_in_the_url(app: AppTest, store: RunStore):
-    first, second = analysis_logic.run_demo(store), analysis_logic.run_demo(store)
-    app.query_params["run"] = first
-    goto(app, "analysis")
-    assert app.selectbox(key="analysis_run").value == first
-    open_tab(app, "Why?")
-    app.selectbox(key="explain_turn").set_value(2).run()
-    assert app.info[0].value.startswith("Turn 2:")
-    app.selectbox(key="analysis_run").set_value(second).run()
-    assert app.query_params["run"] == second
 
 
 def chart_turns(app: AppTest, key: str) -> list[int]:
@@ -577,13 +486,7 @@ def test_analysis_pages_a_long_runs_per_turn_charts_by_windows_of_turns(app: App
     assert abs(sum(shares["y"]) - 1) < 1e-9
 
 
-def select_rows(at: AppTest, rows: list[int]) -> None:
-    at.session_state["runs_table"] = {"selection": {"rows": rows, "columns": [], "cells": []}}
-    at.run()
-
-
-def test_runs_page_lists_compares_deletes_and_imports(app: AppTest, store: RunStore,
-                                                     tmp_path: Path):
+def test_runs_page_lists_compares_deletes_and_imports(app: AppTest, store: RunStore):
     first, second = analysis_logic.run_demo(store), analysis_logic.run_demo(store)
     goto(app, "runs")
     assert set(app.dataframe[0].value["run_id"]) == {first, second}
@@ -599,12 +502,6 @@ def test_runs_page_lists_compares_deletes_and_imports(app: AppTest, store: RunSt
     app.button(key="delete_runs").click().run()
     app.button(key="confirm_delete_yes").click().run()
     assert store.list_runs().empty
-
-    broken = bundle.replace('"turns"', '"turnz"', 1).encode()
-    app.file_uploader(key="bundle_upload").set_value(("broken.json", broken, "x"))
-    app.button(key="import_bundle").click().run()
-    assert any("Nothing was imported" in e.value for e in app.error)
-    assert store.list_runs().empty
     app.file_uploader(key="bundle_upload").set_value(("run.json", bundle.encode(), "x"))
     app.button(key="import_bundle").click().run()
     assert list(store.list_runs()["run_id"]) == [first]
@@ -616,9 +513,7 @@ def test_runs_page_filters_and_opens_a_run_in_analysis(app: AppTest, store: RunS
     app.text_input(key="filter_text").set_value("no such words")
     app.button(key="apply_filters").click().run()
     assert app.dataframe[0].value.empty
-    app.text_input(key="filter_text").set_value("demo")
-    app.selectbox(key="filter_status").set_value("finished")
-    app.selectbox(key="filter_agent").set_value("Realist")
+    fill(app, filter_text="demo", filter_status="finished", filter_agent="Realist")
     app.button(key="apply_filters").click().run()
     assert list(app.dataframe[0].value["run_id"]) == [run_id]
     select_rows(app, [0])
@@ -642,12 +537,11 @@ def test_settings_keeps_a_key_in_this_session_only(app: AppTest, store: RunStore
     assert SECRET not in repr(session(app))
 
     save_agents(store, [Agent(agent_name="Gpt", model_name="gpt-4o-mini"),
-                       Agent(agent_name="Sim", model_name="sim/balanced")])
-    goto(app, "run")
-    app.multiselect(key="run_roster").set_value(["Gpt", "Sim"]).run()
-    assert not any("OPENAI" in w.value for w in app.warning)  # the session key counts
-    app.text_area(key="run_task").set_value("Plan the offsite.")
-    app.number_input(key="run_param_max_loops").set_value(3)
+                        Agent(agent_name="Sim", model_name="sim/balanced")])
+    fill(goto(app, "run"), run_roster=["Gpt", "Sim"]).run()
+    assert "Missing credentials" not in errors(app)  # the session key counts
+    assert not app.button(key="start_run").disabled
+    fill(app, run_task="Plan the offsite.", run_param_max_loops=3)
     app.button(key="start_run").click().run()
     poll(app, lambda at: status(at).startswith("status: finished"), "the run")
     assert SECRET not in rendered_text(app)
@@ -660,12 +554,9 @@ def test_settings_keeps_a_key_in_this_session_only(app: AppTest, store: RunStore
     assert session(app).provider_keys == {}
 
 
-def test_settings_preferences_and_data_location(app: AppTest, tmp_path: Path):
+def test_settings_preferences(app: AppTest):
     before = max_inflight_calls()
-    goto(app, "settings")
-    assert any(str(tmp_path) in m.value for m in app.markdown)
-    app.selectbox(key="pref_default_model").set_value("sim/eager")
-    app.number_input(key="pref_inflight").set_value(8)
+    fill(goto(app, "settings"), pref_default_model="sim/eager", pref_inflight=8)
     app.button(key="save_preferences").click().run()
     try:
         assert session(app).default_model == "sim/eager" and max_inflight_calls() == 8
