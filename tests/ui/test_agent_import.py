@@ -4,26 +4,16 @@ next Save does not put the old prompt back."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from groupchat_core import Agent, dump_agents
 from groupchat_core.store import RunStore
 from groupchat_ui.agents import logic
-from groupchat_ui.kit import jobs as job_registry
-from tests.helpers.app_helpers import goto, new_app, texts
+from tests.helpers.app_helpers import goto, texts
 
 FILE = dump_agents([Agent(agent_name="Optimist", model_name="sim/eager",
                           system_prompt="An imported optimist."),
                     Agent(agent_name="Newcomer", model_name="sim/eager")], "json")
-
-
-@pytest.fixture
-def app() -> Iterator[AppTest]:
-    yield new_app()
-    job_registry.registry().shutdown()
 
 
 def _import(app: AppTest, text: str = FILE) -> None:
@@ -36,6 +26,10 @@ def prompt(store: RunStore, name: str) -> str:
     return store.get_agent(name).system_prompt
 
 
+def names(store: RunStore) -> list[str]:
+    return [a.agent_name for a in store.list_agents()]
+
+
 def test_an_import_over_saved_agents_asks_and_the_edit_form_follows(app: AppTest):
     store = RunStore()
     goto(app, "agents")
@@ -46,16 +40,16 @@ def test_an_import_over_saved_agents_asks_and_the_edit_form_follows(app: AppTest
 
     _import(app)
     assert "room.json would replace your saved Optimist" in texts(app.warning)
-    assert prompt(store, "Optimist") == saved and "Newcomer" not in logic_names(store)
+    assert prompt(store, "Optimist") == saved and "Newcomer" not in names(store)
     app.button(key="confirm_import_no").click().run()  # cancel: nothing imported
     assert not app.warning and "Nothing was imported from room.json" in texts(app.info)
-    assert prompt(store, "Optimist") == saved and "Newcomer" not in logic_names(store)
+    assert prompt(store, "Optimist") == saved and "Newcomer" not in names(store)
 
     _import(app)
     app.button(key="confirm_import_copies").click().run()  # keep mine
     assert prompt(store, "Optimist") == saved
     assert prompt(store, "Optimist (imported)") == "An imported optimist."
-    assert "Newcomer" in logic_names(store)
+    assert "Newcomer" in names(store)
     assert app.text_area(key="agent_form_role").value == saved
 
     _import(app)
@@ -67,10 +61,6 @@ def test_an_import_over_saved_agents_asks_and_the_edit_form_follows(app: AppTest
 
     _import(app)  # the same agents again: nothing would change, nothing is asked
     assert not app.warning and "Imported 2 agents" in texts(app.success)
-
-
-def logic_names(store: RunStore) -> list[str]:
-    return [a.agent_name for a in store.list_agents()]
 
 
 def test_copies_of_imported_agents_get_free_names(store: RunStore):

@@ -14,11 +14,9 @@ no public name; everything public comes from the public API.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
 
 import pytest
 from sqlalchemy import insert, select
-from streamlit.testing.v1 import AppTest
 
 from groupchat_core import Agent, ConfigError, dump_agents
 from groupchat_core.store import SCHEMA_VERSION, RunStore
@@ -26,11 +24,10 @@ from groupchat_core.store._connect import get_engine
 from groupchat_core.store._migrations import create_version
 from groupchat_core.store._schema import metadata_for, schema_version
 from groupchat_ui.agents import logic
-from groupchat_ui.kit import jobs as job_registry
-from groupchat_ui.kit import providers, state
+from groupchat_ui.kit import providers
 from groupchat_ui.kit.access import ADMINS_ENV, Actor, is_admin, may_edit_agent
 from groupchat_ui.run import logic as run_logic
-from tests.helpers.app_helpers import goto, signed_in_sessions
+from tests.helpers.app_helpers import fill, goto, session
 from tests.helpers.stores import release_store_engines
 
 ALICE = Actor("alice@example.org", "Alice Liddell", signed_in=True)
@@ -97,7 +94,7 @@ def alices(store: RunStore) -> RunStore:
     return store
 
 
-def test_others_cannot_edit_rename_or_delete(alices: RunStore) -> None:
+def test_others_cannot_edit_rename_delete_or_overwrite_by_import(alices: RunStore) -> None:
     edited = Agent(agent_name="Critic", api_base="http://127.0.0.1:9/v1")
     for attempt in (lambda: logic.save_agent(alices, edited, "Critic", ["Critic"], BOB),
                     lambda: logic.save_agent(alices, Agent(agent_name="Mine"), "Critic",
@@ -106,18 +103,13 @@ def test_others_cannot_edit_rename_or_delete(alices: RunStore) -> None:
         with pytest.raises(ConfigError, match="belongs to Alice Liddell: you can use and "
                                               "duplicate it"):
             attempt()
-    [agent] = alices.list_agents()
-    assert agent.system_prompt == "Alice's" and agent.api_base is None  # unchanged
-
-
-def test_others_cannot_overwrite_by_import(alices: RunStore) -> None:
     hostile = dump_agents([Agent(agent_name="Critic", model_name="openai/x",
                                  api_base="http://127.0.0.1:9/v1"),
                            Agent(agent_name="Fresh")], "json")
     with pytest.raises(ConfigError, match="'Critic' belongs to Alice Liddell"):
         logic.import_agents(alices, hostile, "evil.json", BOB)
-    assert [a.agent_name for a in alices.list_agents()] == ["Critic"]  # nothing imported
-    assert alices.get_agent("Critic").api_base is None
+    [agent] = alices.list_agents()  # nothing imported, nothing changed
+    assert agent.system_prompt == "Alice's" and agent.api_base is None
     assert logic.import_agents(alices, hostile, "mine.json", ALICE) == ["Critic", "Fresh"]
 
 
@@ -130,7 +122,10 @@ def test_anyone_may_duplicate_and_the_copy_is_theirs(alices: RunStore) -> None:
     assert logic.editable(alices, BOB) == {"Critic": False, copy: True}
 
 
-def test_the_owner_and_admins_may(alices: RunStore, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_owner_admins_and_without_login_anyone_may(alices: RunStore,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    assert logic.save_agent(alices, Agent(agent_name="Critic", temperature=0.3), "Critic",
+                            ["Critic"], LOCAL) == "updated"  # without login, all is editable
     assert logic.save_agent(alices, Agent(agent_name="Critic", temperature=0.2), "Critic",
                             ["Critic"], ALICE) == "updated"
     monkeypatch.setenv(ADMINS_ENV, BOB.user)
@@ -138,19 +133,12 @@ def test_the_owner_and_admins_may(alices: RunStore, monkeypatch: pytest.MonkeyPa
                             BOB) == "renamed"
     assert alices.agent_owners()["Judge"][0] == ALICE.user  # still Alice's
     assert logic.delete_agent(alices, "Judge", BOB)
-
-
-def test_ownerless_agents_are_read_only_when_signed_in(store: RunStore) -> None:
-    store.save_agent(Agent(agent_name="Cli"))  # the CLI and scripts name no owner
+    alices.save_agent(Agent(agent_name="Cli"))  # the CLI and scripts name no owner
     with pytest.raises(ConfigError, match="'Cli' has no owner"):
-        logic.delete_agent(store, "Cli", ALICE)
-    assert logic.delete_agent(store, "Cli", LOCAL)  # without login, all stays editable
-
-
-def test_without_login_everything_stays_editable(alices: RunStore) -> None:
-    assert logic.save_agent(alices, Agent(agent_name="Critic", temperature=0.3), "Critic",
-                            ["Critic"], LOCAL) == "updated"
-    assert logic.delete_agent(alices, "Critic", LOCAL)
+        logic.delete_agent(alices, "Cli", ALICE)  # ownerless: read-only when signed in
+    logic.save_agent(alices, Agent(agent_name="Hers"), None, [], ALICE)
+    assert logic.delete_agent(alices, "Cli", LOCAL)  # without login, all stays editable
+    assert logic.delete_agent(alices, "Hers", LOCAL)
 
 
 def test_a_preset_never_replaces_someone_elses_agent(store: RunStore) -> None:
@@ -203,18 +191,8 @@ def test_the_untrusted_hint_names_the_fix() -> None:
 # --- the Agents page: AppTest, two signed-in users --------------------------------------------
 
 
-@pytest.fixture
-def signed_in(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Actor], AppTest]]:
-    """The dashboard's Agents page as a signed-in user."""
-    open_as = signed_in_sessions(monkeypatch, {a.user: (a.user, a.user_name)
-                                               for a in (ALICE, BOB)})
-    yield lambda who: goto(open_as(who.user), "agents")
-    job_registry.registry().shutdown()
-
-
-def test_the_agents_page_locks_someone_elses_agent(alices: RunStore,
-                                                   signed_in: Callable[[Actor], AppTest]) -> None:
-    bob = signed_in(BOB)
+def test_the_agents_page_locks_someone_elses_agent(alices: RunStore, signed_in) -> None:
+    bob = goto(signed_in("bob"), "agents")
     edit, delete = bob.button(key="agent_edit_Critic"), bob.button(key="agent_delete_Critic")
     assert edit.disabled and delete.disabled
     assert "belongs to Alice Liddell" in (edit.help or "")
@@ -224,25 +202,19 @@ def test_the_agents_page_locks_someone_elses_agent(alices: RunStore,
     assert not bob.exception
     assert alices.agent_owners()["Critic (copy)"] == (BOB.user, BOB.user_name)
     assert not bob.button(key="agent_edit_Critic (copy)").disabled
-    alice = signed_in(ALICE)
+    alice = goto(signed_in("alice"), "agents")
     assert not alice.button(key="agent_edit_Critic").disabled
     assert alice.button(key="agent_edit_Critic (copy)").disabled
 
 
-def test_settings_keeps_a_key_for_one_api_base(signed_in: Callable[[Actor], AppTest]) -> None:
-    at = signed_in(BOB)
-    at.switch_page("app_pages/settings.py")
-    at.run()
-    at.text_input(key="endpoint_key_base").set_value("https://user@llm.example.org/v1")
-    at.text_input(key="endpoint_key_value").set_value(SECRET)
+def test_settings_keeps_a_key_for_one_api_base(signed_in) -> None:
+    at = goto(signed_in("bob"), "settings")
+    fill(at, endpoint_key_base="https://user@llm.example.org/v1", endpoint_key_value=SECRET)
     at.button(key="save_endpoint_key").click().run()
-    session = at.session_state[state.STATE_KEY]
-    assert session.provider_keys == {}  # a URL with user info is never an endpoint to key
+    assert session(at).provider_keys == {}  # a URL with user info is never an endpoint to key
     assert any("Give an http(s) API base URL" in e.value for e in at.error)
-    at.text_input(key="endpoint_key_base").set_value("https://LLM.example.org/v1/")
-    at.text_input(key="endpoint_key_value").set_value(SECRET)
+    fill(at, endpoint_key_base="https://LLM.example.org/v1/", endpoint_key_value=SECRET)
     at.button(key="save_endpoint_key").click().run()
-    session = at.session_state[state.STATE_KEY]
-    assert session.provider_keys == {"https://llm.example.org:443/v1": SECRET}
+    assert session(at).provider_keys == {"https://llm.example.org:443/v1": SECRET}
     assert at.text_input(key="endpoint_key_value").value == ""
     assert not any(SECRET in m.value for m in [*at.markdown, *at.success, *at.caption])

@@ -4,33 +4,12 @@ run or sweep, never the newest, and leaves the link's id in the address."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from groupchat_core.store import RunStore
-from groupchat_core.sweeps import parse_sweep, run_sweep
 from groupchat_ui.analysis import logic as analysis_logic
-from groupchat_ui.kit import jobs as job_registry
 from groupchat_ui.kit import store_access
-from tests.helpers.app_helpers import errors, goto, new_app, query
-
-
-@pytest.fixture
-def app() -> Iterator[AppTest]:
-    yield new_app()
-    job_registry.registry().shutdown()
-
-
-def _sweep(store: RunStore, name: str) -> str:
-    agents = [{"agent_name": n, "model_name": "sim/balanced"} for n in ("Ann", "Ben")]
-    spec = parse_sweep({"name": name, "base": {"max_loops": 2, "agents": agents},
-                        "grid": {"threshold": [0.01]}, "tasks": ["Plan a picnic."],
-                        "repeats": 1})
-    sweep_id = run_sweep(spec, store).sweep_id
-    assert sweep_id is not None
-    return sweep_id
+from tests.helpers.app_helpers import errors, goto, query, sim_sweep
 
 
 def test_a_run_prefix_opens_that_run_and_an_unknown_id_opens_none(app: AppTest):
@@ -56,7 +35,7 @@ def test_a_run_prefix_opens_that_run_and_an_unknown_id_opens_none(app: AppTest):
 
 def test_a_sweep_prefix_opens_that_sweep_and_an_unknown_id_opens_none(app: AppTest):
     store = RunStore()
-    first, newest = _sweep(store, "first"), _sweep(store, "newest")
+    first, newest = sim_sweep(store, "first"), sim_sweep(store, "newest")
     goto(app, "sweeps", sweep=first[:12])  # the id `sweep list` prints
     assert app.selectbox(key="sw_pick").value == first
     assert query(app, "sweep") == first

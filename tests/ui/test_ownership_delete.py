@@ -1,48 +1,32 @@
 """Ownerless runs and sweeps are read-only for signed-in users; admins and owners delete.
 
-Runs and sweeps that nobody is recorded as owning (made by scripts, older versions) used to be
-deletable and resumable by anyone signed in. Now only an admin (GROUPCHAT_ADMINS) deletes them;
-a sweep's owner deletes it from the Sweeps page after a confirmation naming it. Two AppTest
-sessions share one store, as two browsers share a server (sign-in simulated as in
-tests/ui/test_ownership.py; the real OIDC sign-in is tests/e2e/test_login.py).
+Runs and sweeps nobody is recorded as owning (scripts, older versions) used to be deletable and
+resumable by anyone signed in. Now only an admin (GROUPCHAT_ADMINS) deletes them; a sweep's
+owner deletes it from the Sweeps page after a confirmation naming it.
 """
 
 from __future__ import annotations
 
 import getpass
-from collections.abc import Callable, Iterator
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from groupchat_core import ConfigError, GroupChat
 from groupchat_core.store import RunStore
-from groupchat_core.sweeps import parse_sweep, run_sweep
 from groupchat_ui.kit import jobs as job_registry
-from groupchat_ui.kit import store_access
 from groupchat_ui.kit.jobs import LOCAL_USER, may_manage
 from groupchat_ui.kit.presets import DEBATE_TRIO
 from groupchat_ui.runs import logic as runs_logic
 from groupchat_ui.sweeps import logic as sweeps_logic
-from tests.helpers.app_helpers import goto, signed_in_sessions
+from tests.helpers.app_helpers import goto, select_rows, sim_sweep
 
-ADMINS_VAR = "GROUPCHAT_ADMINS"  # the documented setting (docs/engine.md, Security model)
-USERS = {"alice": ("alice@example.org", "Alice Liddell"), "bob": ("bob@example.org", "Bob"),
-         "root": ("root@example.org", "Root")}
+from .conftest import USERS
 
 
 @pytest.fixture
 def store() -> RunStore:
     return RunStore()  # GROUPCHAT_DB points into this test's tmp_path (tests/conftest.py)
-
-
-@pytest.fixture
-def signed_in(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], AppTest]]:
-    open_as = signed_in_sessions(monkeypatch, USERS)
-    monkeypatch.setenv(ADMINS_VAR, "root@example.org")
-    store_access.invalidate()
-    yield open_as
-    job_registry.registry().shutdown()
 
 
 def texts(at: AppTest) -> str:
@@ -51,10 +35,11 @@ def texts(at: AppTest) -> str:
 
 
 def test_the_owner_rule(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv(ADMINS_VAR, "root@example.org, ops@example.org")
+    monkeypatch.setenv("GROUPCHAT_ADMINS", "root@example.org, ops@example.org")
     assert may_manage("alice@example.org", "alice@example.org")
     assert not may_manage("alice@example.org", "bob@example.org")
     assert not may_manage(None, "bob@example.org")  # nobody recorded: read-only when signed in
+    assert not may_manage(LOCAL_USER, "bob@example.org")  # made before login was turned on
     assert may_manage(None, "root@example.org") and may_manage("alice@example.org",
                                                                 "ops@example.org")
     # Without login (one person's dashboard): theirs, nobody's, and the CLI's (the OS user's).
@@ -63,53 +48,31 @@ def test_the_owner_rule(monkeypatch: pytest.MonkeyPatch):
     assert not may_manage("alice@example.org", LOCAL_USER)
 
 
-def ownerless_run(store: RunStore) -> str:
+def test_a_signed_in_user_cannot_delete_an_ownerless_run_and_an_admin_can(signed_in, store):
     chat = GroupChat(name="scripted", agents=DEBATE_TRIO.build_agents(latency_s=0.0),
                      **dict(DEBATE_TRIO.settings))
     store.attach(chat)  # a script: no owner named
     chat.run(DEBATE_TRIO.task)
     store.flush()
-    return chat.last_run.run_id
-
-
-def test_a_signed_in_user_cannot_delete_an_ownerless_run_and_an_admin_can(signed_in, store):
-    run_id = ownerless_run(store)
+    run_id = chat.last_run.run_id
     assert store.run_info(run_id)["owner"] is None
-    bob = goto(signed_in("bob"), "runs")
-    table = bob.dataframe[0].value
-    row = table.index[table["run_id"] == run_id][0]
-    bob.session_state["runs_table"] = {"selection": {"rows": [int(row)], "columns": [],
-                                                     "cells": []}}
-    bob.run()
-    bob.button(key="delete_runs").click().run()
-    assert "or by nobody recorded" in texts(bob) and "or an admin" in texts(bob)
-    assert not any(b.key == "confirm_delete_yes" for b in bob.button)
-    assert runs_logic.delete_runs(store, [run_id], "bob@example.org") == 0
-    assert run_id in store.run_ids()
-
-    root = goto(signed_in("root"), "runs")  # an admin deletes it through the confirmation
-    table = root.dataframe[0].value
-    row = table.index[table["run_id"] == run_id][0]
-    root.session_state["runs_table"] = {"selection": {"rows": [int(row)], "columns": [],
-                                                      "cells": []}}
-    root.run()
-    root.button(key="delete_runs").click().run()
-    root.button(key="confirm_delete_yes").click().run()
+    for who in ("bob", "root"):  # bob is refused; root, an admin, deletes it
+        at = goto(signed_in(who), "runs")
+        table = at.dataframe[0].value
+        select_rows(at, [int(table.index[table["run_id"] == run_id][0])])
+        at.button(key="delete_runs").click().run()
+        if who == "bob":
+            assert "or by nobody recorded" in texts(at) and "or an admin" in texts(at)
+            assert not any(b.key == "confirm_delete_yes" for b in at.button)
+            assert runs_logic.delete_runs(store, [run_id], "bob@example.org") == 0
+            assert run_id in store.run_ids()
+    at.button(key="confirm_delete_yes").click().run()
     assert run_id not in store.run_ids()
 
 
-def finished_sweep(store: RunStore, name: str, owner: str | None = None,
-                   owner_name: str | None = None) -> str:
-    agents = [a.to_spec() for a in DEBATE_TRIO.build_agents(latency_s=0.0)]
-    spec = parse_sweep({"name": name, "base": {"max_loops": 4, "agents": agents},
-                        "grid": {"threshold": [0.4, 0.6]}, "tasks": ["Plan it."]})
-    outcome = run_sweep(spec, store, owner=owner, owner_name=owner_name)
-    assert outcome.status == "finished"
-    return outcome.sweep_id
-
-
 def test_a_sweeps_owner_deletes_it_from_the_sweeps_page_after_a_confirmation(signed_in, store):
-    sweep_id = finished_sweep(store, "alice's grid", *USERS["alice"])
+    sweep_id = sim_sweep(store, "alice's grid", (0.4, 0.6), 4, owner=USERS["alice"][0],
+                         owner_name=USERS["alice"][1])
     assert len(store.list_runs(sweep_id=sweep_id)) == 2
     alice, bob = signed_in("alice"), signed_in("bob")
 
@@ -137,7 +100,7 @@ def test_a_sweeps_owner_deletes_it_from_the_sweeps_page_after_a_confirmation(sig
 
 
 def test_an_ownerless_sweep_is_read_only_for_signed_in_users(signed_in, store):
-    sweep_id = finished_sweep(store, "scripted grid")  # nobody recorded
+    sweep_id = sim_sweep(store, "scripted grid", (0.4, 0.6), 4)  # nobody recorded
     store.finish_sweep(sweep_id, "cancelled")  # resumable
     bob = goto(signed_in("bob"), "sweeps", sweep=sweep_id)
     assert bob.button(key="sw_delete").disabled and bob.button(key="sw_resume").disabled

@@ -3,32 +3,20 @@ opens another user's full URL (its `?sid=`) gets a session of their own, so they
 nor write the other's Run form drafts, and the link still opens the run it names; without
 login, the copy-link captions of a run and a sweep carry no session id.
 
-Sign-in is simulated (tests/helpers/app_helpers.signed_in_sessions); the same with a real
+Sign-in is simulated (the `signed_in` fixture); the same with a real
 OIDC provider in a browser is tests/e2e/test_login_links.py."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from groupchat_core.store import RunStore
-from groupchat_core.sweeps import parse_sweep, run_sweep
 from groupchat_ui.analysis import logic as analysis_logic
 from groupchat_ui.kit import form_memory, store_access
-from groupchat_ui.kit import jobs as job_registry
 from tests.helpers import ROOT
-from tests.helpers.app_helpers import goto, new_app, query, session, signed_in_sessions
-
-USERS = {"alice": ("alice@example.org", "Alice Liddell"), "bob": ("bob@example.org", "Bob")}
-
-
-@pytest.fixture(autouse=True)
-def _stop_jobs() -> Iterator[None]:
-    yield
-    job_registry.registry().shutdown()
+from tests.helpers.app_helpers import fill, goto, query, session, sim_sweep
 
 
 def _open_link(who: str, page: str, **params: str) -> AppTest:
@@ -38,21 +26,18 @@ def _open_link(who: str, page: str, **params: str) -> AppTest:
     return goto(at, page, **params)
 
 
-def test_a_signed_in_user_opening_anothers_url_neither_reads_nor_writes_her_drafts(
-        monkeypatch: pytest.MonkeyPatch):
-    open_as = signed_in_sessions(monkeypatch, USERS)
+def test_a_signed_in_user_opening_anothers_url_neither_reads_nor_writes_her_drafts(signed_in):
     run_id = analysis_logic.run_demo(RunStore())
     store_access.invalidate()
-    alice = goto(open_as("alice"), "run")
-    alice.text_area(key="run_task").set_value("Alice's unsent plan")
-    alice.number_input(key="run_param_max_loops").set_value(7)
+    alice = fill(goto(signed_in("alice"), "run"), run_task="Alice's unsent plan",
+                 run_param_max_loops=7)
     alice.button(key="start_run").click().run()  # no agents picked: not started, remembered
     assert not session(alice).job_ids
     sid = query(alice, "sid")
     assert sid == session(alice).owner
 
     bob = _open_link("bob", "analysis", run=run_id, sid=sid)  # her full URL, pasted
-    assert app_run(bob) == run_id  # the link opens the run it names
+    assert bob.selectbox(key="analysis_run").value == run_id  # the link opens the run it names
     assert session(bob).owner != sid and query(bob, "sid") == session(bob).owner
     goto(bob, "run")
     assert bob.text_area(key="run_task").value != "Alice's unsent plan"
@@ -66,9 +51,7 @@ def test_a_signed_in_user_opening_anothers_url_neither_reads_nor_writes_her_draf
     assert again.number_input(key="run_param_max_loops").value == 7
 
 
-def test_a_sid_no_session_of_this_server_made_is_not_adopted_with_login_on(
-        monkeypatch: pytest.MonkeyPatch):
-    signed_in_sessions(monkeypatch, USERS)
+def test_a_sid_no_session_of_this_server_made_is_not_adopted_with_login_on(signed_in):
     forged = "ab" * 16
     bob = _open_link("bob", "run", sid=forged)
     assert session(bob).owner != forged and query(bob, "sid") == session(bob).owner
@@ -76,21 +59,10 @@ def test_a_sid_no_session_of_this_server_made_is_not_adopted_with_login_on(
     assert session(again).owner == session(bob).owner
 
 
-def app_run(at: AppTest) -> str:
-    value = at.selectbox(key="analysis_run").value
-    assert isinstance(value, str)
-    return value
-
-
-def test_without_login_the_copy_links_of_a_run_and_a_sweep_carry_no_session_id():
+def test_without_login_the_copy_links_of_a_run_and_a_sweep_carry_no_session_id(app):
     store = RunStore()
-    run_id = analysis_logic.run_demo(store)
-    agents = [{"agent_name": n, "model_name": "sim/balanced"} for n in ("Ann", "Ben")]
-    sweep_id = run_sweep(parse_sweep({"name": "s", "base": {"max_loops": 2, "agents": agents},
-                                      "grid": {"threshold": [0.01]}, "tasks": ["Plan."],
-                                      "repeats": 1}), store).sweep_id
-    store_access.invalidate()
-    app = goto(new_app(), "analysis", run=run_id)
+    run_id, sweep_id = analysis_logic.run_demo(store), sim_sweep(store)
+    goto(app, "analysis", run=run_id)
     assert query(app, "sid")  # the address bar keeps this browser's id (a reload keeps drafts)
     links = [c.value for c in app.caption if c.value.startswith("Link to this run")]
     assert links == [f"Link to this run: `analysis?run={run_id}`"]
