@@ -10,13 +10,14 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from groupchat_core import Bid, PersonState
+from groupchat_core.store import RunStore
 from groupchat_ui.analysis.view import run_people
 from groupchat_ui.kit import jobs as job_registry
 from groupchat_ui.kit.components import AGENT_AVATAR, PERSON_AVATAR
 from groupchat_ui.run import room_seats as seats
 from groupchat_ui.run.live_view import missed_posts
 from groupchat_ui.run.room_view import ROOM_ENDED, person_line
-from tests.helpers.app_helpers import goto, poll, session, status, texts
+from tests.helpers.app_helpers import fill, poll, preset_run_form, session, status, texts
 
 
 def _bid(agent: str, kind: str, error: str | None = None) -> Bid:
@@ -76,15 +77,10 @@ def test_a_persons_post_has_a_face_and_says_person_not_a_model():
 
 
 def _start_with_ann(app: AppTest, post_window: float) -> str:
-    """A run with Ann (this session) in the room; returns its job id at her first bid window."""
-    goto(app, "agents")
-    app.button(key="load_preset").click().run()
-    goto(app, "run")
-    app.number_input(key="room_window").set_value(120.0)
-    app.number_input(key="room_post_window").set_value(post_window)
-    app.number_input(key="run_param_max_loops").set_value(3)
-    app.text_input(key="room_person_name").set_value("Ann")
-    app.checkbox(key="room_person_me").set_value(True)
+    """A run with Ann (this session) in the room; returns its job id once she has bid 1.0."""
+    preset_run_form(app)
+    fill(app, room_window=120.0, room_post_window=post_window, run_param_max_loops=3,
+         room_person_name="Ann", room_person_me=True)
     app.button(key="room_add_person").click().run()
     app.button(key="start_run").click().run()
     assert not app.error, [e.value for e in app.error]
@@ -95,11 +91,20 @@ def _start_with_ann(app: AppTest, post_window: float) -> str:
     return job_id
 
 
-def test_the_winner_writing_the_post_has_no_raise_hand_and_her_post_a_face(app: AppTest):
+def test_the_winner_writing_the_post_has_no_raise_hand_must_write_and_her_post_a_face(
+        app: AppTest):
+    """An empty Post with no draft posts nothing, says why and keeps the window hers (without
+    the check it gave the floor away unsaid); then her post shows with a person's face."""
     job_id = _start_with_ann(app, post_window=120.0)
     room = seats.table().get(job_id).room
-    poll(app, lambda at: any(b.key == "room_post" for b in at.button), "Ann's post window")
+    poll(app, lambda at: any(b.key == "room_post" for b in at.button), "Ann's post window",
+         shown=lambda at: repr(room.snapshot().phase))
     assert not any(b.key == "room_raise" for b in app.button)  # it was offered here
+    app.text_area(key=f"room_post_{job_id}_1").set_value("   ")
+    app.button(key="room_post").click().run()
+    snap = room.snapshot()
+    assert (snap.phase, snap.poster) == ("posting", "Ann")  # still hers to post
+    assert any("Nothing posted: write your message first" in w.value for w in app.warning)
     app.text_area(key=f"room_post_{job_id}_1").set_value("Ann: scope first.")
     app.button(key="room_post").click().run()
     poll(app, lambda at: room.snapshot().turn >= 2, "turn 1 to be recorded")
@@ -107,6 +112,9 @@ def test_the_winner_writing_the_post_has_no_raise_hand_and_her_post_a_face(app: 
     poll(app, lambda at: any(c.name == "Ann" for c in at.chat_message), "Ann's post")
     ann = next(c for c in app.chat_message if c.name == "Ann")
     assert ann.avatar == PERSON_AVATAR
+    RunStore().flush()
+    messages = RunStore().messages(job_registry.registry().snapshot(job_id).run_id)
+    assert "Ann: scope first." in list(messages["content"])
 
 
 def test_a_missed_post_window_is_no_provider_failure_and_the_ended_room_has_no_hand(

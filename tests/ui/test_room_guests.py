@@ -21,10 +21,11 @@ from groupchat_ui.kit import state as ui_state
 from groupchat_ui.kit.state import SessionState
 from groupchat_ui.run import actions as run_actions
 from groupchat_ui.run import people_view
+from groupchat_ui.run import room_seats as seats
 from groupchat_ui.runs import actions as runs_actions
 from groupchat_ui.settings import actions as settings_actions
 from tests.helpers import ROOT
-from tests.helpers.app_helpers import goto, new_app, session, signed_in_sessions, texts
+from tests.helpers.app_helpers import goto, new_app, session, texts
 
 from .test_room_app import add_person, markdown, prepare
 
@@ -157,12 +158,21 @@ def _keys(at: AppTest) -> set[str]:
     return {b.key for b in at.button if b.key}
 
 
-def test_a_link_guest_has_the_room_only_and_a_second_browser_watches(app: AppTest):
+def test_a_link_guest_has_the_room_only_and_a_second_browser_watches(app: AppTest, monkeypatch):
+    monkeypatch.setattr(seats, "LEAVE_AFTER_S", 3600.0)  # no tab counts as closed here
     job_id, tokens = _room(app)
+    assert "You are **Ann** in this room." in markdown(app) and set(tokens) == {"Ann", "Bob"}
+    # the starter sees the links to hand out; the tokens are never in the store's record
+    assert any(tokens["Bob"] in c.value for c in app.code)
+    app.button(key="room_raise").click().run()
+    assert "1\\. Ann" in markdown(app)  # the hand queue (escaped: a name is never markup)
     bob = new_app(job=job_id, seat=tokens["Bob"])
     me = session(bob)
     assert me.guest and me.user == access.GUEST_USER
-    assert "You are **Bob** in this room." in markdown(bob)
+    assert "You are **Bob** in this room." in markdown(bob) and "1\\. Ann" in markdown(bob)
+    wrong = new_app(job=job_id, seat=tokens["Bob"][:-2] + "xx")
+    assert "You are" not in markdown(wrong)  # a wrong token watches, it never holds a seat
+    assert "room_raise" not in _keys(wrong)
     keys = _keys(bob)
     assert "room_raise" in keys  # the room's controls
     assert not keys & {"start_run", "use_preset", "room_add_person"}  # no New run
@@ -199,21 +209,15 @@ def test_a_link_guest_has_the_room_only_and_a_second_browser_watches(app: AppTes
     job_registry.registry().cancel(job_id)
 
 
-def test_with_login_on_a_link_only_seats_and_the_owner_rules_hold(monkeypatch):
-    open_as = signed_in_sessions(monkeypatch, {
-        "alice": ("alice@example.org", "Alice"), "bob": ("bob@example.org", "Bob")})
-    try:
-        alice = open_as("alice")
-        job_id, tokens = _room(alice)
-        bob = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
-        bob.session_state["test_user"] = "bob"
-        bob.query_params["job"], bob.query_params["seat"] = job_id, tokens["Bob"]
-        bob.run()
-        assert not bob.exception, [e.value for e in bob.exception]
-        assert not session(bob).guest and session(bob).user == "bob@example.org"
-        assert "You are **Bob** in this room." in markdown(bob)
-        stop = [b for b in bob.button if b.key == "stop_run"]
-        assert stop and stop[0].disabled  # Alice's run: only she (or an admin) stops it
-        assert not job_registry.registry().cancel(job_id, user="bob@example.org")
-    finally:
-        job_registry.registry().shutdown()
+def test_with_login_on_a_link_only_seats_and_the_owner_rules_hold(signed_in):
+    job_id, tokens = _room(signed_in("alice"))
+    bob = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
+    bob.session_state["test_user"] = "bob"
+    bob.query_params["job"], bob.query_params["seat"] = job_id, tokens["Bob"]
+    bob.run()
+    assert not bob.exception, [e.value for e in bob.exception]
+    assert not session(bob).guest and session(bob).user == "bob@example.org"
+    assert "You are **Bob** in this room." in markdown(bob)
+    stop = [b for b in bob.button if b.key == "stop_run"]
+    assert stop and stop[0].disabled  # Alice's run: only she (or an admin) stops it
+    assert not job_registry.registry().cancel(job_id, user="bob@example.org")

@@ -145,7 +145,9 @@ def test_people_of_the_next_run_are_checked_with_a_one_line_fix():
         logic.add_person(people, "Judge2", None, picker=True, taken=[])
 
 
-def test_the_clock_line_names_the_turn_the_phase_and_the_seconds_left():
+def test_the_clock_line_the_hand_queue_and_the_room_link():
+    assert logic.hand_queue(snap(hands=("Bob", "Ann"))) == ["1. Bob", "2. Ann"]  # as raised
+    assert logic.room_link("http://h:1/", "abc", "tok") == "http://h:1/run?job=abc&seat=tok"
     assert logic.time_left_label(snap()) == "Turn 2 · bidding · 12 s left"
     assert logic.time_left_label(snap(phase="posting", time_left=40.0)) == \
         "Turn 2 · the winner is writing · 40 s left"
@@ -167,10 +169,6 @@ def test_bid_rows_list_every_participant_in_roster_order_with_their_state():
     assert logic.bid_status(LiveBid("Bob", "human", 0.0, passed=True)) == "passed"
 
 
-def test_the_hand_queue_keeps_the_order_hands_went_up():
-    assert logic.hand_queue(snap(hands=("Bob", "Ann"))) == ["1. Bob", "2. Ann"]
-
-
 def test_a_seat_gets_the_controls_of_its_phase_only():
     people = (PersonState("Ann", None, False, False, False),)
     assert logic.my_phase(snap(people=people), "Ann") == "bid"
@@ -179,7 +177,3 @@ def test_a_seat_gets_the_controls_of_its_phase_only():
     assert logic.my_phase(snap(phase="posting", poster="Bob"), "Ann") is None
     assert logic.my_phase(snap(phase="picking", picker="Judge"), "Judge") == "pick"
     assert logic.my_phase(snap(phase="finished", people=people), "Ann") is None
-
-
-def test_a_room_link_carries_the_job_and_the_token():
-    assert logic.room_link("http://h:1/", "abc", "tok") == "http://h:1/run?job=abc&seat=tok"
