@@ -1,15 +1,25 @@
-"""Figure builders: the right traces and shapes for a small run, threshold lines, empty inputs."""
+"""Figure builders of the Analysis charts: the right traces and shapes for a small run,
+threshold lines, empty inputs; and (issues 21 and 41) readable at sixteen agents and on a phone:
+distinct colours, a complete legend under the plot, a score scale that does not invert at the
+threshold, marks off the printed values, labels apart from reference lines, axis ranges."""
 
 from __future__ import annotations
+
+import itertools
+import math
+import random
 
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
+from plotly.colors import hex_to_rgb, unlabel_rgb
 
 from groupchat_core import RunRecord
 from groupchat_core.analysis import charts, speaker_metrics, transition_matrix
 from tests.helpers.chats import scripted_chat
 from tests.helpers.scripted_trio import trio_record
+
+AGENTS = [f"Agent{i:02d}" for i in range(16)]
 
 
 @pytest.fixture(scope="module")
@@ -34,33 +44,30 @@ def test_agent_colours_are_stable_by_list_order():
     assert len(charts.agent_colors([str(i) for i in range(50)])) == 50  # the palette cycles
 
 
-def test_bids_heatmap_has_agents_by_turns_with_winners_starred(record: RunRecord):
-    fig = charts.bids_heatmap(record.bids_frame(), value="adjusted", threshold=0.5)
+def test_bids_heatmap_stars_winners_and_rings_silent_bids_off_the_printed_values(
+        record: RunRecord):
+    """Agents by turns; the value is printed at the cell's centre, whole (the star covered
+    "0.9*"'s last digit, the ring a minus sign): the winner's mark sits near the cell's top
+    edge, a silent bid's ring near its bottom edge, inside the cell, off the text, named."""
+    bids = record.bids_frame()
+    bids.loc[(bids["turn"] == 1) & (bids["agent"] == "Cara"), "adjusted"] = -0.21
+    fig = charts.bids_heatmap(bids, value="adjusted", threshold=0.5)
     heat, stars, silent = fig.data
     assert heat.type == "heatmap" and list(heat.y) == ["Alice", "Bob", "Cara"]
     assert list(heat.x) == [1, 2, 3]
     assert heat.z[0][1] == pytest.approx(0.6)  # Alice's penalised bid on turn 2
-    assert list(zip(stars.customdata, stars.text, strict=True)) == [(1, "Alice"), (2, "Bob")]
+    assert heat.texttemplate == "%{z:.2f}"  # the value is shown in every cell, whole
+    assert f"{heat.z[2][0]:.2f}" == "-0.21" and f"{heat.z[0][0]:.2f}" == "0.90"
     assert "threshold 0.5" in fig.layout.title.text
     assert "threshold 0.5" in heat.colorbar.ticktext
     assert heat.colorbar.tickvals[1] == 0.5  # the threshold is a tick on the one scale
-    with pytest.raises(ValueError, match="'score' or 'adjusted'"):
-        charts.bids_heatmap(record.bids_frame(), value="latency_ms")
-
-
-def test_heatmap_marks_sit_on_the_cell_edge_and_the_legend_explains_them(record: RunRecord):
-    """The value is printed at the cell's centre: the winner's mark sits on the cell's top edge,
-    a silent bid's ring on its bottom edge, both inside the cell and off the value's line, and
-    both are named."""
-    fig = charts.bids_heatmap(record.bids_frame(), value="adjusted", threshold=0.5)
-    heat, stars, silent = fig.data
-    assert heat.texttemplate == "%{z:.2f}"  # the value is shown in every cell
     rows = {agent: i for i, agent in enumerate(heat.y)}
     for trace, side in ((stars, -1), (silent, 1)):
-        assert trace.yaxis == "y2" and list(trace.x) == list(trace.customdata)
+        assert trace.yaxis == "y2" and list(trace.x) == list(trace.customdata)  # no offset
         offsets = [y - rows[a] for y, a in zip(trace.y, trace.text, strict=True)]
         assert all(0.3 <= side * o < 0.5 for o in offsets), (trace.name, offsets)
         assert trace.showlegend is not False and "turn %{customdata}" in trace.hovertemplate
+    assert list(zip(stars.customdata, stars.text, strict=True)) == [(1, "Alice"), (2, "Bob")]
     assert "winner" in stars.name and stars.marker.symbol == "triangle-down"
     assert "silent" in silent.name and silent.marker.symbol == "circle-open"
     # Cara's empty message on turn 1 and Alice's on turn 3 are silent; nothing else is
@@ -70,6 +77,26 @@ def test_heatmap_marks_sit_on_the_cell_edge_and_the_legend_explains_them(record:
     # the marks' numeric rows line up with the agent rows: one range for both axes
     assert list(fig.layout.yaxis2.range) == list(fig.layout.yaxis.range) == [2.5, -0.5]
     assert fig.layout.yaxis2.overlaying == "y" and fig.layout.yaxis2.visible is False
+    with pytest.raises(ValueError, match="'score' or 'adjusted'"):
+        charts.bids_heatmap(record.bids_frame(), value="latency_ms")
+
+
+def test_at_a_200_turn_window_winner_marks_do_not_merge():
+    """Two agents alternating for 200 turns: each winner mark is at most one cell wide (an
+    11 px star spanned ~3 turns of a 600 px plot), so alternating wins never read as one."""
+    def alternating(turns: int) -> pd.DataFrame:
+        bids, _ = run(agents=2, turns=turns)
+        bids["winner"] = (bids["turn"] % 2 == 1) == (bids["agent"] == "Agent00")
+        return bids
+
+    winners = next(t for t in charts.bids_heatmap(alternating(200), "adjusted").data
+                   if t.name == charts.WINNER_LABEL)
+    assert len(winners.x) == 200 and list(winners.x) == list(range(1, 201))
+    assert winners.marker.size * 200 <= charts.MARK_PIXELS
+    assert winners.marker.size >= charts.MARK_SIZE_MIN
+    small = next(t for t in charts.bids_heatmap(alternating(3), "adjusted").data
+                 if t.name == charts.WINNER_LABEL)
+    assert small.marker.size == charts.MARK_SIZE_MAX  # few turns: a mark big enough to see
 
 
 def test_heatmap_marks_failed_bids_apart_from_silent_ones():
@@ -82,18 +109,6 @@ def test_heatmap_marks_failed_bids_apart_from_silent_ones():
     fig = charts.bids_heatmap(bids)
     names = [t.name for t in fig.data[1:]]
     assert names == [charts.WINNER_LABEL, charts.FAILED_LABEL]
-
-
-def test_turn_axes_have_whole_number_ticks(record: RunRecord):
-    bids, turns = record.bids_frame(), record.turns_frame()
-    for fig in (charts.bids_heatmap(bids), charts.bid_lines(bids, turns, 0.5),
-                charts.winner_timeline(turns)):
-        axis = fig.layout.xaxis
-        assert axis.dtick == 1 and axis.tickformat == "d" and axis.tickmode == "linear"
-    long = pd.DataFrame({"turn": list(range(1, 301)), "agent": "A", "score": 0.5,
-                         "adjusted": 0.5, "winner": False, "message": "x"})
-    axis = charts.bids_heatmap(long).layout.xaxis
-    assert float(axis.dtick).is_integer() and 300 / axis.dtick <= charts.MAX_TURN_TICKS
 
 
 def test_bid_lines_draw_one_line_per_agent_the_threshold_and_the_lull(record: RunRecord):
@@ -183,10 +198,137 @@ def test_empty_inputs_give_a_figure_with_a_note():
         fig.to_json()  # a valid figure
 
 
-def test_every_figure_serialises(record: RunRecord):
-    bids, turns = record.bids_frame(), record.turns_frame()
-    for fig in (charts.bids_heatmap(bids, "score", 0.5), charts.bid_lines(bids, turns, 0.5),
-                charts.winner_timeline(turns), charts.bidding_floor(bids.query("turn == 3"),
-                                                                    0.5, 0.3)):
-        assert fig.to_json()
+# --- readable at sixteen agents and on a phone (issue 41) ------------------------------------
 
+
+def _lab(color: str) -> tuple[float, float, float]:
+    """CIE L*a*b* (D65) of a '#rrggbb' or 'rgb(r, g, b)' colour."""
+    rgb = hex_to_rgb(color) if color.startswith("#") else unlabel_rgb(color)
+    lin = [((c / 255 + 0.055) / 1.055) ** 2.4 if c / 255 > 0.04045 else c / 255 / 12.92
+           for c in rgb]
+    r, g, b = lin
+    xyz = ((r * 0.4124 + g * 0.3576 + b * 0.1805) / 0.95047, r * 0.2126 + g * 0.7152 + b * 0.0722,
+           (r * 0.0193 + g * 0.1192 + b * 0.9505) / 1.08883)
+    fx, fy, fz = (t ** (1 / 3) if t > 0.008856 else 7.787 * t + 16 / 116 for t in xyz)
+    return 116 * fy - 16, 500 * (fx - fy), 200 * (fy - fz)
+
+
+def run(agents: int = 16, turns: int = 149) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Random bids; the highest over 0.5 wins, else a lull."""
+    rng = random.Random(41)
+    rows, turn_rows = [], []
+    for turn in range(1, turns + 1):
+        scores = {a: round(rng.uniform(-0.1, 0.95), 3) for a in AGENTS[:agents]}
+        best = max(scores, key=lambda a: scores[a])
+        winner = best if scores[best] > 0.5 else None
+        rows += [{"turn": turn, "agent": a, "score": s, "adjusted": s, "winner": a == winner,
+                  "message": "x"} for a, s in scores.items()]
+        turn_rows.append({"turn": turn, "winner": winner, "lull": winner is None})
+    return pd.DataFrame(rows), pd.DataFrame(turn_rows)
+
+
+def test_sixteen_agents_get_sixteen_clearly_different_colours():
+    """Plotly + Dark24 had near twins (9.4 apart at 20 agents, 14.9 at 16): two agents read as
+    one. The first 24 colours are now at least 20 apart (CIE76)."""
+    assert len(charts.PALETTE) >= 24
+    worst = min(math.dist(_lab(a), _lab(b))
+                for a, b in itertools.combinations(charts.PALETTE[:24], 2))
+    assert worst >= 20, worst
+    assert len(set(charts.agent_colors(AGENTS).values())) == 16
+
+
+def test_sixteen_agents_bid_lines_focus_on_the_top_and_keep_every_line():
+    bids, turns = run()
+    fig = charts.bid_lines(bids, turns, 0.5, "adjusted", AGENTS)
+    lines = {t.name: t for t in fig.data if t.name in AGENTS}
+    assert list(lines) == AGENTS and all(len(t.x) == 149 for t in lines.values())
+    lit = charts.focus_agents(bids, AGENTS)
+    wins = bids[bids["winner"]].groupby("agent").size()
+    assert len(lit) == charts.FOCUS
+    assert min(wins.get(a, 0) for a in lit) >= max(wins.get(a, 0) for a in AGENTS
+                                                   if a not in lit)
+    colors = charts.agent_colors(AGENTS)
+    for agent, trace in lines.items():
+        assert trace.line.color == (colors[agent] if agent in lit else charts.OTHERS_COLOR)
+        assert trace.hovertemplate.startswith("%{fullData.name}")  # hover names each line
+    # the legend: every coloured agent, one entry for the grey ones, the winners; nothing more
+    legend = [t.name for t in fig.data if t.showlegend is not False]
+    assert legend == [*lit, "10 other agents (grey)", "winner"]
+    (label,) = [a for a in fig.layout.annotations if a.text == "threshold 0.5"]
+    assert label.bgcolor is not None  # on its own ground, not struck through by the lines
+
+
+def test_the_legends_sit_under_the_plot_where_they_wrap_instead_of_scrolling():
+    """A side legend showed Agent00-13 and hid Agent14, Agent15 and 'winner' behind a scroll,
+    and took a third of a phone's width."""
+    bids, turns = run(agents=8, turns=20)
+    agents = AGENTS[:8]
+    for fig in (charts.bid_lines(bids, turns, 0.5, "adjusted", agents),
+                charts.bids_heatmap(bids, "adjusted", 0.5, agents)):
+        legend = fig.layout.legend
+        assert legend.orientation == "h" and legend.y < 0 and legend.yanchor == "top"
+        assert fig.layout.margin.l <= 10 and fig.layout.margin.r <= 10
+    lines = charts.bid_lines(bids, turns, 0.5, "adjusted", agents)
+    assert [t.name for t in lines.data if t.showlegend is not False] == [*agents, "winner"]
+
+
+def test_the_heatmap_scale_does_not_invert_at_the_threshold():
+    """A 0.29 near-miss was saturated blue and a winning 0.31 pale orange: the scale is one
+    sequential ramp now, darker for a higher score, the threshold a tick on it."""
+    bids, _ = run(agents=3, turns=10)
+    heat = charts.bids_heatmap(bids, "adjusted", 0.3, AGENTS[:3]).data[0]
+    low, high = heat.zmin, heat.zmax
+
+    stops = [(float(at), _lab(color)) for at, color in heat.colorscale]
+
+    def lightness(score: float) -> float:
+        """L* of the scale at `score`, linear between the scale's stops."""
+        at = (score - low) / (high - low)
+        for (a, la), (b, lb) in itertools.pairwise(stops):
+            if a <= at <= b:
+                return la[0] + (lb[0] - la[0]) * ((at - a) / (b - a) if b > a else 0.0)
+        raise AssertionError(at)
+
+    steps = [low + (high - low) * i / 50 for i in range(51)]
+    shades = [lightness(s) for s in steps]
+    assert all(a > b for a, b in itertools.pairwise(shades))  # strictly darker upwards
+    assert lightness(0.31) < lightness(0.29)
+    assert 0.3 in heat.colorbar.tickvals
+
+
+def test_the_heatmap_leaves_a_phone_the_plot_width():
+    """The colour bar sat beside the cells (with 'threshold 0.5'), leaving ~40% of a phone's
+    width to the plot: it lies above the cells now, the whole width."""
+    bids, _ = run(agents=4, turns=12)
+    fig = charts.bids_heatmap(bids, "adjusted", 0.5, AGENTS[:4])
+    bar = fig.data[0].colorbar
+    assert bar.orientation == "h" and bar.y >= 1 and bar.yanchor == "bottom"
+    assert fig.layout.height >= charts.ROW_PX * 4  # rows tall enough for a value and its marks
+
+
+@pytest.mark.parametrize("agents", [3, 16])
+def test_turn_share_labels_stay_off_the_equal_share_line(agents: int):
+    """The 'equal share' line struck the labels printed above the bars: each share is printed
+    under its bar with the name, and the line's name is in the legend."""
+    shares = {a: 1 / agents for a in AGENTS[:agents]}  # every bar top on the line
+    fig = charts.turn_shares(shares)
+    bars = fig.data[0]
+    assert bars.texttemplate is None and bars.text is None  # nothing printed on the plot
+    assert not fig.layout.annotations
+    assert list(fig.layout.xaxis.ticktext) == [f"{a}<br>{1 / agents:.0%}" for a in shares]
+
+
+def test_turn_axes_start_at_the_first_turn_and_tick_whole_turns_in_round_steps():
+    """The bid-lines axis started at turn -1; 149 turns ticked every 15th (1, 16, 31...)."""
+    bids, turns = run(agents=3, turns=149)
+    for fig in (charts.bid_lines(bids, turns, 0.5, "adjusted", AGENTS[:3]),
+                charts.bids_heatmap(bids, "adjusted", 0.5, AGENTS[:3])):
+        axis = fig.layout.xaxis
+        assert list(axis.range) == [0.5, 149.5]
+        assert axis.dtick == 20 and axis.tick0 == 0 and 149 / axis.dtick <= charts.MAX_TURN_TICKS
+    bids, turns = run(agents=3, turns=4)
+    for fig in (charts.bids_heatmap(bids), charts.bid_lines(bids, turns, 0.5),
+                charts.winner_timeline(turns)):
+        axis = fig.layout.xaxis
+        assert axis.dtick == 1 and axis.tickformat == "d" and axis.tickmode == "linear"
+    assert list(charts.bid_lines(bids, turns, 0.5).layout.xaxis.range) == [0.5, 4.5]

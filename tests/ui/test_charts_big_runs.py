@@ -42,6 +42,7 @@ def test_a_big_heatmap_has_no_cell_text(agents: int, turns: int):
     assert heat.texttemplate is None and heat.text is None
     assert "%{z:.3f}" in heat.hovertemplate  # every value is still there on hover
     assert len(fig.layout.annotations) == 0  # nor one annotation per cell instead
+    assert "texttemplate" not in fig.to_plotly_json()["data"][0]  # what st.plotly_chart sends
 
 
 @pytest.mark.parametrize(("agents", "turns"), [(3, 3), (16, 25), (4, 30)])
@@ -58,12 +59,6 @@ def test_big_bid_lines_are_lines_without_markers():
     assert all(len(t.x) == 1000 for t in lines)  # every point is still drawn, as a line
     small = charts.bid_lines(bids_frame(3, 10), turns_frame(10), 0.5)
     assert all(t.mode == "lines+markers" for t in small.data if t.name != "winner")
-
-
-def test_a_big_run_figure_is_small_enough_to_send():
-    """What st.plotly_chart sends for the big heatmap: the values, not 16,000 labels too."""
-    fig = charts.bids_heatmap(bids_frame(16, 1000), "adjusted", 0.5)
-    assert "texttemplate" not in fig.to_plotly_json()["data"][0]
 
 
 def served_option(*names: str) -> list[str]:
@@ -101,38 +96,6 @@ def rotating_winners(agents: int, turns: int) -> tuple[pd.DataFrame, pd.DataFram
     return pd.DataFrame(rows), turns_df
 
 
-def test_a_big_runs_charts_still_show_every_agent_and_every_winner():
-    """Issue 11 §3: cheaper to draw, nothing lost. Marks are SVG (WebGL is drawn in software on a
-    machine without a GPU and cost more than the SVG stars it replaced)."""
-    bids, turns = rotating_winners(16, 1000)
-    agents = [f"A{a:02d}" for a in range(16)]
-    winners = sorted(zip(turns["turn"], turns["winner"], strict=True))
-
-    heatmap = charts.bids_heatmap(bids, "adjusted", 0.5, agents)
-    heat, stars = heatmap.data[0], heatmap.data[1]
-    assert list(heat.y) == agents and len(heat.x) == 1000
-    assert stars.type == "scatter" and stars.name == charts.WINNER_LABEL
-    assert sorted(zip(stars.customdata, stars.text, strict=True)) == winners
-
-    lines = charts.bid_lines(bids, turns, 0.5, "adjusted", agents)
-    by_name = {t.name: t for t in lines.data}
-    assert [t.name for t in lines.data[:16]] == agents
-    assert all(len(by_name[a].x) == 1000 for a in agents)
-    won = by_name["winner"]
-    assert sorted(won.x) == list(range(1, 1001))
-    colors = charts.agent_colors(agents)
-    lit = set(charts.focus_agents(bids, agents))  # the rest are grey lines with grey stars
-    assert len(lit) == charts.FOCUS
-    assert list(won.marker.color) == [colors[a] if a in lit else charts.OTHERS_COLOR
-                                      for a in bids[bids["winner"]]["agent"]]
-
-    timeline = charts.winner_timeline(turns, agents)
-    shown = sorted((x, t.name) for t in timeline.data if t.name in agents for x in t.x)
-    assert shown == winners
-    assert all(t.type == "scatter" for fig in (heatmap, lines, timeline) for t in fig.data
-               if t.type != "heatmap")
-
-
 @pytest.mark.parametrize(("turns", "expected"), [
     (1000, [(1, 200), (201, 400), (401, 600), (601, 800), (801, 1000)]),
     (450, [(1, 200), (201, 400), (401, 450)]),
@@ -147,11 +110,14 @@ def test_the_per_turn_charts_page_by_windows_that_cover_every_turn(turns: int, e
 
 
 def test_each_window_of_a_big_run_shows_every_agent_and_that_windows_winners():
-    """Issue 11 §3, paged: the Bids tab draws one window of turns at a time (the latest first);
-    each window's heatmap, bid lines and speaker timeline show all 16 agents and every winner of
-    the window's turns, and the windows together reach every turn and every winner."""
+    """Issue 11 §3: cheaper to draw, nothing lost. The Bids tab draws one window of turns at a
+    time (the latest first); each window's heatmap, bid lines and speaker timeline show all 16
+    agents and every winner of its turns, and the windows together reach every turn and every
+    winner. Marks are SVG (WebGL is drawn in software on a machine without a GPU and cost more
+    than the SVG stars it replaced)."""
     bids, turns = rotating_winners(16, 1000)
     agents = [f"A{a:02d}" for a in range(16)]
+    colors = charts.agent_colors(agents)
     reached: list[tuple[int, str]] = []
     for window in logic.turn_windows(list(turns["turn"])):
         part, part_turns = logic.in_window(bids, window), logic.in_window(turns, window)
@@ -169,8 +135,15 @@ def test_each_window_of_a_big_run_shows_every_agent_and_that_windows_winners():
         assert [t.name for t in lines.data[:16]] == agents
         assert all(list(by_name[a].x) == span for a in agents)
         assert sorted(by_name["winner"].x) == span
+        lit = set(charts.focus_agents(part, agents))  # the rest: grey lines with grey stars
+        assert len(lit) == charts.FOCUS
+        assert list(by_name["winner"].marker.color) == [
+            colors[a] if a in lit else charts.OTHERS_COLOR for a in part[part["winner"]]["agent"]]
+        assert stars.type == "scatter" and stars.name == charts.WINNER_LABEL
 
         timeline = charts.winner_timeline(part_turns, agents)
+        assert all(t.type == "scatter" for fig in (heatmap, lines, timeline) for t in fig.data
+                   if t.type != "heatmap")
         assert sorted((x, t.name) for t in timeline.data if t.name in agents
                       for x in t.x) == winners
         reached += winners
