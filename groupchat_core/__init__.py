@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
         SWEEP_BOUNDS,
         Bound,
     )
+    from ._chat_settings import CHAT_SETTINGS, ChatSetting
     from ._config import (
         OUTPUT_TYPES,
         STRATEGIES,
@@ -145,6 +146,8 @@ _LAZY = {
     "ChatConfig": "._config",
     "ChatSpec": "._config",
     "chat_default": "._config",
+    "CHAT_SETTINGS": "._chat_settings",
+    "ChatSetting": "._chat_settings",
     "dump_spec": "._config",
     "load_spec": "._config",
     "load_spec_text": "._config",
@@ -302,6 +305,8 @@ __all__ = [
     "RunStatus",
     "SweepStatus",
     "chat_default",
+    "CHAT_SETTINGS",
+    "ChatSetting",
     "DEFAULT_BID_PROMPT",
     "BID_PROMPT_PRESETS",
     "CHAT_CHOICES",

@@ -117,6 +117,12 @@ def out_of_bounds(name: str, value: float, bound: Bound) -> str:
     return f"{name} must be a number {bound.text()}, got {value!r}"
 
 
+# Ways to choose who speaks each turn (docs/engine.md §16); `bidding` is the seed's rule.
+# `vote` is the vote-only baseline: all_speak's first round and no more. Declared here, beside
+# the other choices, so the CLI's parser and the settings schema need no pydantic model.
+STRATEGIES: tuple[str, ...] = (
+    "bidding", "round_robin", "random", "selector", "bid_then_speak", "all_speak", "vote")
+
 # Every shape a finished conversation can be returned in (docs/engine.md §8); declared here,
 # beside the other choices, so the CLI's parser needs no pydantic model.
 OUTPUT_TYPES: tuple[str, ...] = (

@@ -25,13 +25,10 @@ from ._bounds import MAX_RECENCY_WINDOW as MAX_RECENCY_WINDOW
 from ._bounds import MAX_SEED as MAX_SEED
 from ._bounds import MAX_TIMEOUT_S as MAX_TIMEOUT_S
 from ._bounds import OUTPUT_TYPES as OUTPUT_TYPES  # declared there: the CLI's parser reads it
+from ._bounds import STRATEGIES as STRATEGIES  # declared there: the CLI's parser reads it
 from ._errors import ConfigError
 from ._safeload import check_int
 
-# Ways to choose who speaks each turn (docs/engine.md §16); `bidding` is the seed's rule.
-# `vote` is the vote-only baseline: all_speak's first round and no more.
-STRATEGIES: tuple[str, ...] = (
-    "bidding", "round_robin", "random", "selector", "bid_then_speak", "all_speak", "vote")
 # The strategies that name one speaker a turn (by schedule or a selector model): its score is
 # recorded and ignored, so threshold, recency_penalty and recency_window never enter.
 NAMES_SPEAKERS: frozenset[str] = frozenset(

@@ -25,11 +25,10 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
-from .._bidding import BID_PROMPT_PRESETS
-from .._bounds import CHAT_CHOICES, OUTPUT_TYPES
+from .._chat_settings import CLI_SETTINGS, ChatSetting
 from .._errors import CliError, GroupChatError
 from .._records import Event, RunFinished, RunStarted, TurnCompleted
 from .._secrets import scrub
@@ -124,6 +123,25 @@ def _number(kind: type[int] | type[float]) -> Any:
     return parse
 
 
+def _add_chat_flags(run: argparse.ArgumentParser, settings: Iterator[ChatSetting],
+                    through: str | None = None) -> None:
+    """Add the next settings' flags (up to and including `through`; None: all the rest)."""
+    for setting in settings:
+        cli = setting.cli
+        kw: dict[str, Any] = {"dest": setting.name, "default": None, "help": setting.cli_help()}
+        assert cli is not None and setting.flag is not None
+        choices = cli.choices or setting.choices
+        if setting.kind is bool:
+            run.add_argument(setting.flag, action=argparse.BooleanOptionalAction, **kw)
+        elif choices is not None:
+            run.add_argument(setting.flag, choices=choices, **kw)
+        else:
+            number = int if setting.kind is int else float
+            run.add_argument(setting.flag, type=_number(number), metavar=cli.metavar, **kw)
+        if setting.name == through:
+            return
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="groupchat-lab",
                      description="Run turn-based bidding group chats headless; browse the store; "
@@ -142,38 +160,18 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run one chat from a JSON/YAML spec, record it, print it")
     files(run.add_argument("spec", help="chat spec file (JSON or YAML; - reads standard input)"))
     run.add_argument("--task", required=True, help="the user's opening message")
-    run.add_argument("--output-type", choices=OUTPUT_TYPES, default=None,
-                     help="override the spec's output_type")
+    # The chat's settings, on top of the spec's (checked by the same rules as a spec): each
+    # flag, its type and help come from the settings schema (_chat_settings.py).
+    settings = iter(CLI_SETTINGS)
+    _add_chat_flags(run, settings, through="output_type")
     run.add_argument("--quiet", action="store_true", help="no per-turn progress lines")
     run.add_argument("--no-store", action="store_true", help="do not record the run")
     add_owner_flag(run, "the run is recorded for")
-    # The chat's parameters, on top of the spec's (checked by the same rules as a spec).
-    run.add_argument("--threshold", type=_number(float), default=None, metavar="X",
-                     help="override the spec's threshold (a bid must exceed it to speak)")
-    run.add_argument("--recency-penalty", type=_number(float), default=None, metavar="X",
-                     help="override the spec's recency_penalty (taken off a recent speaker's bid)")
-    run.add_argument("--recency-window", type=_number(int), default=None, metavar="N",
-                     help="override the spec's recency_window (recent messages that are penalised)")
-    run.add_argument("--max-loops", type=_number(int), default=None, metavar="N",
-                     help="override the spec's max_loops (messages before the chat ends)")
-    run.add_argument("--seed", type=_number(int), default=None, metavar="N",
-                     help="override the spec's seed (sim agents' noise)")
-    run.add_argument("--stream", action=argparse.BooleanOptionalAction, default=None,
-                     help="stream bids, printing each candidate's reply as it forms (stderr); "
-                     "default: the spec's stream_bids (off)")
-    # What a bidder sees (docs/engine.md "What agents see"): a preset bid prompt and the
-    # choices of CHAT_CHOICES, each a flag named after its setting.
-    run.add_argument("--bid-prompt", choices=tuple(BID_PROMPT_PRESETS), default=None,
-                     help="override the spec's bid_prompt with a preset (swarms-14: the "
-                     "default; swarms-16: the reference's 16.0.3 prompt)")
-    for setting, choices in CHAT_CHOICES.items():
-        run.add_argument("--" + setting.replace("_", "-"), choices=choices, default=None,
-                         help=f"override the spec's {setting} (default {choices[0]})")
+    _add_chat_flags(run, settings, through="show_tally")
     run.add_argument("--human", default=None, metavar="NAME",
                      help="seat a person named NAME in this terminal: each turn shows the bids "
                      "and the time left; Enter passes, h raises a hand, 0.7 [draft] bids 0.7")
-    run.add_argument("--human-window", type=_number(float), default=None, metavar="S",
-                     help="seconds a person has to bid each turn (default 20)")
+    _add_chat_flags(run, settings)  # the rest: a person's bid window
     add_trace_flags(run, "the run")
     run.add_argument("--model-check", action=argparse.BooleanOptionalAction, default=True,
                      help="refuse, before the run, a model no provider can answer (offline: "
@@ -218,6 +216,9 @@ def build_parser() -> argparse.ArgumentParser:
     from ._completion import add_parser as add_completion_parser
 
     add_sweep_parser(sub)
+    from ._selection import add_parser as add_selection_parser
+
+    add_selection_parser(sub)
     serve.add_parser(sub)
     add_completion_parser(sub)
     return parser
@@ -246,18 +247,14 @@ def _render(output: Any) -> str:
 
 
 _store = store.store_of
-CHAT_FLAGS = ("output_type", "threshold", "recency_penalty", "recency_window", "max_loops",
-              "seed", "human_window", "bid_prompt", *CHAT_CHOICES)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     if not args.task.strip():
         raise CliError("--task must not be empty")
     spec = _load_spec(args.spec)
-    overrides = {name: getattr(args, name) for name in CHAT_FLAGS
-                 if getattr(args, name) is not None}
-    if args.stream is not None:
-        overrides["stream_bids"] = args.stream
+    overrides = {s.name: getattr(args, s.name) for s in CLI_SETTINGS
+                 if getattr(args, s.name) is not None}
     from ..engine._stream_printer import DeltaPrinter
     from ..providers._sim import SIM_NOTE, is_sim_model
 
@@ -386,10 +383,16 @@ def _cmd_delete(args: argparse.Namespace) -> int:
     return cmd_delete(args)
 
 
+def _cmd_selection(args: argparse.Namespace) -> int:
+    from ._selection import cmd_selection
+
+    return cmd_selection(args)
+
+
 COMMANDS = {"run": cmd_run, "list": store.cmd_list, "show": store.cmd_show,
             "export": store.cmd_export, "import": store.cmd_import, "agents": store.cmd_agents,
             "sweep": cmd_sweep, "serve": serve.cmd_serve, "delete": _cmd_delete,
-            "completion": _cmd_completion}
+            "completion": _cmd_completion, "selection": _cmd_selection}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

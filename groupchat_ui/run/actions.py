@@ -12,7 +12,7 @@ from typing import Any
 
 import streamlit as st
 
-from groupchat_core import CliError, ConfigError, StoreError
+from groupchat_core import CHAT_SETTINGS, CliError, ConfigError, StoreError
 from groupchat_ui.kit import store_access
 from groupchat_ui.kit.components import say_at
 from groupchat_ui.kit.presets import PRESETS
@@ -25,14 +25,17 @@ from .form import STREAM_KEY as STREAM_KEY  # the Settings page writes it, the t
 
 
 def fill_params(values: Mapping[str, Any]) -> None:
-    """Load chat parameters into the run form (defaults, a preset, or a stored run's spec)."""
+    """Load chat parameters into the run form (defaults, a preset, or a stored run's spec);
+    the form's settings and their kinds are the schema's (groupchat_core.CHAT_SETTINGS)."""
     for name, value in values.items():
-        if name in logic.PARAM_HELP:
-            if name == "bid_timeout":
-                value = float(value or 0.0)
-            elif name in ("threshold", "recency_penalty", "idle_timeout"):
-                value = float(value)
-            st.session_state[PARAM_PREFIX + name] = value
+        setting = CHAT_SETTINGS.get(name)
+        if setting is None or setting.form is None:
+            continue
+        if name == "bid_timeout":  # no timeout (None) is 0 in the form
+            value = float(value or 0.0)
+        elif setting.kind is float:  # a float widget refuses an int value
+            value = float(value)
+        st.session_state[PARAM_PREFIX + name] = value
 
 
 @guests_refused("loading a preset")

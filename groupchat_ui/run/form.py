@@ -4,17 +4,19 @@ Why: the form's widgets keep their values under loose session-state keys (`run_t
 `run_roster`, `run_param_<name>`, the Settings page's `stream_bids`). Read in one place, here,
 into a RunForm, the rest of the page (logic.start_run, build_chat) takes typed fields instead
 of a dict whose keys and types are a convention. Defaults and bounds are not repeated here: a
-field left None takes the engine's default, and the engine validates every value.
+field left None takes the engine's default, and the engine validates every value. The chat
+parameters' fields are generated from the one settings schema (groupchat_core.CHAT_SETTINGS,
+those with a form hint), so a new setting is declared once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from groupchat_core import ConfigError
+from groupchat_core import CHAT_SETTINGS, ConfigError
 
 PARAM_PREFIX = "run_param_"
 TASK_KEY = "run_task"
@@ -22,42 +24,24 @@ ROSTER_KEY = "run_roster"
 STREAM_KEY = "stream_bids"  # the Settings page's "Stream bids live" (this session; default on)
 
 
-class RunForm(BaseModel):
+PARAMS = tuple(name for name, s in CHAT_SETTINGS.items() if s.form is not None)
+"""The chat parameters of the form, each a widget keyed PARAM_PREFIX + name."""
+
+
+class _RunForm(BaseModel):
     """The New-run form when Start is pressed: the task, the roster in speaking order, whether
-    bids stream, and the chat parameters (None: the engine's default)."""
+    bids stream, and the chat parameters (None: the engine's default; their fields are added
+    from the schema below). bid_timeout 0 means none; bid_cache on is the engine's policy, off
+    asks every agent afresh; a bid_prompt_preset replaces bid_prompt's text."""
 
     model_config = ConfigDict(extra="ignore", hide_input_in_errors=True)
 
     task: str = ""
     roster: list[str] = Field(default_factory=list)
     stream: bool | None = None  # stream_bids; None: the engine's default
-    name: str | None = None  # empty: the run is labelled by its task
-    description: str | None = None
-    max_loops: int | None = None
-    threshold: float | None = None
-    recency_penalty: float | None = None
-    recency_window: int | None = None
-    idle_timeout: float | None = None
-    output_type: str | None = None
-    seed: int | None = None
-    bid_timeout: float | None = None  # 0 in the form means none
-    bid_prompt: str | None = None
-    verbose: bool | None = None
-    bid_cache: bool | None = None  # on: the engine's policy; off: every agent asked afresh
-    strategy: str | None = None  # who speaks (groupchat_core.STRATEGIES)
-    selector_model: str | None = None  # asked by the `selector` strategy; blank: the default
-    selector_api_base: str | None = None  # the selector's server; blank: litellm's default
-    selector_tool_choice_mode: str | None = None  # None: forced tool calls, as for an agent
-    # What a bidder sees (groupchat_core.CHAT_CHOICES, docs/engine.md "What agents see").
-    history: str | None = None
-    speaker_names: str | None = None
-    show_bids: str | None = None
-    show_tally: str | None = None
-    # A named bid prompt (groupchat_core.BID_PROMPT_PRESETS); set, it replaces bid_prompt's text.
-    bid_prompt_preset: str | None = None
 
     @classmethod
-    def from_values(cls, values: Mapping[str, Any], **fields: Any) -> RunForm:
+    def from_values(cls, values: Mapping[str, Any], **fields: Any) -> Self:
         """A form from chat parameter values by name (a preset's, a stored run's, a test's)."""
         data = {**values, **fields}
         if "stream_bids" in data:  # the engine's name for it
@@ -70,7 +54,7 @@ class RunForm(BaseModel):
             raise ConfigError(f"run form: {where}: {first['msg']}") from None
 
     @classmethod
-    def from_state(cls, state: Mapping[str, Any]) -> RunForm:
+    def from_state(cls, state: Mapping[str, Any]) -> Self:
         """The form as the page's widgets hold it in session state."""
         params = {name: state[PARAM_PREFIX + name] for name in PARAMS
                   if state.get(PARAM_PREFIX + name) is not None}
@@ -99,5 +83,8 @@ class RunForm(BaseModel):
         return params
 
 
-PARAMS = tuple(name for name in RunForm.model_fields if name not in ("task", "roster", "stream"))
-"""The chat parameters of the form, each a widget keyed PARAM_PREFIX + name."""
+if TYPE_CHECKING:
+    RunForm = _RunForm
+else:  # one optional field per form setting, typed by the schema (None: the engine's default)
+    RunForm = create_model("RunForm", __base__=_RunForm, __module__=__name__, **{
+        name: (CHAT_SETTINGS[name].kind | None, None) for name in PARAMS})

@@ -15,13 +15,11 @@ from typing import Any
 import pandas as pd
 
 from groupchat_core import (
-    CHAT_BOUNDS,
-    STRATEGIES,
+    CHAT_SETTINGS,
     Agent,
     Bid,
     BidDelta,
     BidReceived,
-    ChatConfig,
     ConfigError,
     Event,
     GroupChat,
@@ -46,92 +44,15 @@ from groupchat_ui.kit.providers import LIMITS_HELP, missing_keys, with_session_k
 
 from .form import RunForm
 
-CHAT_PARAMS = ("name", "description", "max_loops", "threshold", "recency_penalty",
-               "recency_window", "idle_timeout", "output_type", "seed", "bid_timeout",
-               "bid_prompt", "verbose", "bid_cache", "stream_bids", "strategy", "selector_model",
-               "selector_api_base", "selector_tool_choice_mode", "history", "speaker_names",
-               "show_bids", "show_tally")
 WORDS_PER_SECOND = 14.0
 NO_READABLE_BID = "no agent produced a readable bid"
 KEY_FIX = ("Add the key in Settings (this browser session only), start the server with it in "
            "the environment, or give the agent an API key.")
 
-# One line per rule of groupchat_core.STRATEGIES (docs/engine.md §16), for the form's help.
-RULES = {
-    "bidding": "every agent bids and the highest bid above threshold speaks",
-    "round_robin": "agents speak in list order",
-    "random": "one agent drawn by the seed",
-    "selector": "the selector model names the next speaker",
-    "bid_then_speak": "agents bid a score only, then the winner writes",
-    "all_speak": "every agent speaks once a round, in list order",
-    "vote": "every agent answers once, independently; the group's answer is the vote",
-}
-
-_HELP = {
-    "name": "Optional. Names this run in the sidebar, the Runs table, Analysis and exports; "
-            "left empty, the run is labelled by its task.",
-    "description": "What this chat is for; kept with the run's configuration.",
-    "max_loops": "Hard cap on the total number of messages posted, including the initial user "
-                 "task. When this many messages have been published the chat stops.",
-    "threshold": "Minimum (recency-adjusted) bid a reply must exceed to take the floor. Raise it "
-                 "for a more selective room; lower it for livelier chatter. A turn where no "
-                 "agent clears it ends the chat.",
-    "recency_penalty": "Amount subtracted from the bid of any agent that spoke within the last "
-                       "recency_window turns, so the floor rotates instead of one agent "
-                       "monologuing. Set to 0.0 to disable.",
-    "recency_window": "How many of the most recent speakers are subject to recency_penalty.",
-    "idle_timeout": "Accepted for backward compatibility only. Not used to end the chat.",
-    "output_type": "Format of the value run() returns (list, dict, str, final, json, yaml, "
-                   "xml, ...). The dashboard always shows the full transcript; this is kept in "
-                   "the run's spec for scripts that re-run it.",
-    "seed": "Seed of the simulated (sim/) agents: the same seed replays the same chat.",
-    "bid_timeout": "Seconds; 0 means empty. " + LIMITS_HELP,
-    "bid_prompt": "The template every agent bids with; placeholders such as {threshold} are "
-                  "filled with this room's real numbers.",
-    "bid_prompt_preset": "A named bid prompt that replaces the template below: swarms-14 is "
-                         "the default prompt (the reference's 14.0.0 rules), swarms-16 the "
-                         "reference's 16.0.3 prompt (five assessment steps, calibration "
-                         "bands). Empty: the template below.",
-    "history": "How a bidder reads the conversation: flattened (the default), one block in "
-               "the bid prompt; typed, one message per post (its own as assistant turns, "
-               "everyone else's as user turns), the bid instruction last.",
-    "speaker_names": "shown (the default): bidders read the real names; anonymised: "
-                     "\"Participant 1..N\" by roster order in everything a bidder reads "
-                     "(the run keeps the real names).",
-    "show_bids": "hidden (the default, as the reference): a bidder never sees another's bid; "
-                 "shown: the bid prompt lists the other agents' latest scores.",
-    "show_tally": "hidden (the default); shown: for a task answered by vote, the bid prompt "
-                  "gives the running vote over each agent's latest stated answer.",
-    "verbose": "Also log bids and print each message on the server's console.",
-    "bid_cache": "Off by default here, so a live run shows each sim's simulated latency. "
-                 "On: the engine's default, answering repeated bid "
-                 "requests of deterministic agents (sim/ models, temperature 0) from this "
-                 "server's cache: the same results, at once. Off: every agent is asked afresh.",
-    "strategy": "Who speaks each turn. " + "; ".join(
-        f"{name}: {RULES[name]}" if name in RULES else name for name in STRATEGIES)
-        + f". The engine's default is {chat_default('strategy')}; people in the room take "
-          "part only under bidding.",
-    "selector_model": "The model the selector strategy asks to name the next speaker (any "
-                      "model an agent could use); other strategies ignore it. Left empty: the "
-                      f"engine's default, {chat_default('selector_model')}.",
-    "selector_api_base": "The OpenAI-compatible server the selector model is asked on, as an "
-                         "agent's api_base (e.g. a local llama.cpp server). Empty: the "
-                         "provider's own endpoint.",
-    "selector_tool_choice_mode": "How the selector is asked for its pick, as an agent's "
-                                 "tool-choice mode: json_schema suits a small local model "
-                                 "under a grammar. Empty: a forced respond call.",
-}
-
-
-def _with_range(name: str, text: str) -> str:
-    """A help text ending in the engine's range and default (read from the core, not copied)."""
-    bound = CHAT_BOUNDS.get(name)
-    if bound is None:
-        return text
-    return f"{text} Allowed: {bound.text()}; the engine's default is {chat_default(name):g}."
-
-
-PARAM_HELP = {name: _with_range(name, text) for name, text in _HELP.items()}
+# The form's help per setting, from the one settings schema (groupchat_core.CHAT_SETTINGS);
+# bid_timeout's adds what the dashboard says about every time limit.
+PARAM_HELP = {name: s.form_help(LIMITS_HELP if name == "bid_timeout" else "")
+              for name, s in CHAT_SETTINGS.items() if s.form is not None}
 
 
 def floor_settings(config: Mapping[str, Any]) -> tuple[float, float]:
@@ -185,7 +106,8 @@ def default_params() -> dict[str, Any]:
     """The engine's defaults, except two: no name (a run is labelled by its task unless its user
     names it), and the bid cache off: a dashboard run asks every agent afresh (a cached sim
     replays instantly, skipping the simulated latency the live view shows; README says so)."""
-    return {**ChatConfig().model_dump(include=set(CHAT_PARAMS)), "name": "", "bid_cache": False}
+    engine = {name: s.default for name, s in CHAT_SETTINGS.items() if s.form and s.engine}
+    return {**engine, "name": "", "bid_cache": False}
 
 
 def preflight(agents: Sequence[Agent], session_keys: Mapping[str, str],

@@ -14,15 +14,7 @@ from typing import Any
 
 import streamlit as st
 
-from groupchat_core import (
-    BID_PROMPT_PRESETS,
-    CHAT_CHOICES,
-    OUTPUT_TYPES,
-    SIM_NOTE,
-    STRATEGIES,
-    TOOL_CHOICE_MODES,
-    Agent,
-)
+from groupchat_core import CHAT_SETTINGS, SIM_NOTE, Agent, ChatSetting
 from groupchat_ui.kit.components import feedback
 from groupchat_ui.kit.presets import PRESETS
 from groupchat_ui.kit.providers import model_label
@@ -122,62 +114,54 @@ def roster_picker(agents: Sequence[Agent], session: SessionState) -> list[str]:
 
 def param_inputs(defaults: Mapping[str, Any]) -> None:
     """Every GroupChat parameter, keyed `run_param_<name>` (read back as a form.RunForm);
-    call inside the run form."""
-    p = form.PARAM_PREFIX
-    if p + "name" not in st.session_state:
+    call inside the run form. Which widget, label, row and section each gets is the settings
+    schema's form hint (groupchat_core.CHAT_SETTINGS), in its order; rows become columns."""
+    if form.PARAM_PREFIX + "name" not in st.session_state:
         actions.fill_params(defaults)
-    st.text_input("Run name (optional)", key=p + "name", help=PARAM_HELP["name"],
-                  placeholder="left empty: the run is labelled by its task",
-                  persist_state=PERSIST)
-    # No min/max on these inputs: a browser silently refuses a value outside them (Start then did
-    # nothing, issue 21). The help names the engine's range (CHAT_BOUNDS) and Start refuses an
-    # out-of-range value with the engine's one-line message.
-    cols = st.columns(3)
-    cols[0].number_input("max_loops", step=1, key=p + "max_loops", help=PARAM_HELP["max_loops"],
-                         persist_state=PERSIST)
-    cols[1].number_input("threshold", step=0.05, key=p + "threshold",
-                         help=PARAM_HELP["threshold"], persist_state=PERSIST)
-    cols[2].number_input("recency_penalty", step=0.05, key=p + "recency_penalty",
-                         help=PARAM_HELP["recency_penalty"], persist_state=PERSIST)
-    cols = st.columns(3)
-    cols[0].number_input("recency_window", step=1, key=p + "recency_window",
-                         help=PARAM_HELP["recency_window"], persist_state=PERSIST)
-    cols[1].number_input("seed", step=1, key=p + "seed", help=PARAM_HELP["seed"],
-                         persist_state=PERSIST)
-    cols[2].number_input("bid_timeout (s)", step=1.0, key=p + "bid_timeout",
-                         help=PARAM_HELP["bid_timeout"], persist_state=PERSIST)
-    who, selector = st.columns([1, 2])
-    who.selectbox("Who speaks", STRATEGIES, key=p + "strategy", help=PARAM_HELP["strategy"],
-                  persist_state=PERSIST)
-    selector.text_input("Selector model", key=p + "selector_model",
-                        help=PARAM_HELP["selector_model"], persist_state=PERSIST,
-                        placeholder="used by the selector strategy only")
+    main = [s for s in CHAT_SETTINGS.values() if s.form and not s.form.more]
+    more = [s for s in CHAT_SETTINGS.values() if s.form and s.form.more]
+    _draw_rows(main)
     with st.expander("More parameters"):
-        st.text_input("description", key=p + "description", help=PARAM_HELP["description"],
-                      persist_state=PERSIST)
-        base, mode = st.columns([2, 1])
-        base.text_input("Selector endpoint (api_base)", key=p + "selector_api_base",
-                        help=PARAM_HELP["selector_api_base"], persist_state=PERSIST,
-                        placeholder="the selector model's provider endpoint")
-        mode.selectbox("Selector tool-choice mode", (None, *TOOL_CHOICE_MODES),
-                       key=p + "selector_tool_choice_mode",
-                       format_func=lambda m: m or "forced (default)",
-                       help=PARAM_HELP["selector_tool_choice_mode"], persist_state=PERSIST)
-        st.selectbox("output_type", OUTPUT_TYPES, key=p + "output_type",
-                     help=PARAM_HELP["output_type"], persist_state=PERSIST)
-        st.number_input("idle_timeout (s)", step=1.0, key=p + "idle_timeout",
-                        help=PARAM_HELP["idle_timeout"], persist_state=PERSIST)
-        st.selectbox("Bid prompt preset", (None, *BID_PROMPT_PRESETS),
-                     key=p + "bid_prompt_preset",
-                     format_func=lambda name: name or "the template below",
-                     help=PARAM_HELP["bid_prompt_preset"], persist_state=PERSIST)
-        st.text_area("bid_prompt", key=p + "bid_prompt", height=200,
-                     help=PARAM_HELP["bid_prompt"], persist_state=PERSIST)
-        for col, (setting, choices) in zip(st.columns(len(CHAT_CHOICES)),
-                                           CHAT_CHOICES.items(), strict=True):
-            col.selectbox(setting, choices, key=p + setting, help=PARAM_HELP[setting],
-                          persist_state=PERSIST)
-        st.checkbox("verbose", key=p + "verbose", help=PARAM_HELP["verbose"],
-                    persist_state=PERSIST)
-        st.checkbox("reuse cached bids", key=p + "bid_cache", help=PARAM_HELP["bid_cache"],
-                    persist_state=PERSIST)
+        _draw_rows(more)
+
+
+def _draw_rows(settings: Sequence[ChatSetting]) -> None:
+    """Neighbours with the same form row side by side (each its column's width), others alone.
+    No min/max on number inputs: a browser silently refuses a value outside them (Start then
+    did nothing, issue 21). The help names the engine's range (CHAT_BOUNDS) and Start refuses
+    an out-of-range value with the engine's one-line message."""
+    i = 0
+    while i < len(settings):
+        hint = settings[i].form
+        assert hint is not None
+        row = [settings[i]]
+        while (hint.row is not None and i + len(row) < len(settings)
+               and (nxt := settings[i + len(row)].form) is not None and nxt.row == hint.row):
+            row.append(settings[i + len(row)])
+        if len(row) == 1:
+            _widget(st, row[0])
+        else:
+            widths = [s.form.width if s.form else 1 for s in row]
+            for col, setting in zip(st.columns(widths), row, strict=True):
+                _widget(col, setting)
+        i += len(row)
+
+
+def _widget(where: Any, setting: ChatSetting) -> None:
+    """One setting's input, as its form hint says."""
+    hint, key = setting.form, form.PARAM_PREFIX + setting.name
+    assert hint is not None
+    common: dict[str, Any] = {"key": key, "help": PARAM_HELP[setting.name],
+                              "persist_state": PERSIST}
+    if hint.widget == "text":
+        where.text_input(hint.label, placeholder=hint.placeholder, **common)
+    elif hint.widget == "number":
+        where.number_input(hint.label, step=hint.step, **common)
+    elif hint.widget == "textarea":
+        where.text_area(hint.label, height=hint.height, **common)
+    elif hint.widget == "checkbox":
+        where.checkbox(hint.label, **common)
+    else:
+        none_label = hint.none_label
+        where.selectbox(hint.label, setting.choices,
+                        format_func=lambda v: (none_label if v is None else v) or "", **common)
