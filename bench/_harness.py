@@ -23,10 +23,10 @@
   returns every variant's results in round order (the i-th of each are one round: pairs).
 - `at_commit(rev)`: the tree of a commit (`git archive`, so the shared .git gains no worktree
   to clean up), extracted in a temporary folder and byte-compiled; `tree(x)`: a folder as it
-  is, else `at_commit`. `rerun(root, "bench.NAME", argv)`: this benchmark, in a fresh process,
-  on the code of `root` (for a scenario that must own its process, as a memory figure does).
-  Code runs from there as `python -m ...` with that folder as its working directory (the
-  current folder comes first on sys.path), with this tree's virtualenv.
+  is, else `at_commit`. Code runs from there as `python -m ...` with that folder as its
+  working directory (the current folder comes first on sys.path), with this tree's
+  virtualenv. `rerun(root, "bench.NAME", argv)`: this benchmark, in a fresh process, on the
+  code of `root` (for a scenario that must own its process, as a memory figure does).
 - `ServerProcess(setup, *args, server=FakeOpenAIServer)`: a scripted OpenAI-compatible server
   started in a spawned process (its CPU never counts against the client), `setup(server,
   *args)` run there (a module-level function); `.base_url`; `.ask(command, arg)`: "latency"
@@ -135,8 +135,10 @@ def at_commit(rev: str) -> Iterator[Path]:
             tar.extractall(Path(folder) / "tree", filter="data")
         # byte-compiled as a used checkout is, so its first runs (or every run, where the
         # machine sets PYTHONDONTWRITEBYTECODE) do not pay the compilation this tree does not
-        subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(folder) / "tree")],
-                       check=True, stdout=subprocess.DEVNULL)
+        code = [str(p) for p in (Path(folder) / "tree").iterdir()
+                if p.name.startswith(("groupchat_", "app_pages", "streamlit_app"))]
+        subprocess.run([sys.executable, "-m", "compileall", "-q", *code], check=True,
+                       stdout=subprocess.DEVNULL)
         yield Path(folder) / "tree"
 
 

@@ -6,10 +6,10 @@ target 5: at most 0.5 s each, no litellm import).
 
 `--before` is a commit (or a checkout's folder) of the code to compare with; the commands run
 as a user runs them, `python -m groupchat_core ...` in a fresh process, from each checkout,
-against the same store (GROUPCHAT_HOME in a temporary folder, with 3 recorded sim runs). CPU
-is the child's user + system time (os.wait4), medians of `--reps` runs, before and after
-alternating so both see the same load. Also counted: which heavy libraries each command loaded.
-Measurement only: nothing here asserts on time.
+against a store of its own (GROUPCHAT_HOME in a temporary folder, with 3 sim runs that
+checkout recorded). CPU is the child's user + system time (os.wait4), medians of `--reps`
+runs, before and after alternating so both see the same load. Also counted: which heavy
+libraries each command loaded. Measurement only: nothing here asserts on time.
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ def cpu_of(command: list[str], checkout: Path = AFTER, env: dict[str, str] | Non
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(child.pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{command} failed in {checkout} (exit {status})")
+        raise SystemExit(f"{command} failed in {checkout} (exit "
+                         f"{os.waitstatus_to_exitcode(status)})")
     return usage.ru_utime + usage.ru_stime
 
 
@@ -50,31 +51,35 @@ def loaded_by(checkout: Path, argv: list[str], env: dict[str, str]) -> list[str]
     return json.loads(lines[-1][7:]) if lines else ["?"]
 
 
-def seeded_home(folder: Path) -> tuple[dict[str, str], str]:
+def seeded_home(folder: Path, checkout: Path) -> tuple[dict[str, str], str]:
+    """A GROUPCHAT_HOME with 3 sim runs recorded by `checkout` (each tree its own: an older
+    tree cannot open a store a newer one wrote); its environment and one run's short id."""
     env = {**os.environ, "GROUPCHAT_HOME": str(folder)}
     env.pop("GROUPCHAT_DB", None)
     for i in range(3):
         subprocess.run([sys.executable, "-m", "groupchat_core", "run", "examples/debate.yaml",
-                        "--task", f"cold start {i}", "--quiet"], cwd=AFTER, env=env,
+                        "--task", f"cold start {i}", "--quiet"], cwd=checkout, env=env,
                        check=True, capture_output=True)
     listed = subprocess.run([sys.executable, "-m", "groupchat_core", "list", "--json"],
-                            cwd=AFTER, env=env, check=True, capture_output=True, text=True)
+                            cwd=checkout, env=env, check=True, capture_output=True, text=True)
     return env, str(json.loads(listed.stdout)[0]["run_id"])[:8]
 
 
 def main() -> None:
     args = h.options(__doc__, reps=5, before="required", write=True).parse_args()
     with tempfile.TemporaryDirectory() as folder, h.tree(args.before) as before:
-        env, run_id = seeded_home(Path(folder))
-        commands = {"--version": ["--version"], "list": ["list"], "show": ["show", run_id]}
+        trees = {"before": before, "after": AFTER}
+        homes = {tree: seeded_home(Path(folder) / tree, root) for tree, root in trees.items()}
         lines = ["| command | before: CPU s | after: CPU s | before loads | after loads |",
                  "|---|---:|---:|---|---|"]
-        for name, argv in commands.items():
-            cli = ["-m", "groupchat_core", *argv]
-            cpu = h.alternate({tree: lambda cli=cli, root=root: cpu_of(cli, root, env)
-                               for tree, root in (("before", before), ("after", AFTER))},
-                              args.reps)
-            loads = [", ".join(loaded_by(c, argv, env)) or "none" for c in (before, AFTER)]
+        for name in ("--version", "list", "show"):
+            argv = {tree: [name, *([run_id] if name == "show" else [])]
+                    for tree, (_, run_id) in homes.items()}
+            cpu = h.alternate({tree: lambda tree=tree, root=root, argv=argv: cpu_of(
+                ["-m", "groupchat_core", *argv[tree]], root, homes[tree][0])
+                for tree, root in trees.items()}, args.reps)
+            loads = [", ".join(loaded_by(root, argv[tree], homes[tree][0])) or "none"
+                     for tree, root in trees.items()]
             lines.append(h.row(f"`{name}`", f"{h.median(cpu['before']):.2f}",
                                f"{h.median(cpu['after']):.2f}", *loads))
         bare, package, storage = (h.median(cpu_of(["-c", code]) for _ in range(args.reps))

@@ -361,7 +361,7 @@ def bench_interactive(url: str, runs: dict[str, str], reps: int,
     server that logs its script runs (and, with `before`, one started from that checkout on
     the same database): one warm-up visit each, then `reps` rounds visiting every case in
     turn, the order rotating (so load on a shared machine hits all alike); medians of each
-    case, and its per-round values under the key `rounds`."""
+    case, and its per-round tab click times under the keys `round 0`, `round 1`, ..."""
     roots = {"after": ROOT, **({"before": before} if before else {})}
     with tempfile.TemporaryDirectory() as folder, chromium() as browser, ExitStack() as stack:
         logs = {tree: Path(folder) / f"{tree}.txt" for tree in roots}
