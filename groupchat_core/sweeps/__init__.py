@@ -20,7 +20,8 @@ is left), _executor (where a cell runs), _scheduler (concurrency, budget caps, e
 (which interval fits which metric), _importance (which parameter matters), _compare (two cells:
 effect size, permutation test, paired by seed), _multiple (Holm, Benjamini-Hochberg),
 _outcomes (accuracy, cost per correct answer, equality against outcome), _distractors (the
-floor time and accuracy cost of roster entries marked off-topic),
+floor time and accuracy cost of roster entries marked off-topic), _selection (did the floor go to
+the judge's best candidate: winner-is-best rate, regret, bid calibration),
 _export (self-describing exports, methods paragraph). The `sweep` subcommand lives in
 groupchat_core/cli/_sweeps.py.
 """
@@ -83,6 +84,18 @@ from ._results import (
     varying,
 )
 from ._scheduler import arun_sweep, run_sweep
+from ._selection import (
+    SELECTION_PROMPT,
+    SelectionJudgement,
+    SelectionSummary,
+    ajudge_selection,
+    calibration,
+    judge_selection,
+    selection_prompt,
+    selection_summary,
+    selection_turns,
+    summary_lines,
+)
 from ._spec import (
     Cell,
     Grid,
@@ -127,6 +140,16 @@ __all__ = [
     "SweepPlan",
     "SweepSpec",
     "SweepStarted",
+    "SELECTION_PROMPT",
+    "SelectionJudgement",
+    "SelectionSummary",
+    "ajudge_selection",
+    "calibration",
+    "judge_selection",
+    "selection_prompt",
+    "selection_summary",
+    "selection_turns",
+    "summary_lines",
     "accuracy_table",
     "DISTRACTOR_COLUMNS",
     "distractor_report",

@@ -31,7 +31,7 @@ from groupchat_ui.kit.safety import escape_markdown
 from groupchat_ui.kit.state import SessionState
 from groupchat_ui.kit.store_access import RunData, downloads
 
-from . import actions, logic, outcome_view, whatif_view
+from . import actions, logic, outcome_view, selection_view, whatif_view
 from . import permalink_view as permalink
 
 # every chart's plotly config: one modebar button, plotly's own "download as PNG" (drawn in
@@ -263,6 +263,7 @@ def explainer(data: RunData, run_id: str) -> None:
     st.info(escape_markdown(text), icon=":material/lightbulb:")
     permalink.turn_and_bid(run_id, int(turn or turns[0]), data.bids)
     whatif_view.whatif(data)
+    selection_view.selection(data)
 
 
 TRANSCRIPT_PAGE = 25  # turns per page: a 1,000-turn run must not draw 1,000 tables at once
