@@ -21,14 +21,14 @@ from .._config import ChatConfig
 from .._records import Bid
 from .._secrets import mask_secrets
 from ..providers._replies import cap_text
-from ._humans import HUMAN_PATH, HumanAction, Phase
+from ._humans import HUMAN_PATH, HumanAction, ParticipantKind, Phase
 from ._participant import Human, HumanPrompt
 from ._room import Room
 from ._room_state import LiveBid
 from ._selection import Candidate, Selection, candidate
 
 logger = logging.getLogger("groupchat_core")
-Select = Callable[[list[Bid]], Selection]
+Select = Callable[[Sequence[Bid]], Selection]
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,19 @@ class People:
         self.room, self.selector, self.config = room, selector, config
         self.humans = {p.name: (pos, p) for pos, p in enumerate(roster)
                        if isinstance(p, Human)}
+        self._roster: list[tuple[str, ParticipantKind]] = [
+            (p.name, "human") if isinstance(p, Human) else (p.agent_name, "agent")
+            for p in roster]
         self._secrets = secrets
+
+    def start(self, run_id: str) -> None:
+        """The run starts (on the engine's loop): the room gets its roster and picker."""
+        picker = None if self.selector is None else self.selector.name
+        self.room._start(run_id, self._roster, picker)
+
+    def finish(self) -> None:
+        """The run's turns are over: the room takes no more actions."""
+        self.room._finish()
 
     async def collect(self, turn: int, agents: Awaitable[list[Bid]],
                       history: tuple[tuple[str, str], ...]) -> tuple[list[Bid], list[Bid]]:

@@ -4,7 +4,8 @@ The engine runs on its loop thread; a browser session, the terminal or a test ac
 Everything a person does goes through `Room.submit` (any thread): a lock guards the state, a
 condition wakes threads waiting in `wait_for`, and the engine's loop is woken with
 `call_soon_threadsafe`. A UI reads `snapshot()` (an immutable copy) or `subscribe`s to changes.
-Methods starting with `_` are the engine's side (called on its loop only).
+The room follows a run from the engine's events, the ones observers get (`observe`); methods
+starting with `_` are the people's windows (engine/_people.py, on the engine's loop only).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from .._records import BidDelta, BidReceived, Event, MessagePosted
 from ._humans import (
     HAND_SCORE,
     HumanAction,
@@ -222,6 +224,24 @@ class Room:
             except Exception:
                 logger.exception("room subscriber %r failed", fn)
 
+    # --- what the run tells it (on the engine's loop) --------------------------------------------
+
+    def observe(self, event: Event) -> None:
+        """Follow the run from the events its observers get: a posted message joins the
+        room's messages, a received bid takes its place on the floor (an agent's, or a person's
+        with its standing), a streamed bid shows as forming. Other kinds change nothing."""
+        if isinstance(event, MessagePosted):
+            self._message(event.message.role, event.message.content)
+        elif isinstance(event, BidReceived):
+            bid = event.bid
+            if bid.kind == "human":
+                self._settled_bid(bid.agent, bid.adjusted, bid.eligible)
+            else:
+                self._agent_bid(LiveBid(bid.agent, "agent", bid.score, bid.message,
+                                        bid.adjusted, bid.eligible))
+        elif isinstance(event, BidDelta):
+            self._agent_forming(event.agent, event.score, event.message)
+
     # --- the engine's side (on its loop) ------------------------------------------------------
 
     def _start(self, run_id: str, roster: Sequence[tuple[str, ParticipantKind]],
@@ -291,7 +311,7 @@ class Room:
             self._touch()
             return out
 
-    def _settled_bid(self, name: str, adjusted: float, eligible: bool) -> None:
+    def _settled_bid(self, name: str, adjusted: float | None, eligible: bool | None) -> None:
         with self._lock:
             p = self._state.people.get(name)
             if p is not None and p.bid is not None:

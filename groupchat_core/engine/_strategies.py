@@ -106,34 +106,3 @@ def bid_then_speak_selection(scores: Sequence[Candidate], written: Candidate | N
                                winning_adjusted=None, margin=None, reason="lull",
                                penalty_changed_winner=False)
 
-
-def replay(strategy: str, bids: Sequence[Candidate], positions: Sequence[int],
-           recent: Sequence[str], threshold: float, recency_penalty: float, *, turn: int,
-           agents: int, seed: int, reason: str) -> Selection:
-    """The Selection the engine made for a recorded turn (a bundle's import check): the same
-    functions the turn loop calls. Raises ValueError naming what no run of this strategy
-    could have recorded. `reason`: the turn's recorded reason (a selector's pick cannot be
-    re-made: it is taken as recorded)."""
-    if strategy == "bidding":
-        return select_speaker(bids, recent, threshold, recency_penalty)
-    if strategy == "bid_then_speak":
-        won = select_speaker([score_only(c) for c in bids], recent, threshold,
-                             recency_penalty).winner
-        return bid_then_speak_selection(bids, None if won is None else bids[won], recent,
-                                        threshold, recency_penalty)
-    if len(bids) != 1:
-        raise ValueError(f"{len(bids)} bids on the turn; {strategy} asks one agent a turn")
-    if strategy == "selector":
-        named: TurnReason = "round_robin" if reason == "round_robin" else "selector"
-        if named == "round_robin" and positions[0] != scheduled("round_robin", turn, agents,
-                                                                seed):
-            raise ValueError("the selector's round-robin fallback asks the next agent in "
-                             "list order")
-        return assigned(bids[0], named)
-    if positions[0] != scheduled(strategy, turn, agents, seed):
-        raise ValueError(f"{strategy} asks the agent at position "
-                         f"{scheduled(strategy, turn, agents, seed)} on this turn, not "
-                         f"{positions[0]}")
-    if strategy == "vote":  # its turns are all_speak's, recorded with that reason
-        return assigned(bids[0], "all_speak")
-    return assigned(bids[0], strategy)  # type: ignore[arg-type]

@@ -165,7 +165,7 @@ class TurnLoop:
         self.history.append((message.role, message.content))
         event = MessagePosted(run_id=self.record.run_id, turn=turn, message=message)
         if self.live_room is not None:
-            self.live_room.observe(event)  # before the streaming callback, as before
+            self.live_room.observe(event)  # the room first, as with every event
         self._post_hook(message)
         self._observers(event)
 
@@ -233,8 +233,8 @@ class TurnLoop:
                                set(self.recent), held_secrets(self.agents), mode)
 
     def settle(self, turn: int, bids: list[Bid], selection: Selection,
-                rule_winner: str | None = None, human_pick: str | None = None,
-                selector_reason: str | None = None) -> str | None:
+               rule_winner: str | None = None, human_pick: str | None = None,
+               selector_reason: str | None = None) -> str | None:
         """Record the turn's selection, post the winner; return a stop reason or None.
 
         Each bid's penalized / adjusted / eligible is written from the Selection: selection is

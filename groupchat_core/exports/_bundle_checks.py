@@ -10,24 +10,20 @@ from __future__ import annotations
 
 import math
 import unicodedata
-from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 from .._config import ChatSpec
 from .._errors import ConfigError
 from .._records import RunRecord, Turn, outcome_of
-from ..engine._people import picked_selection, top_bids
-from ..engine._selection import Selection, candidate, select_speaker
-from ..engine._strategies import ASKS_ONE, message_cap, replay
-from ..engine._turn_loop import _turn_row  # the engine's own turn row
+from ..engine._strategies import message_cap
+from ..engine.strategies import recent_speakers, rules_note, strategy_for, turn_row
 from ..store import status_for
 from ._bundle_model import (
     Bundle,
     BundleBid,
     BundleMessage,
     BundleRun,
-    BundleTurn,
 )
 
 Fail = Callable[[str], NoReturn]  # raises a ConfigError naming the bundle
@@ -169,29 +165,24 @@ def _same(recorded: Any, expected: Any) -> bool:
     return bool(recorded == expected)
 
 
-def _room(spec: ChatSpec, recent: Sequence[str]) -> str:
-    speakers = ", ".join(map(repr, recent)) or "none"
-    return (f"threshold {spec.threshold:g}, recency penalty {spec.recency_penalty:g}, window "
-            f"{spec.recency_window}; recent speakers: {speakers}")
-
-
 def _check_turns(bundle: Bundle, spec: ChatSpec, names: list[str], fail: Fail) -> None:
-    """Re-run each turn: selection from its bids (the engine's select_speaker), the turn row
-    (the engine's _turn_row), the posted message; recent speakers as the turn loop keeps them."""
+    """Re-run each turn through the run's strategy (its replay of a recorded turn: the rules
+    the turn loop applied), the turn row as the engine writes it, the posted message; recent
+    speakers as the turn loop keeps them."""
     bids_on: dict[int, list[BundleBid]] = {}
     for bid in bundle.bids:
         bids_on.setdefault(bid.turn, []).append(bid)
     posted_on: dict[int, list[BundleMessage]] = {}
     for message in bundle.messages[1:]:
         posted_on.setdefault(message.turn, []).append(message)
-    window = spec.recency_window
-    recent: deque[str] = deque(maxlen=window)  # as TurnLoop.recent: the last `window` speakers
+    strategy = strategy_for(spec, len(names))
+    recent = recent_speakers(spec.recency_window)
     for index, row in enumerate(bundle.turns):
         t = row.turn
         bids = sorted(bids_on.get(t, []), key=lambda b: b.position)
         have = {b.position for b in bids}
         for position, name in enumerate(names):
-            if position not in have and spec.strategy not in ASKS_ONE:
+            if position not in have and not strategy.asks_one:
                 fail(f"turn {t}: no bid from agent {name!r} (every agent bids on every turn)")
         for bid in bids:
             if not 0.0 <= bid.score <= 1.0:
@@ -211,17 +202,11 @@ def _check_turns(bundle: Bundle, spec: ChatSpec, names: list[str], fail: Fail) -
         if row.winner is not None and row.winner not in names:
             fail(f"turn {t}: winner {row.winner!r} is not one of the agents "
                  f"({', '.join(map(repr, names))})")
-        if row.rule_winner is not None or row.human_pick is not None:
-            selection = _picked_turn(row, bids, spec, list(recent), fail)
-        else:
-            try:  # the strategy's own rule (docs/engine.md §16), as the turn loop applies it
-                selection = replay(spec.strategy, [candidate(b) for b in bids],
-                                   [b.position for b in bids], list(recent), spec.threshold,
-                                   spec.recency_penalty, turn=t, agents=len(names),
-                                   seed=spec.seed, reason=row.reason)
-            except ValueError as exc:
-                fail(f"turn {t}: {exc} (strategy {spec.strategy})")
-        expected = _turn_row(t, list(bids), selection)
+        try:  # the strategy's own rule (docs/engine.md §16), as the turn loop applies it
+            selection = strategy.replay(row, bids, list(recent))
+        except ValueError as exc:
+            fail(f"turn {t}: {exc}")
+        expected = turn_row(t, bids, selection)
         expected.rule_winner, expected.human_pick = row.rule_winner, row.human_pick
         if row.selector_reason is not None and spec.strategy != "selector":
             fail(f"turn {t}: a selector_reason is recorded, but the run's strategy is "
@@ -232,9 +217,9 @@ def _check_turns(bundle: Bundle, spec: ChatSpec, names: list[str], fail: Fail) -
             said = row.winner if row.winner == (marked[0] if marked else None) else (
                 f"{row.winner!r} on the turn row, {marked[0] if marked else None!r} on the bids")
             fail(f"turn {t}: the recorded winner is {said!r}, but re-running selection on its "
-                 f"bids makes {winner!r} the winner ({_room(spec, recent)})" if winner else
+                 f"bids makes {winner!r} the winner ({rules_note(spec, recent)})" if winner else
                  f"turn {t}: the recorded winner is {said!r}, but no bid is eligible on "
-                 f"re-running selection ({_room(spec, recent)})")
+                 f"re-running selection ({rules_note(spec, recent)})")
         for i, bid in enumerate(bids):
             for field, value in (("penalized", selection.penalized[i]),
                                  ("adjusted", selection.adjusted[i]),
@@ -242,12 +227,12 @@ def _check_turns(bundle: Bundle, spec: ChatSpec, names: list[str], fail: Fail) -
                 if not _same(getattr(bid, field), value):
                     fail(f"turn {t}, agent {bid.agent!r}: {field} is recorded as "
                          f"{getattr(bid, field)!r}, but the engine's rule gives {value!r} "
-                         f"({_room(spec, recent)})")
+                         f"({rules_note(spec, recent)})")
         for field in Turn.model_fields:
             if not _same(getattr(row, field), getattr(expected, field)):
                 fail(f"turn {t}: {field} is recorded as {getattr(row, field)!r}, but re-running "
                      f"selection on its bids gives {getattr(expected, field)!r} "
-                     f"({_room(spec, recent)})")
+                     f"({rules_note(spec, recent)})")
         posted = posted_on.get(t, [])
         if winner is None:
             if posted:
@@ -268,48 +253,6 @@ def _check_turns(bundle: Bundle, spec: ChatSpec, names: list[str], fail: Fail) -
             fail(f"turn {t}: the posted message of {winner!r} is not its winning bid (message "
                  "and score must be the bid's)")
         recent.append(winner)
-
-
-def _picked_turn(row: BundleTurn, bids: list[BundleBid], spec: ChatSpec, recent: list[str],
-                 fail: Fail) -> Selection:
-    """A turn under a person as selector, re-made as the engine made it (engine/_people.py
-    resolve): the rule on the bids as bid (a person's no-post error came after), the pick
-    among the top bids, then a picked person who did not post gives the floor to the next."""
-    t = row.turn
-    if spec.strategy != "bidding":
-        fail(f"turn {t}: rule_winner / human_pick are recorded, but a person picks the speaker "
-             f"only under strategy 'bidding', not {spec.strategy!r}")
-    working = [b.model_copy() for b in bids]
-    for bid in working:
-        if bid.kind == "human":
-            bid.error = None
-
-    def select() -> Selection:
-        return select_speaker([candidate(b) for b in working], recent, spec.threshold,
-                              spec.recency_penalty)
-
-    selection = select()
-    rule = None if selection.winner is None else working[selection.winner].agent
-    if row.rule_winner != rule:
-        fail(f"turn {t}: rule_winner is recorded as {row.rule_winner!r}, but the bidding rule "
-             f"on its bids picks {rule!r} ({_room(spec, recent)})")
-    if row.human_pick is not None:
-        top = top_bids(working, selection, spec.selector_top_k)
-        index = next((i for i in top if working[i].agent == row.human_pick), None)
-        if index is None:
-            fail(f"turn {t}: human_pick {row.human_pick!r} is not one of the top "
-                 f"{spec.selector_top_k} bids the person chose among "
-                 f"({', '.join(repr(working[i].agent) for i in top) or 'none'})")
-        if row.human_pick != rule:
-            selection = picked_selection(selection, index,
-                                         [candidate(b) for b in working])
-    while selection.winner is not None and working[selection.winner].kind == "human":
-        won = selection.winner
-        if not bids[won].error:
-            break
-        working[won].error = bids[won].error
-        selection = select()
-    return selection
 
 
 def _check_stop(bundle: Bundle, spec: ChatSpec, fail: Fail) -> None:
