@@ -428,11 +428,15 @@ class RunRecord(_Record):
         return summary_html("GroupChat run", rows, SIM_MARK if simulated else None)
 
 
+IN_PROCESS_PATHS = ("simulation", "scripted", "none")  # paths of bids no provider billed
+
+
 def unpriced(bid: Bid) -> bool:
     """A bid that reached a provider but has no price: a completed call (not an in-process
-    model, not a cache hit, not a failed call, which providers do not bill) without a cost."""
+    model, not a cache hit, not a failed call, which providers do not bill) without a cost.
+    The store keeps the count per run (runs.unpriced_bids, its SQL twin: store/_writer.py)."""
     return (bid.cost_usd is None and not bid.cached and bid.calls > 0
-            and bid.path not in ("simulation", "scripted", "none"))
+            and bid.path not in IN_PROCESS_PATHS)
 
 
 def cost_totals(bids: list[Bid]) -> tuple[float | None, int]:

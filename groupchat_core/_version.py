@@ -12,7 +12,7 @@ DISTRIBUTION = "groupchat-lab"
 APP_VERSION = "0.2.0"
 # The store's schema version (store/_schema.py re-exports it). Declared here, without
 # SQLAlchemy, so `groupchat-lab --version` can print it without loading the store.
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 
 @cache

@@ -324,12 +324,8 @@ def _cost_text(store: Any, outcome: SweepOutcome) -> str:
     """The session's cost, or "unknown" / a flagged partial sum when some calls had no price
     (a local model missing from litellm's price map costs something unknown, not $0)."""
     unpriced = 0
-    if outcome.calls:
-        runs = store.list_runs(sweep_id=outcome.sweep_id)
-        if not runs.empty:
-            bids = store.bids(list(runs["run_id"]))
-            unpriced = int((bids["cost_usd"].isna() & ~bids["cached"].astype(bool)
-                            & (bids["calls"] > 0)
-                            & ~bids["path"].isin(["simulation", "scripted", "none"])).sum())
+    if outcome.calls:  # each run row keeps its unpriced bids (store schema v13)
+        runs = store.list_run_rows(sweep_id=outcome.sweep_id)
+        unpriced = sum(int(r["unpriced_bids"] or 0) for r in runs)
     total = None if unpriced and outcome.cost_usd == 0 else outcome.cost_usd
     return format_cost(total, unpriced)

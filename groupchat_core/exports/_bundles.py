@@ -49,6 +49,9 @@ def export_bundle(store: RunStore, run_id: str) -> dict[str, Any]:
     posted_on = store.message_turns(run_id)
     run = {k: info[k] for k in BundleRun.model_fields if k != "tags"}
     run["tags"] = [t for t in (info.get("tags") or "").split(",") if t]
+    # The bundle format keeps 0 for an unknown cost (the store's NULL, v13); import_run reads
+    # it back from the bids' own costs.
+    run["total_cost_usd"] = run["total_cost_usd"] or 0.0
     bundle = {
         "format": BUNDLE_FORMAT, "schema_version": BUNDLE_VERSION, "exported_at": utc_now(),
         "written_by": written_by(), "run": run, "spec": info["spec"],

@@ -9,15 +9,17 @@ newer code is refused rather than guessed at.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable
 
-from sqlalchemy import Connection, Engine, insert, inspect, select, update
+from sqlalchemy import Connection, Engine, func, insert, inspect, select, update
 
 from .._errors import StoreError
 from .._records import UNREADABLE, utc_now
 from ._connect import safe_url, write_engine
 from ._schema import METADATA, SCHEMA_VERSION, metadata_for, schema_version
+from ._writer import unpriced_sql
 
 _checked: set[str] = set()
 _lock = threading.Lock()
@@ -139,11 +141,52 @@ def _v11_to_v12(conn: Connection) -> None:
     _add_columns(conn, "turns", ("selector_reason",), 12)
 
 
+def _v12_to_v13(conn: Connection) -> None:
+    """v13: an unknown cost is NULL (issue 40). runs.unpriced_bids counts each run's bids whose
+    completed call had no price, and runs.total_cost_usd may be NULL: it is, where calls were
+    made and none could be priced (0 was stored). Both filled from the stored bids by the
+    record's rule (`_records.unpriced`: a completed call, not in-process, not cached, no cost)."""
+    _add_columns(conn, "runs", ("unpriced_bids",), 13)
+    if conn.dialect.name == "sqlite":
+        _sqlite_drop_not_null(conn, "runs", "total_cost_usd")
+    else:
+        conn.exec_driver_sql("ALTER TABLE runs ALTER COLUMN total_cost_usd DROP NOT NULL")
+    tables = metadata_for(13).tables
+    runs_t, bids_t = tables["runs"], tables["bids"]
+    per_run = bids_t.c.run_id == runs_t.c.run_id
+    conn.execute(update(runs_t).values(unpriced_bids=select(func.count()).where(
+        per_run, unpriced_sql(bids_t)).scalar_subquery()))
+    priced_any = select(bids_t.c.run_id).where(per_run, bids_t.c.cost_usd.is_not(None)).exists()
+    conn.execute(update(runs_t).where(runs_t.c.unpriced_bids > 0, ~priced_any)
+                 .values(total_cost_usd=None))
+
+
+def _sqlite_drop_not_null(conn: Connection, table: str, column: str) -> None:
+    """SQLite cannot ALTER a column's NOT NULL away; this edits the table's stored definition,
+    the procedure SQLite documents for removing a NOT NULL constraint (the file's contents do
+    not change: "Making Other Kinds Of Table Schema Changes", sqlite.org/lang_altertable.html).
+    A table rebuild would need foreign keys off, which a transaction cannot switch."""
+    sql = conn.exec_driver_sql("SELECT sql FROM sqlite_master WHERE type = 'table' AND "
+                               "name = ?", (table,)).scalar_one()
+    pattern = re.compile(rf"(\b{column}\b[^,]*?)\s+NOT NULL")
+    new_sql, count = pattern.subn(r"\1", sql, count=1)
+    if count != 1:
+        raise StoreError(f"cannot find {table}.{column}'s NOT NULL in the stored schema")
+    version = conn.exec_driver_sql("PRAGMA schema_version").scalar_one()
+    conn.exec_driver_sql("PRAGMA writable_schema = ON")
+    try:
+        conn.exec_driver_sql("UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND "
+                             "name = ?", (new_sql, table))
+        conn.exec_driver_sql(f"PRAGMA schema_version = {int(version) + 1}")
+    finally:
+        conn.exec_driver_sql("PRAGMA writable_schema = OFF")
+
+
 OUTCOME_COLUMNS = ("task_id", "answer", "correct", "score", "scorer", "outcome_json")
 STEPS: dict[int, Callable[[Connection], None]] = {  # from version -> next
     1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6,
     6: _v6_to_v7, 7: _v7_to_v8, 8: _v8_to_v9, 9: _v9_to_v10, 10: _v10_to_v11,
-    11: _v11_to_v12}
+    11: _v11_to_v12, 12: _v12_to_v13}
 
 
 def ensure_schema(engine: Engine) -> None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, RowMapping, Select, Table, select
 
-from .._records import Bid, Message, Outcome, RunRecord, Turn, cost_totals
+from .._records import Bid, Message, Outcome, RunRecord, Turn
 from ._schema import bids, messages, run_agents, runs, turns
 
 if TYPE_CHECKING:
@@ -94,7 +94,6 @@ def record_from(conn: Connection, row: Any) -> RunRecord:
     turn_rows, turn_cols = log_rows(conn, "turns", [run_id])
     msg_rows, msg_cols = log_rows(conn, "messages", [run_id])
     bid_list = [Bid(**_fields(r, bid_cols, 1)) for r in bid_rows]
-    known, unpriced = cost_totals(bid_list)  # the column stores 0 for an unknown cost
     return RunRecord(
         run_id=run_id, config=config_of(spec_of(row["spec_json"])), task=row["task"],
         messages=[Message(**_fields(r, msg_cols, 3)) for r in msg_rows],
@@ -104,8 +103,7 @@ def record_from(conn: Connection, row: Any) -> RunRecord:
         ended_at=row["ended_at"], total_calls=row["total_calls"],
         total_prompt_tokens=row["total_prompt_tokens"],
         total_completion_tokens=row["total_completion_tokens"],
-        total_cost_usd=None if known is None else row["total_cost_usd"],
-        unpriced_bids=unpriced,
+        total_cost_usd=row["total_cost_usd"], unpriced_bids=row["unpriced_bids"],  # v13
         outcome=outcome_of(row),
     )
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Select, delete, func, literal, select, update
 
 from .._errors import StoreError
-from .._records import RunRecord
+from .._records import Bid, RunRecord, cost_totals
 from . import _reader as reader
 from ._base import StoreBase
 from ._connect import safe_url
@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 LIST_COLUMNS = (
     "run_id", "name", "status", "stop_reason", "task", "agents", "threshold", "recency_penalty",
     "recency_window", "max_loops", "total_calls", "total_prompt_tokens",
-    "total_completion_tokens", "total_cost_usd", "started_at", "ended_at", "sweep_id", "cell",
+    "total_completion_tokens", "total_cost_usd", "unpriced_bids", "started_at", "ended_at",
+    "sweep_id", "cell",
     "tags", "notes", "error", "owner", "owner_name",
     "task_id", "answer", "correct", "score", "scorer",  # a scored task's outcome (v9)
 )
@@ -155,6 +156,9 @@ class RunBook(StoreBase):
         row = run_row(run_id, run["task"], spec, run["started_at"])
         row.update({k: v for k, v in run.items() if k not in _NOT_IMPORTED},
                    tags=",".join(run.get("tags") or ()))
+        known, row["unpriced_bids"] = cost_totals([Bid.model_validate(b) for b in bid_rows])
+        if known is None:  # calls were made and none could be priced: unknown, not 0
+            row["total_cost_usd"] = None
         with self.write(f"import run {run_id}") as conn:
             if conn.execute(select(runs.c.run_id).where(runs.c.run_id == run_id)).first():
                 raise StoreError(f"run {run_id} is already in the store; delete it first to "

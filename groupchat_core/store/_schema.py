@@ -38,6 +38,10 @@ Version history (see migrations.py):
     12 bids.cached_calls (calls of a bid the bid cache answered, so calls made + cached_calls
        is what a chat needs on a cold cache, exact for bid_then_speak's two calls a row; the
        upgrade sets 1 where cached) and turns.selector_reason (the selector model's reply)
+    13 an unknown cost is NULL, not 0 (issue 40): runs.total_cost_usd is NULL when calls were
+       made and none could be priced, and runs.unpriced_bids counts the bids whose call had
+       no price (RunRecord.unpriced_bids), so readers no longer re-derive "unpriced" from the
+       bids; the upgrade fills both from the stored bids by the record's rule
 """
 
 from __future__ import annotations
@@ -151,13 +155,22 @@ def _bid_cache(md: MetaData) -> None:
     )
 
 
+def _total_cost(version: int) -> Column[Any]:
+    """runs.total_cost_usd: NOT NULL (0 for an unknown cost) before v13, NULL-able since."""
+    if version < 13:
+        return Column("total_cost_usd", Double, nullable=False, server_default="0")
+    return Column("total_cost_usd", Double, server_default="0")
+
+
 def _runs(md: MetaData, version: int) -> None:
-    extra = [] if version < 2 else [
+    extra: list[Column[Any]] = [] if version < 2 else [
         Column("tags", Text, nullable=False, server_default=""),
         Column("notes", Text, nullable=False, server_default=""),
     ]
     extra.extend(_provenance(version))
     extra.extend(_outcome(version))
+    if version >= 13:
+        extra.append(Column("unpriced_bids", Integer, nullable=False, server_default=text("0")))
     runs = Table(
         "runs", md,
         Column("run_id", String(64), primary_key=True),
@@ -177,7 +190,7 @@ def _runs(md: MetaData, version: int) -> None:
         Column("total_calls", Integer, nullable=False, server_default="0"),
         Column("total_prompt_tokens", Integer, nullable=False, server_default="0"),
         Column("total_completion_tokens", Integer, nullable=False, server_default="0"),
-        Column("total_cost_usd", Double, nullable=False, server_default="0"),
+        _total_cost(version),
         Column("sweep_id", String(64), ForeignKey("sweeps.sweep_id", ondelete="SET NULL"),
                index=True),
         Column("cell", Text),

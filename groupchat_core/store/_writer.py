@@ -10,9 +10,9 @@ from itertools import chain
 from operator import attrgetter
 from typing import Any, NamedTuple
 
-from sqlalchemy import Connection, Dialect, Table, func, insert, select
+from sqlalchemy import Connection, Dialect, Table, case, func, insert, select
 
-from .._records import Bid, Message, Outcome, RunRecord, Turn
+from .._records import IN_PROCESS_PATHS, Bid, Message, Outcome, RunRecord, Turn
 from .._statuses import RunStatus
 from ._schema import bids, messages, run_agents, runs, turns
 
@@ -236,6 +236,12 @@ def outcome_values(outcome: Outcome | None) -> dict[str, Any]:
             "outcome_json": outcome.model_dump_json()}
 
 
+def unpriced_sql(table: Any = bids) -> Any:
+    """SQL twin of _records.unpriced: a bid row whose completed call had no price."""
+    return (table.c.cost_usd.is_(None) & table.c.cached.is_(False) & (table.c.calls > 0)
+            & table.c.path.not_in(IN_PROCESS_PATHS))
+
+
 def totals_from_bids() -> dict[str, Any]:
     """The run row's totals summed from its recorded bids, as values for an UPDATE of `runs`.
 
@@ -247,9 +253,15 @@ def totals_from_bids() -> dict[str, Any]:
         return select(func.coalesce(func.sum(column), 0)).where(
             bids.c.run_id == runs.c.run_id).scalar_subquery()
 
+    unpriced = select(func.count()).where(bids.c.run_id == runs.c.run_id,
+                                          unpriced_sql()).scalar_subquery()
+    known = select(func.sum(bids.c.cost_usd)).where(  # NULL when no bid had a price
+        bids.c.run_id == runs.c.run_id).scalar_subquery()
     return {"total_calls": total(bids.c.calls), "total_prompt_tokens": total(
         bids.c.prompt_tokens), "total_completion_tokens": total(bids.c.completion_tokens),
-        "total_cost_usd": total(bids.c.cost_usd)}
+        "unpriced_bids": unpriced,
+        # unknown (NULL) when calls went unpriced and none was priced, as cost_totals says
+        "total_cost_usd": case((unpriced > 0, known), else_=func.coalesce(known, 0))}
 
 
 def finish_values(record: RunRecord, status: str) -> dict[str, Any]:
@@ -259,5 +271,6 @@ def finish_values(record: RunRecord, status: str) -> dict[str, Any]:
         "started_at": record.started_at, "ended_at": record.ended_at,
         "total_calls": record.total_calls, "total_prompt_tokens": record.total_prompt_tokens,
         "total_completion_tokens": record.total_completion_tokens,
-        "total_cost_usd": record.total_cost_usd or 0.0,  # NOT NULL: unknown is read from bids
+        "total_cost_usd": record.total_cost_usd,  # None: unknown (schema v13)
+        "unpriced_bids": record.unpriced_bids,
     }

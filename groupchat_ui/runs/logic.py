@@ -24,35 +24,24 @@ TABLE_COLUMNS = ["run", "started", "status", "owner", "stop_reason", "agents", "
                  "ended", "run_id"]
 # Shown after "cost" when some run of the table was scored (docs/outcomes.md) or simulated.
 OUTCOME_COLUMNS = ["outcome", "answer", "scorer"]
-_IN_PROCESS_PATHS = ("simulation", "scripted", "none")
 
 
-def unpriced_counts(bids: pd.DataFrame) -> dict[str, int]:
-    """Per run, the bids that reached a provider but have no price (the engine's rule: a
-    completed call, not in-process, not cached, without a cost)."""
-    if bids.empty:
-        return {}
-    mask = (bids["cost_usd"].isna() & ~bids["cached"].fillna(False).astype(bool)
-            & (bids["calls"].fillna(0) > 0) & ~bids["path"].isin(_IN_PROCESS_PATHS))
-    return {str(k): int(v) for k, v in bids[mask].groupby("run_id").size().items()}
+def cost_text(total: float | None, unpriced: Any) -> str:
+    """A stored run's cost for the table: the store keeps an unknown cost as NULL (NaN here)
+    and each run's unpriced bids (schema v13)."""
+    known = None if total is None or pd.isna(total) else float(total)
+    return format_cost(known, 0 if unpriced is None or pd.isna(unpriced) else int(unpriced))
 
 
-def cost_text(total: float | None, unpriced: int) -> str:
-    """A stored run's cost for the table: the store column holds 0 when nothing was priced."""
-    known = float(total or 0.0)
-    return format_cost(None if unpriced and known == 0.0 else known, unpriced)
-
-
-def runs_table(runs: pd.DataFrame, unpriced: dict[str, int] | None = None) -> pd.DataFrame:
+def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
     """The Runs table as people read it: a label naming each run, local times to the second,
     cost "unknown" where no price was known."""
-    unpriced = unpriced or {}
     out = runs.copy()
     out["run"] = [row_label(r) for r in records(runs)]
     out["started"] = [local_time(v) for v in runs["started_at"]]
     out["ended"] = [local_time(v) for v in runs["ended_at"]]
-    out["cost"] = [cost_text(t, unpriced.get(str(i), 0))
-                   for t, i in zip(runs["total_cost_usd"], runs["run_id"], strict=True)]
+    unpriced = runs["unpriced_bids"] if "unpriced_bids" in runs else [0] * len(runs)
+    out["cost"] = [cost_text(t, n) for t, n in zip(runs["total_cost_usd"], unpriced, strict=True)]
     out["owner"] = [owner_label(r) for r in records(runs)]
     columns = list(TABLE_COLUMNS)
     at = columns.index("cost") + 1
@@ -105,13 +94,6 @@ def compare_labels(a: dict[str, object], a_task: str, b: dict[str, object],
     lb = "B: " + run_label(str(b.get("name") or ""), b_task, b.get("started_at"),
                            str(b.get("run_id") or ""))
     return la, lb
-
-
-def cost_unclear(runs: pd.DataFrame) -> list[str]:
-    """Runs whose stored cost of 0 may mean "unknown": calls were made and nothing was priced.
-    Only their bids are read to tell (sim runs cost a true 0 and are told apart there)."""
-    mask = (runs["total_cost_usd"].fillna(0) == 0) & (runs["total_calls"].fillna(0) > 0)
-    return [str(i) for i in runs.loc[mask, "run_id"]]
 
 
 def filter_runs(runs: pd.DataFrame, *, text: str = "", threshold: tuple[float, float] | None = None,

@@ -17,11 +17,6 @@ from groupchat_ui.kit.store_access import RunData
 from . import compare_view, logic
 
 
-@st.cache_data(show_spinner=False, ttl=30, max_entries=8)
-def _unpriced(url: str, ids: tuple[str, ...], token: tuple[str, ...]) -> dict[str, int]:
-    return logic.unpriced_counts(store_access.store().bids(list(ids)))
-
-
 def delete_question(runs: pd.DataFrame, run_ids: tuple[str, ...]) -> str:
     """The delete confirmation naming the runs; names are user text, so escaped for markdown."""
     return logic.confirm_text([escape_markdown(n) for n in logic.run_names(runs, run_ids)])
@@ -56,12 +51,9 @@ def _on_scope() -> None:
 
 
 def table(runs: pd.DataFrame) -> pd.DataFrame:
-    """The Runs table with labels, local times and honest costs (bids read only where the
-    stored 0 may mean unknown, cached until those runs change)."""
-    ids = logic.cost_unclear(runs)
-    token = tuple(str(v) for v in runs.loc[runs["run_id"].isin(ids), "ended_at"])
-    unpriced = _unpriced(store_access.data_location(), tuple(ids), token) if ids else {}
-    return logic.runs_table(runs, unpriced)
+    """The Runs table with labels, local times and honest costs (the store keeps an unknown
+    cost as NULL and each run's unpriced bids: no bids are read)."""
+    return logic.runs_table(runs)
 
 
 def compare(a: RunData, b: RunData) -> None:

@@ -78,7 +78,7 @@ def test_a_version_3_store_gets_positions_and_keeps_its_agents(store_url):
     store = RunStore(store_url)
 
     with store.read("test") as conn:
-        assert conn.execute(select(schema_version.c.version)).scalar() == SCHEMA_VERSION == 12
+        assert conn.execute(select(schema_version.c.version)).scalar() == SCHEMA_VERSION == 13
     assert _names(store) == ["Alpha", "Beta"]  # no position yet: by name, as before
     assert store.get_agent("Beta").system_prompt == "Beta role"
     store.save_agent(_agent("Gamma"))

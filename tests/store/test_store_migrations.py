@@ -96,7 +96,7 @@ def test_a_version_1_store_is_upgraded_in_place_and_keeps_its_runs(store_url):
     store = RunStore(store_url)
 
     with store.read("test") as conn:
-        assert conn.execute(select(schema_version.c.version)).scalar() == SCHEMA_VERSION == 12
+        assert conn.execute(select(schema_version.c.version)).scalar() == SCHEMA_VERSION == 13
     columns, indexes = _columns_and_indexes(store_url)
     assert {"tags", "notes"} <= set(columns) and "ix_runs_started_at" in indexes
     record = store.load_run("old-run")
@@ -179,7 +179,7 @@ def test_a_version_3_store_gets_cell_claims_for_its_finished_cells(store_url):
     release_store_engines()
 
     store = RunStore(store_url)
-    assert _version(store_url) == SCHEMA_VERSION == 12
+    assert _version(store_url) == SCHEMA_VERSION == 13
     claims = store.cell_claims("old-sweep").set_index("cell")
     assert claims["state"].to_dict() == {"c1": "finished", "c2": "finished"}
     assert claims["run_id"].to_dict() == {"c1": "c1-again", "c2": "c2-run"}

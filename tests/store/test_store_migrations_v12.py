@@ -16,7 +16,7 @@ import json
 import pytest
 from sqlalchemy import insert
 
-from groupchat_core.store import SCHEMA_VERSION, RunStore, dispose_engines
+from groupchat_core.store import RunStore, dispose_engines
 from groupchat_core.store._connect import get_engine
 from groupchat_core.store._migrations import create_version, forget_checked
 from groupchat_core.store._schema import metadata_for
@@ -57,7 +57,6 @@ def test_the_v12_upgrade_counts_each_cached_bid_once_and_no_selector_reason(
     _v11_store(store_url)
     assert "cached_calls" not in table_columns(store_url, "bids")
     store = RunStore(store_url)
-    assert SCHEMA_VERSION == 12
     assert "cached_calls" in table_columns(store_url, "bids")
     assert "selector_reason" in table_columns(store_url, "turns")
     assert store.bids("old")["cached_calls"].tolist() == [1, 0]
