@@ -6,7 +6,7 @@ import streamlit as st
 
 from groupchat_core import SIM_NOTE, StoreError
 from groupchat_ui.kit import components, state, store_access
-from groupchat_ui.sweeps import results_view, view
+from groupchat_ui.sweeps import export_view, results_view, view
 from groupchat_ui.sweeps.logic import RESUMABLE
 
 session = state.get()
@@ -35,6 +35,5 @@ mine_running = any(not s.done for s in registry.tasks_for(session.owner, "sweep"
 if info["status"] in RESUMABLE and not mine_running:
     view.resume_button(registry, store, session, info["sweep_id"], "sw_resume")
 view.delete_button(store, session, info, running=info["status"] == "running")
-components.mlflow_button(store, [info["sweep_id"]], "sw_mlflow", "Export sweep to MLflow",
-                         what="sweep (a parent run, a child per cell)")
+export_view.mlflow_button(store, info["sweep_id"])
 results_view.results(store, sweep_id, registry)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .._secrets import held_secrets, mask_secrets
@@ -121,9 +122,11 @@ def export_run_mlflow(store: RunStore, run_id: str, tracking_uri: str, *,
 
 
 def export_sweep_mlflow(store: RunStore, sweep_id: str, tracking_uri: str, *,
-                        experiment: str = DEFAULT_EXPERIMENT) -> str:
+                        experiment: str = DEFAULT_EXPERIMENT,
+                        progress: Callable[[int, int], None] | None = None) -> str:
     """Log a sweep as a parent MLflow run with a child per finished cell; returns the
-    parent's MLflow run id."""
+    parent's MLflow run id. `progress(done, total)` hears of each cell's run logged (and
+    0 of total first): a 48-run sweep takes about a minute."""
     from ..sweeps import sweep_results, varying
 
     sweep = store.get_sweep(sweep_id)
@@ -138,13 +141,17 @@ def export_sweep_mlflow(store: RunStore, sweep_id: str, tracking_uri: str, *,
     client.log_param(parent_id, "varying", ",".join(axes) or "-")
     client.log_text(parent_id, json.dumps(sweep.get("grid"), default=str, indent=2),
                     "sweep.json")
-    for row in frame.to_dict("records"):
-        if not isinstance(row.get("run_id"), str):
-            continue  # a pending cell has no run yet
+    rows = [r for r in frame.to_dict("records")
+            if isinstance(r.get("run_id"), str)]  # a pending cell has no run yet
+    for done, row in enumerate(rows):
+        if progress is not None:
+            progress(done, len(rows))
         extra = {"cell": str(row["cell"]),
                  **{a: str(row[a]) for a in axes if a in row}}
         export_run_mlflow(store, row["run_id"], tracking_uri, experiment=experiment,
                           parent=parent_id, extra_params=extra)
+    if progress is not None:
+        progress(len(rows), len(rows))
     client.set_terminated(parent_id, status="FINISHED")
     return parent_id
 
@@ -158,12 +165,15 @@ def _ms(stamp: str | None) -> int | None:
 
 
 def export_mlflow(store: RunStore, ident: str, tracking_uri: str, *,
-                  experiment: str = DEFAULT_EXPERIMENT) -> tuple[str, str]:
-    """A run id (or prefix) or else a sweep id: ("run"|"sweep", the MLflow run id)."""
+                  experiment: str = DEFAULT_EXPERIMENT,
+                  progress: Callable[[int, int], None] | None = None) -> tuple[str, str]:
+    """A run id (or prefix) or else a sweep id: ("run"|"sweep", the MLflow run id);
+    `progress` as export_sweep_mlflow's (a sweep's only)."""
     from .._errors import StoreError
 
     try:
         run_id = store.resolve(ident)
     except StoreError:
-        return "sweep", export_sweep_mlflow(store, ident, tracking_uri, experiment=experiment)
+        return "sweep", export_sweep_mlflow(store, ident, tracking_uri, experiment=experiment,
+                                            progress=progress)
     return "run", export_run_mlflow(store, run_id, tracking_uri, experiment=experiment)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +36,10 @@ def tracking_uri(environ: Mapping[str, str] | None = None) -> str:
     return f"sqlite:///{folder / 'mlflow.db'}"
 
 
-def export(store: Any, ids: Sequence[str], uri: str | None = None) -> tuple[str, str]:
-    """Log each run or sweep id to MLflow: (kind of message, its text) for the page."""
+def export(store: Any, ids: Sequence[str], uri: str | None = None,
+           progress: Callable[[int, int], None] | None = None) -> tuple[str, str]:
+    """Log each run or sweep id to MLflow: (kind of message, its text) for the page;
+    `progress(done, total)` hears of a sweep's cells as they are logged."""
     if not mlflow_available():
         return "error", f"MLflow is not installed on this server: {INSTALL}, then restart it."
     from groupchat_core.integrations import export_mlflow
@@ -46,7 +48,7 @@ def export(store: Any, ids: Sequence[str], uri: str | None = None) -> tuple[str,
     done: list[str] = []
     for ident in ids:
         try:
-            kind, mlflow_id = export_mlflow(store, ident, uri)
+            kind, mlflow_id = export_mlflow(store, ident, uri, progress=progress)
         except Exception as exc:  # the tracking store refused: say so, keep what was logged
             from groupchat_core import mask_secrets
 
