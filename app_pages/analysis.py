@@ -12,6 +12,9 @@ session = state.get()
 st.title("Analysis")
 components.notices(session)
 runs = store_access.runs()
+asked = st.query_params.get("run")
+if asked and not any(str(r).startswith(asked) for r in runs.get("run_id", ())):
+    runs = store_access.runs(fresh=True)  # a run recorded since the list was read
 if runs.empty or view.no_ended_run(runs):
     st.info("No finished run in the store yet. Run a chat on the Run page, or try a demo: an "
             "offline debate between three simulated agents, recorded in a second.")

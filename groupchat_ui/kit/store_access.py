@@ -90,8 +90,11 @@ def _runs(url: str, status: str | None, agent: str | None, since: str | None) ->
 
 
 def runs(status: str | None = None, agent: str | None = None,
-         since: str | None = None) -> pd.DataFrame:
-    """Runs, newest first (a 2-second cache: running runs change)."""
+         since: str | None = None, *, fresh: bool = False) -> pd.DataFrame:
+    """Runs, newest first (a 2-second cache: running runs change). `fresh`: read the store
+    now (a link to a run another writer recorded a moment ago must open it)."""
+    if fresh:
+        _runs.clear()
     return _runs(default_url(), status, agent, since)
 
 

@@ -15,6 +15,7 @@ from groupchat_core import (
     STRATEGIES,
     TOOL_CHOICE_MODES,
     Agent,
+    GroupChat,
     bundle_json,
     chat_default,
     dump_agents,
@@ -24,6 +25,7 @@ from groupchat_core import (
 from groupchat_core.store import RunStore
 from groupchat_ui.analysis import logic as analysis_logic
 from groupchat_ui.kit import jobs as job_registry
+from groupchat_ui.kit.labels import row_label
 from tests.helpers.app_helpers import (
     errors,
     fill,
@@ -410,6 +412,22 @@ def test_the_run_form_chooses_who_speaks_from_the_cores_strategies(
 # --- analysis and runs --------------------------------------------------------------------
 
 
+def test_a_link_to_a_run_recorded_a_moment_ago_opens_it(app: AppTest, store: RunStore):
+    """The run list is cached for 2 s; a link to a run another writer recorded within them
+    opened nothing ("not listed yet")."""
+    goto(app, "analysis")  # the (empty) list is read and cached
+    assert app.button(key="demo_run")
+    chat = GroupChat(agents=[Agent(agent_name=n, model_name="sim/eager") for n in "AB"],
+                     max_loops=3, seed=1)
+    store.attach(chat)
+    chat.run("Elsewhere.")
+    assert store.flush() and chat.last_run is not None
+    run_id = chat.last_run.run_id
+    goto(app, "analysis", run=run_id[:8])
+    assert not app.error, [e.value for e in app.error]
+    assert app.selectbox(key="analysis_run").value == run_id
+
+
 def test_analysis_offers_a_demo_on_an_empty_store_then_shows_it(app: AppTest, store: RunStore):
     goto(app, "analysis")
     assert store.list_runs().empty
@@ -488,8 +506,17 @@ def test_analysis_pages_a_long_runs_per_turn_charts_by_windows_of_turns(app: App
 
 def test_runs_page_lists_compares_deletes_and_imports(app: AppTest, store: RunStore):
     first, second = analysis_logic.run_demo(store), analysis_logic.run_demo(store)
-    goto(app, "runs")
-    assert set(app.dataframe[0].value["run_id"]) == {first, second}
+    table = goto(app, "runs").dataframe[0].value
+    assert set(table["run_id"]) == {first, second}
+    label = next(row_label(r) for r in store.list_runs().to_dict("records")
+                 if r["run_id"] == first)
+    select_rows(app, [int(table.index[table["run_id"] == first][0])])
+    app.button(key="delete_runs").click().run()  # the question names the run (not "1 run(s)")
+    question = texts(app.warning)
+    assert f"Delete the run {label} and its bid log for good?" in question
+    assert "run(s)" not in question and first[:8] in question and second[:8] not in question
+    app.button(key="confirm_delete_no").click().run()
+
     select_rows(app, [0, 1])
     app.toggle(key="compare_runs").set_value(True).run()
     frames = [d.value for d in app.dataframe]
@@ -497,9 +524,11 @@ def test_runs_page_lists_compares_deletes_and_imports(app: AppTest, store: RunSt
     assert len(speakers) > 1 and speakers["same"].all()  # the demo is deterministic
     metrics = next(f for f in frames if "metric" in f.columns)
     assert "Gini" in list(metrics["metric"])
-
     bundle = bundle_json(store, first)
     app.button(key="delete_runs").click().run()
+    question = texts(app.warning)
+    assert "Delete these 2 runs and their bid logs for good?" in question
+    assert first[:8] in question and second[:8] in question
     app.button(key="confirm_delete_yes").click().run()
     assert store.list_runs().empty
     app.file_uploader(key="bundle_upload").set_value(("run.json", bundle.encode(), "x"))
