@@ -47,12 +47,10 @@ llm-setup: setup
 llm: llm-setup
 	$(BIN)/python -m groupchat_core.testing.local_llm serve --port 8080
 
-# The suite in two parts: the few tests that check a latency bound alone (marker `serial`, set
-# by file: only their files are collected), then the rest on TEST_WORKERS pytest-xdist workers,
-# a module (or a group: one Ray cluster, one wheel build, one local LLM at a time) per work unit;
-# see tests/helpers/kinds.py. TEST_WORKERS unset: one per core, one more where the cores are fast
-# (tests/helpers/workers.py says why). The log ends with the 30 slowest tests (--durations), where
-# to look when the suite grows slow (bench/suite_timeline.py shows each worker's timeline).
+# The whole suite on TEST_WORKERS pytest-xdist workers, a module (or a group: one Ray cluster,
+# one local LLM at a time) per work unit; see tests/helpers/kinds.py. TEST_WORKERS unset: one
+# per core, one more where the cores are fast (tests/helpers/workers.py says why). The log ends
+# with the 30 slowest tests (--durations), where to look when the suite grows slow.
 # Python keeps its bytecode caches (git-ignored __pycache__/) during the suite even where the
 # machine sets PYTHONDONTWRITEBYTECODE: every worker, app server and CLI subprocess would
 # otherwise compile the project again (collecting the suite: 13.4 s without, 7.5 s with).
@@ -62,10 +60,8 @@ KEEP_BYTECODE := PYTHONDONTWRITEBYTECODE=
 test: setup browser postgres llm-setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(KEEP_BYTECODE) $(BIN)/python -m pytest -m serial $$($(BIN)/python -m tests.helpers.kinds serial)
 	workers=$(TEST_WORKERS); workers=$${workers:-$$($(BIN)/python -m tests.helpers.workers)} && \
-		$(KEEP_BYTECODE) $(BIN)/python -m pytest -m "not serial" -n $$workers --dist loadgroup \
-		--durations=30
+		$(KEEP_BYTECODE) $(BIN)/python -m pytest -n $$workers --dist loadgroup --durations=30
 
 lint: setup
 	$(BIN)/ruff check .

@@ -1,6 +1,6 @@
 """The slow kinds carry markers (issue 25, item 6), so `pytest -m "not browser"` (or not
-local_llm, ray, install, postgres) leaves a kind out, and `make test`'s parallel run keeps one Ray
-cluster, one wheel build and one local LLM server on one worker (one work unit each). The marks
+local_llm, ray, install, postgres) leaves a kind out, and `make test`'s parallel run keeps the
+Ray modules on one worker (one work unit: one Ray cluster at a time). The marks
 come from tests/conftest.py by folder, file or fixture: a new file in tests/e2e/ is marked too."""
 
 from __future__ import annotations
@@ -8,15 +8,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from tests import conftest
 from tests.helpers import ROOT
-from tests.helpers.kinds import files_of, work_unit
+from tests.helpers.kinds import work_unit
 
-KINDS = {"browser", "local_llm", "ray", "install", "postgres", "serial"}
+KINDS = {"browser", "local_llm", "ray", "install", "postgres"}
 
 
 def test_the_kinds_are_registered(pytestconfig: pytest.Config) -> None:
@@ -93,19 +92,10 @@ def test_the_parallel_run_keeps_each_slow_kind_in_one_work_unit_and_the_rest_per
     assert split("tests/sweeps/test_sweep_ray.py::test_a[sqlite]") == "ray"
     assert split("tests/ui/test_app_sweeps_ray.py::test_b") == "ray"
     assert split("tests/sweeps/test_sweep_ray_loopback.py::test_c") == "ray"
-    assert split("tests/install/test_install.py::test_d") == "install"
-    assert split("tests/install/test_packaging.py::test_e") == "install"
-    assert split("tests/providers/test_local_llm.py::test_f") == "local_llm"
+    assert split("tests/install/test_install.py::test_d") == "tests/install/test_install.py"
+    assert split("tests/providers/test_local_llm.py::test_f") == (
+        "tests/providers/test_local_llm.py")
     assert split("tests/e2e/test_journey.py::test_g") == "tests/e2e/test_journey.py"
     assert split("tests/store/test_store.py::test_h[user@host]") == "tests/store/test_store.py"
     assert work_unit("tests/e2e/test_room_link.py::test_i") == "tests/e2e/test_room_link.py"
 
-
-def test_serial_tests_are_marked_by_file_only() -> None:
-    """`make test` runs the serial part by file (`python -m tests.helpers.kinds serial`), so a
-    `serial` mark set by hand elsewhere would leave its test out of both parts."""
-    serial = set(files_of("serial", ROOT / "tests"))
-    assert serial == {"tests/store/test_store_cadence.py"}
-    by_hand = [path for path in (ROOT / "tests").rglob("*.py") if path != Path(__file__)
-               and "mark.serial" in path.read_text(encoding="utf-8")]
-    assert by_hand == []

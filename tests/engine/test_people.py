@@ -1,9 +1,12 @@
 """People in the room (issue 22; docs/engine.md "Human participants"): a person bids for the
 floor under the agents' rule, from a headless callback or from another thread through the Room.
 
-No timed assertions: windows that must expire are short (a run's end is the condition waited
-for); windows that must close early are an hour long, and the run is waited for with a bound a
-hundred times shorter, so only an early close can finish it.
+No timed assertions, and no window waits for the machine: the runs go on a loop whose clock is
+the test's (`FakeClockLoop`: the windows are asyncio timeouts on the loop's clock). While a test
+acts from another thread the clock stands still, so no window can end under it; otherwise, when
+the loop has nothing to do, the clock jumps to its next timer, so a window that must expire
+does at once. A window that must close early is an hour long: the run's clock says whether it
+did (`ran_for < HOUR`).
 
 Private imports (Candidate, HUMAN_FLOOR): the rule's units, which no public module exports.
 """
@@ -12,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import selectors
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -33,7 +38,6 @@ from groupchat_core import (
     RaiseHand,
     RunRecord,
     SetBid,
-    background_loop,
     select_speaker,
 )
 from groupchat_core.analysis import selector_agreement
@@ -41,9 +45,69 @@ from groupchat_core.engine._selection import HUMAN_FLOOR, Candidate
 from groupchat_core.testing import ScriptedBids
 
 HOUR = 3600.0
-BOUND = 30.0  # seconds a run that closes its windows early may take (an hour if it did not)
+# Only a hang reaches this (a state waited for from another thread that never comes): no
+# window can end on its own while a test waits (the clock stands still), so it is not a bound
+# on how fast the machine is.
+HANG_S = 600.0
 
 Play = Callable[[HumanPrompt], Any]
+
+
+class _JumpingSelector(selectors.DefaultSelector):
+    """Waits as the loop asks, except that with the clock running (`loop.running`) a wait with
+    nothing ready moves the loop's clock to the wait's end instead of sleeping."""
+
+    def __init__(self, loop: FakeClockLoop) -> None:
+        super().__init__()
+        self.loop = loop
+
+    def select(self, timeout: float | None = None) -> list[Any]:
+        ready = super().select(0)
+        if ready or timeout == 0:
+            return ready
+        if self.loop.running and timeout is not None:
+            self.loop.now += timeout  # idle until the next timer: it is due now
+            return []
+        return super().select(timeout)
+
+
+class FakeClockLoop(asyncio.SelectorEventLoop):
+    """An event loop on a thread of its own whose clock is the test's: it stands still while
+    `running` is False; else idle time takes none (the clock jumps to the next timer)."""
+
+    def __init__(self) -> None:
+        self.running, self.now = True, 0.0
+        super().__init__(_JumpingSelector(self))
+        self._thread = threading.Thread(target=self.run_forever, daemon=True)
+        self._thread.start()
+
+    def time(self) -> float:
+        return self.now
+
+    def hold(self) -> None:
+        """Stop the clock (before acting from another thread)."""
+        self.running = False
+
+    def release(self) -> None:
+        """Let the clock run again, and wake the loop to see it."""
+        self.running = True
+        self.call_soon_threadsafe(lambda: None)
+
+    def start(self, chat: GroupChat, task: str = "Plan it.") -> concurrent.futures.Future[
+            RunRecord]:
+        return asyncio.run_coroutine_threadsafe(chat.arun_record(task), self)
+
+    def stop_thread(self) -> None:
+        self.call_soon_threadsafe(self.stop)
+        self._thread.join()
+        self.close()
+
+
+@pytest.fixture
+def loop() -> Iterator[FakeClockLoop]:
+    made = FakeClockLoop()
+    yield made
+    made.stop_thread()
 
 
 @pytest.fixture
@@ -68,9 +132,9 @@ def _room(fakes: list[ScriptedBids], script: dict[str, list[object]],
                      bid_cache=False, **config)
 
 
-def _run(chat: GroupChat, task: str = "Plan it.") -> RunRecord:
-    future = background_loop().submit(chat.arun_record(task))
-    return future.result(timeout=BOUND)
+def _run(loop: FakeClockLoop, chat: GroupChat, task: str = "Plan it.") -> RunRecord:
+    """The run, its clock running: it ends whatever happens (every window ends)."""
+    return loop.start(chat, task).result()
 
 
 def _player(answers: dict[tuple[str, int], HumanAction | None]) -> Play:
@@ -88,11 +152,11 @@ async def _never(prompt: HumanPrompt) -> HumanAction | None:
 
 
 def test_no_input_by_the_windows_end_is_a_pass_and_the_room_goes_on(
-        fakes: list[ScriptedBids]) -> None:
+        loop: FakeClockLoop, fakes: list[ScriptedBids]) -> None:
     silent = Human("Sam")  # nobody drives it: its window expires
     stuck = Human("Stu", callback=_never)  # a player that never answers: cancelled at the end
     chat = _room(fakes, {"A": [(0.9, "agent speaks")]}, [silent, stuck], human_window=0.05)
-    record = _run(chat)
+    record = _run(loop, chat)
     people = [b for b in record.bids if b.kind == "human"]
     assert [(b.agent, b.score, b.message, b.path, b.calls, b.winner) for b in people] == [
         ("Sam", 0.0, "", "human", 0, False), ("Stu", 0.0, "", "human", 0, False)]
@@ -100,38 +164,44 @@ def test_no_input_by_the_windows_end_is_a_pass_and_the_room_goes_on(
     assert chat.room is not None and chat.room.snapshot().phase == "finished"
 
 
-def test_the_window_closes_early_once_everyone_has_bid(fakes: list[ScriptedBids]) -> None:
+def test_the_window_closes_early_once_everyone_has_bid(
+        loop: FakeClockLoop, fakes: list[ScriptedBids]) -> None:
     ann = Human("Ann", callback=_player({("bid", 1): SetBid(0.2, "")}))
     chat = _room(fakes, {"A": [(0.9, "first")], "B": [(0.1, "")]}, [ann], human_window=HOUR)
-    record = _run(chat)  # an hour's window: only the early close ends it within BOUND
+    record = _run(loop, chat)
+    assert loop.now < HOUR  # the window closed early: its hour never ran out
     assert [(b.agent, b.kind, b.score) for b in record.bids] == [
         ("A", "agent", 0.9), ("B", "agent", 0.1), ("Ann", "human", 0.2)]
 
 
 def test_a_person_in_another_thread_bids_and_posts_through_the_room(
-        fakes: list[ScriptedBids]) -> None:
+        loop: FakeClockLoop, fakes: list[ScriptedBids]) -> None:
     ann = Human("Ann", user="ann@example.org")
     chat = _room(fakes, {"A": [(0.6, "agent line")]}, [ann], human_window=HOUR,
                  human_post_window=HOUR)
     room = chat.room
     assert room is not None
-    future = background_loop().submit(chat.arun_record("Plan it."))
-    seen = room.wait_for(lambda s: s.phase == "bidding" and len(s.bids) == 1, BOUND)
+    loop.hold()  # no window ends while this thread acts
+    future = loop.start(chat)
+    seen = room.wait_for(lambda s: s.phase == "bidding" and len(s.bids) == 1, HANG_S)
     assert seen is not None and seen.bids[0].name == "A" and seen.waiting_for == ("Ann",)
     assert seen.time_left is not None and 0 < seen.time_left <= HOUR
     assert room.bid("Ann", 0.95, "my draft")
-    posting = room.wait_for(lambda s: s.phase == "posting", BOUND)
+    posting = room.wait_for(lambda s: s.phase == "posting", HANG_S)
     assert posting is not None and posting.poster == "Ann"
     assert not room.post("A", "not a person")  # only the winner posts
     assert room.post("Ann", "")  # "" confirms the draft
-    record = future.result(timeout=BOUND)
+    loop.release()
+    record = future.result()
+    assert loop.now < HOUR  # each window closed at the person's action
     assert [m.role for m in record.messages] == ["User", "Ann"]
     assert record.messages[1].content == "my draft"
     assert room.snapshot().messages[-1] == ("Ann", "my draft")
     assert not room.bid("Ann", 0.5)  # the run is over: nothing is taken
 
 
-def test_an_action_bound_to_a_turn_that_is_over_is_refused(fakes: list[ScriptedBids]) -> None:
+def test_an_action_bound_to_a_turn_that_is_over_is_refused(
+        loop: FakeClockLoop, fakes: list[ScriptedBids]) -> None:
     """A click that reaches the room after its turn closed (the page had not redrawn yet)
     must not pass, bid or pick in the next turn: given the turn it was shown in, the room
     refuses it; without a turn (a headless caller) it acts on the open window, as before."""
@@ -140,28 +210,34 @@ def test_an_action_bound_to_a_turn_that_is_over_is_refused(fakes: list[ScriptedB
                  human_window=HOUR)
     room = chat.room
     assert room is not None
-    future = background_loop().submit(chat.arun_record("Plan it."))
-    assert room.wait_for(lambda s: s.phase == "bidding" and s.turn == 1, BOUND) is not None
+    loop.hold()
+    future = loop.start(chat)
+    assert room.wait_for(lambda s: s.phase == "bidding" and s.turn == 1, HANG_S) is not None
     assert not room.submit("Ann", Pass(), turn=2)  # a turn not open yet
     assert room.submit("Ann", Pass(), turn=1)  # everyone has bid: turn 1 closes, A speaks
-    assert room.wait_for(lambda s: s.phase == "bidding" and s.turn == 2, BOUND) is not None
+    assert room.wait_for(lambda s: s.phase == "bidding" and s.turn == 2, HANG_S) is not None
     assert not room.submit("Ann", SetBid(0.95, "late"), turn=1)  # turn 1's, arriving late
     assert not room.submit("Ann", Pass(), turn=1)
     assert "Ann" in room.snapshot().waiting_for  # nothing was taken for turn 2
     assert room.submit("Ann", Pass())
-    record = future.result(timeout=BOUND)
+    loop.release()
+    record = future.result()
+    assert loop.now < HOUR
     assert [(b.turn, b.score) for b in record.bids if b.kind == "human"] == [(1, 0.0), (2, 0.0)]
 
 
-def test_leaving_mid_window_is_a_pass(fakes: list[ScriptedBids]) -> None:
+def test_leaving_mid_window_is_a_pass(loop: FakeClockLoop, fakes: list[ScriptedBids]) -> None:
     ann = Human("Ann")
     chat = _room(fakes, {"A": [(0.6, "agent line")]}, [ann], human_window=HOUR)
     room = chat.room
     assert room is not None
-    future = background_loop().submit(chat.arun_record("Plan it."))
-    assert room.wait_for(lambda s: s.phase == "bidding", BOUND) is not None
+    loop.hold()
+    future = loop.start(chat)
+    assert room.wait_for(lambda s: s.phase == "bidding", HANG_S) is not None
     assert room.leave("Ann")  # closed the tab: an hour's window, and the room goes on
-    record = future.result(timeout=BOUND)
+    loop.release()
+    record = future.result()
+    assert loop.now < HOUR
     assert [(b.agent, b.score) for b in record.bids if b.kind == "human"] == [("Ann", 0.0)]
     assert room.snapshot().people[0].left
 
@@ -170,13 +246,13 @@ def test_leaving_mid_window_is_a_pass(fakes: list[ScriptedBids]) -> None:
 
 
 def test_a_hand_stays_up_across_turns_and_lowers_when_its_person_wins(
-        fakes: list[ScriptedBids]) -> None:
+        loop: FakeClockLoop, fakes: list[ScriptedBids]) -> None:
     answers: dict[tuple[str, int], HumanAction | None] = {
         ("bid", 1): RaiseHand(), ("post", 2): Post("my turn now")}
     ann = Human("Ann", callback=_player(answers))
     script: dict[str, list[object]] = {"A": [(0.9, "a1"), (0.7, "a2"), (0.7, "a3")]}
     chat = _room(fakes, script, [ann], max_loops=4, human_window=0.2)
-    record = _run(chat)
+    record = _run(loop, chat)
     hers = [b for b in record.bids if b.agent == "Ann"]
     # turn 1: the hand (0.8) loses to A's 0.9; turn 2: still up, no input, it wins over 0.7;
     # turn 3: lowered by the win, and no input: a pass
@@ -278,7 +354,7 @@ def test_the_winner_is_the_documented_rule_for_any_mix_of_kinds(
 @settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(vectors)
-def test_a_live_turn_picks_what_select_speaker_picks(fakes: list[ScriptedBids],
+def test_a_live_turn_picks_what_select_speaker_picks(loop: FakeClockLoop, fakes: list[ScriptedBids],
                                                      bids: list[tuple[float, str, bool]]) -> None:
     """The engine end to end: agents scripted, people answering from callbacks, and the
     recorded winner is select_speaker's over the same vector (people treated as agents with
@@ -298,7 +374,7 @@ def test_a_live_turn_picks_what_select_speaker_picks(fakes: list[ScriptedBids],
         bids = [*bids, (0.0, "", False)]
     chat = _room(fakes, script, people, order=" ".join(names), human_window=HOUR,
                  human_post_window=HOUR)
-    record = _run(chat)
+    record = _run(loop, chat)
     twins = [Candidate(n, s, ("posted" if s > 0 else "") if human else m)
              for n, (s, m, human) in zip(names, bids, strict=True)]
     chosen = select_speaker(twins, [], 0.5, 0.3)
@@ -311,11 +387,11 @@ def test_a_live_turn_picks_what_select_speaker_picks(fakes: list[ScriptedBids],
 
 
 def test_a_winner_who_does_not_post_loses_the_floor_to_the_next_bid(
-        fakes: list[ScriptedBids]) -> None:
+        loop: FakeClockLoop, fakes: list[ScriptedBids]) -> None:
     ann = Human("Ann", callback=_player({("bid", 1): SetBid(0.9, "a draft")}))
     chat = _room(fakes, {"A": [(0.7, "agent line")], "B": [(0.6, "b line")]}, [ann],
                  human_window=HOUR, human_post_window=0.05)
-    record = _run(chat)
+    record = _run(loop, chat)
     turn = record.turns[0]
     assert turn.winner == "A"
     hers = next(b for b in record.bids if b.agent == "Ann")
@@ -324,10 +400,11 @@ def test_a_winner_who_does_not_post_loses_the_floor_to_the_next_bid(
     assert [m.role for m in record.messages] == ["User", "A"]
 
 
-def test_no_post_and_no_other_eligible_bid_is_a_lull(fakes: list[ScriptedBids]) -> None:
+def test_no_post_and_no_other_eligible_bid_is_a_lull(
+        loop: FakeClockLoop, fakes: list[ScriptedBids]) -> None:
     ann = Human("Ann", callback=_player({("bid", 1): RaiseHand()}))
     chat = _room(fakes, {"A": [(0.1, "")]}, [ann], human_window=HOUR, human_post_window=0.05)
-    record = _run(chat)
+    record = _run(loop, chat)
     assert record.stop_reason == "lull" and record.turns[0].reason == "lull"
 
 
@@ -335,7 +412,7 @@ def test_no_post_and_no_other_eligible_bid_is_a_lull(fakes: list[ScriptedBids]) 
 
 
 def test_the_selector_persons_pick_is_recorded_with_the_rules_pick(
-        fakes: list[ScriptedBids]) -> None:
+        loop: FakeClockLoop, fakes: list[ScriptedBids]) -> None:
     seen: list[HumanPrompt] = []
 
     async def judge(prompt: HumanPrompt) -> HumanAction | None:
@@ -347,7 +424,7 @@ def test_the_selector_persons_pick_is_recorded_with_the_rules_pick(
                                        "C": [(0.2, "c1"), (0.1, "")]}
     chat = _room(fakes, script, [], human_selector=Human("Judge", callback=judge),
                  max_loops=3, human_window=HOUR, selector_top_k=2)
-    record = _run(chat)
+    record = _run(loop, chat)
     assert [(p.phase, [c.name for c in p.candidates], p.rule_pick) for p in seen] == [
         ("pick", ["A", "B"], "A"), ("pick", ["A", "B"], "A")]
     first, second = record.turns
@@ -360,10 +437,11 @@ def test_the_selector_persons_pick_is_recorded_with_the_rules_pick(
     assert selector_agreement(record.turns_frame()).rate == 0.5
 
 
-def test_no_pick_in_the_window_leaves_the_rules_choice(fakes: list[ScriptedBids]) -> None:
+def test_no_pick_in_the_window_leaves_the_rules_choice(
+        loop: FakeClockLoop, fakes: list[ScriptedBids]) -> None:
     chat = _room(fakes, {"A": [(0.9, "a1")], "B": [(0.7, "b1")]}, [],
                  human_selector=Human("Judge"), human_window=0.05)
-    record = _run(chat)
+    record = _run(loop, chat)
     turn = record.turns[0]
     assert (turn.winner, turn.rule_winner, turn.human_pick) == ("A", "A", None)
     assert selector_agreement(record.turns).rate is None
@@ -410,14 +488,16 @@ def test_a_room_is_read_and_acted_on_from_many_threads_at_once() -> None:
 
 
 def test_cancelling_mid_window_stops_the_run_and_closes_the_room(
-        fakes: list[ScriptedBids]) -> None:
+        loop: FakeClockLoop, fakes: list[ScriptedBids]) -> None:
     chat = _room(fakes, {"A": [(0.6, "agent line")]}, [Human("Ann")], human_window=HOUR)
     room = chat.room
     assert room is not None
-    future = background_loop().submit(chat.arun_record("Plan it."))
-    assert room.wait_for(lambda s: s.phase == "bidding", BOUND) is not None
+    loop.hold()
+    future = loop.start(chat)
+    assert room.wait_for(lambda s: s.phase == "bidding", HANG_S) is not None
     chat.cancel()
     with pytest.raises(concurrent.futures.CancelledError):
-        future.result(timeout=BOUND)
+        future.result()
     assert chat.last_run is not None and chat.last_run.stop_reason == "cancelled"
-    assert room.wait_for(lambda s: s.phase == "finished", BOUND) is not None
+    assert room.wait_for(lambda s: s.phase == "finished", HANG_S) is not None
+    assert loop.now < HOUR

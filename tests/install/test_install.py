@@ -2,11 +2,14 @@
 the repo (dependencies resolved from the registry under constraints.txt, as `pip install -c
 constraints.txt groupchat-lab` does), then, from a directory outside the repo and with nothing of
 the checkout on the path, run `groupchat-lab --version`, a sim chat, and `groupchat-lab serve`
-until its health endpoint answers and the Run page renders in a real browser.
+until its health endpoint answers and the Run page renders in a real browser. And what the wheel
+tells tools beside it: its licence, and that `groupchat_core` is typed (mypy against the wheel
+unpacked into a bare venv, no pip, no dependencies: what a user's code sees).
 
 The installed copy's data home is the platform's user data directory: XDG_DATA_HOME points it
 into tmp_path, so the test never writes to the real one. One module-scoped install serves every
-test. The dependencies come from a wheelhouse outside the repo (the user cache directory, one per
+test. The wheel is built once, from a clean copy of the checkout's source, for every test
+here. The dependencies come from a wheelhouse outside the repo (the user cache directory, one per
 requirements.txt + constraints.txt), filled once by `pip download` from the registry; pip then
 resolves the wheel's declared dependencies against it offline (`--no-index`), so a dependency
 missing from the metadata still fails the install, and reruns skip the network. Durations are
@@ -127,27 +130,38 @@ def site_size(venv: Path) -> int:
     return sum(p.stat().st_size for p in site.rglob("*") if p.is_file() and not p.is_symlink())
 
 
+# What a build must not see: setuptools reuses an in-tree build/ folder, so a file deleted from
+# the source would still reach a wheel built in place (and a test of it would pass).
+BUILD_LEFTOVERS = shutil.ignore_patterns(".git", ".venv", "data", "build", "dist", "artifacts",
+                                         "*.egg-info", "__pycache__", ".*_cache")
+
+
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel, built once from a clean copy of the checkout's source."""
+    source, out = tmp_path_factory.mktemp("source") / "src", tmp_path_factory.mktemp("wheel")
+    shutil.copytree(ROOT, source, ignore=BUILD_LEFTOVERS)
+    _step([sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(source)],
+          "building the wheel", cwd=out, timeout=600)
+    (built,) = out.glob("groupchat_lab-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Installed:
     root = tmp_path_factory.mktemp("install")
     assert not root.resolve().is_relative_to(ROOT)
-    wheels, venv, outside, data_dir = (root / "wheel", root / "venv", root / "elsewhere",
-                                       root / "xdg-data")
+    venv, outside, data_dir = root / "venv", root / "elsewhere", root / "xdg-data"
     outside.mkdir()
     started = time.perf_counter()
-    _step([sys.executable, "-m", "build", "--wheel", "--outdir", str(wheels), str(ROOT)],
-          "building the wheel", cwd=root, timeout=600)
-    built = time.perf_counter()
-    (wheel,) = wheels.glob("groupchat_lab-*.whl")
     _step([sys.executable, "-m", "venv", str(venv)], "creating the venv", timeout=300)
     house = _wheelhouse(_env(data_dir))
     fetched = time.perf_counter()
     _step([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-compile",
            "--no-index", "--find-links", str(house), "-c", str(ROOT / "constraints.txt"),
            f"{wheel}[dashboard]"], "pip install", cwd=outside, env=_env(data_dir), timeout=1200)
-    sys.stderr.write(f"\n[test_install] wheel built in {built - started:.1f} s, venv + "
-                     f"wheelhouse in {fetched - built:.1f} s, pip install in "
-                     f"{time.perf_counter() - fetched:.1f} s\n")
+    sys.stderr.write(f"\n[test_install] venv + wheelhouse in {fetched - started:.1f} s, pip "
+                     f"install in {time.perf_counter() - fetched:.1f} s\n")
     return Installed(wheel, venv, outside, data_dir, _env(data_dir))
 
 
@@ -331,3 +345,57 @@ def test_the_engine_installs_alone_beside_another_pandas_and_runs(engine_only):
     assert served.returncode == 2 and served.stderr == (
         "error: the dashboard is not installed (Streamlit is missing): pip install "
         "'groupchat-lab[dashboard]'\n")
+
+
+# --- what the wheel tells tools beside it ------------------------------------------------------
+
+
+def test_the_wheel_carries_the_typed_marker_and_the_licence(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA")))
+        licences = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+        assert "groupchat_core/py.typed" in names
+        assert len(licences) == 1
+        text = archive.read(licences[0]).decode()
+    assert text == (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert text.startswith("MIT License\n\nCopyright (c) 2026 GroupChat Lab contributors\n")
+    assert "License-Expression: MIT" in metadata.decode().splitlines()
+
+
+@pytest.fixture(scope="module")
+def user_python(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The python of a bare venv (no pip, no dependencies) with the wheel unpacked into its
+    site-packages: a pure wheel unpacked is what pip puts there, and all mypy needs."""
+    venv = tmp_path_factory.mktemp("bare-venv")
+    _step([sys.executable, "-m", "venv", "--without-pip", str(venv)], "creating the bare venv",
+          timeout=120)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True, timeout=60).stdout.strip()
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(purelib)
+    assert Path(purelib).is_relative_to(venv)  # never the suite's own environment
+    return python
+
+
+def _mypy(python: Path, folder: Path, code: str) -> subprocess.CompletedProcess[str]:
+    """mypy as a user runs it on their own file: no config, the package from site-packages."""
+    (folder / "use.py").write_text(code, encoding="utf-8")
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", "--python-executable", str(python), "--no-incremental",
+         "--cache-dir", str(folder / ".mypy_cache"), "use.py"],
+        cwd=folder, capture_output=True, text=True, timeout=300)
+
+
+def test_mypy_checks_a_users_calls_against_the_installed_package(user_python: Path,
+                                                                  tmp_path: Path) -> None:
+    wrong = _mypy(user_python, tmp_path, "from groupchat_core import is_sim_model\n\n"
+                                  "flag: bool = is_sim_model(3)\n")
+    assert wrong.returncode == 1, wrong.stdout + wrong.stderr
+    assert 'Argument 1 to "is_sim_model" has incompatible type "int"' in wrong.stdout
+    assert "py.typed" not in wrong.stdout and "import-untyped" not in wrong.stdout
+    right = _mypy(user_python, tmp_path, "from groupchat_core import is_sim_model\n\n"
+                                  "flag: bool = is_sim_model('sim/eager')\n")
+    assert right.returncode == 0, right.stdout + right.stderr
