@@ -1,5 +1,10 @@
 """Real-browser fixtures: the app served by `streamlit run` on a free port, Debian's chromium.
 
+Each browser test is its own world: `app_server` starts the app for that test alone, on a free
+port with a new SQLite store (`app_db_url`), and stops it after; `serve_with_login` does the
+same with login on, against the local OIDC provider (`oidc_provider`). So no test sees what
+another left, and the files and their tests pass in any order.
+
 Never downloads a browser: Playwright drives /usr/bin/chromium. Screenshots go to
 artifacts/screenshots/ (git-ignored).
 
@@ -19,8 +24,10 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
+import uuid
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +35,8 @@ from typing import Any
 
 import pytest
 
+from groupchat_core import Agent
+from groupchat_core.store import RunStore, dispose_engines
 from groupchat_ui.run.live_view import ENDING_KEY
 from tests.helpers import ROOT
 
@@ -105,18 +114,90 @@ def serve_app(db_url: str, log_path: Path, port: int | None = None,
                 proc.wait()
 
 
-@pytest.fixture(scope="session")
-def app_db_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The SQLAlchemy URL of the served app's own SQLite file (tests may read or write it)."""
-    return f"sqlite:///{tmp_path_factory.mktemp('appdata')}/groupchat.db"
+@pytest.fixture
+def app_db_url(tmp_path: Path) -> str:
+    """The SQLAlchemy URL of this test's app's own SQLite file, new and empty for each test
+    (the test may write to it before it opens a page, and read it after)."""
+    return f"sqlite:///{tmp_path}/groupchat.db"
 
 
-@pytest.fixture(scope="session")
-def app_server(app_db_url: str) -> Iterator[str]:
-    """The dashboard as `make run` starts it, on a free port with its own SQLite file."""
-    db_file = Path(app_db_url.removeprefix("sqlite:///"))
-    with serve_app(app_db_url, db_file.parent / "streamlit.log") as url:
+@pytest.fixture
+def app_server(app_db_url: str, tmp_path: Path) -> Iterator[str]:
+    """The dashboard as `make run` starts it, for this test alone: its own server on a free
+    port and its own store, so no test sees what another left (each test is its own world)."""
+    with serve_app(app_db_url, tmp_path / "streamlit.log") as url:
         yield url
+
+
+USERS = {"alice": ("alice@example.org", "Alice Liddell"), "bob": ("bob@example.org", "Bob Lee")}
+
+
+@pytest.fixture(scope="module")
+def oidc_provider() -> Iterator[str]:
+    """A local OpenID Connect provider (`oidc-provider-mock`, a Flask app) on 127.0.0.1 in a
+    thread, knowing alice and bob; its sign-in page offers them as buttons. Yields its URL."""
+    import oidc_provider_mock
+    import werkzeug.serving
+
+    users = [oidc_provider_mock.User(sub=sub, claims={"email": email, "email_verified": True,
+                                                      "name": name})
+             for sub, (email, name) in USERS.items()]
+    server = werkzeug.serving.make_server(
+        "127.0.0.1", 0, oidc_provider_mock.app(user_claims=users), threaded=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.1,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        thread.join(5)
+        server.server_close()
+
+
+@contextmanager
+def serve_with_login(provider: str, data: Path,
+                     extra_env: dict[str, str] | None = None) -> Iterator[tuple[str, str]]:
+    """The dashboard with login on: `[auth]` in a secrets file of its own (outside the repo,
+    `--secrets.files`) and `extra_env` in its environment, its store a new SQLite file in
+    `data` holding two slow sim agents (Ann, Ben); yields (app URL, store URL)."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    secrets = data / "secrets.toml"
+    secrets.write_text(
+        "[auth]\n"
+        f'redirect_uri = "{url}/oauth2callback"\n'
+        f'cookie_secret = "{uuid.uuid4().hex}{uuid.uuid4().hex}"\n'
+        'client_id = "groupchat-lab-test"\n'
+        'client_secret = "not-a-real-secret"\n'
+        f'server_metadata_url = "{provider}/.well-known/openid-configuration"\n',
+        encoding="utf-8")
+    db_url = f"sqlite:///{data}/groupchat.db"
+    slow = {"sim_latency": 0.8}
+    RunStore(db_url).save_agents([Agent(agent_name=n, model_name="sim/eager",
+                                        litellm_kwargs=slow) for n in ("Ann", "Ben")])
+    dispose_engines()
+    with serve_app(db_url, data / "streamlit.log", port,
+                   ["--secrets.files", str(secrets)], extra_env) as served:
+        assert served == url
+        yield url, db_url
+
+
+def sign_in(page: Any, app: str, who: str) -> None:
+    """Open the app signed out (only the login), log in, pick the user at the provider."""
+    page.goto(app)
+    login = page.locator(".st-key-login button")
+    expect(login).to_be_visible(timeout=WAIT_MS)
+    expect(page.get_by_role("heading", name="GroupChat Lab")).to_be_visible()
+    wait_idle(page)
+    assert page.get_by_test_id("stSidebarNav").count() == 0  # no pages for a visitor
+    assert status_line(page).count() == 0 and "Data:" not in page.content()
+    login.click()
+    page.get_by_role("button", name=who, exact=True).click(timeout=WAIT_MS)  # the provider
+    expect(page.get_by_role("heading", name="Run", exact=True)).to_be_visible(timeout=WAIT_MS)
+    expect(page.get_by_test_id("stSidebar").get_by_text(re.compile(
+        rf"^Signed in as {USERS[who][1]} \({re.escape(USERS[who][0])}\)$"))
+    ).to_be_visible(timeout=WAIT_MS)
+    expect(page.locator(".st-key-logout button")).to_be_visible()
 
 
 @pytest.fixture(scope="module")
@@ -379,10 +460,9 @@ def start_run(page: Any, attempts: int = 3) -> None:
 
 
 def load_preset(page: Any, button: str = "load_preset", attempts: int = 3) -> None:
-    """Click a Load / Use preset button (widget key `button`) and wait for its notice: the
-    preset's agents may be listed already (an earlier test in this app saved them), so only
-    "Loaded the ... preset" says this session loaded it. A rerun landing at the click can
-    swallow it; loading the same preset again changes nothing, so click until the notice."""
+    """Click a Load / Use preset button (widget key `button`) and wait for its notice
+    ("Loaded the ... preset"). A rerun landing at the click can swallow it; loading the same
+    preset again changes nothing, so click until the notice."""
     said = page.get_by_test_id("stAlertContentSuccess").filter(has_text="Loaded the")
     for attempt in range(attempts):
         wait_idle(page)

@@ -1,8 +1,12 @@
-"""Run and Analysis on a phone-width screen (390x844): nothing wider than the screen, the
-metric cards in a compact grid so the first chart comes early, every tab label in full.
+"""The app on a phone-width screen (390x844, touch): nothing wider than the screen anywhere.
+Analysis: the metric cards in a compact grid so the first chart comes early, every tab label in
+full, the tabs work by touch, a permalink's bid shown; Run: a run's summary cards three a row;
+Agents: Edit brings the form into view; Sweeps: every exploring view draws without a sideways
+scroll.
 
-Before: the nine metric cards stacked one per row (~1,700 px of scrolling before any chart) and
-the tabs overflowed ("Downlo>"). Screenshots go to artifacts/screenshots/ (git-ignored).
+Before: the nine metric cards stacked one per row (~1,700 px of scrolling before any chart),
+the tabs overflowed ("Downlo>"), Edit opened the form off-screen. Screenshots go to
+artifacts/screenshots/ (git-ignored).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from groupchat_core import Agent, GroupChat
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import parse_sweep, run_sweep
 from groupchat_core.testing import ScriptedBids
+from groupchat_ui.kit.presets import DEBATE_TRIO
 
 from .conftest import (
     SCREENSHOTS,
@@ -72,17 +77,29 @@ def assert_fits(page: Any) -> None:
     assert scroll <= inner, f"the page is {scroll} px wide on a {inner} px screen"
 
 
-def record_sweep_run(db_url: str) -> None:
-    """One sweep run in the store, so Analysis draws its tallest header: the single/sweep
-    switch above the run picker (CI put the chart 907 px down once another test had made one)."""
-    spec = [Agent(agent_name=n, model_name="sim/eager").to_spec() for n in ("A", "B")]
-    run_sweep(parse_sweep({"name": "phone sweep", "tasks": ["Phone sweep."],
-                           "base": {"max_loops": 2, "agents": spec},
-                           "grid": {"threshold": [0.5]}}), RunStore(db_url))
+def record_sweep(db_url: str) -> str:
+    """A sweep whose views all have something to draw; its runs also give Analysis its tallest
+    header: the single/sweep switch above the run picker (the chart once sat 907 px down)."""
+    agents = [a.to_spec() for a in DEBATE_TRIO.build_agents(latency_s=0.0)]
+    return str(run_sweep(parse_sweep({
+        "name": "phone sweep", "tasks": ["Phone sweep."], "repeats": 2,
+        "base": {"max_loops": 4, "agents": agents, "seed": 11},
+        "grid": {"threshold": [0.4, 0.6], "recency_window": [1, 4, 16]}}),
+        RunStore(db_url)).sweep_id)
 
 
-def test_analysis_fits_a_phone(app_server: str, app_db_url: str, phone: Any):
-    record_sweep_run(app_db_url)
+def sweep_tab(page: Any, name: str) -> None:
+    """Tap a results tab (the tab bar scrolls sideways when it is wider than the page)."""
+    tab = fresh(page, '[data-testid="stTab"]').filter(has_text=re.compile(f"^{name}$"))
+    expect(tab).to_be_attached(timeout=WAIT_MS)
+    tab.scroll_into_view_if_needed(timeout=WAIT_MS)
+    tab.tap()
+    expect(tab).to_have_attribute("aria-selected", "true", timeout=WAIT_MS)
+    wait_idle(page)
+
+
+def test_every_page_fits_a_phone(app_server: str, app_db_url: str, phone: Any):
+    sweep_id = record_sweep(app_db_url)
     run_id = record_run(app_db_url, agents=4, turns=40)
     phone.goto(f"{app_server}/analysis?run={run_id}")
     metrics = phone.get_by_test_id("stMetric")
@@ -113,8 +130,16 @@ def test_analysis_fits_a_phone(app_server: str, app_db_url: str, phone: Any):
     wait_idle(phone)
     assert_fits(phone)
 
+    # A permalink to a bid opens it on the phone.
+    phone.goto(f"{app_server}/analysis?run={run_id}&turn=2&bid=Agent1")
+    bid = fresh(phone, ".st-key-explain_bid_box")
+    expect(bid).to_contain_text("Bid of Agent1 on turn 2", timeout=WAIT_MS)
+    wait_idle(phone)
+    assert_fits(phone)
+    bid.scroll_into_view_if_needed()
+    shot(phone, "analysis-permalink-phone")
 
-def test_run_fits_a_phone(app_server: str, phone: Any):
+    # Run: the Debate trio's run, its six summary cards three a row.
     phone.goto(app_server)
     expect(status_line(phone)).to_have_text(re.compile(r"^status: idle"), timeout=WAIT_MS)
     assert_fits(phone)
@@ -132,11 +157,8 @@ def test_run_fits_a_phone(app_server: str, phone: Any):
     tops = phone.evaluate(TOPS, '.st-key-cards_summary [data-testid="stMetric"]')
     assert len(tops) == 6 and len({round(t) for t in tops}) == 2, tops
 
-
-def test_edit_brings_the_agent_form_into_view_on_a_phone(app_server: str, app_db_url: str,
-                                                         phone: Any):
-    """Issue 11: at 390x844 the form sits below the list of agents, and Edit opened it
-    off-screen. Now the form scrolls into view, its title and name field on the screen."""
+    # Agents: at 390x844 the form sits below the list of agents, and Edit opened it
+    # off-screen (issue 11); now the form scrolls into view, its title and name field shown.
     names = [f"PhoneEdit{i}" for i in range(6)]
     RunStore(app_db_url).save_agents([Agent(agent_name=n, model_name="sim/eager",
                                             system_prompt=f"Agent {n} for the phone test.")
@@ -160,3 +182,17 @@ def test_edit_brings_the_agent_form_into_view_on_a_phone(app_server: str, app_db
     expect(form.locator(".st-key-agent_form_name input")).to_be_in_viewport()
     expect(form.locator(".st-key-agent_form_name input")).to_have_value(names[1])
     shot(phone, "after-agents-edit-phone-test")
+
+    # Sweeps: every exploring view of issue 21 draws without a sideways scroll.
+    phone.goto(f"{app_server}/sweeps?sweep={sweep_id}")
+    expect(phone.get_by_role("heading", name="Results")).to_be_visible(timeout=WAIT_MS)
+    wait_idle(phone)
+    for tab in ("Group by", "Parallel coordinates", "Run matrix", "Stability", "Failures"):
+        sweep_tab(phone, tab)
+        if tab == "Parallel coordinates":  # no g.trace: its own layer
+            expect(fresh(phone, '[data-testid="stTabPanel"]:visible g.parcoords').first
+                   ).to_be_attached(timeout=WAIT_MS)
+        elif tab != "Failures":
+            wait_plots(phone, 1)
+        assert_fits(phone)
+        shot(phone, f"sweeps-{tab.split()[0].lower()}-phone")

@@ -1,36 +1,64 @@
-"""The dashboard loads in a real browser and its navigation lists all five pages; a failed
-browser test keeps what its tabs and the app server showed."""
+"""A first visit in a real browser: the dashboard loads offline, its navigation lists every
+page and each answers at its own slug; and a failed browser test keeps what its tabs and the
+app server showed."""
 
 from __future__ import annotations
 
 import re
+from urllib.parse import urlparse
 
 from . import evidence
-from .conftest import VIEWPORT, WAIT_MS, expect, screenshot
+from .conftest import VIEWPORT, WAIT_MS, expect, open_page, screenshot, wait_idle
 
-PAGES = ("Agents", "Run", "Analysis", "Runs", "Sweeps", "Settings")
+SLUGS = {"run": "Run", "agents": "Agents", "analysis": "Analysis", "runs": "Runs",
+         "sweeps": "Sweeps", "settings": "Settings"}
 
 
-def test_app_loads_with_all_five_pages(app_server, page):
-    """... and offline: no request leaves the app's own server (the favicon, a Material icon,
-    was fetched from Google's font host on every load)."""
+def test_a_first_visit_stays_offline_and_every_page_answers_at_its_slug(app_server, page):
+    """No request leaves the app's own server (the favicon, a Material icon, was fetched from
+    Google's font host on every load); every page answers at its slug (`/run` once said "Page
+    not found"); an import error shows right under its file field, which keeps the file."""
     asked: list[str] = []
     page.on("request", lambda request: asked.append(request.url))
     page.goto(app_server)
-    page.get_by_text("status: idle").wait_for(timeout=60_000)  # the Run page, rendered
+    expect(page.get_by_text("status: idle")).to_be_visible(timeout=WAIT_MS)  # the Run page
     icon = page.locator("link[rel~='icon']").first.get_attribute("href") or ""
     assert icon.startswith("data:image/svg+xml"), icon[:80]
-    elsewhere = [u for u in asked if not u.startswith((app_server, "data:", "blob:"))]
-    assert not elsewhere, elsewhere
     logo = page.get_by_test_id("stSidebarLogo")  # the app's name atop the sidebar
     expect(logo).to_be_visible()
     assert (logo.get_attribute("src") or "").startswith("data:image/svg+xml")
     nav = page.get_by_test_id("stSidebarNav")
     lines = [line.strip() for line in nav.inner_text().splitlines() if line.strip()]
-    assert all(title in lines for title in PAGES), lines
-    page.get_by_test_id("stSidebarNav").get_by_text("Agents", exact=True).click()
-    page.get_by_role("heading", name="Agents", exact=True).wait_for(timeout=30_000)
+    assert all(title in lines for title in SLUGS.values()), lines
+
+    for slug in ("", *SLUGS):
+        page.goto(f"{app_server}/{slug}")
+        title = SLUGS.get(slug, "Run")  # the root opens the Run page at /run
+        expect(page.get_by_role("heading", name=title, exact=True)).to_be_visible(
+            timeout=WAIT_MS)
+        wait_idle(page)
+        expect(page.get_by_text("Page not found")).to_have_count(0)
+        # the path, not the query: the page adds this browser's ?sid= to the URL
+        assert urlparse(page.url).path.rstrip("/").endswith(f"/{slug or 'run'}"), page.url
+
+    open_page(page, "Agents")
+    wait_idle(page)
+    page.locator(".st-key-agents_upload input[type=file]").set_input_files(files=[{
+        "name": "bad.json", "mimeType": "application/json", "buffer": b"{this is not json"}])
+    expect(page.locator(".st-key-agents_upload").get_by_text("bad.json")).to_be_visible(
+        timeout=WAIT_MS)
+    wait_idle(page)
+    page.locator(".st-key-import_agents button").click()
+    alert = page.get_by_test_id("stAlertContentError").filter(
+        has_text="Nothing was imported from bad.json")
+    expect(alert).to_be_visible(timeout=WAIT_MS)
+    button, box = page.locator(".st-key-import_agents").bounding_box(), alert.bounding_box()
+    assert button and box
+    assert 0 <= box["y"] - (button["y"] + button["height"]) < 150, (button, box)
+    expect(page.locator(".st-key-agents_upload").get_by_text("bad.json")).to_be_visible()
     screenshot(page, "smoke")
+    elsewhere = [u for u in asked if not u.startswith((app_server, "data:", "blob:"))]
+    assert not elsewhere, elsewhere
 
 
 def test_a_failure_keeps_each_tab_and_the_app_servers_stacks(app_server, page, open_context,

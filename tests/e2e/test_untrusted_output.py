@@ -6,7 +6,7 @@ so a remote image that "phones home" would be caught; a control image loaded by 
 end proves the page could have reached it.
 
 Two paths to the screen: a stored run (recorded from this test process with scripted bids into
-the app's own SQLite file) opened on the Analysis page, and a live run on the Run page whose
+the app's own SQLite file) opened on the Analysis page, then a live run on the Run page whose
 task, agent name and hence agent replies (a sim agent quotes who it answers) carry the payload.
 """
 
@@ -38,7 +38,6 @@ from .conftest import (
     set_number,
     start_run,
     status_line,
-    wait_idle,
 )
 
 GRACE_MS = 2_000  # how long a request that should never come gets to arrive
@@ -97,19 +96,20 @@ def payload(beacon: Beacon, tag: str) -> str:
             f'<img src=x onerror="window.__pwned=2"> then ![]({beacon.url(tag + ".png")}) end.')
 
 
-def assert_inert(page: Any, beacon: Beacon) -> None:
+def assert_inert(page: Any, beacon: Beacon, control: str) -> None:
     """Nothing ran, nothing loaded, no script or handler from a message is in the DOM; then a
     control image proves the listener was reachable from this page all along."""
     page.wait_for_timeout(GRACE_MS)  # an absence cannot be waited for: give it time to happen
     assert page.evaluate(LEFTOVERS, beacon.port) == {
         "pwned": None, "scripts": 0, "handlers": 0, "images": []}
     assert beacon.hits == []
-    page.evaluate("(url) => { new Image().src = url; }", beacon.url("control.png"))
+    page.evaluate("(url) => { new Image().src = url; }", beacon.url(f"{control}.png"))
     deadline = time.monotonic() + WAIT_MS / 1000
-    while "/control.png" not in beacon.hits:  # a positive control: the listener was reachable
+    while f"/{control}.png" not in beacon.hits:  # a positive control: it was reachable
         assert time.monotonic() < deadline, f"the control image never arrived: {beacon.hits}"
         page.wait_for_timeout(50)
-    assert beacon.hits == ["/control.png"]
+    beacon.hits.remove(f"/{control}.png")
+    assert beacon.hits == []
 
 
 def record_payload_run(db_url: str, beacon: Beacon) -> str:
@@ -130,23 +130,10 @@ def record_payload_run(db_url: str, beacon: Beacon) -> str:
     return run_id
 
 
-def open_analysis(page: Any, base: str, run_id: str) -> None:
-    """Open `?run=<id>`; the run list is cached for 2 s, so a run written a moment ago by
-    another process may need a second look."""
-    picker = page.locator(".st-key-analysis_run input")
-    for attempt in range(30):
-        page.goto(f"{base}/analysis?run={run_id}")
-        expect(picker).to_be_visible(timeout=WAIT_MS)
-        wait_idle(page)
-        if run_id[:8] in (picker.input_value() or ""):
-            return
-        page.wait_for_timeout(500 + 100 * attempt)
-    raise AssertionError(f"run {run_id} never showed up on the Analysis page")
-
-
-def test_stored_agent_message_is_inert_on_analysis(app_server, app_db_url, page, beacon):
+def test_untrusted_output_stays_inert_stored_and_live(app_server, app_db_url, page, beacon):
+    # A stored run on Analysis, its transcript, charts and the Runs table.
     run_id = record_payload_run(app_db_url, beacon)
-    open_analysis(page, app_server, run_id)
+    page.goto(f"{app_server}/analysis?run={run_id}")
     page.get_by_role("tab", name="Transcript").click()
     message = page.get_by_test_id("stChatMessage").filter(has_text="Plain words first.")
     expect(message).to_be_visible(timeout=WAIT_MS)
@@ -161,17 +148,12 @@ def test_stored_agent_message_is_inert_on_analysis(app_server, app_db_url, page,
     screenshot(page, "untrusted-1-analysis-transcript")
     open_page(page, "Runs")  # names and task in the runs table and its filters
     expect(page.get_by_text(re.compile(r"^\d+ run\(s\)$"))).to_be_visible(timeout=WAIT_MS)
-    assert_inert(page, beacon)
+    assert_inert(page, beacon, "stored")
 
-
-def test_payload_in_a_live_run_is_inert(app_server, app_db_url, page, beacon):
-    """Task, agent name and the replies quoting that name all carry the payload, live."""
-    suffix = uuid.uuid4().hex[:6]
-    ann = f"Ann-{suffix}"
-    eve = (f'Eve-{suffix} <img src=x onerror="window.__pwned=6"> '
+    # A live run: task, agent name and the replies quoting that name carry the payload.
+    ann = "Ann"
+    eve = (f'Eve <img src=x onerror="window.__pwned=6"> '
            f"![]({beacon.url('name.png')}) <script>window.__pwned=7</script>")
-    page.goto(app_server)
-    expect(status_line(page)).to_have_text(re.compile(r"^status: idle"), timeout=WAIT_MS)
     open_page(page, "Agents")
     create_agent(page, ann, "sim/eager", "You argue for the benefits.", latency_s=0.2)
     create_agent(page, eve, "sim/contrarian", "You argue for the risks.", latency_s=0.2)
@@ -196,4 +178,4 @@ def test_payload_in_a_live_run_is_inert(app_server, app_db_url, page, beacon):
     expect(by_ann.filter(has_text='<img src=x onerror="window.__pwned=6">').filter(
         has_text="<script>window.__pwned=7</script>").first).to_be_visible()
     screenshot(page, "untrusted-2-live-run")
-    assert_inert(page, beacon)
+    assert_inert(page, beacon, "live")
