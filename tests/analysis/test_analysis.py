@@ -138,51 +138,28 @@ def explain(record: RunRecord, turn: int, threshold: float = 0.5) -> str:
     return explain_turn(record.bids_frame(), record.turns_frame(), turn, threshold)
 
 
-def test_explain_names_runner_up_and_margin():
-    text = explain(trio_record(), 1)
-    assert text.startswith("Turn 1: Alice spoke")
-    assert "runner-up was Bob at 0.7" in text and "margin of 0.2" in text
-    assert "1 of 3 bids had an empty message" in text
+BOOM = {"A": [RuntimeError("boom")], "B": [RuntimeError("down")]}
 
 
-def test_explain_says_when_the_penalty_changed_the_winner():
-    text = explain(trio_record(), 2)
-    assert "Bob spoke" in text and "runner-up was Cara" in text and "margin of 0.05" in text
-    assert "penalty changed the outcome" in text and "Alice (0.9) would have won" in text
-
-
-def test_explain_a_lull_compares_the_best_bid_with_the_threshold():
-    text = explain(trio_record(), 3)
-    assert "lull" in text and "Cara's 0.3" in text and "not above the threshold 0.5" in text
-
-
-def test_explain_a_tie_goes_to_the_earlier_agent():
-    record = scripted_run({"A": [(0.8, "a"), (0.1, "")], "B": [(0.8, "b"), (0.1, "")]},
-                          max_loops=10)
-    text = explain(record, 1)
-    assert "A spoke" in text and "tie with B" in text and "earliest in the list, A" in text
-    assert "margin of 0" in text
-
-
-def test_explain_a_penalty_that_did_not_change_the_winner():
-    record = scripted_run({"A": [(0.9, "a1"), (0.95, "a2"), (0.1, "")],
-                           "B": [(0.6, "b1"), (0.6, "b2"), (0.1, "")]}, max_loops=10)
-    text = explain(record, 2)
-    assert "A spoke with an adjusted bid of 0.65 (raw 0.95 minus the recency penalty)" in text
-    assert "penalty applied to A but did not change the winner" in text
-
-
-def test_explain_a_bid_equal_to_the_threshold_and_all_silent_turns():
-    record = scripted_run({"A": [(0.5, "a")], "B": [(0.2, "")]}, max_loops=10)
-    assert "equal to the threshold 0.5" in explain(record, 1)
-    silent = scripted_run({"A": [(0.9, "")], "B": [(0.2, "")]}, max_loops=10)
-    assert "Every agent stayed silent" in explain(silent, 1)
-
-
-def test_explain_a_turn_where_every_bid_failed_is_not_a_lull():
-    record = scripted_run({"A": [RuntimeError("boom")], "B": [RuntimeError("down")]})
-    text = explain(record, 1)
-    assert "Every bid failed" in text and "not a lull" in text and "boom" in text
+@pytest.mark.parametrize(("script", "turn", "fragments"), [
+    (None, 1, ["Turn 1: Alice spoke", "runner-up was Bob at 0.7", "margin of 0.2",
+               "1 of 3 bids had an empty message"]),
+    (None, 2, ["Bob spoke", "runner-up was Cara", "margin of 0.05", "penalty changed the outcome",
+               "Alice (0.9) would have won"]),
+    (None, 3, ["lull", "Cara's 0.3", "not above the threshold 0.5"]),  # best bid vs threshold
+    ({"A": [(0.8, "a"), (0.1, "")], "B": [(0.8, "b"), (0.1, "")]}, 1,  # a tie
+     ["A spoke", "tie with B", "earliest in the list, A", "margin of 0"]),
+    ({"A": [(0.9, "a1"), (0.95, "a2"), (0.1, "")], "B": [(0.6, "b1"), (0.6, "b2"), (0.1, "")]},
+     2, ["A spoke with an adjusted bid of 0.65 (raw 0.95 minus the recency penalty)",
+         "penalty applied to A but did not change the winner"]),
+    ({"A": [(0.5, "a")], "B": [(0.2, "")]}, 1, ["equal to the threshold 0.5"]),
+    ({"A": [(0.9, "")], "B": [(0.2, "")]}, 1, ["Every agent stayed silent"]),
+    (BOOM, 1, ["Every bid failed", "not a lull", "boom"]),
+])
+def test_explain_a_turn(script: dict | None, turn: int, fragments: list[str]):
+    record = trio_record() if script is None else scripted_run(script, max_loops=10)
+    text = explain(record, turn)
+    assert [f for f in fragments if f not in text] == [], text
 
 
 def test_explain_an_unknown_turn_raises_with_the_known_turns():
@@ -198,12 +175,23 @@ LADDER = {  # A, B (the penalty beats A's 0.9), A (B's 0.95 is penalised), then 
 }
 
 
-def test_same_parameters_reproduce_the_actual_winners_exactly():
-    record = scripted_run(LADDER, max_loops=10)
-    result = counterfactual(record.bids_frame(), 0.5, 0.3, 1)
-    assert list(result.frame["counterfactual_winner"].iloc[:3]) == ["A", "B", "A"]
-    assert not result.frame["diverged"].any() and result.first_divergence is None
-    assert result.stopped == "lull" and len(result.frame) == 4
+def test_counterfactuals_of_a_scripted_run():
+    bids = scripted_run(LADDER, max_loops=10).bids_frame()
+    same = counterfactual(bids, 0.5, 0.3, 1)  # the same parameters: the actual winners exactly
+    assert list(same.frame["counterfactual_winner"].iloc[:3]) == ["A", "B", "A"]
+    assert not same.frame["diverged"].any() and same.first_divergence is None
+    assert same.stopped == "lull" and len(same.frame) == 4
+    higher = counterfactual(bids, 0.75, 0.3, 1)  # diverges at the first turn it would lull
+    assert higher.first_divergence == 2 and higher.stopped == "lull"
+    assert list(higher.frame["turn"]) == [1, 2]  # later bids answered another conversation
+    assert pd.isna(higher.frame["counterfactual_winner"].iloc[1])
+    unpenalised = counterfactual(bids, 0.5, 0.0, 1)  # diverges where the penalty decided
+    assert unpenalised.first_divergence == 2 and unpenalised.stopped == "diverged"
+    assert unpenalised.frame.iloc[-1][["actual_winner", "counterfactual_winner"]].tolist() == [
+        "B", "A"]
+    longer = counterfactual(bids, 0.5, 0.3, 2)  # A spoke 2 messages before turn 3
+    assert longer.first_divergence == 3 and longer.stopped == "diverged"
+    assert longer.frame.iloc[-1]["counterfactual_winner"] == "B"
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
@@ -218,25 +206,3 @@ def test_same_parameters_reproduce_simulated_runs(seed: int):
     assert [None if pd.isna(w) else w for w in result.frame["counterfactual_winner"]] == actual
     assert result.first_divergence is None
     assert result.stopped == (None if record.stop_reason == "max_loops" else "lull")
-
-
-def test_a_higher_threshold_diverges_at_the_first_turn_it_would_lull():
-    record = scripted_run(LADDER, max_loops=10)
-    result = counterfactual(record.bids_frame(), 0.75, 0.3, 1)
-    assert result.first_divergence == 2 and result.stopped == "lull"
-    assert list(result.frame["turn"]) == [1, 2]  # later bids answered another conversation
-    assert pd.isna(result.frame["counterfactual_winner"].iloc[1])
-
-
-def test_no_penalty_diverges_where_the_penalty_decided_the_turn():
-    record = scripted_run(LADDER, max_loops=10)
-    result = counterfactual(record.bids_frame(), 0.5, 0.0, 1)
-    assert result.first_divergence == 2 and result.stopped == "diverged"
-    assert result.frame.iloc[-1][["actual_winner", "counterfactual_winner"]].tolist() == ["B", "A"]
-
-
-def test_a_longer_recency_window_penalises_earlier_speakers():
-    record = scripted_run(LADDER, max_loops=10)
-    result = counterfactual(record.bids_frame(), 0.5, 0.3, 2)  # A spoke 2 messages before turn 3
-    assert result.first_divergence == 3 and result.stopped == "diverged"
-    assert result.frame.iloc[-1]["counterfactual_winner"] == "B"

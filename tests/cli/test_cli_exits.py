@@ -39,6 +39,8 @@ def test_a_finished_chat_exits_0_bad_input_2_and_a_chat_whose_bids_all_fail_1(ca
     assert code == 1, err
     assert "error: the chat stopped because every bid failed" in err
     assert RunStore().list_runs()["stop_reason"].tolist()[0] == "error"
+    assert RunStore().list_runs()["status"].tolist()[0] == "error"
+    assert err.strip().splitlines()[-1].startswith("error: the chat stopped")  # the last line
 
 
 def as_at_a_terminal() -> None:

@@ -1,5 +1,6 @@
 """Ownership on the command line: what the CLI starts or imports is recorded for `--owner`, else
-the OS user; `list --json`, `show` and exports say who; `sweep delete` follows the owner rule."""
+the OS user; `list --json`, `show` and exports say who; `delete` and `sweep delete` follow the
+owner rule, ask unless `--yes`, and one refused run deletes nothing."""
 
 from __future__ import annotations
 
@@ -21,6 +22,11 @@ def _os_user_is_ada(monkeypatch):
 
 pytestmark = pytest.mark.usefixtures("fresh_engines")
 
+
+def recorded(capsys, task: str, *flags: str) -> str:
+    code, _, err = run_cli(capsys, "run", DEBATE, "--task", task, "--quiet", *flags)
+    assert code == 0, err
+    return err.strip().splitlines()[-1].removeprefix("run ")
 
 
 def run_id_of(err: str) -> str:
@@ -107,9 +113,14 @@ def test_sweeps_carry_their_owner_and_only_the_owner_deletes_one(capsys, tmp_pat
     assert code == 2 and err.startswith(f"error: no sweep '{sweep}'")
 
 
-def test_a_confirmation_on_a_terminal_names_the_sweep(capsys, tmp_path, monkeypatch):
+def test_a_sweep_is_deleted_after_a_terminal_confirmation_never_while_running(capsys,
+                                                                              monkeypatch):
     store = RunStore()
-    sweep = store.create_sweep("asked", {"threshold": [0.5]}, owner="ada")
+    sweep = store.create_sweep("asked", {"threshold": [0.5]}, owner="ada")  # running here
+    with pytest.raises(SweepBusy, match="already running in this process"):
+        store.delete_sweep(sweep)
+    code, _, err = run_cli(capsys, "sweep", "delete", sweep, "--yes")
+    assert code == 2 and "already running" in err and err.count("\n") == 1
     store.finish_sweep(sweep, "cancelled")
     monkeypatch.setattr("sys.stdin.isatty", lambda: True)
     monkeypatch.setattr("sys.stdin.readline", lambda: "n\n")
@@ -119,16 +130,57 @@ def test_a_confirmation_on_a_terminal_names_the_sweep(capsys, tmp_path, monkeypa
     monkeypatch.setattr("sys.stdin.readline", lambda: "y\n")
     code, _, err = run_cli(capsys, "sweep", "delete", sweep)
     assert code == 0 and store.list_sweeps().empty
-
-
-def test_a_running_sweep_is_not_deleted(capsys):
-    store = RunStore()
-    sweep = store.create_sweep("live", {"threshold": [0.5]}, owner="ada")  # running here
-    with pytest.raises(SweepBusy, match="already running in this process"):
-        store.delete_sweep(sweep)
-    code, _, err = run_cli(capsys, "sweep", "delete", sweep, "--yes")
-    assert code == 2 and "already running" in err and err.count("\n") == 1
-    store.finish_sweep(sweep, "cancelled")
-    assert store.delete_sweep(sweep) == 0
     with pytest.raises(StoreError, match="no sweep"):
         store.delete_sweep(sweep)
+
+
+# --- `delete RUN ...` ---------------------------------------------------------------------------
+
+
+def test_the_owner_deletes_her_runs_with_yes_and_others_runs_are_refused(capsys, monkeypatch):
+    mine, other = recorded(capsys, "Mine."), recorded(capsys, "Theirs.", "--owner", "bob")
+    store = RunStore()
+    code, out, err = run_cli(capsys, "delete", mine[:10], other, "--yes")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert f"run {other[:12]} (Theirs.) belongs to bob, not to ada: only its owner" in err
+    assert len(store.list_runs()) == 2  # one refused run: nothing deleted
+
+    monkeypatch.setattr("sys.stdin.isatty", lambda: False)
+    code, _, err = run_cli(capsys, "delete", mine)
+    assert code == 2 and "needs a confirmation: add --yes" in err and err.count("\n") == 1
+    assert len(store.list_runs()) == 2
+
+    code, out, err = run_cli(capsys, "delete", mine[:10], "--yes")
+    assert code == 0 and out == "" and err.strip() == f"deleted run {mine[:12]} (Mine.)"
+    assert list(store.list_runs()["run_id"]) == [other]
+    assert store.bids(mine).empty
+    code, _, err = run_cli(capsys, "delete", other, "--yes", "--owner", "bob")
+    assert code == 0 and store.list_runs().empty
+    code, _, err = run_cli(capsys, "delete", mine, "--yes")
+    assert code == 2 and err.startswith(f"error: no run '{mine}'")
+
+
+def test_a_terminal_confirmation_names_the_runs_and_a_running_run_is_not_deleted(capsys,
+                                                                                 monkeypatch):
+    first, second = recorded(capsys, "One."), recorded(capsys, "Two.")
+    store = RunStore()
+    store._update_run(second, "mark running", status="running")  # as a live process leaves it
+    code, _, err = run_cli(capsys, "delete", second, "--yes")
+    assert code == 2 and "is still running: stop it" in err and err.count("\n") == 1
+    store._update_run(second, "mark finished", status="finished")
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    monkeypatch.setattr("sys.stdin.readline", lambda: "n\n")
+    code, _, err = run_cli(capsys, "delete", first, second)
+    assert code == 1 and "Delete 2 runs? This cannot be undone. [y/N]" in err
+    assert "nothing deleted" in err and len(store.list_runs()) == 2
+    monkeypatch.setattr("sys.stdin.readline", lambda: "y\n")
+    code, _, err = run_cli(capsys, "delete", first)
+    assert code == 0 and f"Delete run {first[:12]} (One.)?" in err
+    assert list(store.list_runs()["run_id"]) == [second]
+
+
+def test_delete_on_a_path_with_no_store_creates_none(capsys, tmp_path):
+    url = f"sqlite:///{tmp_path}/none/groupchat.db"
+    code, _, err = run_cli(capsys, "--db", url, "delete", "abc", "--yes")
+    assert code == 2 and err.count("\n") == 1
+    assert not (tmp_path / "none").exists()

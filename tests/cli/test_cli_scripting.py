@@ -57,41 +57,31 @@ def test_bad_run_flags_are_one_line_and_record_nothing(capsys, argv, message):
     assert RunStore().list_runs().empty
 
 
-def test_list_json_has_the_documented_fields(capsys):
+def test_list_and_show_json_have_the_documented_fields_and_escape_every_control(capsys):
+    evil = "evil \x1b]52;c;aGk=\x07 task \u202e"
     first = recorded(capsys, task="one")
-    second = recorded(capsys, "--max-loops", "2", task="two")
+    second = recorded(capsys, "--max-loops", "2", task=evil)
     code, out, _ = run_cli(capsys, "list", "--json")
+    assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
     rows = json.loads(out)
     assert code == 0 and [r["run_id"] for r in rows] == [second, first]
     assert all(list(r) == list(LIST_FIELDS) for r in rows)
-    assert rows[0]["max_loops"] == 2 and rows[0]["task"] == "two"
+    assert rows[0]["max_loops"] == 2 and rows[0]["task"] == evil
     assert rows[0]["status"] == "finished" and isinstance(rows[0]["turns"], int)
     code, out, _ = run_cli(capsys, "list", "--json", "--status", "error")
     assert json.loads(out) == []  # an empty list, not a message
-
-
-def test_show_json_is_the_bundles_run_with_its_messages(capsys):
-    run_id = recorded(capsys)
-    code, out, _ = run_cli(capsys, "show", run_id[:8], "--json")
+    code, out, _ = run_cli(capsys, "show", first[:8], "--json")  # the bundle's run, messages
     data = json.loads(out)
     assert code == 0 and list(data) == ["run", "written_by", "messages", "turns", "simulated",
                                         "outcome"]
     assert data["simulated"] is True and data["outcome"] is None  # sims, a plain task
-    assert data["run"]["run_id"] == run_id and data["messages"][0]["content"] == (
-        "Should we adopt AI?")
+    assert data["run"]["run_id"] == first and data["messages"][0]["content"] == "one"
     assert data["written_by"]["store_schema_version"] == SCHEMA_VERSION
-    code, out, _ = run_cli(capsys, "show", run_id, "--json", "--bids")
+    code, out, _ = run_cli(capsys, "show", first, "--json", "--bids")
     bids = json.loads(out)["bids"]
     assert bids and {"agent", "score", "turn"} <= set(bids[0])
-
-
-def test_json_escapes_every_control_character(capsys):
-    run_id = recorded(capsys, task="evil \x1b]52;c;aGk=\x07 task \u202e")
-    _, out, _ = run_cli(capsys, "list", "--json")
-    assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
-    assert json.loads(out)[0]["task"] == "evil \x1b]52;c;aGk=\x07 task \u202e"
-    _, out, _ = run_cli(capsys, "show", run_id, "--json")
-    assert "\x1b" not in out
+    _, out, _ = run_cli(capsys, "show", second, "--json")
+    assert "\x1b" not in out and json.loads(out)["messages"][0]["content"] == evil
 
 
 def _cli(tmp_path: Path, shell: str) -> subprocess.CompletedProcess[str]:

@@ -83,14 +83,18 @@ def test_the_parametrised_store_fixture_runs_on_each_backend(store, backend):
     assert store.engine.dialect.name == backend
 
 
-def test_recorded_run_reads_back_exactly(store):
-    chat = three_turns(name="debate", threshold=0.5)
-    store.attach(chat)
-    chat.run("Debate the plan.")
-    record = chat.last_run
-    assert store.load_run(record.run_id) == record
-    info = store.run_info(record.run_id)
-    assert (info["status"], info["stop_reason"], info["turns"]) == ("finished", "lull", 3)
+def test_recorded_runs_read_back_exactly_in_the_order_asked_and_delete(store):
+    ids = []
+    for i in range(3):
+        chat = three_turns(name="debate", threshold=0.5)
+        store.attach(chat)
+        chat.run(f"Debate the plan {i}.")
+        record = chat.last_run
+        ids.append(record.run_id)
+        # fully recorded when run returns, each time
+        assert store.load_run(record.run_id) == record
+        info = store.run_info(record.run_id)
+        assert (info["status"], info["stop_reason"], info["turns"]) == ("finished", "lull", 3)
     assert info["spec"]["agents"][0]["agent_name"] == "Alice"
     assert info["pid"] == os.getpid()
     frame = store.bids(record.run_id)
@@ -102,6 +106,21 @@ def test_recorded_run_reads_back_exactly(store):
     assert list(posted.columns) == ["run_id", "position", "turn", *Message.model_fields]
     assert posted[["position", "turn", "role"]].values.tolist() == [
         [0, 0, "User"], [1, 1, "Alice"], [2, 2, "Bob"]]
+    frame = store.bids([ids[2], ids[0]])
+    assert frame["run_id"].drop_duplicates().tolist() == [ids[2], ids[0]]
+    assert frame.groupby("run_id")["turn"].apply(list).loc[ids[0]] == [1, 1, 1, 2, 2, 2, 3, 3, 3]
+    assert len(store.bids()) == 27
+    empty = store.turns([])
+    assert empty.empty and list(empty.columns) == ["run_id", *Turn.model_fields]
+    assert store.resolve(ids[0][:6]) == ids[0]
+    for unknown in ("zz%", ""):  # no LIKE wildcard, no empty prefix
+        with pytest.raises(StoreError, match="no run"):
+            store.resolve(unknown)
+    assert store.delete_run(ids[0]) is True
+    assert store.bids(ids[0]).empty and store.messages(ids[0]).empty
+    assert store.delete_run(ids[0]) is False
+    with pytest.raises(StoreError, match="no run"):
+        store.load_run(ids[0])
 
 
 def test_a_sim_chat_recorded_by_a_recorder_reads_back_exactly(store):
@@ -143,15 +162,6 @@ def test_each_turn_is_written_on_its_own_as_soon_as_it_completes(store):
     chat.add_observer(check)
     chat.run("Debate the plan.")
     assert seen == [(1, 3, 1, "running"), (2, 6, 2, "running"), (3, 9, 3, "running")]
-
-
-def test_the_run_is_fully_recorded_when_run_returns(store):
-    for _ in range(5):
-        chat = three_turns()
-        store.attach(chat)
-        chat.run("go")
-        assert store.load_run(chat.last_run.run_id) == chat.last_run
-        assert store.run_info(chat.last_run.run_id)["status"] == "finished"
 
 
 def test_a_run_whose_bids_all_fail_is_recorded_as_error(store):
@@ -258,32 +268,6 @@ def test_a_dead_workers_run_is_flagged_with_its_reason_even_once_marked_interrup
     assert store.run_info("killed")["error"] == reason
 
 
-def test_list_runs_filters_combine(store):
-    for name, agents in (("first", ["Ann", "Ben"]), ("second", ["Ann", "Cy"])):
-        fake = ScriptedBids({a: [(0.1, "")] for a in agents})
-        chat = GroupChat(name=name, agents=[Agent(agent_name=a, model_name=fake.model_name)
-                                            for a in agents])
-        store.attach(chat)
-        chat.run(f"task {name}")
-    every = store.list_runs()
-    assert every["name"].tolist() == ["second", "first"]  # newest first
-    assert every["turns"].tolist() == [1, 1]
-    assert store.list_runs(agent="Cy")["name"].tolist() == ["second"]
-    assert store.list_runs(agent="C").empty  # exact names, not substrings
-    assert store.list_runs(status="finished", limit=1)["name"].tolist() == ["second"]
-    assert store.list_runs(status="interrupted").empty
-    assert len(store.list_runs(since="2000-01-01")) == 2
-    assert store.list_runs(since="2999-01-01T00:00:00").empty
-    first = every["run_id"].iloc[1]
-    store.set_tags(first, ["baseline", "100%_sure"])
-    assert store.list_runs(tag="100%_sure")["name"].tolist() == ["first"]
-    assert store.list_runs(tag="100%").empty
-    with pytest.raises(StoreError, match="status must be one of"):
-        store.list_runs(status="done")
-    with pytest.raises(StoreError, match="ISO-8601"):
-        store.list_runs(since="last tuesday")
-
-
 def test_list_runs_filters_orders_and_counts_sim_runs(store):
     ids = []
     for name, task in (("alpha", "one"), ("beta", "two"), ("gamma", "three")):
@@ -298,6 +282,9 @@ def test_list_runs_filters_orders_and_counts_sim_runs(store):
     assert store.list_runs(limit=2)["run_id"].tolist() == ids[:0:-1]
     assert store.list_runs(limit=0).empty
     assert store.list_runs(agent="SimEager", status="finished")["run_id"].tolist() == ids[::-1]
+    assert store.list_runs(status="interrupted").empty
+    assert store.list_runs(since="2999-01-01T00:00:00").empty
+    assert store.list_runs(agent="SimE").empty  # exact names, not substrings
     assert store.list_runs(agent="simeager").empty  # exact and case-sensitive
     middle = store.run_info(ids[1])["started_at"]
     assert store.list_runs(since=middle)["name"].tolist() == ["gamma", "beta"]
@@ -305,6 +292,8 @@ def test_list_runs_filters_orders_and_counts_sim_runs(store):
     store.set_notes(ids[0], "ünïcödé notes ✓")
     assert store.list_runs(tag="a_b")["run_id"].tolist() == [ids[0]]
     assert store.list_runs(tag="aXb").empty and store.list_runs(tag="x").empty
+    assert store.list_runs(tag="x%")["run_id"].tolist() == [ids[0]]
+    assert store.list_runs(tag="%").empty  # no LIKE wildcard
     assert store.run_info(ids[0])["notes"] == "ünïcödé notes ✓"
     sweep = store.create_sweep("s", {"threshold": [0.5]})
     chat = sim_chat(name="swept")
@@ -312,47 +301,10 @@ def test_list_runs_filters_orders_and_counts_sim_runs(store):
     chat.run("four")
     assert store.list_runs(sweep_id=sweep)["cell"].tolist() == ["threshold=0.5"]
     assert store.resolve(ids[2][:8]) == ids[2]
-    with pytest.raises(StoreError, match="no run"):
-        store.resolve("%")
-
-
-def test_frames_of_many_runs_keep_the_order_asked(store):
-    ids = []
-    for _ in range(3):
-        chat = three_turns()
-        store.attach(chat)
-        chat.run("go")
-        ids.append(chat.last_run.run_id)
-    frame = store.bids([ids[2], ids[0]])
-    assert frame["run_id"].drop_duplicates().tolist() == [ids[2], ids[0]]
-    assert frame.groupby("run_id")["turn"].apply(list).loc[ids[0]] == [1, 1, 1, 2, 2, 2, 3, 3, 3]
-    assert len(store.bids()) == 27
-    empty = store.turns([])
-    assert empty.empty and list(empty.columns) == ["run_id", *Turn.model_fields]
-
-
-def test_delete_run_removes_its_log(store):
-    chat = three_turns()
-    store.attach(chat)
-    chat.run("go")
-    run_id = chat.last_run.run_id
-    assert store.delete_run(run_id) is True
-    assert store.bids(run_id).empty and store.messages(run_id).empty
-    assert store.delete_run(run_id) is False
-    with pytest.raises(StoreError, match="no run"):
-        store.load_run(run_id)
-
-
-def test_resolve_accepts_a_unique_prefix(store):
-    chat = three_turns()
-    store.attach(chat)
-    chat.run("go")
-    run_id = chat.last_run.run_id
-    assert store.resolve(run_id[:6]) == run_id
-    with pytest.raises(StoreError, match="no run"):
-        store.resolve("zz%")
-    with pytest.raises(StoreError, match="no run"):
-        store.resolve("")
+    with pytest.raises(StoreError, match="status must be one of"):
+        store.list_runs(status="done")
+    with pytest.raises(StoreError, match="ISO-8601"):
+        store.list_runs(since="last tuesday")
 
 
 def _everything_stored(store: RunStore, backend: str, tmp_path: Path) -> str:

@@ -1,10 +1,7 @@
 """Declared once (issue 25 §2): the dashboard's defaults, bounds and statuses are the core's.
-
-The Run form refuses a value outside the engine's range with one line naming the range (a
-threshold of 5 used to make Start do nothing, with no message: issue 21); its help texts, the
-Runs filter and the sweep grid read the same table; the live view falls back to the engine's
-defaults; no status set, default or masking rule is spelled a second time in the dashboard.
-"""
+The Run form refuses a value outside the engine's range in one line naming it (a threshold of 5
+made Start do nothing: issue 21); help texts, the Runs filter and the sweep grid read the same
+table; no status set, default or masking rule is spelled a second time in the dashboard."""
 
 from __future__ import annotations
 
@@ -36,23 +33,17 @@ from groupchat_ui.kit import jobs as job_registry
 from groupchat_ui.run import logic as run_logic
 from groupchat_ui.sweeps import logic as sweep_logic
 from tests.helpers import ROOT
-from tests.helpers.app_helpers import goto, session
+from tests.helpers.app_helpers import goto, preset_run_form, session
 
 STATUS_WORDS = {"queued", "running", "finished", "cancelled", "error", "interrupted",
                 "stopped_budget"}
-
-
-def run_form(app: AppTest) -> None:
-    goto(app, "agents")
-    app.button(key="load_preset").click().run()
-    goto(app, "run")
 
 
 @pytest.mark.parametrize(("name", "value"), [("threshold", 5.0), ("threshold", -3.0),
                                              ("recency_penalty", 5.0)])
 def test_the_run_form_refuses_a_value_outside_the_engines_range_in_one_line(
         app: AppTest, name: str, value: float):
-    run_form(app)
+    preset_run_form(app)
     app.number_input(key=f"run_param_{name}").set_value(value)
     app.button(key="start_run").click().run()
     assert not app.exception, [e.value for e in app.exception]
@@ -64,38 +55,26 @@ def test_the_run_form_refuses_a_value_outside_the_engines_range_in_one_line(
 
 
 def test_the_run_forms_help_names_the_engines_range_and_default(app: AppTest):
-    run_form(app)
+    preset_run_form(app)
     for name in ("threshold", "recency_penalty", "max_loops", "recency_window"):
         help_text = app.number_input(key=f"run_param_{name}").help
         assert CHAT_BOUNDS[name].text() in help_text, (name, help_text)
         assert f"default is {chat_default(name):g}" in help_text
 
 
-def test_the_runs_filter_spans_the_engines_threshold_range(app: AppTest):
+def test_the_runs_filter_sweep_agent_and_settings_forms_take_their_ranges_from_the_core(
+        app: AppTest):
     goto(app, "runs")
     bound = CHAT_BOUNDS["threshold"]
     assert app.slider(key="filter_threshold").value == (bound.low, bound.high)
     assert app.slider(key="filter_max_loops").value == (1, CHAT_BOUNDS["max_loops"].high)
-
-
-def test_the_sweep_and_agent_forms_take_their_ranges_from_the_core(app: AppTest):
-    goto(app, "sweeps")
-    for key, bound in (("sw_max_loops", CHAT_BOUNDS["max_loops"]),
-                       ("sw_repeats", SWEEP_BOUNDS["repeats"]),
-                       ("sw_concurrency", SWEEP_BOUNDS["concurrency"])):
-        widget = app.number_input(key=key)
+    for page, key, bound in (("sweeps", "sw_max_loops", CHAT_BOUNDS["max_loops"]),
+                             ("sweeps", "sw_repeats", SWEEP_BOUNDS["repeats"]),
+                             ("sweeps", "sw_concurrency", SWEEP_BOUNDS["concurrency"]),
+                             ("agents", "agent_form_temperature", AGENT_BOUNDS["temperature"]),
+                             ("settings", "pref_inflight", PROCESS_BOUNDS["max_inflight_calls"])):
+        widget = goto(app, page).number_input(key=key)
         assert (widget.min, widget.max) == (bound.low, bound.high), key
-    goto(app, "agents")
-    temperature = app.number_input(key="agent_form_temperature")
-    assert (temperature.min, temperature.max) == (AGENT_BOUNDS["temperature"].low,
-                                                  AGENT_BOUNDS["temperature"].high)
-
-
-def test_the_settings_limit_is_the_engines(app: AppTest):
-    goto(app, "settings")
-    bound = PROCESS_BOUNDS["max_inflight_calls"]
-    limit = app.number_input(key="pref_inflight")
-    assert (limit.min, limit.max) == (bound.low, bound.high)
     with pytest.raises(ConfigError, match=r"limit must be an integer <= 1,024 \(its docu"):
         set_max_inflight_calls(2000)
 

@@ -14,14 +14,18 @@ from streamlit.testing.v1 import AppTest
 
 from groupchat_core.integrations import tracer_provider_from_env
 from groupchat_core.store import RunStore
-from groupchat_core.sweeps import parse_sweep, run_sweep
 from groupchat_ui.kit import jobs as job_registry
-from groupchat_ui.kit import mlflow_export, store_access, traces
+from groupchat_ui.kit import mlflow_export, traces
 from tests.helpers.app_helpers import (
+    fill,
     goto,
     new_app,
     poll,
+    preset_run_form,
+    query,
+    select_rows,
     session,
+    sim_sweep,
     small_grid,
     status,
     sweep_status,
@@ -40,10 +44,7 @@ def app() -> Iterator[AppTest]:
 
 
 def run_a_chat(app: AppTest) -> str:
-    goto(app, "agents")
-    app.button(key="load_preset").click().run()
-    goto(app, "run")
-    app.number_input(key="run_param_max_loops").set_value(3)
+    fill(preset_run_form(app), run_param_max_loops=3)
     app.button(key="start_run").click().run()
     assert not app.error, [e.value for e in app.error]
     poll(app, lambda at: status(at).startswith("status: finished"), "the run to finish")
@@ -81,14 +82,12 @@ def test_the_traces_switch_traces_each_cell_of_a_sweep_started_here(app, monkeyp
         {"OTEL_TRACES_EXPORTER": "none"}, exporters=[spans]))
     goto(app, "settings")
     app.toggle(key="pref_trace_runs").set_value(True).run()
-    goto(app, "sweeps")
-    small_grid(app, repeats=1, max_loops=3, penalties="0.3")  # 2 cells
+    small_grid(goto(app, "sweeps"), repeats=1, max_loops=3, penalties="0.3")  # 2 cells
     app.button(key="sw_start").click().run()
     assert not app.error, [e.value for e in app.error]
     poll(app, lambda at: sweep_status(at).startswith("sweep status: finished"),
          "the sweep to finish")
-    sweep = app.query_params["sweep"]
-    sweep = sweep if isinstance(sweep, str) else sweep[0]
+    sweep = query(app, "sweep")
     roots = [s for s in spans.get_finished_spans() if s.name.startswith("invoke_workflow")]
     runs = RunStore().list_runs(sweep_id=sweep)
     assert len(runs) == 2 and len(roots) == 2  # one trace per cell, nothing else
@@ -98,13 +97,6 @@ def test_the_traces_switch_traces_each_cell_of_a_sweep_started_here(app, monkeyp
     assert {r.attributes["user.id"] for r in roots} == {"local"}
 
 
-def test_without_the_sdk_the_switch_is_off_and_says_how_to_install_it(app, monkeypatch):
-    monkeypatch.setattr(traces, "tracing_available", lambda: False)
-    goto(app, "settings")
-    assert app.toggle(key="pref_trace_runs").disabled
-    assert any("pip install 'groupchat-lab[traces]'" in c.value for c in app.caption)
-
-
 def test_runs_and_sweeps_export_to_a_local_mlflow_store_and_say_where(app, monkeypatch,
                                                                       tmp_path):
     uri = f"sqlite:///{tmp_path / 'tracking.db'}"
@@ -112,8 +104,7 @@ def test_runs_and_sweeps_export_to_a_local_mlflow_store_and_say_where(app, monke
     run_id = run_a_chat(app)
     goto(app, "runs")
     assert app.button(key="runs_mlflow").disabled  # nothing selected
-    app.session_state["runs_table"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
-    app.run()
+    select_rows(app, [0])
     app.button(key="runs_mlflow").click().run()
     said = " ".join(s.value for s in app.success).replace("\\", "")  # markdown escapes
     assert f"Logged to MLflow at {uri}: run {run_id[:8]} as MLflow run " in said, \
@@ -124,11 +115,7 @@ def test_runs_and_sweeps_export_to_a_local_mlflow_store_and_say_where(app, monke
     assert logged.data.tags["groupchat.run_id"] == run_id
     assert logged.info.run_id in said
 
-    agents = [{"agent_name": n, "system_prompt": "p", "model_name": "sim/balanced"} for n in "AB"]
-    sweep = run_sweep(parse_sweep({"name": "tracked", "base": {"max_loops": 3, "agents": agents},
-                                   "grid": {"threshold": [0.4, 0.6]}, "tasks": ["Q?"]}),
-                      RunStore()).sweep_id
-    store_access.invalidate()
+    sweep = sim_sweep(RunStore(), "tracked", (0.4, 0.6), 3)
     goto(app, "sweeps", sweep=sweep)
     assert not app.error, [e.value for e in app.error]
     app.button(key="sw_mlflow").click().run()
@@ -138,12 +125,15 @@ def test_runs_and_sweeps_export_to_a_local_mlflow_store_and_say_where(app, monke
     assert len(client.search_runs([experiment.experiment_id])) == 4  # run, sweep, 2 cells
 
 
-def test_without_mlflow_the_button_says_how_to_install_it(app, monkeypatch):
+def test_without_the_sdk_or_mlflow_the_controls_say_how_to_install_them(app, monkeypatch):
+    monkeypatch.setattr(traces, "tracing_available", lambda: False)
     monkeypatch.setattr(mlflow_export, "mlflow_available", lambda: False)
+    goto(app, "settings")
+    assert app.toggle(key="pref_trace_runs").disabled
+    assert any("pip install 'groupchat-lab[traces]'" in c.value for c in app.caption)
     run_a_chat(app)
     goto(app, "runs")
-    app.session_state["runs_table"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
-    app.run()
+    select_rows(app, [0])
     app.button(key="runs_mlflow").click().run()
     assert [e.value for e in app.error] == [
         "MLflow is not installed on this server: pip install 'groupchat-lab\\[mlflow\\]', "

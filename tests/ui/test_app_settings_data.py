@@ -1,9 +1,5 @@
 """The Settings page says where the data lives and why, and names an older store that is not
-in use with the line that points at it (AppTest, the real page script).
-
-Private imports (`groupchat_core._home`): units or test hooks with no public name; everything public
-comes from the public API.
-"""
+in use with the line that points at it. Private imports (`groupchat_core._home`): a test hook."""
 
 from __future__ import annotations
 

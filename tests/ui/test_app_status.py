@@ -1,8 +1,7 @@
 """Clear, consistent status (issue 11 §2, and the dashboard side of issue 9) through AppTest:
 labels that say which run it is, what Analysis opens, Settings' honest lifetimes and Clear,
-feedback next to its control, keys checked before Start, "no agent produced a readable bid",
-remembered tool-choice modes and unknown cost. Real HTTP goes to the shipped fake OpenAI server.
-"""
+feedback next to its control, "no agent produced a readable bid", remembered tool-choice modes
+and unknown cost. Real HTTP goes to the shipped fake OpenAI server."""
 
 from __future__ import annotations
 
@@ -20,11 +19,13 @@ from groupchat_ui.analysis import logic as analysis_logic
 from groupchat_ui.kit import jobs as job_registry
 from groupchat_ui.kit import store_access
 from tests.helpers.app_helpers import (
-    ROOT,
     errors,
+    fill,
     goto,
+    new_app,
     poll,
     save_agents,
+    select_rows,
     session,
     status,
 )
@@ -48,11 +49,8 @@ def server() -> Iterator[FakeOpenAIServer]:
 def run_from_page(at: AppTest, roster: list[str], task: str, *, name: str = "",
                   max_loops: int = 3) -> str:
     """Start a run on the Run page as a user does and wait for it to end; its job id."""
-    goto(at, "run")
-    at.multiselect(key="run_roster").set_value(roster).run()
-    at.text_area(key="run_task").set_value(task)
-    at.text_input(key="run_param_name").set_value(name)
-    at.number_input(key="run_param_max_loops").set_value(max_loops)
+    fill(goto(at, "run"), run_roster=roster).run()
+    fill(at, run_task=task, run_param_name=name, run_param_max_loops=max_loops)
     at.button(key="start_run").click().run()
     assert not at.exception, [e.value for e in at.exception]
     job = session(at).current_job
@@ -93,9 +91,7 @@ def test_labels_name_each_run_by_its_task_or_given_name(app: AppTest, store: Run
                                                          "Plan the offsite for the sales team"]
     for column in ("started", "ended"):  # local time to the second, no "T", no microseconds
         assert all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", v) for v in table[column])
-    app.session_state["runs_table"] = {"selection": {"rows": [0, 1], "columns": [],
-                                                      "cells": []}}
-    app.run()
+    select_rows(app, [0, 1])
     app.toggle(key="compare_runs").set_value(True).run()
     metrics = next(d.value for d in app.dataframe if "metric" in d.value.columns)
     headers = [c for c in metrics.columns if c != "metric"]
@@ -128,8 +124,7 @@ def test_analysis_opens_this_sessions_newest_finished_run_not_a_half_finished_on
     goto(app, "analysis")
     assert app.selectbox(key="analysis_run").value == my_run
 
-    other = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60).run()
-    goto(other, "analysis")  # a session with no run of its own: anyone's newest ended run
+    other = goto(new_app(), "analysis")  # no run of its own: anyone's newest ended run
     assert other.selectbox(key="analysis_run").value == newer
 
 
@@ -157,8 +152,7 @@ def test_settings_say_how_long_preferences_live_and_clear_keys(app: AppTest):
     assert "Preferences saved" not in said and "not saved" in said
 
     assert app.button(key="clear_keys").disabled
-    app.text_input(key="key_OPENAI_API_KEY").set_value("sk-aaaaaaaaaaaaaaaaaaaaaaaa")
-    app.text_input(key="key_GROQ_API_KEY").set_value("gsk-bbbbbbbbbbbbbbbbbbbbbbbb")
+    fill(app, key_OPENAI_API_KEY="sk-" + "a" * 24, key_GROQ_API_KEY="gsk-" + "b" * 24)
     app.button(key="save_keys").click().run()
     assert set(session(app).provider_keys) == {"OPENAI_API_KEY", "GROQ_API_KEY"}
     app.button(key="forget_GROQ_API_KEY").click().run()
@@ -208,36 +202,16 @@ def test_import_errors_show_under_their_file_field_which_keeps_the_file(
     app.file_uploader(key="bundle_upload").set_value(("broken.json", broken, "x"))
     app.button(key="import_bundle").click().run()
     assert "Nothing was imported from broken.json" in _after(app, "import_bundle", "error")
-    assert app.file_uploader(key="bundle_upload").value is not None
+    assert app.file_uploader(key="bundle_upload").value is not None and store.list_runs().empty
 
 
 def test_a_refused_start_says_why_under_the_start_button(app: AppTest, store: RunStore):
     sim_pair(store)
-    goto(app, "run")
-    app.multiselect(key="run_roster").set_value(["Ann", "Ben"]).run()
-    app.text_area(key="run_task").set_value("   ")
+    fill(goto(app, "run"), run_roster=["Ann", "Ben"]).run()
+    fill(app, run_task="   ")
     app.button(key="start_run").click().run()
     assert "the task must not be empty" in _after(app, "start_run", "error")
     assert session(app).job_ids == []
-
-
-# --- keys checked before Start --------------------------------------------------------------
-
-
-def test_missing_keys_disable_start_and_a_session_key_enables_it(app: AppTest, store: RunStore):
-    save_agents(store, [Agent(agent_name="Gpt", model_name="gpt-4o-mini"),
-                        Agent(agent_name="Sim", model_name="sim/balanced")])
-    goto(app, "run")
-    app.multiselect(key="run_roster").set_value(["Gpt", "Sim"]).run()
-    assert "Missing credentials" in errors(app) and "agent 'Gpt'" in errors(app)
-    assert "OPENAI\\_API\\_KEY" in errors(app)
-    assert app.button(key="start_run").disabled
-    goto(app, "settings")
-    app.text_input(key="key_OPENAI_API_KEY").set_value("sk-cccccccccccccccccccccccc")
-    app.button(key="save_keys").click().run()
-    goto(app, "run")
-    assert "Missing credentials" not in errors(app)
-    assert not app.button(key="start_run").disabled
 
 
 # --- over real HTTP: no readable bid, remembered modes, unknown cost ------------------------

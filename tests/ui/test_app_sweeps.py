@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
-import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -19,7 +18,7 @@ from groupchat_ui.kit import jobs as job_registry
 from groupchat_ui.kit import store_access
 from groupchat_ui.kit.presets import DEBATE_TRIO
 from groupchat_ui.sweeps.logic import page_behind, progress
-from tests.helpers.app_helpers import goto, new_app, small_grid, sweep_status
+from tests.helpers.app_helpers import fill, goto, new_app, query, small_grid, sweep_status, wait_for
 from tests.helpers.app_helpers import poll as poll_app
 
 DEADLINE_S = 60.0
@@ -36,12 +35,19 @@ def poll(at: AppTest, check: Callable[[AppTest], bool], what: str) -> None:
     poll_app(at, check, what, deadline_s=DEADLINE_S, shown=sweep_status)
 
 
-def test_the_page_renders_on_an_empty_store(at: AppTest):
+def test_the_page_renders_on_an_empty_store_and_bad_grid_input_starts_nothing(at: AppTest):
     assert at.title[0].value == "Sweeps"
     assert any("simulations" in i.value for i in at.info)
     assert any("No sweeps in the store yet" in i.value for i in at.info)
     assert "sweep status: idle" in status(at)
     assert any("cells" in m.value for m in at.markdown)  # the live count for the defaults
+    at.text_input(key="sw_threshold").input("0.4, abc").run()
+    assert any("'abc' is not a number" in e.value for e in at.error)
+    assert at.button(key="sw_start").disabled  # a browser cannot click it
+    assert "sweep status: idle" in status(at)
+    at.text_input(key="sw_threshold").input("0.4, 5").run()  # the engine's range: -1 to 2
+    assert any("threshold: 5 is outside -1 to 2" in e.value for e in at.error)
+    assert RunStore().list_sweeps().empty
 
 
 def test_a_small_sim_sweep_finishes_and_its_heatmaps_render(at: AppTest):
@@ -50,8 +56,7 @@ def test_a_small_sim_sweep_finishes_and_its_heatmaps_render(at: AppTest):
     at.button(key="sw_start").click().run()
     poll(at, lambda a: status(a).startswith("sweep status: finished"), "the sweep to finish")
     assert "8 / 8 cells" in status(at)
-    sweep = at.query_params["sweep"]
-    assert at.selectbox(key="sw_pick").value == (sweep if isinstance(sweep, str) else sweep[0])
+    assert at.selectbox(key="sw_pick").value == query(at, "sweep")
     assert len(at.get("plotly_chart")) >= 1
     store = RunStore()
     frame = sweep_results(store, at.selectbox(key="sw_pick").value)
@@ -61,16 +66,6 @@ def test_a_small_sim_sweep_finishes_and_its_heatmaps_render(at: AppTest):
     assert "Download methods & metadata (JSON)" in labels
     assert any("Simulated: some agents of this sweep are sim/ models" in c.value
                for c in at.caption)
-
-
-def test_bad_grid_input_shows_an_error_and_starts_nothing(at: AppTest):
-    at.text_input(key="sw_threshold").input("0.4, abc").run()
-    assert any("'abc' is not a number" in e.value for e in at.error)
-    assert at.button(key="sw_start").disabled  # a browser cannot click it
-    assert "sweep status: idle" in status(at)
-    at.text_input(key="sw_threshold").input("0.4, 5").run()  # the engine's range: -1 to 2
-    assert any("threshold: 5 is outside -1 to 2" in e.value for e in at.error)
-    assert RunStore().list_sweeps().empty
 
 
 def test_stop_then_resume_finishes_every_cell_exactly_once(at: AppTest):
@@ -179,11 +174,8 @@ def test_one_live_status_moves_per_turn_and_reads_the_same_everywhere(at: AppTes
     store_access.invalidate()
     at.selectbox(key="sw_room").select("Saved agents").run()
     at.multiselect(key="sw_saved").set_value(["Optimist", "Pessimist", "Realist"]).run()
-    at.text_input(key="sw_threshold").input("0.01, 0.02").run()  # low: nobody lulls
-    at.text_input(key="sw_recency_penalty").input("0").run()
-    at.number_input(key="sw_repeats").set_value(2).run()
-    at.number_input(key="sw_max_loops").set_value(30).run()
-    at.number_input(key="sw_concurrency").set_value(1).run()
+    fill(at, sw_threshold="0.01, 0.02", sw_recency_penalty="0", sw_repeats=2,  # nobody lulls
+         sw_max_loops=30, sw_concurrency=1).run()
     assert any("estimated wall time up to" in m.value and "0 tokens" in m.value
                for m in at.markdown), [m.value for m in at.markdown]
     at.button(key="sw_start").click().run()
@@ -226,14 +218,8 @@ def test_random_search_over_every_order_runs_and_its_statistics_tabs_render(at: 
     """The new axes in the form: random search (draws from ranges), every agent order, roster
     sizes; the cell count and estimate follow; the results group by order and rank it."""
     at.radio(key="sw_search").set_value("random").run()
-    at.number_input(key="sw_samples").set_value(2)
-    at.text_input(key="sw_rand_threshold").input("0.3, 0.7")
-    at.text_input(key="sw_rand_penalty").input("0.0, 0.3")
-    at.text_input(key="sw_recency_window").input("1")
-    at.selectbox(key="sw_order").select("all")
-    at.number_input(key="sw_repeats").set_value(2)
-    at.number_input(key="sw_max_loops").set_value(5)
-    at.run()
+    fill(at, sw_samples=2, sw_rand_threshold="0.3, 0.7", sw_rand_penalty="0.0, 0.3",
+         sw_recency_window="1", sw_order="all", sw_repeats=2, sw_max_loops=5).run()
     assert not at.error, [e.value for e in at.error]
     # 6 orders × 2 draws × 1 window × 1 task × 2 repeats
     assert any("**24 cells**" in m.value and "6 order" in m.value and "2 random samples"
@@ -285,17 +271,15 @@ def test_the_live_panel_redraws_the_page_once_a_late_job_has_created_its_sweep()
         assert progress(drawn.events).sweep_id is None and not drawn.done
         assert not page_behind(True, None, drawn)  # nothing new to show yet
         gate.set()
-        deadline = time.monotonic() + DEADLINE_S
-        while progress((now := registry.task_snapshot(job_id)).events).sweep_id is None:
-            assert time.monotonic() < deadline, "the job never created its sweep"
-            time.sleep(0.01)
+        wait_for(lambda: progress(registry.task_snapshot(job_id).events).sweep_id,
+                 "the job to create its sweep", DEADLINE_S)
+        now = registry.task_snapshot(job_id)
         created = progress(now.events).sweep_id
         assert page_behind(True, None, now)  # drawn without it: redraw the page
         if not now.done:  # drawn with it: the panel alone redraws until the job ends
             assert not page_behind(True, created, now)
-        while not (now := registry.task_snapshot(job_id)).done:
-            assert time.monotonic() < deadline, "the sweep never ended"
-            time.sleep(0.01)
+        wait_for(lambda: registry.task_snapshot(job_id).done, "the sweep's end", DEADLINE_S)
+        now = registry.task_snapshot(job_id)
         assert page_behind(True, created, now)  # it ended: redraw the charts and Resume
         assert not page_behind(False, created, now)  # drawn after the end: no timer
     finally:

@@ -1,8 +1,6 @@
-"""The Sweeps page's "Run cells on" choice (this server or a Ray cluster) and its per-worker
-progress: the choice and its default, the engine's one-line refusals (an address where nothing
-answers, a malformed one, Ray not installed) with no sweep started, the per-worker table as a
-pure function, and one sweep started from the page's form on a real local Ray cluster (a head
-and two worker nodes, as in tests/sweeps/test_sweep_ray.py)."""
+"""The Sweeps page's "Run cells on" choice (this server or a Ray cluster): its default, the
+one-line refusals (nothing answers, a malformed address, no Ray) with no sweep started, the
+per-worker table, and one sweep from the page's form on a real local Ray cluster."""
 
 from __future__ import annotations
 

@@ -5,8 +5,7 @@ a summary's run is read back from the store whole."""
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -15,8 +14,7 @@ from groupchat_core.store import RunStore
 from groupchat_ui.kit import jobs
 from groupchat_ui.kit.jobs import JobRegistry, JobSnapshot, from_record
 from groupchat_ui.run.logic import default_params, start_run
-
-DEADLINE_S = 30.0
+from tests.helpers.app_helpers import DEADLINE_S, goto, new_app, status, wait_for
 
 
 @pytest.fixture
@@ -24,15 +22,6 @@ def reg() -> Iterator[JobRegistry]:
     registry = JobRegistry(keep_finished=2)
     yield registry
     registry.shutdown()
-
-
-def wait_for(check: Callable[[], bool], what: str) -> None:
-    """Poll with short sleeps (no timing assertions): fail only if a generous deadline passes."""
-    deadline = time.monotonic() + DEADLINE_S
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.01)
 
 
 def agents(latency: float = 0.0) -> list[Agent]:
@@ -148,7 +137,6 @@ def test_the_registry_takes_the_setting(monkeypatch: pytest.MonkeyPatch):
 
 def test_the_run_page_shows_a_summarised_job_from_the_store(monkeypatch: pytest.MonkeyPatch):
     from groupchat_ui.kit import store_access
-    from tests.helpers.app_helpers import goto, new_app, status
 
     registry = jobs.registry()
     monkeypatch.setattr(registry, "keep_finished", 1)

@@ -11,9 +11,8 @@ from groupchat_core import Agent, GroupChat, RunStarted
 from groupchat_core.testing import ScriptedBid
 from groupchat_ui.kit import jobs as job_registry
 from groupchat_ui.kit.jobs import JobRegistry, JobSnapshot
+from tests.helpers.app_helpers import wait_for
 from tests.helpers.chats import scripted_chat
-
-DEADLINE_S = 20.0
 
 
 @pytest.fixture
@@ -21,16 +20,6 @@ def reg() -> Iterator[JobRegistry]:
     registry = JobRegistry()
     yield registry
     registry.shutdown()
-
-
-def wait_for(check: Callable[[], bool], what: str) -> None:
-    """Poll with short sleeps (no timing assertions): fail only if a generous deadline passes."""
-    deadline = time.monotonic() + DEADLINE_S
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
 
 def sim_chat(max_loops: int = 8, latency: float = 0.03) -> GroupChat:
     agents = [Agent(agent_name=n, model_name=f"sim/{p}", litellm_kwargs={"sim_latency": latency})

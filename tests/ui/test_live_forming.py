@@ -1,15 +1,9 @@
 """The Run page's forming candidates (issue 24, target 2) show a streamed reply growing delta by
-delta: every state shown is a prefix of the reply (no delta lost or out of order), it grows
-while the turn is open, and the whole reply is what the run posts. The panel is drawn from the
-live job through `live_view._candidates`, as the live view's fragment draws it.
-
-The server holds the stream before each write until the test has drawn the panel once more
-(`pace`), so the test sees the reply at several points however slow the machine is (with a
-fixed pause between writes, a loaded machine drew the panel once for the whole stream).
-
-A long key is held in the environment throughout: the delta gate once held back as many
-characters as the longest key, so a 44-character reply showed "Every wor" until it was posted
-(how this test failed in CI, after another test had left a key in the process)."""
+delta: every state shown is a prefix of the reply, it grows while the turn is open, and the
+whole reply is what the run posts (drawn through `live_view._candidates`, as the fragment does).
+The server holds each write until the panel has been drawn once more (`pace`), however slow the
+machine; a long key is held in the environment (the delta gate once held back as many
+characters as the longest key, so a 44-character reply showed "Every wor" until posted)."""
 
 from __future__ import annotations
 

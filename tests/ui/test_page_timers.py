@@ -1,11 +1,7 @@
-"""At most one timed fragment on any page (issue 40, point 5).
-
-Streamlit 1.67's browser side crashes now and then when several timed fragments rerun beside a
-full run, and the page stays blank for good (BENCHMARKS.md, "A page that went blank"). The Sweeps
-page used to run three at once while a sweep ran (the sidebar's sweep lines, the live panel, the
-Results status line); `components.refresh_every` now gives a page's one timer to the first
-fragment that asks, and the sidebar never asks.
-"""
+"""At most one timed fragment on any page (issue 40, point 5): Streamlit 1.67's browser side
+crashes now and then when several rerun beside a full run, and the page stays blank for good.
+`components.refresh_every` gives a page's one timer to the first fragment that asks; the sidebar
+never asks (the Sweeps page used to run three at once while a sweep ran)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,6 @@ streamlit) and `run --stream/--no-stream`, over real HTTP to the fake server."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ from groupchat_core.store import RunStore, dispose_engines
 from groupchat_core.testing import FakeOpenAIServer, tool_call
 from groupchat_ui.kit.jobs import JobRegistry
 from groupchat_ui.run import logic
-from tests.helpers import ROOT
+from tests.helpers.app_helpers import wait_for
 
 
 @pytest.fixture
@@ -49,21 +48,14 @@ def test_candidate_rows_say_who_is_typing_who_is_in_and_who_has_not_started():
 
 
 def test_only_runs_with_a_real_model_show_candidates_forming():
+    """`may_stream` decides at Start whether to declare the forming fragment; the run's config
+    comes with its first event, so an empty config must not mean "no stream" (the panel then
+    never showed: tests/e2e/test_streaming.py failed)."""
     sims = {"A": ("sim/eager", None), "B": ("sim/reserved", None)}
     mixed = {**sims, "C": ("openai/x", "http://127.0.0.1:1/v1")}
-    assert logic.streams({"stream_bids": True}, mixed)
-    assert not logic.streams({"stream_bids": True}, sims)
+    assert logic.streams({"stream_bids": True}, mixed) and logic.may_stream({}, mixed)
+    assert not logic.streams({"stream_bids": True}, sims) and not logic.may_stream({}, sims)
     assert not logic.streams({"stream_bids": False}, mixed)
-
-
-def test_a_page_drawn_at_start_before_the_config_arrives_expects_a_real_model_to_stream():
-    """The live view decides at Start whether to declare the forming fragment; the run's config
-    comes with its first event, so an empty config must not mean "no stream" (the forming
-    panel then never showed: tests/e2e/test_streaming.py failed)."""
-    sims = {"A": ("sim/eager", None), "B": ("sim/reserved", None)}
-    mixed = {**sims, "C": ("openai/x", "http://127.0.0.1:1/v1")}
-    assert logic.may_stream({}, mixed)
-    assert not logic.may_stream({}, sims)
     assert not logic.may_stream({"stream_bids": False}, mixed)
 
 
@@ -74,40 +66,29 @@ def test_losing_bids_are_the_unposted_candidates_with_a_message():
     assert [b.agent for b in logic.losing_bids(bids)] == ["B"]
 
 
-def _start(srv: FakeOpenAIServer, stream: bool, tmp_path: Path) -> tuple[JobRegistry, str]:
-    srv.script("a", [tool_call(fragments=['{"score": 0.8, "message": "Hel', 'lo"}'],
-                               score=None, message=None), tool_call(0.0, "")])
-    srv.script("b", [tool_call(0.1, ""), tool_call(0.0, "")])
-    agents = [Agent(agent_name=n, model_name=f"openai/{n.lower()}", api_base=srv.base_url)
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_dashboard_run_streams_by_default_and_keeps_the_candidates(server, tmp_path, stream):
+    server.script("a", [tool_call(fragments=['{"score": 0.8, "message": "Hel', 'lo"}'],
+                                  score=None, message=None), tool_call(0.0, "")])
+    server.script("b", [tool_call(0.1, ""), tool_call(0.0, "")])
+    agents = [Agent(agent_name=n, model_name=f"openai/{n.lower()}", api_base=server.base_url)
               for n in ("A", "B")]
     registry = JobRegistry()
     store = RunStore(f"sqlite:///{tmp_path}/runs.db")
     job = logic.start_run(store, registry, "me", agents, "t", {"max_loops": 2}, {},
                           stream=stream)
-    deadline = time.monotonic() + 30
-    while not registry.snapshot(job).done and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert registry.snapshot(job).status == "finished"
-    return registry, job
-
-
-def test_a_dashboard_run_streams_by_default_and_keeps_the_candidates(server, tmp_path):
-    registry, job = _start(server, True, tmp_path)
-    forming = registry.snapshot(job).forming
-    assert forming is not None and forming.deltas >= 2
-    assert forming.snapshot()[1]["A"] == (0.8, "Hello", True)
-    assert server.requests_for("a")[0].body["stream"] is True
-    assert registry.snapshot(job).config["stream_bids"] is True
+    wait_for(lambda: registry.snapshot(job).done, "the run")
+    snap = registry.snapshot(job)
     registry.shutdown()
     dispose_engines()
-
-
-def test_a_dashboard_run_with_streaming_off_sends_no_stream(server, tmp_path):
-    registry, job = _start(server, False, tmp_path)
-    assert "stream" not in server.requests_for("a")[0].body
-    assert registry.snapshot(job).forming.deltas == 0
-    registry.shutdown()
-    dispose_engines()
+    assert snap.status == "finished" and snap.config["stream_bids"] is stream
+    assert ("stream" in server.requests_for("a")[0].body) is stream
+    if stream:
+        assert server.requests_for("a")[0].body["stream"] is True
+        assert snap.forming is not None and snap.forming.deltas >= 2
+        assert snap.forming.snapshot()[1]["A"] == (0.8, "Hello", True)
+    else:
+        assert snap.forming.deltas == 0
 
 
 def _spec(srv: FakeOpenAIServer, tmp_path: Path) -> str:
@@ -118,42 +99,16 @@ def _spec(srv: FakeOpenAIServer, tmp_path: Path) -> str:
     return str(path)
 
 
-def test_cli_run_stream_prints_candidates_forming(server, tmp_path, capsys):
+@pytest.mark.parametrize("stream", [True, False])
+def test_cli_run_stream_prints_candidates_forming(server, tmp_path, capsys, stream):
     server.script("a", [tool_call(fragments=['{"score": 0.8, "message": "Hel', 'lo"}'],
                                   score=None, message=None)])
     server.script("b", [tool_call(0.1, "")])
-    code = main(["run", _spec(server, tmp_path), "--task", "t", "--stream", "--no-store"])
+    flag = "--stream" if stream else "--no-stream"
+    assert main(["run", _spec(server, tmp_path), "--task", "t", flag, "--no-store"]) == 0
     err = capsys.readouterr().err
-    assert code == 0
-    # a trailing word is held back until whole (it may be a key's beginning): never "Hel"
-    assert "turn 1 A (0.80): Hello\n" in err and "turn 1 A (0.80): Hel\n" not in err
-    assert server.requests_for("a")[0].body["stream"] is True
-
-
-def test_cli_run_no_stream_sends_no_stream(server, tmp_path, capsys):
-    server.script("a", [tool_call(0.8, "Hello")])
-    server.script("b", [tool_call(0.1, "")])
-    code = main(["run", _spec(server, tmp_path), "--task", "t", "--no-stream", "--no-store"])
-    assert code == 0 and "(0.80)" not in capsys.readouterr().err
-    assert "stream" not in server.requests_for("a")[0].body
-
-
-def test_the_settings_toggle_is_what_the_run_page_reads():
-    from streamlit.testing.v1 import AppTest
-
-    from groupchat_ui.kit import jobs as job_registry
-    from groupchat_ui.run.actions import STREAM_KEY
-
-    root = ROOT
-    at = AppTest.from_file(str(root / "streamlit_app.py"), default_timeout=60)
-    at.run()
-    at.switch_page("app_pages/settings.py").run()
-    assert not at.exception, [e.value for e in at.exception]
-    toggle = at.toggle(key="pref_stream_bids")
-    assert toggle.value is True  # on by default for dashboard runs
-    toggle.set_value(False).run()
-    assert at.session_state[STREAM_KEY] is False
-    at.switch_page("app_pages/run.py").run()
-    at.switch_page("app_pages/settings.py").run()  # the choice survives page switches
-    assert at.toggle(key="pref_stream_bids").value is False
-    job_registry.registry().shutdown()
+    if stream:  # a trailing word is held back until whole (it may be a key's beginning)
+        assert "turn 1 A (0.80): Hello\n" in err and "turn 1 A (0.80): Hel\n" not in err
+    else:
+        assert "(0.80)" not in err
+    assert server.requests_for("a")[0].body.get("stream") is (True if stream else None)

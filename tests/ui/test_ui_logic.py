@@ -3,7 +3,6 @@ services the pages call (saving agents, presets, imports, starting recorded runs
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime, timedelta
 
 import pandas as pd
@@ -30,6 +29,7 @@ from groupchat_ui.kit import metrics, presets, providers
 from groupchat_ui.kit.jobs import JobRegistry
 from groupchat_ui.run import logic as run_logic
 from groupchat_ui.runs import logic as runs_logic
+from tests.helpers.app_helpers import wait_for
 from tests.helpers.scripted_trio import trio_record
 
 SECRET = "sk-unit-0123456789SECRET"
@@ -91,6 +91,8 @@ def test_session_keys_go_on_per_job_copies_only():
 
 @pytest.mark.parametrize("error, expected", [
     ("AuthenticationError: Incorrect API key provided", "Add OPENAI_API_KEY in Settings"),
+    ("ModelCallError: real model calls are blocked (GROUPCHAT_BLOCK_REMOTE_CALLS is set): "
+     "agent 'A'", "nothing was sent"),
     ("InternalServerError: OpenAIException - Missing credentials. Please pass an `api_key`",
      "accepts any value"),
     ("NotFoundError: The model `gpt-9` does not exist", "Check the model string 'gpt-4o-mini'"),
@@ -106,6 +108,17 @@ def test_session_keys_go_on_per_job_copies_only():
 ])
 def test_failure_hint_says_what_to_do(error, expected):
     assert expected in providers.failure_hint(error, "gpt-4o-mini", "http://127.0.0.1:1/v1")
+
+
+@pytest.mark.parametrize("api_base, expected, absent", [
+    (None, "network", "api_base URL"),
+    ("http://127.0.0.1:1/v1", "server at http://127.0.0.1:1/v1", "network"),
+])
+def test_connection_advice_matches_whether_an_api_base_was_set(api_base, expected, absent):
+    hint = providers.failure_hint(
+        "litellm.APIConnectionError: APIConnectionError: OpenAIException - Connection error.",
+        "gpt-4o", api_base)
+    assert expected in hint and absent not in hint
 
 
 def test_model_labels_mark_simulations():
@@ -235,30 +248,18 @@ def test_import_agents_from_an_agents_file_or_a_spec_all_or_nothing(store: RunSt
     assert [a.agent_name for a in store.list_agents()] == ["A", "B", "C", "D"]
 
 
-def test_start_run_records_the_run_without_the_session_key(store: RunStore):
-    registry = JobRegistry()
+def test_start_run_records_the_run_and_refuses_a_bad_room(store: RunStore):
     agents = [Agent(agent_name="Ann", model_name="sim/eager"),
               Agent(agent_name="Ben", model_name="sim/balanced")]
-    try:
-        job_id = run_logic.start_run(store, registry, "owner-1", agents, "Plan the offsite.",
-                                    {"max_loops": 4, "threshold": 0.3, "name": "unit"},
-                                    {"OPENAI_API_KEY": SECRET})
-        deadline = time.monotonic() + 20
-        while not registry.snapshot(job_id).done:
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
-    finally:
-        registry.shutdown()
-    snap = registry.snapshot(job_id) if registry.jobs_for("owner-1") else None
-    run_id = store.list_runs()["run_id"][0]
-    store.flush()
+    run_id = _run_job(store, agents, {}, {"max_loops": 4, "threshold": 0.3, "name": "unit"})
     info = store.run_info(run_id)
     assert info["status"] == "finished" and info["name"] == "unit" and info["turns"] == 3
-    assert SECRET not in str(info) and snap is None  # shutdown cleared the registry
+    registry = JobRegistry()
     with pytest.raises(ConfigError, match="at least two agents"):
         run_logic.start_run(store, registry, "o", agents[:1], "t", {}, {})
     with pytest.raises(ConfigError, match="task"):
         run_logic.start_run(store, registry, "o", agents, "  ", {}, {})
+    assert registry.jobs_for("o") == []
 
 
 def test_redacting_observer_scrubs_keys_from_events():
@@ -288,18 +289,17 @@ def test_dashboard_runs_ask_every_agent_afresh_unless_told_to_reuse_bids():
     assert reuse.bid_cache is not None and reuse.bid_cache.applies(agents[0], None) is False
 
 
-def _run_job(store: RunStore, agents: list[Agent], keys: dict[str, str]) -> str:
+def _run_job(store: RunStore, agents: list[Agent], keys: dict[str, str],
+             params: dict[str, object] | None = None) -> str:
     registry = JobRegistry()
     try:
         job_id = run_logic.start_run(store, registry, "owner", agents, "Plan the offsite.",
-                                    {"max_loops": 3, "threshold": 0.3}, keys)
-        deadline = time.monotonic() + 30
-        while not registry.snapshot(job_id).done:
-            assert time.monotonic() < deadline, "the job did not finish"
-            time.sleep(0.02)
+                                    params or {"max_loops": 3, "threshold": 0.3}, keys)
+        wait_for(lambda: registry.snapshot(job_id).done, "the job")
         run_id = registry.snapshot(job_id).run_id
     finally:
         registry.shutdown()
+    assert registry.jobs_for("owner") == []  # shutdown cleared the registry
     store.flush()
     return str(run_id)
 
@@ -363,34 +363,27 @@ def test_local_time_drops_the_T_and_the_microseconds():
 
 
 def test_runs_table_labels_runs_formats_times_and_says_unknown_cost():
+    """The store keeps an unknown cost as NULL and each run's unpriced bids (schema v13)."""
     runs = pd.DataFrame([
         {"run_id": "r1", "name": "dynamic-groupchat", "task": "Plan the offsite",
          "status": "finished", "stop_reason": "lull", "agents": "A, B", "turns": 3,
          "threshold": 0.5, "recency_penalty": 0.1, "recency_window": 1, "max_loops": 10,
-         "total_calls": 6, "total_cost_usd": 0.0, "started_at": "2026-12-01T08:04:13.5+00:00",
-         "ended_at": "2026-12-01T08:04:15.25+00:00"},
+         "total_calls": 6, "total_cost_usd": None, "unpriced_bids": 6,
+         "started_at": "2026-12-01T08:04:13.5+00:00", "ended_at": "2026-12-01T08:04:15.25+00:00"},
         {"run_id": "r2", "name": "Mine", "task": "Other", "status": "finished",
          "stop_reason": "lull", "agents": "A, B", "turns": 3, "threshold": 0.5,
          "recency_penalty": 0.1, "recency_window": 1, "max_loops": 10, "total_calls": 6,
-         "total_cost_usd": 0.0123, "started_at": None, "ended_at": None},
+         "total_cost_usd": 0.0123, "unpriced_bids": 2, "started_at": None, "ended_at": None},
+        {"run_id": "r3", "name": "Sims", "task": "Sims", "status": "finished",
+         "stop_reason": "lull", "agents": "A, B", "turns": 3, "threshold": 0.5,
+         "recency_penalty": 0.1, "recency_window": 1, "max_loops": 10, "total_calls": 6,
+         "total_cost_usd": 0.0, "unpriced_bids": 0, "started_at": None, "ended_at": None},
     ])
-    assert runs_logic.cost_unclear(runs) == ["r1"]
-    table = runs_logic.runs_table(runs, {"r1": 6, "r2": 2})
+    table = runs_logic.runs_table(runs)
     assert table["run"][0].startswith("Plan the offsite · ") and table["run"][1] == "Mine · r2"
     assert "." not in table["started"][0] and "T" not in table["ended"][0]
-    assert list(table["cost"]) == ["unknown", "$0.0123 + unknown (2 unpriced bids)"]
-    assert runs_logic.runs_table(runs)["cost"][0] == "$0.0000"  # sims: a true zero
-
-
-def test_unpriced_counts_follow_the_engines_rule():
-    bids = pd.DataFrame([
-        {"run_id": "a", "cost_usd": None, "cached": False, "calls": 1, "path": "forced"},
-        {"run_id": "a", "cost_usd": None, "cached": True, "calls": 1, "path": "forced"},
-        {"run_id": "a", "cost_usd": None, "cached": False, "calls": 1, "path": "simulation"},
-        {"run_id": "a", "cost_usd": None, "cached": False, "calls": 1, "path": "none"},
-        {"run_id": "b", "cost_usd": 0.01, "cached": False, "calls": 1, "path": "forced"},
-    ])
-    assert runs_logic.unpriced_counts(bids) == {"a": 1}
+    assert list(table["cost"]) == ["unknown", "$0.0123 + unknown (2 unpriced bids)",
+                                   "$0.0000"]  # sims: a true zero
 
 
 def test_analysis_defaults_to_this_sessions_newest_ended_run():
@@ -422,23 +415,6 @@ def test_outcomes_say_no_readable_bid_never_every_bid_failed():
     assert list(table["spoke"]) == ["no agent produced a readable bid", "Ann"]
 
 
-@pytest.mark.parametrize("api_base, expected, absent", [
-    (None, "network", "api_base URL"),
-    ("http://127.0.0.1:1/v1", "server at http://127.0.0.1:1/v1", "network"),
-])
-def test_connection_advice_matches_whether_an_api_base_was_set(api_base, expected, absent):
-    hint = providers.failure_hint(
-        "litellm.APIConnectionError: APIConnectionError: OpenAIException - Connection error.",
-        "gpt-4o", api_base)
-    assert expected in hint and absent not in hint
-
-
-def test_blocked_calls_are_said_to_be_blocked():
-    hint = providers.failure_hint("ModelCallError: real model calls are blocked "
-                                  "(GROUPCHAT_BLOCK_REMOTE_CALLS is set): agent 'A'", "gpt-4o")
-    assert "blocked" in hint and "nothing was sent" in hint
-
-
 def test_help_texts_say_what_the_limits_and_the_sims_really_are():
     assert "trickles" in providers.LIMITS_HELP and "Retry-After" in providers.LIMITS_HELP
     assert "(retries + 4) × agent timeout + 8 s per retry" in providers.LIMITS_HELP
@@ -448,17 +424,14 @@ def test_help_texts_say_what_the_limits_and_the_sims_really_are():
     assert run_logic.default_params()["bid_cache"] is False
 
 
-def test_an_empty_run_name_leaves_the_engines_default():
-    assert "name" not in run_logic.chat_params({"name": "  "})
-    assert run_logic.chat_params({"name": " DB choice "})["name"] == "DB choice"
-    assert run_logic.default_params()["name"] == ""
-
-
 def test_who_speaks_round_trips_through_the_run_form():
     """A preset's, a stored run's or the form memory's strategy reaches the chat; a blank
-    selector model leaves the engine's default; the form starts at the engine's defaults."""
+    selector model or run name leaves the engine's default; the form starts at its defaults."""
     stored = {"strategy": "selector", "selector_model": "sim/eager", "threshold": 0.4}
     assert run_logic.chat_params(stored) == stored
+    assert "name" not in run_logic.chat_params({"name": "  "})  # the engine's default name
+    assert run_logic.chat_params({"name": " DB choice "})["name"] == "DB choice"
+    assert run_logic.default_params()["name"] == ""
     assert "selector_model" not in run_logic.chat_params({"selector_model": " "})
     defaults = run_logic.default_params()
     assert defaults["strategy"] == groupchat_core.chat_default("strategy")
