@@ -210,8 +210,26 @@ def aggregate(results: pd.DataFrame, by: Sequence[str] | None = None,
         for metric in metrics:
             values = pd.to_numeric(group[metric], errors="coerce").dropna().astype(float) \
                 if metric in by else group[metric].dropna()
-            rows.append({**labels, "metric": metric, **_interval(metric, values, **largest)})
+            row = {**labels, "metric": metric, **_interval(metric, values, **largest)}
+            row["note"] = _defined_note(metric, len(values), len(group), row["note"])
+            rows.append(row)
     return pd.DataFrame(rows, columns=[*by, *AGGREGATE_COLUMNS])
+
+
+def _defined_note(metric: str, defined: int, chats: int, note: str) -> str:
+    """Say over which chats a metric defined only for some (lull_turn: the chats that lulled)
+    was taken: 'no repeats' for 100 chats none of which lulled misled."""
+    if defined == chats:
+        return note
+    if metric == "lull_turn":
+        if defined == 0:
+            return f"none of the {chats} chats lulled"
+        said = f"over the {defined} of {chats} chats that lulled"
+    else:
+        if defined == 0:
+            return f"not defined in any of the {chats} chats"
+        said = f"over the {defined} of {chats} chats where it is defined"
+    return f"{said}; {note}" if note else said
 
 
 def _largest(values: pd.Series) -> float | None:

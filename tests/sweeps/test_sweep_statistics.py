@@ -109,6 +109,9 @@ def test_edge_sweeps_keep_every_interval_in_range_and_never_zero_width(edges):
     assert (none_lulled["ci_low"], round(none_lulled["ci_high"], 4)) == (0.0, 0.4345)  # 0/5
     assert (round(all_lulled["ci_low"], 4), all_lulled["ci_high"]) == (0.5655, 1.0)  # 5/5
     assert agg.loc[(1.0, "lull_turn")]["note"].startswith("no variation in 5 repeats (all 1)")
+    # lull_turn is defined only for chats that lulled: "no repeats" said of 5 chats misled
+    assert agg.loc[(0.0, "lull_turn")]["note"] == "none of the 5 chats lulled"
+    assert agg.loc[(0.0, "lull_turn")]["n"] == 0
     single = aggregate(one, by=["threshold"])
     assert (single[single["metric"] != "lulled"]["ci_low"].isna()).all()
     assert set(single[single["metric"] == "messages"]["note"]) == {"one repeat: no interval"}
