@@ -80,15 +80,22 @@ LOCAL_LLM_DEBATE = Preset(
     name="Local LLM debate (SmolLM2)",
     description="The debate trio on a real local model: start its server first (`python -m "
                 "groupchat_core.testing.local_llm serve`, in a clone `make llm`; no key, "
-                "offline; a few seconds per bid, one bid at a time).",
-    task="Should we adopt AI for medical diagnosis?",
+                "offline; a few seconds per bid, one bid at a time). SmolLM2-135M bids 0.3 "
+                "almost always, so the threshold is 0.25 and the recency penalty picks who "
+                "speaks: it shows the machinery on a real model, not judgement.",
+    task="Discuss: AI for medical diagnosis. Give your view in one sentence.",
     agents=(
-        ("Optimist-LLM", "You argue for the benefits.", "openai/smollm2"),
-        ("Pessimist-LLM", "You argue for the risks.", "openai/smollm2"),
-        ("Realist-LLM", "You seek a balanced analysis.", "openai/smollm2"),
+        ("Optimist-LLM", "You are an optimist. In one sentence, name a benefit of the idea "
+                         "under discussion.", "openai/smollm2"),
+        ("Pessimist-LLM", "You are a pessimist. In one sentence, name a risk of the idea "
+                          "under discussion.", "openai/smollm2"),
+        ("Realist-LLM", "You are a realist. In one sentence, weigh the benefits and risks "
+                        "said so far.", "openai/smollm2"),
     ),
-    settings={"max_loops": 6, "threshold": 0.5, "recency_penalty": 0.3, "recency_window": 1},
-    agent_options={"api_base": LOCAL_LLM_URL, "max_tokens": 160, "temperature": 0.2},
+    # At 0.5 every agent bid 0.30 and the run lulled on turn 1 with no message (issue 41);
+    # at temperature 0.2 every message repeated the task.
+    settings={"max_loops": 6, "threshold": 0.25, "recency_penalty": 0.3, "recency_window": 1},
+    agent_options={"api_base": LOCAL_LLM_URL, "max_tokens": 160, "temperature": 0.7},
 )
 
 PRESETS: dict[str, Preset] = {

@@ -101,20 +101,26 @@ def test_bid_log_of_a_short_chat(llm: LocalLLMServer) -> None:
     assert record.total_calls == sum(b.calls for b in record.bids)
 
 
-def test_the_dashboard_preset_runs_against_the_local_server(llm: LocalLLMServer) -> None:
-    """The Local LLM preset needs no key; only the port differs from `make llm`'s."""
+def test_the_dashboard_preset_talks_on_the_local_server(llm: LocalLLMServer) -> None:
+    """The Local LLM preset needs no key (only the port differs from `make llm`'s), and at its
+    own settings its first turn posts a message: at threshold 0.5 every agent bid 0.30 and the
+    run lulled on turn 1 (issue 41). Seeded, so the model's sampling is the same each time."""
     from groupchat_ui.kit.presets import LOCAL_LLM_DEBATE, LOCAL_LLM_URL
 
     agents = LOCAL_LLM_DEBATE.build_agents()[:2]
     assert all(a.api_base == LOCAL_LLM_URL and a.api_key is None for a in agents)
     for agent in agents:
         agent.api_base, agent.timeout = llm.base_url, TIMEOUT_S
-    chat = GroupChat(agents=agents, max_loops=2, threshold=0.0, bid_timeout=None)
+        agent.litellm_kwargs = {"seed": 7}
+    settings = {**LOCAL_LLM_DEBATE.settings, "max_loops": 2}
+    chat = GroupChat(agents=agents, bid_timeout=None, **settings)
     chat.run(LOCAL_LLM_DEBATE.task)
     record = chat.last_run
     assert record is not None
     # every call reached the model and came back as a respond call (no key was needed)
     assert all(b.path == "tool_call" and b.calls == 1 for b in record.bids), record.bids
+    assert record.turns[0].winner is not None, [(b.score, b.message) for b in record.bids]
+    assert record.messages[1].content.strip(), record.messages
 
 
 # --- each rung of the fallback ladder, against the real server ---------------------------------
