@@ -29,6 +29,15 @@ from groupchat_core.testing import ScriptedBid, ScriptedBids, UnexpectedModelCal
 from tests.helpers.chats import scripted_chat_with_fake as make_chat
 from tests.helpers.scripted_trio import trio_chat, trio_record
 
+# A speaks on turn 1, then a lull; B never clears the threshold
+A_THEN_LULL = {"A": [(0.9, "a"), (0.1, "")], "B": [(0.1, ""), (0.1, "")]}
+
+
+def slow_second_turn(**settings):
+    """A posts "kept" on turn 1; turn 2's bids take 5 s, so a run ends by being cancelled."""
+    return make_chat({"A": [(0.9, "kept"), ScriptedBid(0.9, "never", latency=5)],
+                      "B": [(0.1, ""), ScriptedBid(0.1, "", latency=5)]}, **settings)
+
 
 def test_three_agents_exact_speakers_stop_reason_and_bid_table():
     record = trio_record("Debate the plan.")  # also checks every scripted bid was used
@@ -201,16 +210,17 @@ def test_every_agent_bids_on_the_same_snapshot_including_the_last_speaker():
 
 
 def test_events_arrive_in_order():
-    chat, _ = make_chat({"A": [(0.9, "a"), (0.1, "")], "B": [(0.1, ""), (0.1, "")]})
-    kinds: list[str] = []
-    chat.add_observer(lambda e: kinds.append(e.kind))
+    chat, _ = make_chat(A_THEN_LULL)
+    events: list = []
+    chat.add_observer(events.append)
     chat.run("t")
+    kinds = [e.kind for e in events]
     assert kinds[:2] == ["run_started", "message_posted"]
     assert kinds[2] == "turn_started" and sorted(kinds[3:5]) == ["bid", "bid"]
     assert kinds[5:8] == ["speaker_selected", "message_posted", "turn_completed"]
     assert kinds[8] == "turn_started" and kinds[11:] == ["lull", "turn_completed", "run_finished"]
-    assert {RunStarted, TurnStarted, BidReceived, SpeakerSelected, MessagePosted, TurnCompleted,
-            LullReached, RunFinished}
+    assert {type(e) for e in events} == {RunStarted, TurnStarted, BidReceived, SpeakerSelected,
+                                         MessagePosted, TurnCompleted, LullReached, RunFinished}
 
 
 def test_streaming_callback_replays_posted_messages_on_the_calling_thread():
@@ -226,8 +236,7 @@ def test_streaming_callback_replays_posted_messages_on_the_calling_thread():
 
 
 def test_run_works_from_a_thread_that_already_runs_an_event_loop():
-    chat, _ = make_chat({"A": [(0.9, "a"), (0.1, "")], "B": [(0.1, ""), (0.1, "")]},
-                        output_type="final")
+    chat, _ = make_chat(A_THEN_LULL, output_type="final")
 
     async def notebook_cell() -> str:
         return chat.run("inside a loop")
@@ -236,8 +245,7 @@ def test_run_works_from_a_thread_that_already_runs_an_event_loop():
 
 
 def test_async_twin_runs_on_the_callers_loop():
-    chat, _ = make_chat({"A": [(0.9, "a"), (0.1, "")], "B": [(0.1, ""), (0.1, "")]},
-                        output_type="list")
+    chat, _ = make_chat(A_THEN_LULL, output_type="list")
     assert asyncio.run(chat.arun("t")) == ["User: t", "A: a"]
 
 
@@ -277,14 +285,8 @@ def cancelled_bids(chat, fake, cancel_at_turn: int | None = None) -> list[str]:
     return cancelled
 
 
-def test_cancel_keeps_what_was_posted():
-    chat, fake = make_chat({"A": [(0.9, "kept"), ScriptedBid(0.9, "never", latency=5)],
-                            "B": [(0.1, ""), ScriptedBid(0.1, "", latency=5)]},
-                           output_type="list")
-    cancelled = cancelled_bids(chat, fake, cancel_at_turn=2)
-    assert chat.run("t") == ["User: t", "A: kept"]
-    assert sorted(cancelled) == ["A", "B"]  # the slow turn-2 bids were cut, not waited out
-    assert chat.last_run.stop_reason == "cancelled" and chat.last_run.ended_at
+RUN = {"run": lambda chat, **kw: chat.run("t", **kw),  # the same run, sync and on a new loop
+       "arun": lambda chat, **kw: asyncio.run(chat.arun("t", **kw))}
 
 
 def test_async_cancellation_records_cancelled_and_propagates():
@@ -322,24 +324,20 @@ def test_a_closed_scripted_fake_is_no_longer_routed_to():
 
 def test_validation_errors():
     a, b = Agent(agent_name="A"), Agent(agent_name="B")
-    with pytest.raises(ValueError, match=r"^GroupChat requires at least 2 agents\.$"):
-        GroupChat(agents=[a])
-    with pytest.raises(ValueError, match=r"^GroupChat requires at least 2 agents\.$"):
-        GroupChat()
-    with pytest.raises(ValueError, match="duplicate agent_name 'A'"):
-        GroupChat(agents=[a, Agent(agent_name="A")])
-    with pytest.raises(ValueError, match="max_loops must be an integer >= 1, got True"):
-        GroupChat(agents=[a, b], max_loops=True)
-    with pytest.raises(ValueError, match="threshold must be a finite number, got nan"):
-        GroupChat(agents=[a, b], threshold=float("nan"))
-    with pytest.raises(ValueError, match="recency_window must be an integer >= 0, got -1"):
-        GroupChat(agents=[a, b], recency_window=-1)
-    with pytest.raises(ValueError, match="output_type 'html'"):
-        GroupChat(agents=[a, b], output_type="html")
-    with pytest.raises(ValueError, match="unknown sim persona 'nobody'"):
-        GroupChat(agents=[a, Agent(agent_name="C", model_name="sim/nobody")])
-    with pytest.raises(ConfigError, match="bogus_option"):
-        GroupChat(agents=[a, b], bogus_option=1)
+    fewer = r"^GroupChat requires at least 2 agents\.$"
+    for settings, error, match in [
+        ({"agents": [a]}, ValueError, fewer), ({}, ValueError, fewer),
+        ({"agents": [a, Agent(agent_name="A")]}, ValueError, "duplicate agent_name 'A'"),
+        ({"max_loops": True}, ValueError, "max_loops must be an integer >= 1, got True"),
+        ({"threshold": float("nan")}, ValueError, "threshold must be a finite number, got nan"),
+        ({"recency_window": -1}, ValueError, "recency_window must be an integer >= 0, got -1"),
+        ({"output_type": "html"}, ValueError, "output_type 'html'"),
+        ({"agents": [a, Agent(agent_name="C", model_name="sim/nobody")]}, ValueError,
+         "unknown sim persona 'nobody'"),
+        ({"bogus_option": 1}, ConfigError, "bogus_option"),
+    ]:
+        with pytest.raises(error, match=match):
+            GroupChat(**(({"agents": [a, b]} | settings) if settings else {}))  # {}: no agents
 
 
 def test_auto_equip_in_place_once_and_opt_out_is_checked():
@@ -353,18 +351,14 @@ def test_auto_equip_in_place_once_and_opt_out_is_checked():
     assert bare.tools_list_dictionary == []
 
 
-def test_attributes_read_and_write_through_validation():
-    chat = GroupChat(agents=[Agent(agent_name="A"), Agent(agent_name="B")])
+def test_attributes_write_through_validation_and_to_dict_has_config_only():
+    chat = GroupChat(agents=[Agent(agent_name="A"), Agent(agent_name="B")], max_loops=7)
     chat.threshold = 0.35
     assert chat.threshold == 0.35 and chat.to_dict()["threshold"] == 0.35
     with pytest.raises(ValueError, match="threshold must be a finite number"):
         chat.threshold = "high"
     assert chat.idle_timeout == 8.0
-
-
-def test_to_dict_has_config_without_agents_or_conversation():
-    chat = GroupChat(agents=[Agent(agent_name="A"), Agent(agent_name="B")], max_loops=7)
-    data = chat.to_dict()
+    data = chat.to_dict()  # config, without agents or conversation
     assert data["max_loops"] == 7 and data["name"] == "dynamic-groupchat"
     assert "agents" not in data and "conversation" not in data
 
@@ -405,7 +399,7 @@ def test_sim_debate_runs_offline_with_the_reference_example():
 
 
 def test_a_failing_observer_is_logged_and_never_breaks_the_chat(caplog):
-    chat, _ = make_chat({"A": [(0.9, "a"), (0.1, "")], "B": [(0.1, ""), (0.1, "")]})
+    chat, _ = make_chat(A_THEN_LULL)
 
     def broken(event):
         raise RuntimeError("observer bug")
@@ -416,23 +410,21 @@ def test_a_failing_observer_is_logged_and_never_breaks_the_chat(caplog):
     assert "observer bug" in caplog.text
 
 
-def test_a_raising_streaming_callback_stops_the_run_and_propagates():
-    chat, _ = make_chat({"A": [(0.9, "a"), ScriptedBid(0.9, "b", latency=2)],
-                         "B": [(0.1, ""), ScriptedBid(0.1, "", latency=2)]})
-
-    def callback(agent, chunk, final):
-        if agent == "A":
-            raise KeyError("stop")
-
-    with pytest.raises(KeyError):
-        chat.run("t", streaming_callback=callback)
-    assert chat.last_run.stop_reason == "cancelled"
-    assert [m.role for m in chat.last_run.messages] == ["User", "A"]
+@pytest.mark.parametrize("runner", ["run", "arun"])
+def test_cancel_keeps_what_was_posted_and_callbacks_run_on_the_callers_thread(runner):
+    chat, fake = slow_second_turn(output_type="list")
+    cancelled = cancelled_bids(chat, fake, cancel_at_turn=2)
+    threads: set[str] = set()
+    assert RUN[runner](chat, streaming_callback=lambda *a: threads.add(
+        threading.current_thread().name)) == ["User: t", "A: kept"]
+    assert sorted(cancelled) == ["A", "B"]  # the slow turn-2 bids were cut, not waited out
+    assert threads == {threading.current_thread().name}
+    assert chat.last_run.stop_reason == "cancelled" and chat.last_run.ended_at
 
 
-def test_a_raising_async_callback_stops_the_run_and_propagates():
-    chat, fake = make_chat({"A": [(0.9, "a"), ScriptedBid(0.9, "b", latency=2)],
-                            "B": [(0.1, ""), ScriptedBid(0.1, "", latency=2)]})
+@pytest.mark.parametrize("runner", ["run", "arun"])
+def test_a_raising_streaming_callback_stops_the_run_and_propagates(runner):
+    chat, fake = slow_second_turn()
     cancelled = cancelled_bids(chat, fake)
 
     def callback(agent, chunk, final):
@@ -440,30 +432,14 @@ def test_a_raising_async_callback_stops_the_run_and_propagates():
             raise KeyError("stop")
 
     with pytest.raises(KeyError):
-        asyncio.run(chat.arun("t", streaming_callback=callback))
+        RUN[runner](chat, streaming_callback=callback)
     assert sorted(cancelled) == ["A", "B"]  # the slow second turn was cancelled
     assert chat.last_run.stop_reason == "cancelled"
     assert [m.role for m in chat.last_run.messages] == ["User", "A"]
 
 
-def test_async_callbacks_run_on_the_callers_loop_and_cancel_returns_what_was_posted():
-    chat, fake = make_chat({"A": [(0.9, "kept"), ScriptedBid(0.9, "never", latency=5)],
-                            "B": [(0.1, ""), ScriptedBid(0.1, "", latency=5)]},
-                           output_type="list")
-    cancelled_bids(chat, fake, cancel_at_turn=2)
-    threads: set[str] = set()
-
-    async def main() -> list[str]:
-        return await chat.arun("t", streaming_callback=lambda *a: threads.add(
-            threading.current_thread().name))
-
-    assert asyncio.run(main()) == ["User: t", "A: kept"]
-    assert threads == {threading.current_thread().name}
-    assert chat.last_run.stop_reason == "cancelled"
-
-
 def test_observer_wants_filters_event_kinds_and_thread_safe_runs_on_the_loop():
-    chat, _ = make_chat({"A": [(0.9, "a"), (0.1, "")], "B": [(0.1, ""), (0.1, "")]})
+    chat, _ = make_chat(A_THEN_LULL)
 
     class Picky:
         wants = frozenset({"run_finished", "turn_completed"})
@@ -485,8 +461,7 @@ def test_observer_wants_filters_event_kinds_and_thread_safe_runs_on_the_loop():
 
 
 def test_observers_still_see_run_finished_after_the_caller_interrupts():
-    chat, _ = make_chat({"A": [(0.9, "a"), ScriptedBid(0.9, "b", latency=2)],
-                         "B": [(0.1, ""), ScriptedBid(0.1, "", latency=2)]})
+    chat, _ = slow_second_turn()
     kinds: list[str] = []
     chat.add_observer(lambda e: kinds.append(e.kind))
 
