@@ -1,8 +1,7 @@
 """Streamed bids over real HTTP to the fake OpenAI server: deltas, the same final bid both ways,
 fallbacks, cut-off and hostile streams, and who pays for deltas.
 
-Private imports (`_bidding`, `providers._bodies`, `providers._replies`, `providers._streaming`):
-units or test hooks with no public name; everything public comes from the public API.
+Private imports (`_bidding`, `providers._bodies`, `_replies`, `_streaming`): units or test hooks.
 """
 
 from __future__ import annotations
@@ -19,6 +18,8 @@ from groupchat_core.providers import _bodies as bodies
 from groupchat_core.testing import FakeOpenAIServer, Reply, text, tool_call
 
 KEY = "sk-test-stream-0123456789abcdef"
+DONE = tool_call(0.0, "")
+QUIET = [tool_call(0.1, ""), DONE]
 
 
 @pytest.fixture
@@ -47,18 +48,32 @@ class Deltas:
         return [(e.score, e.message) for e in self.events if e.agent == agent]
 
 
+def frags(*pieces: str, **kw: Any) -> Reply:
+    """A tool call whose raw arguments stream in exactly these fragments."""
+    return tool_call(None, None, fragments=list(pieces), **kw)
+
+
 def agent(srv: FakeOpenAIServer, name: str, **kw: Any) -> Agent:
     return Agent(agent_name=name, model_name=f"openai/{name.lower()}", api_base=srv.base_url,
                  api_key=KEY, **kw)
 
 
-def duo(srv: FakeOpenAIServer, a: list[Reply], b: list[Reply], *, stream: bool,
+def duo(srv: FakeOpenAIServer, a: list[Reply], b: list[Reply] = QUIET, *, stream: bool = True,
         observer: Any = None, **kw: Any) -> GroupChat:
-    srv.script("a", a)
-    srv.script("b", b)
+    srv.script("a", list(a))
+    srv.script("b", list(b))
     observers = [observer] if observer is not None else []
     return GroupChat(agents=[agent(srv, "A", **kw), agent(srv, "B", **kw)], max_loops=2,
                      stream_bids=stream, on_event=observers)
+
+
+def run(srv: FakeOpenAIServer, a: list[Reply], b: list[Reply] = QUIET, **kw: Any
+        ) -> tuple[GroupChat, Deltas]:
+    """Run task "t" with streamed bids and a delta observer; the chat and what it saw."""
+    seen = Deltas()
+    chat = duo(srv, a, b, observer=seen, **kw)
+    chat.run("t")
+    return chat, seen
 
 
 # --- the fake server streams ---------------------------------------------------------------
@@ -87,8 +102,7 @@ def sse_payloads(pieces: list[bytes]) -> list[Any]:
 
 
 def test_the_fake_server_streams_tool_call_deltas_as_server_sent_events(server):
-    server.script("m", [tool_call(fragments=['{"score": 0.', '7, "message": "hi"}'],
-                                  score=None, message=None)])
+    server.script("m", [frags('{"score": 0.', '7, "message": "hi"}')])
     kind, pieces = raw_stream(server, {"model": "m", "stream": True, "messages": [],
                                        "stream_options": {"include_usage": True}})
     assert kind == "text/event-stream"
@@ -122,8 +136,7 @@ def test_split_utf8_arrives_in_separate_writes_that_only_join_to_valid_text(serv
 
 
 def test_a_cut_stream_ends_without_finish_or_done(server):
-    server.script("m", [tool_call(fragments=['{"score": 0.5, "mess'], cut=True,
-                                  score=None, message=None)])
+    server.script("m", [frags('{"score": 0.5, "mess', cut=True)])
     _, pieces = raw_stream(server, {"model": "m", "stream": True, "messages": []})
     assert pieces[-1] == b"<cut>"
     assert "[DONE]" not in sse_payloads(pieces)
@@ -141,12 +154,8 @@ def test_stream_rejection_is_configurable(server):
 
 
 def test_deltas_show_the_score_once_complete_and_the_message_growing(server):
-    seen = Deltas()
-    split = ['{"score": 0.', '7', ', "message": "Hel', 'lo th', 'ere"}']
-    chat = duo(server, [tool_call(fragments=split, score=None, message=None),
-                        tool_call(0.0, "")],
-               [tool_call(0.1, ""), tool_call(0.0, "")], stream=True, observer=seen)
-    chat.run("t")
+    chat, seen = run(server, [frags('{"score": 0.', '7', ', "message": "Hel', 'lo th', 'ere"}'),
+                              DONE])
     a = seen.of("A")
     # "0." then "7": never 0.0, and not before the comma; the message grows word by word (a
     # trailing word is held back until it is whole: it may be a key's beginning), and the
@@ -164,22 +173,14 @@ def test_deltas_show_the_score_once_complete_and_the_message_growing(server):
 
 
 def test_a_score_still_growing_is_not_shown(server):
-    seen = Deltas()
-    chat = duo(server, [tool_call(fragments=['{"message": "x", "score": 0.', '7', '5', '}'],
-                                  score=None, message=None), tool_call(0.0, "")],
-               [tool_call(0.1, ""), tool_call(0.0, "")], stream=True, observer=seen)
-    chat.run("t")
+    _, seen = run(server, [frags('{"message": "x", "score": 0.', '7', '5', '}'), DONE])
     assert seen.of("A")[-1] == (0.75, "x")
     assert all(score in (None, 0.75) for score, _ in seen.of("A"))
 
 
 def test_split_utf8_and_split_escapes_stream_into_whole_characters(server):
-    seen = Deltas()
-    fragments = ['{"score": 0.6, "message": "caf\\u00', 'e9 ', '😀', ' ok"}']
-    chat = duo(server, [tool_call(fragments=fragments, split_utf8=True, score=None,
-                                  message=None), tool_call(0.0, "")],
-               [tool_call(0.1, ""), tool_call(0.0, "")], stream=True, observer=seen)
-    chat.run("t")
+    chat, seen = run(server, [frags('{"score": 0.6, "message": "caf\\u00', 'e9 ', '😀', ' ok"}',
+                                    split_utf8=True), DONE])
     messages = [m for _, m in seen.of("A")]
     assert messages[-1] == "café 😀 ok"
     assert all("\ufffd" not in m and "\\" not in m for m in messages)
@@ -188,27 +189,24 @@ def test_split_utf8_and_split_escapes_stream_into_whole_characters(server):
 
 SAME_BOTH_WAYS = {
     "plain": tool_call(0.8, "Plain reply"),
-    "split number": tool_call(fragments=['{"score": 0.', '7, "message": "x"}'],
-                              score=None, message=None),
+    "split number": frags('{"score": 0.', '7, "message": "x"}'),
     "unicode": tool_call(0.55, "naïve 😀 — ok", split_utf8=True),
     "clamped score": tool_call(1.7, "too keen"),
     "string score": tool_call("0.65", "quoted"),
     "silent": tool_call(0.9, ""),
     "padded message": tool_call(0.6, "  padded  "),
-    "invalid json": tool_call(arguments_raw='{"score": 0.6, "message": "x"', score=None,
-                              message=None),
-    "no score": tool_call(arguments_raw='{"message": "only words"}', score=None, message=None),
+    "invalid json": tool_call(None, None, arguments_raw='{"score": 0.6, "message": "x"'),
+    "no score": tool_call(None, None, arguments_raw='{"message": "only words"}'),
     "bad score": tool_call("high", "words"),
 }
 
 
 @pytest.mark.parametrize("name", list(SAME_BOTH_WAYS))
 def test_a_streamed_bid_is_exactly_the_non_streamed_bid(server, name):
-    reply = SAME_BOTH_WAYS[name]
     results = []
     for stream in (False, True):
-        chat = duo(server, [reply, tool_call(0.0, "")], [tool_call(0.2, "b"),
-                   tool_call(0.0, "")], stream=stream, observer=Deltas())
+        chat = duo(server, [SAME_BOTH_WAYS[name], DONE], [tool_call(0.2, "b"), DONE],
+                   stream=stream, observer=Deltas())
         chat.run("t")
         bid = chat.last_run.bids[0]
         results.append((bid.score, bid.message, bid.error, bid.path))
@@ -219,12 +217,8 @@ def test_a_streamed_bid_is_exactly_the_non_streamed_bid(server, name):
 
 
 def test_a_stream_cut_off_mid_arguments_is_an_unreadable_bid(server):
-    cut = tool_call(fragments=['{"score": 0.9, "message": "I was say'], cut=True, score=None,
-                    message=None)
-    seen = Deltas()
-    chat = duo(server, [cut, tool_call(0.0, "")], [tool_call(0.6, "Bob speaks"),
-               tool_call(0.0, "")], stream=True, observer=seen)
-    chat.run("t")
+    bob = [tool_call(0.6, "Bob speaks"), DONE]
+    chat, seen = run(server, [frags('{"score": 0.9, "message": "I was say', cut=True), DONE], bob)
     bid = chat.last_run.bids[0]
     assert bid.error.startswith("unreadable: ") and "the stream was cut off" in bid.error
     assert bid.score == 0.0 and bid.message == "" and bid.calls == 1
@@ -233,19 +227,15 @@ def test_a_stream_cut_off_mid_arguments_is_an_unreadable_bid(server):
     assert chat.last_run.messages[1].role == "B"
     # the same truncated arguments unstreamed are unreadable for the same reason
     server.reset()
-    plain = duo(server, [tool_call(arguments_raw='{"score": 0.9, "message": "I was say',
-                                   score=None, message=None), tool_call(0.0, "")],
-                [tool_call(0.6, "Bob speaks"), tool_call(0.0, "")], stream=False)
+    truncated = tool_call(None, None, arguments_raw='{"score": 0.9, "message": "I was say')
+    plain = duo(server, [truncated, DONE], bob, stream=False)
     plain.run("t")
     assert bid.error.startswith(plain.last_run.bids[0].error)
 
 
 def test_a_cut_stream_on_every_agent_stops_the_run_unreadable(server):
-    def cut() -> Reply:
-        return tool_call(fragments=['{"score": 0.9, "mes'], cut=True, score=None, message=None)
-
-    chat = duo(server, [cut()], [cut()], stream=True, observer=Deltas())
-    chat.run("t")
+    cut = frags('{"score": 0.9, "mes', cut=True)
+    chat, _ = run(server, [cut], [cut])
     assert chat.last_run.stop_reason == "error"
     assert chat.last_run.turns[0].reason == "no_readable_bid"
 
@@ -256,8 +246,7 @@ def test_a_cut_stream_on_every_agent_stops_the_run_unreadable(server):
 def test_a_server_rejecting_stream_true_gets_a_non_streamed_bid_and_is_remembered(server):
     server.configure("a", reject_stream=True)
     chat = duo(server, [tool_call(0.8, "first"), tool_call(0.7, "second")],
-               [tool_call(0.1, ""), tool_call(0.1, "")], stream=True, observer=Deltas(),
-               num_retries=0)
+               [tool_call(0.1, ""), tool_call(0.1, "")], observer=Deltas(), num_retries=0)
     chat.max_loops = 3
     chat.run("t")
     first, second = chat.last_run.bids[0], chat.last_run.bids[2]
@@ -270,11 +259,7 @@ def test_a_server_rejecting_stream_true_gets_a_non_streamed_bid_and_is_remembere
 
 def test_a_stream_of_content_without_tool_calls_falls_back_to_a_non_streamed_bid(server):
     server.configure("a", stream_text_only=True)
-    seen = Deltas()
-    chat = duo(server, [tool_call(0.8, "tool reply"), tool_call(0.8, "tool reply"),
-                        tool_call(0.0, "")],
-               [tool_call(0.1, ""), tool_call(0.0, "")], stream=True, observer=seen)
-    chat.run("t")
+    chat, seen = run(server, [tool_call(0.8, "tool reply"), tool_call(0.8, "tool reply"), DONE])
     bid = chat.last_run.bids[0]
     assert (bid.path, bid.calls, bid.message, bid.score) == (
         "tool_call:unstreamed", 2, "tool reply", 0.8)
@@ -282,23 +267,17 @@ def test_a_stream_of_content_without_tool_calls_falls_back_to_a_non_streamed_bid
     assert server.pending("a") == 1
 
 
-def test_a_plain_text_reply_after_the_fallback_reads_as_text(server):
-    server.configure("a", stream_text_only=True)
-    chat = duo(server, [text("nothing useful"), text('{"score": 0.9, "message": "via text"}'),
-                        tool_call(0.0, "")], [tool_call(0.1, ""), tool_call(0.0, "")],
-               stream=True, observer=Deltas())
-    chat.run("t")
+@pytest.mark.parametrize("rejects, a, path, message", [
+    ("stream_text_only", [text("nothing useful"), text('{"score": 0.9, "message": "via text"}')],
+     "text_fallback:unstreamed", "via text"),  # plain text after the fallback reads as text
+    ("reject_forced_tool_choice", [tool_call(0.8, "required")],  # steps down, keeps streaming
+     "tool_call:required:stream", "required"),
+])
+def test_a_fallback_while_streaming_takes_the_next_reading(server, rejects, a, path, message):
+    server.configure("a", **{rejects: True})
+    chat, _ = run(server, [*a, DONE])
     bid = chat.last_run.bids[0]
-    assert (bid.path, bid.message) == ("text_fallback:unstreamed", "via text")
-
-
-def test_a_forced_choice_rejection_while_streaming_steps_down_and_keeps_streaming(server):
-    server.configure("a", reject_forced_tool_choice=True)
-    chat = duo(server, [tool_call(0.8, "required"), tool_call(0.0, "")],
-               [tool_call(0.1, ""), tool_call(0.0, "")], stream=True, observer=Deltas())
-    chat.run("t")
-    assert chat.last_run.bids[0].path == "tool_call:required:stream"
-    assert chat.last_run.bids[0].message == "required"
+    assert (bid.path, bid.message) == (path, message)
 
 
 # --- who pays, and hostile streams ---------------------------------------------------------
@@ -306,8 +285,7 @@ def test_a_forced_choice_rejection_while_streaming_steps_down_and_keeps_streamin
 
 def test_without_a_delta_observer_nothing_streams(server):
     every = []
-    chat = duo(server, [tool_call(0.8, "x"), tool_call(0.0, "")],
-               [tool_call(0.1, ""), tool_call(0.0, "")], stream=True, observer=every.append)
+    chat = duo(server, [tool_call(0.8, "x"), DONE], observer=every.append)
     chat.run("t")
     assert not [e for e in every if e.kind == "bid_delta"]
     assert all("stream" not in r.body for r in server.requests)
@@ -315,34 +293,25 @@ def test_without_a_delta_observer_nothing_streams(server):
 
 
 def test_stream_bids_off_sends_no_stream_even_when_an_observer_asks(server):
-    seen = Deltas()
-    chat = duo(server, [tool_call(0.8, "x"), tool_call(0.0, "")],
-               [tool_call(0.1, ""), tool_call(0.0, "")], stream=False, observer=seen)
-    chat.run("t")
+    _, seen = run(server, [tool_call(0.8, "x"), DONE], stream=False)
     assert seen.events == [] and all("stream" not in r.body for r in server.requests)
 
 
 def test_a_trickling_stream_is_bounded_by_the_request_timeout(server):
     slow = tool_call(0.5, "x" * 200, chunk_delay=0.25)  # 30 deltas, each well inside a read
-    chat = duo(server, [slow], [tool_call(0.1, "")], stream=True, observer=Deltas(),
-               timeout=1.0, num_retries=0)
-    chat.run("t")
+    chat, _ = run(server, [slow], [tool_call(0.1, "")], timeout=1.0, num_retries=0)
     bid = chat.last_run.bids[0]
     assert bid.path == "none" and "no complete reply within 1.0 s" in bid.error
 
 
 def test_the_stream_body_cap_applies_to_a_stream(server, monkeypatch):
     monkeypatch.setattr(bodies, "STREAM_BODY_CAP", 3_000)
-    chat = duo(server, [tool_call(0.5, "y" * 5_000)], [tool_call(0.1, "")], stream=True,
-               observer=Deltas(), num_retries=0)
-    chat.run("t")
-    bid = chat.last_run.bids[0]
-    assert "reply body larger than 3,000 bytes" in (bid.error or "")
+    chat, _ = run(server, [tool_call(0.5, "y" * 5_000)], [tool_call(0.1, "")], num_retries=0)
+    assert "reply body larger than 3,000 bytes" in (chat.last_run.bids[0].error or "")
 
 
 def test_the_streaming_callback_still_gets_the_posted_message_chunked_on_spaces(server):
-    chat = duo(server, [tool_call(0.9, "two words"), tool_call(0.0, "")],
-               [tool_call(0.1, ""), tool_call(0.0, "")], stream=True, observer=Deltas())
+    chat = duo(server, [tool_call(0.9, "two words"), DONE], observer=Deltas())
     seen: list[tuple[str, str, bool]] = []
     chat.run("Hi", streaming_callback=lambda a, c, f: seen.append((a, c, f)))
     assert seen == [("User", "Hi", False), ("User", "", True),
