@@ -1,8 +1,5 @@
 """The sweep runner: recorded cells, progress events, results, budget caps, cancel, executors.
-
-Private imports (`sweeps._spec`): units or test hooks with no public name; everything public comes
-from the public API.
-"""
+Private imports (t95, finished_cells, short_label): units with no public name."""
 
 from __future__ import annotations
 
@@ -36,6 +33,7 @@ from groupchat_core.testing import FakeOpenAIServer, tool_call
 AGENTS = [{"agent_name": n, "system_prompt": p, "model_name": "sim/balanced"} for n, p in (
     ("Optimist", "You argue for the benefits."), ("Pessimist", "You argue for the risks."),
     ("Realist", "You seek a balanced analysis."))]
+SLOW = {"max_loops": 8, "agents": [{**a, "litellm_kwargs": {"sim_latency": 0.01}} for a in AGENTS]}
 
 
 def spec(grid=None, **changes):
@@ -48,8 +46,7 @@ def spec(grid=None, **changes):
 
 
 @pytest.fixture
-def store(sqlite_store: RunStore) -> RunStore:
-    """SQLite only (tests/conftest.py's sqlite_store)."""
+def store(sqlite_store: RunStore) -> RunStore:  # SQLite only (tests/conftest.py's)
     return sqlite_store
 
 
@@ -134,9 +131,7 @@ def test_results_one_row_per_cell_and_aggregates_with_bounded_intervals(store):
 
 
 def test_max_calls_stops_cleanly_and_a_resume_finishes_without_rerunning(store):
-    slow = {"max_loops": 8, "agents": [{**a, "litellm_kwargs": {"sim_latency": 0.01}}
-                                       for a in AGENTS]}
-    sweep = spec(base=slow, bid_cache=False, concurrency=2, max_calls=70)
+    sweep = spec(base=SLOW, bid_cache=False, concurrency=2, max_calls=70)
     events = []
     outcome = run_sweep(sweep, store, on_event=events.append)
 
@@ -184,8 +179,7 @@ def test_max_usd_counts_the_cost_of_priced_calls(monkeypatch):
 
 
 def test_a_cancelled_sweep_is_recorded_and_can_be_resumed(store):
-    sweep = spec(bid_cache=False, concurrency=1, base={"max_loops": 8, "agents": [
-        {**a, "litellm_kwargs": {"sim_latency": 0.01}} for a in AGENTS]})
+    sweep = spec(bid_cache=False, concurrency=1, base=SLOW)
     second_cell_bids = asyncio.Event()
     local = LocalExecutor(store, bid_cache=False)
 
@@ -262,9 +256,8 @@ def test_results_list_pending_cells_before_they_run(store):
 
 
 def test_llm_prompts_state_the_threshold_so_only_other_parameters_share(monkeypatch, store):
-    """Temperature-0 LLM agents are cached by default, but a bid prompt names the threshold:
-    cells that differ in it send different requests. Cells that differ only in max_loops
-    send identical ones, so the longest cell's calls are all the sweep makes."""
+    """Temperature-0 LLM agents are cached, but a bid prompt names the threshold; cells that
+    differ only in max_loops send identical requests: the longest cell's calls are all made."""
     import hashlib
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
@@ -291,8 +284,7 @@ def test_llm_prompts_state_the_threshold_so_only_other_parameters_share(monkeypa
 
 
 def test_a_raising_observer_cancels_a_sync_sweep_which_still_reports_its_end(store):
-    sweep = spec(bid_cache=False, concurrency=1, base={"max_loops": 8, "agents": [
-        {**a, "litellm_kwargs": {"sim_latency": 0.01}} for a in AGENTS]})
+    sweep = spec(bid_cache=False, concurrency=1, base=SLOW)
     seen: list[str] = []
 
     def observer(event):
