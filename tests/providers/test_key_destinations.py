@@ -1,20 +1,11 @@
 """No key reaches a host its owner did not send it to, by any door (issue 44, point 1).
 
-The attack: an agents file shows a trusted endpoint (or none) and hides another in its
-`litellm_kwargs` (`base_url`, `api_base`, `custom_llm_provider`, `aws_bedrock_runtime_endpoint`),
-or a signing provider points its api_base at the attacker. One user imports it, another runs it
-with their keys. An attacker's server on loopback records every header it is sent; each case
-runs with one key source (the server's environment, a Settings key typed for the trusted base, a
-Settings provider key, the agent's own key, AWS credentials) and checks:
-
-- the import (the same validation as the CLI's `agents import`, the dashboard's and the Python
-  API's) is refused in one line naming the key and the first-class field to use;
-- an agent built around validation (`Agent.model_construct`) is refused when its bids are sent,
-  in one line, and the attacker receives no request at all, so no key.
-
-Run as a script (`python -m tests.providers.test_key_destinations`) it prints the matrix as the
-closing note shows it: per case, whether the import was refused and which canaries the attacker
-received when the agent ran (on the old code: through the import; here: around it).
+An agents file shows a trusted endpoint (or none) and hides another in `litellm_kwargs`, or a
+signing provider points its api_base at the attacker; an attacker on loopback records every
+header. Per key source (server env, Settings key for the trusted base, Settings provider key,
+own key, AWS credentials): the import is refused in one line naming the key and the field to
+use, and an agent built around validation is refused when it bids, the attacker getting nothing.
+`python -m tests.providers.test_key_destinations` prints the matrix (refused? canaries received?).
 
 Private imports (`_kwargs_policy.ALLOWED_KWARGS`): the allowlist the security model's docs list.
 """
@@ -209,8 +200,7 @@ def test_no_key_reaches_an_endpoint_hidden_in_the_settings(
 
 def test_a_loopback_base_hiding_a_remote_one_is_blocked(monkeypatch: pytest.MonkeyPatch,
                                                         ) -> None:
-    """GROUPCHAT_BLOCK_REMOTE_CALLS judges the same destination: a loopback api_base with a
-    remote base_url neither imports nor runs (around validation: refused, nothing sent)."""
+    """A loopback api_base hiding a remote base_url neither imports nor runs (refused, unsent)."""
     monkeypatch.setenv("GROUPCHAT_BLOCK_REMOTE_CALLS", "1")
     with FakeOpenAIServer() as local:
         data = {"agent_name": "A", "model_name": "openai/x", "api_base": local.base_url,
