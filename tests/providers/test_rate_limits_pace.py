@@ -1,13 +1,8 @@
-"""Limits pace, they never fail a bid (issue 42): a routed model's deployments' rpm is waited for
-before a request's own timeout starts, so a sweep asking for more than its limit slows down and
-finishes, every bid answered, and no window ever holds more requests than the limit.
+"""Limits pace, they never fail a bid (issue 42): an rpm limit is waited for before a request's
+own timeout starts, so a sweep over its limit slows down, every bid answered, no window over it.
 
-No upper bound on time: the window limit runs on an injected clock; over HTTP the sweep's
-requests are counted per window from the server's recorded arrival times (lower bounds and
-counts only).
-
-Private imports (`providers._deployments`, `providers._ratelimit`, `providers._retries`,
-`providers._bodies`): units or test hooks with no public name.
+No upper bound on time: an injected clock, or the server's arrival times (lower bounds, counts).
+Private imports (`providers._deployments`, `_ratelimit`, `_retries`, `_bodies`): units, hooks.
 """
 
 from __future__ import annotations
@@ -104,8 +99,7 @@ def routes_on(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 def test_the_request_timeout_starts_after_the_limiter_grants(
         routes_on: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two requests on a deployment of 1 rpm per 0.5 s, each with a 0.2 s timeout: the second
-    waits its 0.5 s for the limit, then is sent with its whole 0.2 s still ahead of it."""
+    """1 request per 0.5 s, 0.2 s timeouts: the second waits 0.5 s, then has its whole 0.2 s."""
     sent: list[tuple[float, float]] = []  # (loop time when sent, that request's deadline)
 
     async def answered(self: Any, request: dict[str, Any]) -> str:
@@ -141,16 +135,26 @@ def one_turn_of_three(server: FakeOpenAIServer, model: str,
     return list(chat.last_run.bids)
 
 
-def test_a_process_wide_rpm_wait_is_not_the_requests_time() -> None:
-    """rpm 60: one at once, then one a second; the third bid waits 2 s for the limit, four
-    times its 0.5 s timeout, and still answers (the wait comes before the request's clock)."""
+@pytest.fixture
+def one_in_flight() -> Iterator[None]:
+    before = max_inflight_calls()
+    set_max_inflight_calls(1)
+    yield
+    set_max_inflight_calls(before)
+
+
+@pytest.mark.parametrize("bid_timeout", [120.0, 1.0])
+def test_a_process_wide_rpm_wait_is_neither_the_requests_time_nor_the_bids(
+        bid_timeout: float) -> None:
+    """rpm 60 (one at once, then one a second): the third bid waits 2 s, four times its 0.5 s
+    request timeout and (at 1.0) twice its bid deadline, and still answers."""
     RATE_LIMITS.clear()
     set_rate_limit("openai/slow", rpm=60)
     try:
         with FakeOpenAIServer() as server:
             server.script("slow", [tool_call(0.9, "first"), *[tool_call(0.0, "")] * 2])
             start = time.monotonic()  # no permit is granted before this (the server's clock)
-            bids = one_turn_of_three(server, "slow")
+            bids = one_turn_of_three(server, "slow", bid_timeout=bid_timeout)
             times = sorted(r.received_at for r in server.requests_for("slow"))
     finally:
         RATE_LIMITS.clear()
@@ -158,63 +162,32 @@ def test_a_process_wide_rpm_wait_is_not_the_requests_time() -> None:
     assert times[2] - start >= 2.0  # it did wait for the limit
 
 
-def test_a_wait_for_the_in_flight_limit_is_not_the_requests_time() -> None:
-    """One call in flight at a time, each reply held 0.3 s: the third bid waits 0.6 s for a
-    slot, past its 0.5 s timeout, and still answers."""
-    before = max_inflight_calls()
-    set_max_inflight_calls(1)
-    try:
-        with FakeOpenAIServer() as server:
-            server.script("held", [tool_call(0.9, "first", latency=0.3),
-                                   *[tool_call(0.0, "", latency=0.3)] * 2])
-            bids = one_turn_of_three(server, "held")
-            times = sorted(r.received_at for r in server.requests_for("held"))
-    finally:
-        set_max_inflight_calls(before)
+def test_a_wait_for_the_in_flight_limit_is_not_the_requests_time(one_in_flight: None) -> None:
+    """Replies held 0.3 s, one at a time: the third bid waits 0.6 s (> its 0.5 s) and answers."""
+    with FakeOpenAIServer() as server:
+        server.script("held", [tool_call(0.9, "first", latency=0.3),
+                               *[tool_call(0.0, "", latency=0.3)] * 2])
+        bids = one_turn_of_three(server, "held")
+        times = sorted(r.received_at for r in server.requests_for("held"))
     assert [b.error for b in bids] == [None] * 3
     assert times[2] - times[0] >= 0.6 - 0.01  # one at a time: the third waited for two
 
 
-def test_a_wait_for_a_limit_does_not_use_up_the_bids_deadline() -> None:
-    """bid_timeout 1 s and rpm 60 (one at once, then one a second): the third bid waits 2 s
-    for the limit, twice its whole bid deadline, and still answers; before, the turn's deadline
-    ran while the bid queued and it failed ("no bid within 1 s")."""
-    RATE_LIMITS.clear()
-    set_rate_limit("openai/paced", rpm=60)
-    try:
-        with FakeOpenAIServer() as server:
-            server.script("paced", [tool_call(0.9, "first"), *[tool_call(0.0, "")] * 2])
-            start = time.monotonic()
-            bids = one_turn_of_three(server, "paced", bid_timeout=1.0)
-            times = sorted(r.received_at for r in server.requests_for("paced"))
-    finally:
-        RATE_LIMITS.clear()
-    assert [b.error for b in bids] == [None] * 3
-    assert times[2] - start >= 2.0  # it did wait, longer than its whole bid deadline
-
-
-def test_a_bid_slower_than_its_deadline_still_fails_after_a_wait() -> None:
-    """The deadline stands still only while queued: a reply held 0.8 s against bid_timeout
-    0.5 s fails, the wait for a slot before it not counted, the request's own time counted."""
-    before = max_inflight_calls()
-    set_max_inflight_calls(1)
-    try:
-        with FakeOpenAIServer() as server:
-            server.script("late", [tool_call(0.9, "first", latency=0.8)] * 3)
-            agents = [Agent(agent_name=n, model_name="openai/late", api_base=server.base_url,
-                            api_key="sk-local", timeout=5.0, num_retries=0) for n in "AB"]
-            chat = GroupChat(agents=agents, max_loops=1, bid_cache=False, bid_timeout=0.5)
-            chat.run("t")
-    finally:
-        set_max_inflight_calls(before)
+def test_a_bid_slower_than_its_deadline_still_fails_after_a_wait(one_in_flight: None) -> None:
+    """Only the queue is not counted: a reply held 0.8 s against bid_timeout 0.5 s fails."""
+    with FakeOpenAIServer() as server:
+        server.script("late", [tool_call(0.9, "first", latency=0.8)] * 3)
+        agents = [Agent(agent_name=n, model_name="openai/late", api_base=server.base_url,
+                        api_key="sk-local", timeout=5.0, num_retries=0) for n in "AB"]
+        chat = GroupChat(agents=agents, max_loops=1, bid_cache=False, bid_timeout=0.5)
+        chat.run("t")
     errors = [b.error or "" for b in chat.last_run.bids]
     assert all("no bid within 0.5 s" in e for e in errors), errors
 
 
-def test_a_request_paced_for_its_rpm_holds_no_in_flight_slot(routes_on: Any) -> None:
-    """One in-flight slot; a routed model paced at 1 request per 0.5 s window. While its second
-    request waits for the window, an unpaced model's request takes the slot and is sent first
-    (before, the paced request held the slot through its wait: sent P1, P2, U)."""
+def test_a_request_paced_for_its_rpm_holds_no_in_flight_slot(routes_on: Any,
+                                                             one_in_flight: None) -> None:
+    """One slot, 1 request per 0.5 s: while P2 waits for its window, unpaced U is sent first."""
     sent: list[str] = []
 
     async def send(litellm: Any, kwargs: dict[str, Any]) -> str:
@@ -222,21 +195,16 @@ def test_a_request_paced_for_its_rpm_holds_no_in_flight_slot(routes_on: Any) -> 
         return "reply"
 
     async def three() -> None:
-        before = max_inflight_calls()
-        set_max_inflight_calls(1)
-        try:
-            with routes_on([{"name": "a", "api_base": "http://127.0.0.1:9/v1", "rpm": 1}]):
-                paced = {"model": "openai/fake", "messages": []}
-                await retries.call_with_retries({**paced, "tag": "P1"}, retries.Attempts(), send)
-                second = asyncio.ensure_future(retries.call_with_retries(
-                    {**paced, "tag": "P2"}, retries.Attempts(), send))
-                await asyncio.sleep(0.05)  # P2 is waiting for its window now
-                assert not second.done()
-                other = {"model": "openai/other", "messages": [], "tag": "U"}
-                await retries.call_with_retries(other, retries.Attempts(), send)
-                await second
-        finally:
-            set_max_inflight_calls(before)
+        with routes_on([{"name": "a", "api_base": "http://127.0.0.1:9/v1", "rpm": 1}]):
+            paced = {"model": "openai/fake", "messages": []}
+            await retries.call_with_retries({**paced, "tag": "P1"}, retries.Attempts(), send)
+            second = asyncio.ensure_future(retries.call_with_retries(
+                {**paced, "tag": "P2"}, retries.Attempts(), send))
+            await asyncio.sleep(0.05)  # P2 is waiting for its window now
+            assert not second.done()
+            other = {"model": "openai/other", "messages": [], "tag": "U"}
+            await retries.call_with_retries(other, retries.Attempts(), send)
+            await second
 
     asyncio.run(three())
     assert sent == ["P1", "U", "P2"]
@@ -251,13 +219,8 @@ def test_a_model_with_a_deployment_without_rpm_is_not_paced() -> None:
 
 def test_a_sweep_over_its_deployments_rpm_slows_down_and_every_bid_answers(
         tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Four cells of two agents (two at once), 24 requests on deployments taking 5 per 1 s
-    window, no retry: before, the Router found both deployments full (counted per minute) and
-    every later bid failed ("No deployments available"); now every bid answers.
-
-    Checked on the server's arrival times: a permit comes back a window after its request
-    ended, so however late the send path delivers a request, the 6th in any window reached the
-    server after the 1st one's reply (counts and lower bounds only)."""
+    """Four cells of two agents, 24 requests on deployments taking 5 per 1 s window, no retry:
+    before, later bids failed ("No deployments available"); now every bid answers."""
     from groupchat_core.store import RunStore, dispose_engines
     from groupchat_core.sweeps import parse_sweep, run_sweep
 
