@@ -1,16 +1,8 @@
-"""Deployments belong to the chat or sweep that declared them; the Router path's key check and
-cost, over real HTTP to local fake OpenAI servers (issue 19, rows 5 and 6).
+"""Deployments belong to the chat or sweep that declared them (never routing another chat, even
+while it runs); the Router path's per-deployment key check, and its cost (unpriced is unknown,
+not $0, and a dollar budget over it is refused at start), over real HTTP (issue 19, rows 5-6).
 
-- A sweep's deployments never route another chat: after the sweep, and while it runs (same
-  loop, same model name), an ordinary chat reaches its own api_base with its own key; two
-  sweeps at once each reach only their own deployments.
-- The key check judges each deployment: api_key_env set, or an open server on loopback, starts
-  with no OPENAI_API_KEY; a remote api_base without a key is refused with one line.
-- A routed call to an unpriced model costs unknown (None), not $0; a dollar budget over such
-  calls is refused at start (Python API and CLI), one line, nothing created.
-
-Private imports (`engine._bidcache`, `providers._deployments`, `providers._providers`): units or
-test hooks with no public name; everything public comes from the public API.
+Private imports (`engine._bidcache`, `providers._deployments`): units or test hooks.
 """
 
 from __future__ import annotations
@@ -139,8 +131,7 @@ def test_deployments_with_their_own_key_variable_start_without_openai_api_key(
 
 
 def test_a_server_key_never_goes_to_an_untrusted_deployment_base(servers, store, monkeypatch):
-    """A sweep file may name any api_base and any variable: `api_key_env: OPENAI_API_KEY` at a
-    server its author controls must not carry the server's key there (Security model)."""
+    """`api_key_env: OPENAI_API_KEY` at a sweep author's server must not carry the key there."""
     a, _, _ = servers
     monkeypatch.setenv("OPENAI_API_KEY", "sk-canary-server-key-0123456789")
     routes = to(a, api_key_env="OPENAI_API_KEY")
