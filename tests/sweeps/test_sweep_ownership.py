@@ -1,13 +1,7 @@
-"""A sweep has one owner at a time, and each cell is claimed once (issue 10 §4).
-
-Real processes: two `python -m groupchat_core sweep --resume` of one sweep, at once and one
-after the other; the second is refused with one line naming the owner (pid, host, since when)
-and how to stop it, and every cell has exactly one finished run. A forced race (claimers in
-threads and in processes, and two whole sweep processes with the owner check switched off)
-still runs each cell once. Every test runs on SQLite and on PostgreSQL (`store` fixture).
-
-Private imports (`store._schema`): units or test hooks with no public name; everything public comes
-from the public API.
+"""A sweep has one owner at a time, and each cell is claimed once (issue 10 §4): a second
+`sweep --resume` (at once or later, in real processes) is refused in one line naming the owner
+and how to stop it; forced races (threads, processes, owner check off) still run each cell once.
+On SQLite and PostgreSQL (`store`). Private imports (`store._schema`): no public name.
 """
 
 from __future__ import annotations
@@ -49,11 +43,15 @@ def started_sweep(store: RunStore, tmp_path: Path, latency: float = 0.03,
     return outcome.sweep_id
 
 
-def resume(url: str, sweep_id: str, *extra: str) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "GROUPCHAT_DB": url}
-    return subprocess.Popen([sys.executable, "-m", "groupchat_core", "sweep", "--resume",
-                             sweep_id, "--quiet", *extra], cwd=ROOT, env=env,
+def python(url: str, *args: str, text: bool = False) -> subprocess.Popen:
+    """`python *args` in the repository, on the database at `url`."""
+    return subprocess.Popen([sys.executable, *args], cwd=ROOT, text=text,
+                            env={**os.environ, "GROUPCHAT_DB": url},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def resume(url: str, sweep_id: str) -> subprocess.Popen[bytes]:
+    return python(url, "-m", "groupchat_core", "sweep", "--resume", sweep_id, "--quiet")
 
 
 def finished_once(store: RunStore, sweep_id: str) -> None:
@@ -157,9 +155,8 @@ def test_racing_claimers_in_threads_and_processes_claim_each_cell_once(store):
     assert sorted(claimed) == sorted(cells[:20])  # every cell once, by exactly one thread
 
     start = time.time() + 2.0  # both processes claim the same 20 cells at the same moment
-    procs = [subprocess.Popen([sys.executable, "-c", RACER, store.url, sweep_id, str(start),
-                               *cells[20:]], cwd=ROOT, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [python(store.url, "-c", RACER, store.url, sweep_id, str(start), *cells[20:],
+                    text=True) for _ in range(2)]
     outs = [p.communicate(timeout=120) for p in procs]
     assert all(p.returncode == 0 for p in procs), outs
     claimed = [c for out, _ in outs for c in out.split()]
@@ -194,12 +191,9 @@ sys.exit(main(["sweep", "--resume", sys.argv[1]]))
 def test_two_processes_forced_to_run_one_sweep_still_run_each_cell_once(store, tmp_path):
     sweep_id = started_sweep(store, tmp_path, latency=0.02)
     before = store.list_runs(sweep_id=sweep_id)
-    env = {**os.environ, "GROUPCHAT_DB": store.url}
     barrier = tmp_path / "barrier"
     barrier.mkdir()
-    procs = [subprocess.Popen([sys.executable, "-c", FORCED, sweep_id, str(barrier), str(i)],
-                              cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True)
+    procs = [python(store.url, "-c", FORCED, sweep_id, str(barrier), str(i), text=True)
              for i in range(2)]
     outs = [p.communicate(timeout=300) for p in procs]
     runs = store.list_runs(sweep_id=sweep_id)
