@@ -1,11 +1,10 @@
 """Ray CPUs per cell (issue 24, target 4): settable in the sweep spec, the CLI and the Sweeps
 page, checked (above 0, at most 64) with one line. That a fraction lets more cells share a
-node's CPUs on a real cluster is tests/test_sweep_ray.py's."""
+node's CPUs on a real cluster is tests/sweeps/test_sweep_ray.py's."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -18,8 +17,6 @@ AGENTS = [{"agent_name": n, "system_prompt": "p", "model_name": "sim/balanced"}
           for n in ("Pro", "Con")]
 BASE = {"name": "cpus", "base": {"max_loops": 2, "agents": AGENTS},
         "grid": {"threshold": [0.3, 0.5]}, "tasks": ["Q?"], "bid_cache": False}
-
-
 pytestmark = pytest.mark.usefixtures("fresh_engines")
 
 
@@ -49,33 +46,26 @@ def test_the_executor_refuses_a_value_out_of_range(tmp_path):
     assert RayExecutor(store, cpus_per_cell=0.5).cpus_per_cell == 0.5
 
 
-def write(path: Path, **changes: object) -> str:
-    path.write_text(json.dumps({**BASE, **changes}))
-    return str(path)
+RAY = ["--executor", "ray", "--cpus-per-cell"]
 
 
-@pytest.mark.parametrize(("argv", "said"), [
-    (["--executor", "ray", "--cpus-per-cell", "0"], "--cpus-per-cell: must be a number above 0"),
-    (["--executor", "ray", "--cpus-per-cell", "65"], "and at most 64"),
-    (["--executor", "ray", "--cpus-per-cell", "nan"], "--cpus-per-cell: must be a number"),
-    (["--cpus-per-cell", "0.5"], "--cpus-per-cell only applies with --executor ray"),
-    (["--executor", "ray", "--cpus-per-cell", "lots"], "--cpus-per-cell: invalid float value"),
+@pytest.mark.parametrize(("changes", "argv", "said"), [
+    ({}, [*RAY, "0"], "--cpus-per-cell: must be a number above 0"),
+    ({}, [*RAY, "65"], "and at most 64"),
+    ({}, [*RAY, "nan"], "--cpus-per-cell: must be a number"),
+    ({}, ["--cpus-per-cell", "0.5"], "--cpus-per-cell only applies with --executor ray"),
+    ({}, [*RAY, "lots"], "--cpus-per-cell: invalid float value"),
+    ({"cpus_per_cell": 100}, ["--quiet"], "cpus_per_cell must be a number above 0 and at most 64"),
 ])
-def test_the_cli_flag_is_checked_in_one_line(tmp_path, capsys, monkeypatch, argv, said):
+def test_the_cli_flag_and_a_spec_out_of_range_are_one_line(tmp_path, capsys, monkeypatch,
+                                                             changes, argv, said):
     monkeypatch.setenv("GROUPCHAT_HOME", str(tmp_path))
     monkeypatch.delenv("GROUPCHAT_DB", raising=False)
-    assert main(["sweep", write(tmp_path / "s.json"), *argv]) == 2
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({**BASE, **changes}))
+    assert main(["sweep", str(path), *argv]) == 2
     err = capsys.readouterr().err
     assert said in err and err.count("\n") == 1 and "Traceback" not in err
-
-
-def test_a_spec_out_of_range_is_one_line_from_the_cli(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("GROUPCHAT_HOME", str(tmp_path))
-    monkeypatch.delenv("GROUPCHAT_DB", raising=False)
-    assert main(["sweep", write(tmp_path / "s.json", cpus_per_cell=100), "--quiet"]) == 2
-    err = capsys.readouterr().err
-    assert "cpus_per_cell must be a number above 0 and at most 64" in err
-    assert err.count("\n") == 1
 
 
 def test_the_page_passes_its_value_else_the_spec_s_else_one(tmp_path):
