@@ -32,12 +32,20 @@ def sweep(base: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("base", "says"), SEATS)
-def test_a_sweep_spec_cannot_carry_people_and_says_why(base: dict[str, Any], says: str) -> None:
+def test_a_sweep_spec_cannot_carry_people_and_says_why_there_and_from_the_cli(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, base: dict[str, Any],
+        says: str) -> None:
     with pytest.raises(ConfigError) as caught:
         parse_sweep(sweep(base))
     assert str(caught.value) == f"invalid sweep spec: {says}: {WHY}; run a chat with people " \
         "with GroupChat(...) or `groupchat-lab run --human NAME`"
     assert "unknown" not in str(caught.value)
+    path = tmp_path / "people.yaml"
+    path.write_text(json.dumps(sweep(base)))
+    code, out, err = run_cli(capsys, "sweep", str(path), "--estimate")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith(f"error: invalid people.yaml: {says}: {WHY}")
+    assert "Traceback" not in err
 
 
 def test_people_at_the_top_of_a_sweep_file_are_refused_too(tmp_path: Path) -> None:
@@ -45,18 +53,6 @@ def test_people_at_the_top_of_a_sweep_file_are_refused_too(tmp_path: Path) -> No
     path.write_text(json.dumps({**sweep({"agents": AGENTS}), "people": [{"name": "Ann"}]}))
     with pytest.raises(ConfigError, match=f"^invalid s.json: people: .*{WHY}"):
         load_sweep(path)
-
-
-@pytest.mark.parametrize(("base", "says"), SEATS)
-def test_the_cli_refuses_a_sweep_with_people_in_one_line(
-        capsys: pytest.CaptureFixture[str], tmp_path: Path, base: dict[str, Any],
-        says: str) -> None:
-    path = tmp_path / "people.yaml"
-    path.write_text(json.dumps(sweep(base)))
-    code, out, err = run_cli(capsys, "sweep", str(path), "--estimate")
-    assert code == 2 and out == "" and err.count("\n") == 1
-    assert err.startswith(f"error: invalid people.yaml: {says}: {WHY}")
-    assert "Traceback" not in err
 
 
 def test_an_agent_kind_is_no_seat_for_a_person() -> None:
