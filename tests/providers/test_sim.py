@@ -36,28 +36,18 @@ from groupchat_core.providers._sim_litellm import register_litellm_provider
 from tests.helpers import ROOT
 
 TASK = ("User", "Should our school adopt AI tutoring tools for homework help?")
-RESPOND_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "respond",
-        "description": "Decide whether to reply in the groupchat.",
-        "parameters": {
-            "type": "object",
-            "properties": {"score": {"type": "number"}, "message": {"type": "string"}},
-            "required": ["score", "message"],
-        },
-    },
-}
+RESPOND_TOOL = {"type": "function", "function": {
+    "name": "respond", "description": "Decide whether to reply in the groupchat.",
+    "parameters": {"type": "object", "required": ["score", "message"],
+                   "properties": {"score": {"type": "number"}, "message": {"type": "string"}}}}}
+TOOLS = {"tools": [RESPOND_TOOL],
+         "tool_choice": {"type": "function", "function": {"name": "respond"}}}
 SEEDS = range(300)
 
 
-def make_ctx(
-    persona: str = "balanced",
-    history: Sequence[tuple[str, str]] = (TASK,),
-    seed: int = 0,
-    agent: str = "Optimist",
-    prompt: str = "You argue for the benefits.",
-) -> SimContext:
+def make_ctx(persona: str = "balanced", history: Sequence[tuple[str, str]] = (TASK,),
+             seed: int = 0, agent: str = "Optimist", prompt: str = "You argue for the benefits.",
+             ) -> SimContext:
     return SimContext(agent, prompt, persona, tuple(history), len(history), seed)
 
 
@@ -97,31 +87,28 @@ def test_messages_name_the_speaker_and_are_short() -> None:
     assert all(len(m) < 200 for m in spoken)
 
 
-def test_eager_bids_higher_than_reserved() -> None:
-    assert mean_score(persona="eager") > mean_score(persona="reserved") + 0.1
+EXPERT = {"persona": "expert",
+          "prompt": "You are a database performance expert: indexes, queries, latency."}
 
 
-def test_expert_bids_higher_on_its_keywords() -> None:
-    prompt = "You are a database performance expert: indexes, queries, latency."
-    on_topic = [TASK, ("Skeptic", "Slow queries and missing indexes hurt latency.")]
-    off_topic = [TASK, ("Skeptic", "The weather is lovely for a picnic today.")]
-    hot = mean_score(persona="expert", history=on_topic, prompt=prompt)
-    cold = mean_score(persona="expert", history=off_topic, prompt=prompt)
-    assert hot > cold + 0.2
-
-
-def test_fatigue_after_speaking_last() -> None:
-    spoke = [TASK, ("Optimist", "Tutoring tools could help students.")]
-    other = [TASK, ("Analyst", "Tutoring tools could help students.")]
-    assert mean_score(history=spoke) < mean_score(history=other) - 0.05
-
-
-def test_contrarian_boosted_by_assertive_messages() -> None:
-    assertive = [TASK, ("Skeptic", "Absolutely, everyone clearly agrees on this!")]
-    neutral = [TASK, ("Skeptic", "Perhaps there are some considerations here.")]
-    assert mean_score(persona="contrarian", history=assertive) > mean_score(
-        persona="contrarian", history=neutral
-    )
+@pytest.mark.parametrize("higher, lower, margin", [
+    pytest.param({"persona": "eager"}, {"persona": "reserved"}, 0.1, id="eager over reserved"),
+    pytest.param({**EXPERT, "history": [TASK, ("Skeptic", "Slow queries and missing indexes "
+                                                          "hurt latency.")]},
+                 {**EXPERT, "history": [TASK, ("Skeptic", "The weather is lovely for a picnic "
+                                                          "today.")]},
+                 0.2, id="expert on its keywords"),
+    pytest.param({"history": [TASK, ("Analyst", "Tutoring tools could help students.")]},
+                 {"history": [TASK, ("Optimist", "Tutoring tools could help students.")]},
+                 0.05, id="fatigue after speaking last"),
+    pytest.param({"persona": "contrarian",
+                  "history": [TASK, ("Skeptic", "Absolutely, everyone clearly agrees on this!")]},
+                 {"persona": "contrarian",
+                  "history": [TASK, ("Skeptic", "Perhaps there are some considerations here.")]},
+                 0.0, id="contrarian boosted by assertive messages"),
+])
+def test_persona_effects_show_through_the_noise(higher: dict, lower: dict, margin: float) -> None:
+    assert mean_score(**higher) > mean_score(**lower) + margin
 
 
 def test_persona_lookup_and_errors() -> None:
@@ -190,14 +177,12 @@ def test_many_bids_run() -> None:
 
 # litellm's own pydantic models emit this UserWarning on first use; it is not ours.
 quiet = pytest.mark.filterwarnings("ignore:Item 'summary' on TypedDict:UserWarning")
-MESSAGES = [
-    {"role": "system", "content": "You are an optimist about technology."},
-    {"role": "user", "content": "Should we adopt AI?"},
-]
+MESSAGES = [{"role": "system", "content": "You are an optimist about technology."},
+            {"role": "user", "content": "Should we adopt AI?"}]
 
 
 @pytest.fixture(scope="module")
-def litellm_mod():  # type: ignore[no-untyped-def]
+def litellm_mod() -> Any:
     os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
     import litellm
 
@@ -218,36 +203,23 @@ def parse_respond(response: object) -> dict[str, object]:
     return args
 
 
-def test_register_is_idempotent(litellm_mod) -> None:  # type: ignore[no-untyped-def]
+def test_register_is_idempotent(litellm_mod: Any) -> None:
     register_litellm_provider()
     entries = [e for e in litellm_mod.custom_provider_map if e["provider"] == "sim"]
     assert len(entries) == 1
 
 
 @quiet
-def test_litellm_completion_respond_tool(litellm_mod) -> None:  # type: ignore[no-untyped-def]
-    response = litellm_mod.completion(
-        model="sim/eager",
-        messages=MESSAGES,
-        tools=[RESPOND_TOOL],
-        tool_choice={"type": "function", "function": {"name": "respond"}},
-    )
+def test_litellm_completion_respond_tool(litellm_mod: Any) -> None:
+    response = litellm_mod.completion(model="sim/eager", messages=MESSAGES, **TOOLS)
     parse_respond(response)
     assert response.usage.total_tokens > 0
 
 
 @quiet
-def test_litellm_acompletion_respond_tool(litellm_mod) -> None:  # type: ignore[no-untyped-def]
-    response = asyncio.run(
-        litellm_mod.acompletion(
-            model="sim/balanced",
-            messages=MESSAGES,
-            tools=[RESPOND_TOOL],
-            tool_choice={"type": "function", "function": {"name": "respond"}},
-            user="Optimist",
-            seed=5,
-        )
-    )
+def test_litellm_acompletion_respond_tool(litellm_mod: Any) -> None:
+    response = asyncio.run(litellm_mod.acompletion(
+        model="sim/balanced", messages=MESSAGES, **TOOLS, user="Optimist", seed=5))
     args = parse_respond(response)
     history = [("User", "Should we adopt AI?")]
     ctx = SimContext("Optimist", MESSAGES[0]["content"], "balanced", history, 1, 5)
@@ -255,7 +227,7 @@ def test_litellm_acompletion_respond_tool(litellm_mod) -> None:  # type: ignore[
 
 
 @quiet
-def test_litellm_without_tools_returns_json_text(litellm_mod) -> None:  # type: ignore[no-untyped-def]
+def test_litellm_without_tools_returns_json_text(litellm_mod: Any) -> None:
     response = litellm_mod.completion(model="sim/reserved", messages=MESSAGES)
     payload = json.loads(response.choices[0].message.content)
     assert isinstance(payload, dict) and set(payload) == {"score", "message"}
@@ -263,7 +235,7 @@ def test_litellm_without_tools_returns_json_text(litellm_mod) -> None:  # type: 
 
 
 @quiet
-def test_litellm_passes_sim_failure_rate(litellm_mod) -> None:  # type: ignore[no-untyped-def]
+def test_litellm_passes_sim_failure_rate(litellm_mod: Any) -> None:
     with pytest.raises(Exception, match="simulated provider failure"):
         litellm_mod.completion(model="sim/eager", messages=MESSAGES, sim_failure_rate=1.0)
 
