@@ -1,9 +1,5 @@
 """Search spaces: agent order, roster, models per agent, random search; bounds, labels, estimate,
-budget caps and resume over the new axes.
-
-Private imports (`sweeps._results`): units or test hooks with no public name; everything public
-comes from the public API.
-"""
+budget caps and resume over the new axes. Private imports (`sweeps._results`): no public name."""
 
 from __future__ import annotations
 
@@ -36,8 +32,7 @@ def sweep(grid=None, **changes):
 
 
 @pytest.fixture
-def store(sqlite_store: RunStore) -> RunStore:
-    """SQLite only (tests/conftest.py's sqlite_store)."""
+def store(sqlite_store: RunStore) -> RunStore:  # SQLite only (tests/conftest.py's)
     return sqlite_store
 
 
@@ -77,10 +72,9 @@ def test_a_permutation_axis_too_large_is_refused_naming_the_fix_and_sampling_is_
                      "tasks": ["t"]})
     text = str(err.value)
     assert "3,628,800" in text and "order: {sample: 100}" in text and "\n" not in text
-    base = {"base": {"agents": agents(ten)}, "tasks": ["t"]}
-    first = parse_sweep({**base, "grid": {"order": {"sample": 50}}})
-    again = parse_sweep({**base, "grid": {"order": {"sample": 50}}})
-    other = parse_sweep({**base, "grid": {"order": {"sample": 50}}, "sample_seed": 9})
+    sampled = {"base": {"agents": agents(ten)}, "tasks": ["t"], "grid": {"order": {"sample": 50}}}
+    first, again = parse_sweep(sampled), parse_sweep(sampled)
+    other = parse_sweep({**sampled, "sample_seed": 9})
     keys = [c.key for c in first.cells()]
     assert keys == [c.key for c in again.cells()] and len(set(keys)) == 50
     assert keys != [c.key for c in other.cells()]
@@ -131,17 +125,19 @@ def test_random_search_is_seeded_within_its_ranges_and_combines_with_the_grid():
     draw = {"samples": 20, "threshold": {"low": 0.2, "high": 0.8},
             "recency_window": {"low": 1, "high": 4}, "model": {"choice": ["sim/balanced",
                                                                           "sim/eager"]}}
-    spec = sweep({"recency_penalty": [0.0, 0.3]}, random=draw)
+    def drawn(random=draw, **changes):
+        return sweep({"recency_penalty": [0.0, 0.3]}, random=random, **changes)
+
+    spec = drawn()
     cells = list(spec.cells())
     assert len(cells) == 40 and len({c.key for c in cells}) == 40
     assert all(0.2 <= c.params["threshold"] <= 0.8 for c in cells)
     assert all(isinstance(c.params["recency_window"], int) and 1 <= c.params["recency_window"]
                <= 4 for c in cells)
     assert {c.params["model"] for c in cells} == {"sim/balanced", "sim/eager"}
-    assert [c.key for c in sweep({"recency_penalty": [0.0, 0.3]}, random=draw).cells()] == \
-        [c.key for c in cells]  # reproducible: a resume rebuilds the same cells
-    assert [c.key for c in sweep({"recency_penalty": [0.0, 0.3]}, random=draw,
-                                 sample_seed=3).cells()] != [c.key for c in cells]
+    keys = [c.key for c in cells]
+    assert [c.key for c in drawn().cells()] == keys  # reproducible: a resume rebuilds them
+    assert [c.key for c in drawn(sample_seed=3).cells()] != keys
     chat = spec.chat_spec(cells[3])
     assert chat.threshold == cells[3].params["threshold"]
     assert chat.agents[0].model_name == cells[3].params["model"]
@@ -153,7 +149,7 @@ def test_random_search_is_seeded_within_its_ranges_and_combines_with_the_grid():
                          ({"samples": 3, "recency_penalty": {"low": 0, "high": 1}},
                           "both a grid axis")):
         with pytest.raises(ConfigError, match=message):
-            sweep({"recency_penalty": [0.0, 0.3]}, random=bad)
+            drawn(bad)
 
 
 def test_the_estimate_covers_the_new_axes_and_counts_a_rosters_agents():
