@@ -6,11 +6,13 @@ score_only): units tested as such, which no public module exports."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groupchat_core import Agent, ConfigError, GroupChat, RunRecord, select_speaker
+from groupchat_core import Agent, ConfigError, GroupChat, RunRecord, import_bundle, select_speaker
 from groupchat_core.analysis import explain_turn
 from groupchat_core.engine._selection import Candidate
 from groupchat_core.engine._strategies import (
@@ -20,8 +22,9 @@ from groupchat_core.engine._strategies import (
     scheduled,
     score_only,
 )
+from groupchat_core.exports._bundles import export_bundle
 from groupchat_core.store import RunStore
-from groupchat_core.sweeps import parse_sweep
+from groupchat_core.sweeps import estimate, parse_sweep
 from groupchat_core.testing import ScriptedBids
 
 NAMES = [f"A{i}" for i in range(8)]
@@ -131,9 +134,12 @@ def test_selector_prefers_the_name_the_reply_starts_with() -> None:
 # --- end to end, scripted fakes ------------------------------------------------------------
 
 def _chat(script: dict[str, list[object]], **config: object) -> tuple[GroupChat, ScriptedBids]:
+    """One agent per key but "selector", which (when given) is the selector model."""
     fake = ScriptedBids(script, shared=False)
     agents = [Agent(agent_name=n, model_name=fake.model_name) for n in script
               if n != "selector"]
+    if "selector" in script:
+        config["selector_model"] = fake.model_name
     chat = GroupChat(agents=agents, providers=fake.providers, bid_cache=False,
                      output_type="basemodel", **config)  # type: ignore[arg-type]
     return chat, fake
@@ -184,20 +190,13 @@ def test_random_strategy_is_reproducible_from_the_seed() -> None:
 
     assert run(4) == run(4)
     assert run(4) != run(5)
-    assert run(4) == [NAMES_ABC[scheduled("random", t, 3, 4)] for t in range(1, 13)]
-
-
-NAMES_ABC = ["A", "B", "C"]
+    assert run(4) == ["ABC"[scheduled("random", t, 3, 4)] for t in range(1, 13)]
 
 
 def test_selector_model_picks_the_speaker_and_its_call_is_counted(store: RunStore) -> None:
-    fake = ScriptedBids({"selector": [(1.0, "Bob: he has not spoken"), (1.0, "nobody")],
-                         "Ann": [], "Bob": [(0.0, "bob speaks"), (0.0, "bob again")]},
-                        shared=False)
-    agents = [Agent(agent_name=n, model_name=fake.model_name) for n in ("Ann", "Bob")]
-    chat = GroupChat(agents=agents, providers=fake.providers, bid_cache=False, max_loops=3,
-                     strategy="selector", selector_model=fake.model_name,
-                     output_type="basemodel")
+    chat, fake = _chat({"selector": [(1.0, "Bob: he has not spoken"), (1.0, "nobody")],
+                        "Ann": [], "Bob": [(0.0, "bob speaks"), (0.0, "bob again")]},
+                       max_loops=3, strategy="selector")
     store.attach(chat)
     record = chat.run("task")
     assert [(t.winner, t.reason) for t in record.turns] == [
@@ -233,14 +232,8 @@ def test_bid_then_speak_asks_scores_then_only_the_winner_writes() -> None:
 def test_bid_then_speak_counts_both_calls_when_the_bid_cache_answers(store: RunStore,
                                                                      other_store: RunStore
                                                                      ) -> None:
-    """On sims the winner's written call is the cached answer to its score call (the same
-    request): the row counts it in cached_calls, so calls_needed is what a cold cache makes,
-    and the count survives the store and a bundle."""
-    import json
-
-    from groupchat_core import import_bundle
-    from groupchat_core.exports._bundles import export_bundle
-
+    """On sims the winner's written call is its score call's cached answer: counted in
+    cached_calls, so calls_needed is a cold cache's, through the store and a bundle."""
     def run(cache: bool) -> RunRecord:
         agents = [Agent(agent_name=n, model_name=m) for n, m in
                   (("A", "sim/balanced"), ("B", "sim/eager"), ("C", "sim/reserved"))]
@@ -263,14 +256,17 @@ def test_bid_then_speak_counts_both_calls_when_the_bid_cache_answers(store: RunS
     assert other_store.load_run(warm.run_id).calls_needed == warm.calls_needed
 
 
-def test_strategy_is_a_sweep_axis() -> None:
+def test_strategy_is_a_sweep_axis_and_the_estimate_counts_each_rules_calls() -> None:
+    order = ["bidding", "bid_then_speak", "selector", "round_robin", "random", "all_speak"]
     spec = parse_sweep({
-        "base": {"agents": [{"agent_name": "a"}, {"agent_name": "b"}], "max_loops": 3},
-        "grid": {"strategy": ["bidding", "all_speak", "bid_then_speak"]},
-        "tasks": ["t"]})
+        "base": {"agents": [{"agent_name": "a"}, {"agent_name": "b"}], "max_loops": 4},
+        "grid": {"strategy": order}, "tasks": ["t"]})
     cells = list(spec.cells())
-    assert [c.params["strategy"] for c in cells] == ["bidding", "all_speak", "bid_then_speak"]
-    assert spec.chat_spec(cells[1]).strategy == "all_speak"
+    assert [c.params["strategy"] for c in cells] == order
+    assert spec.chat_spec(cells[5]).strategy == "all_speak"
+    # 3 turns x 2 agents; + 1 written call a turn (bid_then_speak); the selector asks one agent
+    # + itself; the rules that name a speaker ask one agent a turn (it used to count every agent)
+    assert [estimate(spec, [c]).calls_upper for c in cells] == [6, 9, 6, 3, 3, 3]
     with pytest.raises(ConfigError, match="grid.strategy"):
         parse_sweep({"base": {"agents": [{"agent_name": "a"}, {"agent_name": "b"}]},
                      "grid": {"strategy": ["shouting"]}, "tasks": ["t"]})
@@ -280,21 +276,12 @@ def test_strategy_is_a_sweep_axis() -> None:
                                       "bid_then_speak", "all_speak"])
 def test_every_strategy_is_stored_exactly_and_its_bundle_imports_back(
         store: object, other_store: object, strategy: str) -> None:
-    """The same bid-log shape for all: the store rebuilds the record, and a bundle passes the
-    import check, which re-applies the strategy's own rule to each turn."""
-    import json
-
-    from groupchat_core import import_bundle
-    from groupchat_core.exports._bundles import export_bundle
-
+    """The store rebuilds the record, and a bundle passes the import check, which re-applies
+    the strategy's own rule to each turn."""
     script: dict[str, list[object]] = {n: [(0.6 + 0.1 * i, f"{n}{j}") for j in range(12)]
                                        for i, n in enumerate("ABC")}
     script["selector"] = [(1.0, "C: fresh view"), (1.0, "none")] * 6
-    fake = ScriptedBids(script, shared=False)
-    agents = [Agent(agent_name=n, model_name=fake.model_name) for n in "ABC"]
-    chat = GroupChat(agents=agents, providers=fake.providers, bid_cache=False, max_loops=6,
-                     strategy=strategy, selector_model=fake.model_name, seed=7,
-                     output_type="basemodel")
+    chat, _ = _chat(script, max_loops=6, strategy=strategy, seed=7)
     store.attach(chat)  # type: ignore[attr-defined]
     record = chat.run("task")
     assert record.stop_reason == "max_loops"
@@ -309,22 +296,7 @@ def test_every_strategy_is_stored_exactly_and_its_bundle_imports_back(
                                                                    "run_id": "x" * 32}}))
 
 
-def test_the_sweep_estimate_counts_the_extra_call_of_bid_then_speak_and_the_selector() -> None:
-    from groupchat_core.sweeps import estimate
-
-    spec = parse_sweep({
-        "base": {"agents": [{"agent_name": "a"}, {"agent_name": "b"}], "max_loops": 4},
-        "grid": {"strategy": ["bidding", "bid_then_speak", "selector", "round_robin",
-                              "random", "all_speak"]}, "tasks": ["t"]})
-    per_cell = [estimate(spec, [c]).calls_upper for c in spec.cells()]
-    # 3 turns x 2 agents; + 1 written call a turn; the selector asks one agent + itself;
-    # the rules that name a speaker ask one agent a turn (it used to count every agent)
-    assert per_cell == [6, 9, 6, 3, 3, 3]
-
-
 def test_analysis_explains_a_turn_named_by_the_rule_not_by_its_bid() -> None:
-    from groupchat_core.analysis import explain_turn
-
     chat, _ = _chat({"A": [(0.1, "a1")], "B": []}, strategy="round_robin", max_loops=2)
     record = chat.run("task")
     text = explain_turn(record.bids_frame(), record.turns_frame(), 1, 0.5)
@@ -333,9 +305,8 @@ def test_analysis_explains_a_turn_named_by_the_rule_not_by_its_bid() -> None:
 
 
 def test_a_selector_is_asked_on_its_own_server_in_its_own_mode() -> None:
-    """`selector_api_base` and `selector_tool_choice_mode`: the selector model is asked on the
-    OpenAI-compatible server named (real HTTP), here in json_schema mode (no tools; the
-    respond schema as response_format), and its JSON text reply picks the speaker."""
+    """selector_api_base / selector_tool_choice_mode: asked over real HTTP on that server in
+    json_schema mode (no tools; the schema as response_format); its JSON reply picks."""
     from groupchat_core.testing import FakeOpenAIServer, text, tool_call
 
     with FakeOpenAIServer() as fake:
