@@ -1,14 +1,9 @@
 """Retry-After is honoured (bounded, within the bid's deadline) and per-model rate limits space
-requests, over real HTTP (FakeOpenAIServer): a server asking for 5 s once got a retry after
-0.46 s.
+requests, over real HTTP (a server asking for 5 s once got a retry after 0.46 s).
 
-No upper bound on time: what the engine decided to wait is read where it decides (the retry's
-sleep, the model's pause, the limiter's sleep, recorded by `Waits`; the limiter's buckets on an
-injected clock), and what really happened is checked from below only (the retry reached the
-server no sooner than asked).
-
-Private imports (`providers._model_calls`, `providers._ratelimit`, `providers._retries`): units or
-test hooks with no public name; everything public comes from the public API.
+No upper bound on time: the waits the engine chose are recorded where it decides (`Waits`, or
+an injected clock); what really happened is checked from below only.
+Private imports (`providers._ratelimit`, `providers._retries`): units or test hooks.
 """
 
 from __future__ import annotations
@@ -45,9 +40,7 @@ def agent(srv: FakeOpenAIServer, name: str, model: str, **kw: Any) -> Agent:
 
 
 class Waits:
-    """Records every wait the engine chose, then waits it for real (a spy, not a fake): the
-    retry's sleeps (_retries), the pauses a Retry-After set and the limiter's sleeps
-    (_ratelimit)."""
+    """A spy on every wait the engine chose (retry sleeps, Retry-After pauses, limiter sleeps)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.retries: list[float] = []
@@ -91,33 +84,22 @@ def one_turn(srv: FakeOpenAIServer, model: str, **config: Any) -> GroupChat:
     return chat
 
 
-def test_retry_after_seconds_is_waited_for(server: FakeOpenAIServer, waits: Waits) -> None:
-    server.script("ra", [error(429, "slow down", retry_after=1), tool_call(0.9, "after the wait")])
-    chat = one_turn(server, "ra")
-    bid = chat.last_run.bids[0]
+@pytest.mark.parametrize("model, refusal, cap, waited", [
+    ("ra", error(429, "slow down", retry_after=1), None, 1.0),
+    ("ms", error(429, "slow down", retry_after_ms=400, retry_after=9), None, 0.4),  # not 9 s
+    ("cap", error(429, "come back in an hour", retry_after=3600), 0.5, 0.5),  # not the hour
+])
+def test_retry_after_is_waited_for(server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch,
+                                   waits: Waits, model: str, refusal: Any, cap: float | None,
+                                   waited: float) -> None:
+    if cap is not None:
+        monkeypatch.setattr(retries, "MAX_RETRY_AFTER", cap)
+    server.script(model, [refusal, tool_call(0.9, "after the wait")])
+    bid = one_turn(server, model).last_run.bids[0]
     assert bid.message == "after the wait" and bid.calls == 2
-    assert waits.retries == [1.0] and waits.pauses == [("openai/ra", 1.0)]  # what was asked
-    assert gap(server, "ra") >= 1.0  # and the retry came no sooner
-    assert bid.latency_ms >= 1000
-
-
-def test_retry_after_ms_is_read_first(server: FakeOpenAIServer, waits: Waits) -> None:
-    server.script("ms", [error(429, "slow down", retry_after_ms=400, retry_after=9),
-                         tool_call(0.9, "ok")])
-    one_turn(server, "ms")
-    assert waits.retries == [0.4] and waits.pauses == [("openai/ms", 0.4)]  # not the 9 s
-    assert gap(server, "ms") >= 0.4
-
-
-def test_a_long_retry_after_is_capped(
-        server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, waits: Waits
-) -> None:
-    monkeypatch.setattr(retries, "MAX_RETRY_AFTER", 0.5)
-    server.script("cap", [error(429, "come back in an hour", retry_after=3600),
-                          tool_call(0.9, "ok")])
-    one_turn(server, "cap")
-    assert waits.retries == [0.5] and waits.pauses == [("openai/cap", 0.5)]  # not the hour
-    assert gap(server, "cap") >= 0.5
+    assert waits.retries == [waited] and waits.pauses == [(f"openai/{model}", waited)]  # asked
+    assert gap(server, model) >= waited  # and the retry came no sooner
+    assert bid.latency_ms >= waited * 1000
 
 
 def test_a_retry_after_beyond_the_bids_deadline_fails_at_once_with_the_real_cause(
@@ -164,8 +146,7 @@ def test_a_429_pauses_the_model_for_every_bid_in_the_process(server: FakeOpenAIS
 
 def test_rpm_limit_spaces_requests_over_http(
         server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, waits: Waits) -> None:
-    """One turn of eight agents on one model: eight bids at once, four let through, then one
-    every 0.25 s (a single turn, so the bucket cannot refill between turns)."""
+    """Eight bids at once on one model: four let through, then one every 0.25 s (one turn)."""
     now = [time.monotonic()]  # the buckets' clock stands still: every bid reserves at once
     monkeypatch.setattr(ratelimit, "time", SimpleNamespace(monotonic=lambda: now[0]))
     set_rate_limit("openai/rl", rpm=240)  # 4 a second, bursts of at most 4
@@ -176,10 +157,7 @@ def test_rpm_limit_spaces_requests_over_http(
     assert len(times) == 8
     # the burst of four went without a wait; the other four were held 0.25 s apart
     assert sorted(waits.limiter) == pytest.approx([0.25, 0.5, 0.75, 1.0])
-    # then one every 0.25 s, checked as bounds from the start: a request reaches the server no
-    # earlier than the limiter lets it go, however late a busy machine delivers it. (Not as
-    # gaps between arrivals: under load the fifth, let go at 0.25 s, arrived 0.49 s before
-    # the eighth, let go at 1.0 s: fresh clone P2.)
+    # then one every 0.25 s, as bounds from the start (gaps between arrivals vary under load)
     for i in range(4, 8):
         assert times[i] - start >= (i - 3) * 0.25 - 0.01, (i, [t - start for t in times])
 
