@@ -28,6 +28,7 @@ from groupchat_core.engine._transcript import TYPED_CONVERSATION, aliases, typed
 from groupchat_core.engine._turn_loop import tally_note, view_key
 from groupchat_core.outcomes import Task
 from groupchat_core.testing import ScriptedBids
+from tests.helpers.chats import scripted_chat_with_fake
 
 SCRIPT: dict[str, list[Any]] = {
     "Ann": [(0.9, "Ann one"), (0.1, ""), (0.8, "Ann two")],
@@ -48,6 +49,10 @@ def _run(task: str | Task = "What is 6*7?", script: dict[str, list[Any]] | None 
     chat = GroupChat(agents=agents, providers=fake.providers, bid_cache=False,
                      output_type="basemodel", **settings)
     return chat.run(task), fake
+
+
+def _pair(**settings: Any) -> GroupChat:
+    return GroupChat(agents=[Agent(agent_name="a"), Agent(agent_name="b")], **settings)
 
 
 def _asked(fake: ScriptedBids, agent: str, turn: int) -> list[dict[str, Any]]:
@@ -78,13 +83,12 @@ def test_defaults_leave_the_requests_byte_identical(explicit: bool) -> None:
 
 
 def test_every_choice_defaults_to_its_first_and_a_bad_one_is_one_line() -> None:
-    chat = GroupChat(agents=[Agent(agent_name="a"), Agent(agent_name="b")])
-    assert {k: chat.to_dict()[k] for k in CHAT_CHOICES} == {
+    assert {k: _pair().to_dict()[k] for k in CHAT_CHOICES} == {
         "history": "flattened", "speaker_names": "shown", "show_bids": "hidden",
         "show_tally": "hidden"}
     for name in CHAT_CHOICES:
         with pytest.raises(ConfigError) as err:
-            GroupChat(agents=[Agent(agent_name="a"), Agent(agent_name="b")], **{name: "loud"})
+            _pair(**{name: "loud"})
         assert "\n" not in str(err.value)
         assert f"{name} must be one of: {', '.join(CHAT_CHOICES[name])}; got 'loud'" in str(
             err.value)
@@ -95,8 +99,7 @@ def test_every_choice_defaults_to_its_first_and_a_bad_one_is_one_line() -> None:
 def test_swarms_14_is_todays_prompt_and_stays_the_default() -> None:
     assert BID_PROMPT_PRESETS["swarms-14"] is DEFAULT_BID_PROMPT
     assert list(BID_PROMPT_PRESETS) == ["swarms-14", "swarms-16"]
-    chat = GroupChat(agents=[Agent(agent_name="a"), Agent(agent_name="b")])
-    assert chat.to_dict()["bid_prompt"] == DEFAULT_BID_PROMPT
+    assert _pair().to_dict()["bid_prompt"] == DEFAULT_BID_PROMPT
 
 
 def test_swarms_16_says_what_pr_2141_describes() -> None:
@@ -124,8 +127,7 @@ def test_a_preset_name_is_its_text_in_the_request_and_the_record() -> None:
                              "Bob (a careful checker).")
     assert "Call `respond` exactly once" in prompt and "only a score above 0.5" in prompt
     with pytest.raises(ConfigError, match="bid_prompt has unknown placeholder"):
-        GroupChat(agents=[Agent(agent_name="a"), Agent(agent_name="b")],
-                  bid_prompt="swarms-{version}")
+        _pair(bid_prompt="swarms-{version}")
 
 
 # --- history typed -----------------------------------------------------------------------
@@ -259,9 +261,8 @@ def test_the_cache_key_holds_the_view_and_defaults_keep_todays_key() -> None:
 # --- the vote-only baseline (docs/engine.md §16) -----------------------------------------
 
 def test_vote_asks_every_agent_once_on_the_task_alone_and_the_vote_answers() -> None:
-    """Over real HTTP (the fake server counts tokens): three agents, one call each, all on
-    the snapshot holding only the task; their answers are posted in list order, the run
-    stops after the round however high max_loops is, and the group's answer is the vote."""
+    """Over real HTTP (token counts): one call each on the task alone, posted in list order;
+    the run stops after the round whatever max_loops, and the group's answer is the vote."""
     from groupchat_core.testing import FakeOpenAIServer, tool_call
 
     with FakeOpenAIServer() as fake:
@@ -292,17 +293,14 @@ def test_vote_asks_every_agent_once_on_the_task_alone_and_the_vote_answers() -> 
 
 
 def test_vote_stops_at_max_loops_and_an_empty_answer_as_all_speak_does() -> None:
-    fake = ScriptedBids({"A": [(0.0, "7")], "B": [(0.0, "")], "C": [(0.0, "8")]}, shared=False)
-    agents = [Agent(agent_name=n, model_name=fake.model_name) for n in "ABC"]
-    chat = GroupChat(agents=agents, providers=fake.providers, bid_cache=False,
-                     strategy="vote", output_type="basemodel")
+    vote = {"bid_cache": False, "strategy": "vote", "output_type": "basemodel"}
+    chat, fake = scripted_chat_with_fake({"A": [(0.0, "7")], "B": [(0.0, "")], "C": [(0.0, "8")]},
+                                         **vote)
     record = chat.run("task")
     assert [m.content for m in record.messages] == ["task", "7"]  # B's empty answer: a lull
     assert record.stop_reason == "lull" and len(fake.calls) == 3  # all asked on one snapshot
-    short = ScriptedBids({"A": [(0.0, "7")], "B": [(0.0, "8")], "C": []}, shared=False)
-    chat = GroupChat(agents=[Agent(agent_name=n, model_name=short.model_name) for n in "ABC"],
-                     providers=short.providers, bid_cache=False, strategy="vote",
-                     max_loops=3, output_type="basemodel")
+    chat, short = scripted_chat_with_fake({"A": [(0.0, "7")], "B": [(0.0, "8")], "C": []},
+                                          max_loops=3, **vote)
     record = chat.run("task")
     assert [m.content for m in record.messages] == ["task", "7", "8"]
     assert len(short.calls) == 2  # only the agents that can still post are asked
@@ -310,8 +308,7 @@ def test_vote_stops_at_max_loops_and_an_empty_answer_as_all_speak_does() -> None
 
 def test_a_vote_run_leaves_and_enters_the_store_as_a_bundle(tmp_path: Any,
                                                              fresh_engines: None) -> None:
-    """The import checks replay every turn by the run's own strategy: a vote run's turns
-    are all_speak's, at the scheduled positions."""
+    """The import check replays each turn by the run's own rule (vote: all_speak's)."""
     from groupchat_core import bundle_json, import_bundle
     from groupchat_core.store import RunStore
 
