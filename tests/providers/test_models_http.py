@@ -26,6 +26,16 @@ def http_agent(srv: FakeOpenAIServer, name: str, model: str | None = None, **kw)
                  api_base=srv.base_url, api_key=KEY, **kw)
 
 
+def run_ab(srv: FakeOpenAIServer, a: list, b: list, *agents: Agent, **config) -> GroupChat:
+    """Script models a and b, then run task "t" with agents A and B (or the ones given)."""
+    srv.script("a", a)
+    srv.script("b", b)
+    chat = GroupChat(agents=list(agents) or [http_agent(srv, "A"), http_agent(srv, "B")],
+                     **config)
+    chat.run("t")
+    return chat
+
+
 def test_request_carries_system_prompt_bid_prompt_tools_and_forced_choice(server):
     server.script("alice", [tool_call(0.9, "Hello"), tool_call(0.0, "")])
     server.script("bob", [tool_call(0.2, ""), tool_call(0.0, "")])
@@ -49,9 +59,7 @@ def test_request_carries_system_prompt_bid_prompt_tools_and_forced_choice(server
 
 
 def test_bob_without_system_prompt_sends_only_the_user_message(server):
-    server.script("a", [tool_call(0.1, "")])
-    server.script("b", [tool_call(0.1, "")])
-    GroupChat(agents=[http_agent(server, "A"), http_agent(server, "B")]).run("t")
+    run_ab(server, [tool_call(0.1, "")], [tool_call(0.1, "")])
     assert [m["role"] for m in server.requests_for("b")[0].body["messages"]] == ["user"]
 
 
@@ -85,20 +93,16 @@ def test_tools_rejected_falls_back_to_json_text(server):
 
 
 def test_text_reply_to_forced_call_is_parsed_or_silent(server):
-    server.script("a", [text('{"score": 0.7, "message": "from text"}'), text("no thanks")])
-    server.script("b", [tool_call(0.1, ""), tool_call(0.1, "")])
-    chat = GroupChat(agents=[http_agent(server, "A"), http_agent(server, "B")])
-    chat.run("t")
+    chat = run_ab(server, [text('{"score": 0.7, "message": "from text"}'), text("no thanks")],
+                  [tool_call(0.1, ""), tool_call(0.1, "")])
     bids = chat.last_run.bids
     assert (bids[0].path, bids[0].message) == ("text_fallback", "from text")
     assert bids[2].path == "text_fallback" and bids[2].score == 0.0 and bids[2].error
 
 
 def test_malformed_arguments_are_unreadable_and_stop_with_error_not_lull(server):
-    server.script("a", [tool_call(None, None, arguments_raw="{not json")])
-    server.script("b", [tool_call(None, None, arguments_raw="[1, 2]")])
-    chat = GroupChat(agents=[http_agent(server, "A"), http_agent(server, "B")])
-    chat.run("t")
+    chat = run_ab(server, [tool_call(None, None, arguments_raw="{not json")],
+                  [tool_call(None, None, arguments_raw="[1, 2]")])
     a, b = chat.last_run.bids
     assert a.score == 0.0 and a.error.startswith("unreadable: ") and "not JSON" in a.error
     assert b.message == "" and "not a JSON object" in b.error
@@ -109,10 +113,8 @@ def test_malformed_arguments_are_unreadable_and_stop_with_error_not_lull(server)
 
 
 def test_retries_on_429_and_500_then_succeeds(server):
-    server.script("a", [error(429), error(500), tool_call(0.9, "after retries"), tool_call(0, "")])
-    server.script("b", [tool_call(0.1, ""), tool_call(0.1, "")])
-    chat = GroupChat(agents=[http_agent(server, "A"), http_agent(server, "B")])
-    chat.run("t")
+    chat = run_ab(server, [error(429), error(500), tool_call(0.9, "after retries"),
+                           tool_call(0, "")], [tool_call(0.1, ""), tool_call(0.1, "")])
     first = chat.last_run.bids[0]
     assert first.message == "after retries" and first.calls == 3
     assert len(server.requests_for("a")) == 4
@@ -120,12 +122,9 @@ def test_retries_on_429_and_500_then_succeeds(server):
 
 
 def test_retries_are_bounded_and_the_error_is_named(server):
-    server.script("a", [error(429, "slow down")] * 2)
-    server.script("b", [tool_call(0.9, "b speaks"), tool_call(0.0, "")])
-    server.script("a2", [])
-    chat = GroupChat(agents=[http_agent(server, "A", num_retries=1), http_agent(server, "B")])
-    server.script("a", [tool_call(0.0, "")])  # for turn 2
-    chat.run("t")
+    chat = run_ab(server, [error(429, "slow down")] * 2 + [tool_call(0.0, "")],  # + turn 2
+                  [tool_call(0.9, "b speaks"), tool_call(0.0, "")],
+                  http_agent(server, "A", num_retries=1), http_agent(server, "B"))
     first = chat.last_run.bids[0]
     assert first.error.startswith("RateLimitError") and "slow down" in first.error
     assert first.calls == 2 and first.score == 0.0
@@ -146,10 +145,7 @@ def test_one_agent_timing_out_while_the_others_bid(server):
 
 
 def test_every_agent_failing_stops_with_error_naming_the_errors(server):
-    server.script("a", [error(401, "bad key for a")])
-    server.script("b", [error(404, "model b does not exist")])
-    chat = GroupChat(agents=[http_agent(server, "A"), http_agent(server, "B")])
-    chat.run("t")
+    chat = run_ab(server, [error(401, "bad key for a")], [error(404, "model b does not exist")])
     record = chat.last_run
     assert record.stop_reason == "error" and not record.turns[0].lull
     assert "AuthenticationError" in record.error and "bad key for a" in record.error
@@ -171,11 +167,9 @@ def test_many_runs_in_one_process_sync_and_async(server):
 
 def test_no_key_in_any_record_log_or_serialization(server, caplog):
     caplog.set_level(logging.DEBUG)
-    server.script("a", [tool_call(0.9, "hi"), tool_call(0.0, "")])
-    server.script("b", [tool_call(0.1, ""), tool_call(0.0, "")])
     agents = [http_agent(server, "A"), http_agent(server, "B")]
-    chat = GroupChat(agents=agents, verbose=True)
-    chat.run("t")
+    chat = run_ab(server, [tool_call(0.9, "hi"), tool_call(0.0, "")],
+                  [tool_call(0.1, ""), tool_call(0.0, "")], *agents, verbose=True)
     texts = [
         chat.last_run.model_dump_json(), chat.to_json(), chat.to_spec().model_dump_json(),
         json.dumps(chat.to_spec().to_data()), repr(chat), repr(agents[0]), str(agents[0]),
@@ -197,10 +191,8 @@ def test_real_model_calls_are_blocked_in_tests(monkeypatch):
 
 
 def test_a_provider_error_echoing_the_key_is_scrubbed_and_not_retried(server):
-    server.script("a", [error(500, f"Missing credentials: api_key {KEY} was rejected")])
-    server.script("b", [error(401, "no")])
-    chat = GroupChat(agents=[http_agent(server, "A"), http_agent(server, "B")])
-    chat.run("t")
+    chat = run_ab(server, [error(500, f"Missing credentials: api_key {KEY} was rejected")],
+                  [error(401, "no")])
     bid = chat.last_run.bids[0]
     assert KEY not in bid.error and "***" in bid.error
     assert bid.calls == 1 and len(server.requests_for("a")) == 1
@@ -248,8 +240,7 @@ def test_a_local_server_needs_no_key_a_placeholder_is_sent(server):
 
 
 def test_an_environment_key_reaches_a_local_server_only_when_trusted(server, monkeypatch):
-    """OPENAI_API_KEY goes to a local server only when GROUPCHAT_TRUSTED_API_BASES lists it
-    (test_endpoint_keys.py): anyone may point a shared agent at a server of their own."""
+    """Only a trusted base gets OPENAI_API_KEY: anyone may point a shared agent at their server."""
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     server.script("local", [tool_call(0.1, ""), tool_call(0.1, "")])
     server.script("other", [tool_call(0.1, ""), tool_call(0.1, "")])
