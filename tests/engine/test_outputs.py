@@ -75,15 +75,24 @@ def test_default_timestamps_are_iso_utc() -> None:
     assert stamp.utcoffset() == timedelta(0)
 
 
-def test_list(record: RunRecord, quiet: RunRecord) -> None:
-    assert format_output(record, "list") == [f"User: {TASK}", f"Alice: {ALICE}", f"Bob: {BOB}"]
-    assert format_output(quiet, "list") == [f"User: {TASK}"]
+FULL = {  # the run with Alice's and Bob's replies; json, yaml, xml and basemodel are below
+    "list": [f"User: {TASK}", f"Alice: {ALICE}", f"Bob: {BOB}"],
+    "dict": [TASK_DICT, ALICE_DICT, BOB_DICT],
+    "dictionary": [TASK_DICT, ALICE_DICT, BOB_DICT],
+    **dict.fromkeys(["str", "string", "all"],
+                    f"[{T0}] User: {TASK}\n\n[{T1}] Alice: {ALICE}\n\n[{T2}] Bob: {BOB}"),
+    "final": BOB,
+    "last": BOB,
+    "dict-all-except-first": [ALICE_DICT, BOB_DICT],
+    "str-all-except-first": f"Alice: {ALICE}\n\nBob: {BOB}",
+    "dict-final": BOB_DICT,
+    "list-final": [BOB],
+}
 
 
-@pytest.mark.parametrize("output_type", ["dict", "dictionary"])
-def test_dict(record: RunRecord, quiet: RunRecord, output_type: str) -> None:
-    assert format_output(record, output_type) == [TASK_DICT, ALICE_DICT, BOB_DICT]
-    assert format_output(quiet, output_type) == [TASK_DICT]
+@pytest.mark.parametrize("output_type", FULL)
+def test_each_output_type_of_a_run_with_replies(record: RunRecord, output_type: str) -> None:
+    assert format_output(record, output_type) == FULL[output_type]
 
 
 @pytest.mark.parametrize(
@@ -102,42 +111,20 @@ def test_dict_outputs_are_copies(record: RunRecord, output_type: str) -> None:
     assert format_output(record, "dict") == [TASK_DICT, ALICE_DICT, BOB_DICT]
 
 
-@pytest.mark.parametrize("output_type", ["str", "string", "all"])
-def test_str(record: RunRecord, quiet: RunRecord, output_type: str) -> None:
-    assert format_output(record, output_type) == (
-        f"[{T0}] User: {TASK}\n\n[{T1}] Alice: {ALICE}\n\n[{T2}] Bob: {BOB}"
-    )
-    assert format_output(quiet, output_type) == f"[{T0}] User: {TASK}"
-
-
-@pytest.mark.parametrize("output_type", ["final", "last"])
-def test_final(record: RunRecord, quiet: RunRecord, output_type: str) -> None:
-    assert format_output(record, output_type) == BOB
-    assert format_output(quiet, output_type) == TASK
-
-
-def test_json_parses_back(record: RunRecord, quiet: RunRecord) -> None:
+def test_json_parses_back_and_keeps_unicode(record: RunRecord) -> None:
     out = format_output(record, "json")
     assert isinstance(out, str)
     assert json.loads(out) == [TASK_DICT, ALICE_DICT, BOB_DICT]
-    assert json.loads(format_output(quiet, "json")) == [TASK_DICT]
-
-
-def test_json_keeps_unicode(record: RunRecord) -> None:
     rec = _record(Message(role="Zoë", content="café ☕ 日本", timestamp=T1, score=0.6))
     assert json.loads(format_output(rec, "json"))[1]["content"] == "café ☕ 日本"
 
 
-def test_yaml_parses_back(record: RunRecord, quiet: RunRecord) -> None:
+def test_yaml_parses_back_even_awkward_content(record: RunRecord) -> None:
     out = format_output(record, "yaml")
     assert isinstance(out, str)
     loaded = yaml.safe_load(out)
     assert loaded == [TASK_DICT, ALICE_DICT, BOB_DICT]
     assert isinstance(loaded[0]["timestamp"], str)  # not turned into a datetime
-    assert yaml.safe_load(format_output(quiet, "yaml")) == [TASK_DICT]
-
-
-def test_yaml_round_trips_awkward_content() -> None:
     awkward = ["yes", "null", "1.5", "- item", "key: value", "#hash", "", "  padded  ", "x\ty"]
     rec = _record(*(Message(role="A", content=c, timestamp=T1, score=0.6) for c in awkward))
     loaded = yaml.safe_load(format_output(rec, "yaml"))
@@ -149,7 +136,7 @@ def _xml_messages(text: str) -> list[dict[str, str | None]]:
     return [{child.tag: child.text for child in node} for node in root]
 
 
-def test_xml_parses_back(record: RunRecord, quiet: RunRecord) -> None:
+def test_xml_parses_back_and_escapes_markup(record: RunRecord) -> None:
     out = format_output(record, "xml")
     assert isinstance(out, str)
     messages = _xml_messages(out)
@@ -158,13 +145,7 @@ def test_xml_parses_back(record: RunRecord, quiet: RunRecord) -> None:
     assert [m["timestamp"] for m in messages] == [T0, T1, T2]
     assert "score" not in messages[0]
     assert float(messages[1]["score"] or "nan") == 0.9
-    assert [m["role"] for m in _xml_messages(format_output(quiet, "xml"))] == ["User"]
-
-
-def test_xml_escapes_markup(record: RunRecord) -> None:
-    out = format_output(record, "xml")
-    assert "<script>" not in out
-    assert "&lt;script&gt;" in out
+    assert "<script>" not in out and "&lt;script&gt;" in out
     assert len(ET.fromstring(out).findall("./message")) == 3
 
 
@@ -174,27 +155,6 @@ def test_xml_stays_well_formed_with_control_characters() -> None:
     text = _xml_messages(out)[1]["content"] or ""
     assert text.startswith("red ") and text.endswith(" end")
     assert "ALERT" in text
-
-
-@pytest.mark.parametrize("output_type", ["dict-all-except-first"])
-def test_dict_all_except_first(record: RunRecord, quiet: RunRecord, output_type: str) -> None:
-    assert format_output(record, output_type) == [ALICE_DICT, BOB_DICT]
-    assert format_output(quiet, output_type) == []
-
-
-def test_str_all_except_first(record: RunRecord, quiet: RunRecord) -> None:
-    assert format_output(record, "str-all-except-first") == f"Alice: {ALICE}\n\nBob: {BOB}"
-    assert format_output(quiet, "str-all-except-first") == ""
-
-
-def test_dict_final(record: RunRecord, quiet: RunRecord) -> None:
-    assert format_output(record, "dict-final") == BOB_DICT
-    assert format_output(quiet, "dict-final") == TASK_DICT
-
-
-def test_list_final(record: RunRecord, quiet: RunRecord) -> None:
-    assert format_output(record, "list-final") == [BOB]
-    assert format_output(quiet, "list-final") == [TASK]
 
 
 def test_basemodel_is_an_independent_copy(record: RunRecord) -> None:
@@ -214,9 +174,7 @@ ONLY_THE_TASK = {  # a run that never got past the task, in every output type
     "list": [f"User: {TASK}"],
     "dict": [TASK_DICT],
     "dictionary": [TASK_DICT],
-    "str": f"[{T0}] User: {TASK}",
-    "string": f"[{T0}] User: {TASK}",
-    "all": f"[{T0}] User: {TASK}",
+    **dict.fromkeys(["str", "string", "all"], f"[{T0}] User: {TASK}"),
     "final": TASK,
     "last": TASK,
     "json": f'[{{"role": "User", "content": "{TASK}", "timestamp": "{T0}"}}]',
@@ -243,70 +201,40 @@ def test_every_output_type_works_with_only_the_task(quiet: RunRecord, output_typ
 # --- streaming a posted message ------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("content", "expected"),
-    [
-        ("hello world", ["hello ", "world"]),
-        ("a b c", ["a ", "b ", "c"]),
-        ("single", ["single"]),
-        ("trailing ", ["trailing "]),
-        ("two trailing  ", ["two ", "trailing ", " "]),
-        (" leading", [" ", "leading"]),
-        ("a  b", ["a ", " ", "b"]),
-        ("a   b", ["a ", " ", " ", "b"]),
-        ("", []),
-        (" ", [" "]),
-        ("  ", [" ", " "]),
-        ("line\nbreak and\ttab", ["line\nbreak ", "and\ttab"]),
-    ],
-)
+@pytest.mark.parametrize(("content", "expected"), [
+    ("hello world", ["hello ", "world"]), ("a b c", ["a ", "b ", "c"]), ("single", ["single"]),
+    ("trailing ", ["trailing "]), ("two trailing  ", ["two ", "trailing ", " "]),
+    (" leading", [" ", "leading"]), ("a  b", ["a ", " ", "b"]), ("a   b", ["a ", " ", " ", "b"]),
+    ("", []), (" ", [" "]), ("  ", [" ", " "]),
+    ("line\nbreak and\ttab", ["line\nbreak ", "and\ttab"]),
+])
 def test_chunks(content: str, expected: list[str]) -> None:
     got = list(chunks(content))
     assert got == expected
     assert "".join(got) == content
 
 
-def _check_chunk_rules(content: str) -> None:
-    got = list(chunks(content))
-    assert "".join(got) == content
-    assert all(got), "no empty chunks"
-    for chunk in got[:-1]:
-        assert chunk.endswith(" ")
-    for chunk in got:
-        assert " " not in chunk[:-1], "a chunk never spans a split point"
-    expected_count = content.count(" ") + (1 if content and not content.endswith(" ") else 0)
-    assert len(got) == expected_count
-
-
 def test_chunks_randomized() -> None:
     rng = random.Random(0)
     for _ in range(400):
         content = "".join(rng.choice("a b") for _ in range(rng.randint(0, 25)))
-        _check_chunk_rules(content)
+        got = list(chunks(content))
+        assert "".join(got) == content
+        assert all(got), "no empty chunks"
+        assert all(chunk.endswith(" ") for chunk in got[:-1])
+        assert all(" " not in chunk[:-1] for chunk in got), "a chunk never spans a split point"
+        assert len(got) == content.count(" ") + (1 if content and not content.endswith(" ") else 0)
 
 
-def test_stream_message_calls_back_in_order_then_final() -> None:
-    calls: list[tuple[str, str, bool]] = []
-    stream_message(lambda *args: calls.append(args), Message(role="Alice", content="hi  there all"))
-    assert calls == [
-        ("Alice", "hi ", False),
-        ("Alice", " ", False),
-        ("Alice", "there ", False),
-        ("Alice", "all", False),
-        ("Alice", "", True),
-    ]
-
-
-def test_stream_message_of_empty_content_is_only_the_final_marker() -> None:
-    calls: list[tuple[str, str, bool]] = []
-    stream_message(lambda *args: calls.append(args), Message(role="User", content=""))
-    assert calls == [("User", "", True)]
-
-
-def test_stream_message_concatenation_equals_content() -> None:
-    content = "  Multi-line\nreply  with  odd   spacing "
+@pytest.mark.parametrize(("content", "expected"), [
+    ("hi  there all", ["hi ", " ", "there ", "all"]),
+    ("", []),  # only the final marker
+    ("  Multi-line\nreply  with  odd   spacing ",
+     [" ", " ", "Multi-line\nreply ", " ", "with ", " ", "odd ", " ", " ", "spacing "]),
+])
+def test_stream_message_calls_back_in_order_then_final_once(content: str,
+                                                            expected: list[str]) -> None:
     calls: list[tuple[str, str, bool]] = []
     stream_message(lambda *args: calls.append(args), Message(role="Bob", content=content))
-    assert "".join(chunk for _, chunk, final in calls if not final) == content
-    assert [final for _, _, final in calls].count(True) == 1
-    assert calls[-1] == ("Bob", "", True)
+    assert calls == [("Bob", c, False) for c in expected] + [("Bob", "", True)]
+    assert "".join(chunk for _, chunk, _ in calls) == content
