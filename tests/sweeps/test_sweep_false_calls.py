@@ -1,9 +1,6 @@
-"""Issue 38: statistics that can reject, that do not reject on null sweeps, and intervals that
-are never the whole feasible range when the data are not.
-
-Private imports (factor_importance, MAX_PAIRS): units tested as such. The full-size null-sweep
-counts are a benchmark (`python -m bench.sweep_false_calls`); these are smaller, seeded copies.
-"""
+"""Issue 38: statistics that can reject, that do not reject on null sweeps, and intervals never
+the whole feasible range when the data are not. Seeded, smaller copies of the null-sweep
+benchmark (`python -m bench.sweep_false_calls`). Private imports (t95, the F and t tails): units."""
 
 from __future__ import annotations
 
@@ -15,8 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groupchat_core.store import RunStore, dispose_engines
-from groupchat_core.store._migrations import forget_checked
+from groupchat_core.store import RunStore
 from groupchat_core.sweeps import (
     aggregate,
     compare_metrics,
@@ -29,6 +25,7 @@ from groupchat_core.sweeps import (
     run_sweep,
     sweep_results,
 )
+from tests.helpers.stores import release_store_engines
 
 AGENTS = [{"agent_name": n, "model_name": m} for n, m in (
     ("Optimist", "sim/eager"), ("Pessimist", "sim/balanced"), ("Realist", "sim/reserved"))]
@@ -48,8 +45,7 @@ def six(tmp_path_factory):
     outcome = run_sweep(spec, store)
     assert outcome.status == "finished"
     yield sweep_results(store, outcome.sweep_id)
-    dispose_engines()
-    forget_checked()
+    release_store_engines()
 
 
 def test_strong_effects_of_a_six_parameter_sweep_pass_holm(six):
@@ -202,7 +198,6 @@ def test_the_f_and_t_tails_match_the_t_table_and_each_other():
 
 
 def test_the_issues_intervals_are_no_longer_the_whole_range():
-
     tied = metric_interval("messages", [10, 10, 11, 11, 11, 11, 11, 11], max_loops=12)
     assert 9.0 < tied.low < 10.75 <= tied.high <= 11.0  # was [0, 11]
     entropy = metric_interval("entropy_bits", [1.539, 1.55, 1.573, 1.56, 1.545, 1.57],
