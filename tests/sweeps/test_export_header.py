@@ -1,11 +1,8 @@
-"""Issue 38 item 10: every sweep export says how it was made. A CSV (on standard output or in a
-file, every table) opens with `# ` lines carrying the spec and its hash, the seeds, the level,
-`simulated`, the app, sweep schema and sims versions, Python and the libraries; pandas reads the
-table past them with comment="#" (a `#` inside a cell included); the wide cells CSV has a note
-per metric; JSON and the page's downloads carry the same versions.
-
-Private imports (read_export_csv, spec_hash, metrics_of, SIMS_VERSION): the reader, the hash,
-the metric list and the constant under test, which no public module exports."""
+"""Issue 38 item 10: every sweep export says how it was made. A CSV (stdout or file, every
+table) opens with `# ` lines: spec and hash, seeds, level, `simulated`, app, schema, sims,
+Python and library versions; pandas reads past them with comment="#" (a `#` in a cell kept);
+the wide cells CSV has a note per metric; JSON and the page's downloads carry the versions.
+Private imports (read_export_csv, spec_hash, metrics_of, SIMS_VERSION): not exported."""
 
 from __future__ import annotations
 
@@ -18,8 +15,7 @@ import pandas as pd
 import pytest
 
 from groupchat_core.providers._sim import SIMS_VERSION
-from groupchat_core.store import RunStore, dispose_engines
-from groupchat_core.store._migrations import forget_checked
+from groupchat_core.store import RunStore
 from groupchat_core.sweeps import (
     aggregate,
     export_meta,
@@ -31,6 +27,7 @@ from groupchat_core.sweeps import (
 from groupchat_core.sweeps._export import read_export_csv, spec_hash
 from groupchat_core.sweeps._results import metrics_of
 from tests.helpers.cli import run_cli
+from tests.helpers.stores import release_store_engines
 
 AGENTS = [{"agent_name": n, "model_name": m} for n, m in (
     ("Optimist", "sim/eager"), ("Pessimist", "sim/balanced"), ("Realist", "sim/reserved"))]
@@ -53,8 +50,15 @@ def sweep(tmp_path_factory):
     outcome = run_sweep(spec, store)
     assert outcome.status == "finished"
     yield store, f"sqlite:///{path}", outcome.sweep_id
-    dispose_engines()
-    forget_checked()
+    release_store_engines()
+
+
+@pytest.fixture
+def db(sweep, monkeypatch):
+    """The recorded sweep's store and id, its database the CLI's."""
+    store, url, sweep_id = sweep
+    monkeypatch.setenv("GROUPCHAT_DB", url)
+    return store, sweep_id
 
 
 def check_header(facts: dict[str, str], meta: dict, table: str) -> None:
@@ -76,10 +80,8 @@ def check_header(facts: dict[str, str], meta: dict, table: str) -> None:
 
 
 @pytest.mark.parametrize("table", list(TABLES))
-def test_every_table_on_stdout_opens_with_a_header_pandas_reads_past(sweep, table, capsys,
-                                                                     monkeypatch):
-    store, url, sweep_id = sweep
-    monkeypatch.setenv("GROUPCHAT_DB", url)
+def test_every_table_on_stdout_opens_with_a_header_pandas_reads_past(db, table, capsys):
+    store, sweep_id = db
     code, out, err = run_cli(capsys, "sweep", "export", sweep_id, "--table", table,
                              *TABLES[table])
     assert code == 0, err
@@ -93,10 +95,8 @@ def test_every_table_on_stdout_opens_with_a_header_pandas_reads_past(sweep, tabl
         assert set(frame["task"]) == {TASK}  # the `#` inside a cell is no comment
 
 
-def test_a_file_export_carries_the_same_header_and_its_meta_file(sweep, capsys, monkeypatch,
-                                                                  tmp_path):
-    store, url, sweep_id = sweep
-    monkeypatch.setenv("GROUPCHAT_DB", url)
+def test_a_file_export_carries_the_same_header_and_its_meta_file(db, capsys, tmp_path):
+    store, sweep_id = db
     target = tmp_path / "cells.csv"
     code, _, err = run_cli(capsys, "sweep", "export", sweep_id, "-o", str(target))
     assert code == 0, err
@@ -108,9 +108,8 @@ def test_a_file_export_carries_the_same_header_and_its_meta_file(sweep, capsys, 
     assert len(frame) == 10
 
 
-def test_the_wide_cells_csv_has_each_metric_s_note_of_its_group(sweep, capsys, monkeypatch):
-    store, url, sweep_id = sweep
-    monkeypatch.setenv("GROUPCHAT_DB", url)
+def test_the_wide_cells_csv_has_each_metric_s_note_of_its_group(db, capsys):
+    store, sweep_id = db
     _, out, _ = run_cli(capsys, "sweep", "export", sweep_id)
     cells = pd.read_csv(io.StringIO(out), comment="#")
     results = sweep_results(store, sweep_id)
@@ -122,9 +121,8 @@ def test_the_wide_cells_csv_has_each_metric_s_note_of_its_group(sweep, capsys, m
     assert expected and (lulled["messages_note"] == expected).all()  # no variation: said
 
 
-def test_json_and_the_page_s_csv_carry_the_versions(sweep, capsys, monkeypatch):
-    store, url, sweep_id = sweep
-    monkeypatch.setenv("GROUPCHAT_DB", url)
+def test_json_and_the_page_s_csv_carry_the_versions(db, capsys):
+    store, sweep_id = db
     _, out, _ = run_cli(capsys, "sweep", "export", sweep_id, "--table", "intervals",
                         "--format", "json")
     meta = json.loads(out)["meta"]
