@@ -39,8 +39,7 @@ PARTIAL = "a partial bid " * 40  # long: the gate holds back a tail that may sta
 
 
 class Recording:
-    """A provider that speaks one fixed line per agent and records every request it got, with
-    the loop time it got it at."""
+    """A provider: A speaks one fixed line; records each request with its loop time."""
 
     needs_prompt = True
 
@@ -61,6 +60,16 @@ class Recording:
         return reply_from_arguments(
             {"score": self.score if speaks else 0.0, "message": self.line if speaks else ""},
             "scripted")
+
+
+class Watch(list):
+    """An observer of bid deltas: the list of those it saw."""
+
+    wants = frozenset({"bid_delta"})
+    thread_safe = True
+
+    def __call__(self, event: BidDelta) -> None:
+        self.append(event)
 
 
 def fake_agents() -> list[Agent]:
@@ -105,17 +114,9 @@ def test_a_scripted_fake_can_be_passed_in_without_being_shared():
 
 def test_the_deadline_and_the_sink_reach_the_provider_as_arguments():
     provider = Recording("streamed line")
-    deltas: list[BidDelta] = []
-
-    class Watch:
-        wants = frozenset({"bid_delta"})
-        thread_safe = True
-
-        def __call__(self, event: Any) -> None:
-            deltas.append(event)
-
+    deltas = Watch()
     chat = GroupChat(agents=fake_agents(), max_loops=2, providers={"fake": provider},
-                     bid_timeout=5.0, stream_bids=True, on_event=[Watch()])
+                     bid_timeout=5.0, stream_bids=True, on_event=[deltas])
     chat.run("t")
     for request, received_at in provider.requests:
         assert request.deadline is not None
@@ -133,18 +134,10 @@ def test_a_providers_deltas_are_masked_like_a_streamed_litellm_bid():
         def partial(self, request: BidRequest) -> str:
             return f"my key is {secret} " + PARTIAL
 
-    deltas: list[BidDelta] = []
-
-    class Watch:
-        wants = frozenset({"bid_delta"})
-        thread_safe = True
-
-        def __call__(self, event: Any) -> None:
-            deltas.append(event)
-
+    deltas = Watch()
     agents = [Agent(agent_name=n, model_name="fake/model", api_key=secret) for n in "AB"]
     chat = GroupChat(agents=agents, max_loops=2, providers={"fake": Echo("x")},
-                     stream_bids=True, on_event=[Watch()])
+                     stream_bids=True, on_event=[deltas])
     chat.run("t")
     assert len(deltas) == 2 and all(d.message.startswith("my key is ") for d in deltas)
     assert not [d for d in deltas if secret in d.message or secret[:12] in d.message]
@@ -237,8 +230,7 @@ def test_no_context_variable_carries_the_bid_deadline_or_sink():
 
 
 def test_a_provider_given_for_a_litellm_prefix_needs_no_key_and_no_litellm():
-    """`openai/...` agents answered by a provider the chat was given: no credential check (no
-    OPENAI_API_KEY in tests), no litellm import (tokens estimated), and never cached."""
+    """`openai/...` agents answered by a given provider: no key check, no litellm, no cache."""
     code = """
 import sys
 from tests.providers.test_providers import Recording
