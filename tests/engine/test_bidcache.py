@@ -53,14 +53,9 @@ def test_a_repeated_sim_chat_is_answered_from_the_cache_with_the_same_transcript
     assert [(b.score, b.message) for b in second.bids] == [(b.score, b.message)
                                                            for b in first.bids]
     assert cache.stats.misses == len(first.bids) and cache.stats.hits == len(second.bids)
-
-
-def test_another_seed_or_task_is_another_request():
-    cache = BidCache()
-    GroupChat(agents=trio(), max_loops=4, bid_cache=cache).run(TASK)
-    other_seed = GroupChat(agents=trio(), max_loops=4, seed=7, bid_cache=cache)
-    other_seed.run(TASK)
-    other_task = GroupChat(agents=trio(), max_loops=4, bid_cache=cache)
+    other_seed = GroupChat(agents=trio(), max_loops=8, seed=7, bid_cache=cache)
+    other_seed.run(TASK)  # another seed or task is another request
+    other_task = GroupChat(agents=trio(), max_loops=8, bid_cache=cache)
     other_task.run("Plan the offsite.")
     assert other_seed.last_run.cache_hits == 0 and other_task.last_run.cache_hits == 0
 
@@ -180,13 +175,10 @@ def test_concurrent_identical_chats_share_each_call():
     assert cache.stats.misses == len(one.bids)
 
 
-def test_the_memory_front_is_bounded():
+def test_bid_cache_values_are_checked_and_the_memory_front_is_bounded():
     cache = BidCache(max_entries=3)
     GroupChat(agents=trio(), max_loops=4, bid_cache=cache).run(TASK)
     assert len(cache._backing.memory) == 3
-
-
-def test_bid_cache_values_are_checked():
     assert resolve_cache(False) is None
     assert resolve_cache(True).cache_all and not resolve_cache(None).cache_all
     with pytest.raises(ConfigError, match="bid_cache must be"):
@@ -196,40 +188,29 @@ def test_bid_cache_values_are_checked():
     assert chat.bid_cache is None
 
 
-@pytest.fixture
-def server():
-    with FakeOpenAIServer() as srv:
-        yield srv
-
-
-def _llm_chat(server: FakeOpenAIServer, temperature: float, **kw) -> GroupChat:
-    for model in ("a", "b"):
-        server.set_responder(model, lambda body: tool_call(0.2, ""))
-    agents = [Agent(agent_name=n.upper(), model_name=f"openai/{n}", api_base=server.base_url,
-                    api_key="sk-local", temperature=temperature) for n in ("a", "b")]
-    return GroupChat(agents=agents, max_loops=3, **kw)
-
-
 @pytest.mark.parametrize(("temperature", "policy", "cached"), [
     (0.7, None, False),  # LLMs that sample are not cached by default
     (0.0, None, True),  # temperature 0: on by default
     (0.7, True, True),  # opt-in
     (0.0, False, False),  # opt-out
 ])
-def test_llm_bids_are_cached_at_temperature_zero_or_when_asked(server, temperature, policy,
-                                                               cached):
-    chat = _llm_chat(server, temperature,
-                     bid_cache=BidCache(cache_all=True) if policy else policy)
-    chat.run("t")
-    chat.run("t")
-    sent = len(server.requests_for("a")) + len(server.requests_for("b"))
+def test_llm_bids_are_cached_at_temperature_zero_or_when_asked(temperature, policy, cached):
+    with FakeOpenAIServer() as server:
+        for model in ("a", "b"):
+            server.set_responder(model, lambda body: tool_call(0.2, ""))
+        agents = [Agent(agent_name=n.upper(), model_name=f"openai/{n}", api_base=server.base_url,
+                        api_key="sk-local", temperature=temperature) for n in ("a", "b")]
+        chat = GroupChat(agents=agents, max_loops=3,
+                         bid_cache=BidCache(cache_all=True) if policy else policy)
+        chat.run("t")
+        chat.run("t")
+        sent = len(server.requests_for("a")) + len(server.requests_for("b"))
     assert sent == (2 if cached else 4)
     assert chat.last_run.cache_hits == (2 if cached else 0)
 
 
 def test_a_version_2_store_is_upgraded_to_version_3(store_url):
-    url = store_url
-    engine = get_engine(url)
+    engine = get_engine(store_url)
     create_version(engine, 2)
     tables = metadata_for(2).tables
     with engine.begin() as conn:
@@ -247,7 +228,7 @@ def test_a_version_2_store_is_upgraded_to_version_3(store_url):
             path="simulation", calls=1))
     release_store_engines()
 
-    store = RunStore(url)
+    store = RunStore(store_url)
     with store.read("test") as conn:
         assert conn.execute(select(schema_version.c.version)).scalar() == SCHEMA_VERSION
         assert inspect(conn).has_table("bid_cache")
