@@ -1,15 +1,12 @@
 """Every litellm route against a hostile server on loopback (issue 19 rows 2, 3, 4, 11).
 
-The same hostile server (groupchat_core.testing._hostile) is reached as `openai/`, as
-`hosted_vllm/` (litellm's own HTTP handler, not the OpenAI SDK) and as `lm_studio/` (an
-OpenAI-compatible prefix whose provider is not "openai"); the byte bounds, which need no
-format, also as `anthropic/` and `ollama_chat/`. Each bid ends with a clear error (or,
-for the flood, its full text), and a second chat running on the same loop at the same time
-completes with all its messages. Loop stalls are measured in bench/hostile.py, not here.
+Reached as `openai/`, `hosted_vllm/` (litellm's own HTTP handler) and `lm_studio/` (provider
+not "openai"); the byte bounds also as `anthropic/` and `ollama_chat/`. Each bid ends with a
+clear error (the flood: its full text) while a neighbour chat on the same loop completes.
+Loop stalls are measured in bench/hostile.py, not here.
 
-Private imports (`_bidding`, `providers._model_calls`, `providers._sse_coalesce`,
-`testing._hostile`): units or test hooks with no public name; everything public comes from the
-public API.
+Private imports (`_bidding`, `providers._litellm`, `_replies`, `_sse_coalesce`,
+`testing._hostile`): units or test hooks with no public name.
 """
 
 from __future__ import annotations
@@ -41,8 +38,7 @@ from groupchat_core.testing import HostileServer
 from groupchat_core.testing._hostile import FLOOD_DELTAS, FLOOD_MESSAGE
 
 ROUTES = ["openai", "hosted_vllm", "lm_studio"]
-# Routes whose request and reply formats the hostile server does not speak: the byte bounds,
-# which need no format, are checked there too.
+# Formats the hostile server does not speak: only the byte bounds (no format needed) apply.
 OTHER_FORMATS = ["anthropic", "ollama_chat"]
 AGENT_KEY = "sk-agent-canary-0123456789abcdefXYZ"
 ENV_KEY = "env-canary-key-9876543210-qwerty"
@@ -81,8 +77,7 @@ def agent(server: HostileServer, route: str, name: str, model: str, **kw: Any) -
 
 def run_beside_a_neighbour(server: HostileServer, route: str, chat: GroupChat,
                            ) -> tuple[RunRecord, RunRecord]:
-    """Run `chat` and an ordinary 4-message chat (on `route` when the hostile server speaks
-    its format, else openai/) concurrently on the shared loop."""
+    """Run `chat` beside an ordinary 4-message chat (on `route`, or openai/) on the shared loop."""
     route = route if route in ROUTES else "openai"
     neighbour = GroupChat(agents=[agent(server, route, "N1", "ok"),
                                   agent(server, route, "N2", "ok")], max_loops=4,
