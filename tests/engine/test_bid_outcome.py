@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
 
 import pandas as pd
 import pytest
@@ -45,42 +44,24 @@ KEY = "sk-test-outcome-0123456789abcdef"
 pytestmark = pytest.mark.usefixtures("fresh_engines")
 
 
-@pytest.fixture
-def server() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer() as srv:
-        yield srv
-
-
 def _agent(srv: FakeOpenAIServer, name: str) -> Agent:
     return Agent(agent_name=name, model_name=f"openai/{name.lower()}", api_base=srv.base_url,
                  api_key=SecretStr(KEY), num_retries=0, temperature=0.0)
 
 
-def test_the_turn_loop_sets_each_outcome_once(server: FakeOpenAIServer) -> None:
-    server.script("a", [tool_call(0.9, "first"), tool_call(0.9, "again")])
-    server.script("b", [text("no json here"), text("still none")])
-    server.script("c", [error(500, "down"), error(500, "down")])
-    chat = GroupChat(agents=[_agent(server, n) for n in "ABC"], max_loops=2,
-                     bid_cache=BidCache(cache_all=True))
-    chat.run("Plan it.")
-    assert [b.outcome for b in chat.last_run.bids] == ["read", "unreadable", "failed"]
-    assert [(b.read, b.failed) for b in chat.last_run.bids] == [
-        (True, False), (False, False), (False, True)]
-    chat.run("Plan it.")  # the same prompt: A's read bid comes from the cache, nothing else
-    assert [b.outcome for b in chat.last_run.bids] == ["cached", "unreadable", "failed"]
-
-
-def test_outcomes_are_stored_and_read_back(store: RunStore) -> None:
-    chat = GroupChat(agents=[Agent(agent_name=n, model_name="sim/eager") for n in "AB"],
-                     max_loops=2)
-    store.attach(chat)
-    chat.run("t")
-    store.flush()
-    run_id = chat.last_run.run_id
-    frame = store.bids(run_id)
-    expected = ["cached" if c else "read" for c in frame["cached"]]  # sims may hit the cache
-    assert frame["outcome"].tolist() == expected
-    assert [b.outcome for b in store.load_run(run_id).bids] == expected
+def test_the_turn_loop_sets_each_outcome_once() -> None:
+    with FakeOpenAIServer() as server:
+        server.script("a", [tool_call(0.9, "first"), tool_call(0.9, "again")])
+        server.script("b", [text("no json here"), text("still none")])
+        server.script("c", [error(500, "down"), error(500, "down")])
+        chat = GroupChat(agents=[_agent(server, n) for n in "ABC"], max_loops=2,
+                         bid_cache=BidCache(cache_all=True))
+        chat.run("Plan it.")
+        assert [b.outcome for b in chat.last_run.bids] == ["read", "unreadable", "failed"]
+        assert [(b.read, b.failed) for b in chat.last_run.bids] == [
+            (True, False), (False, False), (False, True)]
+        chat.run("Plan it.")  # the same prompt: A's read bid comes from the cache, nothing else
+        assert [b.outcome for b in chat.last_run.bids] == ["cached", "unreadable", "failed"]
 
 
 # --- the v10 upgrade fills the outcome of bids recorded before it ---------------------------
@@ -135,6 +116,7 @@ def test_the_v10_upgrade_fills_in_the_outcome_of_old_bids(store_url: str, versio
 
 
 def _bundled(store: RunStore) -> dict:
+    """A stored sim run, as a bundle."""
     chat = GroupChat(agents=[Agent(agent_name=n, model_name="sim/eager") for n in "AB"],
                      max_loops=3)
     store.attach(chat)
@@ -143,10 +125,14 @@ def _bundled(store: RunStore) -> dict:
     return json.loads(bundle_json(store, chat.last_run.run_id))
 
 
-def test_bundles_carry_the_outcome_and_old_bundles_still_import(store: RunStore,
-                                                               new_database) -> None:
+def test_outcomes_are_stored_and_bundled_and_old_bundles_still_import(store: RunStore,
+                                                                     new_database) -> None:
     data = _bundled(store)
-    expected = ["cached" if b["cached"] else "read" for b in data["bids"]]
+    run_id = data["run"]["run_id"]
+    frame = store.bids(run_id)
+    expected = ["cached" if c else "read" for c in frame["cached"]]  # sims may hit the cache
+    assert frame["outcome"].tolist() == expected
+    assert [b.outcome for b in store.load_run(run_id).bids] == expected
     assert data["schema_version"] == 4 and [b["outcome"] for b in data["bids"]] == expected
     old = {**data, "schema_version": 1, "bids": [
         {k: v for k, v in b.items() if k != "outcome"} for b in data["bids"]]}
@@ -166,17 +152,12 @@ def test_a_bundle_whose_outcome_contradicts_its_bid_is_refused(store: RunStore,
 # --- every reader reads the field -------------------------------------------------------------
 
 
-def _frame() -> pd.DataFrame:
-    """Two bids; B's outcome says failed though nothing else on the row does (a kind of bid
-    the error text cannot describe): whoever reads the field sees a failure."""
-    rows = [Bid(turn=1, agent="A", position=0, score=0.9, adjusted=0.9, eligible=True,
-                winner=True, message="hi", path="simulation"),
-            Bid(turn=1, agent="B", position=1, path="simulation", outcome="failed")]
-    return pd.DataFrame([b.model_dump() for b in rows])
-
-
 def test_metrics_charts_and_cli_read_the_outcome_field() -> None:
-    bids = _frame()
+    # B's outcome says failed though nothing else on its row does: every reader sees a failure
+    bids = pd.DataFrame([b.model_dump() for b in (
+        Bid(turn=1, agent="A", position=0, score=0.9, adjusted=0.9, eligible=True, winner=True,
+            message="hi", path="simulation"),
+        Bid(turn=1, agent="B", position=1, path="simulation", outcome="failed"))])
     assert bid_outcomes(bids).tolist() == ["read", "failed"]
     turns = pd.DataFrame([Turn(turn=1, winner="A", winning_adjusted=0.9, reason="highest_bid")
                           .model_dump()])
