@@ -1,9 +1,6 @@
-"""Outcome against cost and dynamics (issue 20 item 4): accuracy per strategy with its Wilson
-interval, calls and tokens per correct answer, and turn-taking equality against outcome, on
-frames whose answers are worked out by hand, then on a real sim sweep through the CLI export.
-
-Private imports (scored_chats, correlation): units the CLI and the page share, which the
-package does not export."""
+"""Outcome against cost and dynamics (issue 20 item 4): accuracy per strategy (Wilson), cost per
+correct answer, equality against outcome; on hand-worked frames, then a sim sweep's CLI export.
+Private imports (scored_chats, correlation): units the CLI and the page share, not exported."""
 
 from __future__ import annotations
 
@@ -31,6 +28,21 @@ from groupchat_core.sweeps import (
 from groupchat_core.sweeps._outcomes import correlation, scored_chats
 
 pytestmark = pytest.mark.usefixtures("fresh_engines")
+TRIO = [{"agent_name": n, "model_name": f"sim/{m}"}
+        for n, m in (("A", "balanced"), ("B", "eager"), ("C", "reserved"))]
+
+
+def _du_spec(name: str, strategies: list[str], agents: list[dict] = TRIO, max_loops: int = 4,
+             **extra: object) -> SweepSpec:
+    """One cell per strategy on 3 Du problems, one at a time."""
+    return SweepSpec.model_validate({
+        "name": name, "base": {"max_loops": max_loops, "agents": agents},
+        "grid": {"strategy": strategies}, "tasks": [t.model_dump() for t in du_math_tasks(3)],
+        "concurrency": 1, **extra})
+
+
+def export(url: str, sweep_id: str) -> list[str]:
+    return ["--db", url, "sweep", "export", sweep_id, "--table", "accuracy"]
 
 
 def _frame() -> pd.DataFrame:
@@ -140,8 +152,7 @@ def test_the_cluster_bootstrap_is_wider_than_fisher_on_tasks_x_cells() -> None:
 
 
 def test_the_clustered_interval_covers_where_fisher_does_not() -> None:
-    """Null-free check of coverage: the true r of the generating process is estimated from one
-    big sample; 40 smaller sweeps of 20 tasks x 12 cells each are then checked against it."""
+    """Coverage: the process's true r, from one big sample, against 40 sweeps of 20 x 12."""
     bx, by, _ = _clustered(4000, 12, 0.0, 99)
     truth = correlation(bx, by).r
     fisher_hits = cluster_hits = 0
@@ -154,14 +165,11 @@ def test_the_clustered_interval_covers_where_fisher_does_not() -> None:
 
 
 def test_a_strategy_sweep_on_sims_exports_the_accuracy_table(capsys, store_url) -> None:
-    """A real sweep over three strategies on 3 Du problems with sims: the results carry the
-    strategy, and `sweep export --table accuracy` gives one row per strategy, simulated."""
+    """Three strategies on sims: the results carry the strategy, and `sweep export --table
+    accuracy` gives one row per strategy, simulated."""
     agents = [{"agent_name": n, "model_name": m, "system_prompt": f"You are {n}."}
               for n, m in (("Solver", "sim/balanced"), ("Checker", "sim/reserved"))]
-    spec = SweepSpec.model_validate({
-        "name": "strategies", "base": {"max_loops": 3, "agents": agents},
-        "grid": {"strategy": ["bidding", "round_robin", "all_speak"]},
-        "tasks": [t.model_dump() for t in du_math_tasks(3)], "concurrency": 1})
+    spec = _du_spec("strategies", ["bidding", "round_robin", "all_speak"], agents, max_loops=3)
     store = RunStore(store_url)
     outcome = run_sweep(spec, store)
     results = sweep_results(store, outcome.sweep_id)
@@ -175,14 +183,12 @@ def test_a_strategy_sweep_on_sims_exports_the_accuracy_table(capsys, store_url) 
         assert row.correct == right
 
     capsys.readouterr()
-    assert main(["--db", store_url, "sweep", "export", outcome.sweep_id, "--table",
-                 "accuracy"]) == 0
+    assert main(export(store_url, outcome.sweep_id)) == 0
     rows = list(csv.DictReader(line for line in io.StringIO(capsys.readouterr().out)
                                if not line.startswith("# ")))  # past the `# ` header
     assert [r["strategy"] for r in rows] == ["all_speak", "bidding", "round_robin"]
     assert all(r["simulated"] == "True" and r["interval_method"] == "wilson" for r in rows)
-    assert main(["--db", store_url, "sweep", "export", outcome.sweep_id, "--table",
-                 "accuracy", "--format", "json"]) == 0
+    assert main([*export(store_url, outcome.sweep_id), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["meta"]["sweep"]["simulated"] is True
 
@@ -194,23 +200,16 @@ def test_accuracy_export_of_an_unscored_sweep_is_one_line(capsys, store_url) -> 
                                             for n in ("A", "B")]}})
     outcome = run_sweep(spec, RunStore(store_url))
     capsys.readouterr()
-    assert main(["--db", store_url, "sweep", "export", outcome.sweep_id, "--table",
-                 "accuracy"]) != 0
+    assert main(export(store_url, outcome.sweep_id)) != 0
     err = capsys.readouterr().err
     assert "needs scored tasks" in err and "Traceback" not in err
 
 
 def test_stored_runs_give_the_same_rows_as_the_sweep_results(store_url) -> None:
-    """runs_outcomes reads scored runs from the store (for Analysis): the same verdicts, Gini,
-    evenness and calls as sweep_results gives for the same runs, so the same table follows."""
-    agents = [{"agent_name": n, "model_name": m} for n, m in (("A", "sim/balanced"),
-                                                            ("B", "sim/eager"),
-                                                            ("C", "sim/reserved"))]
-    spec = SweepSpec.model_validate({
-        "name": "pair", "base": {"max_loops": 4, "agents": agents},
-        "grid": {"strategy": ["bidding", "round_robin"]},
-        "tasks": [t.model_dump() for t in du_math_tasks(3)], "concurrency": 1})
+    """runs_outcomes (for Analysis) gives the same verdicts, Gini, evenness and calls as
+    sweep_results for the same runs, so the same table follows."""
     store = RunStore(store_url)
+    spec = _du_spec("pair", ["bidding", "round_robin"])
     results = sweep_results(store, run_sweep(spec, store).sweep_id)
     stored = runs_outcomes(store).set_index("run_id")
     assert set(stored.index) == set(results["run_id"])
@@ -225,19 +224,12 @@ def test_stored_runs_give_the_same_rows_as_the_sweep_results(store_url) -> None:
 
 
 def test_calls_needed_on_a_warm_cache_are_the_calls_made_on_a_cold_one(store_url) -> None:
-    """bid_then_speak's winner makes two calls a turn in one bid row; on sims the cache answers
-    both (same request), and calls_needed still counts both: a warm-cache sweep needs exactly
-    the calls a cold one makes, for the results, the stored runs and the accuracy table."""
-    agents = [{"agent_name": n, "model_name": m} for n, m in (("A", "sim/balanced"),
-                                                            ("B", "sim/eager"),
-                                                            ("C", "sim/reserved"))]
+    """bid_then_speak's winner makes two calls a turn in one bid row, both cached on sims;
+    calls_needed counts both: a warm cache needs exactly a cold one's calls, everywhere."""
     store = RunStore(store_url)
 
     def calls(cache: bool) -> pd.DataFrame:
-        spec = SweepSpec.model_validate({
-            "name": f"cache-{cache}", "base": {"max_loops": 4, "agents": agents},
-            "grid": {"strategy": ["bidding", "bid_then_speak"]}, "bid_cache": cache,
-            "tasks": [t.model_dump() for t in du_math_tasks(3)], "concurrency": 1})
+        spec = _du_spec(f"cache-{cache}", ["bidding", "bid_then_speak"], bid_cache=cache)
         results = sweep_results(store, run_sweep(spec, store).sweep_id)
         return results.set_index(["strategy", "task_id"]).sort_index()
 
