@@ -1,15 +1,10 @@
 """A cancellation between a cell's run ending and its claim ending leaves no claim behind.
 
-Ctrl-C (or a budget cap) can land after a cell's run was committed `finished` but before its
-result reached the runner (locally: the chat's last await; on Ray: the worker recorded the run,
-its result item not yet taken). The runner then ends the claim with no run; a resume skips the
-cell (its run finished), so nothing would ever close that claim. The store closes it with the
-finished run, at once and on resume. Deterministic: the cancellation is injected exactly there.
-Every test runs on SQLite and on PostgreSQL (`store` fixture).
-
-Private imports (`store._schema`): the claims table, to recreate a claim left open by an older
-version (or by a process killed between the two steps), which no public call produces;
-(`sweeps._executor.CellResult`): what an executor hands back, which users never build.
+Ctrl-C (or a budget cap) can land after a cell's run is committed `finished` but before the
+runner gets its result; a resume skips that cell, so nothing else would close its claim: the
+store closes it with the finished run, at once and on resume. Injected exactly there; on SQLite
+and PostgreSQL (`store`). Private imports (`store._schema`, `CellResult`): to recreate a claim
+an older version (or a killed process) left open, and what an executor hands back.
 """
 
 from __future__ import annotations
@@ -98,8 +93,8 @@ def test_a_claim_is_closed_with_its_finished_run_when_cancelled_in_between(store
 
 @pytest.mark.parametrize("left", ["open", "running"])
 def test_a_resume_closes_a_claim_left_beside_its_finished_run(store, left):
-    """`open`: written so by a version without the fix; `running`: its process was killed
-    between the run's end and the claim's. A resume closes it with the run's id."""
+    """`open`: left by a version without the fix; `running`: its process was killed between the
+    run's end and the claim's. A resume closes it with the run's id."""
     sweep = spec()
     outcome = run_sweep(sweep, store)
     claims = store.cell_claims(outcome.sweep_id)
