@@ -1,14 +1,7 @@
-"""Sweeps and the bid cache on each backend (the `store` fixture: SQLite and PostgreSQL, see
-tests/conftest.py).
-
-The SQL is portable Core, but a few parts are dialect-specific (ON CONFLICT DO NOTHING for
-cache inserts, booleans summed as hit counts, the v3 migration's defaults): this runs them on
-a real PostgreSQL server as well as on SQLite. Missing PostgreSQL binaries fail the PostgreSQL
-variants with what to install; they never skip.
-
-Private imports (`engine._bidcache`): units or test hooks with no public name; everything public
-comes from the public API.
-"""
+"""Sweeps and the bid cache on SQLite and on a real PostgreSQL (`store`, tests/conftest.py): the
+dialect-specific parts (ON CONFLICT DO NOTHING for cache inserts, booleans summed as hit counts,
+the v3 migration's defaults) run on both; missing PostgreSQL binaries fail, never skip.
+Private imports (`engine._bidcache`): no public name."""
 
 from __future__ import annotations
 
