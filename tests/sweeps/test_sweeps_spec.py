@@ -1,8 +1,5 @@
 """Sweep specs (format, validation, cells) and the pre-flight estimate.
-
-Private imports (`providers._model_calls`): units or test hooks with no public name; everything
-public comes from the public API.
-"""
+Private imports (MAX_CELLS, litellm_module): names no public module exports."""
 
 from __future__ import annotations
 
@@ -110,16 +107,12 @@ def test_model_temperature_and_prompt_axes_apply_to_every_agent():
     ({"schema_version": 2}, "schema_version 2 is not supported"),
     ({"base": {**BASE, "agents": BASE["agents"][:1]}}, "at least 2 agents"),
     ({"base": {**BASE, "threshold": "x"}}, "invalid base: threshold"),
+    ({"grid": {"threshold": [i / 1000 for i in range(1000)], "recency_penalty": [0.1, 0.2]},
+      "repeats": 100}, f"over the {MAX_CELLS:,} limit"),  # refused before anything runs
 ])
 def test_invalid_specs_are_one_clear_error(change, message):
     with pytest.raises(ConfigError, match=message):
         parse_sweep(spec_data(**change))
-
-
-def test_too_many_cells_is_refused_before_anything_runs():
-    grid = {"threshold": [i / 1000 for i in range(1000)], "recency_penalty": [0.1, 0.2]}
-    with pytest.raises(ConfigError, match=f"over the {MAX_CELLS:,} limit"):
-        parse_sweep(spec_data(grid=grid, repeats=100))
 
 
 def test_untrusted_files_keep_secrets_and_aliases_out():
