@@ -1,13 +1,10 @@
 """Keys go only to the endpoint they belong to (issue 19, item 1).
 
-A saved agent is shared: anyone may point `openai/...` at a server they control. A hostile
-provider on loopback records every request's headers and echoes the Authorization header in
-its reply, with a canary OPENAI_API_KEY in the environment. The canary must not be sent there,
-nor reach the store or any export; listed in GROUPCHAT_TRUSTED_API_BASES, the same server does
-get it (so these tests can tell the two apart).
+Anyone may point a shared `openai/...` agent at their own server: a loopback provider echoing
+the Authorization header must not get the canary OPENAI_API_KEY (nor may the store or an
+export hold it), unless GROUPCHAT_TRUSTED_API_BASES lists it (so the two can be told apart).
 
-Private imports (`providers._endpoints`, `providers._requests`): units or test hooks with no public
-name; everything public comes from the public API.
+Private imports (`providers._endpoints`, `providers._requests`): units with no public name.
 """
 
 from __future__ import annotations
@@ -73,6 +70,15 @@ def _run(base: str, folder: Path, **kw: object) -> tuple[RunStore, str]:
     chat.run("Say hello.")
     assert chat.last_run is not None
     return store, chat.last_run.run_id
+
+
+def _room(folder: Path, base: str) -> str:
+    """A room file of two agents at `base`; its path."""
+    spec = folder / "room.json"
+    spec.write_text(json.dumps({"max_loops": 2, "agents": [
+        {"agent_name": n, "model_name": "openai/x", "api_base": base, "num_retries": 0}
+        for n in ("Mallory", "Bob")]}))
+    return str(spec)
 
 
 def _exports(store: RunStore, run_id: str) -> str:
@@ -146,19 +152,17 @@ def test_an_untrusted_base_gets_no_server_key_and_nothing_stores_it(
     assert canary.encode() not in _stored_bytes(tmp_path)
 
 
-def test_a_trusted_base_gets_the_server_key(hostile: FakeOpenAIServer, canary: str,
-                                            tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(TRUSTED_BASES_ENV, hostile.base_url + "/")
-    _run(hostile.base_url, tmp_path)
-    assert set(_sent(hostile)) == {f"Bearer {canary}"}
-
-
-def test_the_agents_own_key_goes_where_its_caller_sends_it(
-        hostile: FakeOpenAIServer, canary: str, tmp_path: Path) -> None:
-    store, run_id = _run(hostile.base_url, tmp_path, api_key=OWN_KEY)
-    assert set(_sent(hostile)) == {f"Bearer {OWN_KEY}"}
-    assert canary.encode() not in _stored_bytes(tmp_path)
+@pytest.mark.parametrize("trusted, own, key", [(True, None, CANARY), (False, OWN_KEY, OWN_KEY)],
+                         ids=["a trusted base gets the server key", "the agent's own key goes"])
+def test_a_key_goes_where_it_belongs(hostile: FakeOpenAIServer, canary: str, tmp_path: Path,
+                                     monkeypatch: pytest.MonkeyPatch, trusted: bool,
+                                     own: str | None, key: str) -> None:
+    if trusted:
+        monkeypatch.setenv(TRUSTED_BASES_ENV, hostile.base_url + "/")
+    _run(hostile.base_url, tmp_path, **({"api_key": own} if own else {}))
+    assert set(_sent(hostile)) == {f"Bearer {key}"}
+    if own:
+        assert canary.encode() not in _stored_bytes(tmp_path)
 
 
 def test_an_untrusted_endpoint_that_wants_a_key_says_how_to_give_one(
@@ -186,12 +190,9 @@ def test_an_untrusted_endpoint_that_wants_a_key_says_how_to_give_one(
 def test_the_cli_sends_no_server_key_to_an_untrusted_base(
         hostile: FakeOpenAIServer, canary: str, tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
-    spec = tmp_path / "room.json"
-    spec.write_text(json.dumps({"max_loops": 2, "agents": [
-        {"agent_name": n, "model_name": "openai/x", "api_base": hostile.base_url,
-         "num_retries": 0} for n in ("Mallory", "Bob")]}))
     db = f"sqlite:///{tmp_path}/keys.db"
-    assert main(["--db", db, "run", str(spec), "--task", "Say hello."]) == 0
+    assert main(["--db", db, "run", _room(tmp_path, hostile.base_url), "--task", "Say hello."]
+                ) == 0
     run_id = RunStore(db).list_runs()["run_id"].iloc[0]
     outputs = []
     for fmt in ("json", "csv", "md"):
@@ -211,12 +212,8 @@ def test_the_cli_sends_the_key_to_a_trusted_base(
         hostile: FakeOpenAIServer, canary: str, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(TRUSTED_BASES_ENV, hostile.base_url)
-    spec = tmp_path / "room.json"
-    spec.write_text(json.dumps({"max_loops": 2, "agents": [
-        {"agent_name": n, "model_name": "openai/x", "api_base": hostile.base_url,
-         "num_retries": 0} for n in ("A", "B")]}))
-    assert main(["--db", f"sqlite:///{tmp_path}/keys.db", "run", str(spec), "--task", "t",
-                 "--quiet"]) == 0
+    assert main(["--db", f"sqlite:///{tmp_path}/keys.db", "run",
+                 _room(tmp_path, hostile.base_url), "--task", "t", "--quiet"]) == 0
     assert set(_sent(hostile)) == {f"Bearer {canary}"}
 
 
