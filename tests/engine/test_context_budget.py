@@ -50,21 +50,19 @@ def with_window(agent: Agent, window: int) -> Agent:
     return agent
 
 
-def agents(srv: FakeOpenAIServer, window: int | None, max_tokens: int = 128) -> list[Agent]:
+def agents(srv: FakeOpenAIServer, window: int | None, server_window: int = WINDOW,
+           **settings: Any) -> list[Agent]:
+    """A and B (bidding 0.9, 0.8, long replies) on a server with `server_window`; `window`
+    declared, or None."""
     made = []
     for name, score in (("A", 0.9), ("B", 0.8)):
-        model = f"ctx-{name.lower()}"
-        srv.configure(model, context_window=WINDOW)
-        srv.set_responder(model, _speaker(name, score))
+        model = f"w{server_window}-{name.lower()}"
+        srv.configure(model, context_window=server_window)
+        srv.set_responder(model, lambda body, n=name, s=score: tool_call(s, f"{n}: {LONG * 2}"))
         agent = Agent(agent_name=name, model_name=f"openai/{model}", api_base=srv.base_url,
-                      api_key=KEY, max_tokens=max_tokens,
-                      tools_list_dictionary=[copy.deepcopy(BIG_TOOL)])
+                      api_key=KEY, **settings)
         made.append(agent if window is None else with_window(agent, window))
     return made
-
-
-def _speaker(name: str, score: float) -> Any:
-    return lambda body: tool_call(score, f"{name}: {LONG * 2}")
 
 
 def run_long_chat(chat_agents: list[Agent]) -> GroupChat:
@@ -73,14 +71,18 @@ def run_long_chat(chat_agents: list[Agent]) -> GroupChat:
     return chat
 
 
+def big(srv: FakeOpenAIServer, window: int | None) -> list[Agent]:
+    """Agents with max_tokens 128 and BIG_TOOL, on a WINDOW-token server."""
+    return agents(srv, window, max_tokens=128, tools_list_dictionary=[copy.deepcopy(BIG_TOOL)])
+
+
 def rejected(srv: FakeOpenAIServer) -> list[Any]:
     return [r for r in srv.requests if r.status == 400]
 
 
 def test_a_declared_window_keeps_a_long_chat_bidding_without_a_single_rejection(
-        server: FakeOpenAIServer
-) -> None:
-    chat = run_long_chat(agents(server, window=WINDOW))
+        server: FakeOpenAIServer) -> None:
+    chat = run_long_chat(big(server, WINDOW))
     record = chat.last_run
     assert record.stop_reason == "max_loops" and len(record.messages) == 16
     assert all(b.error is None and b.calls == 1 for b in record.bids)
@@ -94,9 +96,8 @@ def test_a_declared_window_keeps_a_long_chat_bidding_without_a_single_rejection(
 
 
 def test_an_undeclared_window_is_learned_from_the_first_rejection_and_the_bid_retried(
-        server: FakeOpenAIServer
-) -> None:
-    chat = run_long_chat(agents(server, window=None))
+        server: FakeOpenAIServer) -> None:
+    chat = run_long_chat(big(server, None))
     record = chat.last_run
     assert record.stop_reason == "max_loops" and len(record.messages) == 16
     assert all(b.error is None for b in record.bids)
@@ -109,19 +110,11 @@ def test_an_undeclared_window_is_learned_from_the_first_rejection_and_the_bid_re
 
 @pytest.mark.parametrize("declared", [True, False])
 def test_the_issues_640_token_server_with_default_max_tokens_keeps_bidding(
-        server: FakeOpenAIServer, declared: bool
-) -> None:
+        server: FakeOpenAIServer, declared: bool) -> None:
     """The report: a local server with a 640-token window failed every bid. max_tokens (1024 by
     default) is larger than the window: half the window is kept for the reply."""
-    chat_agents = []
-    for name, score in (("A", 0.9), ("B", 0.8)):
-        model = f"w640-{name.lower()}"
-        server.configure(model, context_window=640)
-        server.set_responder(model, _speaker(name, score))
-        agent = Agent(agent_name=name, model_name=f"openai/{model}", api_base=server.base_url,
-                      api_key=KEY)
-        chat_agents.append(with_window(agent, 640) if declared else agent)
-    chat = GroupChat(agents=chat_agents, max_loops=10, threshold=0.3)
+    chat = GroupChat(agents=agents(server, 640 if declared else None, server_window=640),
+                     max_loops=10, threshold=0.3)
     chat.run("Plan the team offsite.")
     record = chat.last_run
     assert record is not None and record.stop_reason == "max_loops"
@@ -130,8 +123,7 @@ def test_the_issues_640_token_server_with_default_max_tokens_keeps_bidding(
 
 
 def test_a_rejection_that_names_no_window_halves_the_history_budget(
-        server: FakeOpenAIServer
-) -> None:
+        server: FakeOpenAIServer) -> None:
     """llama.cpp's own server says only "exceeds the available context size"."""
     limit = 700
 
@@ -154,8 +146,7 @@ def test_a_rejection_that_names_no_window_halves_the_history_budget(
 
 
 def test_a_prompt_that_cannot_shrink_fails_with_the_servers_reason(
-        server: FakeOpenAIServer
-) -> None:
+        server: FakeOpenAIServer) -> None:
     """Nothing to trim (only the task): one call, no pointless retry, the error names why."""
     server.configure("tiny", context_window=50)
     server.set_responder("tiny", lambda body: tool_call(0.9, "never"))
