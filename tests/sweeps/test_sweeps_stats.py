@@ -1,9 +1,6 @@
 """Sweep statistics on recorded sweeps: bounded intervals in the export, parameter importance,
-two-cell comparisons, and the "too few repeats" rules.
-
-Private imports (`sweeps._compare`, `sweeps._importance`): units or test hooks with no public name;
-everything public comes from the public API.
-"""
+two-cell comparisons, and the "too few repeats" rules. Private imports (`sweeps._compare`,
+`sweeps._importance`): units with no public name."""
 
 from __future__ import annotations
 
@@ -66,8 +63,7 @@ def test_every_interval_in_the_export_lies_within_its_metrics_bounds(recorded):
                 assert row["ci_high"] <= nature.high, row.to_dict()
             if row["metric"] == "entropy_bits":  # at most log2(agents) of the chats
                 assert row["ci_high"] <= math.log2(3) + 1e-12
-            expected = nature.interval_method
-            assert row["interval_method"].split(",")[0] == expected
+            assert row["interval_method"].split(",")[0] == nature.interval_method
     lull = aggregate(recorded, by=["threshold"])
     lull = lull[lull["metric"] == "lulled"]
     assert ((lull["ci_high"] - lull["ci_low"]) > 0).all()  # never [1, 1] or [0, 0]
@@ -85,8 +81,7 @@ def test_a_rosters_evenness_is_over_its_own_agents(recorded):
 def test_importance_ranks_the_threshold_first_for_the_lull_rate(recorded):
     table = importance(recorded, metrics=["lulled", "messages"], permutations=199)
     assert set(table["parameter"]) == {"threshold", "order", "roster"}
-    lull = table[table["metric"] == "lulled"]
-    top = lull.iloc[0]
+    top = table[table["metric"] == "lulled"].iloc[0]
     assert top["parameter"] == "threshold" and top["enough"]
     assert top["eta_squared"] >= 0.3 and top["p_value"] <= 0.01
     again = importance(recorded, metrics=["lulled", "messages"], permutations=199)
