@@ -1,9 +1,6 @@
-"""The numbers behind the Sweeps page's exploring views (groupchat_core.sweeps: top_k,
-log_axis, group_bands, differing, run_matrix, bid_stability, failures), on frames built here
-so every expected figure is worked out by hand.
-
-Private imports (`sweeps._views.failure_reason`): the one-bid rule behind `failures`, a unit
-the package does not export."""
+"""The numbers behind the Sweeps page's exploring views (top_k, log_axis, group_bands, differing,
+run_matrix, bid_stability, failures), on frames built here so every figure is worked by hand.
+Private imports (`failure_reason`): the one-bid rule behind `failures`, not exported."""
 
 from __future__ import annotations
 
