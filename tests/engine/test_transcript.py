@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from groupchat_core import Agent, GroupChat
 from groupchat_core.engine import _transcript as transcript_module
 from groupchat_core.engine._transcript import Transcript
 from groupchat_core.providers._tokens import approximate_tokens
-from groupchat_core.testing import ScriptedBids
+from tests.helpers.chats import scripted_chat_with_fake
 
 LINES = [("User", "abcd"), ("A", "1234567"), ("B", "2234567"), ("A", "3234567"),
          ("B", "4234567")]  # every "role: content" line is 10 characters
@@ -32,19 +31,16 @@ def transcript(monkeypatch: pytest.MonkeyPatch) -> Transcript:
     return made
 
 
-def test_everything_fits_nothing_is_left_out(transcript: Transcript) -> None:
-    assert transcript.window("m", 54) == ("\n".join(transcript.lines), 0, 54)
-
-
-def test_oldest_whole_messages_go_first_and_the_task_stays(transcript: Transcript) -> None:
-    assert transcript.window("m", 53) == (
-        "User: abcd\nB: 2234567\nA: 3234567\nB: 4234567", 1, 43)
-    assert transcript.window("m", 31) == ("User: abcd\nB: 4234567", 3, 21)
-
-
-def test_the_task_is_kept_even_when_nothing_else_fits(transcript: Transcript) -> None:
-    assert transcript.window("m", 5) == ("User: abcd", 4, 10)  # smaller than the task itself
-    assert transcript.window("m", -100) == ("User: abcd", 4, 10)
+@pytest.mark.parametrize(("budget", "expected"), [
+    (54, ("\n".join(f"{r}: {c}" for r, c in LINES), 0, 54)),  # everything fits
+    (53, ("User: abcd\nB: 2234567\nA: 3234567\nB: 4234567", 1, 43)),  # oldest whole ones go
+    (31, ("User: abcd\nB: 4234567", 3, 21)),
+    (5, ("User: abcd", 4, 10)),  # the task stays even when nothing fits, not even itself
+    (-100, ("User: abcd", 4, 10)),
+])
+def test_the_newest_whole_messages_that_fit_and_the_task_are_kept(
+        transcript: Transcript, budget: int, expected: tuple[str, int, int]) -> None:
+    assert transcript.window("m", budget) == expected
 
 
 def test_kept_messages_are_the_newest_run_without_gaps(transcript: Transcript) -> None:
@@ -66,18 +62,15 @@ def message(n: int) -> str:
 
 
 def test_a_long_chat_leaves_out_old_messages_and_the_prompt_says_how_many(
-        monkeypatch: pytest.MonkeyPatch
-) -> None:
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """Turns 1-3 fit; from turn 4 the chat outgrows the budget and the oldest messages go.
     (What the budget is made of is tested in test_context_budget.py.)"""
     task = "Discuss the plan now"
     template = "{omitted_note}\n{conversation}"
-    script = ScriptedBids({
+    chat, script = scripted_chat_with_fake({
         "A": [(0.9, message(1)), (0.1, ""), (0.9, message(3)), (0.1, ""), (0.1, "")],
         "B": [(0.1, ""), (0.9, message(2)), (0.1, ""), (0.9, message(4)), (0.1, "")],
-    })
-    agents = [Agent(agent_name=n, model_name=script.model_name) for n in ("A", "B")]
-    chat = GroupChat(agents=agents, bid_prompt=template)
+    }, bid_prompt=template)
     # room for the task line and the two newest message lines, with their newlines
     room = approximate_tokens(f"User: {task}") + 2 * approximate_tokens(f"A: {message(1)}") + 2
     monkeypatch.setattr(transcript_module.PromptBudget, "history_budget",
