@@ -1,8 +1,6 @@
-"""Issue 38 item 14: model calls counted once (`call_counts`, from the recorded bids) and shown
-alike by the CLI's last line, `sweep show`, the exports and the cells table; `total_calls` right
-for every strategy (bid_then_speak's written call included); all_speak asks no agent whose
-reply could never be posted (those calls were paid for and never recorded: the CLI said 1,900
-calls where the store held 1,600)."""
+"""Issue 38 item 14: model calls counted once (from the recorded bids) and shown alike by the
+CLI, `sweep show`, the exports and the cells table; `total_calls` right for every strategy;
+all_speak asks no agent whose reply could never be posted (paid for, never recorded)."""
 
 from __future__ import annotations
 
