@@ -1,10 +1,8 @@
 """The direct OpenAI-compatible path (issue 24): `openai/` models with an api_base and key are
 sent and read by the engine, not litellm, and nothing a bid records changes.
 
-Each check runs a chat both ways, direct and through litellm (GROUPCHAT_DIRECT_HTTP=0), against
-the same FakeOpenAIServer and compares what the server received and what the bid recorded.
-The hostile cases (caps, deadlines, floods, echoed keys, cut streams) run through this path in
-tests/providers/test_hostile_routes.py and test_streaming.py, whose `openai/` agents take it.
+Each check runs a chat direct and through litellm (GROUPCHAT_DIRECT_HTTP=0) and compares what
+the server got and the bid recorded; hostile cases take this path in test_hostile_routes.py.
 
 Private imports (`providers._direct`, `providers._litellm`): the path's switch and litellm's
 module, to count which path a request took; everything public comes from the public API.
@@ -14,7 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -131,6 +129,17 @@ def test_an_http_error_is_the_same_litellm_error_both_ways(server, monkeypatch, 
     assert results[0].calls == results[1].calls
 
 
+def both_ways(monkeypatch: pytest.MonkeyPatch, make_chat: Callable[[], GroupChat]) -> list[Any]:
+    """The first bid of a chat `make_chat()` builds, via litellm then direct."""
+    bids = []
+    for direct in (False, True):
+        monkeypatch.setenv(DIRECT_ENV, "1" if direct else "0")
+        chat = make_chat()
+        chat.run("Decide.")
+        bids.append(chat.last_run.bids[0])
+    return bids
+
+
 def test_a_retryable_error_is_retried_the_same_both_ways(server, monkeypatch):
     replies: list[Reply] = []
 
@@ -139,47 +148,40 @@ def test_a_retryable_error_is_retried_the_same_both_ways(server, monkeypatch):
                        else tool_call(0.5, "second try"))
         return replies[-1]
 
-    bids = []
-    for direct in (False, True):
-        monkeypatch.setenv(DIRECT_ENV, "1" if direct else "0")
+    def chat() -> GroupChat:
         replies.clear()
         server.reset()
         server.set_responder("flaky", flaky)
         server.set_responder("steady", lambda body: tool_call(0.1, "steady"))
-        chat = GroupChat(agents=[*pair(server.base_url, model_name="openai/flaky",
+        return GroupChat(agents=[*pair(server.base_url, model_name="openai/flaky",
                                        num_retries=2)[:1],
                                  *pair(server.base_url, model_name="openai/steady")[1:]],
                          max_loops=2)
-        chat.run("Decide.")
-        bids.append(chat.last_run.bids[0])
+
+    bids = both_ways(monkeypatch, chat)
     assert bids[0].calls == bids[1].calls and bids[0].calls >= 2
     assert recorded(bids[0]) == recorded(bids[1])
 
 
 def test_a_server_refusing_streams_falls_back_the_same_both_ways(server, monkeypatch):
     reply = error(400, "stream is not supported by this server")
-    bids = []
-    for direct in (False, True):
-        monkeypatch.setenv(DIRECT_ENV, "1" if direct else "0")
+
+    def chat() -> GroupChat:
         forget_remembered_modes()
         server.reset()
         server.set_responder(None, lambda body: reply if body.get("stream")
                              else tool_call(0.5, "unstreamed"))
-        chat = GroupChat(agents=pair(server.base_url), max_loops=2, stream_bids=True,
+        return GroupChat(agents=pair(server.base_url), max_loops=2, stream_bids=True,
                          on_event=[Deltas()])
-        chat.run("Decide.")
-        bids.append(chat.last_run.bids[0])
+
+    bids = both_ways(monkeypatch, chat)
     assert bids[0].path == "tool_call:unstreamed"
     assert recorded(bids[0]) == recorded(bids[1])
 
 
 def test_a_server_down_is_a_connection_error_both_ways(monkeypatch):
-    bids = []
-    for direct in (False, True):
-        monkeypatch.setenv(DIRECT_ENV, "1" if direct else "0")
-        chat = GroupChat(agents=pair("http://127.0.0.1:9/v1"), max_loops=2)
-        chat.run("Decide.")
-        bids.append(chat.last_run.bids[0])
+    bids = both_ways(monkeypatch,
+                     lambda: GroupChat(agents=pair("http://127.0.0.1:9/v1"), max_loops=2))
     assert "Connection error" in bids[0].error
     assert bids[0].error == bids[1].error
 
@@ -198,12 +200,9 @@ def test_only_plain_openai_compatible_requests_go_direct(monkeypatch):
     assert not direct_route(kwargs_for("openai/o3-mini"))  # litellm rewrites its parameters
     assert not direct_route(kwargs_for("openai/gpt-5-mini"))
     assert not direct_route(kwargs_for("openai/gpt-4o-mini", extra_headers={"X": "1"}))
-    no_base = kwargs_for("openai/gpt-4o-mini")
-    del no_base["api_base"]
-    assert not direct_route(no_base)  # the provider's own endpoint: litellm picks the key
-    no_key = kwargs_for("openai/gpt-4o-mini")
-    del no_key["api_key"]
-    assert not direct_route(no_key)
+    for missing in ("api_base", "api_key"):  # no base: litellm picks the provider's own key
+        without = {k: v for k, v in kwargs_for("openai/gpt-4o-mini").items() if k != missing}
+        assert not direct_route(without), missing
     monkeypatch.setenv(DIRECT_ENV, "0")
     assert not direct_route(kwargs_for("openai/gpt-4o-mini"))
 
@@ -217,9 +216,7 @@ def test_an_agent_with_its_own_litellm_settings_goes_through_litellm(server, lit
 
 
 def test_a_stream_without_usage_is_counted_as_litellm_counts_it(server, monkeypatch):
-    """llama.cpp's server ignores `include_usage`: litellm's stream wrapper then counts the
-    tokens itself, and so must the direct path (the local-LLM suite found streamed bids with
-    no tokens, hence no cost, on the direct path only)."""
+    """llama.cpp ignores `include_usage`: litellm then counts tokens itself, so must we."""
     reply = tool_call(0.7, "We should build the park first, then decide on the rest.")
     quirks = {"no_stream_usage": True}
     via_litellm, _, _ = one_bid(server, reply, direct=False, stream=True,
