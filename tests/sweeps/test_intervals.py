@@ -49,6 +49,8 @@ def test_wilson_known_values_never_zero_width_never_outside_0_1():
         for k in range(n + 1):
             i = wilson(k, n)
             assert 0.0 <= i.low < i.high <= 1.0 and i.low <= i.estimate <= i.high
+    with pytest.raises(ValueError, match="successes <= n"):  # bad counts are refused
+        wilson(6, 5)
 
 
 def test_clopper_pearson_known_values_and_its_defining_tail_identity():
@@ -65,11 +67,6 @@ def test_clopper_pearson_known_values_and_its_defining_tail_identity():
     assert tail_at_least(7, 23, i.low) == pytest.approx(0.025, abs=1e-9)
     assert 1 - tail_at_least(8, 23, i.high) == pytest.approx(0.025, abs=1e-9)
     assert i.low < wilson(7, 23).low and i.high > wilson(7, 23).high  # exact is wider
-
-
-def test_bad_counts_are_refused():
-    with pytest.raises(ValueError, match="successes <= n"):
-        wilson(6, 5)
 
 
 def test_t_interval_is_the_student_interval_and_is_cut_at_the_floor():
@@ -91,9 +88,7 @@ def test_bootstrap_is_reproducible_bounded_and_covers_about_95_percent():
     assert bootstrap_mean(data, seed=1) != first
     assert min(data) <= first.low <= first.estimate <= first.high <= max(data)
     # coverage: the mean of Beta(2, 5) is 2/7; 300 samples of 25
-    rng = np.random.default_rng(7)
-    true = 2 / 7
-    hits = 0
+    rng, true, hits = np.random.default_rng(7), 2 / 7, 0
     for i in range(300):
         sample = rng.beta(2, 5, size=25)
         interval = bootstrap_mean(sample.tolist(), seed=i, resamples=1000)
