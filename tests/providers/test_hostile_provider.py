@@ -39,9 +39,8 @@ def _completion(message: str) -> bytes:
 
 
 class _Hold:
-    """A hostile body held part-way until a probe on the shared loop has run: if reading the
-    body held the loop, the probe could not run, and the body goes on only after 30 s with
-    `resumed` [False]. Ordering, not timing: nothing here measures how long anything took."""
+    """A hostile body held part-way until a probe on the shared loop has run (ordering, not
+    timing): had reading the body held the loop, `resumed` would be [False] after 30 s."""
 
     def __init__(self) -> None:
         self.midway, self.go_on = threading.Event(), threading.Event()
@@ -132,6 +131,11 @@ def agent(base: str, name: str, model: str, **kw: Any) -> Agent:
                  api_key=SecretStr("sk-hostile-test-0123456789"), **kw)
 
 
+def beside_ok(base: str, model: str, **kw: Any) -> list[Agent]:
+    """Agent A on the hostile `model`, agent B on an ordinary one."""
+    return [agent(base, "A", model, **kw), agent(base, "B", "ok")]
+
+
 def _run_held(chat: GroupChat) -> _Hold:
     """Run the chat with the hostile body held part-way until a probe on the shared loop ran."""
     hold = _Hold()
@@ -153,36 +157,30 @@ def _warm(base: str) -> None:
 
 def test_a_10mb_error_body_fails_fast_without_blocking_the_loop(hostile: str) -> None:
     _warm(hostile)
-    chat = GroupChat(agents=[agent(hostile, "A", "huge_error"), agent(hostile, "B", "ok")],
-                     bid_timeout=2)
+    chat = GroupChat(agents=beside_ok(hostile, "huge_error"), bid_timeout=2)
     hold = _run_held(chat)
-    # the shared loop ran other work while the body was half read (before the fix the loop was
-    # blocked for 43 s); how long it is ever held is measured, not asserted: bench.hostile
+    # the loop ran other work while the body was half read (was blocked 43 s; see bench.hostile)
     assert hold.resumed == [True]
     bid = chat.last_run.bids[0]
-    # The bid failed on the error body itself, within its 2 s deadline (the engine's clock):
-    # past the deadline it would say TimeoutError (before the fix: 44 s).
+    # failed on the error body itself within its 2 s deadline (else TimeoutError; was 44 s)
     assert bid.path == "none" and bid.error.startswith("BadRequestError"), bid.error
     assert len(bid.error) <= MAX_ERROR_CHARS + 40 and "characters cut)" in bid.error
 
 
 def test_a_10mb_reply_is_refused_unread_and_never_stored(hostile: str) -> None:
     _warm(hostile)
-    chat = GroupChat(agents=[agent(hostile, "A", "huge_reply", num_retries=2),
-                             agent(hostile, "B", "ok")], bid_timeout=2)
+    chat = GroupChat(agents=beside_ok(hostile, "huge_reply", num_retries=2), bid_timeout=2)
     hold = _run_held(chat)
     assert hold.resumed == [True]  # the loop was free while the body was half read
     bid = chat.last_run.bids[0]
-    # refused at the cap within the 2 s deadline (else TimeoutError); the loop's worst stall
-    # is bench.hostile's figure
+    # refused at the cap within the 2 s deadline (else TimeoutError)
     assert bid.message == "" and bid.error.startswith("ResponseTooLarge: reply body larger")
     assert bid.calls == 1  # not retried: the same body would come back
     assert len(chat.last_run.model_dump_json()) < 20_000
 
 
 def test_a_long_message_is_cut_and_the_bid_says_so(hostile: str) -> None:
-    chat = GroupChat(agents=[agent(hostile, "A", "long_message"), agent(hostile, "B", "ok")],
-                     max_loops=2)
+    chat = GroupChat(agents=beside_ok(hostile, "long_message"), max_loops=2)
     chat.run("t")
     bid = chat.last_run.bids[0]
     assert len(bid.message) == MAX_MESSAGE_CHARS and bid.winner
@@ -191,14 +189,11 @@ def test_a_long_message_is_cut_and_the_bid_says_so(hostile: str) -> None:
 
 
 def test_a_trickling_server_cannot_hold_a_bid_without_bid_timeout(hostile: str) -> None:
-    # Agent.timeout is litellm's per-read timeout: a byte every 0.3 s never tripped it, and with
-    # bid_timeout unset the bid hung forever. Now it bounds the request, first byte to last.
-    chat = GroupChat(agents=[agent(hostile, "A", "trickle", timeout=1.0),
-                             agent(hostile, "B", "ok")], bid_timeout=None)
+    # Agent.timeout was per read (a byte every 0.3 s hung forever); now it bounds the request
+    chat = GroupChat(agents=beside_ok(hostile, "trickle", timeout=1.0), bid_timeout=None)
     chat.run("t")
     bid = chat.last_run.bids[0]
-    # the request's own deadline ended it (its message says which): not before 1 s; that it
-    # ends at all is the point (before, the run never returned)
+    # the request's own deadline ended it (the message says which), not before 1 s
     assert "no complete reply within 1.0 s" in bid.error and bid.path == "none"
     assert bid.latency_ms / 1000 > 0.9
 
