@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from groupchat_core import GroupChat, background_loop
@@ -65,7 +66,7 @@ def truth() -> dict[str, Any]:
     record = chat.last_run
     assert record is not None
     return {"bids": record.bids_frame()[BID_COLUMNS],
-            "turns": record.turns_frame().drop(columns=[]),
+            "turns": record.turns_frame(),
             "messages": [(m.role, m.content) for m in record.messages],
             "stop_reason": record.stop_reason, "total_calls": record.total_calls}
 
@@ -88,10 +89,10 @@ def test_what_observers_do_to_events_never_reaches_the_store(store: RunStore, ho
     assert {b.message for b in record.bids} == {"vandal"}
 
     run_id = record.run_id
-    stored_bids = store.bids(run_id)[BID_COLUMNS].reset_index(drop=True)
-    pd_equal(stored_bids, expected["bids"])
-    stored_turns = store.turns(run_id)[list(expected["turns"].columns)].reset_index(drop=True)
-    pd_equal(stored_turns, expected["turns"])
+    for stored, frame in ((store.bids(run_id), expected["bids"]),
+                          (store.turns(run_id), expected["turns"])):
+        pd.testing.assert_frame_equal(stored[list(frame.columns)].reset_index(drop=True), frame,
+                                      check_dtype=False)
     messages = store.messages(run_id)
     assert list(zip(messages["role"], messages["content"], strict=True)) == expected["messages"]
     info = store.run_info(run_id)
@@ -99,12 +100,6 @@ def test_what_observers_do_to_events_never_reaches_the_store(store: RunStore, ho
     assert info["status"] == "finished" and info["error"] is None
     assert info["total_calls"] == expected["total_calls"] == 3 * len(expected["turns"])
     assert info["ended_at"] != "never"
-
-
-def pd_equal(left: Any, right: Any) -> None:
-    import pandas as pd
-
-    pd.testing.assert_frame_equal(left, right, check_dtype=False)
 
 
 def test_run_finished_hands_over_the_record_itself():
