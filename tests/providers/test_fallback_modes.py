@@ -52,6 +52,12 @@ def _silent(body: dict[str, Any]) -> Reply:
     return tool_call(0.1, "")
 
 
+def beside_other(srv: FakeOpenAIServer, first: Agent, **config: Any) -> GroupChat:
+    """A chat of `first` and agent O on a model that always bids silently."""
+    srv.set_responder("other", _silent)
+    return GroupChat(agents=[first, http_agent(srv, "O", "other")], **config)
+
+
 @pytest.mark.parametrize(("message", "kind"), [
     # OpenAI
     ("Unsupported parameter: 'tools' is not supported with this model.", "tools"),
@@ -87,13 +93,10 @@ def test_rejection_recognisers_on_real_provider_messages(message: str, kind: str
     assert rejection_kind(message.upper()) == kind
 
 
-def test_a_context_length_error_mentioning_functions_does_not_step_down(
-    server: FakeOpenAIServer,
-) -> None:
+def test_a_context_length_error_mentioning_functions_does_not_step_down(server) -> None:
     server.script("ctx", [error(400, CONTEXT_LENGTH)])
     server.set_responder("ctx", _silent)
-    server.set_responder("other", _silent)
-    chat = GroupChat(agents=[http_agent(server, "C", "ctx"), http_agent(server, "O", "other")])
+    chat = beside_other(server, http_agent(server, "C", "ctx"))
     chat.run("t")
     assert "maximum context length" in chat.last_run.bids[0].error
     assert chat.last_run.bids[0].path == "none"
@@ -120,9 +123,7 @@ def test_a_schema_error_on_one_agents_tool_changes_nothing(server: FakeOpenAISer
     assert remembered_modes() == []
 
 
-def test_one_agents_step_down_never_changes_another_agents_requests(
-    server: FakeOpenAIServer,
-) -> None:
+def test_one_agents_step_down_never_changes_another_agents_requests(server) -> None:
     def picky(body: dict[str, Any]) -> Reply:
         names = [t["function"]["name"] for t in body.get("tools", [])]
         if "lookup" in names and isinstance(body.get("tool_choice"), dict):
@@ -153,8 +154,7 @@ def test_a_remembered_mode_expires_and_the_model_is_probed_again(
     monkeypatch.setattr(tool_modes, "MODE_MEMORY_TTL_S", 1.5)
     server.configure("flaky", reject_forced_tool_choice=True)
     server.set_responder("flaky", _silent)
-    server.set_responder("other", _silent)
-    chat = GroupChat(agents=[http_agent(server, "F", "flaky"), http_agent(server, "O", "other")])
+    chat = beside_other(server, http_agent(server, "F", "flaky"))
     chat.run("first")
     assert [m.mode for m in remembered_modes()] == ["required"]
     chat.run("second, remembered")
@@ -172,9 +172,7 @@ def test_a_respond_call_is_read_even_in_json_mode(server: FakeOpenAIServer) -> N
     # the server was told "no tools" yet answers with a respond call (some do), then with text
     server.script("stubborn", [tool_call(0.9, "read anyway"),
                                text('{"score": 0.2, "message": ""}')])
-    server.set_responder("other", _silent)
-    chat = GroupChat(agents=[http_agent(server, "S", "stubborn"),
-                             http_agent(server, "O", "other")], max_loops=3)
+    chat = beside_other(server, http_agent(server, "S", "stubborn"), max_loops=3)
     chat.run("t")
     requests = server.requests_for("stubborn")
     assert "tools" in requests[0].body and "tools" not in requests[1].body
@@ -188,9 +186,7 @@ def test_a_respond_call_is_read_even_in_json_mode(server: FakeOpenAIServer) -> N
 def test_a_pinned_mode_is_never_remembered_or_changed(server: FakeOpenAIServer) -> None:
     server.configure("pinned", reject_forced_tool_choice=True)
     server.set_responder("pinned", _silent)
-    server.set_responder("other", _silent)
-    chat = GroupChat(agents=[http_agent(server, "P", "pinned", tool_choice_mode="forced"),
-                             http_agent(server, "O", "other")])
+    chat = beside_other(server, http_agent(server, "P", "pinned", tool_choice_mode="forced"))
     chat.run("t")
     assert chat.last_run.bids[0].path == "none" and "not supported" in chat.last_run.bids[0].error
     assert remembered_modes() == []
