@@ -32,12 +32,16 @@ def http_agent(srv: FakeOpenAIServer, name: str, **kw: Any) -> Agent:
                  api_key=SecretStr(KEY), num_retries=0, **kw)
 
 
-def _run(srv: FakeOpenAIServer, replies: dict[str, Reply], **chat_kw: Any) -> GroupChat:
+def _run(srv: FakeOpenAIServer, replies: dict[str, Reply | list[Reply]],
+         store: RunStore | None = None) -> GroupChat:
+    """Each agent's reply (or replies, turn by turn); the chat's event kinds in `chat.events`."""
     for name, reply in replies.items():
-        srv.script(name.lower(), [reply])
+        srv.script(name.lower(), reply if isinstance(reply, list) else [reply])
     events: list[str] = []
     chat = GroupChat(agents=[http_agent(srv, n) for n in replies],
-                     on_event=lambda e: events.append(e.kind), **chat_kw)
+                     on_event=lambda e: events.append(e.kind))
+    if store is not None:
+        store.attach(chat)
     chat.run("Plan the offsite.")
     chat.events = events
     return chat
@@ -112,24 +116,16 @@ def test_the_reasons_in_the_record_are_bounded(server: FakeOpenAIServer) -> None
 
 
 def test_a_readable_winner_on_a_later_turn_is_unaffected(server: FakeOpenAIServer) -> None:
-    server.script("a", [tool_call(0.9, "first"), UNREADABLE["nan"]])
-    server.script("b", [tool_call(0.1, ""), UNREADABLE["empty"]])
-    chat = GroupChat(agents=[http_agent(server, "A"), http_agent(server, "B")])
-    chat.run("t")
-    record = chat.last_run
+    record = _run(server, {"A": [tool_call(0.9, "first"), UNREADABLE["nan"]],
+                           "B": [tool_call(0.1, ""), UNREADABLE["empty"]]}).last_run
     assert [t.reason for t in record.turns] == ["highest_bid", "no_readable_bid"]
     assert record.stop_reason == "error" and "on turn 2" in record.error
-    assert [m.content for m in record.messages] == ["t", "first"]
+    assert [m.content for m in record.messages] == ["Plan the offsite.", "first"]
 
 
 def test_analysis_and_exports_say_it_was_no_lull(server: FakeOpenAIServer) -> None:
-    server.script("a", [UNREADABLE["nan"]])
-    server.script("b", [UNREADABLE["prose"]])
     store = RunStore()
-    chat = GroupChat(agents=[http_agent(server, "A"), http_agent(server, "B")])
-    store.attach(chat)
-    chat.run("t")
-    record = chat.last_run
+    record = _run(server, {"A": UNREADABLE["nan"], "B": UNREADABLE["prose"]}, store).last_run
     bids, turns = record.bids_frame(), record.turns_frame()
     explained = explain_turn(bids, turns, 1, 0.5)
     assert "no agent produced a readable bid" in explained and "not a lull" in explained
