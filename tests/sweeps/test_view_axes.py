@@ -14,6 +14,7 @@ from groupchat_core.store import RunStore
 from groupchat_core.sweeps import (
     SweepSpec,
     accuracy_table,
+    estimate,
     load_sweep,
     parse_sweep,
     run_sweep,
@@ -148,8 +149,6 @@ def test_the_vote_baseline_example_runs_beside_the_other_strategies(tmp_path: Pa
 
 
 def test_the_estimate_counts_one_call_per_agent_under_vote() -> None:
-    from groupchat_core.sweeps import estimate
-
     spec = load_sweep(EXAMPLES / "experiments" / "vote_baseline.yaml")
     vote = [c for c in spec.cells() if c.params["strategy"] == "vote"]
     assert len(vote) == 100 and spec.base.max_loops == 4
