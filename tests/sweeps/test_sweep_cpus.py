@@ -1,10 +1,16 @@
-"""Ray CPUs per cell (issue 24, target 4): settable in the sweep spec, the CLI and the Sweeps
-page, checked (above 0, at most 64) with one line. That a fraction lets more cells share a
-node's CPUs on a real cluster is tests/sweeps/test_sweep_ray.py's."""
+"""The Ray executor's settings and start, without a cluster. CPUs per cell (issue 24, target 4):
+settable in the sweep spec, the CLI and the Sweeps page, checked (above 0, at most 64) with one
+line. A Ray start that fails is one line naming the problem and the fix (issue 44, 4d):
+ray.init raises more than ConnectionError/ValueError/RuntimeError (a bare Exception when a local
+node times out starting, TimeoutError, OSError for a full /tmp), here from a stand-in `ray`.
+A fraction sharing a node's CPUs, and the real cluster paths: tests/sweeps/test_sweep_ray.py."""
 
 from __future__ import annotations
 
 import json
+import sys
+import types
+from pathlib import Path
 
 import pytest
 
@@ -12,12 +18,19 @@ from groupchat_core import ConfigError
 from groupchat_core.cli import main
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import RayExecutor, parse_sweep
+from tests.helpers.cli import run_cli
 
 AGENTS = [{"agent_name": n, "system_prompt": "p", "model_name": "sim/balanced"}
           for n in ("Pro", "Con")]
 BASE = {"name": "cpus", "base": {"max_loops": 2, "agents": AGENTS},
         "grid": {"threshold": [0.3, 0.5]}, "tasks": ["Q?"], "bid_cache": False}
 pytestmark = pytest.mark.usefixtures("fresh_engines")
+
+
+def spec_file(tmp_path: Path, **changes: object) -> str:
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({**BASE, **changes}))
+    return str(path)
 
 
 def test_the_spec_takes_a_fraction_and_keeps_it_through_a_round_trip():
@@ -61,9 +74,7 @@ def test_the_cli_flag_and_a_spec_out_of_range_are_one_line(tmp_path, capsys, mon
                                                              changes, argv, said):
     monkeypatch.setenv("GROUPCHAT_HOME", str(tmp_path))
     monkeypatch.delenv("GROUPCHAT_DB", raising=False)
-    path = tmp_path / "s.json"
-    path.write_text(json.dumps({**BASE, **changes}))
-    assert main(["sweep", str(path), *argv]) == 2
+    assert main(["sweep", spec_file(tmp_path, **changes), *argv]) == 2
     err = capsys.readouterr().err
     assert said in err and err.count("\n") == 1 and "Traceback" not in err
 
@@ -96,3 +107,58 @@ def test_the_page_has_the_field_only_for_ray():
         assert not at.exception
     finally:
         job_registry.registry().shutdown()
+
+
+# --- a failed Ray start ------------------------------------------------------------------------
+
+def fake_ray(monkeypatch: pytest.MonkeyPatch, error: BaseException) -> list[dict[str, object]]:
+    """A `ray` whose init raises `error`; returns the calls made to init."""
+    calls: list[dict[str, object]] = []
+
+    def init(**kwargs: object) -> None:
+        calls.append(kwargs)
+        raise error
+
+    ray = types.ModuleType("ray")
+    ray.is_initialized = lambda: False  # type: ignore[attr-defined]
+    ray.init = init  # type: ignore[attr-defined]
+    private = types.ModuleType("ray._private")
+    constants = types.ModuleType("ray._private.ray_constants")
+    constants.ENABLE_RAY_CLUSTER = True  # type: ignore[attr-defined]
+    private.ray_constants = constants  # type: ignore[attr-defined]
+    ray._private = private  # type: ignore[attr-defined]
+    for name, module in (("ray", ray), ("ray._private", private),
+                         ("ray._private.ray_constants", constants)):
+        monkeypatch.setitem(sys.modules, name, module)
+    return calls
+
+
+ERRORS = [
+    Exception("The current node timed out during startup. This could happen because some of "
+              "the Ray processes\nfailed to startup."),
+    TimeoutError("Timed out after 60 seconds waiting for the GCS"),
+    OSError(28, "No space left on device"),
+    ConnectionError("Could not find any running Ray instance.\nPlease specify the one to "
+                    "connect to by setting `--address`"),
+]
+
+
+@pytest.mark.parametrize("error", ERRORS, ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize("address", [None, "auto"])
+def test_a_failed_ray_start_is_one_line_and_a_failing_exit(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+        error: BaseException, address: str | None) -> None:
+    calls = fake_ray(monkeypatch, error)
+    where = [] if address is None else ["--ray-address", address]
+    code, out, err = run_cli(capsys, "sweep", spec_file(tmp_path), "--executor", "ray", *where,
+                             "--quiet")
+    assert calls, "ray.init was reached"
+    assert code != 0 and out == "" and "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    line = lines[0]
+    assert line.startswith("error: could not ") and type(error).__name__ in line  # Ray's words
+    if address is None:
+        assert "local Ray cluster" in line and "--ray-address" in line and "ray stop" in line
+    else:
+        assert "at auto" in line and "--ray-address" in line
