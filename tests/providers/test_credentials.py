@@ -2,13 +2,13 @@
 
 A sweep with no key once made 90 failing calls over 30 cells before saying `0/30 cells done`.
 
-Private imports (`providers._credentials`): units or test hooks with no public name; everything
-public comes from the public API.
+Private imports (`providers._credentials`): a unit with no public name.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +28,13 @@ def store(sqlite_store: RunStore) -> RunStore:
     return sqlite_store
 
 
-def test_a_missing_key_is_named_with_its_fix() -> None:
-    agents = [Agent(agent_name="Critic", model_name="gpt-4o-mini")]
-    assert check_credentials(agents) == [
-        "agent 'Critic' uses gpt-4o-mini but OPENAI_API_KEY is not set; set it or give the "
-        "agent an api_key"]
+@pytest.mark.parametrize("name, model, problem", [
+    ("Critic", "gpt-4o-mini", "OPENAI_API_KEY is not set; set it"),
+    ("G", "gemini/gemini-pro", "none of GOOGLE_API_KEY, GEMINI_API_KEY is set; set one"),
+], ids=["one key", "alternative keys"])
+def test_a_missing_key_is_named_with_its_fix(name: str, model: str, problem: str) -> None:
+    assert check_credentials([Agent(agent_name=name, model_name=model)]) == [
+        f"agent {name!r} uses {model} but {problem} or give the agent an api_key"]
 
 
 def test_every_problem_is_listed(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -44,12 +46,6 @@ def test_every_problem_is_listed(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "ANTHROPIC_API_KEY" in problems[1] and "GROQ_API_KEY" in problems[2]
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
     assert len(check_credentials(agents)) == 2
-
-
-def test_alternative_keys_are_worded_as_such() -> None:
-    [gemini] = check_credentials([Agent(agent_name="G", model_name="gemini/gemini-pro")])
-    assert gemini == ("agent 'G' uses gemini/gemini-pro but none of GOOGLE_API_KEY, "
-                      "GEMINI_API_KEY is set; set one or give the agent an api_key")
 
 
 def test_what_cannot_or_need_not_be_checked_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -69,8 +65,7 @@ def test_what_cannot_or_need_not_be_checked_is_skipped(monkeypatch: pytest.Monke
 
 
 def test_a_local_openai_server_needs_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The engine sends a placeholder key to an OpenAI-compatible server on loopback, and no
-    server key to an untrusted base at all: only a trusted base needs the key set."""
+    """Loopback gets a placeholder, an untrusted base no key: only a trusted base needs one."""
     local = Agent(agent_name="Local", model_name="openai/smol", api_base="http://127.0.0.1:8080/v1")
     assert check_credentials([local]) == []
     remote = Agent(agent_name="Remote", model_name="openai/smol", api_base="http://10.1.2.3/v1")
@@ -134,17 +129,22 @@ def test_a_sweep_without_keys_is_refused_before_it_is_created(store: RunStore) -
     assert store.list_sweeps().empty and store.list_runs().empty
 
 
-def test_a_sweep_whose_key_is_refused_stops_after_three_cells(
-        store: RunStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong-key")  # passes the check; the server refuses
+@pytest.fixture
+def refusing(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
+    """A trusted server refusing the key in the environment (which passes the check)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong-key")
     with FakeOpenAIServer() as server:
         monkeypatch.setenv("GROUPCHAT_TRUSTED_API_BASES", server.base_url)  # the key goes there
         server.set_responder(None, lambda body: error(401, "Incorrect API key provided: sk-w***"))
-        agents = [{"agent_name": n, "model_name": "openai/m", "api_base": server.base_url,
-                   "litellm_kwargs": {"extra_headers": {"X-Test": "1"}}} for n in ("A", "B")]
-        outcome = run_sweep(sweep_spec(agents), store)
-        calls = len(server.requests)
+        yield server
+
+
+def test_a_sweep_whose_key_is_refused_stops_after_three_cells(
+        store: RunStore, refusing: FakeOpenAIServer) -> None:
+    agents = [{"agent_name": n, "model_name": "openai/m", "api_base": refusing.base_url,
+               "litellm_kwargs": {"extra_headers": {"X-Test": "1"}}} for n in ("A", "B")]
+    outcome = run_sweep(sweep_spec(agents), store)
+    calls = len(refusing.requests)
     assert outcome.status == "error" and outcome.cells_done == 0
     reason = outcome.reason or ""
     assert "3 cells in a row failed because the provider refused the credentials" in reason
@@ -163,18 +163,13 @@ def test_credential_failures_are_recognised_in_error_text() -> None:
 
 
 def test_the_cli_sweep_says_why_it_stopped(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong-key")
-    with FakeOpenAIServer() as server:
-        monkeypatch.setenv("GROUPCHAT_TRUSTED_API_BASES", server.base_url)  # the key goes there
-        server.set_responder(None, lambda body: error(401, "Incorrect API key provided"))
-        agents = [{"agent_name": n, "model_name": "openai/m", "api_base": server.base_url}
-                  for n in ("A", "B")]
-        path = tmp_path / "sweep.json"
-        path.write_text(json.dumps(sweep_spec(agents, concurrency=1).to_data()))
-        code = main(["--db", f"sqlite:///{tmp_path}/cli.db", "sweep", str(path)])
-        calls = len(server.requests)
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], refusing: FakeOpenAIServer) -> None:
+    agents = [{"agent_name": n, "model_name": "openai/m", "api_base": refusing.base_url}
+              for n in ("A", "B")]
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps(sweep_spec(agents, concurrency=1).to_data()))
+    code = main(["--db", f"sqlite:///{tmp_path}/cli.db", "sweep", str(path)])
+    calls = len(refusing.requests)
     out, err = capsys.readouterr()
     assert code == 1 and calls == 3 * 2
     assert "sweep" in out and " error: 0/30 cells done" in out
