@@ -1,5 +1,9 @@
-"""Sweep specs (format, validation, cells) and the pre-flight estimate.
-Private imports (MAX_CELLS, litellm_module): names no public module exports."""
+"""Sweep specs (format, validation, cells) and the pre-flight estimate, with how long rate limits
+make a sweep take (issue 42.2): a model whose deployments all declare rpm (or a process-wide
+set_rate_limit rpm) makes calls / rpm minutes a floor on the wall time; a queue on a limit only
+paces (no deadline counts it: tests/providers/test_rate_limits_pace.py), so no warning asks for
+a lower concurrency. Private imports (MAX_CELLS, litellm_module, RATE_LIMITS, the process-wide
+limits cleared around each test): names no public module exports."""
 
 from __future__ import annotations
 
@@ -7,10 +11,13 @@ import json
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
-from groupchat_core import ConfigError
+from groupchat_core import ConfigError, set_rate_limit
+from groupchat_core.providers._ratelimit import RATE_LIMITS
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import (
     estimate,
@@ -182,3 +189,58 @@ def test_sim_sweeps_never_import_litellm(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True, cwd=ROOT).stdout.split()
     assert out == ["0.0", "finished", "False"]
+
+
+# --- rate limits in the estimate (issue 42.2) -------------------------------------------------
+
+LOCAL = "http://127.0.0.1:9/v1"
+
+
+@pytest.fixture(autouse=True)
+def no_limits() -> Iterator[None]:
+    RATE_LIMITS.clear()
+    yield
+    RATE_LIMITS.clear()
+
+
+def rated(deployments: list[dict[str, Any]] | None = None, **extra: Any) -> Any:
+    """16 cells of two agents on one model, two turns each: 64 calls."""
+    agents = [{"agent_name": n, "system_prompt": "Speak.", "model_name": "openai/fake",
+               "api_base": LOCAL, "timeout": 10} for n in "AB"]
+    data: dict[str, Any] = {"name": "x", "base": {"agents": agents, "max_loops": 3},
+                            "grid": {"threshold": [0.1, 0.2, 0.3, 0.4]}, "tasks": ["Go"],
+                            "repeats": 4, "concurrency": 16, **extra}
+    if deployments is not None:
+        data["deployments"] = {"openai/fake": deployments}
+    return parse_sweep(data)
+
+
+def test_deployments_rpm_make_the_wall_time_at_least_calls_over_rpm() -> None:
+    free = estimate(rated([{"name": "a", "api_base": LOCAL}]))
+    paced = estimate(rated([{"name": "a", "api_base": LOCAL, "rpm": 12},
+                           {"name": "b", "api_base": LOCAL, "rpm": 8}]))
+    assert free.calls_upper == paced.calls_upper == 64
+    assert free.wall_s_upper < 60  # two turns of 16 cells at once: seconds, not minutes
+    assert paced.wall_s_upper >= 64 / 20 * 60  # 20 a minute together: 3.2 minutes at least
+    assert any("at most 20 requests a minute" in a and "64 calls" in a
+               for a in paced.assumptions)
+    assert not any("rate limit" in a for a in free.assumptions)
+
+
+def test_a_deployment_without_rpm_leaves_the_model_unpaced() -> None:
+    mixed = estimate(rated([{"name": "a", "api_base": LOCAL, "rpm": 1},
+                           {"name": "b", "api_base": LOCAL}]))
+    assert mixed.wall_s_upper < 60 and not any("rate limit" in a for a in mixed.assumptions)
+
+
+def test_a_process_wide_rpm_paces_the_estimate_too() -> None:
+    set_rate_limit("openai/fake", rpm=32)
+    assert estimate(rated()).wall_s_upper >= 64 / 32 * 60
+
+
+def test_a_queue_longer_than_the_bid_deadline_only_paces() -> None:
+    # 16 cells x 2 agents = 32 bids at once on 20 a minute: up to 2 minutes' wait against the
+    # 120 s bid deadline, which that wait does not use up: a floor, no warning
+    tight = estimate(rated([{"name": "a", "api_base": LOCAL, "rpm": 20}]))
+    assert any("counts against neither" in a for a in tight.assumptions)
+    assert not any(a.startswith("warning") for a in tight.assumptions)
