@@ -1,9 +1,7 @@
-"""Unknown cost is not zero: a run on a model litellm cannot price reads "unknown", and a run
-where only some bids could be priced says its total is partial. Over real HTTP (the fake
-server's usage is priced by litellm for a known model name, and not for a made-up one).
+"""Unknown cost is not zero: an unpriced model's run reads "unknown", a partly priced one says
+its total is partial. Over real HTTP (litellm prices a known model name, not a made-up one).
 
-Private imports (`_records`): units or test hooks with no public name; everything public comes from
-the public API.
+Private imports (`_records`): units or test hooks with no public name.
 """
 
 from __future__ import annotations
@@ -114,20 +112,24 @@ def test_an_old_record_without_the_new_field_still_loads() -> None:
     assert RunRecord(**data).unpriced_bids == 0
 
 
+def local_sweep(srv: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, **extra: Any) -> Any:
+    """A sweep of two silent agents on an unpriced local model."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local")  # litellm's OpenAI client wants some key
+    srv.set_responder(None, lambda body: tool_call(0.1, ""))
+    agents = [{"agent_name": n, "model_name": "openai/local-llm", "api_base": srv.base_url}
+              for n in ("A", "B")]
+    return parse_sweep({"name": "local", "base": {"max_loops": 3, "agents": agents},
+                        "tasks": ["t"], "repeats": 1, "bid_cache": False, **extra})
+
+
 def test_the_cli_shows_unknown_cost_for_runs_and_sweeps(
         server: FakeOpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-local")  # litellm's OpenAI client wants some key
-    server.set_responder(None, lambda body: tool_call(0.1, ""))
-    agents = [{"agent_name": n, "model_name": "openai/local-llm", "api_base": server.base_url}
-              for n in ("A", "B")]
     db = f"sqlite:///{tmp_path}/cli.db"
     path = tmp_path / "sweep.json"
-    path.write_text(json.dumps(parse_sweep({
-        "name": "local", "base": {"max_loops": 3, "agents": agents},
-        "grid": {"threshold": [0.3, 0.5]}, "tasks": ["t"], "repeats": 1, "concurrency": 1,
-        "bid_cache": False}).to_data()))
+    path.write_text(json.dumps(local_sweep(server, monkeypatch, concurrency=1,
+                                           grid={"threshold": [0.3, 0.5]}).to_data()))
     assert main(["--db", db, "sweep", str(path), "--quiet"]) == 0
     out, _ = capsys.readouterr()
     assert "cost unknown" in out and "$0.0000" not in out
@@ -140,13 +142,6 @@ def test_the_cli_shows_unknown_cost_for_runs_and_sweeps(
 def test_a_sweep_outcome_on_an_unpriced_model_is_not_said_to_be_free(
         server: FakeOpenAIServer, store: RunStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
-    server.set_responder(None, lambda body: tool_call(0.1, ""))
-    agents = [{"agent_name": n, "model_name": "openai/local-llm", "api_base": server.base_url}
-              for n in ("A", "B")]
-    outcome = run_sweep(parse_sweep({"name": "local", "base": {"max_loops": 3,
-                                                               "agents": agents},
-                                     "grid": {"threshold": [0.3]}, "tasks": ["t"],
-                                     "repeats": 1, "bid_cache": False}), store)
+    outcome = run_sweep(local_sweep(server, monkeypatch, grid={"threshold": [0.3]}), store)
     run_id = store.list_runs(sweep_id=outcome.sweep_id)["run_id"].iloc[0]
     assert store.load_run(run_id).total_cost_usd is None
