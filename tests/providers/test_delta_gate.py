@@ -1,13 +1,12 @@
-"""The delta gate and the SSE coalescer, unit by unit (issue 19 rows 3, 4); the same paths
-over real HTTP, for every route, are in test_hostile_routes.py.
-
-Private imports (`providers._bodies`, `providers._delta_gate`, `providers._sse_coalesce`): units or
-test hooks with no public name; everything public comes from the public API.
+"""The delta gate and the SSE coalescer, unit by unit (issue 19 rows 3, 4; over HTTP:
+test_hostile_routes.py). Private imports (`providers._bodies`, `_delta_gate`, `_sse_coalesce`):
+units with no public name.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 
 import pytest
 from hypothesis import given, settings
@@ -28,14 +27,23 @@ class Clock:
         return self.now
 
 
-def test_a_key_split_across_deltas_is_never_shown_even_in_part() -> None:
+def gate_for(secrets: list[str]) -> tuple[DeltaGate, list[str], Clock]:
+    """A gate holding `secrets`; the messages it sent; its clock."""
     sent: list[str] = []
     clock = Clock()
-    gate = DeltaGate(lambda score, message: sent.append(message), [KEY], clock)
-    text = f"my key is {KEY} ok then"
-    for end in range(1, len(text) + 1):
+    return DeltaGate(lambda score, message: sent.append(message), secrets, clock), sent, clock
+
+
+def feed(gate: DeltaGate, clock: Clock, pieces: Iterable[str]) -> None:
+    for piece in pieces:
         clock.now += 1.0  # always due
-        gate.send(0.5, text[:end])
+        gate.send(0.5, piece)
+
+
+def test_a_key_split_across_deltas_is_never_shown_even_in_part() -> None:
+    gate, sent, clock = gate_for([KEY])
+    text = f"my key is {KEY} ok then"
+    feed(gate, clock, (text[:end] for end in range(1, len(text) + 1)))
     gate.send(0.5, text, final=True)
     assert sent[-1] == "my key is *** ok then"
     for message in sent:
@@ -43,22 +51,15 @@ def test_a_key_split_across_deltas_is_never_shown_even_in_part() -> None:
 
 
 def test_a_short_reply_streams_while_a_long_key_is_held() -> None:
-    """Only a tail that begins a held key waits: with a 40-character key held, a 30-character
-    reply still shows word by word (holding the key's length back showed nothing until the end)."""
-    sent: list[str] = []
-    clock = Clock()
-    gate = DeltaGate(lambda score, message: sent.append(message), [KEY], clock)
+    """Only a tail that begins a held key waits: a reply shorter than the key still shows
+    word by word (holding the key's length back showed nothing until the end)."""
+    gate, sent, clock = gate_for([KEY])
     text = "Every word reaches the screen."
-    for end in range(1, len(text) + 1):
-        clock.now += 1.0
-        gate.send(0.5, text[:end])
+    feed(gate, clock, (text[:end] for end in range(1, len(text) + 1)))
     assert sent[:4] == ["", "Every ", "Every word ", "Every word reaches "]
-    phrase = "open sesame, now"  # a secret with spaces: its start is more than one word
-    gate = DeltaGate(lambda score, message: sent.append(message), [phrase], clock)
-    sent.clear()
-    for piece in ("say open ses", "say open sesame, no", "say open sesame, not"):
-        clock.now += 1.0
-        gate.send(0.5, piece)
+    # a secret with spaces: its start is more than one word
+    gate, sent, clock = gate_for(["open sesame, now"])
+    feed(gate, clock, ("say open ses", "say open sesame, no", "say open sesame, not"))
     assert sent == ["say ", "say open sesame, "]
 
 
@@ -68,15 +69,10 @@ def test_a_short_reply_streams_while_a_long_key_is_held() -> None:
        cuts=st.lists(st.integers(min_value=0, max_value=120), max_size=12))
 def test_every_shown_message_is_a_prefix_of_the_masked_whole(before: str, after: str,
                                                              cuts: list[int]) -> None:
-    """Whatever the text around a held key and however the deltas split it, each event shows a
-    prefix of the final, masked message: no character of the key is ever shown and taken back."""
-    sent: list[str] = []
-    clock = Clock()
-    gate = DeltaGate(lambda score, message: sent.append(message), [KEY], clock)
+    """However split, each event is a prefix of the final masked message (nothing taken back)."""
+    gate, sent, clock = gate_for([KEY])
     text = before + KEY + after
-    for end in sorted({min(c, len(text)) for c in cuts}):
-        clock.now += 1.0
-        gate.send(0.5, text[:end])
+    feed(gate, clock, (text[:end] for end in sorted({min(c, len(text)) for c in cuts})))
     gate.send(0.5, text, final=True)
     final = sent[-1]
     assert KEY not in final
@@ -84,9 +80,7 @@ def test_every_shown_message_is_a_prefix_of_the_masked_whole(before: str, after:
 
 
 def test_the_budget_batches_events_and_the_final_one_is_always_sent() -> None:
-    sent: list[str] = []
-    clock = Clock()
-    gate = DeltaGate(lambda score, message: sent.append(message), [], clock)
+    gate, sent, clock = gate_for([])
     words = [f"w{i} " for i in range(1000)]
     for i in range(1000):  # 1,000 deltas within one second
         clock.now = i / 1000
