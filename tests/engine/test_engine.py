@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import uuid
 
 import pytest
 
@@ -71,15 +72,12 @@ def test_three_agents_exact_speakers_stop_reason_and_bid_table():
     assert len(frame) == 9
 
 
-def test_task_counts_toward_max_loops():
+def test_task_counts_toward_max_loops_and_one_loop_calls_no_model():
     chat, fake = make_chat({"A": [(0.9, "a")] * 5, "B": [(0.8, "b")] * 5}, max_loops=3,
                            recency_penalty=0.0, output_type="list")
     assert chat.run("go") == ["User: go", "A: a", "A: a"]
     assert chat.last_run.stop_reason == "max_loops"
     assert fake.remaining() == {"A": 3, "B": 3}
-
-
-def test_max_loops_one_posts_only_the_task_and_calls_no_model():
     chat, fake = make_chat({"A": [], "B": []}, max_loops=1, output_type="final")
     assert chat.run("hello") == "hello"
     assert chat.last_run.stop_reason == "max_loops" and fake.calls == []
@@ -235,28 +233,22 @@ def test_streaming_callback_replays_posted_messages_on_the_calling_thread():
     assert {t for *_, t in seen} == {threading.current_thread().name}
 
 
-def test_run_works_from_a_thread_that_already_runs_an_event_loop():
+def test_run_works_inside_a_running_event_loop_and_its_async_twin_on_the_callers_loop():
     chat, _ = make_chat(A_THEN_LULL, output_type="final")
 
     async def notebook_cell() -> str:
         return chat.run("inside a loop")
 
     assert asyncio.run(notebook_cell()) == "a"
-
-
-def test_async_twin_runs_on_the_callers_loop():
     chat, _ = make_chat(A_THEN_LULL, output_type="list")
     assert asyncio.run(chat.arun("t")) == ["User: t", "A: a"]
 
 
-def test_run_batch_gives_fresh_independent_chats_in_order():
+def test_run_batch_gives_fresh_independent_chats_in_order_even_concurrently():
     chat, _ = make_chat({"A": [(0.9, "a1"), (0.1, ""), (0.9, "a2"), (0.1, "")],
                          "B": [(0.1, ""), (0.1, ""), (0.1, ""), (0.1, "")]}, output_type="list")
     assert chat.run_batch(["one", "two"]) == [["User: one", "A: a1"], ["User: two", "A: a2"]]
     assert chat.last_run.task == "two" and len(chat.last_run.messages) == 2
-
-
-def test_run_batch_with_concurrency_keeps_task_order():
     chat, _ = make_chat({"A": [ScriptedBid(0.1, "", latency=0.05)] * 3,
                          "B": [ScriptedBid(0.1, "", latency=0.05)] * 3},
                         output_type="final", batch_concurrency=3)
@@ -304,17 +296,14 @@ def test_async_cancellation_records_cancelled_and_propagates():
     assert [m.content for m in chat.last_run.messages] == ["t"]
 
 
-def test_unexpected_scripted_call_fails_loudly():
+def test_a_scripted_fake_fails_loudly_past_its_script_and_once_closed_is_not_routed_to():
+    """close() drops it from the process-wide table (else kept, with every call it answered, for
+    the life of the process); closing twice is harmless."""
+    from groupchat_core.providers._routing import in_process_provider
+
     chat, _ = make_chat({"A": [(0.9, "a")], "B": [(0.1, "")]})
     with pytest.raises(UnexpectedModelCall):
         chat.run("t")
-
-
-def test_a_closed_scripted_fake_is_no_longer_routed_to():
-    """close() drops the fake from the process-wide shared table (which otherwise keeps it and
-    every call it answered for the life of the process); closing twice is harmless."""
-    from groupchat_core.providers._routing import in_process_provider
-
     fake = ScriptedBids({"A": [(0.9, "a")], "B": [(0.1, "")]})
     assert in_process_provider(fake.model_name) is fake
     fake.close()
@@ -379,23 +368,6 @@ def test_verbose_prints_panels(capsys):
     chat.run("the task")
     out = capsys.readouterr().out
     assert "User task" in out and "the task" in out and "A (score 0.90)" in out
-
-
-def test_sim_debate_runs_offline_with_the_reference_example():
-    agents = [Agent(agent_name=n, system_prompt=p, model_name="sim/balanced", max_loops=1,
-                    persistent_memory=False)
-              for n, p in [("Optimist", "You argue for the benefits."),
-                           ("Pessimist", "You argue for the risks."),
-                           ("Realist", "You seek a balanced analysis.")]]
-    chat = GroupChat(agents=agents, max_loops=10, threshold=0.5)
-    result = chat.run("Should we adopt AI for medical diagnosis?")
-    record = chat.last_run
-    assert record.stop_reason in ("lull", "max_loops")
-    assert all(b.path == "simulation" for b in record.bids)
-    assert result == "\n\n".join(f"{m.role}: {m.content}" for m in record.messages[1:])
-    again = GroupChat(agents=agents, max_loops=10, threshold=0.5)
-    again.run("Should we adopt AI for medical diagnosis?")
-    assert [m.content for m in again.last_run.messages] == [m.content for m in record.messages]
 
 
 def test_a_failing_observer_is_logged_and_never_breaks_the_chat(caplog):
@@ -502,3 +474,19 @@ def test_live_bids_carry_the_standing_selection_later_records():
 
     assert sorted(map(standing, live)) == sorted(map(standing, chat.last_run.bids))
     assert (2, "Alice", True, 0.6, True) in map(standing, live)  # the penalty shows live
+
+
+@pytest.mark.usefixtures("fresh_engines")
+def test_a_run_is_recorded_under_the_id_given_and_a_bad_id_is_refused():
+    """The dashboard records a chat job's run under the job's id (issue 21: one id on every page;
+    its side: tests/ui/test_app.py::test_run_page_runs_a_sim_chat_live_and_ends_with_a_summary)."""
+    def record(**run_id: str):
+        chat = GroupChat(agents=[Agent(agent_name="A", model_name="sim/eager"),
+                                 Agent(agent_name="B", model_name="sim/reserved")], max_loops=3)
+        return asyncio.run(chat.arun_record("Plan it.", **run_id))
+
+    wanted = uuid.uuid4().hex
+    assert record(run_id=wanted).run_id == wanted
+    with pytest.raises(ConfigError, match="32 lowercase hex"):
+        record(run_id="../etc")
+    assert record().run_id != wanted  # default: a new one

@@ -132,6 +132,11 @@ def test_readme_basic_example_runs_unchanged(model: str) -> None:
     record = chat.last_run            # typed record: messages, bids, turns, stop_reason, totals
     print(record.bids_frame())        # the bid log as a pandas DataFrame
     assert len(record.bids_frame()) == len(record.bids) > 0
+    # offline and reproducible: every bid simulated, and the same transcript again, as "all" gives
+    assert all(b.path == "simulation" for b in record.bids)
+    again = GroupChat(agents=[optimist, pessimist, realist], max_loops=10, threshold=0.5)
+    assert again.run("Should we adopt AI for medical diagnosis?") == "\n\n".join(
+        f"{m.role}: {m.content}" for m in record.messages[1:])
 
 
 # --- the reference's examples that pass its other Agent keywords -------------------------------
