@@ -346,20 +346,20 @@ def test_a_grid_whose_labels_would_still_collide_is_rejected():
 # --- the sweep CLI, and resuming a sweep whose process was SIGKILLed mid-way -------------------
 
 
-def write_spec(path: Path, latency: float = 0.0, **changes) -> Path:
+def write_spec(path: Path, latency: float = 0.0) -> Path:
     agents = [{**a, "litellm_kwargs": {"sim_latency": latency}} for a in AGENTS]
-    data = {"name": "resume-me", "base": {"max_loops": 8, "agents": agents},
-            "grid": {"threshold": [0.3, 0.35, 0.4, 0.45]}, "tasks": ["Should we?"],
-            "repeats": 4, "concurrency": 2, "bid_cache": False}
-    data.update(changes)
-    path.write_text(json.dumps(data))
+    path.write_text(json.dumps({"name": "resume-me", "base": {"max_loops": 8, "agents": agents},
+                                "grid": {"threshold": [0.3, 0.35, 0.4, 0.45]},
+                                "tasks": ["Should we?"], "repeats": 4, "concurrency": 2,
+                                "bid_cache": False}))
     return path
 
 
-def cli(db: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "GROUPCHAT_DB": f"sqlite:///{db}"}
-    return subprocess.run([sys.executable, "-m", "groupchat_core", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
+def sweep_process(db: Path, *args: str) -> subprocess.Popen[str]:
+    """`groupchat-lab sweep *args` in a process of its own, on the database `db`."""
+    return subprocess.Popen([sys.executable, "-m", "groupchat_core", "sweep", *args], cwd=ROOT,
+                            env={**os.environ, "GROUPCHAT_DB": f"sqlite:///{db}"}, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def query(db: Path, sql: str) -> list[tuple]:
@@ -370,9 +370,7 @@ def query(db: Path, sql: str) -> list[tuple]:
 def test_a_sigkilled_sweep_resumes_without_running_a_finished_cell_twice(tmp_path):
     db = tmp_path / "sweeps.db"
     spec = write_spec(tmp_path / "sweep.json", latency=0.05)
-    env = {**os.environ, "GROUPCHAT_DB": f"sqlite:///{db}"}
-    proc = subprocess.Popen([sys.executable, "-m", "groupchat_core", "sweep", str(spec)],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = sweep_process(db, str(spec))
     deadline = time.monotonic() + 120
     finished: list[tuple] = []
     running: list[tuple] = []
@@ -398,11 +396,12 @@ def test_a_sigkilled_sweep_resumes_without_running_a_finished_cell_twice(tmp_pat
     assert store.get_sweep(sweep_id)["status"] == "interrupted"
     assert set(store.list_runs(status="interrupted")["run_id"]) == set(in_flight)
 
-    resumed = cli(db, "sweep", str(spec), "--resume", sweep_id[:10])
-    assert resumed.returncode == 0, resumed.stderr
+    resumed = sweep_process(db, str(spec), "--resume", sweep_id[:10])
+    out, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err
     assert f"sweep {sweep_id} finished: 16/16 cells done; this session " \
-           f"{16 - len(before)} cells" in resumed.stdout
-    assert "resumed" in resumed.stderr and f"{len(before)} already done" in resumed.stderr
+           f"{16 - len(before)} cells" in out
+    assert "resumed" in err and f"{len(before)} already done" in err
 
     runs = store.list_runs(sweep_id=sweep_id)
     done = runs[runs["status"] == "finished"]
