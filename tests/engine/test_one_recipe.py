@@ -123,7 +123,7 @@ def test_a_runs_streamed_candidates_live_in_the_job_table_and_expire_with_the_jo
 # --- the Run form's typed model -----------------------------------------------------------
 
 
-def test_the_run_form_is_read_from_session_state_into_one_typed_model() -> None:
+def test_the_run_form_reads_session_state_into_one_typed_model_with_one_line_errors() -> None:
     state = {"run_task": "Plan it.", "run_roster": ["B", "A"], "stream_bids": False,
              "run_param_name": "  Offsite ", "run_param_threshold": 0.4,
              "run_param_bid_timeout": 0.0, "run_param_bid_cache": True,
@@ -135,9 +135,6 @@ def test_the_run_form_is_read_from_session_state_into_one_typed_model() -> None:
                                   "bid_cache": None, "max_loops": 6, "stream_bids": False}
     chat = logic.build_chat([Agent(agent_name=n) for n in "AB"], form, {})
     assert chat.threshold == 0.4 and chat.max_loops == 6 and chat.name == "Offsite"
-
-
-def test_a_run_form_value_of_the_wrong_type_is_one_line() -> None:
     with pytest.raises(ConfigError, match=r"^run form: max_loops: ") as caught:
         RunForm.from_state({"run_param_max_loops": "many"})
     assert "\n" not in str(caught.value)
