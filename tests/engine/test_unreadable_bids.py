@@ -92,13 +92,17 @@ def test_one_read_bid_makes_a_lull(server: FakeOpenAIServer, reply: Reply, why: 
     assert "lull" in chat.events
 
 
-def test_failed_and_unreadable_together_are_no_readable_bid(server: FakeOpenAIServer) -> None:
-    chat = _run(server, {"A": error(500, "upstream down"), "B": UNREADABLE["prose"]})
+def test_failed_and_unreadable_together_are_no_readable_bid_with_bounded_reasons(
+        server: FakeOpenAIServer) -> None:
+    chat = _run(server, {"A": error(500, "upstream down " + "x" * 50_000),
+                         "B": UNREADABLE["prose"]})
     record = chat.last_run
     assert record.stop_reason == "error" and record.turns[0].reason == "no_readable_bid"
     assert record.turns[0].failed_bids == 1
     assert "A: InternalServerError" in record.error
     assert "B: unreadable: reply had no respond call and no JSON bid" in record.error
+    assert len(record.bids[0].error) < 2_100 and "characters cut)" in record.bids[0].error
+    assert len(record.error) < 800
 
 
 def test_every_call_failing_is_still_all_failed(server: FakeOpenAIServer) -> None:
@@ -106,13 +110,6 @@ def test_every_call_failing_is_still_all_failed(server: FakeOpenAIServer) -> Non
     record = chat.last_run
     assert record.stop_reason == "error" and record.turns[0].reason == "all_failed"
     assert record.error.startswith("no agent produced a readable bid on turn 1: A: ")
-
-
-def test_the_reasons_in_the_record_are_bounded(server: FakeOpenAIServer) -> None:
-    chat = _run(server, {"A": error(400, "x" * 50_000), "B": UNREADABLE["prose"]})
-    record = chat.last_run
-    assert len(record.bids[0].error) < 2_100 and "characters cut)" in record.bids[0].error
-    assert len(record.error) < 800
 
 
 def test_a_readable_winner_on_a_later_turn_is_unaffected(server: FakeOpenAIServer) -> None:
