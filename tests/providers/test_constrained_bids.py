@@ -7,13 +7,12 @@ as such, which no public module exports."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from pydantic import SecretStr
 
-from groupchat_core import RESPOND_TOOL, Agent, GroupChat, forget_remembered_modes, remembered_modes
+from groupchat_core import RESPOND_TOOL, Agent, GroupChat, remembered_modes
 from groupchat_core.providers._tool_modes import (
     SCHEMA_MESSAGE_CAP,
     SCHEMA_OVERHEAD_TOKENS,
@@ -25,13 +24,10 @@ KEY = "sk-test-constrained-0123456789abcdef"
 
 
 @pytest.fixture
-def server() -> Iterator[FakeOpenAIServer]:
-    forget_remembered_modes()
-    with FakeOpenAIServer() as srv:
-        srv.set_responder("quiet", lambda body: text('{"score": 0, "message": ""}'))
-        yield srv
-    forget_remembered_modes()
-    assert srv.unexpected == [], f"unexpected calls: {srv.unexpected}"
+def server(server: FakeOpenAIServer) -> FakeOpenAIServer:
+    """The shared fake server (conftest.py), Ben's model always silent."""
+    server.set_responder("quiet", lambda body: text('{"score": 0, "message": ""}'))
+    return server
 
 
 def agent(srv: FakeOpenAIServer, name: str = "Ann", model: str = "small", **kw: Any) -> Agent:

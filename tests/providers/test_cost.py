@@ -7,7 +7,6 @@ Private imports (`_records`): units or test hooks with no public name.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,18 +20,6 @@ from groupchat_core.sweeps import parse_sweep, run_sweep
 from groupchat_core.testing import FakeOpenAIServer, tool_call
 
 KEY = "sk-local-dummy-key"
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-def store(sqlite_store: RunStore) -> RunStore:
-    """SQLite only (tests/conftest.py's sqlite_store)."""
-    return sqlite_store
 
 
 def agent(srv: FakeOpenAIServer, name: str, model: str) -> Agent:

@@ -22,12 +22,6 @@ from groupchat_core.sweeps import parse_sweep, run_sweep
 from groupchat_core.testing import FakeOpenAIServer, error
 
 
-@pytest.fixture
-def store(sqlite_store: RunStore) -> RunStore:
-    """SQLite only (tests/conftest.py's sqlite_store)."""
-    return sqlite_store
-
-
 @pytest.mark.parametrize("name, model, problem", [
     ("Critic", "gpt-4o-mini", "OPENAI_API_KEY is not set; set it"),
     ("G", "gemini/gemini-pro", "none of GOOGLE_API_KEY, GEMINI_API_KEY is set; set one"),

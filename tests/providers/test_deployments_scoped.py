@@ -16,7 +16,7 @@ import pytest
 
 from groupchat_core import Agent, ConfigError, GroupChat, background_loop
 from groupchat_core.cli import main
-from groupchat_core.store import RunStore, dispose_engines
+from groupchat_core.store import dispose_engines
 from groupchat_core.sweeps import arun_sweep, parse_sweep, run_sweep
 from groupchat_core.testing import FakeOpenAIServer, tool_call
 
@@ -34,12 +34,6 @@ def servers() -> Iterator[list[FakeOpenAIServer]]:
     yield made
     for server in made:
         server.stop()
-
-
-@pytest.fixture
-def store(sqlite_store: RunStore) -> RunStore:
-    """SQLite only (tests/conftest.py's sqlite_store)."""
-    return sqlite_store
 
 
 def agents(api_base: str | None = None, model: str = "openai/fake") -> list[dict]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -23,14 +23,6 @@ from groupchat_core.providers._litellm import litellm_module
 from groupchat_core.testing import FakeOpenAIServer, Reply, error, text, tool_call
 
 KEY = "sk-test-direct-0123456789abcdef"
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAIServer]:
-    forget_remembered_modes()
-    with FakeOpenAIServer() as srv:
-        yield srv
-    forget_remembered_modes()
 
 
 @pytest.fixture

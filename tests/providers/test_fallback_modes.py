@@ -8,13 +8,12 @@ public name; everything public comes from the public API.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from pydantic import SecretStr
 
-from groupchat_core import Agent, GroupChat, forget_remembered_modes, remembered_modes
+from groupchat_core import Agent, GroupChat, remembered_modes
 from groupchat_core.providers import _tool_modes as tool_modes
 from groupchat_core.providers._tool_modes import rejection_kind, tools_hash
 from groupchat_core.testing import FakeOpenAIServer, Reply, error, text, tool_call
@@ -32,15 +31,6 @@ CONTEXT_LENGTH = (
 BAD_SCHEMA = (
     "Invalid schema for function 'lookup': In context=('properties', 'q'), 'required' is "
     "required to be supplied and to be an array including every key in properties.")
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAIServer]:
-    forget_remembered_modes()
-    with FakeOpenAIServer() as srv:
-        yield srv
-    forget_remembered_modes()
-    assert srv.unexpected == [], f"unexpected calls: {srv.unexpected}"
 
 
 def http_agent(srv: FakeOpenAIServer, name: str, model: str, **kw: Any) -> Agent:

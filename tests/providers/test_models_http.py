@@ -6,19 +6,10 @@ import asyncio
 import json
 import logging
 
-import pytest
-
 from groupchat_core import RESPOND_TOOL, Agent, GroupChat
 from groupchat_core.testing import FakeOpenAIServer, error, text, tool_call
 
 KEY = "sk-test-never-leak-0123456789abcdef"
-
-
-@pytest.fixture
-def server():
-    with FakeOpenAIServer() as srv:
-        yield srv
-    assert srv.unexpected == [], f"unexpected calls: {srv.unexpected}"
 
 
 def http_agent(srv: FakeOpenAIServer, name: str, model: str | None = None, **kw) -> Agent:

@@ -24,7 +24,6 @@ from groupchat_core import (
     ModelReply,
     Provider,
     background_loop,
-    forget_remembered_modes,
     reply_from_arguments,
 )
 from groupchat_core.providers._model_calls import LITELLM
@@ -164,15 +163,6 @@ def test_a_bad_providers_argument_is_refused_in_one_line(providers: Any, problem
 
 
 # --- the litellm provider takes the same request --------------------------------------------
-
-
-@pytest.fixture
-def server():
-    forget_remembered_modes()
-    with FakeOpenAIServer() as srv:
-        yield srv
-    forget_remembered_modes()
-    assert srv.unexpected == [], f"unexpected calls: {srv.unexpected}"
 
 
 def litellm_request(srv: FakeOpenAIServer, model: str, **kw: Any) -> BidRequest:

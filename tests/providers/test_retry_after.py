@@ -26,12 +26,11 @@ KEY = "sk-local-dummy-key"
 
 
 @pytest.fixture
-def server() -> Iterator[FakeOpenAIServer]:
+def server(server: FakeOpenAIServer) -> Iterator[FakeOpenAIServer]:
+    """The shared fake server (conftest.py), no rate limits set around it."""
     RATE_LIMITS.clear()
-    with FakeOpenAIServer() as srv:
-        yield srv
+    yield server
     RATE_LIMITS.clear()
-    assert srv.unexpected == [], f"unexpected calls: {srv.unexpected}"
 
 
 def agent(srv: FakeOpenAIServer, name: str, model: str, **kw: Any) -> Agent:

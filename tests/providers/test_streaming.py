@@ -13,22 +13,13 @@ from typing import Any
 
 import pytest
 
-from groupchat_core import Agent, BidDelta, GroupChat, forget_remembered_modes, remembered_modes
+from groupchat_core import Agent, BidDelta, GroupChat, remembered_modes
 from groupchat_core.providers import _bodies as bodies
 from groupchat_core.testing import FakeOpenAIServer, Reply, text, tool_call
 
 KEY = "sk-test-stream-0123456789abcdef"
 DONE = tool_call(0.0, "")
 QUIET = [tool_call(0.1, ""), DONE]
-
-
-@pytest.fixture
-def server():
-    forget_remembered_modes()
-    with FakeOpenAIServer() as srv:
-        yield srv
-    forget_remembered_modes()
-    assert srv.unexpected == [], f"unexpected calls: {srv.unexpected}"
 
 
 class Deltas:
