@@ -210,7 +210,7 @@ TALLY_SCRIPT: dict[str, list[Any]] = {
 }
 
 
-def test_show_tally_gives_the_running_vote_by_the_tasks_rule() -> None:
+def test_show_tally_gives_the_running_vote_by_the_tasks_rule_and_nothing_without_one() -> None:
     record, fake = _run(VOTE_TASK, TALLY_SCRIPT, show_tally="shown")
     assert _asked(fake, "Bob", 1)[-1]["content"].endswith(
         "\n\nThe running vote: no answers stated yet.")
@@ -218,6 +218,11 @@ def test_show_tally_gives_the_running_vote_by_the_tasks_rule() -> None:
         "\n\nThe running vote (each participant's latest stated answer): 42 (1 vote), "
         "41 (1 vote).")
     assert record.outcome is not None and record.outcome.answer == "42"  # 42 and 42.0: one
+    _, plain = _run(show_tally="shown")  # no task with an answer: no tally
+    final = Task(id="q", prompt="What is 6*7?", answer="42", scorer="numeric")
+    _, scored = _run(final, TALLY_SCRIPT, show_tally="shown")  # answered by the final message
+    for fake in (plain, scored):
+        assert all("running vote" not in c.messages[-1]["content"] for c in fake.calls)
 
 
 def test_the_tally_counts_equal_numbers_as_one_answer_most_votes_first() -> None:
@@ -227,14 +232,6 @@ def test_the_tally_counts_equal_numbers_as_one_answer_most_votes_first() -> None
         "41 (1 vote).")
     assert tally_note({"A": "Paris", "B": "paris."}, numeric=False).endswith(
         "answer): Paris (2 votes).")
-
-
-def test_show_tally_adds_nothing_without_a_vote() -> None:
-    _, plain = _run(show_tally="shown")  # no task with an answer
-    final = Task(id="q", prompt="What is 6*7?", answer="42", scorer="numeric")
-    _, scored = _run(final, TALLY_SCRIPT, show_tally="shown")  # answered by the final message
-    for fake in (plain, scored):
-        assert all("running vote" not in c.messages[-1]["content"] for c in fake.calls)
 
 
 # --- the bid cache key ---------------------------------------------------------------------
