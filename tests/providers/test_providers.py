@@ -2,8 +2,10 @@
 (its deadline, its stream sink) reaches the provider as part of the request, not through a
 process-wide registry or a context variable (docs/engine.md, "Providers").
 
-Private imports (LITELLM, ModelCallFailed, in_process_provider): units tested as such, which no
-public module exports."""
+The exported `runs_in_process` agrees with the engine's provider choice (issue 40 §4).
+
+Private imports (LITELLM, ModelCallFailed, in_process_provider, provider_for): units tested as
+such, which no public module exports."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from typing import Any
 import pytest
 
 from groupchat_core import (
+    SIM_NOTE,
     Agent,
     BidDelta,
     BidRequest,
@@ -25,8 +28,9 @@ from groupchat_core import (
     Provider,
     background_loop,
     reply_from_arguments,
+    runs_in_process,
 )
-from groupchat_core.providers._model_calls import LITELLM
+from groupchat_core.providers._model_calls import LITELLM, provider_for
 from groupchat_core.providers._replies import ModelCallFailed
 from groupchat_core.providers._routing import in_process_provider
 from groupchat_core.testing import FakeOpenAIServer, ScriptedBids, error, tool_call
@@ -238,3 +242,26 @@ assert "litellm" not in sys.modules
     import sys
 
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+
+# --- runs in process (issue 40 §4) ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("model, given, expected", [
+    ("sim/balanced", False, True), ("gpt-4o-mini", False, False),
+    ("openai/gpt-4o-mini", False, False), ("openai/sim/x", False, False),
+    ("mine/model", True, True), ("mine/model", False, False),
+])
+def test_sims_and_given_providers_run_in_process_and_litellm_models_do_not(
+        model: str, given: bool, expected: bool):
+    chosen = {"mine": ScriptedBids({}, shared=False)} if given else None
+    assert runs_in_process(model, chosen) is expected
+    assert (provider_for(model, chosen) is not LITELLM) is expected
+
+
+def test_the_one_sim_note_is_exported_and_the_dashboard_shows_that_one():
+    from groupchat_ui.kit import providers
+    from groupchat_ui.sweeps import logic
+
+    assert "not language models" in SIM_NOTE
+    assert not hasattr(providers, "SIM_NOTE") and not hasattr(logic, "SIM_NOTE")
