@@ -1,14 +1,18 @@
 """Limits pace, they never fail a bid (issue 42): an rpm limit is waited for before a request's
 own timeout starts, so a sweep over its limit slows down, every bid answered, no window over it.
 
+The process-wide in-flight call limit holds across event loops and survives cancellation.
+
 No upper bound on time: an injected clock, or the server's arrival times (lower bounds, counts).
-Private imports (`providers._deployments`, `_ratelimit`, `_retries`, `_bodies`): units, hooks.
+Private imports (`providers._deployments`, `_ratelimit`, `_retries`, `_bodies`, `_limiter`):
+units or test hooks with no public name.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import threading
 import time
 from collections.abc import Iterator
 from types import SimpleNamespace
@@ -18,6 +22,7 @@ import pytest
 
 from groupchat_core import (
     Agent,
+    ConfigError,
     GroupChat,
     max_inflight_calls,
     set_max_inflight_calls,
@@ -27,6 +32,7 @@ from groupchat_core.providers import _deployments as deployments
 from groupchat_core.providers import _ratelimit as ratelimit
 from groupchat_core.providers import _retries as retries
 from groupchat_core.providers._bodies import REQUEST_DEADLINE
+from groupchat_core.providers._limiter import CallLimiter
 from groupchat_core.providers._ratelimit import RATE_LIMITS, WindowLimit
 from groupchat_core.testing import FakeOpenAIServer, tool_call
 
@@ -254,3 +260,60 @@ def test_a_sweep_over_its_deployments_rpm_slows_down_and_every_bid_answers(
     # 5 in any 1 s, and 24 at 5 a window span at least 4 windows (both from its own clock)
     assert most_in_a_window(arrivals, 1.0) == 5
     assert max(arrivals) - min(arrivals) >= 4 * 1.0
+
+
+# --- the in-flight call limit ------------------------------------------------------------------
+
+
+def test_the_in_flight_limit_holds_across_two_loops_in_two_threads() -> None:
+    limiter = CallLimiter(3)
+    lock = threading.Lock()
+    state = {"now": 0, "peak": 0}
+
+    async def call() -> None:
+        async with limiter:
+            with lock:
+                state["now"] += 1
+                state["peak"] = max(state["peak"], state["now"])
+            await asyncio.sleep(0.01)
+            with lock:
+                state["now"] -= 1
+
+    async def many() -> None:
+        await asyncio.gather(*(call() for _ in range(20)))
+
+    threads = [threading.Thread(target=asyncio.run, args=(many(),)) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert state["peak"] == 3 and limiter.in_use == 0
+
+
+def test_cancelled_waiters_do_not_leak_slots() -> None:
+    limiter = CallLimiter(1)
+
+    async def main() -> None:
+        await limiter.acquire()
+        waiters = [asyncio.ensure_future(limiter.acquire()) for _ in range(5)]
+        await asyncio.sleep(0)
+        for w in waiters[:4]:
+            w.cancel()
+        limiter.release()
+        await waiters[4]
+        assert limiter.in_use == 1
+        limiter.release()
+
+    asyncio.run(main())
+    assert limiter.in_use == 0
+
+
+def test_the_process_wide_limit_is_a_positive_integer_set_through_the_public_api(
+        one_in_flight: None) -> None:
+    with pytest.raises(ConfigError, match="integer >= 1, got 0"):
+        CallLimiter(2).set_limit(0)
+    set_max_inflight_calls(4)
+    assert max_inflight_calls() == 4
+    with pytest.raises(ConfigError):
+        set_max_inflight_calls(True)  # a bool is not a count
+    assert max_inflight_calls() == 4
