@@ -496,15 +496,20 @@ def css_key(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "-", name.strip())
 
 
-def type_and_choose(page: Any, field: Any, text: str, option: Any) -> None:
+def type_and_choose(page: Any, field: Any, text: str, option: Any,
+                    done: Any | None = None) -> None:
     """Type `text` into a selectbox/multiselect's input to filter its list, then click the
     option, as a user does in a long list: the list is virtualized (only the options scrolled
     into view are in the page), so an option far down is not there until the list is filtered.
     A rerun that lands meanwhile redraws the widget, closing its list and clearing what was
-    typed, so this types again until the option is clicked."""
+    typed, so this types again until the option is clicked, or until `done` shows (a click
+    that took late: a chosen option leaves the list, so typing again finds "No results")."""
     deadline = time.monotonic() + WAIT_MS / 1000
     while True:
         wait_idle(page)
+        if done is not None and done.count() and done.first.is_visible():
+            page.keyboard.press("Escape")
+            return
         if not option.is_visible():
             field.click()
             field.fill(text)
@@ -526,7 +531,7 @@ def pick_roster(page: Any, names: Sequence[str]) -> None:
         option = page.get_by_role("option", name=re.compile(f"^{literal} · "))
         chip = box.get_by_text(name + " · ", exact=False)
         for attempt in range(3):  # a rerun landing at the click can swallow it: choose again
-            type_and_choose(page, fresh(page, ".st-key-run_roster input"), name, option)
+            type_and_choose(page, fresh(page, ".st-key-run_roster input"), name, option, chip)
             try:
                 expect(chip).to_be_visible(timeout=WAIT_MS // 3)
                 break
