@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 from groupchat_core import Agent
 from groupchat_core.outcomes import du_math_tasks
 from groupchat_core.store import RunStore
@@ -249,7 +247,6 @@ def test_a_sweep_over_strategies_draws_accuracy_and_equality_on_its_outcomes_tab
 def test_a_ray_sweep_shows_its_workers_when_it_ends(app_server, page):
     """Once it has ended the page says the cluster is disconnected and shows the cells each
     worker finished, in the live panel and again after a reload (issue 21 item 5)."""
-    pytest.importorskip("ray", reason="the ray extra is not installed (requirements-ray.txt)")
     page.goto(f"{app_server}/sweeps")
     expect(page.get_by_role("heading", name="Sweeps", exact=True)).to_be_visible(timeout=WAIT_MS)
     wait_idle(page)

@@ -80,7 +80,6 @@ def test_the_cli_flag_and_a_spec_out_of_range_are_one_line(tmp_path, capsys, mon
 
 
 def test_the_page_passes_its_value_else_the_spec_s_else_one(tmp_path):
-    pytest.importorskip("ray")
     from groupchat_ui.kit import jobs as job_registry
     from groupchat_ui.sweeps import logic
 
