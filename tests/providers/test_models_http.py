@@ -218,27 +218,23 @@ print(sorted(threads))
     assert threads and "groupchat-loop" not in threads
 
 
-def test_a_local_server_needs_no_key_a_placeholder_is_sent(server):
-    """The OpenAI SDK refuses to send a request without a key; local servers ignore it."""
-    server.script("local", [tool_call(0.9, "hi"), tool_call(0.0, "")])
-    server.script("other", [tool_call(0.1, ""), tool_call(0.0, "")])
+def test_a_local_server_gets_a_placeholder_key_and_the_env_key_only_when_trusted(
+        server, monkeypatch):
+    """The OpenAI SDK sends nothing without a key (local servers ignore it); OPENAI_API_KEY goes
+    only to a trusted base: anyone may point a shared agent at a server of their own."""
     agents = [Agent(agent_name=n, model_name=f"openai/{n.lower()}", api_base=server.base_url)
               for n in ("Local", "Other")]
+    server.script("local", [tool_call(0.9, "hi"), tool_call(0.0, "")])
+    server.script("other", [tool_call(0.1, ""), tool_call(0.0, "")])
     chat = GroupChat(agents=agents, max_loops=2)
     chat.run("t")
     assert [b.path for b in chat.last_run.bids] == ["tool_call", "tool_call"]
-    assert server.requests_for("local")[0].headers["authorization"] == "Bearer no-key"
-
-
-def test_an_environment_key_reaches_a_local_server_only_when_trusted(server, monkeypatch):
-    """Only a trusted base gets OPENAI_API_KEY: anyone may point a shared agent at their server."""
+    assert server.requests_for("local")[-1].headers["authorization"] == "Bearer no-key"
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    server.script("local", [tool_call(0.1, ""), tool_call(0.1, "")])
-    server.script("other", [tool_call(0.1, ""), tool_call(0.1, "")])
-    agents = [Agent(agent_name=n, model_name=f"openai/{n.lower()}", api_base=server.base_url)
-              for n in ("Local", "Other")]
-    GroupChat(agents=agents).run("t")
-    assert server.requests_for("local")[0].headers["authorization"] == "Bearer no-key"
-    monkeypatch.setenv("GROUPCHAT_TRUSTED_API_BASES", server.base_url)
-    GroupChat(agents=agents).run("t")
-    assert server.requests_for("local")[1].headers["authorization"] == f"Bearer {KEY}"
+    for trusted, sent in ((False, "Bearer no-key"), (True, f"Bearer {KEY}")):
+        if trusted:
+            monkeypatch.setenv("GROUPCHAT_TRUSTED_API_BASES", server.base_url)
+        server.script("local", [tool_call(0.1, "")])
+        server.script("other", [tool_call(0.1, "")])
+        GroupChat(agents=agents).run("t")
+        assert server.requests_for("local")[-1].headers["authorization"] == sent, trusted
