@@ -10,6 +10,7 @@ Its prompt, model, calls, tokens and cost are kept on the outcome (JudgeCall).
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from .._agent import Agent
 from .._records import JudgeCall, Outcome, RunRecord
@@ -18,23 +19,21 @@ from ._score import final_text
 from ._task import Task
 
 JUDGE_TIMEOUT_S = 120.0
-JUDGE_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "respond",
-        "description": "Give your verdict on the answer.",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "score": {"type": "number", "minimum": 0, "maximum": 1,
-                          "description": "How well the answer meets the rubric (0 = not at "
-                                         "all, 1 = fully)."},
-                "message": {"type": "string", "description": "One sentence: why."},
-            },
-            "required": ["score", "message"],
-        },
-    },
-}
+
+
+def verdict_tool(verdict_on: str, score_means: str) -> dict[str, Any]:
+    """The `respond` tool a judge calls: a score from 0 to 1 and a one-sentence reason (the
+    outcome judge's and the selection judge's, which differ only in their words)."""
+    return {"type": "function", "function": {
+        "name": "respond", "description": f"Give your verdict on {verdict_on}.",
+        "parameters": {"type": "object", "properties": {
+            "score": {"type": "number", "minimum": 0, "maximum": 1, "description": score_means},
+            "message": {"type": "string", "description": "One sentence: why."}},
+            "required": ["score", "message"]}}}
+
+
+JUDGE_TOOL = verdict_tool("the answer",
+                          "How well the answer meets the rubric (0 = not at all, 1 = fully).")
 JUDGE_PROMPT = (
     "You are a strict grader. Score the answer against the rubric by calling `respond` with "
     "a score from 0 to 1 and a one-sentence reason.\n\nRubric:\n{rubric}\n\nTask:\n{task}\n\n"

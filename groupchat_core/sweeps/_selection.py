@@ -24,7 +24,7 @@ from .._agent import Agent
 from .._records import Bid, RunRecord
 from .._secrets import scrub
 from ..engine._bidcache import BidCache, default_cache
-from ..outcomes._judge import JUDGE_TIMEOUT_S
+from ..outcomes._judge import JUDGE_TIMEOUT_S, verdict_tool
 from ..providers._model_calls import provider_for
 from ..providers._providers import BidRequest, ModelReply
 from ..providers._replies import ModelCallFailed
@@ -34,23 +34,10 @@ from ._pvalues import spearman
 if TYPE_CHECKING:
     from ..store import RunStore
 
-SELECTION_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "respond",
-        "description": "Give your verdict on the proposed next message.",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "score": {"type": "number", "minimum": 0, "maximum": 1,
-                          "description": "How useful it would be as the next message (0 = "
-                                         "useless or off-topic, 1 = the best possible)."},
-                "message": {"type": "string", "description": "One sentence: why."},
-            },
-            "required": ["score", "message"],
-        },
-    },
-}
+SELECTION_TOOL = verdict_tool(
+    "the proposed next message",
+    "How useful it would be as the next message (0 = useless or off-topic, 1 = the best "
+    "possible).")
 SELECTION_PROMPT = (
     "You judge a group discussion. Score how useful the proposed message would be as the next "
     "message toward the task, from 0 (useless or off-topic) to 1 (the best possible next "
