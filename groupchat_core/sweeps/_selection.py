@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from .._agent import Agent
-from .._records import Bid, RunRecord
+from .._records import IN_PROCESS_PATHS, Bid, RunRecord
 from .._secrets import scrub
 from ..engine._bidcache import BidCache, default_cache
 from ..outcomes._judge import JUDGE_TIMEOUT_S, verdict_tool
@@ -155,7 +155,8 @@ async def ajudge_selection(records: Iterable[RunRecord], model: str, *,
                 row["error"] = scrub(reply.bid.error or "unreadable verdict", [agent])[:2000]
             result.prompt_tokens += reply.prompt_tokens or 0
             result.completion_tokens += reply.completion_tokens or 0
-            if reply.cost_usd is None and not reply.cached:
+            if reply.cost_usd is None and not reply.cached and reply.calls \
+                    and reply.path not in IN_PROCESS_PATHS:  # the rule of _records.unpriced
                 result.unpriced += 1
             result.cost_usd += reply.cost_usd or 0.0
         result.calls += row["calls"]

@@ -59,6 +59,13 @@ def test_each_candidate_is_judged_once_blind_and_cached(judged: Any) -> None:
     assert first.unpriced == 5  # the fake's model has no price: said, not counted as $0
 
 
+def test_a_sim_judge_costs_nothing_and_is_not_unpriced() -> None:
+    """A sim answers in-process: no provider billed it ("$0.0000 + 31 unpriced" was shown)."""
+    result = judge_selection([trio_record()], "sim/balanced", cache=False)
+    assert result.calls == 5 and result.unpriced == 0 and result.cost_usd == 0.0
+    assert "unpriced" not in summary_lines(result)[-1]
+
+
 def test_winner_is_best_and_regret_by_hand(judged: Any) -> None:
     first, _, _ = judged
     turns = selection_turns(first.candidates)
