@@ -1,20 +1,29 @@
-"""Run ownership in the dashboard: who may stop a job, delete a run or resume a sweep.
-
-Two AppTest sessions share one store and the process-wide job registry, as two browsers share a
-server. Sign-in is simulated (the `signed_in` fixture; the real OIDC sign-in is
-tests/e2e/test_login.py); the login gate itself is tested with Streamlit's real `st.user`.
-"""
+"""Ownership on the dashboard: who may stop a job, delete or resume a run or sweep, and change a
+saved agent (issue 19.1); session keys go only where they belong. Sign-in is simulated by the
+`signed_in` fixture (real OIDC: tests/e2e/test_login.py)."""
 
 from __future__ import annotations
 
-import pytest
+import getpass
+import json
+from collections.abc import Iterator
 
-from groupchat_core import Agent, ConfigError
-from groupchat_core.store import RunStore
+import pytest
+from sqlalchemy import insert, select
+from streamlit.testing.v1 import AppTest
+
+from groupchat_core import Agent, ConfigError, GroupChat, bundle_json, dump_agents
+from groupchat_core.store import SCHEMA_VERSION, RunStore
+from groupchat_core.store._connect import get_engine
+from groupchat_core.store._migrations import create_version
+from groupchat_core.store._schema import metadata_for, schema_version
+from groupchat_ui.agents import logic
 from groupchat_ui.kit import jobs as job_registry
-from groupchat_ui.kit import state, store_access
-from groupchat_ui.kit.jobs import LOCAL_USER
-from groupchat_ui.kit.presets import DEBATE_TRIO
+from groupchat_ui.kit import providers, state, store_access
+from groupchat_ui.kit.access import ADMINS_ENV, Actor, is_admin, may_edit_agent
+from groupchat_ui.kit.jobs import LOCAL_USER, may_manage
+from groupchat_ui.kit.presets import DEBATE_TRIO, PRESETS
+from groupchat_ui.run import logic as run_logic
 from groupchat_ui.runs import logic as runs_logic
 from groupchat_ui.sweeps import logic as sweeps_logic
 from tests.helpers.app_helpers import (
@@ -27,19 +36,38 @@ from tests.helpers.app_helpers import (
     select_rows,
     session,
     sim_agents,
+    sim_sweep,
     status,
     sweep_status,
     wait_for,
 )
+from tests.helpers.stores import release_store_engines
 
 from .conftest import USERS
 
 SECRET = "sk-test-alice-0123456789SECRET"
+ALICE = Actor("alice@example.org", "Alice Liddell", signed_in=True)
+BOB = Actor("bob@example.org", "Bob", signed_in=True)
+LOCAL = logic.LOCAL_ACTOR
+
+pytestmark = pytest.mark.usefixtures("fresh_engines")
 
 
 @pytest.fixture
 def store() -> RunStore:
-    return RunStore()  # GROUPCHAT_DB points into this test's tmp_path (tests/conftest.py)
+    return RunStore()  # the SQLite file GROUPCHAT_DB names, which the app opens too
+
+
+@pytest.fixture
+def any_store(store_url: str) -> Iterator[RunStore]:
+    """A store on each backend (tests/conftest.py's `store`) for the agent-owner rules."""
+    yield RunStore(store_url)
+    release_store_engines()
+
+
+def texts(at: AppTest) -> str:
+    return " | ".join([c.value for c in at.caption] + [w.value for w in at.warning]
+                      + [e.value for e in at.error] + [s.value for s in at.success])
 
 
 def start_slow_run(at) -> str:
@@ -164,8 +192,6 @@ def test_only_the_owner_resumes_a_sweep_and_an_import_is_the_importers(store: Ru
         sweeps_logic.start_sweep(job_registry.JobRegistry(), store, "b", resume=sweep_id,
                                  user="bob@example.org")
 
-    from groupchat_core import GroupChat, bundle_json
-
     chat = GroupChat(name="x", agents=DEBATE_TRIO.build_agents(latency_s=0.0),
                      **dict(DEBATE_TRIO.settings))
     store.attach(chat, owner="alice@example.org", owner_name="Alice")
@@ -179,9 +205,7 @@ def test_only_the_owner_resumes_a_sweep_and_an_import_is_the_importers(store: Ru
 
 def test_others_watch_a_sweep_and_its_owner_stops_and_resumes_it_from_another_session(
         signed_in, store: RunStore):
-    """Bob watches Alice's sweep but cannot stop or resume it; Alice stops and resumes it from
-    another browser (the job registry is per server, ownership per user). That a resumed sweep
-    runs every cell exactly once: tests/ui/test_app_sweeps.py."""
+    """The job registry is per server, ownership per user (each cell once: test_app_sweeps.py)."""
     store.save_agents(DEBATE_TRIO.build_agents(latency_s=0.3))  # far too slow to end here
     store_access.invalidate()
     laptop, phone, bob = signed_in("alice"), signed_in("alice"), signed_in("bob")
@@ -221,3 +245,251 @@ def test_others_watch_a_sweep_and_its_owner_stops_and_resumes_it_from_another_se
     runs = store.list_runs(sweep_id=sweep_id)
     assert len(runs) and set(runs["owner"]) == {USERS["alice"][0]}  # her sweep's runs are hers
     assert store.get_sweep(sweep_id)["owner"] == USERS["alice"][0]
+
+
+def test_the_owner_rule(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("GROUPCHAT_ADMINS", "root@example.org, ops@example.org")
+    assert may_manage("alice@example.org", "alice@example.org")
+    assert not may_manage("alice@example.org", "bob@example.org")
+    assert not may_manage(None, "bob@example.org")  # nobody recorded: read-only when signed in
+    assert not may_manage(LOCAL_USER, "bob@example.org")  # made before login was turned on
+    assert may_manage(None, "root@example.org") and may_manage("alice@example.org",
+                                                                "ops@example.org")
+    # Without login (one person's dashboard): theirs, nobody's, and the CLI's (the OS user's).
+    assert may_manage(None, LOCAL_USER) and may_manage(LOCAL_USER, LOCAL_USER)
+    assert may_manage(getpass.getuser(), LOCAL_USER)
+    assert not may_manage("alice@example.org", LOCAL_USER)
+
+
+def test_a_signed_in_user_cannot_delete_an_ownerless_run_and_an_admin_can(signed_in, store):
+    chat = GroupChat(name="scripted", agents=DEBATE_TRIO.build_agents(latency_s=0.0),
+                     **dict(DEBATE_TRIO.settings))
+    store.attach(chat)  # a script: no owner named
+    chat.run(DEBATE_TRIO.task)
+    store.flush()
+    run_id = chat.last_run.run_id
+    assert store.run_info(run_id)["owner"] is None
+    for who in ("bob", "root"):  # bob is refused; root, an admin, deletes it
+        at = goto(signed_in(who), "runs")
+        table = at.dataframe[0].value
+        select_rows(at, [int(table.index[table["run_id"] == run_id][0])])
+        at.button(key="delete_runs").click().run()
+        if who == "bob":
+            assert "or by nobody recorded" in texts(at) and "or an admin" in texts(at)
+            assert not any(b.key == "confirm_delete_yes" for b in at.button)
+            assert runs_logic.delete_runs(store, [run_id], "bob@example.org") == 0
+            assert run_id in store.run_ids()
+    at.button(key="confirm_delete_yes").click().run()
+    assert run_id not in store.run_ids()
+
+
+def test_a_sweeps_owner_deletes_it_from_the_sweeps_page_after_a_confirmation(signed_in, store):
+    sweep_id = sim_sweep(store, "alice's grid", (0.4, 0.6), 4, owner=USERS["alice"][0],
+                         owner_name=USERS["alice"][1])
+    assert len(store.list_runs(sweep_id=sweep_id)) == 2
+    alice, bob = signed_in("alice"), signed_in("bob")
+
+    goto(bob, "sweeps", sweep=sweep_id)  # not his: the button is off and says whose it is
+    assert bob.button(key="sw_delete").disabled
+    assert "Only Alice Liddell, who started this sweep" in bob.button(key="sw_delete").help
+    with pytest.raises(ConfigError, match="Only Alice Liddell"):
+        sweeps_logic.delete_sweep(store, sweep_id, "bob@example.org")
+
+    goto(alice, "sweeps", sweep=sweep_id)
+    delete = alice.button(key="sw_delete")
+    assert not delete.disabled
+    delete.click().run()
+    assert "Delete sweep **alice's grid** (" in texts(alice) and "2 run(s)" in texts(alice)
+    assert len(store.list_sweeps()) == 1  # nothing happens before the confirmation
+    alice.button(key="confirm_sweep_delete_no").click().run()
+    assert not any(b.key == "confirm_sweep_delete_yes" for b in alice.button)
+    assert len(store.list_sweeps()) == 1
+    alice.button(key="sw_delete").click().run()
+    alice.button(key="confirm_sweep_delete_yes").click().run()
+    assert not alice.exception, [e.value for e in alice.exception]
+    assert f"Deleted sweep {sweep_id[:8]} and its 2 run(s)." in texts(alice)
+    assert store.list_sweeps().empty and store.list_runs(sweep_id=sweep_id).empty
+    assert "No sweeps in the store yet" in " ".join(i.value for i in alice.info)
+
+
+def test_an_ownerless_sweep_is_read_only_for_signed_in_users(signed_in, store):
+    sweep_id = sim_sweep(store, "scripted grid", (0.4, 0.6), 4)  # nobody recorded
+    store.finish_sweep(sweep_id, "cancelled")  # resumable
+    bob = goto(signed_in("bob"), "sweeps", sweep=sweep_id)
+    assert bob.button(key="sw_delete").disabled and bob.button(key="sw_resume").disabled
+    assert "Nobody is recorded as having started this sweep" in texts(bob)
+    with pytest.raises(ConfigError, match="only an admin"):
+        sweeps_logic.start_sweep(job_registry.registry(), store, "b", resume=sweep_id,
+                                 user="bob@example.org")
+    root = goto(signed_in("root"), "sweeps", sweep=sweep_id)
+    assert not root.button(key="sw_delete").disabled
+    root.button(key="sw_delete").click().run()
+    root.button(key="confirm_sweep_delete_yes").click().run()
+    assert store.list_sweeps().empty
+
+
+# --- the rule ---------------------------------------------------------------------------------
+
+
+def test_the_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ADMINS_ENV, " Root@Example.org , ")
+    assert is_admin("root@example.org") and not is_admin("bob@example.org")
+    assert not is_admin("")
+    alice = "alice@example.org"
+    assert may_edit_agent(alice, alice, signed_in=True)
+    assert not may_edit_agent(alice, "bob@example.org", signed_in=True)
+    assert not may_edit_agent(None, alice, signed_in=True)  # ownerless: read-only
+    assert may_edit_agent(None, "root@example.org", signed_in=True)  # admins may
+    assert may_edit_agent(alice, "root@example.org", signed_in=True)
+    assert may_edit_agent(alice, "local", signed_in=False)  # no login: one local user
+    assert may_edit_agent(None, "local", signed_in=False)
+
+
+def test_v7_store_upgrades_with_ownerless_agents(store_url: str) -> None:
+    engine = get_engine(store_url)
+    create_version(engine, 7)
+    with engine.begin() as conn:
+        conn.execute(insert(metadata_for(7).tables["agents"]).values(
+            name="Old", spec_json=json.dumps(Agent(agent_name="Old").to_spec()),
+            created_at="x", updated_at="x", position=1))
+    release_store_engines()
+    store = RunStore(store_url)
+    with engine.connect() as conn:  # upgraded to the current schema, whichever it is
+        assert conn.execute(select(schema_version.c.version)).scalar() == SCHEMA_VERSION
+    assert [a.agent_name for a in store.list_agents()] == ["Old"]
+    assert store.agent_owners() == {"Old": (None, None)}
+    store.save_agent(Agent(agent_name="New"), owner=ALICE.user, owner_name=ALICE.user_name)
+    assert store.agent_owners()["New"] == (ALICE.user, ALICE.user_name)
+
+
+def test_replacing_or_renaming_keeps_the_owner(any_store: RunStore) -> None:
+    any_store.save_agent(Agent(agent_name="A"), owner=ALICE.user, owner_name=ALICE.user_name)
+    any_store.save_agent(Agent(agent_name="A", temperature=0.1), owner=BOB.user)
+    assert any_store.agent_owners()["A"] == (ALICE.user, ALICE.user_name)
+    any_store.rename_agent("A", Agent(agent_name="B"))
+    assert any_store.agent_owners() == {"B": (ALICE.user, ALICE.user_name)}
+
+
+@pytest.fixture
+def alices(any_store: RunStore) -> RunStore:
+    logic.save_agent(any_store, Agent(agent_name="Critic", system_prompt="Alice's"), None, [],
+                     ALICE)
+    return any_store
+
+
+def test_others_cannot_edit_rename_delete_or_overwrite_by_import(alices: RunStore) -> None:
+    edited = Agent(agent_name="Critic", api_base="http://127.0.0.1:9/v1")
+    for attempt in (lambda: logic.save_agent(alices, edited, "Critic", ["Critic"], BOB),
+                    lambda: logic.save_agent(alices, Agent(agent_name="Mine"), "Critic",
+                                             ["Critic"], BOB),
+                    lambda: logic.delete_agent(alices, "Critic", BOB)):
+        with pytest.raises(ConfigError, match="belongs to Alice Liddell: you can use and "
+                                              "duplicate it"):
+            attempt()
+    hostile = dump_agents([Agent(agent_name="Critic", model_name="openai/x",
+                                 api_base="http://127.0.0.1:9/v1"),
+                           Agent(agent_name="Fresh")], "json")
+    with pytest.raises(ConfigError, match="'Critic' belongs to Alice Liddell"):
+        logic.import_agents(alices, hostile, "evil.json", BOB)
+    [agent] = alices.list_agents()  # nothing imported, nothing changed
+    assert agent.system_prompt == "Alice's" and agent.api_base is None
+    assert logic.import_agents(alices, hostile, "mine.json", ALICE) == ["Critic", "Fresh"]
+
+
+def test_anyone_may_duplicate_and_the_copy_is_theirs(alices: RunStore) -> None:
+    copy = logic.duplicate_agent(alices, "Critic", ["Critic"], BOB)
+    assert copy == "Critic (copy)"
+    assert alices.agent_owners()[copy] == (BOB.user, BOB.user_name)
+    edited = Agent(agent_name=copy, system_prompt="Bob's now")
+    assert logic.save_agent(alices, edited, copy, ["Critic", copy], BOB) == "updated"
+    assert logic.editable(alices, BOB) == {"Critic": False, copy: True}
+
+
+def test_the_owner_admins_and_without_login_anyone_may(alices: RunStore,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    assert logic.save_agent(alices, Agent(agent_name="Critic", temperature=0.3), "Critic",
+                            ["Critic"], LOCAL) == "updated"  # without login, all is editable
+    assert logic.save_agent(alices, Agent(agent_name="Critic", temperature=0.2), "Critic",
+                            ["Critic"], ALICE) == "updated"
+    monkeypatch.setenv(ADMINS_ENV, BOB.user)
+    assert logic.save_agent(alices, Agent(agent_name="Judge"), "Critic", ["Critic"],
+                            BOB) == "renamed"
+    assert alices.agent_owners()["Judge"][0] == ALICE.user  # still Alice's
+    assert logic.delete_agent(alices, "Judge", BOB)
+    alices.save_agent(Agent(agent_name="Cli"))  # the CLI and scripts name no owner
+    with pytest.raises(ConfigError, match="'Cli' has no owner"):
+        logic.delete_agent(alices, "Cli", ALICE)  # ownerless: read-only when signed in
+    logic.save_agent(alices, Agent(agent_name="Hers"), None, [], ALICE)
+    assert logic.delete_agent(alices, "Cli", LOCAL)  # without login, all stays editable
+    assert logic.delete_agent(alices, "Hers", LOCAL)
+
+
+def test_a_preset_never_replaces_someone_elses_agent(any_store: RunStore) -> None:
+    preset = next(iter(PRESETS.values()))
+    first = preset.build_agents()[0]
+    mine = first.model_copy(update={"system_prompt": "Alice edited this"})
+    logic.save_agent(any_store, mine, None, [], ALICE)
+    names = run_logic.load_preset(any_store, preset, actor=BOB)
+    assert any_store.get_agent(first.agent_name).system_prompt == "Alice edited this"
+    assert f"{first.agent_name} (preset)" in names
+
+
+def test_a_session_key_goes_only_to_a_trusted_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    hosted = Agent(agent_name="Hosted", model_name="openai/gpt-4o-mini")
+    official = Agent(agent_name="Official", model_name="openai/x",
+                     api_base="https://api.openai.com/v1/")
+    hostile = Agent(agent_name="Hostile", model_name="openai/x",
+                    api_base="https://api.openai.com.evil.example/v1")
+    local = Agent(agent_name="Local", model_name="openai/x", api_base="http://127.0.0.1:8000/v1")
+    keys = {"OPENAI_API_KEY": SECRET}
+    copies = providers.with_session_keys([hosted, official, hostile, local], keys)
+    assert [c.secret_key() for c in copies] == [SECRET, SECRET, None, None]
+    monkeypatch.setenv("GROUPCHAT_TRUSTED_API_BASES", "http://127.0.0.1:8000/v1")
+    assert providers.with_session_keys([local], keys)[0].secret_key() == SECRET
+
+
+def test_a_key_typed_for_one_base_goes_to_that_base_only() -> None:
+    mine = Agent(agent_name="Mine", model_name="openai/x", api_base="https://llm.example.org/v1/")
+    other = Agent(agent_name="Other", model_name="openai/x",
+                  api_base="https://llm.example.org:8443/v1")
+    name = providers.endpoint_key_name("https://LLM.example.org/v1")
+    assert name == "https://llm.example.org:443/v1"
+    copies = providers.with_session_keys([mine, other], {name: SECRET})
+    assert [c.secret_key() for c in copies] == [SECRET, None]
+    assert providers.endpoint_key_name("https://user@llm.example.org/v1") is None
+
+
+def test_the_untrusted_hint_names_the_fix() -> None:
+    hint = providers.failure_hint("UntrustedEndpoint: agent 'A' points at untrusted api_base "
+                                  "http://x/v1: ... (it answered AuthenticationError: 401)",
+                                  "openai/x", "http://x/v1")
+    assert "Settings" in hint and "GROUPCHAT_TRUSTED_API_BASES" in hint
+
+
+def test_the_agents_page_locks_someone_elses_agent(alices: RunStore, signed_in) -> None:
+    bob = goto(signed_in("bob"), "agents")
+    edit, delete = bob.button(key="agent_edit_Critic"), bob.button(key="agent_delete_Critic")
+    assert edit.disabled and delete.disabled
+    assert "belongs to Alice Liddell" in (edit.help or "")
+    duplicate = bob.button(key="agent_dup_Critic")
+    assert not duplicate.disabled
+    duplicate.click().run()
+    assert not bob.exception
+    assert alices.agent_owners()["Critic (copy)"] == (BOB.user, BOB.user_name)
+    assert not bob.button(key="agent_edit_Critic (copy)").disabled
+    alice = goto(signed_in("alice"), "agents")
+    assert not alice.button(key="agent_edit_Critic").disabled
+    assert alice.button(key="agent_edit_Critic (copy)").disabled
+
+
+def test_settings_keeps_a_key_for_one_api_base(signed_in) -> None:
+    at = goto(signed_in("bob"), "settings")
+    fill(at, endpoint_key_base="https://user@llm.example.org/v1", endpoint_key_value=SECRET)
+    at.button(key="save_endpoint_key").click().run()
+    assert session(at).provider_keys == {}  # a URL with user info is never an endpoint to key
+    assert any("Give an http(s) API base URL" in e.value for e in at.error)
+    fill(at, endpoint_key_base="https://LLM.example.org/v1/", endpoint_key_value=SECRET)
+    at.button(key="save_endpoint_key").click().run()
+    assert session(at).provider_keys == {"https://llm.example.org:443/v1": SECRET}
+    assert at.text_input(key="endpoint_key_value").value == ""
+    assert not any(SECRET in m.value for m in [*at.markdown, *at.success, *at.caption])
