@@ -1,10 +1,6 @@
-"""Issue 21: intervals inside each metric's feasible range on sweeps built to hit the edges,
-no zero-width interval shown as certainty, a bootstrap that covers at small n, multiple-comparison
-adjustment, paired tests, effect-size intervals, importance without binning grid axes, calls
-needed vs made, and self-describing exports (meta, long table, Parquet, methods paragraph).
-
-Private imports (METRICS, cliffs_delta, cliffs_delta_interval, cohens_d, factor_importance,
-forget_checked, read_parquet_meta): units tested as such, which no public module exports."""
+"""Sweep statistics (issues 21, 38): intervals within each metric's range, comparisons,
+importance, multiple-comparison adjustment, and self-describing exports.
+Private imports: units with no public name (intervals, compare, importance, export helpers)."""
 
 from __future__ import annotations
 
@@ -12,6 +8,7 @@ import io
 import itertools
 import json
 import math
+import random
 import zlib
 
 import numpy as np
@@ -20,10 +17,10 @@ import pytest
 
 from groupchat_core.analysis import speaker_metrics
 from groupchat_core.cli import main
-from groupchat_core.store import RunStore, dispose_engines
-from groupchat_core.store._migrations import forget_checked
+from groupchat_core.store import RunStore
 from groupchat_core.sweeps import (
     METHODS_VERSION,
+    NATURES,
     aggregate,
     benjamini_hochberg,
     bootstrap_mean,
@@ -31,20 +28,32 @@ from groupchat_core.sweeps import (
     compare_values,
     export_meta,
     factor_importance,
+    frame_csv,
     holm,
     importance,
     long_frame,
+    methods_text,
     metric_interval,
     parse_sweep,
     run_sweep,
     studentized_mean,
     sweep_results,
+    t_interval,
+    wilson,
 )
-from groupchat_core.sweeps._compare import cliffs_delta, cliffs_delta_interval, cohens_d
+from groupchat_core.sweeps._compare import (
+    cliffs_delta,
+    cliffs_delta_interval,
+    cohens_d,
+    min_attainable_p,
+    too_few,
+)
+from groupchat_core.sweeps._importance import MIN_PER_LEVEL
+from groupchat_core.sweeps._intervals import clopper_pearson, t95
 from groupchat_core.sweeps._results import METRICS
+from tests.helpers.stores import release_store_engines
+from tests.sweeps import PERSONAS as AGENTS
 
-AGENTS = [{"agent_name": n, "model_name": m} for n, m in (
-    ("Optimist", "sim/eager"), ("Pessimist", "sim/balanced"), ("Realist", "sim/reserved"))]
 MAX_LOOPS = 6
 
 
@@ -76,8 +85,7 @@ def edges(tmp_path_factory):
         frames.append(sweep_results(store, outcome.sweep_id))
     store.test_url = f"sqlite:///{path}"
     yield store, frames
-    dispose_engines()
-    forget_checked()
+    release_store_engines()
 
 
 def assert_honest(agg: pd.DataFrame) -> None:
@@ -202,8 +210,6 @@ def test_a_six_level_grid_axis_is_six_groups_not_five_bins():
     groups = [values[i * 4:(i + 1) * 4] for i in range(6)]
     between = sum(len(g) * (g.mean() - values.mean()) ** 2 for g in groups)
     assert stats["eta_squared"] == pytest.approx(between / ((values - values.mean()) ** 2).sum())
-    drawn = pd.Series(rng.uniform(0, 1, 24))  # random search: every value once -> ranks
-    assert factor_importance(values.tolist(), drawn)["test"].startswith("Spearman rank")
 
 
 def test_the_too_few_rule_is_the_one_applied_and_the_one_stated():
@@ -354,26 +360,22 @@ def test_the_cli_exports_long_parquet_importance_compare_and_methods(edges, caps
         assert code == 2 and err.count("\n") == 1 and "'nope'" in err, err
 
 
-def test_sims_reached_through_the_model_axis_mark_the_export_simulated(tmp_path):
-    store = RunStore(f"sqlite:///{tmp_path / 'm.db'}")
+def test_sims_reached_through_the_model_axis_mark_the_export_simulated(sqlite_store):
     spec = parse_sweep({"name": "axis", "base": {"max_loops": 3, "agents": [
         {"agent_name": "A", "model_name": "sim/eager"},
         {"agent_name": "B", "model_name": "sim/balanced"}]},
         "grid": {"model": ["sim/reserved"]}, "tasks": ["Q?"], "repeats": 1})
-    outcome = run_sweep(spec, store)
-    meta = export_meta(store, outcome.sweep_id)
+    outcome = run_sweep(spec, sqlite_store)
+    meta = export_meta(sqlite_store, outcome.sweep_id)
     assert meta["simulated"] is True
     assert set(next(iter(meta["models"].values())).values()) == {"sim/reserved"}
-    results = sweep_results(store, outcome.sweep_id)
+    results = sweep_results(sqlite_store, outcome.sweep_id)
     assert results["models"].iloc[0] == "A=sim/reserved; B=sim/reserved"
-    dispose_engines()
-    forget_checked()
 
 
 @pytest.mark.parametrize("metric", [m for m in METRICS if m != "lulled"])
 def test_seeded_property_every_interval_stays_in_range_for_values_at_the_edges(metric):
-    """A property test without hypothesis (not in the venv): 300 seeded samples per metric,
-    n from 1 to 12, values drawn from the range's two ends and a few points between."""
+    """300 seeded samples per metric, n 1-12, values at the range's ends and between."""
     rng = np.random.default_rng(zlib.crc32(metric.encode()))
     for _ in range(300):
         max_loops, agents = int(rng.integers(2, 15)), int(rng.integers(2, 6))
@@ -389,3 +391,237 @@ def test_seeded_property_every_interval_stays_in_range_for_values_at_the_edges(m
             continue
         assert low - 1e-9 <= i.low <= i.estimate <= i.high <= high + 1e-9, (values, i)
         assert i.high > i.low, (values, i)
+
+
+# --- interval methods against independently computed values ---
+
+Z = 1.959963984540054  # the 0.975 normal quantile, as printed in every table
+
+
+def textbook_wilson(k: int, n: int) -> tuple[float, float]:
+    """Wilson (1927) as in Agresti & Coull (1998), eq. 2, written out independently."""
+    p = k / n
+    centre = p + Z * Z / (2 * n)
+    spread = Z * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n))
+    return (centre - spread) / (1 + Z * Z / n), (centre + spread) / (1 + Z * Z / n)
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 5), (5, 5), (3, 10), (1, 1), (17, 40)])
+def test_wilson_matches_the_textbook_formula(k, n):
+    interval = wilson(k, n)
+    low, high = textbook_wilson(k, n)
+    assert interval.method == "wilson" and interval.estimate == pytest.approx(k / n)
+    assert interval.low == pytest.approx(max(0.0, low), abs=1e-12)
+    assert interval.high == pytest.approx(min(1.0, high), abs=1e-12)
+
+
+def test_wilson_known_values_never_zero_width_never_outside_0_1():
+    assert (round(wilson(0, 5).low, 4), round(wilson(0, 5).high, 4)) == (0.0, 0.4345)
+    assert (round(wilson(5, 5).low, 4), round(wilson(5, 5).high, 4)) == (0.5655, 1.0)
+    assert (round(wilson(3, 10).low, 4), round(wilson(3, 10).high, 4)) == (0.1078, 0.6032)
+    for n in range(1, 40):
+        for k in range(n + 1):
+            i = wilson(k, n)
+            assert 0.0 <= i.low < i.high <= 1.0 and i.low <= i.estimate <= i.high
+    with pytest.raises(ValueError, match="successes <= n"):  # bad counts are refused
+        wilson(6, 5)
+
+
+def test_clopper_pearson_known_values_and_its_defining_tail_identity():
+    # closed forms at the ends: (alpha/2)^(1/n)
+    assert clopper_pearson(0, 5).high == pytest.approx(1 - 0.025 ** (1 / 5), abs=1e-9)
+    assert clopper_pearson(5, 5).low == pytest.approx(0.025 ** (1 / 5), abs=1e-9)
+    three = clopper_pearson(3, 10)  # published: 0.0667, 0.6525
+    assert (round(three.low, 4), round(three.high, 4)) == (0.0667, 0.6525)
+
+    def tail_at_least(k, n, p):
+        return sum(math.comb(n, i) * p ** i * (1 - p) ** (n - i) for i in range(k, n + 1))
+
+    i = clopper_pearson(7, 23)
+    assert tail_at_least(7, 23, i.low) == pytest.approx(0.025, abs=1e-9)
+    assert 1 - tail_at_least(8, 23, i.high) == pytest.approx(0.025, abs=1e-9)
+    assert i.low < wilson(7, 23).low and i.high > wilson(7, 23).high  # exact is wider
+
+
+def test_t_interval_is_the_student_interval_and_is_cut_at_the_floor():
+    values = [4.0, 6.0, 5.0, 7.0]
+    i = t_interval(values)
+    sd = float(np.std(values, ddof=1))
+    assert i.method == "t"
+    assert (i.low, i.high) == pytest.approx((5.5 - 3.182 * sd / 2, 5.5 + 3.182 * sd / 2))
+    cut = t_interval([0.0, 0.0, 3.0], floor=0.0)
+    assert cut.low == 0.0 and cut.method == "t, cut at 0" and cut.high > 1.0
+    assert math.isnan(t_interval([2.0]).low)
+    assert (t95(1), t95(30), t95(45), t95(5000), t95(10_000)) == (
+        12.706, 2.042, 2.021, 1.96, 1.96)
+
+
+def test_bootstrap_is_reproducible_bounded_and_covers_about_95_percent():
+    data = [0.2, 0.9, 0.95, 1.0, 0.99]
+    first, again = bootstrap_mean(data), bootstrap_mean(data)
+    assert first == again and first.method == "bootstrap"
+    assert bootstrap_mean(data, seed=1) != first
+    assert min(data) <= first.low <= first.estimate <= first.high <= max(data)
+    # coverage: the mean of Beta(2, 5) is 2/7; 300 samples of 25
+    rng, true, hits = np.random.default_rng(7), 2 / 7, 0
+    for i in range(300):
+        sample = rng.beta(2, 5, size=25)
+        interval = bootstrap_mean(sample.tolist(), seed=i, resamples=1000)
+        hits += interval.low <= true <= interval.high
+    assert 0.88 <= hits / 300 <= 0.99
+
+
+def test_each_metric_gets_its_method_and_stays_within_its_bounds():
+    assert metric_interval("lulled", [1.0] * 5).method == "wilson"
+    assert metric_interval("lulled", [1.0] * 5).low > 0.5  # 5/5 is not [1, 1]
+    rate = metric_interval("lulled", [1, 0, 0, 0, 0, 0, 1, 0, 1, 0])
+    assert rate.low > 0 and rate.high < 1  # 0.3 has no negative bound
+    rng = random.Random(3)
+    for _ in range(50):  # issue 38: below 5 repeats no interval, and the note says so
+        near_one = [min(1.0, 0.9 + rng.random() / 10) for _ in range(rng.randint(2, 8))]
+        for metric in ("evenness", "gini", "hit_rate"):
+            i = metric_interval(metric, near_one)
+            assert i.method.startswith("bootstrap-t")
+            if len(near_one) < 5:
+                assert math.isnan(i.low) and "too few for an informative interval" in i.note
+            else:
+                assert 0.0 <= i.low <= i.high <= 1.0
+    counts = metric_interval("messages", [0, 0, 1, 5, 0], max_loops=10)
+    assert counts.method == "bootstrap-t, cut to range" and counts.low == 0.0
+    assert counts.high < 9.0  # at most max_loops - 1 messages, and not the whole range
+    whole = metric_interval("messages", [0, 0, 1, 9, 0], max_loops=10)  # values span 0 to 9
+    assert math.isnan(whole.low) and "whole feasible range [0, 9]" in whole.note
+    assert {n.interval_method for n in NATURES.values()} == {"wilson", "bootstrap-t"}
+    assert "Wilson" in methods_text() and "lulled" in methods_text()
+
+
+# --- on a recorded threshold × order × roster sweep; importance and two-cell comparisons ---
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """threshold × order × roster, 3 repeats, recorded once for the module."""
+    path = tmp_path_factory.mktemp("stats") / "stats.db"
+    store = RunStore(f"sqlite:///{path}")
+    spec = parse_sweep({"name": "stats", "base": {"max_loops": 8, "agents": AGENTS},
+                        "grid": {"threshold": [0.3, 0.6], "order": {"sample": 2},
+                                 "roster": {"sizes": [2, 3]}},
+                        "tasks": ["Should hospitals adopt AI diagnosis?"], "repeats": 3,
+                        "concurrency": 4})
+    outcome = run_sweep(spec, store)
+    assert outcome.status == "finished"
+    yield sweep_results(store, outcome.sweep_id)
+    release_store_engines()
+
+
+def test_every_interval_in_the_export_lies_within_its_metrics_bounds(recorded):
+    for by in (["threshold"], ["threshold", "order"], ["roster"], ["threshold", "roster",
+                                                                      "order"]):
+        agg = aggregate(recorded, by=by)
+        shown = agg[agg["ci_low"].notna()]
+        assert not shown.empty
+        for _, row in shown.iterrows():
+            nature = NATURES[row["metric"]]
+            assert row["ci_low"] <= row["mean"] <= row["ci_high"], row.to_dict()
+            if nature.low is not None:
+                assert row["ci_low"] >= nature.low, row.to_dict()
+            if nature.high is not None:
+                assert row["ci_high"] <= nature.high, row.to_dict()
+            if row["metric"] == "entropy_bits":  # at most log2(agents) of the chats
+                assert row["ci_high"] <= math.log2(3) + 1e-12
+            assert row["interval_method"].split(",")[0] == nature.interval_method
+    lull = aggregate(recorded, by=["threshold"])
+    lull = lull[lull["metric"] == "lulled"]
+    assert ((lull["ci_high"] - lull["ci_low"]) > 0).all()  # never [1, 1] or [0, 0]
+    exported = pd.read_csv(io.StringIO(frame_csv(lull)))
+    assert set(exported["interval_method"]) == {"wilson"}
+
+
+def test_a_rosters_evenness_is_over_its_own_agents(recorded):
+    pairs = recorded[(recorded["agents"] == 2) & recorded["evenness"].notna()]
+    assert not pairs.empty
+    for _, row in pairs.iterrows():  # two agents: entropy in bits is evenness (log2 2 = 1)
+        assert row["evenness"] == pytest.approx(row["entropy_bits"])
+
+
+def test_importance_ranks_the_threshold_first_for_the_lull_rate(recorded):
+    table = importance(recorded, metrics=["lulled", "messages"], permutations=199)
+    assert set(table["parameter"]) == {"threshold", "order", "roster"}
+    top = table[table["metric"] == "lulled"].iloc[0]
+    assert top["parameter"] == "threshold" and top["enough"]
+    assert top["eta_squared"] >= 0.3 and top["p_value"] <= 0.01
+    again = importance(recorded, metrics=["lulled", "messages"], permutations=199)
+    pd.testing.assert_frame_equal(table, again)  # seeded
+
+
+def test_importance_on_known_data_and_its_too_few_rule():
+    rng = np.random.default_rng(0)
+    levels = pd.Series(["a"] * 10 + ["b"] * 10)
+    strong = [*rng.normal(0, 0.1, 10), *rng.normal(5, 0.1, 10)]
+    noise = list(rng.normal(0, 1, 20))
+    hit = factor_importance(strong, levels)
+    assert hit["enough"] and hit["eta_squared"] > 0.99 and hit["p_value"] < 0.01
+    miss = factor_importance(noise, levels)
+    assert miss["enough"] and miss["p_value"] > 0.05 and miss["omega_squared"] < 0.1
+    # one chat at a level: no figures, a note
+    few = factor_importance([1.0, 2.0, 3.0], pd.Series(["a", "a", "b"]))
+    assert not few["enough"] and few["eta_squared"] is None and "too few" in str(few["note"])
+    just = factor_importance([1.0, 2.0, 3.0, 4.0], pd.Series(["a", "a", "b", "b"]))
+    assert just["enough"] and MIN_PER_LEVEL == 2
+    # a continuous parameter (random search): a rank correlation, not 5 quantile bins (issue
+    # 38: the bins grouped every drawn axis by the same samples)
+    ranked = factor_importance(list(range(40)), pd.Series(np.linspace(0, 1, 40)))
+    assert ranked["test"].startswith("Spearman rank correlation")
+    assert ranked["rho"] == pytest.approx(1.0) and ranked["p_value"] < 0.001
+
+
+def test_the_too_few_threshold_is_the_smallest_attainable_p():
+    assert min_attainable_p(3, 3) == pytest.approx(2 / 20)
+    assert min_attainable_p(4, 4) == pytest.approx(2 / 70)
+    assert min_attainable_p(3, 4) == pytest.approx(1 / 35)
+    assert too_few(3, 3) is not None and "4 vs 4" in too_few(3, 3)
+    assert too_few(4, 4) is None and too_few(3, 4) is None
+    assert too_few(1, 30) is not None
+    small = compare_values([1, 2, 3], [7, 8, 9], "messages")
+    assert not small.enough and small.p_value is None and "too few" in small.note
+    assert small.cliffs_delta == 1.0  # the effect size is still shown
+
+
+def test_exact_permutation_p_matches_enumeration_by_hand():
+    a, b = [1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]
+    result = compare_values(a, b, "messages")
+    assert result.p_value == pytest.approx(2 / 70)  # only the split itself and its mirror
+    assert "exact" in result.test and result.cliffs_delta == 1.0
+    assert result.cohens_d == pytest.approx(4 / float(np.std(a, ddof=1)))
+
+
+def test_rates_compare_by_difference_in_proportions_within_minus_one_to_one():
+    result = compare_values([0, 0, 0, 0, 0], [1, 1, 1, 1, 1], "lulled")
+    assert result.difference == 1.0 and result.cliffs_delta is None
+    assert -1.0 <= result.difference_low < 1.0 and result.difference_high == 1.0
+    assert result.p_value == pytest.approx(2 / 252)
+
+
+def test_comparing_two_cells_of_a_recorded_sweep(recorded):
+    result = compare_cells(recorded, {"threshold": 0.3}, {"threshold": 0.6}, "messages")
+    assert result.n_a == result.n_b == 24 and result.enough
+    assert result.difference < 0 and result.p_value < 0.05 and "permutation" in result.test
+    assert compare_cells(recorded, {"threshold": 0.3}, {"threshold": 0.6}, "messages") == result
+    one = recorded[recorded["status"] == "finished"].iloc[0]
+    cell = {"threshold": one["threshold"], "order": one["order"], "roster": one["roster"]}
+    tiny = compare_cells(recorded, cell, {**cell, "threshold": 0.9 - one["threshold"]},
+                         "evenness")
+    assert tiny.n_a == 3 and not tiny.enough and "too few" in tiny.note
+    with pytest.raises(ValueError, match="unknown result columns"):
+        compare_cells(recorded, {"colour": 1}, {"colour": 2}, "messages")
+
+
+def test_cliffs_delta_matches_the_pairwise_definition_with_ties():
+    rng = np.random.default_rng(2)
+    for _ in range(200):
+        a = list(rng.integers(0, 5, rng.integers(1, 9)).astype(float))
+        b = list(rng.integers(0, 5, rng.integers(1, 9)).astype(float))
+        brute = (sum(y > x for x in a for y in b) - sum(y < x for x in a for y in b)) / (
+            len(a) * len(b))
+        assert cliffs_delta(a, b) == pytest.approx(brute, abs=1e-12)
+    assert cliffs_delta([0.1 + 0.2], [0.3]) == 0.0  # equal up to rounding is a tie
