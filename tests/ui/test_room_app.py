@@ -1,19 +1,197 @@
-"""People in the room through AppTest: the people of the next run, a signed-in user joining the
-seat that is theirs, a person picking who speaks, and a seat's controls clicked (Raise and Lower
-hand, a slider score with a draft, Pass) as the room records them."""
+"""People in the room: seats and room-link tokens, the room panel's logic, people joining and
+bidding through AppTest, and guests (issue 44): a room link seats its holder in that room only."""
 
 from __future__ import annotations
 
+import inspect
+from types import ModuleType
 from typing import Any
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from groupchat_core import (
+    Agent,
+    ConfigError,
+    GroupChat,
+    Human,
+    LiveBid,
+    PersonState,
+    RoomSnapshot,
+)
 from groupchat_core.store import RunStore
+from groupchat_ui.agents import actions as agents_actions
+from groupchat_ui.analysis import actions as analysis_actions
+from groupchat_ui.kit import access, store_access
 from groupchat_ui.kit import jobs as job_registry
+from groupchat_ui.kit import state as ui_state
+from groupchat_ui.kit.state import SessionState
+from groupchat_ui.run import actions as run_actions
+from groupchat_ui.run import people_view
 from groupchat_ui.run import room_logic as logic
 from groupchat_ui.run import room_seats as seats
+from groupchat_ui.runs import actions as runs_actions
+from groupchat_ui.settings import actions as settings_actions
+from tests.helpers import ROOT
 from tests.helpers.app_helpers import fill, goto, new_app, poll, session, status, texts
+
+
+def snap(**fields: object) -> RoomSnapshot:
+    base: dict[str, object] = dict(
+        version=1, run_id="r", turn=2, phase="bidding", deadline=10.0, time_left=12.4,
+        bids=(), forming=(), hands=(), people=(), waiting_for=(), poster=None, candidates=(),
+        rule_pick=None, picker=None, messages=())
+    return RoomSnapshot(**{**base, **fields})  # type: ignore[arg-type]
+
+
+def test_a_room_link_token_has_256_bits_and_only_its_hash_is_kept():
+    token = seats.new_token()
+    assert len(token) >= 43 and token != seats.new_token()
+    seat = seats.Seat("Ann", None, seats.token_hash(token))
+    assert token not in repr(seat) and seat.digest != token.encode()
+    assert seat.matches(token)
+    assert not seat.matches(token[:-1] + ("A" if token[-1] != "A" else "B"))
+    assert not seat.matches("")
+
+
+def test_a_seat_is_claimed_by_its_user_signed_in_or_by_its_link_token():
+    table = seats.SeatTable()
+    tok_ann, tok_bob = seats.new_token(), seats.new_token()
+    table.register("job1", object(), [
+        seats.Seat("Ann", "ann@example.org", seats.token_hash(tok_ann)),
+        seats.Seat("Bob", None, seats.token_hash(tok_bob))])
+    assert table.claim("job1", user="ann@example.org", signed_in=True, browser="b1") == ["Ann"]
+    # without login every session is "local": the user field proves nothing, a token does
+    assert table.claim("job1", user="ann@example.org", signed_in=False, browser="b9") == []
+    assert table.claim("job1", user="local", signed_in=False, token=tok_bob,
+                       browser="b2") == ["Bob"]
+    assert table.claim("job1", user="eve@example.org", signed_in=True, token="guess",
+                       browser="b3") == []
+    assert table.claim("nojob", user="ann@example.org", signed_in=True, browser="b1") == []
+    assert table.invitations("ann@example.org") == [("job1", "Ann")]
+    assert table.forget(lambda job_id: False) == 1 and table.get("job1") is None
+
+
+def test_a_link_seat_belongs_to_the_first_browser_and_another_browser_watches():
+    """A link is a bearer token: a second browser was seated as the same person."""
+    table = seats.SeatTable()
+    tok = seats.new_token()
+    table.register("j", object(), [seats.Seat("Bo", None, seats.token_hash(tok))])
+    assert table.held_elsewhere("j", tok, "phone") is None  # nobody holds it yet
+    assert table.claim("j", user="local", signed_in=False, token=tok, browser="phone") == ["Bo"]
+    assert table.claim("j", user="local", signed_in=False, token=tok, browser="phone") == ["Bo"]
+    assert table.claim("j", user="local", signed_in=False, token=tok, browser="laptop") == []
+    assert table.held_elsewhere("j", tok, "laptop") == "Bo"
+    # a reload of the holder's browser (same ?sid=), the link's seat= gone: still its seat
+    assert table.claim("j", user="local", signed_in=False, browser="phone") == ["Bo"]
+    assert table.claim("j", user="local", signed_in=False, browser="laptop") == []
+    assert table.held_by("phone") == [("j", "Bo")] and table.held_by("laptop") == []
+    assert table.held_elsewhere("j", tok, "phone") is None
+    assert table.held_elsewhere("j", "wrong", "laptop") is None
+    note = logic.watching_note(True, table.held_elsewhere("j", tok, "laptop"))
+    assert note.startswith("You are watching: the seat of Bo is held by the browser that opened")
+    assert "\n" not in note
+    assert "opens no seat" in logic.watching_note(True, None)
+    assert "not on this server" in logic.watching_note(False, None)
+
+
+def test_the_starter_holds_their_own_seat_and_a_signed_in_user_theirs_in_any_browser():
+    table = seats.SeatTable()
+    tok_ann, tok_cy = seats.new_token(), seats.new_token()
+    table.register("j", object(), [seats.Seat("Ann", None, seats.token_hash(tok_ann)),
+                                   seats.Seat("Cy", "cy@example.org", seats.token_hash(tok_cy))])
+    assert table.hold("j", "Ann", "starter") and table.hold("j", "Ann", "starter")
+    assert not table.hold("j", "Ann", "other") and not table.hold("j", "Nobody", "starter")
+    # Ann's own link, opened elsewhere, does not take her seat from the browser that started
+    assert table.claim("j", user="local", signed_in=False, token=tok_ann, browser="other") == []
+    assert table.claim("j", user="cy@example.org", signed_in=True, browser="cy1") == ["Cy"]
+    assert table.claim("j", user="cy@example.org", signed_in=True, browser="cy2") == ["Cy"]
+    assert table.claim("j", user="eve@example.org", signed_in=True, token=tok_cy,
+                       browser="eve") == []  # Cy's link, once Cy holds the seat
+
+
+def test_a_tab_silent_for_the_leave_time_is_reported_once_and_a_beat_brings_it_back():
+    now = [100.0]
+    table = seats.SeatTable(clock=lambda: now[0])
+    table.register("j", object(), [seats.Seat("Ann", None, b"x"), seats.Seat("Bob", None, b"y")])
+    table.beat("j", "Ann")
+    now[0] += seats.LEAVE_AFTER_S - 0.1
+    assert table.silent("j") == []  # Bob never had a tab open: the engine's window decides
+    now[0] += 0.2
+    assert table.silent("j") == ["Ann"]
+    assert table.silent("j") == []  # reported once
+    table.beat("j", "Ann")
+    now[0] += 1.0
+    assert table.silent("j") == []
+
+
+def test_a_closed_tab_is_told_to_the_room_as_left_by_another_viewers_refresh():
+    """seats.presence, run by every open tab's refresh: a silent tab left (a pass, hand down)."""
+    now = [100.0]
+    table = seats.SeatTable(clock=lambda: now[0])
+    chat = GroupChat(agents=[Agent(agent_name="A", model_name="sim/eager"), Human("Ann")])
+    room = chat.room
+    assert room is not None
+    table.register("j", chat, [seats.Seat("Ann", None, b"x")])
+    assert seats.presence("j", room, "Ann", table) == []
+    room.raise_hand("Ann")
+    now[0] += seats.LEAVE_AFTER_S + 0.1  # the tab closed: no refresh beats for Ann
+    assert seats.presence("j", room, None, table) == ["Ann"]
+    ann = logic.person_state(room.snapshot(), "Ann")
+    assert ann is not None and ann.left and not ann.hand_up
+    assert seats.presence("j", room, None, table) == []  # told once
+    assert seats.presence("j", room, "Ann", table) == []  # the tab is back
+    ann = logic.person_state(room.snapshot(), "Ann")
+    assert ann is not None and not ann.left
+
+
+def test_people_of_the_next_run_are_checked_with_a_one_line_fix():
+    people = logic.add_person([], "  Ann  ", "ann@example.org", picker=False, taken=["Sage"])
+    assert people == [logic.Person("Ann", "ann@example.org", False)]
+    with pytest.raises(ConfigError, match="taken"):
+        logic.add_person(people, "Sage", None, picker=False, taken=["Sage"])
+    with pytest.raises(ConfigError, match="taken"):
+        logic.add_person(people, "Ann", None, picker=False, taken=[])
+    with pytest.raises(ConfigError, match="1 to 60 characters"):
+        logic.add_person(people, "   ", None, picker=False, taken=[])
+    people = logic.add_person(people, "Judge", "", picker=True, taken=[])
+    assert people[-1] == logic.Person("Judge", None, True)
+    with pytest.raises(ConfigError, match="already has a person who picks"):
+        logic.add_person(people, "Judge2", None, picker=True, taken=[])
+
+
+def test_the_clock_line_the_hand_queue_and_the_room_link():
+    assert logic.hand_queue(snap(hands=("Bob", "Ann"))) == ["1. Bob", "2. Ann"]  # as raised
+    assert logic.room_link("http://h:1/", "abc", "tok") == "http://h:1/run?job=abc&seat=tok"
+    assert logic.time_left_label(snap()) == "Turn 2 · bidding · 12 s left"
+    assert logic.time_left_label(snap(phase="posting", time_left=40.0)) == \
+        "Turn 2 · the winner is writing · 40 s left"
+    assert logic.time_left_label(snap(turn=0, phase="idle", time_left=None)) == \
+        "Room · waiting for the first turn"
+
+
+def test_bid_rows_list_every_participant_in_roster_order_with_their_state():
+    s = snap(bids=(LiveBid("Ann", "human", 0.8, hand=True), LiveBid("Sage", "agent", 0.61,
+                                                                      "I think", 0.31)),
+             forming=(LiveBid("Rex", "agent", None, "Well"),),
+             people=(PersonState("Ann", None, True, True, False),
+                     PersonState("Bob", None, False, False, False)))
+    assert logic.bid_rows(s, ["Sage", "Rex", "Ann", "Bob"]) == [
+        ("Sage", "agent", "score 0.61, adjusted 0.31", "I think"),
+        ("Rex", "agent", "writing…", "Well"),
+        ("Ann", "person", "score 0.80 (hand up)", ""),
+        ("Bob", "person", "no bid yet", "")]
+    assert logic.bid_status(LiveBid("Bob", "human", 0.0, passed=True)) == "passed"
+
+
+def test_a_seat_gets_the_controls_of_its_phase_only():
+    people = (PersonState("Ann", None, False, False, False),)
+    assert logic.my_phase(snap(people=people), "Ann") == "bid"
+    assert logic.my_phase(snap(people=people), None) is None
+    assert logic.my_phase(snap(phase="posting", poster="Ann"), "Ann") == "post"
+    assert logic.my_phase(snap(phase="posting", poster="Bob"), "Ann") is None
+    assert logic.my_phase(snap(phase="picking", picker="Judge"), "Judge") == "pick"
+    assert logic.my_phase(snap(phase="finished", people=people), "Ann") is None
 
 
 def add_person(at: AppTest, name: str, *, me: bool = False, picker: bool = False,
@@ -136,9 +314,7 @@ def _rule_pick(at: AppTest) -> Any:
 
 
 def test_a_seat_raises_and_lowers_its_hand_bids_with_a_draft_and_passes(app: AppTest):
-    """The seat's controls as clicked: Raise then Lower hand (down, out of the queue, no
-    standing bid next window), a slider score with a draft (the bid the room takes), and Pass
-    (score 0), for the starter and for a second seat held by its room link."""
+    """Lower leaves no standing bid; a draft is the bid taken; Pass scores 0 (starter, link)."""
     prepare(app)
     app.number_input(key="run_param_max_loops").set_value(3)  # the task and two turns
     add_person(app, "Ann", me=True)
@@ -190,3 +366,189 @@ def test_a_seat_raises_and_lowers_its_hand_bids_with_a_draft_and_passes(app: App
     assert got == {(1, "Ann"): (0.35, "Costs first, then scope."), (1, "Bob"): (0.0, ""),
                    (2, "Ann"): (0.0, ""), (2, "Bob"): (0.0, "")}
     assert not people[people["score"] == 0.0]["eligible"].any()  # a pass can never speak
+
+
+# The only callbacks a guest may use: its room's, and picking which of its jobs it watches.
+ROOM_CALLBACKS = {"on_raise", "on_lower", "on_pass", "on_bid", "on_post", "on_pick", "on_join",
+                  "on_job_selected"}
+MODULES = [agents_actions, analysis_actions, run_actions, runs_actions, settings_actions,
+           people_view]
+
+
+def test_a_session_that_arrived_by_a_room_link_is_a_guest_for_good_and_never_with_login():
+    assert access.is_guest(login=False, was_guest=False, link_in_url=True, guest_browser=False)
+    assert access.is_guest(login=False, was_guest=False, link_in_url=False, guest_browser=True)
+    # sticky: the link gone from the URL (a page switch) does not make it the local user
+    assert access.is_guest(login=False, was_guest=True, link_in_url=False, guest_browser=False)
+    assert not access.is_guest(login=False, was_guest=False, link_in_url=False,
+                               guest_browser=False)
+    for flags in ((True, True, True), (False, True, False), (True, False, True)):
+        was, link, browser = flags
+        assert not access.is_guest(login=True, was_guest=was, link_in_url=link,
+                                   guest_browser=browser)
+
+
+def test_a_guest_may_open_the_run_page_only_and_is_told_why_in_one_line():
+    assert access.guest_may_open("run") and access.guest_may_open("")
+    for slug in ("agents", "analysis", "runs", "sweeps", "settings", "home"):
+        assert not access.guest_may_open(slug)
+    text = access.guest_refusal("deleting runs")
+    assert text.startswith("Not allowed: deleting runs is not open to a room guest.")
+    assert "\n" not in text and "ask whoever started the room" in text
+
+
+def test_the_guest_browsers_are_remembered_within_a_bound():
+    guests = access.GuestBrowsers(limit=3)
+    for sid in ("a", "b", "c", "a", "d"):  # "a" seen again: the newest, so "b" goes first
+        guests.remember(sid)
+    assert len(guests) == 3 and "b" not in guests
+    assert all(s in guests for s in ("a", "c", "d"))
+
+
+def test_a_guest_acts_as_nobody_the_owner_rules_know():
+    """Under the refusals: a guest owns nothing and is no admin."""
+    assert not job_registry.may_manage(job_registry.LOCAL_USER, access.GUEST_USER)
+    assert not job_registry.may_manage(None, access.GUEST_USER)
+    assert job_registry.may_manage(job_registry.LOCAL_USER, job_registry.LOCAL_USER)
+
+
+def _callbacks() -> list[tuple[ModuleType, str]]:
+    found = [(m, name) for m in MODULES for name, fn in vars(m).items()
+             if name.startswith("on_") and inspect.isfunction(fn)
+             and getattr(fn, "__module__", "").startswith("groupchat_ui")]
+    return sorted(set(found), key=lambda mn: (mn[0].__name__, mn[1]))
+
+
+def _call(fn: Any) -> None:
+    """Call a callback as a crafted widget event would: any arguments."""
+    required = [p for p in inspect.signature(fn).parameters.values()
+                if p.default is inspect.Parameter.empty]
+    fn(*[None] * len(required))
+
+
+@pytest.fixture
+def no_store(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A refused action must not reach the store or the job table."""
+    def reached(*_: object, **__: object) -> Any:
+        raise AssertionError("a guest's action reached the store or the job table")
+
+    monkeypatch.setattr(store_access, "store", reached)
+    monkeypatch.setattr(store_access, "job_registry", reached)
+
+
+def test_every_action_outside_the_room_refuses_a_guest_session(monkeypatch, no_store):
+    guest = SessionState(user=access.GUEST_USER, user_name=access.GUEST_USER, guest=True)
+    monkeypatch.setattr(ui_state, "get", lambda: guest)
+    refused = []
+    for module, name in _callbacks():
+        if name in ROOM_CALLBACKS:
+            continue
+        guest.notices.clear()
+        _call(getattr(module, name))
+        assert len(guest.notices) == 1, f"{module.__name__}.{name} did not refuse a guest"
+        kind, text = guest.notices[0]
+        assert kind == "error" and text.startswith("Not allowed: ") and "\n" not in text
+        refused.append(name)
+    # the ones the review named: stop, delete, edit, import (agents and runs), start, settings
+    for name in ("on_stop", "on_start_run", "on_delete_agent", "on_confirm_delete_agent",
+                 "on_edit_agent", "on_save_agent", "on_import_agents", "on_ask_delete",
+                 "on_confirm_delete", "on_import_bundle", "on_load_preset", "on_save_keys",
+                 "on_save_preferences", "on_run_demo"):
+        assert name in refused, name
+
+
+def test_the_refusal_lets_a_local_user_through(monkeypatch):
+    """The guard's other side: without the guest flag the action reaches the job table."""
+    local = SessionState()
+    monkeypatch.setattr(ui_state, "get", lambda: local)
+    monkeypatch.setattr(run_actions, "get", lambda: local)
+    asked: list[tuple[str, str | None]] = []
+
+    class Registry:
+        def cancel(self, job_id: str, *, user: str | None = None) -> bool:
+            asked.append((job_id, user))
+            return True
+
+    monkeypatch.setattr(store_access, "job_registry", lambda: Registry())
+    run_actions.on_stop("job1")
+    assert asked == [("job1", "local")] and not local.notices
+
+
+def _room(app: AppTest) -> tuple[str, dict[str, str]]:
+    prepare(app)
+    add_person(app, "Ann", me=True)
+    add_person(app, "Bob")
+    app.button(key="start_run").click().run()
+    assert not app.error, [e.value for e in app.error]
+    job_id = session(app).current_job
+    assert job_id
+    return job_id, dict(app.session_state["room_tokens"][job_id])
+
+
+def _keys(at: AppTest) -> set[str]:
+    return {b.key for b in at.button if b.key}
+
+
+def test_a_link_guest_has_the_room_only_and_a_second_browser_watches(app: AppTest, monkeypatch):
+    monkeypatch.setattr(seats, "LEAVE_AFTER_S", 3600.0)  # no tab counts as closed here
+    job_id, tokens = _room(app)
+    assert "You are **Ann** in this room." in markdown(app) and set(tokens) == {"Ann", "Bob"}
+    # the starter sees the links to hand out; the tokens are never in the store's record
+    assert any(tokens["Bob"] in c.value for c in app.code)
+    app.button(key="room_raise").click().run()
+    assert "1\\. Ann" in markdown(app)  # the hand queue (escaped: a name is never markup)
+    bob = new_app(job=job_id, seat=tokens["Bob"])
+    me = session(bob)
+    assert me.guest and me.user == access.GUEST_USER
+    assert "You are **Bob** in this room." in markdown(bob) and "1\\. Ann" in markdown(bob)
+    wrong = new_app(job=job_id, seat=tokens["Bob"][:-2] + "xx")
+    assert "You are" not in markdown(wrong)  # a wrong token watches, it never holds a seat
+    assert "room_raise" not in _keys(wrong)
+    keys = _keys(bob)
+    assert "room_raise" in keys  # the room's controls
+    assert not keys & {"start_run", "use_preset", "room_add_person"}  # no New run
+    stop = [b for b in bob.button if b.key == "stop_run"]
+    assert not stop or stop[0].disabled
+    assert "You joined through a room link" in texts(bob.caption)
+    # no sidebar either (no jobs, no data location), which the starter has
+    assert "Data: " in texts(app.caption) and "Data: " not in texts(bob.caption)
+
+    # the other pages: refused on the server, one line, their script never runs
+    for page, heading in (("agents", "Saved agents"), ("runs", None), ("settings", None),
+                          ("sweeps", None), ("analysis", None)):
+        goto(bob, page)
+        assert any(e.value.startswith("Not allowed: the ") and "room guest" in e.value
+                   for e in bob.error), page
+        assert not _keys(bob), f"{page}: a guest was shown its buttons"
+        assert heading is None or heading not in markdown(bob)
+    goto(bob, "run")
+    assert "You are **Bob** in this room." in markdown(bob)
+    assert job_registry.registry().snapshot(job_id).done is False  # nothing stopped it
+
+    # a second browser with the same link watches, and says so in one line
+    other = new_app(job=job_id, seat=tokens["Bob"])
+    assert "You are" not in markdown(other) and "room_raise" not in _keys(other)
+    assert any(i.value.startswith("You are watching: the seat of Bob is held by the browser "
+                                  "that opened this link first") for i in other.info)
+    # the guest's own browser (its ?sid=), reloaded without the link: a guest, in its seat
+    again = new_app(job=job_id, sid=me.owner)
+    assert session(again).guest and "You are **Bob** in this room." in markdown(again)
+    # and with no ?job= at all (the way back from a refused page): its room, its seat
+    back = new_app(sid=me.owner)
+    assert session(back).current_job == job_id
+    assert "You are **Bob** in this room." in markdown(back)
+    job_registry.registry().cancel(job_id)
+
+
+def test_with_login_on_a_link_only_seats_and_the_owner_rules_hold(signed_in):
+    job_id, tokens = _room(signed_in("alice"))
+    bob = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
+    bob.session_state["test_user"] = "bob"
+    bob.query_params["job"], bob.query_params["seat"] = job_id, tokens["Bob"]
+    bob.run()
+    assert not bob.exception, [e.value for e in bob.exception]
+    assert not session(bob).guest and session(bob).user == "bob@example.org"
+    assert "You are **Bob** in this room." in markdown(bob)
+    stop = [b for b in bob.button if b.key == "stop_run"]
+    assert stop and stop[0].disabled  # Alice's run: only she (or an admin) stops it
+    assert not job_registry.registry().cancel(job_id, user="bob@example.org")
