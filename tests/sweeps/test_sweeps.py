@@ -1,6 +1,6 @@
-"""The sweep runner: recorded cells, progress events, results, budget caps, cancel, executors;
-the sweep CLI, and resuming a sweep whose process was SIGKILLed mid-way.
-Private imports (t95, finished_cells, short_label): units with no public name."""
+"""The sweep runner: recorded cells, events, results, budget caps, cancel, executors, the bid
+cache (also on PostgreSQL), the CLI, and resuming a SIGKILLed sweep.
+Private imports (finished_cells, short_label, BidCache, cache_stats): no public name."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from groupchat_core import ConfigError, StoreError, background_loop
+from groupchat_core import Agent, ConfigError, GroupChat, StoreError, background_loop
 from groupchat_core.cli import main
+from groupchat_core.engine._bidcache import BidCache, cache_stats
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import (
     BudgetStopped,
@@ -36,15 +37,13 @@ from groupchat_core.sweeps import (
     sweep_results,
     sweep_summary,
 )
-from groupchat_core.sweeps._intervals import t95
 from groupchat_core.sweeps._plan import finished_cells
 from groupchat_core.testing import FakeOpenAIServer, tool_call
 from tests.helpers import ROOT
+from tests.sweeps import DEBATERS as AGENTS
 
-AGENTS = [{"agent_name": n, "system_prompt": p, "model_name": "sim/balanced"} for n, p in (
-    ("Optimist", "You argue for the benefits."), ("Pessimist", "You argue for the risks."),
-    ("Realist", "You seek a balanced analysis."))]
 SLOW = {"max_loops": 8, "agents": [{**a, "litellm_kwargs": {"sim_latency": 0.01}} for a in AGENTS]}
+BOTH = pytest.mark.parametrize("backend", ["sqlite", "postgresql"])  # the store fixture's
 
 
 def spec(grid=None, **changes):
@@ -57,8 +56,8 @@ def spec(grid=None, **changes):
 
 
 @pytest.fixture
-def store(sqlite_store: RunStore) -> RunStore:  # SQLite only (tests/conftest.py's)
-    return sqlite_store
+def backend() -> str:  # tests/conftest.py's `store` on SQLite only, except where BOTH says
+    return "sqlite"
 
 
 def test_every_cell_is_one_recorded_run_linked_to_its_sweep_and_reported(store):
@@ -138,7 +137,6 @@ def test_results_one_row_per_cell_and_aggregates_with_bounded_intervals(store):
     with pytest.raises(ConfigError, match="also varies"):
         heatmap_frame(aggregate(results, by=["threshold", "recency_penalty", "repeat"]),
                       "messages")
-    assert (t95(1), t95(30), t95(45), t95(10_000)) == (12.706, 2.042, 2.021, 1.96)
 
 
 def test_max_calls_stops_cleanly_and_a_resume_finishes_without_rerunning(store):
@@ -341,6 +339,46 @@ def test_a_grid_whose_labels_would_still_collide_is_rejected():
     with pytest.raises(ConfigError, match="both become the cell label") as info:
         spec({"bid_prompt": {long: PROMPT, short_label(long): PROMPT + "other"}})
     assert "\n" not in str(info.value).strip()
+
+
+# --- the bid cache on SQLite and PostgreSQL (ON CONFLICT DO NOTHING, booleans summed) ---
+
+
+@BOTH
+def test_a_sweep_with_its_bid_cache_runs_and_resumes(store):
+    spec = parse_sweep({"base": {"max_loops": 10, "agents": AGENTS[:2]},
+                        "grid": {"threshold": [0.3, 0.5, 0.7]}, "tasks": ["Plan it."],
+                        "repeats": 2, "max_calls": 25})
+    stopped = run_sweep(spec, store)
+    assert stopped.status == "stopped_budget"
+    done = finished_cells(store, stopped.sweep_id)
+    outcome = run_sweep(spec, store, resume=stopped.sweep_id, max_calls=10_000)
+    assert outcome.status == "finished" and outcome.cells_done == 6
+    assert {k: finished_cells(store, stopped.sweep_id)[k] for k in done} == done
+
+    results = sweep_results(store, stopped.sweep_id)
+    assert set(results["status"]) == {"finished"} and results["cache_hits"].sum() > 0
+    every_run = cache_stats(store, sweep_id=stopped.sweep_id)  # the cancelled runs too
+    chosen = every_run[every_run["run_id"].isin(results["run_id"])]
+    assert chosen["cache_hits"].sum() == results["cache_hits"].sum()
+    assert len(every_run) > len(chosen)
+    assert store.cache_count() > 0
+
+
+@BOTH
+def test_a_new_cache_reads_answers_back_and_duplicates_are_ignored(store):
+    first = GroupChat(agents=[Agent(**a) for a in AGENTS[:2]], max_loops=5,
+                      bid_cache=BidCache(store))
+    first.run("Plan it.")
+    first.bid_cache.flush()
+    stored = store.cache_count()
+    other = BidCache(store)
+    second = GroupChat(agents=[Agent(**a) for a in AGENTS[:2]], max_loops=5, bid_cache=other)
+    second.run("Plan it.")
+    assert second.last_run.cache_hits == len(second.last_run.bids) == stored
+    batch = {k: ("sim/balanced", v) for k, v in list(other._backing.memory.items())[:2]}
+    store.cache_put(batch)  # already there: ignored, not an error
+    assert store.cache_count() == stored
 
 
 # --- the sweep CLI, and resuming a sweep whose process was SIGKILLed mid-way -------------------
