@@ -1,18 +1,34 @@
-"""Speaker-selection strategies (issue 20 item 2; docs/engine.md §16): property tests of the
-pure rules over 10,000 seeded random cases each, and each strategy end to end on scripted fakes.
-
-Private imports (Candidate, assigned, can_speak, export_bundle, pick_named, scheduled,
-score_only): units tested as such, which no public module exports."""
+"""Speaker-selection strategies (issues 20, 40; docs/engine.md §16): the pure rules over 10,000
+seeded random cases each, each strategy end to end, one class per strategy that replays its turns.
+Private imports (rules, export_bundle, and _turn_loop/_bundle_checks read as source): no public
+name."""
 
 from __future__ import annotations
 
+import ast
+import inspect
 import json
 import random
 
 import pytest
 
-from groupchat_core import Agent, ConfigError, GroupChat, RunRecord, import_bundle, select_speaker
+from groupchat_core import (
+    STRATEGIES,
+    Agent,
+    BidDelta,
+    ChatConfig,
+    ConfigError,
+    GroupChat,
+    Message,
+    MessagePosted,
+    Room,
+    RunRecord,
+    TurnStarted,
+    import_bundle,
+    select_speaker,
+)
 from groupchat_core.analysis import explain_turn
+from groupchat_core.engine import _turn_loop
 from groupchat_core.engine._selection import Candidate
 from groupchat_core.engine._strategies import (
     assigned,
@@ -21,10 +37,12 @@ from groupchat_core.engine._strategies import (
     scheduled,
     score_only,
 )
+from groupchat_core.engine.strategies import recent_speakers, strategy_for, turn_row
+from groupchat_core.exports import _bundle_checks
 from groupchat_core.exports._bundles import export_bundle
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import estimate, parse_sweep
-from groupchat_core.testing import ScriptedBids
+from groupchat_core.testing import FakeOpenAIServer, ScriptedBids, text, tool_call
 
 NAMES = [f"A{i}" for i in range(8)]
 SCORES = [0.0, 0.1, 0.25, 0.3, 0.5, 0.5000001, 0.6, 0.7, 0.8, 0.9, 1.0]
@@ -314,8 +332,6 @@ def test_analysis_explains_a_turn_named_by_the_rule_not_by_its_bid() -> None:
 def test_a_selector_is_asked_on_its_own_server_in_its_own_mode() -> None:
     """selector_api_base / selector_tool_choice_mode: asked over real HTTP on that server in
     json_schema mode (no tools; the schema as response_format); its JSON reply picks."""
-    from groupchat_core.testing import FakeOpenAIServer, text, tool_call
-
     with FakeOpenAIServer() as fake:
         fake.script("picker", [text('{"score": 1, "message": "Bob: he has not spoken"}')])
         fake.script("agents", [tool_call(0.0, "Bob speaks")])
@@ -338,3 +354,93 @@ def test_a_selector_api_base_with_a_control_character_is_refused_in_one_line() -
     agents = [Agent(agent_name=n, model_name="sim/balanced") for n in ("Ann", "Bob")]
     with pytest.raises(ConfigError, match="selector_api_base contains"):
         GroupChat(agents=agents, strategy="selector", selector_api_base="http://x\x1b[31m")
+
+
+# --- one class per strategy: replays, and no strategy in the turn loop or bundle checks ---
+
+PERSONAS = ("eager", "balanced", "reserved")
+
+
+def test_every_strategy_is_one_class_of_its_own() -> None:
+    made = {name: strategy_for(ChatConfig(strategy=name), 3) for name in STRATEGIES}
+    assert {name: s.name for name, s in made.items()} == {name: name for name in STRATEGIES}
+    assert len({type(s) for s in made.values()}) == len(STRATEGIES)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_every_recorded_turn_replays_to_its_row(strategy: str) -> None:
+    """A run's turns, replayed through its strategy one by one (as a bundle's import check
+    does), give back every turn row and every bid's standing the run recorded."""
+    agents = [Agent(agent_name=f"A{i}", model_name=f"sim/{p}") for i, p in enumerate(PERSONAS)]
+    chat = GroupChat(agents=agents, strategy=strategy, max_loops=12, seed=7, threshold=0.2)
+    chat.run("Plan a picnic.")
+    record = chat.last_run
+    assert record.turns  # something to replay
+    rules = strategy_for(ChatConfig.model_validate(record.config), len(agents))
+    recent = recent_speakers(rules.config.recency_window)
+    for row in record.turns:
+        bids = sorted((b for b in record.bids if b.turn == row.turn), key=lambda b: b.position)
+        selection = rules.replay(row, bids, list(recent))
+        expected = turn_row(row.turn, bids, selection)
+        expected.selector_reason = row.selector_reason  # what a model said: taken as recorded
+        assert expected == row
+        assert [(b.penalized, b.adjusted, b.eligible) for b in bids] == list(
+            zip(selection.penalized, selection.adjusted, selection.eligible, strict=True))
+        if row.winner is not None:
+            recent.append(row.winner)
+
+
+def test_a_replay_names_what_no_run_of_the_strategy_could_record() -> None:
+    agents = [Agent(agent_name=f"A{i}", model_name=f"sim/{p}") for i, p in enumerate(PERSONAS)]
+    chat = GroupChat(agents=agents, strategy="round_robin", max_loops=3)
+    chat.run("Plan it.")
+    record = chat.last_run
+    row, bid = record.turns[1], record.bids[1]
+    rules = strategy_for(ChatConfig(strategy="round_robin"), 3)
+    with pytest.raises(ValueError, match=r"^round_robin asks the agent at position 1 on this "
+                                         r"turn, not 0 \(strategy round_robin\)$"):
+        rules.replay(row, [bid.model_copy(update={"position": 0})], [])
+    picked = row.model_copy(update={"rule_winner": "A1"})
+    with pytest.raises(ValueError, match="a person picks the speaker only under strategy "
+                                         "'bidding', not 'round_robin'"):
+        rules.replay(picked, [bid], [])
+
+
+def _tree(module: object) -> ast.Module:
+    return ast.parse(inspect.getsource(module))  # type: ignore[arg-type]
+
+
+def test_the_turn_loop_names_no_strategy_and_calls_no_private_method_of_the_room() -> None:
+    tree = _tree(_turn_loop)
+    def strategy(node: ast.AST) -> bool:
+        return (isinstance(node, ast.Name) and node.id == "strategy") or (
+            isinstance(node, ast.Attribute) and node.attr == "strategy")
+
+    dispatch = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Compare)
+                and any(strategy(side) for side in (n.left, *n.comparators))]
+    assert dispatch == []  # every strategy's turn is its class's (engine/strategies/)
+    room_private = sorted({n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+                           and n.attr.startswith("_") and isinstance(n.value, ast.Attribute)
+                           and n.value.attr in ("live_room", "room")})
+    assert room_private == []
+
+
+def test_bundle_checks_replay_through_the_strategies() -> None:
+    tree = _tree(_bundle_checks)
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert "engine.strategies" in {(m or "").lstrip(".") for m in imported}
+    assert not {m for m in imported if m and ("_turn_loop" in m or "_people" in m)}
+    assert "deque" not in ast.unparse(tree)  # the recent speakers are the engine's own
+
+
+def test_the_room_follows_a_run_from_its_events() -> None:
+    room = Room([("Ann", None)])
+    before = room.version
+    room.observe(TurnStarted(run_id="r", turn=1))  # nothing a room shows
+    assert room.version == before
+    room.observe(MessagePosted(run_id="r", turn=0, message=Message(role="User", content="Hi")))
+    room.observe(BidDelta(run_id="r", turn=1, agent="A", score=0.4, message="I thi"))
+    snap = room.snapshot()
+    assert snap.messages == (("User", "Hi"),)
+    assert [(b.name, b.kind, b.score, b.message) for b in snap.forming] == [
+        ("A", "agent", 0.4, "I thi")]
