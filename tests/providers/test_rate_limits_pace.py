@@ -1,16 +1,16 @@
-"""Limits pace, they never fail a bid (issue 42): an rpm limit is waited for before a request's
-own timeout starts, so a sweep over its limit slows down, every bid answered, no window over it.
+"""Retry-After is honoured (bounded, within the bid's deadline); rate limits pace and never fail
+a bid (issues 42): a wait for a limit is not the request's time, so a sweep over its rpm slows
+down, every bid answered; the in-flight call limit holds across loops and cancellation.
 
-The process-wide in-flight call limit holds across event loops and survives cancellation.
-
-No upper bound on time: an injected clock, or the server's arrival times (lower bounds, counts).
-Private imports (`providers._deployments`, `_ratelimit`, `_retries`, `_bodies`, `_limiter`):
-units or test hooks with no public name.
+No upper bound on time: the waits the engine chose (`Waits`, an injected clock), or the server's
+arrival times (lower bounds, counts). Private imports (`providers._deployments`, `_ratelimit`,
+`_retries`, `_bodies`, `_limiter`): units or test hooks with no public name.
 """
 
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import itertools
 import threading
 import time
@@ -33,28 +33,241 @@ from groupchat_core.providers import _ratelimit as ratelimit
 from groupchat_core.providers import _retries as retries
 from groupchat_core.providers._bodies import REQUEST_DEADLINE
 from groupchat_core.providers._limiter import CallLimiter
-from groupchat_core.providers._ratelimit import RATE_LIMITS, WindowLimit
-from groupchat_core.testing import FakeOpenAIServer, tool_call
+from groupchat_core.providers._ratelimit import RATE_LIMITS, RateLimits, WindowLimit
+from groupchat_core.testing import FakeOpenAIServer, error, tool_call
+
+KEY = "sk-local-dummy-key"
+
+
+@pytest.fixture
+def server(server: FakeOpenAIServer) -> Iterator[FakeOpenAIServer]:
+    """The shared fake server (conftest.py), no rate limits set around it."""
+    RATE_LIMITS.clear()
+    yield server
+    RATE_LIMITS.clear()
+
+
+def agent(srv: FakeOpenAIServer, name: str, model: str, **kw: Any) -> Agent:
+    return Agent(agent_name=name, model_name=f"openai/{model}", api_base=srv.base_url,
+                 api_key=KEY, **kw)
+
+
+class Waits:
+    """A spy on every wait the engine chose (retry sleeps, Retry-After pauses, limiter sleeps)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.retries: list[float] = []
+        self.pauses: list[tuple[str, float]] = []
+        self.limiter: list[float] = []
+        monkeypatch.setattr(retries, "asyncio", self._spy(self.retries))
+        monkeypatch.setattr(ratelimit, "asyncio", self._spy(self.limiter))
+        pause = RATE_LIMITS.pause
+
+        def recorded_pause(model: str, seconds: float) -> None:
+            self.pauses.append((model, seconds))
+            pause(model, seconds)
+
+        monkeypatch.setattr(RATE_LIMITS, "pause", recorded_pause)
+
+    @staticmethod
+    def _spy(into: list[float]) -> Any:
+        async def sleep(delay: float) -> None:
+            into.append(delay)
+            await asyncio.sleep(delay)
+
+        return SimpleNamespace(**{name: getattr(asyncio, name) for name in dir(asyncio)
+                                  if not name.startswith("_")} | {"sleep": sleep})
+
+
+@pytest.fixture
+def waits(monkeypatch: pytest.MonkeyPatch) -> Waits:
+    return Waits(monkeypatch)
+
+
+def gap(srv: FakeOpenAIServer, model: str) -> float:
+    first, second = srv.requests_for(model)[:2]
+    return second.received_at - first.received_at
+
+
+def one_turn(srv: FakeOpenAIServer, model: str, **config: Any) -> GroupChat:
+    srv.script("quiet", [tool_call(0.0, "")])
+    chat = GroupChat(agents=[agent(srv, "A", model), agent(srv, "B", "quiet")], max_loops=2,
+                     **config)
+    chat.run("t")
+    return chat
+
+
+@pytest.mark.parametrize("model, refusal, cap, waited", [
+    ("ra", error(429, "slow down", retry_after=1), None, 1.0),
+    ("ms", error(429, "slow down", retry_after_ms=400, retry_after=9), None, 0.4),  # not 9 s
+    ("cap", error(429, "come back in an hour", retry_after=3600), 0.5, 0.5),  # not the hour
+])
+def test_retry_after_is_waited_for(server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch,
+                                   waits: Waits, model: str, refusal: Any, cap: float | None,
+                                   waited: float) -> None:
+    if cap is not None:
+        monkeypatch.setattr(retries, "MAX_RETRY_AFTER", cap)
+    server.script(model, [refusal, tool_call(0.9, "after the wait")])
+    bid = one_turn(server, model).last_run.bids[0]
+    assert bid.message == "after the wait" and bid.calls == 2
+    assert waits.retries == [waited] and waits.pauses == [(f"openai/{model}", waited)]  # asked
+    assert gap(server, model) >= waited  # and the retry came no sooner
+    assert bid.latency_ms >= waited * 1000
+
+
+def test_a_retry_after_beyond_the_bids_deadline_fails_at_once_with_the_real_cause(
+        server: FakeOpenAIServer, waits: Waits
+) -> None:
+    server.script("late", [error(429, "slow down", retry_after=5)])
+    chat = one_turn(server, "late", bid_timeout=2.0)
+    bid = chat.last_run.bids[0]
+    # the real cause, not the deadline's TimeoutError: it gave up at once
+    assert bid.error.startswith("RateLimitError") and "slow down" in bid.error
+    assert bid.calls == 1 and len(server.requests_for("late")) == 1
+    assert waits.retries == []  # not 5 s of waiting, nor the 2 s deadline
+    assert waits.pauses == [("openai/late", 5.0)]  # the model still rests as asked
+
+
+def test_a_429_pauses_the_model_for_every_bid_in_the_process(server: FakeOpenAIServer) -> None:
+    """Turn 1: A is told to wait 1 s. B, on the same model, starts its next request only then."""
+    server.script("shared", [error(429, "slow down", retry_after=1), tool_call(0.9, "A spoke")])
+    chat_agents = [agent(server, "A", "shared"), agent(server, "B", "other")]
+    server.script("other", [tool_call(0.0, "")])
+
+    async def later_request() -> float:
+        while not server.requests_for("shared"):  # noqa: ASYNC110 - polling another thread's server
+            await asyncio.sleep(0.01)  # A's first request reached the server...
+        await asyncio.sleep(0.15)  # ...and its 429 reached the engine (not a slow first call)
+        await RATE_LIMITS.acquire("openai/shared")
+        return time.monotonic()
+
+    chat = GroupChat(agents=chat_agents, max_loops=2)
+    results: list[float] = []
+
+    async def both() -> None:
+        run = asyncio.create_task(chat.arun("t"))
+        results.append(await later_request())
+        await run
+
+    asyncio.run(both())
+    refused_at = server.requests_for("shared")[0].received_at
+    assert results[0] - refused_at >= 0.9  # paused for the 1 s the server asked for
+
+
+# --- per-model rate limits ---------------------------------------------------------------------
+
+
+def test_rpm_limit_spaces_requests_over_http(
+        server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, waits: Waits) -> None:
+    """Eight bids at once on one model: four let through, then one every 0.25 s (one turn)."""
+    now = [time.monotonic()]  # the buckets' clock stands still: every bid reserves at once
+    monkeypatch.setattr(ratelimit, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    set_rate_limit("openai/rl", rpm=240)  # 4 a second, bursts of at most 4
+    server.script("rl", [tool_call(0.9, "first"), *[tool_call(0.0, "")] * 7])
+    start = time.monotonic()
+    GroupChat(agents=[agent(server, n, "rl") for n in "ABCDEFGH"], max_loops=2).run("t")
+    times = sorted(r.received_at for r in server.requests_for("rl"))
+    assert len(times) == 8
+    # the burst of four went without a wait; the other four were held 0.25 s apart
+    assert sorted(waits.limiter) == pytest.approx([0.25, 0.5, 0.75, 1.0])
+    # then one every 0.25 s, as bounds from the start (gaps between arrivals vary under load)
+    for i in range(4, 8):
+        assert times[i] - start >= (i - 3) * 0.25 - 0.01, (i, [t - start for t in times])
+
+
+def test_without_a_limit_requests_are_not_spaced(server: FakeOpenAIServer,
+                                                   waits: Waits) -> None:
+    server.script("free", [tool_call(0.9, "first"), *[tool_call(0.0, "")] * 7])
+    GroupChat(agents=[agent(server, n, "free") for n in "ABCDEFGH"], max_loops=2).run("t")
+    assert len(server.requests_for("free")) == 8
+    assert waits.limiter == []  # the limiter held none of them
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The limiter on a fake clock: its time is `clock[0]`, and its sleep moves it on."""
+    now = [100.0]
+
+    async def sleep(delay: float) -> None:
+        now[0] += delay
+
+    monkeypatch.setattr(ratelimit, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    monkeypatch.setattr(ratelimit, "asyncio", SimpleNamespace(
+        sleep=sleep, CancelledError=asyncio.CancelledError,
+        get_running_loop=asyncio.get_running_loop))
+    return now
+
+
+def test_tpm_limit_spaces_by_tokens(clock: list[float]) -> None:
+    limits = RateLimits()
+    limits.set("m", tpm=6000)  # 100 tokens a second, bucket of 100
+    start = clock[0]
+
+    async def five() -> list[float]:
+        stamps = []
+        for _ in range(5):
+            reserved = await limits.acquire("m", 50)
+            limits.settle("m", reserved, 50)
+            stamps.append(clock[0] - start)
+        return stamps
+
+    # two 50-token requests fit the bucket, then 0.5 s each
+    assert asyncio.run(five()) == pytest.approx([0.0, 0.0, 0.5, 1.0, 1.5])
+
+
+def test_usage_below_the_reservation_is_given_back(clock: list[float]) -> None:
+    limits = RateLimits()
+    limits.set("m", tpm=6000)
+
+    async def go() -> float:
+        reserved = await limits.acquire("m", 100)
+        limits.settle("m", reserved, 10)  # used only 10
+        start = clock[0]
+        await limits.acquire("m", 80)
+        return clock[0] - start
+
+    assert asyncio.run(go()) == 0.0  # 90 given back: 80 fit at once (else 0.8 s)
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, float("inf"), "10"])
+def test_rate_limits_must_be_positive_numbers(bad: object) -> None:
+    with pytest.raises(ConfigError, match="rpm must be a positive number"):
+        set_rate_limit("m", rpm=bad)  # type: ignore[arg-type]
+
+
+def test_setting_no_rate_removes_the_limit() -> None:
+    set_rate_limit("m", rpm=60, tpm=1000)
+    assert RATE_LIMITS.limit("m") == (60, 1000)
+    set_rate_limit("m")
+    assert RATE_LIMITS.limit("m") == (None, None)
+
+
+class _Refused(Exception):
+    """Stands in for a litellm error: the headers where litellm 1.106 keeps them."""
+
+    def __init__(self, headers: dict[str, str]) -> None:
+        super().__init__("429")
+        self.litellm_response_headers = headers
+
+
+def test_retry_after_forms_are_read() -> None:
+    read = retries.retry_after_seconds
+    assert read(_Refused({"retry-after": "5"})) == 5.0
+    assert read(_Refused({"retry-after": "0.25"})) == 0.25
+    assert read(_Refused({"retry-after-ms": "1500", "retry-after": "9"})) == 1.5
+    when = email.utils.formatdate(time.time() + 20, usegmt=True)
+    assert 17 <= (read(_Refused({"retry-after": when})) or 0) <= 20
+    assert read(_Refused({"retry-after": "soon"})) is None
+    assert read(_Refused({})) is None and read(ValueError("no headers")) is None
+
+
+# --- pacing -----------------------------------------------------------------------
 
 
 def most_in_a_window(times: list[float], window: float) -> int:
     """The most of `times` that any half-open span [t, t + window) holds."""
     ordered = sorted(times)
     return max(sum(1 for u in ordered[i:] if u < t + window) for i, t in enumerate(ordered))
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """The window's sleep on a fake clock: `clock[0]`, moved on by each sleep."""
-    now = [100.0]
-
-    async def sleep(delay: float) -> None:
-        now[0] += delay
-
-    monkeypatch.setattr(ratelimit, "asyncio", SimpleNamespace(
-        sleep=sleep, CancelledError=asyncio.CancelledError,
-        get_running_loop=asyncio.get_running_loop))
-    return now
 
 
 def test_a_window_limit_lets_a_permit_go_again_a_window_after_its_request_ended(
@@ -131,12 +344,11 @@ def test_the_request_timeout_starts_after_the_limiter_grants(
     assert second_deadline - first_deadline >= 0.5
 
 
-def one_turn_of_three(server: FakeOpenAIServer, model: str,
-                      bid_timeout: float | None = 120.0) -> list[Any]:
-    """Three agents bid at once on `model`, each request with a 0.5 s timeout and no retry."""
-    agents = [Agent(agent_name=n, model_name=f"openai/{model}", api_base=server.base_url,
-                    api_key="sk-local", timeout=0.5, num_retries=0) for n in "ABC"]
-    chat = GroupChat(agents=agents, max_loops=2, bid_cache=False, bid_timeout=bid_timeout)
+def one_turn_of(server: FakeOpenAIServer, model: str, names: str = "ABC", timeout: float = 0.5,
+                **config: Any) -> list[Any]:
+    """The agents bid at once on `model`, each request with `timeout` and no retry."""
+    agents = [agent(server, n, model, timeout=timeout, num_retries=0) for n in names]
+    chat = GroupChat(agents=agents, bid_cache=False, **{"max_loops": 2, **config})
     chat.run("t")
     return list(chat.last_run.bids)
 
@@ -151,43 +363,34 @@ def one_in_flight() -> Iterator[None]:
 
 @pytest.mark.parametrize("bid_timeout", [120.0, 1.0])
 def test_a_process_wide_rpm_wait_is_neither_the_requests_time_nor_the_bids(
-        bid_timeout: float) -> None:
-    """rpm 60 (one at once, then one a second): the third bid waits 2 s, four times its 0.5 s
-    request timeout and (at 1.0) twice its bid deadline, and still answers."""
-    RATE_LIMITS.clear()
+        server: FakeOpenAIServer, bid_timeout: float) -> None:
+    """rpm 60: the third bid waits 2 s (4x its request timeout, 2x a 1 s bid_timeout), answers."""
     set_rate_limit("openai/slow", rpm=60)
-    try:
-        with FakeOpenAIServer() as server:
-            server.script("slow", [tool_call(0.9, "first"), *[tool_call(0.0, "")] * 2])
-            start = time.monotonic()  # no permit is granted before this (the server's clock)
-            bids = one_turn_of_three(server, "slow", bid_timeout=bid_timeout)
-            times = sorted(r.received_at for r in server.requests_for("slow"))
-    finally:
-        RATE_LIMITS.clear()
+    server.script("slow", [tool_call(0.9, "first"), *[tool_call(0.0, "")] * 2])
+    start = time.monotonic()  # no permit is granted before this (the server's clock)
+    bids = one_turn_of(server, "slow", bid_timeout=bid_timeout)
+    times = sorted(r.received_at for r in server.requests_for("slow"))
     assert [b.error for b in bids] == [None] * 3
     assert times[2] - start >= 2.0  # it did wait for the limit
 
 
-def test_a_wait_for_the_in_flight_limit_is_not_the_requests_time(one_in_flight: None) -> None:
+def test_a_wait_for_the_in_flight_limit_is_not_the_requests_time(
+        server: FakeOpenAIServer, one_in_flight: None) -> None:
     """Replies held 0.3 s, one at a time: the third bid waits 0.6 s (> its 0.5 s) and answers."""
-    with FakeOpenAIServer() as server:
-        server.script("held", [tool_call(0.9, "first", latency=0.3),
-                               *[tool_call(0.0, "", latency=0.3)] * 2])
-        bids = one_turn_of_three(server, "held")
-        times = sorted(r.received_at for r in server.requests_for("held"))
+    server.script("held", [tool_call(0.9, "first", latency=0.3),
+                           *[tool_call(0.0, "", latency=0.3)] * 2])
+    bids = one_turn_of(server, "held", bid_timeout=120.0)
+    times = sorted(r.received_at for r in server.requests_for("held"))
     assert [b.error for b in bids] == [None] * 3
     assert times[2] - times[0] >= 0.6 - 0.01  # one at a time: the third waited for two
 
 
-def test_a_bid_slower_than_its_deadline_still_fails_after_a_wait(one_in_flight: None) -> None:
+def test_a_bid_slower_than_its_deadline_still_fails_after_a_wait(
+        server: FakeOpenAIServer, one_in_flight: None) -> None:
     """Only the queue is not counted: a reply held 0.8 s against bid_timeout 0.5 s fails."""
-    with FakeOpenAIServer() as server:
-        server.script("late", [tool_call(0.9, "first", latency=0.8)] * 3)
-        agents = [Agent(agent_name=n, model_name="openai/late", api_base=server.base_url,
-                        api_key="sk-local", timeout=5.0, num_retries=0) for n in "AB"]
-        chat = GroupChat(agents=agents, max_loops=1, bid_cache=False, bid_timeout=0.5)
-        chat.run("t")
-    errors = [b.error or "" for b in chat.last_run.bids]
+    server.set_responder("late", lambda body: tool_call(0.9, "first", latency=0.8))
+    bids = one_turn_of(server, "late", "AB", timeout=5.0, max_loops=1, bid_timeout=0.5)
+    errors = [b.error or "" for b in bids]
     assert all("no bid within 0.5 s" in e for e in errors), errors
 
 
@@ -225,8 +428,7 @@ def test_a_model_with_a_deployment_without_rpm_is_not_paced() -> None:
 
 def test_a_sweep_over_its_deployments_rpm_slows_down_and_every_bid_answers(
         tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Four cells of two agents, 24 requests on deployments taking 5 per 1 s window, no retry:
-    before, later bids failed ("No deployments available"); now every bid answers."""
+    """24 requests on deployments taking 5 per 1 s window: later bids once failed, now wait."""
     from groupchat_core.store import RunStore, dispose_engines
     from groupchat_core.sweeps import parse_sweep, run_sweep
 
