@@ -1,6 +1,7 @@
 """Ownership on the dashboard: who may stop a job, delete or resume a run or sweep, and change a
 saved agent (issue 19.1); session keys go only where they belong. Sign-in is simulated by the
-`signed_in` fixture (real OIDC: tests/e2e/test_login.py)."""
+`signed_in` fixture (real OIDC: tests/e2e/test_login.py). Private imports (`store._connect`,
+`store._migrations`, `store._schema`): test hooks with no public name."""
 
 from __future__ import annotations
 
