@@ -1,6 +1,5 @@
-"""The Sweeps page through AppTest: empty store, a small sim sweep to heatmaps, bad input,
-stop then resume (every cell finished exactly once). Shared helpers: tests/helpers/app_helpers.py.
-"""
+"""The Sweeps page through AppTest: empty store, sim sweeps to heatmaps, bad input, stop then
+resume (every cell once), the live status (Ray: test_app_sweeps_ray.py)."""
 
 from __future__ import annotations
 
@@ -160,15 +159,8 @@ def test_strategies_chosen_on_the_page_are_an_axis_and_every_cell_records_its_ow
 
 
 def test_one_live_status_moves_per_turn_and_reads_the_same_everywhere(at: AppTest):
-    """Issue 11: the caption sat at 0 / 12 until the end, the bar, Results and the sidebar
-    disagreed. Now one status, counted per turn from the store, reads the same in all four.
-
-    One script run draws the four places one after another, each reading the shared status
-    (kit/sweep_status.py), so a turn that ends in between shows in the later places only; on a
-    loaded machine a script run can outlast every turn (issue 25). So while the sweep runs each
-    draw is checked for what the design promises (the places never a cell apart, the bar the
-    caption's counts, both drawn from one read), and all four must read the same once it
-    stands still."""
+    """Issue 11 (the four places disagreed); mid-run a draw may lag a turn (issue 25), so only
+    "never a cell apart" is checked until the status stands still."""
     store = RunStore()
     store.save_agents(DEBATE_TRIO.build_agents(latency_s=0.04))  # 0.08 s per turn at most
     store_access.invalidate()
@@ -201,10 +193,7 @@ def test_one_live_status_moves_per_turn_and_reads_the_same_everywhere(at: AppTes
     assert any(c.value.startswith("Jobs of this session: 1 running") for c in at.sidebar.caption)
 
     poll(at, lambda a: status(a).startswith("sweep status: finished"), "the sweep to finish")
-    # A place drawn in that script run before the job settled may still show the read shared
-    # just before; the browser redraws it half a second later (its timer), AppTest on the next
-    # run: once the status stands still, all four read the same.
-    at.run()
+    at.run()  # a place drawn before the job settled redraws on the next run (browser: timer)
     caption, bar, results, sidebar = everywhere(at)
     assert caption == results == sidebar == "sweep status: finished · 4 / 4 cells finished"
     assert bar == "4 / 4 cells finished"
@@ -215,8 +204,7 @@ def test_one_live_status_moves_per_turn_and_reads_the_same_everywhere(at: AppTes
 
 
 def test_random_search_over_every_order_runs_and_its_statistics_tabs_render(at: AppTest):
-    """The new axes in the form: random search (draws from ranges), every agent order, roster
-    sizes; the cell count and estimate follow; the results group by order and rank it."""
+    """Random search, every agent order, roster sizes: counts follow, results rank by order."""
     at.radio(key="sw_search").set_value("random").run()
     fill(at, sw_samples=2, sw_rand_threshold="0.3, 0.7", sw_rand_penalty="0.0, 0.3",
          sw_recency_window="1", sw_order="all", sw_repeats=2, sw_max_loops=5).run()
@@ -247,11 +235,7 @@ def test_random_search_over_every_order_runs_and_its_statistics_tabs_render(at: 
 
 
 def test_the_live_panel_redraws_the_page_once_a_late_job_has_created_its_sweep():
-    """After Start the page reruns at once; on a busy server that rerun can come before the
-    job has created its sweep, so Results (drawn once per page run) showed another sweep, or
-    none, until the sweep ended: two fresh clones of stop 32 failed test_sweep_status on it
-    (Results never showed the sweep running). The live panel, redrawn alone every half second,
-    now redraws the page once the job it was drawn without a sweep has one."""
+    """A page drawn before its job created the sweep showed none until the end (stop 32)."""
     registry = job_registry.JobRegistry()
     store = RunStore()
     agents = [{"agent_name": n, "model_name": "sim/balanced",

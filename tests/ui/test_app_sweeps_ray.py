@@ -15,8 +15,7 @@ from groupchat_core.store import RunStore
 from groupchat_core.sweeps import CellFinished, parse_sweep
 from groupchat_ui.kit import jobs as job_registry
 from groupchat_ui.sweeps import logic
-from tests.helpers.app_helpers import goto, new_app, poll, session, sweep_status
-from tests.helpers.app_helpers import small_grid as sim_grid
+from tests.helpers.app_helpers import goto, new_app, poll, session, small_grid, sweep_status
 
 MB = 2**20
 RAY_DEADLINE_S = 80.0
@@ -28,9 +27,9 @@ def at() -> Iterator[AppTest]:
     job_registry.registry().shutdown()
 
 
-def small_grid(at: AppTest) -> None:
+def four_cells(at: AppTest) -> None:
     """2 thresholds x 1 penalty x 1 window x 2 repeats = 4 sim cells of at most 6 turns."""
-    sim_grid(at, repeats=2, max_loops=6, penalties="0.0")
+    small_grid(at, repeats=2, max_loops=6, penalties="0.0")
     at.number_input(key="sw_concurrency").set_value(2)
     at.run()
     assert not at.exception and not at.error, [e.value for e in (*at.exception, *at.error)]
@@ -41,7 +40,7 @@ def test_the_choice_defaults_to_this_server_and_a_bad_address_starts_nothing(at:
     choice = at.radio(key="sw_executor")
     assert choice.value == "local" and choice.options == ["this server", "a Ray cluster"]
     assert at.text_input(key="sw_ray_address").disabled  # only for a Ray cluster
-    small_grid(at)
+    four_cells(at)
     choice.set_value("ray").run()
     assert not at.text_input(key="sw_ray_address").disabled
     for address, said in (("127.0.0.1:1", "no Ray cluster answers at 127.0.0.1:1"),
@@ -58,13 +57,17 @@ def test_the_choice_defaults_to_this_server_and_a_bad_address_starts_nothing(at:
     assert RunStore().list_sweeps().empty  # nor a sweep recorded
 
 
-def test_without_ray_installed_the_page_names_the_install(monkeypatch, tmp_path):
+def two_sim_spec(name: str, max_loops: int):
+    return parse_sweep({"name": name, "base": {"max_loops": max_loops, "agents": [
+        {"agent_name": n, "system_prompt": "Speak.", "model_name": "sim/balanced"}
+        for n in ("A", "B")]}, "grid": {"threshold": [0.5]}, "tasks": ["t"]})
+
+
+def test_without_ray_installed_the_page_names_the_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
     registry = job_registry.JobRegistry()
     store = RunStore()
-    spec = parse_sweep({"name": "s", "base": {"max_loops": 3, "agents": [
-        {"agent_name": n, "system_prompt": "Speak.", "model_name": "sim/balanced"}
-        for n in ("A", "B")]}, "grid": {"threshold": [0.5]}, "tasks": ["t"]})
+    spec = two_sim_spec("s", 3)
     try:
         with pytest.raises(ConfigError, match=r"pip install 'groupchat-lab\[ray\]'") as exc:
             logic.start_sweep(registry, store, "owner", spec, executor="ray")
@@ -107,8 +110,7 @@ def test_the_worker_table_counts_cells_per_worker_and_keeps_labels_inert():
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
-    """A real local Ray cluster (a head with no CPUs and two worker nodes of one CPU each);
-    its address. Nothing here connects a driver: the page's executor does."""
+    """A local Ray cluster's address: a head with no CPUs, two 1-CPU workers; no driver."""
     from ray.cluster_utils import Cluster
 
     small = {"object_store_memory": 100 * MB}
@@ -126,7 +128,7 @@ def cluster() -> Iterator[str]:
 def test_a_sweep_started_on_the_page_runs_on_ray_and_shows_its_workers(at: AppTest, cluster):
     import ray
 
-    small_grid(at)
+    four_cells(at)
     at.radio(key="sw_executor").set_value("ray").run()
     at.text_input(key="sw_ray_address").input(cluster).run()
     at.button(key="sw_start").click().run()
@@ -134,16 +136,11 @@ def test_a_sweep_started_on_the_page_runs_on_ray_and_shows_its_workers(at: AppTe
     # Ray is one connection per process: a second Ray sweep meanwhile is refused, in one line
     with pytest.raises(ConfigError, match="a sweep on Ray already runs on this server"):
         logic.start_sweep(job_registry.registry(), RunStore(), session(at).owner,
-                          parse_sweep({"name": "second", "base": {"max_loops": 2, "agents": [
-                              {"agent_name": n, "system_prompt": "Speak.",
-                               "model_name": "sim/balanced"} for n in ("A", "B")]},
-                              "grid": {"threshold": [0.5]}, "tasks": ["t"]}),
-                          executor="ray", ray_address=cluster)
+                          two_sim_spec("second", 2), executor="ray", ray_address=cluster)
     poll(at, lambda a: sweep_status(a).startswith("sweep status: finished"),
          "the sweep on Ray to finish", deadline_s=RAY_DEADLINE_S, shown=sweep_status)
     assert "4 / 4 cells finished" in sweep_status(at)
-    # The Ray line is drawn from the job's state earlier in a script run than the status, so
-    # the run that first read "finished" may predate it: wait for the line itself.
+    # The Ray line is drawn before the status in a script run: wait for the line itself.
     poll(at, lambda a: any(c.value.startswith("cells ran on Ray") for c in a.caption),
          "the Ray line", deadline_s=RAY_DEADLINE_S, shown=sweep_status)
     line = next(c.value for c in at.caption if c.value.startswith("cells ran on Ray"))
