@@ -1,15 +1,15 @@
-"""A bid's outcome is a field (issue 25 item 1): set once by the turn loop, stored (schema v10,
-filled in for old bids), bundled, and read by selection, metrics, charts and the CLI; the
-Selection names the runner-up and the raw-score winner.
-
-Private imports (BidCache, Candidate, TurnPrinter, create_version, forget_checked, get_engine,
-metadata_for, outcome_of): units tested as such, which no public module exports.
-"""
+"""A bid's outcome (issue 25 item 1): set once by the turn loop, stored (v10 fills old bids),
+bundled and read by every reader; a turn with no readable bid is an error, never a lull (issue 9).
+Private imports (BidCache, Candidate, TurnPrinter, outcome_of, parse_response, store internals):
+units with no public name."""
 
 from __future__ import annotations
 
 import io
 import json
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -26,27 +26,27 @@ from groupchat_core import (
     bundle_json,
     import_bundle,
     select_speaker,
+    transcript_markdown,
 )
 from groupchat_core._records import outcome_of
-from groupchat_core.analysis import bid_outcomes, charts, explain_turn
+from groupchat_core.analysis import bid_outcomes, charts, counterfactual, explain_turn
 from groupchat_core.cli._main import TurnPrinter
 from groupchat_core.engine._bidcache import BidCache
 from groupchat_core.engine._selection import Candidate
+from groupchat_core.providers._replies import parse_response
 from groupchat_core.store import SCHEMA_VERSION, RunStore, dispose_engines
 from groupchat_core.store._connect import get_engine
 from groupchat_core.store._migrations import create_version, forget_checked
 from groupchat_core.store._schema import metadata_for
-from groupchat_core.testing import FakeOpenAIServer, error, text, tool_call
+from groupchat_core.testing import FakeOpenAIServer, Reply, error, text, tool_call
 
 KEY = "sk-test-outcome-0123456789abcdef"
-
-
 pytestmark = pytest.mark.usefixtures("fresh_engines")
 
 
-def _agent(srv: FakeOpenAIServer, name: str) -> Agent:
+def _agent(srv: FakeOpenAIServer, name: str, **kw: Any) -> Agent:
     return Agent(agent_name=name, model_name=f"openai/{name.lower()}", api_base=srv.base_url,
-                 api_key=SecretStr(KEY), num_retries=0, temperature=0.0)
+                 api_key=SecretStr(KEY), num_retries=0, **kw)
 
 
 def test_the_turn_loop_sets_each_outcome_once() -> None:
@@ -54,7 +54,7 @@ def test_the_turn_loop_sets_each_outcome_once() -> None:
         server.script("a", [tool_call(0.9, "first"), tool_call(0.9, "again")])
         server.script("b", [text("no json here"), text("still none")])
         server.script("c", [error(500, "down"), error(500, "down")])
-        chat = GroupChat(agents=[_agent(server, n) for n in "ABC"], max_loops=2,
+        chat = GroupChat(agents=[_agent(server, n, temperature=0.0) for n in "ABC"], max_loops=2,
                          bid_cache=BidCache(cache_all=True))
         chat.run("Plan it.")
         assert [b.outcome for b in chat.last_run.bids] == ["read", "unreadable", "failed"]
@@ -201,3 +201,127 @@ def test_explain_turn_names_the_selections_runner_up_not_a_resorted_frame() -> N
     turns = pd.DataFrame([Turn(turn=1, winner="A", winning_adjusted=0.9, runner_up_adjusted=0.6,
                                margin=0.3, reason="highest_bid").model_dump()])
     assert "The runner-up was B at 0.6" in explain_turn(bids, turns, 1, 0.5)
+
+
+# --- a turn with no readable bid is an error, never a lull (issue 9 §2), over real HTTP ---
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer() as srv:
+        yield srv
+    assert srv.unexpected == [], f"unexpected calls: {srv.unexpected}"
+
+
+def _run(srv: FakeOpenAIServer, replies: dict[str, Reply | list[Reply]],
+         store: RunStore | None = None) -> GroupChat:
+    """Each agent's reply (or replies, turn by turn); the chat's event kinds in `chat.events`."""
+    for name, reply in replies.items():
+        srv.script(name.lower(), reply if isinstance(reply, list) else [reply])
+    events: list[str] = []
+    chat = GroupChat(agents=[_agent(srv, n) for n in replies],
+                     on_event=lambda e: events.append(e.kind))
+    if store is not None:
+        store.attach(chat)
+    chat.run("Plan the offsite.")
+    chat.events = events
+    return chat
+
+
+UNREADABLE = {
+    "truncated": tool_call(None, None, arguments_raw='{"score": 0.8, "message": "We should bo'),
+    "empty": tool_call(None, None, arguments_raw=""),
+    "nan": tool_call(None, None, arguments_raw='{"score": NaN, "message": "hi"}'),
+    "inf": tool_call(None, None, arguments_raw='{"score": Infinity, "message": "hi"}'),
+    "huge": tool_call(None, None, arguments_raw='{"score": 1e999, "message": "hi"}'),
+    "words": tool_call("very high", "I have thoughts"),
+    "no_score": tool_call(None, None, arguments_raw='{"message": "hi"}'),
+    "prose": text("I'd love to chime in, but let me think about it first."),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(UNREADABLE))
+def test_every_reply_unreadable_stops_with_error_naming_each_agent(
+    server: FakeOpenAIServer, kind: str,
+) -> None:
+    chat = _run(server, {"A": UNREADABLE[kind], "B": UNREADABLE["truncated"]})
+    record = chat.last_run
+    assert record.stop_reason == "error"
+    turn = record.turns[0]
+    assert (turn.reason, turn.lull, turn.winner, turn.failed_bids) == (
+        "no_readable_bid", False, None, 0)
+    assert record.error.startswith("no agent produced a readable bid on turn 1: A: unreadable: ")
+    assert "; B: unreadable: respond arguments are not JSON" in record.error
+    assert all(b.error.startswith("unreadable: ") and b.path != "none" for b in record.bids)
+    # events on such a turn: the bids and turn_completed, no lull
+    assert chat.events[-4:] == ["bid", "bid", "turn_completed", "run_finished"]
+    assert "lull" not in chat.events
+
+
+@pytest.mark.parametrize(("reply", "why"), [
+    (tool_call(0.1, ""), "a silent bid"),
+    (tool_call(0.2, None, arguments_raw='{"score": 0.2}'), "a missing message"),
+    (tool_call(-3, "below zero"), "a score clamped to 0.0"),
+    (tool_call(0.2, True), "a message of the wrong type, with a valid score"),
+    (text('Sure. {"score": 0.3, "message": ""}'), "JSON in text"),
+])
+def test_one_read_bid_makes_a_lull(server: FakeOpenAIServer, reply: Reply, why: str) -> None:
+    chat = _run(server, {"A": UNREADABLE["nan"], "B": reply})
+    record = chat.last_run
+    assert record.stop_reason == "lull", why
+    assert record.turns[0].reason == "lull" and record.turns[0].lull and record.error is None
+    assert "lull" in chat.events
+
+
+def test_failed_and_unreadable_together_are_no_readable_bid_with_bounded_reasons(
+        server: FakeOpenAIServer) -> None:
+    chat = _run(server, {"A": error(500, "upstream down " + "x" * 50_000),
+                         "B": UNREADABLE["prose"]})
+    record = chat.last_run
+    assert record.stop_reason == "error" and record.turns[0].reason == "no_readable_bid"
+    assert record.turns[0].failed_bids == 1
+    assert "A: InternalServerError" in record.error
+    assert "B: unreadable: reply had no respond call and no JSON bid" in record.error
+    assert len(record.bids[0].error) < 2_100 and "characters cut)" in record.bids[0].error
+    assert len(record.error) < 800
+
+
+def test_every_call_failing_is_still_all_failed(server: FakeOpenAIServer) -> None:
+    chat = _run(server, {"A": error(401, "bad key"), "B": error(404, "no such model")})
+    record = chat.last_run
+    assert record.stop_reason == "error" and record.turns[0].reason == "all_failed"
+    assert record.error.startswith("no agent produced a readable bid on turn 1: A: ")
+
+
+def test_a_readable_winner_on_a_later_turn_is_unaffected(server: FakeOpenAIServer) -> None:
+    record = _run(server, {"A": [tool_call(0.9, "first"), UNREADABLE["nan"]],
+                           "B": [tool_call(0.1, ""), UNREADABLE["empty"]]}).last_run
+    assert [t.reason for t in record.turns] == ["highest_bid", "no_readable_bid"]
+    assert record.stop_reason == "error" and "on turn 2" in record.error
+    assert [m.content for m in record.messages] == ["Plan the offsite.", "first"]
+
+
+def test_analysis_and_exports_say_it_was_no_lull(server: FakeOpenAIServer) -> None:
+    store = RunStore()
+    record = _run(server, {"A": UNREADABLE["nan"], "B": UNREADABLE["prose"]}, store).last_run
+    bids, turns = record.bids_frame(), record.turns_frame()
+    explained = explain_turn(bids, turns, 1, 0.5)
+    assert "no agent produced a readable bid" in explained and "not a lull" in explained
+    assert "A: unreadable: invalid score nan" in explained.replace("'", "")
+    assert counterfactual(bids, threshold=0.0, recency_penalty=0.0,
+                          recency_window=1).stopped == "no_readable_bid"
+    markdown = transcript_markdown(store, record.run_id)
+    assert "### Turn 1: nobody spoke" in markdown and "lull" not in markdown
+    assert "no agent produced a readable bid" in markdown
+    assert store.load_run(record.run_id).turns[0].reason == "no_readable_bid"
+
+
+def test_a_reply_cut_off_at_max_tokens_says_so() -> None:
+    call = SimpleNamespace(function=SimpleNamespace(name="respond",
+                                                    arguments='{"score": 0.8, "mess'))
+    choice = SimpleNamespace(finish_reason="length",
+                             message=SimpleNamespace(tool_calls=[call], content=None))
+    parsed, path = parse_response(SimpleNamespace(choices=[choice]), "forced")
+    assert path == "tool_call" and not parsed.readable
+    assert parsed.error is not None and parsed.error.startswith("unreadable: respond arguments")
+    assert parsed.error.endswith("(the reply was cut off at max_tokens)")
