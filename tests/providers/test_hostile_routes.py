@@ -1,12 +1,12 @@
-"""Every litellm route against a hostile server on loopback (issue 19 rows 2, 3, 4, 11).
+"""Hostile providers over real HTTP (issue 9 §4; issue 19 rows 2, 3, 4, 11): huge bodies,
+trickles and floods end each bid with a clear error, never freeze the shared loop, never reach
+the record, and every bid has a real deadline; a neighbour chat on the same loop completes.
 
 Reached as `openai/`, `hosted_vllm/` (litellm's own HTTP handler) and `lm_studio/` (provider
-not "openai"); the byte bounds also as `anthropic/` and `ollama_chat/`. Each bid ends with a
-clear error (the flood: its full text) while a neighbour chat on the same loop completes.
-Loop stalls are measured in bench/hostile.py, not here.
-
-Private imports (`_bidding`, `providers._litellm`, `_replies`, `_sse_coalesce`,
-`testing._hostile`): units or test hooks with no public name.
+not "openai"); the byte bounds also as `anthropic/` and `ollama_chat/`. Loop stalls are
+measured in bench/hostile.py. Private imports (`_bidding`, `engine._turn_loop`,
+`providers._litellm`, `_model_calls`, `_replies`, `_sse_coalesce`, `testing._hostile`): units or
+test hooks with no public name.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import asyncio
 import json
 import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -30,12 +31,14 @@ from groupchat_core import (
     transcript_markdown,
 )
 from groupchat_core._bidding import MAX_MESSAGE_CHARS
+from groupchat_core.engine import _turn_loop as turn_loop
 from groupchat_core.providers._litellm import litellm_module
+from groupchat_core.providers._model_calls import default_bid_deadline
 from groupchat_core.providers._replies import MAX_ERROR_CHARS
 from groupchat_core.providers._sse_coalesce import STREAM_TEXT_CAP
 from groupchat_core.store import RunStore
-from groupchat_core.testing import HostileServer
-from groupchat_core.testing._hostile import FLOOD_DELTAS, FLOOD_MESSAGE
+from groupchat_core.testing import FakeOpenAIServer, HostileServer, tool_call
+from groupchat_core.testing._hostile import FLOOD_DELTAS, FLOOD_MESSAGE, _completion
 
 ROUTES = ["openai", "hosted_vllm", "lm_studio"]
 # Formats the hostile server does not speak: only the byte bounds (no format needed) apply.
@@ -95,11 +98,130 @@ def run_beside_a_neighbour(server: HostileServer, route: str, chat: GroupChat,
 
 
 def hostile_chat(server: HostileServer, route: str, model: str, *, stream: bool = False,
-                 observer: Any = None, **kw: Any) -> GroupChat:
+                 observer: Any = None, bid_timeout: float | None = 60, **kw: Any) -> GroupChat:
     return GroupChat(agents=[agent(server, route, "A", model, **kw),
                              agent(server, route, "B", "ok")],
-                     max_loops=2, bid_timeout=60, stream_bids=stream, threshold=0.3,
+                     max_loops=2, bid_timeout=bid_timeout, stream_bids=stream, threshold=0.3,
                      on_event=[observer] if observer is not None else [])
+
+
+# --- a body held part-way: the shared loop stays free ------------------------------------------
+
+
+class Hold(BaseHTTPRequestHandler):
+    """Model huge_error (400) or huge_reply (200): sends part of a 10 MB body (below the client's
+    cap, so it waits for more), then holds it until a probe on the shared loop ran (ordering,
+    not timing): had reading the body held the loop, `resumed` would be [False] after 30 s."""
+
+    protocol_version = "HTTP/1.1"
+    midway, go_on = threading.Event(), threading.Event()
+    resumed: list[bool] = []
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        model = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["model"]
+        if model == "huge_error":  # the error body's cap is 8,000 bytes
+            status, hold_at, body = 400, 4_000, json.dumps({"error": {
+                "message": "x" * 10_000_000, "type": "invalid_request_error"}}).encode()
+        else:  # huge_reply: the cap is 2 MB; ok: no hold
+            status, hold_at = 200, 64_000 if model == "huge_reply" else None
+            words = "y" * 10_000_000 if hold_at else ""
+            body = _completion(json.dumps({"score": 0.9, "message": words}))
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        try:
+            if hold_at is None:
+                self.wfile.write(body)
+                return
+            try:
+                self.wfile.write(body[:hold_at])
+                self.wfile.flush()
+            finally:
+                self.midway.set()
+            self.resumed.append(self.go_on.wait(30))
+            self.wfile.write(body[hold_at:])
+        except OSError:  # the client stopped reading at its cap: that is the point
+            pass
+
+
+@pytest.fixture(scope="module")
+def held() -> Iterator[str]:
+    """The holding server's base URL, after one ordinary chat (first-call set-up done)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hold)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                     daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    GroupChat(agents=[held_agent(base, "W1", "ok"), held_agent(base, "W2", "ok")]).run("warm")
+    yield base
+    server.shutdown()
+    server.server_close()
+
+
+def held_agent(base: str, name: str, model: str, **kw: Any) -> Agent:
+    return Agent(agent_name=name, model_name=f"openai/{model}", api_base=base,
+                 api_key=SecretStr(AGENT_KEY), **kw)
+
+
+@pytest.mark.parametrize("model, refusal", [
+    ("huge_error", "BadRequestError"), ("huge_reply", "ResponseTooLarge: reply body larger")])
+def test_a_10mb_body_fails_fast_without_blocking_the_loop_and_is_never_stored(
+        held: str, model: str, refusal: str) -> None:
+    Hold.midway.clear()
+    Hold.go_on.clear()
+    Hold.resumed.clear()
+    chat = GroupChat(agents=[held_agent(held, "A", model, num_retries=2),
+                             held_agent(held, "B", "ok", num_retries=0)], bid_timeout=2)
+
+    async def probe() -> None:  # on the shared loop: once half the body is sent, let it go on
+        await asyncio.get_running_loop().run_in_executor(None, Hold.midway.wait, 30)
+        Hold.go_on.set()
+
+    background_loop().submit(probe())
+    try:
+        chat.run("t")
+    finally:
+        Hold.midway.set()
+        Hold.go_on.set()
+    # the loop ran other work while the body was half read (was blocked 43 s; bench.hostile)
+    assert Hold.resumed == [True]
+    bid = chat.last_run.bids[0]
+    # failed on the body itself within its 2 s deadline (else TimeoutError; was 44 s)
+    assert bid.error.startswith(refusal) and bid.message == "", bid.error
+    assert bid.calls == 1  # not retried: the same body would come back
+    assert len(chat.last_run.model_dump_json()) < 20_000
+
+
+def test_a_long_message_is_cut_and_the_bid_says_so(server: FakeOpenAIServer) -> None:
+    server.script("long", [tool_call(0.9, "z" * 100_000)])
+    server.script("ok", [tool_call(0.9, "")])
+    chat = GroupChat(agents=[held_agent(server.base_url, "A", "long"),
+                             held_agent(server.base_url, "B", "ok")], max_loops=2)
+    chat.run("t")
+    bid = chat.last_run.bids[0]
+    assert len(bid.message) == MAX_MESSAGE_CHARS and bid.winner
+    assert bid.error == "message cut to 20,000 characters (80,000 characters cut)"
+    assert chat.last_run.messages[1].content == "z" * MAX_MESSAGE_CHARS
+
+
+def test_an_unset_bid_timeout_is_still_a_total_deadline(
+        hostile: HostileServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    a = agent(hostile, "openai", "A", "trickle", timeout=30.0)
+    assert default_bid_deadline(a) == 30.0 * (0 + 1 + 3)
+    assert default_bid_deadline(a.model_copy(update={"num_retries": 2})) == 30.0 * 6 + 2 * 8.0
+    monkeypatch.setattr(turn_loop, "default_bid_deadline", lambda agent: 0.5)
+    chat = GroupChat(agents=[a, agent(hostile, "openai", "B", "ok")], bid_timeout=None)
+    chat.run("t")
+    bid = chat.last_run.bids[0]
+    assert bid.error.startswith("TimeoutError: no bid within 0.5 s (bid_timeout unset")
+    assert bid.latency_ms >= 450  # the deadline, not something sooner (0.5 s, timer slack)
+
+
+# --- every route ---------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("route", ROUTES + OTHER_FORMATS)
@@ -108,7 +230,7 @@ def test_a_10mb_error_body_is_cut_before_litellm_reads_it(hostile: HostileServer
     record, _ = run_beside_a_neighbour(hostile, route, hostile_chat(hostile, route, "huge_error"))
     bid = record.bids[0]
     assert bid.path == "none" and bid.error.startswith("BadRequestError"), bid.error
-    assert len(bid.error) <= MAX_ERROR_CHARS + 40
+    assert len(bid.error) <= MAX_ERROR_CHARS + 40 and "characters cut)" in bid.error
     # litellm saw at most ERROR_BODY_CAP bytes: before, it built (and regex-scanned, on the
     # loop) a 10,000,000-character message for every route but openai/
     cut = int(bid.error.rsplit("(", 1)[1].split()[0].replace(",", ""))
@@ -154,9 +276,12 @@ def test_a_trickle_is_stopped_where_the_bytes_are_read(hostile: HostileServer,
         return "a reply"
 
     assert background_loop().submit(direct()).result() == "Timeout"
-    chat = hostile_chat(hostile, route, "trickle", timeout=1.0)
-    record, _ = run_beside_a_neighbour(hostile, route, chat)
-    assert "no complete reply within 1.0 s" in record.bids[0].error
+    # Agent.timeout was per read (this hung forever): now it bounds the request, bid_timeout
+    # unset; the request's own deadline ended it (the message says which), not before 1 s
+    chat = hostile_chat(hostile, route, "trickle", timeout=1.0, bid_timeout=None)
+    bid = run_beside_a_neighbour(hostile, route, chat)[0].bids[0]
+    assert "no complete reply within 1.0 s" in bid.error and bid.path == "none"
+    assert bid.latency_ms / 1000 > 0.9
 
 
 @pytest.mark.parametrize("route", ROUTES)
