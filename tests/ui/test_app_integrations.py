@@ -1,7 +1,7 @@
-"""The dashboard's bridges (AppTest, the real pages): the Settings switch that traces runs
-started here (the OpenTelemetry tracing of `run --trace`, saying where spans go), and "Export
-to MLflow" on the Runs and Sweeps pages (a local tracking store read back with MLflow's own
-client; a clear line when MLflow is missing)."""
+"""The dashboard's bridges (AppTest): the Settings switch that traces runs started here, and
+"Export to MLflow" on the Runs and Sweeps pages (read back with MLflow's own client), with
+progress per cell and the results tabs kept in place (issue 41); one line when either is missing.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from groupchat_core.integrations import tracer_provider_from_env
 from groupchat_core.store import RunStore
 from groupchat_ui.kit import jobs as job_registry
 from groupchat_ui.kit import mlflow_export, traces
+from groupchat_ui.sweeps import export_view
 from tests.helpers.app_helpers import (
     fill,
     goto,
@@ -51,6 +52,19 @@ def run_a_chat(app: AppTest) -> str:
     run_id = job_registry.registry().snapshot(session(app).current_job).run_id
     assert run_id
     return run_id
+
+
+def tabs_place(at: AppTest) -> int:
+    """Where the results tabs sit among the page's top-level elements."""
+    (place,) = [i for i, node in at.main.children.items()
+                if getattr(node, "type", None) == "tab_container"]
+    return int(place)
+
+
+def box_text(at: AppTest) -> str:
+    box = next(node for node in at.main.children.values()
+               if getattr(node, "key", None) == f"{export_view.KEY}_box")
+    return " ".join(str(getattr(e, "value", "")) for e in box.children.values())
 
 
 def test_the_traces_switch_traces_runs_started_here_and_says_where(app, monkeypatch):
@@ -115,14 +129,27 @@ def test_runs_and_sweeps_export_to_a_local_mlflow_store_and_say_where(app, monke
     assert logged.data.tags["groupchat.run_id"] == run_id
     assert logged.info.run_id in said
 
-    sweep = sim_sweep(RunStore(), "tracked", (0.4, 0.6), 3)
+    store = RunStore()
+    sweep = sim_sweep(store, "tracked", (0.4, 0.6), 3)
     goto(app, "sweeps", sweep=sweep)
     assert not app.error, [e.value for e in app.error]
-    app.button(key="sw_mlflow").click().run()
-    said = " ".join(s.value for s in app.success).replace("\\", "")  # markdown escapes
+    before = tabs_place(app)  # a 48-run export moved the tabs back to Heatmaps (issue 41)
+    app.button(key=export_view.KEY).click().run()
+    said = box_text(app).replace("\\", "")  # the button's own container; markdown escapes
     assert f"Logged to MLflow at {uri}: sweep {sweep[:8]} as MLflow run " in said, \
         [e.value for e in app.error]
     assert len(client.search_runs([experiment.experiment_id])) == 4  # run, sweep, 2 cells
+    assert tabs_place(app) == before
+    app.run()  # the message is shown once; the tabs still do not move
+    assert tabs_place(app) == before and "Logged to MLflow" not in box_text(app)
+
+    counted = sim_sweep(store, "counted", (0.2, 0.4, 0.6), 3)
+    heard: list[tuple[int, int]] = []
+    kind, text = mlflow_export.export(store, [counted], uri,
+                                      progress=lambda done, total: heard.append((done, total)))
+    assert kind == "success", text
+    assert heard == [(0, 3), (1, 3), (2, 3), (3, 3)]
+    assert len(client.search_runs([experiment.experiment_id])) == 8  # and a sweep, 3 cells
 
 
 def test_without_the_sdk_or_mlflow_the_controls_say_how_to_install_them(app, monkeypatch):
@@ -138,3 +165,9 @@ def test_without_the_sdk_or_mlflow_the_controls_say_how_to_install_them(app, mon
     assert [e.value for e in app.error] == [
         "MLflow is not installed on this server: pip install 'groupchat-lab\\[mlflow\\]', "
         "then restart it."]
+
+
+@pytest.mark.parametrize(("done", "total", "text"), [
+    (0, 48, "Logging to MLflow: 0 of 48 cells"), (1, 1, "Logging to MLflow: 1 of 1 cell")])
+def test_the_export_bar_says_how_many_cells(done: int, total: int, text: str):
+    assert export_view.progress_text(done, total) == text
