@@ -25,23 +25,24 @@ from groupchat_core.sweeps import (
     run_sweep,
     sweep_results,
 )
+from groupchat_core.sweeps._intervals import t95
+from groupchat_core.sweeps._pvalues import betainc, f_sf, t_two_sided
 from tests.helpers.stores import release_store_engines
+from tests.sweeps import PERSONAS as AGENTS
 
-AGENTS = [{"agent_name": n, "model_name": m} for n, m in (
-    ("Optimist", "sim/eager"), ("Pessimist", "sim/balanced"), ("Realist", "sim/reserved"))]
 ALPHA = 0.05
 
 
 @pytest.fixture(scope="module")
 def six(tmp_path_factory):
-    """A six-parameter sim sweep (2x2x2x2x2 grid and every order of 3 agents, 2 repeats)."""
+    """A six-parameter sim sweep (2x2x2x2x2 grid and every order of 3 agents, 1 repeat)."""
     store = RunStore(f"sqlite:///{tmp_path_factory.mktemp('six') / 'six.db'}")
     spec = parse_sweep({
         "name": "six", "base": {"max_loops": 8, "agents": AGENTS},
         "grid": {"threshold": [0.2, 0.8], "recency_penalty": [0.0, 0.4],
                  "recency_window": [1, 3], "max_loops": [5, 10], "temperature": [0.2, 0.9],
                  "order": "all"},
-        "tasks": ["Q?"], "repeats": 2, "concurrency": 4})
+        "tasks": ["Q?"], "repeats": 1, "concurrency": 4})
     outcome = run_sweep(spec, store)
     assert outcome.status == "finished"
     yield sweep_results(store, outcome.sweep_id)
@@ -187,9 +188,6 @@ def test_no_interval_from_aggregate_is_the_whole_range_when_the_sample_is_narrow
 
 
 def test_the_f_and_t_tails_match_the_t_table_and_each_other():
-    from groupchat_core.sweeps._intervals import t95
-    from groupchat_core.sweeps._pvalues import betainc, f_sf, t_two_sided
-
     for df in range(1, 31):  # the tabulated 95 % critical values, to their 3 decimals
         assert t_two_sided(t95(df), df) == pytest.approx(0.05, abs=2e-4)
         assert f_sf(t95(df) ** 2, 1, df) == pytest.approx(t_two_sided(t95(df), df))
