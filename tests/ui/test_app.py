@@ -8,6 +8,7 @@ import os
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -26,6 +27,7 @@ from groupchat_core.store import RunStore
 from groupchat_ui.analysis import logic as analysis_logic
 from groupchat_ui.kit import jobs as job_registry
 from groupchat_ui.kit.labels import row_label
+from groupchat_ui.runs import logic as runs_logic
 from tests.helpers.app_helpers import (
     errors,
     fill,
@@ -39,6 +41,7 @@ from tests.helpers.app_helpers import (
     select_rows,
     session,
     sim_agents,
+    sim_sweep,
     status,
     sweep_status,
     texts,
@@ -200,6 +203,10 @@ def test_agents_saved_by_another_writer_show_on_the_next_rerun(app: AppTest, sto
     assert app.multiselect(key="run_roster").options == ["Ben · sim/eager (simulated)"]
 
 
+def picked(app: AppTest) -> list[str]:
+    return [str(v).split(" · ")[0] for v in app.multiselect(key="run_roster").value]
+
+
 def test_a_preset_asks_before_replacing_edited_agents(app: AppTest, store: RunStore):
     goto(app, "agents")
     app.button(key="load_preset").click().run()
@@ -222,9 +229,16 @@ def test_a_preset_asks_before_replacing_edited_agents(app: AppTest, store: RunSt
     assert store.get_agent("Optimist (preset)").system_prompt == "You argue for the benefits."
     assert session(app).roster == ["Optimist (preset)", "Pessimist", "Realist"]
 
-    goto(app, "run")  # the same question on the Run page's "Use preset"
+    goto(app, "run")  # the same question on the Run page: a roster picked by hand stays till Yes
+    roster = app.multiselect(key="run_roster")
+    hand = ["Pessimist", "Realist"]
+    roster.set_value([o for o in roster.options if o.split(" · ")[0] in hand]).run()
     app.button(key="use_preset").click().run()
     assert "would replace your saved Optimist" in texts(app.warning)
+    assert picked(app) == hand, "the roster switched before the question's answer"
+    app.button(key="confirm_preset_no").click().run()
+    assert not app.warning and picked(app) == hand, "No switched the roster"
+    app.button(key="use_preset").click().run()
     app.button(key="confirm_preset_yes").click().run()
     assert store.get_agent("Optimist").system_prompt == "You argue for the benefits."
     assert app.multiselect(key="run_roster").value == ["Optimist", "Pessimist", "Realist"]
@@ -552,6 +566,61 @@ def test_runs_page_filters_and_opens_a_run_in_analysis(app: AppTest, store: RunS
 
 
 # --- settings -----------------------------------------------------------------------------
+
+
+def shown(at: AppTest) -> set[str]:
+    return set(at.dataframe(key="runs_table").value["run_id"])
+
+
+def test_the_scope_sets_single_runs_apart_from_a_sweeps(app: AppTest, store: RunStore):
+    """Issue 41: single runs apart from a sweep's, and a link that shows the same runs."""
+    single = analysis_logic.run_demo(store)
+    sweep_id = sim_sweep(store, "big", thresholds=(0.01, 0.2, 0.4))
+    swept = set(store.list_runs(sweep_id=sweep_id)["run_id"])
+    goto(app, "runs")
+    scope = app.selectbox(key="filter_scope")
+    assert scope.value == runs_logic.ALL_RUNS and shown(app) == swept | {single}
+    assert scope.options[:2] == ["all runs (4)", "single runs (1)"]
+    assert scope.options[2].startswith("sweep big · ") and scope.options[2].endswith("(3 runs)")
+
+    scope.set_value(runs_logic.SINGLE_RUNS).run()
+    assert shown(app) == {single}
+    assert query(app, "runs") == "single"
+    app.selectbox(key="filter_scope").set_value(sweep_id).run()
+    assert shown(app) == swept
+    assert query(app, "sweep") == sweep_id and query(app, "runs") is None
+    app.text_input(key="filter_text").set_value("no such words")  # the other filters narrow it
+    app.button(key="apply_filters").click().run()
+    assert shown(app) == set()
+
+
+def test_a_link_names_the_scope(app: AppTest, store: RunStore):
+    single = analysis_logic.run_demo(store)
+    sweep_id = sim_sweep(store, "linked", thresholds=(0.01, 0.2))
+    at = goto(app, "runs", sweep=sweep_id[:6])  # a unique prefix, as elsewhere
+    assert at.selectbox(key="filter_scope").value == sweep_id
+    assert shown(at) == set(store.list_runs(sweep_id=sweep_id)["run_id"])
+    at = goto(new_app(), "runs", runs="single")
+    assert shown(at) == {single}
+    at = goto(new_app(), "runs", sweep="nosuchsweep")  # names nothing here: every run
+    assert at.selectbox(key="filter_scope").value == runs_logic.ALL_RUNS
+    assert len(shown(at)) == 3
+
+
+def test_scopes_count_runs_and_keep_sweeps_without_runs_out():
+    runs = pd.DataFrame({"run_id": ["a", "b", "c", "d"], "sweep_id": [None, "s1", "s1", None]})
+    sweeps = pd.DataFrame({"sweep_id": ["s2", "s1"], "name": ["empty", "grid"],
+                           "created_at": ["2026-12-07T06:00:00", "2026-12-06T05:04:03"]})
+    scopes = runs_logic.run_scopes(runs, sweeps)
+    assert scopes == {"all": "all runs (4)", "single": "single runs (2)",
+                      "s1": "sweep grid · 2026-12-06 05:04 · s1 (2 runs)"}
+    assert list(runs_logic.in_scope(runs, "single")["run_id"]) == ["a", "d"]
+    assert list(runs_logic.in_scope(runs, "s1")["run_id"]) == ["b", "c"]
+    assert runs_logic.in_scope(runs, "all") is runs
+    assert runs_logic.scope_from_query({"sweep": "s"}, scopes) == "s1"
+    assert runs_logic.scope_from_query({"runs": "single"}, scopes) == "single"
+    assert runs_logic.scope_from_query({}, scopes) == "all"
+    assert runs_logic.scope_query("s1") == {"sweep": "s1"} and runs_logic.scope_query("all") == {}
 
 
 def test_settings_keeps_a_key_in_this_session_only(app: AppTest, store: RunStore,
