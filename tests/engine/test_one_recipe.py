@@ -1,19 +1,14 @@
 """Issue 25 item 5: one Observer Protocol, one cell runner for both executors, one job table,
-a typed model for the Run form.
-
-Private imports (forget_checked): units tested as such, which no public module exports."""
+a typed model for the Run form. Private imports (the registry's job): to wait on its event."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from groupchat_core import Agent, ConfigError, Event, GroupChat, Observer
-from groupchat_core.store import RunStore, dispose_engines
-from groupchat_core.store._migrations import forget_checked
 from groupchat_core.sweeps import CellJob, _executor, _ray_executor, parse_sweep, run_sweep
 from groupchat_ui.kit.jobs import JobRegistry
 from groupchat_ui.run import logic
@@ -23,10 +18,8 @@ SIMS = [{"agent_name": n, "model_name": "sim/balanced"} for n in ("A", "B")]
 
 
 @pytest.fixture
-def store(tmp_path) -> Iterator[RunStore]:
-    yield RunStore(f"sqlite:///{tmp_path}/runs.db")
-    dispose_engines()
-    forget_checked()
+def store(sqlite_store):  # SQLite only (tests/conftest.py's)
+    return sqlite_store
 
 
 # --- the Observer Protocol ----------------------------------------------------------------
@@ -105,10 +98,8 @@ def test_a_runs_streamed_candidates_live_in_the_job_table_and_expire_with_the_jo
     registry = JobRegistry(ttl_s=0.0)
     agents = [Agent(agent_name=n, model_name="sim/eager") for n in "AB"]
     job = logic.start_run(store, registry, "me", agents, "t", {"max_loops": 2}, {})
-    deadline = time.monotonic() + 30
-    while not registry.snapshot(job).done:
-        assert time.monotonic() < deadline, "the run did not finish"
-        time.sleep(0.02)
+    assert registry._job(job, True).settled.wait(600), "the run never ended"  # a hang only
+    assert registry.snapshot(job).done
     forming = registry.snapshot(job).forming
     assert isinstance(forming, logic.FormingBids)
     tables = [name for name, value in vars(logic).items() if isinstance(value, dict)
