@@ -1,17 +1,20 @@
-"""No key reaches a host its owner did not send it to, by any door (issue 44, point 1).
+"""Keys: checked before anything is spent, and sent only to the endpoint they belong to, by any
+door (issue 19 item 1; issue 44 point 1). A sweep with no key once made 90 failing calls.
 
-An agents file shows a trusted endpoint (or none) and hides another in `litellm_kwargs`, or a
-signing provider points its api_base at the attacker; an attacker on loopback records every
-header. Per key source (server env, Settings key for the trusted base, Settings provider key,
-own key, AWS credentials): the import is refused in one line naming the key and the field to
-use, and an agent built around validation is refused when it bids, the attacker getting nothing.
+Anyone may point a shared `openai/...` agent at their own server, or hide another endpoint in
+`litellm_kwargs`: a loopback attacker records every header. Per key source (server env, Settings
+key for the trusted base, Settings provider key, own key, AWS and Azure credentials) the import
+is refused in one line, an agent built around validation is refused when it bids, and the
+attacker gets nothing; only GROUPCHAT_TRUSTED_API_BASES lets a server key go to another base.
 `python -m tests.providers.test_key_destinations` prints the matrix (refused? canaries received?).
 
-Private imports (`_kwargs_policy.ALLOWED_KWARGS`): the allowlist the security model's docs list.
+Private imports (`_kwargs_policy`, `providers._credentials`, `_endpoints`, `_requests`): units,
+and the allowlist the security model's docs list.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterator
@@ -22,13 +25,338 @@ from typing import Any
 import pytest
 from pydantic import SecretStr, ValidationError
 
-from groupchat_core import TRUSTED_BASES_ENV, Agent, GroupChat, StoreError
+from groupchat_core import (
+    TRUSTED_BASES_ENV,
+    Agent,
+    ConfigError,
+    GroupChat,
+    StoreError,
+    bids_csv,
+    bundle_json,
+    check_credentials,
+    endpoint_trusted,
+    normalise_base,
+    transcript_markdown,
+)
 from groupchat_core._kwargs_policy import ALLOWED_KWARGS
 from groupchat_core.cli import main
+from groupchat_core.providers._credentials import is_credential_failure
+from groupchat_core.providers._endpoints import trusted_bases
+from groupchat_core.providers._requests import request_kwargs
 from groupchat_core.store import RunStore
-from groupchat_core.testing import FakeOpenAIServer
+from groupchat_core.sweeps import parse_sweep, run_sweep
+from groupchat_core.testing import FakeOpenAIServer, error
 from groupchat_ui.kit.providers import endpoint_key_name, with_session_keys
 from tests.helpers import ROOT
+from tests.helpers.stores import release_store_engines
+
+CANARY = "sk-canary-server-key-0123456789abcdef"
+
+
+# --- keys checked before anything is spent ---------------------------------------------------
+
+
+@pytest.mark.parametrize("name, model, problem", [
+    ("Critic", "gpt-4o-mini", "OPENAI_API_KEY is not set; set it"),
+    ("G", "gemini/gemini-pro", "none of GOOGLE_API_KEY, GEMINI_API_KEY is set; set one"),
+], ids=["one key", "alternative keys"])
+def test_a_missing_key_is_named_with_its_fix(name: str, model: str, problem: str) -> None:
+    assert check_credentials([Agent(agent_name=name, model_name=model)]) == [
+        f"agent {name!r} uses {model} but {problem} or give the agent an api_key"]
+
+
+def test_every_problem_is_listed(monkeypatch: pytest.MonkeyPatch) -> None:
+    agents = [Agent(agent_name="A", model_name="gpt-4o-mini"),
+              Agent(agent_name="B", model_name="anthropic/claude-3-5-haiku-latest"),
+              Agent(agent_name="C", model_name="groq/llama3-8b-8192")]
+    problems = check_credentials(agents)
+    assert [p.split(" uses ")[0] for p in problems] == ["agent 'A'", "agent 'B'", "agent 'C'"]
+    assert "ANTHROPIC_API_KEY" in problems[1] and "GROQ_API_KEY" in problems[2]
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    assert len(check_credentials(agents)) == 2
+
+
+def test_what_cannot_or_need_not_be_checked_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    clear = [
+        Agent(agent_name="Sim", model_name="sim/balanced"),  # in-process
+        Agent(agent_name="Keyed", model_name="gpt-4o-mini", api_key="sk-own-key"),
+        Agent(agent_name="Ollama", model_name="ollama/llama3", api_base="http://127.0.0.1:11434"),
+        Agent(agent_name="OllamaDefault", model_name="ollama/llama3"),  # litellm's default base
+        Agent(agent_name="Azure", model_name="azure/my-deployment"),  # Entra ID, identities
+        Agent(agent_name="Aws", model_name="bedrock/anthropic.claude-v2"),  # ~/.aws, roles
+        Agent(agent_name="Gcp", model_name="vertex_ai/gemini-pro"),  # gcloud credentials
+        Agent(agent_name="Odd", model_name="no-such-provider/x"),  # litellm cannot tell
+    ]
+    assert check_credentials(clear) == []
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    assert check_credentials([Agent(agent_name="Env", model_name="gpt-4o-mini")]) == []
+    sims = [Agent(agent_name=n, model_name="sim/balanced") for n in ("A", "B")]
+    assert GroupChat(agents=sims, max_loops=3).run("t")  # a sim run: never checked
+
+
+def test_a_local_openai_server_needs_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loopback gets a placeholder, an untrusted base no key: only a trusted base needs one."""
+    local = Agent(agent_name="Local", model_name="openai/smol", api_base="http://127.0.0.1:8080/v1")
+    assert check_credentials([local]) == []
+    remote = Agent(agent_name="Remote", model_name="openai/smol", api_base="http://10.1.2.3/v1")
+    assert check_credentials([remote]) == []  # untrusted: OPENAI_API_KEY would not go there
+    monkeypatch.setenv("GROUPCHAT_TRUSTED_API_BASES", "http://10.1.2.3/v1")
+    [problem] = check_credentials([remote])
+    assert "OPENAI_API_KEY" in problem
+
+
+def test_a_run_without_keys_raises_before_any_call(server: FakeOpenAIServer,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GROUPCHAT_TRUSTED_API_BASES", server.base_url)  # keys may go there
+    chat = GroupChat(agents=[Agent(agent_name=n, model_name="anthropic/claude-3-5-haiku-20241022",
+                                   api_base=server.base_url) for n in ("A", "B")])
+    with pytest.raises(ConfigError) as info:
+        chat.run("t")
+    assert server.requests == [] and chat.last_run is None  # nothing was spent
+    text = str(info.value)
+    assert "\n" not in text and text.startswith("missing credentials (2 problems): ")
+    assert "agent 'A'" in text and "agent 'B'" in text
+
+
+def test_the_cli_run_reports_every_missing_key_on_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "chat.json"
+    spec.write_text(json.dumps({"agents": [
+        {"agent_name": "Critic", "model_name": "gpt-4o-mini"},
+        {"agent_name": "Fan", "model_name": "sim/balanced"}]}))
+    code = main(["--db", f"sqlite:///{tmp_path}/cli.db", "run", str(spec), "--task", "t",
+                 "--quiet"])
+    assert code == 2 and capsys.readouterr().err.strip().splitlines() == [
+        "error: missing credentials: agent 'Critic' uses gpt-4o-mini but OPENAI_API_KEY is not "
+        "set; set it or give the agent an api_key"]
+
+
+def sweep_spec(agents: list[dict[str, Any]], concurrency: int = 2) -> Any:
+    return parse_sweep({"name": "keys", "base": {"max_loops": 4, "agents": agents},
+                        "grid": {"threshold": [round(0.01 * i, 2) for i in range(30)]},
+                        "tasks": ["t"], "repeats": 1, "concurrency": concurrency,
+                        "bid_cache": False})
+
+
+def test_a_sweep_without_keys_is_refused_before_it_is_created(store: RunStore) -> None:
+    agents = [{"agent_name": "A", "model_name": "gpt-4o-mini"},
+              {"agent_name": "B", "model_name": "sim/balanced"}]
+    with pytest.raises(ConfigError, match="agent 'A' uses gpt-4o-mini but OPENAI_API_KEY"):
+        run_sweep(sweep_spec(agents), store)
+    assert store.list_sweeps().empty and store.list_runs().empty
+
+
+@pytest.fixture
+def refusing(server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> FakeOpenAIServer:
+    """A trusted server refusing the key in the environment (which passes the check)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong-key")
+    monkeypatch.setenv("GROUPCHAT_TRUSTED_API_BASES", server.base_url)  # the key goes there
+    server.set_responder(None, lambda body: error(401, "Incorrect API key provided: sk-w***"))
+    return server
+
+
+def test_a_sweep_whose_key_is_refused_stops_after_three_cells(
+        store: RunStore, refusing: FakeOpenAIServer) -> None:
+    agents = [{"agent_name": n, "model_name": "openai/m", "api_base": refusing.base_url,
+               "litellm_kwargs": {"extra_headers": {"X-Test": "1"}}} for n in ("A", "B")]
+    outcome = run_sweep(sweep_spec(agents), store)
+    calls = len(refusing.requests)
+    assert outcome.status == "error" and outcome.cells_done == 0
+    reason = outcome.reason or ""
+    assert "3 cells in a row failed because the provider refused the credentials" in reason
+    assert "AuthenticationError" in reason
+    # 3 refused cells plus at most the one more in flight (concurrency 2), 2 bids each, no retry
+    # (a call of the cell cancelled in flight reaches the server but is not counted as a bid)
+    assert 6 <= calls <= (3 + 1) * 2 and 6 <= outcome.calls <= calls
+    assert store.get_sweep(outcome.sweep_id)["status"] == "error"
+
+
+def test_credential_failures_are_recognised_in_error_text() -> None:
+    assert is_credential_failure("AuthenticationError: litellm.AuthenticationError: 401")
+    assert is_credential_failure("every bid failed on turn 1: A: Incorrect API key provided")
+    assert not is_credential_failure("RateLimitError: slow down")
+    assert not is_credential_failure(None)
+
+
+def test_the_cli_sweep_says_why_it_stopped(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], refusing: FakeOpenAIServer) -> None:
+    agents = [{"agent_name": n, "model_name": "openai/m", "api_base": refusing.base_url}
+              for n in ("A", "B")]
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps(sweep_spec(agents, concurrency=1).to_data()))
+    code = main(["--db", f"sqlite:///{tmp_path}/cli.db", "sweep", str(path)])
+    calls = len(refusing.requests)
+    out, err = capsys.readouterr()
+    assert code == 1 and calls == 3 * 2
+    assert "sweep" in out and " error: 0/30 cells done" in out
+    assert "provider refused the credentials" in out
+    assert err.count("cell ") >= 3
+
+
+# --- the endpoint a key may go to --------------------------------------------------------------
+
+
+@pytest.fixture
+def echo(server: FakeOpenAIServer) -> FakeOpenAIServer:
+    """A provider that answers every bid with the Authorization header it was sent."""
+    server.echo_keys()
+    return server
+
+
+def _agents(base: str, **kw: object) -> list[Agent]:
+    return [Agent(agent_name=n, model_name="openai/x", api_base=base, num_retries=0, **kw)
+            for n in ("Mallory", "Bob")]
+
+
+def _sent(server: FakeOpenAIServer) -> list[str]:
+    return [r.headers.get("authorization", "") for r in server.requests]
+
+
+def _stored_bytes(folder: Path) -> bytes:
+    release_store_engines()  # close pooled connections so the WAL is in the files we read
+    return b"".join(p.read_bytes() for p in folder.iterdir() if p.name.startswith("keys.db"))
+
+
+@pytest.mark.parametrize(("url", "normal"), [
+    ("https://api.openai.com/v1", "https://api.openai.com:443/v1"),
+    ("https://API.OpenAI.com/v1/", "https://api.openai.com:443/v1"),  # case, trailing slash
+    ("https://api.openai.com:443/v1", "https://api.openai.com:443/v1"),  # explicit port
+    ("http://127.0.0.1:8000/v1//", "http://127.0.0.1:8000/v1"),
+    ("http://[::1]:8000/v1", "http://[::1]:8000/v1"),
+    ("https://api.openai.com@evil.example/v1", None),  # user info: the host is evil.example
+    ("https://user:pw@api.openai.com/v1", None),
+    ("https://api.openai.com/v1?x=1", None), ("https://api.openai.com/v1#frag", None),
+    ("ftp://api.openai.com/v1", None), ("api.openai.com/v1", None), ("", None), (None, None),
+    ("https://api.openai.com:99999/v1", None), ("https://api.openai.com:abc/v1", None),
+])
+def test_bases_are_normalised_or_refused(url: str | None, normal: str | None) -> None:
+    assert normalise_base(url) == normal
+
+
+@pytest.mark.parametrize(("base", "trusted"), [
+    (None, True), ("", True),  # the provider's own default endpoint
+    ("https://api.openai.com/v1", True), ("https://api.openai.com/v1/", True),
+    ("https://api.openai.com", True), ("https://API.OPENAI.COM:443/v1", True),
+    ("http://api.openai.com/v1", False),  # plain http is another endpoint
+    ("https://api.openai.com:8443/v1", False),  # another port
+    ("https://api.openai.com.evil.example/v1", False),  # a suffix is another host
+    ("https://evil.api.openai.com/v1", False),  # a subdomain is another host
+    ("https://api.openai.com@evil.example/v1", False),  # user info
+    ("https://api.openai.com/v1/evil", False), ("https://api.openai.com/v", False),
+    ("https://evil.example/api.openai.com/v1", False),
+    ("https://api.anthropic.com/v1", False),  # another provider's endpoint
+    ("http://127.0.0.1:8000/v1", False),  # loopback is not trusted by default either
+])
+def test_only_the_providers_own_endpoint_is_trusted_by_default(base: str | None,
+                                                               trusted: bool) -> None:
+    assert endpoint_trusted("openai/gpt-4o-mini", base, environ={}) is trusted
+
+
+def test_the_admin_list_is_compared_exactly() -> None:
+    env = {TRUSTED_BASES_ENV: " http://127.0.0.1:8000/v1/ , https://proxy.corp.example/llm,"
+                              "https://user@bad.example/v1, not a url"}
+    assert trusted_bases(env) == {"http://127.0.0.1:8000/v1", "https://proxy.corp.example:443/llm"}
+    for base, trusted in [("http://127.0.0.1:8000/v1", True), ("http://localhost:8000/v1", False),
+                          ("http://127.0.0.1:8001/v1", False), ("https://127.0.0.1:8000/v1", False),
+                          ("https://proxy.corp.example:443/llm/", True),
+                          ("https://proxy.corp.example/llm2", False),
+                          ("https://proxy.corp.example/llm/sub", False),
+                          ("https://bad.example/v1", False)]:
+        assert endpoint_trusted("openai/x", base, environ=env) is trusted, base
+
+
+@pytest.mark.parametrize("env, trusted, own, key", [
+    (CANARY, False, None, "no-key"), (None, False, None, "no-key"), (CANARY, True, None, CANARY),
+    (CANARY, False, "sk-own-agent-key-fedcba9876543210", "sk-own-agent-key-fedcba9876543210"),
+], ids=["untrusted: a placeholder", "no key at all: a placeholder", "trusted: the server key",
+        "the agent's own key"])
+def test_a_key_goes_only_where_it_belongs(
+        echo: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        env: str | None, trusted: bool, own: str | None, key: str) -> None:
+    if env:
+        monkeypatch.setenv("OPENAI_API_KEY", env)  # after the suite strips *_API_KEY
+    if trusted:
+        monkeypatch.setenv(TRUSTED_BASES_ENV, echo.base_url + "/")
+    store = RunStore(f"sqlite:///{tmp_path}/keys.db")
+    chat = GroupChat(agents=_agents(echo.base_url, **({"api_key": own} if own else {})),
+                     max_loops=2)
+    store.attach(chat)
+    chat.run("Say hello.")
+    # a placeholder at an untrusted base, so litellm cannot fall back to the env key
+    assert set(_sent(echo)) == {f"Bearer {key}"}
+    if key == "no-key":
+        messages = store.load_run(chat.last_run.run_id).messages
+        assert any("You sent me no-key" in m.content for m in messages)  # the echo arrived
+    if key != CANARY:
+        run_id = chat.last_run.run_id
+        assert CANARY not in bundle_json(store, run_id) + bids_csv(store, run_id) + \
+            transcript_markdown(store, run_id)
+        assert CANARY.encode() not in _stored_bytes(tmp_path)
+
+
+def test_an_untrusted_endpoint_that_wants_a_key_says_how_to_give_one(
+        server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", CANARY)
+    server.set_responder(None, lambda body: error(401, "Incorrect API key provided"))
+    chat = GroupChat(agents=_agents(server.base_url), max_loops=2)
+    chat.run("Say hello.")
+    assert {b.agent for b in chat.last_run.bids} == {"Mallory", "Bob"}
+    for bid in chat.last_run.bids:
+        text = bid.error or ""
+        assert "\n" not in text
+        assert text.startswith(f"UntrustedEndpoint: agent {bid.agent!r} points at untrusted "
+                               f"api_base {server.base_url}: no server key is sent there; give "
+                               "a key for it in Settings")
+        assert TRUSTED_BASES_ENV in text and "AuthenticationError" in text
+
+
+@pytest.mark.parametrize("trusted", [False, True])
+def test_the_cli_sends_the_server_key_only_to_a_trusted_base(
+        echo: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str], trusted: bool) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", CANARY)
+    if trusted:
+        monkeypatch.setenv(TRUSTED_BASES_ENV, echo.base_url)
+    db, spec = f"sqlite:///{tmp_path}/keys.db", tmp_path / "room.json"
+    spec.write_text(json.dumps({"max_loops": 2, "agents": [
+        {"agent_name": n, "model_name": "openai/x", "api_base": echo.base_url, "num_retries": 0}
+        for n in ("Mallory", "Bob")]}))
+    assert main(["--db", db, "run", str(spec), "--task", "Say hello."]) == 0
+    if trusted:
+        assert set(_sent(echo)) == {f"Bearer {CANARY}"}
+        return
+    run_id = RunStore(db).list_runs()["run_id"].iloc[0]
+    outputs = []
+    for fmt in ("json", "csv", "md"):
+        out = tmp_path / f"export.{fmt}"
+        assert main(["--db", db, "export", run_id, "--format", fmt, "-o", str(out)]) == 0
+        outputs.append(out.read_text())
+    printed = capsys.readouterr()
+    assert set(_sent(echo)) == {"Bearer no-key"}
+    assert "You sent me no-key" in printed.out  # the hostile echo was printed, without a key
+    for text in (*outputs, printed.out, printed.err):
+        assert CANARY not in text
+    assert CANARY.encode() not in _stored_bytes(tmp_path)
+
+
+@pytest.mark.parametrize(("model", "base", "key"), [
+    ("anthropic/claude-3-5-haiku-latest", "https://evil.example/v1", "no-key"),
+    ("hosted_vllm/m", "https://evil.example/v1", "no-key"),
+    ("ollama/llama3", "http://127.0.0.1:11434", "no-key"),
+    ("anthropic/claude-3-5-haiku-latest", None, None),  # its own endpoint: litellm's env key
+    ("anthropic/claude-3-5-haiku-latest", "https://api.anthropic.com", None),
+    ("gpt-4o-mini", "https://api.openai.com/v1", None),
+    ("gpt-4o-mini", "https://api.openai.com.evil.example/v1", "no-key"),
+])
+def test_every_provider_gets_the_placeholder_at_an_untrusted_base(
+        model: str, base: str | None, key: str | None) -> None:
+    agent = Agent(agent_name="A", model_name=model, api_base=base)
+    sent = request_kwargs(agent, [{"role": "user", "content": "hi"}], "forced")
+    assert sent.get("api_key") == key
+
+
+# --- endpoints hidden in the settings ----------------------------------------------------------
+
 
 ENV_KEY = "sk-canary-server-env-0123456789abcdef"
 SETTINGS_BASE_KEY = "sk-canary-settings-base-0123456789"
@@ -141,7 +469,7 @@ def _received(server: FakeOpenAIServer) -> list[str]:
     return sorted(set(found))
 
 
-def _run(agent: Agent) -> list[str]:
+def _bid_errors(agent: Agent) -> list[str]:
     """Run one turn; the bid errors, one line each."""
     chat = GroupChat(agents=[agent, agent.model_copy(update={"agent_name": "Bob"})], max_loops=2)
     chat.run("Say hello.")
@@ -162,7 +490,7 @@ def run_case(case: Case, attacker: FakeOpenAIServer, trusted: FakeOpenAIServer,
         if not around_validation:
             return refusal, [], []
         agent = Agent.model_construct(**_complete(data))
-    errors = _run(_with_keys(case, agent, trusted.base_url))
+    errors = _bid_errors(_with_keys(case, agent, trusted.base_url))
     return refusal, _received(attacker), errors
 
 
@@ -194,25 +522,22 @@ def test_no_key_reaches_an_endpoint_hidden_in_the_settings(
     else:  # the agent's own (untrusted) api_base: called, with the placeholder key only
         assert refusal is None and attacker.requests
         assert errors and all("\n" not in e for e in errors)
-    for error in errors:
-        assert not any(c in error for c in CANARIES)
+    assert not any(c in e for e in errors for c in CANARIES)
 
 
-def test_a_loopback_base_hiding_a_remote_one_is_blocked(monkeypatch: pytest.MonkeyPatch,
-                                                        ) -> None:
+def test_a_loopback_base_hiding_a_remote_one_is_blocked(server: FakeOpenAIServer,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """A loopback api_base hiding a remote base_url neither imports nor runs (refused, unsent)."""
     monkeypatch.setenv("GROUPCHAT_BLOCK_REMOTE_CALLS", "1")
-    with FakeOpenAIServer() as local:
-        data = {"agent_name": "A", "model_name": "openai/x", "api_base": local.base_url,
-                "num_retries": 0, "litellm_kwargs": {"base_url": "https://remote.invalid/v1"}}
-        with pytest.raises(ValidationError, match="litellm_kwargs.base_url would change where"):
-            Agent.model_validate(data)
-        errors = _run(Agent.model_construct(**_complete(data)))
-        assert local.requests == []
-    assert errors and all("refused" in e for e in errors)
+    data = {"agent_name": "A", "model_name": "openai/x", "api_base": server.base_url,
+            "num_retries": 0, "litellm_kwargs": {"base_url": "https://remote.invalid/v1"}}
+    with pytest.raises(ValidationError, match="litellm_kwargs.base_url would change where"):
+        Agent.model_validate(data)
+    errors = _bid_errors(Agent.model_construct(**_complete(data)))
+    assert server.requests == [] and errors and all("refused" in e for e in errors)
     plain = Agent(agent_name="B", model_name="openai/x", num_retries=0,
                   api_base="https://remote.invalid/v1")
-    assert all("GROUPCHAT_BLOCK_REMOTE_CALLS" in e for e in _run(plain))
+    assert all("GROUPCHAT_BLOCK_REMOTE_CALLS" in e for e in _bid_errors(plain))
 
 
 def _matrix() -> None:
@@ -234,10 +559,6 @@ def _matrix() -> None:
         print(f"{case.name:58} | {'refused' if refusal else 'accepted':8} | "
               f"{', '.join(received) or '-'}")
     print(f"{len(CASES)} cases, {leaked} leaked a key")
-
-
-if __name__ == "__main__":
-    _matrix()
 
 
 # --- the other doors: files through the CLI, agents saved before the rule, the docs ------------
@@ -297,3 +618,7 @@ def test_the_security_model_lists_exactly_the_allowed_settings() -> None:
 def test_no_endpoint_rides_in_the_body_or_headers(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValidationError, match="where requests go|where a request goes"):
         Agent(agent_name="A", litellm_kwargs=kwargs)
+
+
+if __name__ == "__main__":
+    _matrix()
