@@ -1,10 +1,6 @@
-"""Links and the browser's session id (issue 38, item 13): with login on, a signed-in user who
-opens another user's full URL (its `?sid=`) gets a session of their own, so they neither read
-nor write the other's Run form drafts, and the link still opens the run it names; without
-login, the copy-link captions of a run and a sweep carry no session id.
-
-Sign-in is simulated (the `signed_in` fixture); the same with a real
-OIDC provider in a browser is tests/e2e/test_login_links.py."""
+"""Links (issue 38, items 11 and 13): a run or sweep id or a unique prefix opens that item, an
+unknown one says so and opens none; copy links carry no session id; with login on, another
+user's `?sid=` gets a session of its own (real OIDC: tests/e2e/test_login_links.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +12,55 @@ from groupchat_core.store import RunStore
 from groupchat_ui.analysis import logic as analysis_logic
 from groupchat_ui.kit import form_memory, store_access
 from tests.helpers import ROOT
-from tests.helpers.app_helpers import fill, goto, query, session, sim_sweep
+from tests.helpers.app_helpers import errors, fill, goto, query, session, sim_sweep
+
+
+def copy_links(at: AppTest, what: str) -> list[str]:
+    return [c.value for c in at.caption if c.value.startswith(f"Link to this {what}")]
+
+
+def test_a_run_prefix_opens_that_run_and_an_unknown_id_opens_none(app: AppTest):
+    store = RunStore()
+    first, newest = analysis_logic.run_demo(store), analysis_logic.run_demo(store)
+    store_access.invalidate()
+    goto(app, "analysis", run=first[:8])  # the id the app's own labels show
+    assert app.selectbox(key="analysis_run").value == first
+    assert query(app, "run") == first  # the same run's full id
+    assert not app.error
+    assert query(app, "sid")  # the address bar keeps this browser's id (a reload keeps drafts)
+    assert copy_links(app, "run") == [f"Link to this run: `analysis?run={first}`"]  # no sid
+
+    goto(app, "analysis", run="zzzz")
+    said = errors(app)
+    assert "zzzz" in said and "closest: " in said and newest[:12] in said
+    assert app.selectbox(key="analysis_run").value is None  # neither the newest nor the last
+    assert query(app, "run") == "zzzz"
+    assert not app.get("plotly_chart") and not app.get("download_button")
+
+    app.selectbox(key="analysis_run").set_value(newest).run()  # a pick leaves the bad link
+    assert query(app, "run") == newest and not app.error
+    assert app.selectbox(key="analysis_run").value == newest
+
+
+def test_a_sweep_prefix_opens_that_sweep_and_an_unknown_id_opens_none(app: AppTest):
+    store = RunStore()
+    first, newest = sim_sweep(store, "first"), sim_sweep(store, "newest")
+    goto(app, "sweeps", sweep=first[:12])  # the id `sweep list` prints
+    assert app.selectbox(key="sw_pick").value == first
+    assert query(app, "sweep") == first
+    assert not app.error
+    assert copy_links(app, "sweep") == [f"Link to this sweep: `sweeps?sweep={first}`"]
+
+    goto(app, "sweeps", sweep="6e88a4da9a76")
+    said = errors(app)
+    assert "6e88a4da9a76" in said and "closest: " in said and first[:12] in said
+    assert app.selectbox(key="sw_pick").value is None
+    assert query(app, "sweep") == "6e88a4da9a76"
+    assert not any(b.label == "Export sweep to MLflow" for b in app.button)
+
+    app.selectbox(key="sw_pick").set_value(newest).run()
+    assert query(app, "sweep") == newest and not app.error
+    assert app.selectbox(key="sw_pick").value == newest
 
 
 def _open_link(who: str, page: str, **params: str) -> AppTest:
@@ -57,18 +101,6 @@ def test_a_sid_no_session_of_this_server_made_is_not_adopted_with_login_on(signe
     assert session(bob).owner != forged and query(bob, "sid") == session(bob).owner
     again = _open_link("bob", "run", sid=session(bob).owner)  # his own reload keeps his id
     assert session(again).owner == session(bob).owner
-
-
-def test_without_login_the_copy_links_of_a_run_and_a_sweep_carry_no_session_id(app):
-    store = RunStore()
-    run_id, sweep_id = analysis_logic.run_demo(store), sim_sweep(store)
-    goto(app, "analysis", run=run_id)
-    assert query(app, "sid")  # the address bar keeps this browser's id (a reload keeps drafts)
-    links = [c.value for c in app.caption if c.value.startswith("Link to this run")]
-    assert links == [f"Link to this run: `analysis?run={run_id}`"]
-    goto(app, "sweeps", sweep=str(sweep_id))
-    links = [c.value for c in app.caption if c.value.startswith("Link to this sweep")]
-    assert links == [f"Link to this sweep: `sweeps?sweep={sweep_id}`"]
 
 
 def test_an_owner_id_belongs_to_the_user_whose_session_made_it():
