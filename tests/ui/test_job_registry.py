@@ -1,17 +1,22 @@
-"""Jobs on the background loop: per-owner isolation, live snapshots, cancel, records, shutdown."""
+"""Jobs on the background loop: per-owner isolation, live snapshots, cancel, records, shutdown;
+and the table bounded (issue 44.3): finished chats past `keep_finished` keep only a summary, read
+back from the store whole; running jobs never shrink."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterator
 
 import pytest
 
 from groupchat_core import Agent, GroupChat, RunStarted
+from groupchat_core.store import RunStore
 from groupchat_core.testing import ScriptedBid
-from groupchat_ui.kit import jobs as job_registry
-from groupchat_ui.kit.jobs import JobRegistry, JobSnapshot
-from tests.helpers.app_helpers import wait_for
+from groupchat_ui.kit import jobs, store_access
+from groupchat_ui.kit.jobs import JobRegistry, JobSnapshot, from_record
+from groupchat_ui.run.logic import default_params, start_run
+from tests.helpers.app_helpers import DEADLINE_S, goto, new_app, status, wait_for
 from tests.helpers.chats import scripted_chat
 
 
@@ -21,10 +26,21 @@ def reg() -> Iterator[JobRegistry]:
     yield registry
     registry.shutdown()
 
+
+@pytest.fixture
+def kept2() -> Iterator[JobRegistry]:
+    registry = JobRegistry(keep_finished=2)
+    yield registry
+    registry.shutdown()
+
+
+def agents(latency: float = 0.0) -> list[Agent]:
+    return [Agent(agent_name=n, model_name=f"sim/{p}", litellm_kwargs={"sim_latency": latency})
+            for n, p in (("Ann", "eager"), ("Ben", "balanced"), ("Cy", "contrarian"))]
+
+
 def sim_chat(max_loops: int = 8, latency: float = 0.03) -> GroupChat:
-    agents = [Agent(agent_name=n, model_name=f"sim/{p}", litellm_kwargs={"sim_latency": latency})
-              for n, p in [("Ann", "eager"), ("Ben", "balanced"), ("Cy", "contrarian")]]
-    return GroupChat(agents=agents, max_loops=max_loops, threshold=0.3, seed=2)
+    return GroupChat(agents=agents(latency), max_loops=max_loops, threshold=0.3, seed=2)
 
 
 def slow_chat(turns: int = 40, latency: float = 0.1) -> GroupChat:
@@ -132,15 +148,15 @@ def test_finished_jobs_expire_after_their_time_to_live(reg: JobRegistry):
     done = reg.start_chat(sim_chat(max_loops=3), "Short.", "alice")
     wait_for(lambda: reg.snapshot(done).done, "the short job")
     running = reg.start_chat(slow_chat(latency=0.2), "Long.", "alice")
-    assert reg.cleanup(now=time.time() + job_registry.DEFAULT_TTL_S + 1) == 1
+    assert reg.cleanup(now=time.time() + jobs.DEFAULT_TTL_S + 1) == 1
     with pytest.raises(KeyError, match="expired"):
         reg.snapshot(done)
     assert reg.snapshot(running).status in ("queued", "running")
 
 
 def test_the_process_wide_registry_is_one_instance_that_runs_jobs():
-    shared = job_registry.registry()
-    assert job_registry.registry() is shared
+    shared = jobs.registry()
+    assert jobs.registry() is shared
     job = shared.start_chat(sim_chat(max_loops=3), "Hello.", owner="module-test")
     try:
         assert [s.id for s in shared.jobs_for("module-test")] == [job]
@@ -174,3 +190,127 @@ def test_a_generic_job_reports_events_and_cancels_cleanly(reg: JobRegistry):
     assert reg.task_snapshot(slow).status == "cancelled"
     assert [s.id for s in reg.tasks_for("ann", "sweep")] == [job, slow]
     assert reg.tasks_for("ben") == [] and reg.jobs_for("ann") == []
+
+
+def run(store: RunStore, reg: JobRegistry, task: str, *, max_loops: int = 5,
+        latency: float = 0.0, owner: str = "browser-1") -> str:
+    """A chat started the way the Run page starts one (recorded, streamed)."""
+    params = {**default_params(), "max_loops": max_loops, "threshold": 0.0}
+    return start_run(store, reg, owner, agents(latency), task, params, {})
+
+
+def finished(reg: JobRegistry, store: RunStore, task: str, **kwargs: object) -> JobSnapshot:
+    job_id = run(store, reg, task, **kwargs)  # type: ignore[arg-type]
+    wait_for(lambda: reg.snapshot(job_id).done, f"{task} to finish")
+    return reg.snapshot(job_id)
+
+
+def test_finished_chats_beyond_the_kept_ones_become_summaries_running_ones_never(
+        kept2: JobRegistry, sqlite_store: RunStore):
+    slow = run(sqlite_store, kept2, "Slow", max_loops=400, latency=0.01)  # runs throughout
+    wait_for(lambda: kept2.snapshot(slow).messages, "the slow chat to start")
+    whole = [finished(kept2, sqlite_store, f"Task {i}") for i in range(5)]
+    # a job shrinks the others once it has settled, a moment after it reads done
+    wait_for(lambda: kept2.snapshot(whole[2].id).summary, "the third newest to shrink")
+    snaps = [kept2.snapshot(s.id) for s in whole]
+
+    assert [s.summary for s in snaps] == [True, True, True, False, False]
+    for before, after in zip(whole[:3], snaps[:3], strict=True):
+        assert after.messages == () and after.turns == () and after.record is None
+        assert dict(after.bids_by_turn) == {} and after.forming is None
+        assert kept2.events(after.id) == []
+        assert (after.status, after.task, after.run_id, after.owner, after.user,
+                after.created_at) == (before.status, before.task, before.run_id, before.owner,
+                                      before.user, before.created_at)
+        assert (after.message_count, after.turn_count, after.event_count) == (
+            len(before.messages), len(before.turns), before.event_count)
+        assert after.message_count == 5 and after.turn_count == 4
+    for kept in snaps[3:]:
+        assert kept.messages and kept.record is not None and kept2.events(kept.id)
+
+    live = kept2.snapshot(slow)  # the oldest job of all, still running: whole
+    assert not live.done and not live.summary and live.messages
+    wait_for(lambda: len(kept2.snapshot(slow).messages) > len(live.messages), "more messages")
+
+    # the session's list: every running job and the newest two finished ones
+    assert [s.id for s in kept2.jobs_for("browser-1")] == [slow, whole[3].id, whole[4].id]
+    ids = [slow, *(s.id for s in whole), "gone"]
+    assert kept2.bounded(ids) == [slow, whole[3].id, whole[4].id]
+    assert kept2.bounded(ids, also=whole[0].id) == [slow, whole[0].id, whole[3].id, whole[4].id]
+    assert kept2.cancel(slow) is True
+
+
+def test_a_summary_reads_its_run_back_from_the_store_whole(kept2: JobRegistry,
+                                                           sqlite_store: RunStore):
+    first = finished(kept2, sqlite_store, "First")
+    for i in range(2):
+        finished(kept2, sqlite_store, f"Later {i}")
+    wait_for(lambda: kept2.snapshot(first.id).summary, "the oldest to shrink")
+    summary = kept2.snapshot(first.id)
+    assert summary.run_id == first.id
+    filled = from_record(summary, sqlite_store.load_run(summary.run_id))
+    assert not filled.summary and filled.status == "finished"
+    assert filled.messages == first.messages and filled.turns == first.turns
+    assert dict(filled.bids_by_turn) == dict(first.bids_by_turn)
+    assert filled.current_turn == first.current_turn and filled.record == first.record
+    assert filled.config["threshold"] == first.config["threshold"] == 0.0
+
+
+def test_summaries_are_bounded_too(kept2: JobRegistry, sqlite_store: RunStore,
+                                   monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(jobs, "MAX_SUMMARIES", 1)
+    done = [finished(kept2, sqlite_store, f"Task {i}") for i in range(4)]
+
+    def forgotten() -> bool:
+        try:
+            kept2.snapshot(done[0].id)
+        except KeyError:  # a page treats it as expired
+            return True
+        return False
+
+    wait_for(forgotten, "the oldest summary to be forgotten")
+    assert kept2.snapshot(done[1].id).summary
+    assert [kept2.snapshot(s.id).summary for s in done[2:]] == [False, False]
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    (None, jobs.DEFAULT_KEEP_FINISHED), ("", jobs.DEFAULT_KEEP_FINISHED), ("5", 5),
+    (" 7 ", 7), ("10000", 10_000),
+])
+def test_the_setting_is_read_from_the_environment(raw: str | None, expected: int):
+    environ = {} if raw is None else {jobs.KEEP_FINISHED_ENV: raw}
+    assert jobs.keep_finished_setting(environ) == expected
+
+
+@pytest.mark.parametrize("raw", ["0", "-3", "ten", "10001", "2.5"])
+def test_a_bad_setting_is_one_logged_line_and_the_default(raw: str,
+                                                          caplog: pytest.LogCaptureFixture):
+    with caplog.at_level(logging.WARNING, logger="groupchat_ui"):
+        assert jobs.keep_finished_setting({jobs.KEEP_FINISHED_ENV: raw}) == 20
+    [line] = [r.getMessage() for r in caplog.records]
+    assert jobs.KEEP_FINISHED_ENV in line and repr(raw) in line and "\n" not in line
+    assert "from 1 to 10,000" in line
+
+
+def test_the_registry_takes_the_setting(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv(jobs.KEEP_FINISHED_ENV, "3")
+    assert JobRegistry().keep_finished == 3
+    assert JobRegistry(keep_finished=9).keep_finished == 9
+
+
+def test_the_run_page_shows_a_summarised_job_from_the_store(monkeypatch: pytest.MonkeyPatch):
+    registry = jobs.registry()
+    monkeypatch.setattr(registry, "keep_finished", 1)
+    store = store_access.store()
+    try:
+        old = finished(registry, store, "The old one", owner="someone")
+        newer = finished(registry, store, "The newer one", owner="someone")
+        wait_for(lambda: registry.snapshot(old.id).summary, "the old job to shrink")
+        assert store.flush(timeout=DEADLINE_S)
+        at = goto(new_app(), "run", job=old.id)
+        assert status(at).startswith(f"status: finished · job {old.id} · turn 4 · messages 4")
+        shown = " ".join(str(m.value) for m in at.markdown)
+        assert all(m.content[:40] in shown for m in old.messages[1:] if m.content)
+        assert not registry.snapshot(newer.id).summary
+    finally:
+        registry.shutdown()
