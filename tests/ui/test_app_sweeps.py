@@ -1,21 +1,27 @@
 """The Sweeps page through AppTest: empty store, sim sweeps to heatmaps, bad input, stop then
-resume (every cell once), the live status (Ray: test_app_sweeps_ray.py)."""
+resume (every cell once), the live status, tasks with answers (issue 41), the exploring views and
+failed bids by reason (issue 21.4; on a phone: tests/e2e/test_phone_layout.py; Ray: *_ray.py)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import threading
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from groupchat_core import Agent, ConfigError
 from groupchat_core.store import RunStore
-from groupchat_core.sweeps import arun_sweep, parse_sweep, sweep_results
+from groupchat_core.sweeps import arun_sweep, parse_sweep, run_sweep, sweep_results, top_k
+from groupchat_core.testing import ScriptedBids
 from groupchat_ui.kit import jobs as job_registry
 from groupchat_ui.kit import store_access
 from groupchat_ui.kit.presets import DEBATE_TRIO
+from groupchat_ui.sweeps import task_sets
 from groupchat_ui.sweeps.logic import page_behind, progress
 from tests.helpers.app_helpers import fill, goto, new_app, query, small_grid, sweep_status, wait_for
 from tests.helpers.app_helpers import poll as poll_app
@@ -268,3 +274,138 @@ def test_the_live_panel_redraws_the_page_once_a_late_job_has_created_its_sweep()
         assert not page_behind(False, created, now)  # drawn after the end: no timer
     finally:
         registry.shutdown()
+
+
+YAML_SET = b"""\
+- {id: q1, prompt: "What is 2+2? State your answer at the end.", answer: "4", scorer: numeric}
+- {id: q2, prompt: "What is 3*3? State your answer at the end.", answer: "9", scorer: numeric}
+"""
+
+
+def test_a_shipped_task_set_starts_a_scored_sweep(at: AppTest):
+    at.radio(key="sw_task_source").set_value(task_sets.DU_MATH).run()
+    at.number_input(key="sw_task_limit").set_value(2).run()
+    fill(at, sw_threshold="0.4", sw_recency_penalty="0.3", sw_recency_window="1", sw_repeats=1,
+         sw_max_loops=4).run()  # one cell per task
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("2 tasks with answers (scorer numeric)" in c.value for c in at.caption)
+    assert any("**2 cells**" in m.value for m in at.markdown)
+    at.button(key="sw_start").click().run()
+    poll(at, lambda a: status(a).startswith("sweep status: finished"), "the sweep to finish")
+    frame = sweep_results(RunStore(), at.selectbox(key="sw_pick").value)
+    assert list(frame["task_id"]) == ["du-math-000", "du-math-001"]
+    assert frame["scorer"].eq("numeric").all()
+    assert frame["correct"].notna().all() and frame["answer"].notna().all()  # every run scored
+
+
+def test_an_uploaded_task_set_is_checked_in_one_line(at: AppTest):
+    at.radio(key="sw_task_source").set_value(task_sets.UPLOADED).run()
+    errors = [e.value for e in at.error]
+    assert errors == ["Fix the tasks: choose a task-set file (.jsonl, .yaml or .json), or type "
+                      "the tasks"]
+    assert at.button(key="sw_start").disabled
+
+
+def test_task_sets_read_shipped_and_uploaded_tasks():
+    assert task_sets.scored_tasks(task_sets.TYPED, 5) is None
+    du = task_sets.scored_tasks(task_sets.DU_MATH, 3)
+    assert du is not None and [t["id"] for t in du] == ["du-math-000", "du-math-001",
+                                                        "du-math-002"]
+    assert len(task_sets.scored_tasks(task_sets.DU_MATH, None) or []) == 100
+    up = task_sets.scored_tasks(task_sets.UPLOADED, None, ("set.yaml", YAML_SET))
+    assert up == [{"id": "q1", "prompt": "What is 2+2? State your answer at the end.",
+                   "answer": "4", "scorer": "numeric"},
+                  {"id": "q2", "prompt": "What is 3*3? State your answer at the end.",
+                   "answer": "9", "scorer": "numeric"}]
+    assert len(task_sets.scored_tasks(task_sets.UPLOADED, 1, ("set.yaml", YAML_SET)) or []) == 1
+    assert task_sets.tasks_caption(up).startswith("2 tasks with answers (scorer numeric), first:")
+
+
+@pytest.mark.parametrize(("upload", "line"), [
+    (("set.txt", b"x"), "task set 'set.txt' must be a .jsonl, .yaml, .yml or .json file"),
+    (("set.jsonl", b'{"id": "a", "prompt": "p", "answer": "1"}\nnot json\n'),
+     "task set set.jsonl line 2"),
+    (("set.yaml", b"- {id: a, prompt: p, answer: '1'}\n- {id: a, prompt: q, answer: '2'}\n"),
+     "task set set.yaml: task id 'a' appears twice (tasks 1 and 2); give each task its own id"),
+    (("set.json", b"\xff\xfe"), "task set set.json is not UTF-8 text"),
+])
+def test_a_bad_task_set_is_one_line_naming_the_file(upload: tuple[str, bytes], line: str):
+    with pytest.raises(ConfigError) as caught:
+        task_sets.scored_tasks(task_sets.UPLOADED, None, upload)
+    message = str(caught.value)
+    assert line in message and "\n" not in message
+
+
+def figure(at: AppTest, key: str) -> dict[str, Any]:
+    chart = next(c for c in at.get("plotly_chart") if c.key == key)
+    return dict(json.loads(chart.proto.spec))
+
+
+def shown_texts(at: AppTest) -> str:
+    return " ".join(str(e.value) for kind in ("caption", "markdown", "warning", "success")
+                    for e in getattr(at, kind))
+
+
+def test_the_exploring_views_of_a_sim_sweep(at: AppTest):
+    store = RunStore()
+    agents = [a.to_spec() for a in DEBATE_TRIO.build_agents(latency_s=0.0)]
+    sweep_id = run_sweep(parse_sweep({
+        "name": "views", "repeats": 2, "tasks": ["Plan a picnic."],
+        "base": {"max_loops": 10, "agents": agents, "seed": 11},
+        "grid": {"threshold": [0.4, 0.6], "recency_window": [1, 4, 16]}}), store).sweep_id
+    goto(at, "sweeps", sweep=sweep_id)
+
+    # parallel coordinates: recency_window 1, 4, 16 spans a factor of 16, so its axis is
+    # logarithmic and threshold's is not; the top-k % slider keeps the best cells
+    dims = figure(at, "sw_parcoords")["data"][0]["dimensions"]
+    assert [d["label"] for d in dims if "(log)" in d["label"]] == ["recency<br>window (log)"]
+    kept = next(m for m in at.metric if m.label == "Cells kept")
+    assert kept.value == "12 of 12"
+    at.slider(key="sw_pc_topk").set_value(25).run()
+    expected = len(top_k(sweep_results(store, sweep_id), "messages", 25))
+    assert next(m for m in at.metric if m.label == "Cells kept").value == f"{expected} of 12"
+    assert "Top 25% on mean chat length (messages)" in shown_texts(at)
+
+    # group by: a band per other parameter's value, seeds collapsed
+    bands = figure(at, "sw_grp_chart")
+    assert [t["name"] for t in bands["data"] if t.get("showlegend", True) and t.get("name")
+            ][:3] == ["recency_window 1", "recency_window 4", "recency_window 16"]
+    assert "seeds collapsed into 95% bands" in bands["layout"]["title"]["text"]
+
+    # configurations: only the columns that differ, then all of them
+    assert "6 configuration(s); columns that differ: threshold, recency_window" in shown_texts(at)
+    at.toggle(key="sw_diff_only").set_value(False).run()
+    assert "6 configuration(s); all columns" in shown_texts(at)
+
+    # the run matrix names its baseline; one row per task and repeat
+    matrix = figure(at, "sw_mx_chart")["data"][0]
+    assert str(matrix["x"][0]).startswith("baseline: threshold 0.4"), matrix["x"]
+    assert sorted(set(matrix["y"])) == ["task 0 · repeat 0", "task 0 · repeat 1"]
+
+    # stability: one line per agent
+    names = {t["name"] for t in figure(at, "sw_stab_chart")["data"] if t.get("name")}
+    assert names == {"Optimist", "Pessimist", "Realist"}
+    assert "No failed bids: every bid of this sweep's runs was read." in shown_texts(at)
+
+
+def test_failed_bids_are_grouped_by_reason(at: AppTest):
+    store = RunStore()
+    script = ScriptedBids({"Ann": [(0.9, "hi"), {"score": "high?", "message": "x"}],
+                           "Ben": [TimeoutError("request timed out"),
+                                   RuntimeError("APIError: 500 from the provider")]})
+    try:
+        agents = [Agent(agent_name=n, model_name=script.model_name).to_spec()
+                  for n in ("Ann", "Ben")]
+        sweep_id = run_sweep(parse_sweep({
+            "name": "fails", "tasks": ["Plan it."], "base": {"max_loops": 3, "agents": agents},
+            "grid": {"threshold": [0.5]}}), store).sweep_id
+        script.assert_complete()
+    finally:
+        script.close()
+    goto(at, "sweeps", sweep=sweep_id)
+    warnings = [str(w.value) for w in at.warning]
+    assert [w.split(". ")[0] for w in warnings if " bid(s) in " in w] == [
+        "**unreadable**: 1 bid(s) in 1 run(s), by Ann",
+        "**provider error**: 1 bid(s) in 1 run(s), by Ben",
+        "**timeout**: 1 bid(s) in 1 run(s), by Ben"], warnings
+    assert "1 cell run(s) ended in error" in shown_texts(at)
