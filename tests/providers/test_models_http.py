@@ -1,13 +1,31 @@
-"""The litellm path over real HTTP to a local OpenAI-compatible server (fake_server)."""
+"""Model calls over real HTTP to a local OpenAI-compatible server (FakeOpenAIServer): the
+request, the fallback ladder, retries, timeouts, errors, no key anywhere; and the direct path
+(issue 24): `openai/` models with an api_base and key are sent and read by the engine, not
+litellm, and nothing a bid records changes (each check runs both ways, GROUPCHAT_DIRECT_HTTP=0
+the litellm one; hostile cases: test_hostile_routes.py).
+
+Private imports (`providers._direct`, `providers._litellm`): the path's switch and litellm's
+module, to count which path a request took.
+"""
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
 import logging
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
 
-from groupchat_core import RESPOND_TOOL, Agent, GroupChat
-from groupchat_core.testing import FakeOpenAIServer, error, text, tool_call
+import pytest
+
+from groupchat_core import RESPOND_TOOL, Agent, GroupChat, forget_remembered_modes
+from groupchat_core.providers._direct import DIRECT_ENV, direct_route
+from groupchat_core.providers._litellm import litellm_module
+from groupchat_core.testing import FakeOpenAIServer, Reply, error, text, tool_call
 
 KEY = "sk-test-never-leak-0123456789abcdef"
 
@@ -47,11 +65,8 @@ def test_request_carries_system_prompt_bid_prompt_tools_and_forced_choice(server
     bid = chat.last_run.bids[0]
     assert bid.path == "tool_call" and bid.calls == 1 and bid.prompt_tokens > 0
     assert bid.completion_tokens > 0
-
-
-def test_bob_without_system_prompt_sends_only_the_user_message(server):
-    run_ab(server, [tool_call(0.1, "")], [tool_call(0.1, "")])
-    assert [m["role"] for m in server.requests_for("b")[0].body["messages"]] == ["user"]
+    # Bob has no system prompt: only the user message
+    assert [m["role"] for m in server.requests_for("bob")[0].body["messages"]] == ["user"]
 
 
 def test_forced_tool_choice_rejected_falls_back_to_required_then_auto(server):
@@ -190,10 +205,6 @@ def test_a_provider_error_echoing_the_key_is_scrubbed_and_not_retried(server):
 
 
 def test_litellm_is_never_imported_on_the_shared_loop_thread(server):
-    import ast
-    import subprocess
-    import sys
-
     code = f"""
 import sys, threading
 import builtins
@@ -212,29 +223,207 @@ print(sorted(threads))
 """
     server.set_responder(None, lambda body: tool_call(0.0, ""))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120, env={"GROUPCHAT_BLOCK_REMOTE_CALLS": "1", "PATH": ""})
+                         timeout=120, env={"GROUPCHAT_BLOCK_REMOTE_CALLS": "1", "PATH": "",
+                              "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
     assert out.returncode == 0, out.stderr
     threads = ast.literal_eval(out.stdout.strip().splitlines()[-1])
     assert threads and "groupchat-loop" not in threads
 
 
-def test_a_local_server_gets_a_placeholder_key_and_the_env_key_only_when_trusted(
-        server, monkeypatch):
-    """The OpenAI SDK sends nothing without a key (local servers ignore it); OPENAI_API_KEY goes
-    only to a trusted base: anyone may point a shared agent at a server of their own."""
-    agents = [Agent(agent_name=n, model_name=f"openai/{n.lower()}", api_base=server.base_url)
-              for n in ("Local", "Other")]
-    server.script("local", [tool_call(0.9, "hi"), tool_call(0.0, "")])
-    server.script("other", [tool_call(0.1, ""), tool_call(0.0, "")])
-    chat = GroupChat(agents=agents, max_loops=2)
-    chat.run("t")
-    assert [b.path for b in chat.last_run.bids] == ["tool_call", "tool_call"]
-    assert server.requests_for("local")[-1].headers["authorization"] == "Bearer no-key"
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    for trusted, sent in ((False, "Bearer no-key"), (True, f"Bearer {KEY}")):
-        if trusted:
-            monkeypatch.setenv("GROUPCHAT_TRUSTED_API_BASES", server.base_url)
-        server.script("local", [tool_call(0.1, "")])
-        server.script("other", [tool_call(0.1, "")])
-        GroupChat(agents=agents).run("t")
-        assert server.requests_for("local")[-1].headers["authorization"] == sent, trusted
+# --- the direct path --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def litellm_calls(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every litellm.acompletion call made while the test runs (its `stream` setting)."""
+    litellm = litellm_module()
+    calls: list[Any] = []
+    original = litellm.acompletion
+
+    async def counted(**kwargs: Any) -> Any:
+        calls.append(kwargs.get("stream"))
+        return await original(**kwargs)
+
+    monkeypatch.setattr(litellm, "acompletion", counted)
+    return calls
+
+
+class Deltas:
+    wants = frozenset({"bid_delta"})
+    thread_safe = True
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, event: Any) -> None:
+        with self.lock:
+            self.messages.append(event.message)
+
+
+def pair(base: str, **kw: Any) -> list[Agent]:
+    kw.setdefault("num_retries", 0)
+    kw.setdefault("model_name", "openai/gpt-4o-mini")
+    return [Agent(agent_name=name, api_base=base, api_key=KEY, **kw) for name in ("A", "B")]
+
+
+def one_bid(srv: FakeOpenAIServer, reply: Reply, *, direct: bool, stream: bool,
+            monkeypatch: pytest.MonkeyPatch, quirks: dict[str, bool] | None = None,
+            **kw: Any) -> tuple[Any, list[str], Deltas]:
+    """One turn of two agents; (agent A's bid, the bodies the server got, the deltas seen).
+    `quirks`: FakeOpenAIServer.configure settings for the agents' model."""
+    monkeypatch.setenv(DIRECT_ENV, "1" if direct else "0")
+    forget_remembered_modes()  # each path learns the server's modes for itself
+    srv.reset()
+    if quirks:
+        srv.configure(kw.get("model_name", "openai/gpt-4o-mini").removeprefix("openai/"),
+                      **quirks)
+    srv.set_responder(None, lambda body: reply)
+    seen = Deltas()
+    chat = GroupChat(agents=pair(srv.base_url, **kw), max_loops=2, stream_bids=stream,
+                     on_event=[seen] if stream else [])
+    chat.run("Decide.")
+    bodies = sorted(json.dumps(r.body, sort_keys=True) for r in srv.requests)
+    bid = next(b for b in chat.last_run.bids if b.agent == "A")
+    return bid, bodies, seen
+
+
+def recorded(bid: Any) -> tuple[Any, ...]:
+    return (bid.score, bid.message, bid.path, bid.error, bid.prompt_tokens,
+            bid.completion_tokens, bid.cost_usd, bid.calls, bid.outcome)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("mode", [None, "required", "auto"])
+def test_the_direct_path_sends_litellms_body_and_records_the_same_bid(
+        server, litellm_calls, monkeypatch, stream, mode):
+    reply = tool_call(0.6, "Ship it, then measure the error budget.")
+    kw = {"tool_choice_mode": mode} if mode else {}
+    via_litellm = one_bid(server, reply, direct=False, stream=stream,
+                          monkeypatch=monkeypatch, **kw)
+    assert litellm_calls, "the litellm path was not taken"
+    litellm_calls.clear()
+    direct = one_bid(server, reply, direct=True, stream=stream, monkeypatch=monkeypatch, **kw)
+    assert litellm_calls == [], "the direct path called litellm"
+    assert direct[1] == via_litellm[1]  # the very body litellm sends
+    assert recorded(direct[0]) == recorded(via_litellm[0])
+    assert direct[0].cost_usd is not None and direct[0].prompt_tokens
+    if stream:
+        assert direct[2].messages and direct[2].messages[-1] == via_litellm[2].messages[-1]
+
+
+@pytest.mark.parametrize("reply, stream", [
+    (text('{"score": 0.4, "message": "as text"}'), False),
+    (text('{"score": 0.4, "message": "as text"}'), True),
+    *[(error(status, "scripted failure for the direct path"), False)
+      for status in (400, 401, 403, 404, 422, 429, 500, 503)]])
+def test_a_text_reply_or_an_http_error_reads_the_same_both_ways(server, monkeypatch, reply,
+                                                                 stream):
+    results = [recorded(one_bid(server, reply, direct=d, stream=stream,
+                                monkeypatch=monkeypatch)[0]) for d in (False, True)]
+    assert results[0] == results[1]  # an error: the same litellm error, the same calls
+    assert (results[0][3] is not None) == (reply.kind == "error")
+
+
+def both_ways(monkeypatch: pytest.MonkeyPatch, make_chat: Callable[[], GroupChat]) -> list[Any]:
+    """The first bid of a chat `make_chat()` builds, via litellm then direct."""
+    bids = []
+    for direct in (False, True):
+        monkeypatch.setenv(DIRECT_ENV, "1" if direct else "0")
+        chat = make_chat()
+        chat.run("Decide.")
+        bids.append(chat.last_run.bids[0])
+    return bids
+
+
+def test_a_retryable_error_is_retried_the_same_both_ways(server, monkeypatch):
+    replies: list[Reply] = []
+
+    def flaky(body: dict[str, Any]) -> Reply:
+        replies.append(error(503, "busy", retry_after_ms=1) if len(replies) % 2 == 0
+                       else tool_call(0.5, "second try"))
+        return replies[-1]
+
+    def chat() -> GroupChat:
+        replies.clear()
+        server.reset()
+        server.set_responder("flaky", flaky)
+        server.set_responder("steady", lambda body: tool_call(0.1, "steady"))
+        return GroupChat(agents=[*pair(server.base_url, model_name="openai/flaky",
+                                       num_retries=2)[:1],
+                                 *pair(server.base_url, model_name="openai/steady")[1:]],
+                         max_loops=2)
+
+    bids = both_ways(monkeypatch, chat)
+    assert bids[0].calls == bids[1].calls and bids[0].calls >= 2
+    assert recorded(bids[0]) == recorded(bids[1])
+
+
+def test_a_server_refusing_streams_falls_back_the_same_both_ways(server, monkeypatch):
+    reply = error(400, "stream is not supported by this server")
+
+    def chat() -> GroupChat:
+        forget_remembered_modes()
+        server.reset()
+        server.set_responder(None, lambda body: reply if body.get("stream")
+                             else tool_call(0.5, "unstreamed"))
+        return GroupChat(agents=pair(server.base_url), max_loops=2, stream_bids=True,
+                         on_event=[Deltas()])
+
+    bids = both_ways(monkeypatch, chat)
+    assert bids[0].path == "tool_call:unstreamed"
+    assert recorded(bids[0]) == recorded(bids[1])
+
+
+def test_a_server_down_is_a_connection_error_both_ways(monkeypatch):
+    bids = both_ways(monkeypatch,
+                     lambda: GroupChat(agents=pair("http://127.0.0.1:9/v1"), max_loops=2))
+    assert "Connection error" in bids[0].error
+    assert bids[0].error == bids[1].error
+
+
+def kwargs_for(model: str, **extra: Any) -> dict[str, Any]:
+    return {"model": model, "messages": [{"role": "user", "content": "hi"}],
+            "api_base": "http://127.0.0.1:1/v1", "api_key": KEY, "timeout": 5.0, **extra}
+
+
+def test_only_plain_openai_compatible_requests_go_direct(monkeypatch):
+    monkeypatch.setenv(DIRECT_ENV, "1")
+    assert direct_route(kwargs_for("openai/gpt-4o-mini"))
+    assert direct_route(kwargs_for("openai/local-model"))
+    assert not direct_route(kwargs_for("lm_studio/local-model"))  # another provider's rules
+    assert not direct_route(kwargs_for("hosted_vllm/local-model"))
+    assert not direct_route(kwargs_for("openai/o3-mini"))  # litellm rewrites its parameters
+    assert not direct_route(kwargs_for("openai/gpt-5-mini"))
+    assert not direct_route(kwargs_for("openai/gpt-4o-mini", extra_headers={"X": "1"}))
+    for missing in ("api_base", "api_key"):  # no base: litellm picks the provider's own key
+        without = {k: v for k, v in kwargs_for("openai/gpt-4o-mini").items() if k != missing}
+        assert not direct_route(without), missing
+    monkeypatch.setenv(DIRECT_ENV, "0")
+    assert not direct_route(kwargs_for("openai/gpt-4o-mini"))
+
+
+def test_an_agent_with_its_own_litellm_settings_goes_through_litellm(server, litellm_calls,
+                                                                      monkeypatch):
+    monkeypatch.setenv(DIRECT_ENV, "1")
+    bid, _, _ = one_bid(server, tool_call(0.5, "ok"), direct=True, stream=False,
+                        monkeypatch=monkeypatch, litellm_kwargs={"extra_headers": {"X-A": "1"}})
+    assert bid.error is None and litellm_calls == [None, None]
+
+
+def test_a_stream_without_usage_is_counted_as_litellm_counts_it(server, monkeypatch):
+    """llama.cpp ignores `include_usage`: litellm then counts tokens itself, so must we."""
+    reply = tool_call(0.7, "We should build the park first, then decide on the rest.")
+    quirks = {"no_stream_usage": True}
+    via_litellm, _, _ = one_bid(server, reply, direct=False, stream=True,
+                                monkeypatch=monkeypatch, quirks=quirks)
+    direct, _, _ = one_bid(server, reply, direct=True, stream=True, monkeypatch=monkeypatch,
+                           quirks=quirks)
+    assert direct.path == via_litellm.path == "tool_call:stream"
+    assert via_litellm.completion_tokens and via_litellm.prompt_tokens  # litellm counted them
+    assert direct.completion_tokens and direct.prompt_tokens
+    assert direct.cost_usd is not None and direct.cost_usd > 0
+    # the same tokenizer over the same text: the two counts agree closely
+    assert abs(direct.prompt_tokens - via_litellm.prompt_tokens) <= 0.1 * via_litellm.prompt_tokens
+    assert abs(direct.completion_tokens - via_litellm.completion_tokens) <= max(
+        3, 0.2 * via_litellm.completion_tokens)
