@@ -1,11 +1,5 @@
-"""The bid cache: identical requests answered once; errors never cached; store-backed.
-
-Tests taking `store` or `store_url` run on SQLite and on PostgreSQL (tests/conftest.py).
-
-Private imports (`_bidding`, `engine._bidcache`, `providers._model_calls`, `store._connect`,
-`store._migrations`, `store._schema`): units or test hooks with no public name; everything public
-comes from the public API.
-"""
+"""The bid cache: identical requests answered once; errors never cached; store-backed (`store`,
+`store_url`: SQLite and PostgreSQL). Private imports: units with no public name."""
 
 from __future__ import annotations
 

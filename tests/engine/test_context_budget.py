@@ -1,13 +1,6 @@
-"""The history budget against a small context window, over real HTTP (FakeOpenAIServer).
-
-A local server with a small window used to fail every bid once the chat grew, because the
-budget ignored the tools schema, kept no room for the reply and assumed 8,192 tokens for a model
-litellm does not know. Now everything sent is counted, the reply's room is reserved, an agent
-can declare its window, and a context-length rejection shrinks the budget and retries once.
-
-Private imports (`engine._transcript`, `testing._fake_replies`): units or test hooks with no public
-name; everything public comes from the public API.
-"""
+"""The history budget against a small context window, over real HTTP: everything sent is
+counted, the reply's room reserved, a window declared or learned from a rejection (retried once).
+Private imports (`engine._transcript`, `testing._fake_replies`): units with no public name."""
 
 from __future__ import annotations
 
@@ -42,18 +35,12 @@ def server() -> Iterator[FakeOpenAIServer]:
 
 
 def with_window(agent: Agent, window: int) -> Agent:
-    """Declare a context window: Agent.context_window where the field exists, else the attribute
-    the engine reads (getattr(agent, "context_window", None))."""
-    if "context_window" in type(agent).model_fields:
-        return agent.model_copy(update={"context_window": window})
-    object.__setattr__(agent, "context_window", window)
-    return agent
+    return agent.model_copy(update={"context_window": window})
 
 
 def agents(srv: FakeOpenAIServer, window: int | None, server_window: int = WINDOW,
            **settings: Any) -> list[Agent]:
-    """A and B (bidding 0.9, 0.8, long replies) on a server with `server_window`; `window`
-    declared, or None."""
+    """A and B (bidding 0.9, 0.8, long replies) on a server with `server_window`."""
     made = []
     for name, score in (("A", 0.9), ("B", 0.8)):
         model = f"w{server_window}-{name.lower()}"

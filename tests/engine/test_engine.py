@@ -1,8 +1,5 @@
 """The turn loop, as a specification: scripted agents, exact speakers, stop reasons, bid log.
-
-Private imports (`providers._providers`): units or test hooks with no public name; everything public
-comes from the public API.
-"""
+Private imports (`providers._routing`): a test hook with no public name."""
 
 from __future__ import annotations
 
@@ -26,6 +23,7 @@ from groupchat_core import (
     TurnCompleted,
     TurnStarted,
 )
+from groupchat_core.providers._routing import in_process_provider
 from groupchat_core.testing import ScriptedBid, ScriptedBids, UnexpectedModelCall
 from tests.helpers.chats import scripted_chat_with_fake as make_chat
 from tests.helpers.scripted_trio import trio_chat, trio_record
@@ -297,10 +295,7 @@ def test_async_cancellation_records_cancelled_and_propagates():
 
 
 def test_a_scripted_fake_fails_loudly_past_its_script_and_once_closed_is_not_routed_to():
-    """close() drops it from the process-wide table (else kept, with every call it answered, for
-    the life of the process); closing twice is harmless."""
-    from groupchat_core.providers._routing import in_process_provider
-
+    """close() drops it from the process-wide table; closing twice is harmless."""
     chat, _ = make_chat({"A": [(0.9, "a")], "B": [(0.1, "")]})
     with pytest.raises(UnexpectedModelCall):
         chat.run("t")

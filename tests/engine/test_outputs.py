@@ -1,14 +1,11 @@
 """Specification tests for groupchat_core.engine._outputs (docs/engine.md §8).
-
-Private imports (`engine._outputs`): units or test hooks with no public name; everything public
-comes from the public API.
-"""
+Private imports (`engine._outputs`): units with no public name."""
 
 from __future__ import annotations
 
 import json
 import random
-from datetime import timedelta
+from datetime import datetime, timedelta
 from xml.etree import ElementTree as ET
 
 import pytest
@@ -69,8 +66,6 @@ def test_message_dict_shape(record: RunRecord) -> None:
 
 
 def test_default_timestamps_are_iso_utc() -> None:
-    from datetime import datetime
-
     stamp = datetime.fromisoformat(Message(role="User", content="x").timestamp)
     assert stamp.utcoffset() == timedelta(0)
 

@@ -1,13 +1,6 @@
-"""Code written for the reference runs with only its import changed (issue 9, §6).
-
-The reference's published examples are copied below as they are written, except for the import
-line and `model_name` (a parametrised sim model, so they run offline). The reference's Agent
-keywords are mapped (retry_attempts, context_length, llm_base_url, llm_api_key,
-agent_description/description) or accepted with one ReferenceCompatibilityWarning each.
-
-Private imports (`_agent`, `_bidding`): units or test hooks with no public name; everything public
-comes from the public API.
-"""
+"""Code written for the reference runs with only its import changed (issue 9, §6): its examples
+as written (but the import and a sim `model_name`); its Agent keywords mapped or warned once.
+Private imports (`_agent`, `_bidding`): units with no public name."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""The engine hands its records to observers without copying them (issue 10 §7: the deep copy
-of the final record cost a quarter of a run's CPU). What the store records must still be what
-happened: the recorder takes plain rows from each event when it receives it, so an observer that
-changes the bids, turns, messages or the final record afterwards, on the engine's thread or on
-the caller's, changes nothing in the store."""
+"""Observers get the engine's records uncopied (issue 10 §7), yet an observer that changes them,
+on either thread, changes nothing in the store: the recorder takes plain rows on receipt."""
 
 from __future__ import annotations
 
@@ -50,8 +47,7 @@ def vandalise(event: Any) -> None:
 
 
 class EngineThreadVandal:
-    """Called on the engine's thread right after the recorder, before its writer thread has
-    written anything: the moment a recorder that kept the event objects would lose."""
+    """On the engine's thread right after the recorder, before its writer thread wrote."""
 
     thread_safe = True
 

@@ -1,11 +1,5 @@
-"""Trimming the conversation to a model's input budget (Transcript.window) and the prompt note.
-
-A long chat must still fit the model: the task is always kept, then as many of the newest whole
-messages as fit; the oldest go first, none is cut, and the prompt says how many were left out.
-
-Private imports (`engine._transcript`, `providers._model_calls`): units or test hooks with no public
-name; everything public comes from the public API.
-"""
+"""Transcript.window: the task always kept, then the newest whole messages that fit; the prompt
+says how many were left out. Private imports (`engine._transcript`): units with no public name."""
 
 from __future__ import annotations
 
@@ -22,8 +16,7 @@ LINES = [("User", "abcd"), ("A", "1234567"), ("B", "2234567"), ("A", "3234567"),
 
 @pytest.fixture
 def transcript(monkeypatch: pytest.MonkeyPatch) -> Transcript:
-    """Five 10-token lines, counted one token per character for readable budgets (joined, each
-    newline counts one more)."""
+    """Five 10-token lines (one token a character; a newline counts one)."""
     monkeypatch.setattr(transcript_module, "count_tokens", lambda model, text: len(text))
     made = Transcript()
     for role, content in LINES:
@@ -63,8 +56,7 @@ def message(n: int) -> str:
 
 def test_a_long_chat_leaves_out_old_messages_and_the_prompt_says_how_many(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Turns 1-3 fit; from turn 4 the chat outgrows the budget and the oldest messages go.
-    (What the budget is made of is tested in test_context_budget.py.)"""
+    """Turns 1-3 fit; from turn 4 the oldest messages go (the budget: test_context_budget.py)."""
     task = "Discuss the plan now"
     template = "{omitted_note}\n{conversation}"
     chat, script = scripted_chat_with_fake({

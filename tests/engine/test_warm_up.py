@@ -1,11 +1,5 @@
-"""`groupchat_core.warm_up` and the dashboard's process entry (issue 24, target 2).
-
-A server warms its model-call path before it takes sessions, so the first chat after a start
-does not load litellm and the hundreds of modules its first completion needs. Checked in fresh
-processes (what is imported is per process): after the warm-up, a first real chat over HTTP, on
-the direct path and on a litellm route, imports almost nothing new; without it, it imports
-litellm and hundreds of modules. The warm-up itself opens no socket.
-"""
+"""`warm_up` and the dashboard's entry (issue 24): after it a first chat (in a fresh process:
+imports are per process) loads almost nothing new; without it, litellm. It opens no socket."""
 
 from __future__ import annotations
 
