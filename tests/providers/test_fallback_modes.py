@@ -1,18 +1,15 @@
 """The tool-choice fallback ladder over real HTTP: only a clear "unsupported" steps down, what is
 remembered is scoped, expires and is visible, and a respond call is read in any mode (§1).
 Constrained bids (issue 20 item 6): `tool_choice_mode="json_schema"` sends the respond schema
-as `response_format` (llama.cpp makes it a grammar), no tools; the text is read as in json mode.
-
-Private imports (`providers._tool_modes`): units or test hooks with no public name.
-"""
+as `response_format`, no tools; the text is read as in json mode. Private imports
+(`providers._tool_modes`): units or test hooks with no public name."""
 
 from __future__ import annotations
 
-import time
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from pydantic import SecretStr
 
 from groupchat_core import RESPOND_TOOL, Agent, GroupChat, remembered_modes
 from groupchat_core.providers import _tool_modes as tool_modes
@@ -24,8 +21,8 @@ from groupchat_core.providers._tool_modes import (
     tools_hash,
 )
 from groupchat_core.testing import FakeOpenAIServer, Reply, error, text, tool_call
+from tests.providers.conftest import Deltas, http_agent
 
-KEY = "sk-test-fallback-0123456789abcdef"
 FORCED = {"type": "function", "function": {"name": "respond"}}
 EXTRA_TOOL = {"type": "function", "function": {
     "name": "lookup", "description": "Look something up.",
@@ -40,9 +37,8 @@ BAD_SCHEMA = (
     "required to be supplied and to be an array including every key in properties.")
 
 
-def http_agent(srv: FakeOpenAIServer, name: str, model: str, **kw: Any) -> Agent:
-    return Agent(agent_name=name, model_name=f"openai/{model}", api_base=srv.base_url,
-                 api_key=SecretStr(KEY), num_retries=0, **kw)
+def agent(srv: FakeOpenAIServer, name: str, model: str, **kw: Any) -> Agent:
+    return http_agent(srv, name, model, num_retries=0, **kw)
 
 
 def _silent(body: dict[str, Any]) -> Reply:
@@ -52,7 +48,7 @@ def _silent(body: dict[str, Any]) -> Reply:
 def beside_other(srv: FakeOpenAIServer, first: Agent, **config: Any) -> GroupChat:
     """A chat of `first` and agent O on a model that always bids silently."""
     srv.set_responder("other", _silent)
-    return GroupChat(agents=[first, http_agent(srv, "O", "other")], **config)
+    return GroupChat(agents=[first, agent(srv, "O", "other")], **config)
 
 
 @pytest.mark.parametrize(("message", "kind"), [
@@ -93,7 +89,7 @@ def test_rejection_recognisers_on_real_provider_messages(message: str, kind: str
 def test_a_context_length_error_mentioning_functions_does_not_step_down(server) -> None:
     server.script("ctx", [error(400, CONTEXT_LENGTH)])
     server.set_responder("ctx", _silent)
-    chat = beside_other(server, http_agent(server, "C", "ctx"))
+    chat = beside_other(server, agent(server, "C", "ctx"))
     chat.run("t")
     assert "maximum context length" in chat.last_run.bids[0].error
     assert chat.last_run.bids[0].path == "none"
@@ -108,8 +104,8 @@ def test_a_context_length_error_mentioning_functions_does_not_step_down(server) 
 def test_a_schema_error_on_one_agents_tool_changes_nothing(server: FakeOpenAIServer) -> None:
     server.set_responder("shared", lambda body: (
         error(400, BAD_SCHEMA) if len(body.get("tools", [])) > 1 else tool_call(0.1, "")))
-    broken = http_agent(server, "Broken", "shared", tools_list_dictionary=[dict(EXTRA_TOOL)])
-    fine = http_agent(server, "Fine", "shared")
+    broken = agent(server, "Broken", "shared", tools_list_dictionary=[dict(EXTRA_TOOL)])
+    fine = agent(server, "Fine", "shared")
     chat = GroupChat(agents=[broken, fine])
     chat.run("t")
     chat.run("again")
@@ -128,8 +124,8 @@ def test_one_agents_step_down_never_changes_another_agents_requests(server) -> N
         return tool_call(0.1, "")
 
     server.set_responder("same", picky)
-    odd = http_agent(server, "Odd", "same", tools_list_dictionary=[dict(EXTRA_TOOL)])
-    plain = http_agent(server, "Plain", "same")
+    odd = agent(server, "Odd", "same", tools_list_dictionary=[dict(EXTRA_TOOL)])
+    plain = agent(server, "Plain", "same")
     chat = GroupChat(agents=[odd, plain], max_loops=3)
     chat.run("t")
     chat.run("again")
@@ -148,14 +144,15 @@ def test_one_agents_step_down_never_changes_another_agents_requests(server) -> N
 def test_a_remembered_mode_expires_and_the_model_is_probed_again(
     server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(tool_modes, "MODE_MEMORY_TTL_S", 1.5)
+    now = [1000.0]  # the memory's clock: moved on past its TTL, not waited for
+    monkeypatch.setattr(tool_modes, "time", SimpleNamespace(monotonic=lambda: now[0]))
     server.configure("flaky", reject_forced_tool_choice=True)
     server.set_responder("flaky", _silent)
-    chat = beside_other(server, http_agent(server, "F", "flaky"))
+    chat = beside_other(server, agent(server, "F", "flaky"))
     chat.run("first")
     assert [m.mode for m in remembered_modes()] == ["required"]
     chat.run("second, remembered")
-    time.sleep(1.6)
+    now[0] += tool_modes.MODE_MEMORY_TTL_S
     assert remembered_modes() == []
     server.configure("flaky")  # the provider was fixed meanwhile
     chat.run("third, re-probed")
@@ -169,7 +166,7 @@ def test_a_respond_call_is_read_even_in_json_mode(server: FakeOpenAIServer) -> N
     # the server was told "no tools" yet answers with a respond call (some do), then with text
     server.script("stubborn", [tool_call(0.9, "read anyway"),
                                text('{"score": 0.2, "message": ""}')])
-    chat = beside_other(server, http_agent(server, "S", "stubborn"), max_loops=3)
+    chat = beside_other(server, agent(server, "S", "stubborn"), max_loops=3)
     chat.run("t")
     requests = server.requests_for("stubborn")
     assert "tools" in requests[0].body and "tools" not in requests[1].body
@@ -183,7 +180,7 @@ def test_a_respond_call_is_read_even_in_json_mode(server: FakeOpenAIServer) -> N
 def test_a_pinned_mode_is_never_remembered_or_changed(server: FakeOpenAIServer) -> None:
     server.configure("pinned", reject_forced_tool_choice=True)
     server.set_responder("pinned", _silent)
-    chat = beside_other(server, http_agent(server, "P", "pinned", tool_choice_mode="forced"))
+    chat = beside_other(server, agent(server, "P", "pinned", tool_choice_mode="forced"))
     chat.run("t")
     assert chat.last_run.bids[0].path == "none" and "not supported" in chat.last_run.bids[0].error
     assert remembered_modes() == []
@@ -194,7 +191,7 @@ def test_a_pinned_mode_is_never_remembered_or_changed(server: FakeOpenAIServer) 
 
 def constrained(srv: FakeOpenAIServer, name: str = "Ann", model: str = "small", **kw: Any
                 ) -> Agent:
-    return http_agent(srv, name, model, tool_choice_mode="json_schema", **kw)
+    return agent(srv, name, model, tool_choice_mode="json_schema", **kw)
 
 
 def one_turn(srv: FakeOpenAIServer, ann: Agent, **kw: Any) -> Any:
@@ -222,11 +219,7 @@ def test_the_respond_schema_goes_as_response_format_and_the_text_is_read(
     assert (bid.path, bid.outcome, bid.score, bid.message) == ("json_schema", "read", 0.8,
                                                                "The park.")
     assert record.messages[-1].content == "The park."
-
-
-def test_the_message_bound_keeps_the_reply_inside_max_tokens() -> None:
-    """A token per character at worst, plus the JSON: closed before max_tokens; capped."""
-    assert schema_message_chars(160) == 160 - SCHEMA_OVERHEAD_TOKENS
+    # a token per character at worst, plus the JSON: closed before max_tokens; capped
     assert schema_message_chars(50) == 0
     assert schema_message_chars(100_000) == SCHEMA_MESSAGE_CAP
 
@@ -256,14 +249,6 @@ def test_unreadable_text_is_unreadable_not_a_quiet_room(server: FakeOpenAIServer
 def test_a_streaming_chat_asks_constrained_bids_unstreamed(server: FakeOpenAIServer) -> None:
     """The bid is content, not a respond call: asked once, unstreamed (nothing remembered)."""
     server.script("small", [text('{"score": 0.6, "message": "Hi."}')])
-
-    class Deltas:
-        wants = frozenset({"bid_delta"})
-        thread_safe = True
-
-        def __call__(self, event: Any) -> None:
-            pass
-
     record = one_turn(server, constrained(server), stream_bids=True, on_event=[Deltas()])
     (request,) = server.requests_for("small")
     assert request.body.get("stream") is not True

@@ -16,7 +16,6 @@ import json
 import logging
 import subprocess
 import sys
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -26,13 +25,7 @@ from groupchat_core import RESPOND_TOOL, Agent, GroupChat, forget_remembered_mod
 from groupchat_core.providers._direct import DIRECT_ENV, direct_route
 from groupchat_core.providers._litellm import litellm_module
 from groupchat_core.testing import FakeOpenAIServer, Reply, error, text, tool_call
-
-KEY = "sk-test-never-leak-0123456789abcdef"
-
-
-def http_agent(srv: FakeOpenAIServer, name: str, model: str | None = None, **kw) -> Agent:
-    return Agent(agent_name=name, model_name=f"openai/{model or name.lower()}",
-                 api_base=srv.base_url, api_key=KEY, **kw)
+from tests.providers.conftest import KEY, Deltas, http_agent
 
 
 def run_ab(srv: FakeOpenAIServer, a: list, b: list, *agents: Agent, **config) -> GroupChat:
@@ -248,19 +241,6 @@ def litellm_calls(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     return calls
 
 
-class Deltas:
-    wants = frozenset({"bid_delta"})
-    thread_safe = True
-
-    def __init__(self) -> None:
-        self.messages: list[str] = []
-        self.lock = threading.Lock()
-
-    def __call__(self, event: Any) -> None:
-        with self.lock:
-            self.messages.append(event.message)
-
-
 def pair(base: str, **kw: Any) -> list[Agent]:
     kw.setdefault("num_retries", 0)
     kw.setdefault("model_name", "openai/gpt-4o-mini")
@@ -309,7 +289,7 @@ def test_the_direct_path_sends_litellms_body_and_records_the_same_bid(
     assert recorded(direct[0]) == recorded(via_litellm[0])
     assert direct[0].cost_usd is not None and direct[0].prompt_tokens
     if stream:
-        assert direct[2].messages and direct[2].messages[-1] == via_litellm[2].messages[-1]
+        assert direct[2] and direct[2][-1].message == via_litellm[2][-1].message
 
 
 @pytest.mark.parametrize("reply, stream", [

@@ -1,42 +1,26 @@
 """Streamed bids over real HTTP to the fake OpenAI server: deltas, the same final bid both ways,
-fallbacks, cut-off and hostile streams, and who pays for deltas.
-
-Private imports (`_bidding`, `providers._bodies`, `_replies`, `_streaming`): units or test hooks.
-"""
+fallbacks, cut-off and hostile streams, and who pays for deltas. Private imports (`_bidding`,
+`providers._bodies`, `_replies`, `_streaming`): units or test hooks."""
 
 from __future__ import annotations
 
 import http.client
 import json
-import threading
+from types import SimpleNamespace as NS
 from typing import Any
 
 import pytest
 
-from groupchat_core import Agent, BidDelta, GroupChat, remembered_modes
+from groupchat_core import Agent, GroupChat, remembered_modes
+from groupchat_core._bidding import MAX_TEXT_SCAN_CHARS
 from groupchat_core.providers import _bodies as bodies
+from groupchat_core.providers._replies import parse_response
+from groupchat_core.providers._streaming import PartialBid, StreamedReply, _read_chunk
 from groupchat_core.testing import FakeOpenAIServer, Reply, text, tool_call
+from tests.providers.conftest import Deltas, http_agent
 
-KEY = "sk-test-stream-0123456789abcdef"
 DONE = tool_call(0.0, "")
 QUIET = [tool_call(0.1, ""), DONE]
-
-
-class Deltas:
-    """An observer asking for bid deltas (and nothing else)."""
-
-    wants = frozenset({"bid_delta"})
-
-    def __init__(self) -> None:
-        self.events: list[BidDelta] = []
-        self.lock = threading.Lock()
-
-    def __call__(self, event: Any) -> None:
-        with self.lock:
-            self.events.append(event)
-
-    def of(self, agent: str) -> list[tuple[float | None, str]]:
-        return [(e.score, e.message) for e in self.events if e.agent == agent]
 
 
 def frags(*pieces: str, **kw: Any) -> Reply:
@@ -44,17 +28,12 @@ def frags(*pieces: str, **kw: Any) -> Reply:
     return tool_call(None, None, fragments=list(pieces), **kw)
 
 
-def agent(srv: FakeOpenAIServer, name: str, **kw: Any) -> Agent:
-    return Agent(agent_name=name, model_name=f"openai/{name.lower()}", api_base=srv.base_url,
-                 api_key=KEY, **kw)
-
-
 def duo(srv: FakeOpenAIServer, a: list[Reply], b: list[Reply] = QUIET, *, stream: bool = True,
         observer: Any = None, **kw: Any) -> GroupChat:
     srv.script("a", list(a))
     srv.script("b", list(b))
     observers = [observer] if observer is not None else []
-    return GroupChat(agents=[agent(srv, "A", **kw), agent(srv, "B", **kw)], max_loops=2,
+    return GroupChat(agents=[http_agent(srv, "A", **kw), http_agent(srv, "B", **kw)], max_loops=2,
                      stream_bids=stream, on_event=observers)
 
 
@@ -148,17 +127,16 @@ def test_deltas_show_the_score_once_complete_and_the_message_growing(server):
     chat, seen = run(server, [frags('{"score": 0.', '7', ', "message": "Hel', 'lo th', 'ere"}'),
                               DONE])
     a = seen.of("A")
-    # "0." then "7": never 0.0, and not before the comma; the message grows word by word (a
-    # trailing word is held back until it is whole: it may be a key's beginning), and the
-    # whole message comes last (how many events in between depends on the delta budget)
+    # never 0.0, nor before the comma; the message grows by whole words (a trailing word may
+    # begin a key), the whole message last (how many events between: the delta budget)
     assert a[-1] == (0.7, "Hello there")
     assert all(score == 0.7 for score, _ in a)
     assert all("Hello there".startswith(m) and m in ("", "Hello ", "Hello there")
                for _, m in a)
     assert chat.last_run.bids[0].path == "tool_call:stream"
     assert chat.last_run.messages[1].content == "Hello there"
-    assert {e.turn for e in seen.events} == {1}
-    assert all(e.run_id == chat.last_run.run_id for e in seen.events)
+    assert {e.turn for e in seen} == {1}
+    assert all(e.run_id == chat.last_run.run_id for e in seen)
     body = server.requests_for("a")[0].body
     assert body["stream"] is True and body["tool_choice"]["function"]["name"] == "respond"
 
@@ -274,18 +252,16 @@ def test_a_fallback_while_streaming_takes_the_next_reading(server, rejects, a, p
 # --- who pays, and hostile streams ---------------------------------------------------------
 
 
-def test_without_a_delta_observer_nothing_streams(server):
-    every = []
-    chat = duo(server, [tool_call(0.8, "x"), DONE], observer=every.append)
+@pytest.mark.parametrize("watched", [False, True], ids=["no delta observer", "stream_bids off"])
+def test_without_a_delta_observer_or_with_stream_bids_off_nothing_streams(server, watched):
+    every: list[Any] = []
+    deltas = Deltas()
+    chat = duo(server, [tool_call(0.8, "x"), DONE], stream=not watched,
+               observer=deltas if watched else every.append)
     chat.run("t")
-    assert not [e for e in every if e.kind == "bid_delta"]
+    assert deltas == [] and not [e for e in every if e.kind == "bid_delta"]
     assert all("stream" not in r.body for r in server.requests)
     assert chat.last_run.bids[0].path == "tool_call"
-
-
-def test_stream_bids_off_sends_no_stream_even_when_an_observer_asks(server):
-    _, seen = run(server, [tool_call(0.8, "x"), DONE], stream=False)
-    assert seen.events == [] and all("stream" not in r.body for r in server.requests)
 
 
 def test_a_trickling_stream_is_bounded_by_the_request_timeout(server):
@@ -315,15 +291,13 @@ def test_in_process_models_do_not_stream():
                              Agent(agent_name="B", model_name="sim/reserved")],
                      max_loops=3, stream_bids=True, on_event=[seen])
     chat.run("Plan a picnic")
-    assert seen.events == [] and {b.path for b in chat.last_run.bids} == {"simulation"}
+    assert seen == [] and {b.path for b in chat.last_run.bids} == {"simulation"}
 
 
 # --- the delta reader, unit by unit ----------------------------------------------------------
 
 
 def _chunk(arguments: str, name: str | None = None, finish: str | None = None) -> Any:
-    from types import SimpleNamespace as NS
-
     call = NS(index=0, function=NS(name=name, arguments=arguments))
     delta = NS(content=None, tool_calls=[call] if arguments or name else None)
     return NS(usage=None, choices=[NS(finish_reason=finish, delta=delta)])
@@ -331,9 +305,6 @@ def _chunk(arguments: str, name: str | None = None, finish: str | None = None) -
 
 def test_a_name_repeated_with_every_delta_is_one_name():
     """llama-cpp-python sends the function name again with every argument delta."""
-    from groupchat_core.providers._replies import parse_response
-    from groupchat_core.providers._streaming import PartialBid, StreamedReply, _read_chunk
-
     reply, partial = StreamedReply(), PartialBid()
     for piece in ['{"score": 0.4', ', "message": "a', 'b"}']:
         _read_chunk(_chunk(piece, name="respond"), reply, partial)
@@ -345,9 +316,6 @@ def test_a_name_repeated_with_every_delta_is_one_name():
 
 
 def test_partial_reading_stops_past_the_scan_bound_but_the_reply_is_kept():
-    from groupchat_core._bidding import MAX_TEXT_SCAN_CHARS
-    from groupchat_core.providers._streaming import PartialBid
-
     partial = PartialBid()
     assert partial.feed('{"score": 0.5, "message": "') is True
     assert partial.feed("x" * MAX_TEXT_SCAN_CHARS) is False  # past the bound: not parsed
