@@ -1,17 +1,14 @@
-"""The one provider interface: providers are objects a chat is given, and everything a bid needs
-(its deadline, its stream sink) reaches the provider as part of the request, not through a
-process-wide registry or a context variable (docs/engine.md, "Providers").
-
-The exported `runs_in_process` agrees with the engine's provider choice (issue 40 §4).
-
-Private imports (LITELLM, ModelCallFailed, in_process_provider, provider_for): units tested as
-such, which no public module exports."""
+"""The one provider interface: providers are objects a chat is given, and a bid's deadline and
+stream sink reach it in the request, not through a registry or a context variable (docs/engine.md,
+"Providers"); `runs_in_process` agrees with the engine's choice (issue 40 §4). Private imports
+(LITELLM, in_process_provider, provider_for): units no public module exports."""
 
 from __future__ import annotations
 
 import ast
 import asyncio
-import dataclasses
+import subprocess
+import sys
 import threading
 from typing import Any
 
@@ -20,7 +17,6 @@ import pytest
 from groupchat_core import (
     SIM_NOTE,
     Agent,
-    BidDelta,
     BidRequest,
     ConfigError,
     GroupChat,
@@ -31,13 +27,12 @@ from groupchat_core import (
     runs_in_process,
 )
 from groupchat_core.providers._model_calls import LITELLM, provider_for
-from groupchat_core.providers._replies import ModelCallFailed
 from groupchat_core.providers._routing import in_process_provider
-from groupchat_core.testing import FakeOpenAIServer, ScriptedBids, error, tool_call
+from groupchat_core.testing import FakeOpenAIServer, ScriptedBids, tool_call
 from tests.helpers import ROOT
+from tests.providers.conftest import Deltas, http_agent
 
 PROVIDERS = ROOT / "groupchat_core" / "providers"
-KEY = "sk-local-dummy-key-for-providers"
 PARTIAL = "a partial bid " * 40  # long: the gate holds back a tail that may start a secret
 
 
@@ -65,35 +60,15 @@ class Recording:
             "scripted")
 
 
-class Watch(list):
-    """An observer of bid deltas: the list of those it saw."""
-
-    wants = frozenset({"bid_delta"})
-    thread_safe = True
-
-    def __call__(self, event: BidDelta) -> None:
-        self.append(event)
-
-
 def fake_agents() -> list[Agent]:
     return [Agent(agent_name="A", model_name="fake/model"),
             Agent(agent_name="B", model_name="fake/model")]
 
 
-def test_a_provider_passed_in_answers_bids_without_any_registry():
-    provider = Recording("from the object")
-    assert isinstance(provider, Provider)
-    chat = GroupChat(agents=fake_agents(), max_loops=2, providers={"fake": provider})
-    chat.run("t")
-    assert [m.content for m in chat.last_run.messages] == ["t", "from the object"]
-    assert {r.agent.agent_name for r, _ in provider.requests} == {"A", "B"}
-    assert all(r.messages for r, _ in provider.requests)  # needs_prompt: the prompt was built
-    assert in_process_provider("fake/model") is None  # nothing joined a process-wide table
-
-
-def test_two_chats_in_one_process_use_their_own_fakes_for_the_same_prefix():
+def test_two_chats_use_their_own_providers_for_the_same_prefix_without_any_registry():
     """On the old process-wide registry the fake registered last answered both chats."""
     first, second = Recording("first fake"), Recording("second fake")
+    assert isinstance(first, Provider)
     chats = [GroupChat(agents=fake_agents(), max_loops=2, providers={"fake": p})
              for p in (first, second)]
 
@@ -101,8 +76,12 @@ def test_two_chats_in_one_process_use_their_own_fakes_for_the_same_prefix():
         return list(await asyncio.gather(*(c.arun_record("t") for c in chats)))
 
     records = background_loop().submit(both()).result()
-    assert [r.messages[-1].content for r in records] == ["first fake", "second fake"]
+    assert [[m.content for m in r.messages] for r in records] == [["t", "first fake"],
+                                                                  ["t", "second fake"]]
+    assert {r.agent.agent_name for r, _ in first.requests} == {"A", "B"}
     assert len(first.requests) == len(second.requests) == 2
+    assert all(r.messages for r, _ in first.requests)  # needs_prompt: the prompt was built
+    assert in_process_provider("fake/model") is None  # nothing joined a process-wide table
 
 
 def test_a_scripted_fake_can_be_passed_in_without_being_shared():
@@ -117,7 +96,7 @@ def test_a_scripted_fake_can_be_passed_in_without_being_shared():
 
 def test_the_deadline_and_the_sink_reach_the_provider_as_arguments():
     provider = Recording("streamed line")
-    deltas = Watch()
+    deltas = Deltas()
     chat = GroupChat(agents=fake_agents(), max_loops=2, providers={"fake": provider},
                      bid_timeout=5.0, stream_bids=True, on_event=[deltas])
     chat.run("t")
@@ -137,7 +116,7 @@ def test_a_providers_deltas_are_masked_like_a_streamed_litellm_bid():
         def partial(self, request: BidRequest) -> str:
             return f"my key is {secret} " + PARTIAL
 
-    deltas = Watch()
+    deltas = Deltas()
     agents = [Agent(agent_name=n, model_name="fake/model", api_key=secret) for n in "AB"]
     chat = GroupChat(agents=agents, max_loops=2, providers={"fake": Echo("x")},
                      stream_bids=True, on_event=[deltas])
@@ -169,44 +148,25 @@ def test_a_bad_providers_argument_is_refused_in_one_line(providers: Any, problem
 # --- the litellm provider takes the same request --------------------------------------------
 
 
-def litellm_request(srv: FakeOpenAIServer, model: str, **kw: Any) -> BidRequest:
-    agent = Agent(agent_name="A", model_name=f"openai/{model}", api_base=srv.base_url,
-                  api_key=KEY, num_retries=2)
-    agent.equip()
-    return BidRequest(agent, [{"role": "user", "content": "bid"}], (), 1, **kw)
-
-
-def ask(request: BidRequest, seconds: float | None = None) -> ModelReply:
-    async def go() -> ModelReply:
-        deadline = None if seconds is None else asyncio.get_running_loop().time() + seconds
-        return await LITELLM.bid(dataclasses.replace(request, deadline=deadline))
-
-    return background_loop().submit(go()).result()
-
-
 def test_the_litellm_provider_streams_to_the_sink_in_its_request(server: FakeOpenAIServer):
+    """(Its deadline in the request: test_rate_limits_pace.py, Retry-After past bid_timeout.)"""
     server.script("s", [tool_call(0.7, "hello there")])
+    agent = http_agent(server, "A", "s", num_retries=2)
+    agent.equip()
     seen: list[tuple[float | None, str]] = []
-    reply = ask(litellm_request(server, "s", sink=lambda s, m: seen.append((s, m))))
+    request = BidRequest(agent, [{"role": "user", "content": "bid"}], (), 1,
+                         sink=lambda s, m: seen.append((s, m)))
+    reply = background_loop().submit(LITELLM.bid(request)).result()
     assert server.requests_for("s")[0].body.get("stream") is True
     assert reply.path.endswith(":stream") and reply.bid.message == "hello there"
     assert seen[-1] == (0.7, "hello there")
-
-
-def test_the_litellm_provider_retries_only_within_the_deadline_in_its_request(
-        server: FakeOpenAIServer):
-    """A Retry-After of 5 s past a 1 s deadline: the real cause at once, no second request."""
-    server.script("late", [error(429, "slow down", retry_after=5)])
-    with pytest.raises(ModelCallFailed, match="slow down") as caught:
-        ask(litellm_request(server, "late"), seconds=1.0)
-    assert caught.value.calls == 1 and len(server.requests_for("late")) == 1
 
 
 # --- the layer's shape ---------------------------------------------------------------------
 
 
 def test_no_provider_module_re_exports_names():
-    """Callers import each name from the module that defines it: no `import x as x` hub."""
+    """Each name is imported from the module that defines it: no `import x as x` hub."""
     hubs = {}
     for path in sorted(PROVIDERS.glob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -227,6 +187,7 @@ def test_a_provider_given_for_a_litellm_prefix_needs_no_key_and_no_litellm():
     """`openai/...` agents answered by a given provider: no key check, no litellm, no cache."""
     code = """
 import sys
+import groupchat_core.providers._sim  # the simulation does not import litellm either
 from tests.providers.test_providers import Recording
 from groupchat_core import Agent, GroupChat
 provider = Recording("no litellm here")
@@ -238,9 +199,6 @@ assert chat.last_run.messages[-1].content == "no litellm here"
 assert len(provider.requests) == 4, provider.requests  # temperature 0, yet not cached
 assert "litellm" not in sys.modules
 """
-    import subprocess
-    import sys
-
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
 
 

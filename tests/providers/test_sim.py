@@ -1,8 +1,5 @@
-"""Tests for the offline bidding simulation and its litellm provider.
-
-Private imports (`providers._sim`, `providers._sim_litellm`): units or test hooks with no public
-name; everything public comes from the public API.
-"""
+"""The offline bidding simulation and its litellm provider. Private imports (`providers._sim`,
+`providers._sim_litellm`): units or test hooks with no public name."""
 
 from __future__ import annotations
 
@@ -10,8 +7,6 @@ import asyncio
 import json
 import os
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -33,7 +28,6 @@ from groupchat_core.providers._sim import (
     simulate_bid,
 )
 from groupchat_core.providers._sim_litellm import register_litellm_provider
-from tests.helpers import ROOT
 
 TASK = ("User", "Should our school adopt AI tutoring tools for homework help?")
 RESPOND_TOOL = {"type": "function", "function": {
@@ -56,15 +50,10 @@ def mean_score(**kwargs: Any) -> float:
     return statistics.mean(simulate_bid(make_ctx(seed=s, **kwargs)).score for s in SEEDS)
 
 
-def test_deterministic_for_equal_inputs() -> None:
+def test_deterministic_for_equal_inputs_and_seeds_usually_differ() -> None:
     ctx = make_ctx(seed=7)
-    assert simulate_bid(ctx) == simulate_bid(ctx)
-    assert simulate_bid(ctx) == simulate_bid(replace(ctx))
-
-
-def test_different_seeds_usually_differ() -> None:
-    scores = {simulate_bid(make_ctx(seed=s)).score for s in range(50)}
-    assert len(scores) > 40
+    assert simulate_bid(ctx) == simulate_bid(ctx) == simulate_bid(replace(ctx))
+    assert len({simulate_bid(make_ctx(seed=s)).score for s in range(50)}) > 40
 
 
 def test_scores_in_unit_interval_and_silent_bids_are_empty() -> None:
@@ -160,17 +149,14 @@ def test_asimulate_bid_failure_rate() -> None:
 
 
 def test_many_bids_run() -> None:
-    """Speed smoke test: 10,000 bids over a growing history complete (no timing assertion)."""
+    """10,000 bids over a growing history complete (speed is in bench/, not here)."""
     history = [TASK]
-    bids = 0
     for seed in range(500):
         for turn in range(20):
             agent = ("Optimist", "Skeptic", "Analyst")[turn % 3]
             bid = simulate_bid(make_ctx(history=history[-20:], seed=seed, agent=agent))
-            bids += 1
-            if bid.message:
-                history.append((agent, bid.message))
-    assert bids == 10_000
+            history += [(agent, bid.message)] if bid.message else []
+    assert len(history) > 1_000  # messages were posted and read back
 
 
 # --- litellm provider ----------------------------------------------------------------------------
@@ -203,17 +189,19 @@ def parse_respond(response: object) -> dict[str, object]:
     return args
 
 
-def test_register_is_idempotent(litellm_mod: Any) -> None:
-    register_litellm_provider()
-    entries = [e for e in litellm_mod.custom_provider_map if e["provider"] == "sim"]
-    assert len(entries) == 1
-
-
 @quiet
-def test_litellm_completion_respond_tool(litellm_mod: Any) -> None:
+def test_litellm_completion_answers_once_registered_however_often(litellm_mod: Any) -> None:
+    register_litellm_provider()
+    assert len([e for e in litellm_mod.custom_provider_map if e["provider"] == "sim"]) == 1
     response = litellm_mod.completion(model="sim/eager", messages=MESSAGES, **TOOLS)
     parse_respond(response)
     assert response.usage.total_tokens > 0
+    response = litellm_mod.completion(model="sim/reserved", messages=MESSAGES)  # no tools
+    payload = json.loads(response.choices[0].message.content)
+    assert isinstance(payload, dict) and set(payload) == {"score", "message"}
+    assert 0.0 <= payload["score"] <= 1.0
+    with pytest.raises(Exception, match="simulated provider failure"):
+        litellm_mod.completion(model="sim/eager", messages=MESSAGES, sim_failure_rate=1.0)
 
 
 @quiet
@@ -225,21 +213,3 @@ def test_litellm_acompletion_respond_tool(litellm_mod: Any) -> None:
     ctx = SimContext("Optimist", MESSAGES[0]["content"], "balanced", history, 1, 5)
     assert args["score"] == simulate_bid(ctx).score
 
-
-@quiet
-def test_litellm_without_tools_returns_json_text(litellm_mod: Any) -> None:
-    response = litellm_mod.completion(model="sim/reserved", messages=MESSAGES)
-    payload = json.loads(response.choices[0].message.content)
-    assert isinstance(payload, dict) and set(payload) == {"score", "message"}
-    assert 0.0 <= payload["score"] <= 1.0
-
-
-@quiet
-def test_litellm_passes_sim_failure_rate(litellm_mod: Any) -> None:
-    with pytest.raises(Exception, match="simulated provider failure"):
-        litellm_mod.completion(model="sim/eager", messages=MESSAGES, sim_failure_rate=1.0)
-
-
-def test_import_does_not_import_litellm() -> None:
-    code = "import sys, groupchat_core.providers._sim; assert 'litellm' not in sys.modules"
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
