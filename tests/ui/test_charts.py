@@ -48,9 +48,7 @@ def test_agent_colours_are_stable_by_list_order():
 
 def test_bids_heatmap_stars_winners_and_rings_silent_bids_off_the_printed_values(
         record: RunRecord):
-    """Agents by turns; the value is printed at the cell's centre, whole (the star covered
-    "0.9*"'s last digit, the ring a minus sign): the winner's mark sits near the cell's top
-    edge, a silent bid's ring near its bottom edge, inside the cell, off the text, named."""
+    """The star covered "0.9*"'s last digit, the ring a minus sign: marks sit off the text."""
     bids = record.bids_frame()
     bids.loc[(bids["turn"] == 1) & (bids["agent"] == "Cara"), "adjusted"] = -0.21
     fig = charts.bids_heatmap(bids, value="adjusted", threshold=0.5)
@@ -84,8 +82,7 @@ def test_bids_heatmap_stars_winners_and_rings_silent_bids_off_the_printed_values
 
 
 def test_at_a_200_turn_window_winner_marks_do_not_merge():
-    """Two agents alternating for 200 turns: each winner mark is at most one cell wide (an
-    11 px star spanned ~3 turns of a 600 px plot), so alternating wins never read as one."""
+    """An 11 px star spanned ~3 turns of a 600 px plot: alternating wins read as one."""
     def alternating(turns: int) -> pd.DataFrame:
         bids, _ = run(agents=2, turns=turns)
         bids["winner"] = (bids["turn"] % 2 == 1) == (bids["agent"] == "Agent00")
@@ -227,8 +224,7 @@ def run(agents: int = 16, turns: int = 149) -> tuple[pd.DataFrame, pd.DataFrame]
 
 
 def test_sixteen_agents_get_sixteen_clearly_different_colours():
-    """Plotly + Dark24 had near twins (9.4 apart at 20 agents, 14.9 at 16): two agents read as
-    one. The first 24 colours are now at least 20 apart (CIE76)."""
+    """Plotly + Dark24 had near twins (14.9 apart at 16 agents): two agents read as one."""
     assert len(charts.PALETTE) >= 24
     worst = min(math.dist(_lab(a), _lab(b))
                 for a, b in itertools.combinations(charts.PALETTE[:24], 2))
@@ -258,8 +254,7 @@ def test_sixteen_agents_bid_lines_focus_on_the_top_and_keep_every_line():
 
 
 def test_the_legends_sit_under_the_plot_where_they_wrap_instead_of_scrolling():
-    """A side legend showed Agent00-13 and hid Agent14, Agent15 and 'winner' behind a scroll,
-    and took a third of a phone's width."""
+    """A side legend hid Agent14, Agent15 and 'winner' behind a scroll, on a third of a phone."""
     bids, turns = run(agents=8, turns=20)
     agents = AGENTS[:8]
     for fig in (charts.bid_lines(bids, turns, 0.5, "adjusted", agents),
@@ -272,8 +267,7 @@ def test_the_legends_sit_under_the_plot_where_they_wrap_instead_of_scrolling():
 
 
 def test_the_heatmap_scale_does_not_invert_at_the_threshold():
-    """A 0.29 near-miss was saturated blue and a winning 0.31 pale orange: the scale is one
-    sequential ramp now, darker for a higher score, the threshold a tick on it."""
+    """A 0.29 near-miss was saturated blue and a winning 0.31 pale orange."""
     bids, _ = run(agents=3, turns=10)
     heat = charts.bids_heatmap(bids, "adjusted", 0.3, AGENTS[:3]).data[0]
     low, high = heat.zmin, heat.zmax
@@ -296,8 +290,7 @@ def test_the_heatmap_scale_does_not_invert_at_the_threshold():
 
 
 def test_the_heatmap_leaves_a_phone_the_plot_width():
-    """The colour bar sat beside the cells (with 'threshold 0.5'), leaving ~40% of a phone's
-    width to the plot: it lies above the cells now, the whole width."""
+    """The colour bar beside the cells left ~40% of a phone's width to the plot."""
     bids, _ = run(agents=4, turns=12)
     fig = charts.bids_heatmap(bids, "adjusted", 0.5, AGENTS[:4])
     bar = fig.data[0].colorbar
@@ -307,8 +300,7 @@ def test_the_heatmap_leaves_a_phone_the_plot_width():
 
 @pytest.mark.parametrize("agents", [3, 16])
 def test_turn_share_labels_stay_off_the_equal_share_line(agents: int):
-    """The 'equal share' line struck the labels printed above the bars: each share is printed
-    under its bar with the name, and the line's name is in the legend."""
+    """The 'equal share' line struck the labels printed above the bars."""
     shares = {a: 1 / agents for a in AGENTS[:agents]}  # every bar top on the line
     fig = charts.turn_shares(shares)
     bars = fig.data[0]
