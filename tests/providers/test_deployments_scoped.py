@@ -1,11 +1,8 @@
-"""Several deployments of one model, load-balanced by litellm's Router over real HTTP: calls
-spread, per-deployment rpm kept, a failing deployment routed around, each bid names its own.
-Deployments belong to the chat or sweep that declared them (never routing another chat, even
-while it runs); the Router path's per-deployment key check, and its cost (unpriced is unknown,
-not $0, and a dollar budget over it is refused at start) (issue 19, rows 5-6).
-
-Private imports (`engine._bidcache`, `providers._deployments`): units or test hooks.
-"""
+"""Several deployments of one model, load-balanced by litellm's Router over real HTTP (issue 19,
+rows 5-6): calls spread, rpm kept, a failing deployment routed around, each bid names its own;
+deployments route only the chat or sweep that declared them; per-deployment keys are checked;
+unpriced is unknown, not $0 (a dollar budget over it is refused at start). Private imports
+(`engine._bidcache`, `providers._deployments`): units or test hooks."""
 
 from __future__ import annotations
 
@@ -182,9 +179,15 @@ def test_a_sweep_spec_names_deployments_and_its_cells_use_them(servers, store):
 
 def test_after_a_sweep_an_ordinary_chat_on_the_same_model_uses_its_own_endpoint(servers, store):
     a, b, _ = servers
-    assert run_sweep(sweep(to(a), base_url="http://127.0.0.1:9/v1"), store).status == "finished"
+    outcome = run_sweep(sweep(to(a), base_url=PARKED), store)
+    assert outcome.status == "finished"
     sweep_calls = len(a.requests)
     assert sweep_calls > 0 and tasks_seen(a) == {SWEEP_TASK}
+    routed = store.load_run(store.list_runs(sweep_id=outcome.sweep_id)["run_id"].iloc[0])
+    # a routed call to an unpriced model costs unknown, not zero
+    assert routed.bids and all(b.deployment == "only" and b.cost_usd is None
+                               for b in routed.bids)
+    assert routed.total_cost_usd is None and routed.unpriced_bids == len(routed.bids)
     record = run_chat(ordinary_chat(b))
     assert all(bid.error is None and bid.deployment is None for bid in record.bids)
     assert record.total_cost_usd is None  # unpriced: the sweep's Router left no $0 price
@@ -233,7 +236,7 @@ def test_deployments_with_their_own_key_variable_start_without_openai_api_key(
 
 
 def test_a_server_key_never_goes_to_an_untrusted_deployment_base(servers, store, monkeypatch):
-    """`api_key_env: OPENAI_API_KEY` at a sweep author's server must not carry the key there."""
+    """`api_key_env: OPENAI_API_KEY` at a sweep author's server: the key is not sent there."""
     a, _, _ = servers
     monkeypatch.setenv("OPENAI_API_KEY", "sk-canary-server-key-0123456789")
     routes = to(a, api_key_env="OPENAI_API_KEY")
@@ -276,25 +279,6 @@ def test_a_remote_base_without_a_key_is_refused_with_one_line(store):
 # --- cost -----------------------------------------------------------------------------------
 
 
-def test_a_routed_call_to_an_unpriced_model_costs_unknown_not_zero(servers, store):
-    a, _, _ = servers
-    outcome = run_sweep(sweep(to(a), base_url=PARKED), store)
-    runs = store.list_runs(sweep_id=outcome.sweep_id)
-    record = store.load_run(runs["run_id"].iloc[0])
-    assert record.bids and all(b.deployment == "only" and b.cost_usd is None
-                               for b in record.bids)
-    assert record.total_cost_usd is None and record.unpriced_bids == len(record.bids)
-
-
-def test_a_routed_call_to_a_priced_model_keeps_its_price(servers):
-    a, _, _ = servers
-    routes = {"openai/gpt-4o-mini": [{"name": "only", "api_base": a.base_url}]}
-    chat = GroupChat.from_spec({"agents": agents(model="openai/gpt-4o-mini"), "max_loops": 2,
-                                "threshold": 0.1}, bid_cache=False, deployments=routes)
-    record = background_loop().submit(chat.arun_record("Go")).result(timeout=60)
-    assert record.bids and all((b.cost_usd or 0) > 0 for b in record.bids)
-
-
 def test_a_dollar_budget_over_unknowable_costs_is_refused_at_start(servers, store):
     a, _, _ = servers
     with pytest.raises(ConfigError) as caught:
@@ -310,7 +294,10 @@ def test_a_dollar_budget_over_unknowable_costs_is_refused_at_start(servers, stor
     priced = {"openai/gpt-4o-mini": [{"name": "only", "api_base": a.base_url}]}
     ok = parse_sweep({**sweep(priced, base_url=PARKED).to_data(), "max_usd": 5,
                       "base": {"agents": agents(model="openai/gpt-4o-mini"), "max_loops": 2}})
-    assert run_sweep(ok, store).status == "finished"  # a price known: the budget stands
+    outcome = run_sweep(ok, store)
+    assert outcome.status == "finished"  # a price known: the budget stands, the price kept
+    routed = store.load_run(store.list_runs(sweep_id=outcome.sweep_id)["run_id"].iloc[0])
+    assert routed.bids and all((b.cost_usd or 0) > 0 for b in routed.bids)
 
 
 def test_the_cli_refuses_the_dollar_budget_in_one_line(servers, tmp_path, capsys):
@@ -346,8 +333,6 @@ def test_the_bid_cache_keys_a_routed_request_by_its_deployments(servers):
 
 
 def test_the_sweeps_page_job_ends_with_the_same_one_line(store):
-    import time
-
     from groupchat_ui.kit.jobs import JobRegistry
     from groupchat_ui.sweeps import logic
 
@@ -358,8 +343,7 @@ def test_the_sweeps_page_job_ends_with_the_same_one_line(store):
     registry = JobRegistry()
     try:
         job = logic.start_sweep(registry, store, "me", spec)
-        while not registry.task_snapshot(job).done:
-            time.sleep(0.05)
+        assert registry._jobs[job].settled.wait(60)  # the job's own event (no public wait)
         snap = registry.task_snapshot(job)
     finally:
         registry.shutdown()
