@@ -1,7 +1,5 @@
 """The delta gate and the SSE coalescer, unit by unit (issue 19 rows 3, 4; over HTTP:
-test_hostile_routes.py). Private imports (`providers._bodies`, `_delta_gate`, `_sse_coalesce`):
-units with no public name.
-"""
+test_hostile_routes.py). Private imports: units with no public name."""
 
 from __future__ import annotations
 
@@ -19,24 +17,17 @@ from groupchat_core.providers._sse_coalesce import STREAM_TEXT_CAP, SSECoalescer
 KEY = "sk-live-split-across-deltas-0123456789"
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def gate_for(secrets: list[str]) -> tuple[DeltaGate, list[str], Clock]:
-    """A gate holding `secrets`; the messages it sent; its clock."""
+def gate_for(secrets: list[str]) -> tuple[DeltaGate, list[str], list[float]]:
+    """A gate holding `secrets`; the messages it sent; its clock (`clock[0]`)."""
     sent: list[str] = []
-    clock = Clock()
-    return DeltaGate(lambda score, message: sent.append(message), secrets, clock), sent, clock
+    clock = [0.0]
+    gate = DeltaGate(lambda score, message: sent.append(message), secrets, lambda: clock[0])
+    return gate, sent, clock
 
 
-def feed(gate: DeltaGate, clock: Clock, pieces: Iterable[str]) -> None:
+def feed(gate: DeltaGate, clock: list[float], pieces: Iterable[str]) -> None:
     for piece in pieces:
-        clock.now += 1.0  # always due
+        clock[0] += 1.0  # always due
         gate.send(0.5, piece)
 
 
@@ -51,8 +42,7 @@ def test_a_key_split_across_deltas_is_never_shown_even_in_part() -> None:
 
 
 def test_a_short_reply_streams_while_a_long_key_is_held() -> None:
-    """Only a tail that begins a held key waits: a reply shorter than the key still shows
-    word by word (holding the key's length back showed nothing until the end)."""
+    """Only a tail that begins a held key waits (holding its length back showed nothing)."""
     gate, sent, clock = gate_for([KEY])
     text = "Every word reaches the screen."
     feed(gate, clock, (text[:end] for end in range(1, len(text) + 1)))
@@ -83,7 +73,7 @@ def test_the_budget_batches_events_and_the_final_one_is_always_sent() -> None:
     gate, sent, clock = gate_for([])
     words = [f"w{i} " for i in range(1000)]
     for i in range(1000):  # 1,000 deltas within one second
-        clock.now = i / 1000
+        clock[0] = i / 1000
         if gate.due():
             gate.send(None, "".join(words[: i + 1]))
     gate.send(None, "".join(words), final=True)
