@@ -331,15 +331,9 @@ def _rule_pick(at: AppTest) -> Any:
 
 def test_a_seat_raises_and_lowers_its_hand_bids_with_a_draft_and_passes(app: AppTest):
     """Lower leaves no standing bid; a draft is the bid taken; Pass scores 0 (starter, link)."""
-    prepare(app)
-    app.number_input(key="run_param_max_loops").set_value(3)  # the task and two turns
-    add_person(app, "Ann", me=True)
-    add_person(app, "Bob")
-    app.button(key="start_run").click().run()
-    assert not app.error, [e.value for e in app.error]
-    job_id = session(app).current_job
+    job_id, tokens = _room(app, max_loops=3)  # the task and two turns
     room = seats.table().get(job_id).room
-    bob = new_app(job=job_id, seat=app.session_state["room_tokens"][job_id]["Bob"])
+    bob = new_app(job=job_id, seat=tokens["Bob"])
     poll(app, seat_controls, "Ann's first bid window")
     assert room.snapshot().turn == 1
 
@@ -490,8 +484,10 @@ def test_the_refusal_lets_a_local_user_through(monkeypatch):
     assert asked == [("job1", "local")] and not local.notices
 
 
-def _room(app: AppTest) -> tuple[str, dict[str, str]]:
+def _room(app: AppTest, max_loops: int = 4) -> tuple[str, dict[str, str]]:
+    """Ann (this session) and Bob in a started room: its job id and room-link tokens."""
     prepare(app)
+    app.number_input(key="run_param_max_loops").set_value(max_loops)
     add_person(app, "Ann", me=True)
     add_person(app, "Bob")
     app.button(key="start_run").click().run()
