@@ -20,7 +20,7 @@ from groupchat_core.store._migrations import create_version
 from groupchat_core.store._schema import metadata_for, schema_version
 from groupchat_ui.agents import logic
 from groupchat_ui.kit import jobs as job_registry
-from groupchat_ui.kit import providers, state, store_access
+from groupchat_ui.kit import state, store_access
 from groupchat_ui.kit.access import ADMINS_ENV, Actor, is_admin, may_edit_agent
 from groupchat_ui.kit.jobs import LOCAL_USER, may_manage
 from groupchat_ui.kit.presets import DEBATE_TRIO, PRESETS
@@ -433,38 +433,6 @@ def test_a_preset_never_replaces_someone_elses_agent(any_store: RunStore) -> Non
     names = run_logic.load_preset(any_store, preset, actor=BOB)
     assert any_store.get_agent(first.agent_name).system_prompt == "Alice edited this"
     assert f"{first.agent_name} (preset)" in names
-
-
-def test_a_session_key_goes_only_to_a_trusted_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
-    hosted = Agent(agent_name="Hosted", model_name="openai/gpt-4o-mini")
-    official = Agent(agent_name="Official", model_name="openai/x",
-                     api_base="https://api.openai.com/v1/")
-    hostile = Agent(agent_name="Hostile", model_name="openai/x",
-                    api_base="https://api.openai.com.evil.example/v1")
-    local = Agent(agent_name="Local", model_name="openai/x", api_base="http://127.0.0.1:8000/v1")
-    keys = {"OPENAI_API_KEY": SECRET}
-    copies = providers.with_session_keys([hosted, official, hostile, local], keys)
-    assert [c.secret_key() for c in copies] == [SECRET, SECRET, None, None]
-    monkeypatch.setenv("GROUPCHAT_TRUSTED_API_BASES", "http://127.0.0.1:8000/v1")
-    assert providers.with_session_keys([local], keys)[0].secret_key() == SECRET
-
-
-def test_a_key_typed_for_one_base_goes_to_that_base_only() -> None:
-    mine = Agent(agent_name="Mine", model_name="openai/x", api_base="https://llm.example.org/v1/")
-    other = Agent(agent_name="Other", model_name="openai/x",
-                  api_base="https://llm.example.org:8443/v1")
-    name = providers.endpoint_key_name("https://LLM.example.org/v1")
-    assert name == "https://llm.example.org:443/v1"
-    copies = providers.with_session_keys([mine, other], {name: SECRET})
-    assert [c.secret_key() for c in copies] == [SECRET, None]
-    assert providers.endpoint_key_name("https://user@llm.example.org/v1") is None
-
-
-def test_the_untrusted_hint_names_the_fix() -> None:
-    hint = providers.failure_hint("UntrustedEndpoint: agent 'A' points at untrusted api_base "
-                                  "http://x/v1: ... (it answered AuthenticationError: 401)",
-                                  "openai/x", "http://x/v1")
-    assert "Settings" in hint and "GROUPCHAT_TRUSTED_API_BASES" in hint
 
 
 def test_the_agents_page_locks_someone_elses_agent(alices: RunStore, signed_in) -> None:

@@ -80,13 +80,33 @@ def test_missing_keys_counts_session_and_environment_keys():
                                                    "ANTHROPIC_API_KEY": "e"}) == []
 
 
-def test_session_keys_go_on_per_job_copies_only():
+def test_session_keys_go_on_per_job_copies_for_trusted_endpoints_only(monkeypatch):
     original = Agent(agent_name="A", model_name="gpt-4o-mini")
+    hosted = Agent(agent_name="Hosted", model_name="openai/gpt-4o-mini")
     sim = Agent(agent_name="S", model_name="sim/eager")
-    copies = providers.with_session_keys([original, sim], {"OPENAI_API_KEY": SECRET})
-    assert copies[0].secret_key() == SECRET and copies[1].secret_key() is None
+    official = Agent(agent_name="Official", model_name="openai/x",
+                     api_base="https://api.openai.com/v1/")
+    hostile = Agent(agent_name="Hostile", model_name="openai/x",
+                    api_base="https://api.openai.com.evil.example/v1")
+    local = Agent(agent_name="Local", model_name="openai/x", api_base="http://127.0.0.1:8000/v1")
+    keys = {"OPENAI_API_KEY": SECRET}
+    copies = providers.with_session_keys([original, hosted, sim, official, hostile, local], keys)
+    assert [c.secret_key() for c in copies] == [SECRET, SECRET, None, SECRET, None, None]
     assert original.api_key is None  # the saved agent never holds the key
     assert SECRET not in str(copies[0].to_spec()) and SECRET not in repr(copies[0])
+    monkeypatch.setenv("GROUPCHAT_TRUSTED_API_BASES", "http://127.0.0.1:8000/v1")
+    assert providers.with_session_keys([local], keys)[0].secret_key() == SECRET
+
+
+def test_a_key_typed_for_one_base_goes_to_that_base_only() -> None:
+    mine = Agent(agent_name="Mine", model_name="openai/x", api_base="https://llm.example.org/v1/")
+    other = Agent(agent_name="Other", model_name="openai/x",
+                  api_base="https://llm.example.org:8443/v1")
+    name = providers.endpoint_key_name("https://LLM.example.org/v1")
+    assert name == "https://llm.example.org:443/v1"
+    copies = providers.with_session_keys([mine, other], {name: SECRET})
+    assert [c.secret_key() for c in copies] == [SECRET, None]
+    assert providers.endpoint_key_name("https://user@llm.example.org/v1") is None
 
 
 @pytest.mark.parametrize("error, expected", [
@@ -108,6 +128,13 @@ def test_session_keys_go_on_per_job_copies_only():
 ])
 def test_failure_hint_says_what_to_do(error, expected):
     assert expected in providers.failure_hint(error, "gpt-4o-mini", "http://127.0.0.1:1/v1")
+
+
+def test_the_untrusted_hint_names_the_fix() -> None:
+    hint = providers.failure_hint("UntrustedEndpoint: agent 'A' points at untrusted api_base "
+                                  "http://x/v1: ... (it answered AuthenticationError: 401)",
+                                  "openai/x", "http://x/v1")
+    assert "Settings" in hint and "GROUPCHAT_TRUSTED_API_BASES" in hint
 
 
 @pytest.mark.parametrize("api_base, expected, absent", [
