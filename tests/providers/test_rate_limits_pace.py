@@ -157,30 +157,28 @@ def test_a_429_pauses_the_model_for_every_bid_in_the_process(server: FakeOpenAIS
 # --- per-model rate limits ---------------------------------------------------------------------
 
 
-def test_rpm_limit_spaces_requests_over_http(
-        server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, waits: Waits) -> None:
+@pytest.mark.parametrize("limited", [True, False], ids=["rpm 240", "no limit"])
+def test_rpm_limit_spaces_requests_over_http(server: FakeOpenAIServer,
+                                             monkeypatch: pytest.MonkeyPatch, waits: Waits,
+                                             limited: bool) -> None:
     """Eight bids at once on one model: four let through, then one every 0.25 s (one turn)."""
     now = [time.monotonic()]  # the buckets' clock stands still: every bid reserves at once
     monkeypatch.setattr(ratelimit, "time", SimpleNamespace(monotonic=lambda: now[0]))
-    set_rate_limit("openai/rl", rpm=240)  # 4 a second, bursts of at most 4
+    if limited:
+        set_rate_limit("openai/rl", rpm=240)  # 4 a second, bursts of at most 4
     server.script("rl", [tool_call(0.9, "first"), *[tool_call(0.0, "")] * 7])
     start = time.monotonic()
     GroupChat(agents=[agent(server, n, "rl") for n in "ABCDEFGH"], max_loops=2).run("t")
     times = sorted(r.received_at for r in server.requests_for("rl"))
     assert len(times) == 8
+    if not limited:
+        assert waits.limiter == []  # the limiter held none of them
+        return
     # the burst of four went without a wait; the other four were held 0.25 s apart
     assert sorted(waits.limiter) == pytest.approx([0.25, 0.5, 0.75, 1.0])
     # then one every 0.25 s, as bounds from the start (gaps between arrivals vary under load)
     for i in range(4, 8):
         assert times[i] - start >= (i - 3) * 0.25 - 0.01, (i, [t - start for t in times])
-
-
-def test_without_a_limit_requests_are_not_spaced(server: FakeOpenAIServer,
-                                                   waits: Waits) -> None:
-    server.script("free", [tool_call(0.9, "first"), *[tool_call(0.0, "")] * 7])
-    GroupChat(agents=[agent(server, n, "free") for n in "ABCDEFGH"], max_loops=2).run("t")
-    assert len(server.requests_for("free")) == 8
-    assert waits.limiter == []  # the limiter held none of them
 
 
 @pytest.fixture
@@ -198,9 +196,11 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     return now
 
 
-def test_tpm_limit_spaces_by_tokens(clock: list[float]) -> None:
-    limits = RateLimits()
-    limits.set("m", tpm=6000)  # 100 tokens a second, bucket of 100
+def test_tpm_limit_spaces_by_tokens_and_usage_below_the_reservation_is_given_back(
+        clock: list[float]) -> None:
+    limits, given_back = RateLimits(), RateLimits()
+    for each in (limits, given_back):
+        each.set("m", tpm=6000)  # 100 tokens a second, bucket of 100
     start = clock[0]
 
     async def five() -> list[float]:
@@ -214,51 +214,39 @@ def test_tpm_limit_spaces_by_tokens(clock: list[float]) -> None:
     # two 50-token requests fit the bucket, then 0.5 s each
     assert asyncio.run(five()) == pytest.approx([0.0, 0.0, 0.5, 1.0, 1.5])
 
-
-def test_usage_below_the_reservation_is_given_back(clock: list[float]) -> None:
-    limits = RateLimits()
-    limits.set("m", tpm=6000)
-
     async def go() -> float:
-        reserved = await limits.acquire("m", 100)
-        limits.settle("m", reserved, 10)  # used only 10
-        start = clock[0]
-        await limits.acquire("m", 80)
-        return clock[0] - start
+        reserved = await given_back.acquire("m", 100)
+        given_back.settle("m", reserved, 10)  # used only 10
+        before = clock[0]
+        await given_back.acquire("m", 80)
+        return clock[0] - before
 
     assert asyncio.run(go()) == 0.0  # 90 given back: 80 fit at once (else 0.8 s)
 
 
 @pytest.mark.parametrize("bad", [0, -1, True, float("inf"), "10"])
-def test_rate_limits_must_be_positive_numbers(bad: object) -> None:
+def test_rate_limits_must_be_positive_numbers_and_no_rate_removes_the_limit(bad: object) -> None:
     with pytest.raises(ConfigError, match="rpm must be a positive number"):
         set_rate_limit("m", rpm=bad)  # type: ignore[arg-type]
-
-
-def test_setting_no_rate_removes_the_limit() -> None:
     set_rate_limit("m", rpm=60, tpm=1000)
     assert RATE_LIMITS.limit("m") == (60, 1000)
     set_rate_limit("m")
     assert RATE_LIMITS.limit("m") == (None, None)
 
 
-class _Refused(Exception):
-    """Stands in for a litellm error: the headers where litellm 1.106 keeps them."""
-
-    def __init__(self, headers: dict[str, str]) -> None:
-        super().__init__("429")
-        self.litellm_response_headers = headers
-
-
 def test_retry_after_forms_are_read() -> None:
-    read = retries.retry_after_seconds
-    assert read(_Refused({"retry-after": "5"})) == 5.0
-    assert read(_Refused({"retry-after": "0.25"})) == 0.25
-    assert read(_Refused({"retry-after-ms": "1500", "retry-after": "9"})) == 1.5
+    def read(headers: dict[str, str]) -> float | None:  # where litellm 1.106 keeps them
+        refused = Exception("429")
+        refused.litellm_response_headers = headers  # type: ignore[attr-defined]
+        return retries.retry_after_seconds(refused)
+
+    assert read({"retry-after": "5"}) == 5.0
+    assert read({"retry-after": "0.25"}) == 0.25
+    assert read({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
     when = email.utils.formatdate(time.time() + 20, usegmt=True)
-    assert 17 <= (read(_Refused({"retry-after": when})) or 0) <= 20
-    assert read(_Refused({"retry-after": "soon"})) is None
-    assert read(_Refused({})) is None and read(ValueError("no headers")) is None
+    assert 17 <= (read({"retry-after": when}) or 0) <= 20
+    assert read({"retry-after": "soon"}) is None
+    assert read({}) is None and retries.retry_after_seconds(ValueError("no headers")) is None
 
 
 # --- pacing -----------------------------------------------------------------------
