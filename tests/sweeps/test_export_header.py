@@ -1,8 +1,5 @@
-"""Issue 38 item 10: every sweep export says how it was made. A CSV (stdout or file, every
-table) opens with `# ` lines: spec and hash, seeds, level, `simulated`, app, schema, sims,
-Python and library versions; pandas reads past them with comment="#" (a `#` in a cell kept);
-the wide cells CSV has a note per metric; JSON and the page's downloads carry the versions.
-Private imports (read_export_csv, spec_hash, metrics_of, SIMS_VERSION): not exported."""
+"""Issue 38 item 10: every sweep export (CSV on stdout or file, JSON, the page's) says how it was
+made in `# ` header lines pandas reads past. Private imports: helpers with no public name."""
 
 from __future__ import annotations
 
@@ -28,9 +25,8 @@ from groupchat_core.sweeps._export import read_export_csv, spec_hash
 from groupchat_core.sweeps._results import metrics_of
 from tests.helpers.cli import run_cli
 from tests.helpers.stores import release_store_engines
+from tests.sweeps import PERSONAS as AGENTS
 
-AGENTS = [{"agent_name": n, "model_name": m} for n, m in (
-    ("Optimist", "sim/eager"), ("Pessimist", "sim/balanced"), ("Realist", "sim/reserved"))]
 TASK = "Is plan #2 better? Say so, then give the sum 2+3."
 TABLES = {"cells": [], "long": [], "intervals": [], "importance": [], "accuracy": [],
           "compare": ["--a", "threshold=0.0", "--b", "threshold=1.0"]}

@@ -1,9 +1,5 @@
-"""Outcome against cost and dynamics (issue 20 item 4): accuracy per strategy (Wilson), cost per
-correct answer, equality against outcome; on hand-worked frames, then a sim sweep's CLI export.
-Then the numbers behind the Sweeps page's exploring views (top_k, log_axis, group_bands,
-differing, run_matrix, bid_stability, failures), every figure worked by hand.
-Private imports (scored_chats, correlation, failure_reason: the one-bid rule behind `failures`):
-units the CLI and the page share, not exported."""
+"""Outcome against cost and dynamics (issue 20 item 4) and the numbers behind the Sweeps page's
+views, on hand-worked frames and sim sweeps. Private imports: units with no public name."""
 
 from __future__ import annotations
 

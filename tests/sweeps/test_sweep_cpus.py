@@ -1,9 +1,6 @@
-"""The Ray executor's settings and start, without a cluster. CPUs per cell (issue 24, target 4):
-settable in the sweep spec, the CLI and the Sweeps page, checked (above 0, at most 64) with one
-line. A Ray start that fails is one line naming the problem and the fix (issue 44, 4d):
-ray.init raises more than ConnectionError/ValueError/RuntimeError (a bare Exception when a local
-node times out starting, TimeoutError, OSError for a full /tmp), here from a stand-in `ray`.
-A fraction sharing a node's CPUs, and the real cluster paths: tests/sweeps/test_sweep_ray.py."""
+"""The Ray executor without a cluster: CPUs per cell (issue 24) from spec, CLI and page, checked in
+one line; a failed Ray start (any exception ray.init raises, from a stand-in `ray`) is one line
+naming the fix (issue 44). The real cluster: tests/sweeps/test_sweep_ray.py."""
 
 from __future__ import annotations
 
@@ -16,8 +13,10 @@ import pytest
 
 from groupchat_core import ConfigError
 from groupchat_core.cli import main
-from groupchat_core.store import RunStore
 from groupchat_core.sweeps import RayExecutor, parse_sweep
+from groupchat_ui.kit import jobs as job_registry
+from groupchat_ui.sweeps import logic
+from tests.helpers.app_helpers import goto, new_app
 from tests.helpers.cli import run_cli
 
 AGENTS = [{"agent_name": n, "system_prompt": "p", "model_name": "sim/balanced"}
@@ -52,11 +51,10 @@ def test_the_spec_refuses_a_value_out_of_range_in_one_line(value):
     assert "\n" not in message
 
 
-def test_the_executor_refuses_a_value_out_of_range(tmp_path):
-    store = RunStore(f"sqlite:///{tmp_path}/x.db")
+def test_the_executor_refuses_a_value_out_of_range(sqlite_store):
     with pytest.raises(ConfigError, match="above 0 and at most 64"):
-        RayExecutor(store, cpus_per_cell=0)
-    assert RayExecutor(store, cpus_per_cell=0.5).cpus_per_cell == 0.5
+        RayExecutor(sqlite_store, cpus_per_cell=0)
+    assert RayExecutor(sqlite_store, cpus_per_cell=0.5).cpus_per_cell == 0.5
 
 
 RAY = ["--executor", "ray", "--cpus-per-cell"]
@@ -79,12 +77,8 @@ def test_the_cli_flag_and_a_spec_out_of_range_are_one_line(tmp_path, capsys, mon
     assert said in err and err.count("\n") == 1 and "Traceback" not in err
 
 
-def test_the_page_passes_its_value_else_the_spec_s_else_one(tmp_path):
-    from groupchat_ui.kit import jobs as job_registry
-    from groupchat_ui.sweeps import logic
-
-    store = RunStore(f"sqlite:///{tmp_path}/x.db")
-    registry = job_registry.registry()
+def test_the_page_passes_its_value_else_the_spec_s_else_one(sqlite_store):
+    store, registry = sqlite_store, job_registry.registry()
     spec = parse_sweep({**BASE, "cpus_per_cell": 0.5})
     assert logic.ray_executor(registry, store, "", spec, 0.25).cpus_per_cell == 0.25
     assert logic.ray_executor(registry, store, "", spec).cpus_per_cell == 0.5
@@ -94,9 +88,6 @@ def test_the_page_passes_its_value_else_the_spec_s_else_one(tmp_path):
 
 
 def test_the_page_has_the_field_only_for_ray():
-    from groupchat_ui.kit import jobs as job_registry
-    from tests.helpers.app_helpers import goto, new_app
-
     at = goto(new_app(), "sweeps")
     try:
         field = at.number_input(key="sw_cpus_per_cell")

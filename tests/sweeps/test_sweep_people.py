@@ -1,7 +1,5 @@
-"""A sweep runs agents only (docs/sweeps.md "People"): a sweep runs its cells unattended, so a
-people list, a person in the agents or a human selector is refused in one line that says why
-(nobody would be in the room to bid), through parse_sweep, load_sweep and the CLI, and every
-cell is built from the spec's agents alone."""
+"""A sweep runs agents only (docs/sweeps.md "People"): people in a spec are refused in one line
+saying why, through parse_sweep, load_sweep and the CLI."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Sweeps on a real local Ray cluster: a head and two worker nodes (separate raylet processes),
-sim sweeps recorded into SQLite (by the driver) and PostgreSQL (by the workers), a worker
-killed mid-cell, budget caps across workers, keys that reach workers but never the store or
-Ray's logs, the CLI.
-
-Private imports (`store._schema`): units or test hooks with no public name; everything public comes
-from the public API.
-"""
+"""Sweeps on a real local Ray cluster (a head, two worker nodes): SQLite and PostgreSQL, a worker
+killed mid-cell, global budget caps, keys never in the store or logs, the CLI.
+Private imports (`store._schema`): no public name."""
 
 from __future__ import annotations
 
@@ -28,17 +23,16 @@ from groupchat_core.sweeps import (
     run_sweep,
 )
 from groupchat_core.testing import FakeOpenAIServer, tool_call
+from tests.sweeps import DEBATERS
 
 MB = 2**20
-AGENTS = [{"agent_name": n, "system_prompt": p, "model_name": "sim/balanced",
-           "litellm_kwargs": {"sim_latency": 0.04}}
-          for n, p in (("Optimist", "You argue for the benefits."),
-                       ("Pessimist", "You argue for the risks."),
-                       ("Realist", "You seek a balanced analysis."))]
 
 
 def slow(latency):
-    return [{**a, "litellm_kwargs": {"sim_latency": latency}} for a in AGENTS]
+    return [{**a, "litellm_kwargs": {"sim_latency": latency}} for a in DEBATERS]
+
+
+AGENTS = slow(0.04)
 
 
 def spec(**changes):
@@ -173,8 +167,7 @@ def test_a_budget_cap_is_global_across_workers_and_a_resume_finishes(cluster, sq
 
 def test_a_cell_cancelled_by_the_budget_cap_records_the_calls_its_bids_hold(cluster,
                                                                             sqlite_store):
-    """Issue 44: a cell force-cancelled by the cap was recorded with total_calls 0 while its
-    bids held the calls made (the driver's recorder never sees the run's end)."""
+    """Issue 44: such a cell was recorded with total_calls 0 while its bids held calls."""
     store = sqlite_store
     sweep = spec(base={"max_loops": 8, "agents": slow(0.05)}, repeats=3, max_calls=30)
     with RayExecutor(store) as executor:
@@ -289,10 +282,8 @@ def test_an_address_where_no_cluster_answers_is_one_line_at_once(tmp_path, capsy
 
 
 def test_half_a_cpu_per_cell_is_what_each_cell_asks_ray_for(cluster, sqlite_store):
-    """`cpus_per_cell: 0.5` (the spec's, as the CLI and the page pass it) is the CPU every
-    cell's task reserves on the cluster, and the sweep runs to its end there. How much more
-    runs at once because of it is a timing, measured in bench/sweep_ray.py (BENCHMARKS.md), not
-    asserted here: on a loaded 2-core machine Ray starts its extra workers seconds late."""
+    """The spec's fraction is what each cell's task reserves (the overlap is a timing, not
+    asserted: bench/sweep_ray.py)."""
     sweep = spec(base={"max_loops": 3, "agents": slow(0.05)}, grid={"threshold": [0.3, 0.7]},
                  concurrency=4, cpus_per_cell=0.5)
     executor = RayExecutor(sqlite_store, address="auto", cpus_per_cell=sweep.cpus_per_cell or 1)

@@ -1,10 +1,6 @@
-"""Sweep specs (format, validation, cells) and the pre-flight estimate; search spaces (agent
-order, roster, models per agent, random search: bounds, labels, estimate, budget caps, resume);
-how long rate limits make a sweep take (issue 42.2): a model whose deployments all declare rpm
-(or a process-wide set_rate_limit rpm) makes calls / rpm minutes a floor on the wall time; a
-queue on a limit only paces (no deadline counts it: tests/providers/test_rate_limits_pace.py),
-so no warning asks for a lower concurrency. Private imports (MAX_CELLS, litellm_module,
-RATE_LIMITS: the process-wide limits, cleared around each test; `_cell_row`): no public name."""
+"""Sweep specs (format, validation, cells), the estimate, search spaces (order, roster, models,
+random search) and rate limits as a floor on wall time (issue 42.2).
+Private imports (MAX_CELLS, litellm_module, RATE_LIMITS, `_cell_row`): no public name."""
 
 from __future__ import annotations
 
@@ -228,7 +224,7 @@ def test_order_all_is_every_permutation_and_each_cell_runs_in_its_order():
 
 
 def test_ties_go_to_the_earlier_agent_of_the_cells_order(store):
-    """Every agent bids the same over real HTTP: the first of the cell's order speaks first."""
+    """Equal bids over real HTTP: the first of the cell's order speaks first."""
     with FakeOpenAIServer() as server:
         server.set_responder(None, lambda body: tool_call(0.9, "Same."))
         base = {"max_loops": 3, "recency_penalty": 0.0, "agents": [
@@ -397,8 +393,6 @@ def test_cli_estimate_shows_the_space_and_samples_override(tmp_path):
 
 @pytest.mark.parametrize("name", ["sweep-order.yaml", "sweep-random.yaml"])
 def test_the_example_sweep_specs_load_and_estimate(name):
-    from groupchat_core.sweeps import load_sweep
-
     spec = load_sweep(ROOT / "examples" / name)
     result = estimate(spec)
     assert result.cells == spec.cell_count() > 0 and result.prompt_tokens_upper == 0
@@ -441,13 +435,10 @@ def test_deployments_rpm_make_the_wall_time_at_least_calls_over_rpm() -> None:
     assert not any("rate limit" in a for a in free.assumptions)
 
 
-def test_a_deployment_without_rpm_leaves_the_model_unpaced() -> None:
+def test_a_deployment_without_rpm_leaves_the_model_unpaced_and_a_process_wide_rpm_paces() -> None:
     mixed = estimate(rated([{"name": "a", "api_base": LOCAL, "rpm": 1},
                            {"name": "b", "api_base": LOCAL}]))
     assert mixed.wall_s_upper < 60 and not any("rate limit" in a for a in mixed.assumptions)
-
-
-def test_a_process_wide_rpm_paces_the_estimate_too() -> None:
     set_rate_limit("openai/fake", rpm=32)
     assert estimate(rated()).wall_s_upper >= 64 / 32 * 60
 
