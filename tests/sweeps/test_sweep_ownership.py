@@ -1,11 +1,11 @@
-"""A sweep has one owner at a time, and each cell is claimed once (issue 10 §4): a second
-`sweep --resume` (at once or later, in real processes) is refused in one line naming the owner
-and how to stop it; forced races (threads, processes, owner check off) still run each cell once.
-On SQLite and PostgreSQL (`store`). Private imports (`store._schema`): no public name.
-"""
+"""One owner a sweep, each cell claimed once (issue 10 §4): a second `sweep --resume` is refused
+naming the owner; forced races still run each cell once; a cancellation between a cell's run
+ending and its claim's leaves no claim open. SQLite and PostgreSQL (`store`).
+Private imports (`store._schema`, `CellResult`): to leave a claim open; an executor's result."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -16,11 +16,25 @@ import time
 from pathlib import Path
 
 import pytest
+from sqlalchemy import update
 
+from groupchat_core import background_loop
 from groupchat_core.store import RunStore, SweepBusy
-from groupchat_core.sweeps import load_sweep, plan_sweep, run_sweep
+from groupchat_core.store._schema import sweep_cells, sweeps
+from groupchat_core.sweeps import (
+    CellJob,
+    LocalExecutor,
+    arun_sweep,
+    load_sweep,
+    parse_sweep,
+    plan_sweep,
+    run_sweep,
+)
+from groupchat_core.sweeps._executor import CellResult
 from groupchat_core.testing import FakeOpenAIServer, tool_call
 from tests.helpers import ROOT
+
+pytestmark = pytest.mark.usefixtures("fresh_engines")
 
 AGENTS = [{"agent_name": n, "model_name": "sim/balanced"} for n in ("Ann", "Bo", "Cy")]
 
@@ -209,8 +223,6 @@ def test_two_processes_forced_to_run_one_sweep_still_run_each_cell_once(store, t
 
 
 def _set_owner(store: RunStore, sweep_id: str, **owner: object) -> None:
-    from groupchat_core.store._schema import sweeps
-
     with store.write("test") as conn:
         conn.execute(sweeps.update().where(sweeps.c.sweep_id == sweep_id).values(**owner))
 
@@ -265,3 +277,86 @@ def test_a_session_whose_sweep_was_taken_over_does_not_record_its_end(store):
     _set_owner(store, sweep_id, pid=os.getpid(), hostname=socket.gethostname())
     assert store.finish_sweep(sweep_id, "cancelled", "by the user") is True
     assert store.get_sweep(sweep_id)["status"] == "cancelled"
+
+
+# --- a cancellation between a run's end and its claim's (Ctrl-C, a budget cap) ---------------
+
+
+def spec():
+    return parse_sweep({"name": "claims", "base": {"max_loops": 6, "agents": AGENTS},
+                        "grid": {"threshold": [0.3, 0.5, 0.7]}, "tasks": ["Should we?"],
+                        "repeats": 1, "concurrency": 1, "bid_cache": False})
+
+
+def every_cell_once(store: RunStore, sweep_id: str, keys: list[str]) -> None:
+    """As tests/sweeps/test_sweep_ray.py's check_every_cell_once: runs and claims agree."""
+    runs = store.list_runs(sweep_id=sweep_id)
+    finished = runs[runs["status"] == "finished"]
+    assert sorted(finished["cell"]) == sorted(keys)
+    claims = store.cell_claims(sweep_id)
+    assert sorted(claims["cell"]) == sorted(keys) and set(claims["state"]) == {"finished"}
+    assert dict(zip(claims["cell"], claims["run_id"], strict=True)) == dict(
+        zip(finished["cell"], finished["run_id"], strict=True))
+
+
+class CancelledAfterTheRun:
+    """Runs cells locally; after cell 0's run is committed `finished`, the sweep is cancelled
+    (Ctrl-C) before that result is handed back to the runner."""
+
+    def __init__(self, store: RunStore) -> None:
+        self.store, self.inner = store, LocalExecutor(store, bid_cache=False)
+        self.sweep: asyncio.Future[object] | None = None
+        self.finished_run: str | None = None
+
+    async def submit(self, job: CellJob, usage) -> CellResult:
+        result = await self.inner.submit(job, usage)
+        if job.index == 0:
+            runs = self.store.list_runs(sweep_id=job.sweep_id)
+            assert list(runs["status"]) == ["finished"]  # the run's end is in the store
+            self.finished_run = result.run_id
+            assert self.sweep is not None
+            self.sweep.cancel()
+            await asyncio.Event().wait()  # the cancellation reaches the cell here
+        return result
+
+
+def test_a_claim_is_closed_with_its_finished_run_when_cancelled_in_between(store):
+    sweep = spec()
+    executor = CancelledAfterTheRun(store)
+
+    async def ctrl_c_between_run_and_claim() -> None:
+        executor.sweep = asyncio.ensure_future(arun_sweep(sweep, store, executor=executor))
+        with pytest.raises(asyncio.CancelledError):
+            await executor.sweep
+
+    background_loop().submit(ctrl_c_between_run_and_claim()).result(timeout=60)
+    sweep_id = store.list_sweeps()["sweep_id"].iloc[0]
+    assert store.get_sweep(sweep_id)["status"] == "cancelled"
+    claims = store.cell_claims(sweep_id)
+    assert executor.finished_run is not None
+    assert list(zip(claims["state"], claims["run_id"], strict=True)) == [
+        ("finished", executor.finished_run)]
+
+    resumed = run_sweep(None, store, resume=sweep_id)
+    assert (resumed.status, resumed.cells_done, resumed.cells_run) == ("finished", 3, 2)
+    every_cell_once(store, sweep_id, [c.key for c in sweep.cells()])
+
+
+@pytest.mark.parametrize("left", ["open", "running"])
+def test_a_resume_closes_a_claim_left_beside_its_finished_run(store, left):
+    """`open`: left by a version without the fix; `running`: its process was killed between the
+    run's end and the claim's. A resume closes it with the run's id."""
+    sweep = spec()
+    outcome = run_sweep(sweep, store)
+    claims = store.cell_claims(outcome.sweep_id)
+    cell, run_id = claims.iloc[1]["cell"], claims.iloc[1]["run_id"]
+    with store.write("leave a claim behind") as conn:
+        conn.execute(update(sweep_cells).where(sweep_cells.c.cell == cell).values(
+            state=left, run_id=None))
+    assert store.finish_sweep(outcome.sweep_id, "cancelled", "cancelled by the user")
+
+    resumed = run_sweep(None, store, resume=outcome.sweep_id)
+    assert (resumed.status, resumed.cells_done, resumed.cells_run) == ("finished", 3, 0)
+    every_cell_once(store, outcome.sweep_id, [c.key for c in sweep.cells()])
+    claims = store.cell_claims(outcome.sweep_id).set_index("cell")
+    assert claims.loc[cell, "run_id"] == run_id
