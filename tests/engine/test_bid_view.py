@@ -1,9 +1,5 @@
-"""What a bidder sees (issue 43): bid prompt presets, typed history, anonymised speaker names,
-the others' bids and the running vote tally; defaults leave today's requests byte-identical.
-
-Private imports (`_bidding`, `engine._bidcache`, `engine._transcript`, `engine._turn_loop`):
-units with no public name (the preset resolver, the cache key, typed turns, the view key).
-"""
+"""What a bidder sees (issue 43): prompt presets, typed history, anonymised names, the others'
+bids, the vote tally; defaults keep today's requests byte-identical. Private imports: units."""
 
 from __future__ import annotations
 
@@ -21,13 +17,16 @@ from groupchat_core import (
     BidRequest,
     ConfigError,
     GroupChat,
+    bundle_json,
+    import_bundle,
 )
 from groupchat_core._bidding import SWARMS_16_BID_PROMPT, validate_bid_prompt
 from groupchat_core.engine._bidcache import request_key
 from groupchat_core.engine._transcript import TYPED_CONVERSATION, aliases, typed_turns
 from groupchat_core.engine._turn_loop import tally_note, view_key
 from groupchat_core.outcomes import Task
-from groupchat_core.testing import ScriptedBids
+from groupchat_core.store import RunStore
+from groupchat_core.testing import FakeOpenAIServer, ScriptedBids, tool_call
 from tests.helpers.chats import scripted_chat_with_fake
 
 SCRIPT: dict[str, list[Any]] = {
@@ -258,10 +257,8 @@ def test_the_cache_key_holds_the_view_and_defaults_keep_todays_key() -> None:
 # --- the vote-only baseline (docs/engine.md §16) -----------------------------------------
 
 def test_vote_asks_every_agent_once_on_the_task_alone_and_the_vote_answers() -> None:
-    """Over real HTTP (token counts): one call each on the task alone, posted in list order;
-    the run stops after the round whatever max_loops, and the group's answer is the vote."""
-    from groupchat_core.testing import FakeOpenAIServer, tool_call
-
+    """Over real HTTP (token counts): one call each on the task alone, in list order; the run
+    stops after the round whatever max_loops, and the group's answer is the vote."""
     with FakeOpenAIServer() as fake:
         for model, said in (("a", "It is 41."), ("b", "I get 42."), ("c", "42, surely")):
             fake.script(model, [tool_call(0.0, said)])
@@ -306,9 +303,6 @@ def test_vote_stops_at_max_loops_and_an_empty_answer_as_all_speak_does() -> None
 def test_a_vote_run_leaves_and_enters_the_store_as_a_bundle(tmp_path: Any,
                                                              fresh_engines: None) -> None:
     """The import check replays each turn by the run's own rule (vote: all_speak's)."""
-    from groupchat_core import bundle_json, import_bundle
-    from groupchat_core.store import RunStore
-
     agents = [Agent(agent_name=n, model_name="sim/balanced") for n in "ABC"]
     chat = GroupChat(agents=agents, strategy="vote", max_loops=9, bid_cache=False)
     store = RunStore(f"sqlite:///{tmp_path / 'one.db'}")

@@ -1,15 +1,8 @@
-"""People in the room (issue 22; docs/engine.md "Human participants"): a person bids for the
-floor under the agents' rule, from a headless callback or from another thread through the Room.
-
-No timed assertions, and no window waits for the machine: the runs go on a loop whose clock is
-the test's (`FakeClockLoop`: the windows are asyncio timeouts on the loop's clock). While a test
-acts from another thread the clock stands still, so no window can end under it; otherwise, when
-the loop has nothing to do, the clock jumps to its next timer, so a window that must expire
-does at once. A window that must close early is an hour long: the run's clock says whether it
-did (`ran_for < HOUR`).
-
-Private imports (Candidate, candidate, HUMAN_FLOOR): the rule's units, no public name.
-"""
+"""People in the room (issue 22; docs/engine.md "Human participants"): a person bids under the
+agents' rule, from a callback or another thread through the Room. No timed assertions: runs go
+on a loop whose clock is the test's (`FakeClockLoop`): it stands still while a test acts from
+another thread, else jumps to the next timer; a window that must close early is an hour long.
+Private imports (Candidate, candidate, HUMAN_FLOOR): the rule's units, no public name."""
 
 from __future__ import annotations
 
@@ -46,10 +39,7 @@ from groupchat_core.engine._selection import HUMAN_FLOOR, Candidate, candidate
 from groupchat_core.testing import ScriptedBids
 
 HOUR = 3600.0
-# Only a hang reaches this (a state waited for from another thread that never comes): no
-# window can end on its own while a test waits (the clock stands still), so it is not a bound
-# on how fast the machine is.
-HANG_S = 600.0
+HANG_S = 600.0  # only a hang reaches this: the clock stands still while a test waits
 
 Play = Callable[[HumanPrompt], Any]
 

@@ -257,8 +257,8 @@ def test_bid_then_speak_asks_scores_then_only_the_winner_writes() -> None:
 def test_bid_then_speak_counts_both_calls_when_the_bid_cache_answers(store: RunStore,
                                                                      other_store: RunStore
                                                                      ) -> None:
-    """On sims the winner's written call is its score call's cached answer: counted in
-    cached_calls, so calls_needed is a cold cache's, through the store and a bundle."""
+    """On sims the written call is the score call's cached answer: calls_needed stays a cold
+    cache's, through the store and a bundle."""
     def run(cache: bool) -> RunRecord:
         agents = [Agent(agent_name=n, model_name=m) for n, m in
                   (("A", "sim/balanced"), ("B", "sim/eager"), ("C", "sim/reserved"))]
@@ -301,8 +301,7 @@ def test_strategy_is_a_sweep_axis_and_the_estimate_counts_each_rules_calls() -> 
                                       "bid_then_speak", "all_speak"])
 def test_every_strategy_is_stored_exactly_and_its_bundle_imports_back(
         store: object, other_store: object, strategy: str) -> None:
-    """The store rebuilds the record, and a bundle passes the import check, which re-applies
-    the strategy's own rule to each turn."""
+    """The store rebuilds the record; a bundle passes the import check (the strategy's rule)."""
     script: dict[str, list[object]] = {n: [(0.6 + 0.1 * i, f"{n}{j}") for j in range(12)]
                                        for i, n in enumerate("ABC")}
     script["selector"] = [(1.0, "C: fresh view"), (1.0, "none")] * 6
@@ -330,8 +329,7 @@ def test_analysis_explains_a_turn_named_by_the_rule_not_by_its_bid() -> None:
 
 
 def test_a_selector_is_asked_on_its_own_server_in_its_own_mode() -> None:
-    """selector_api_base / selector_tool_choice_mode: asked over real HTTP on that server in
-    json_schema mode (no tools; the schema as response_format); its JSON reply picks."""
+    """Over real HTTP on that server in json_schema mode (no tools); its JSON reply picks."""
     with FakeOpenAIServer() as fake:
         fake.script("picker", [text('{"score": 1, "message": "Bob: he has not spoken"}')])
         fake.script("agents", [tool_call(0.0, "Bob speaks")])
@@ -369,8 +367,7 @@ def test_every_strategy_is_one_class_of_its_own() -> None:
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_every_recorded_turn_replays_to_its_row(strategy: str) -> None:
-    """A run's turns, replayed through its strategy one by one (as a bundle's import check
-    does), give back every turn row and every bid's standing the run recorded."""
+    """Replayed turn by turn (as a bundle's import check does): every row and bid standing."""
     agents = [Agent(agent_name=f"A{i}", model_name=f"sim/{p}") for i, p in enumerate(PERSONAS)]
     chat = GroupChat(agents=agents, strategy=strategy, max_loops=12, seed=7, threshold=0.2)
     chat.run("Plan a picnic.")
