@@ -80,8 +80,7 @@ def test_a_sweep_without_answers_has_no_outcomes_tab(store) -> None:
 
 
 def scored_run(store: RunStore, correct: bool) -> str:
-    """A recorded sim run of Du problem 0 whose outcome is `correct`: sims answer right with a
-    declared, seeded accuracy, so the first seed that gives the wanted verdict is taken."""
+    """A recorded sim run of Du problem 0 judged `correct`: the first seed with that verdict."""
     agents = [Agent(agent_name=a["agent_name"], model_name=a["model_name"],
                     system_prompt=a["system_prompt"]) for a in AGENTS]
     for seed in range(40):
@@ -98,7 +97,8 @@ def scored_run(store: RunStore, correct: bool) -> str:
     raise AssertionError(f"no seed below 40 gave a {'right' if correct else 'wrong'} answer")
 
 
-def test_analysis_shows_the_runs_outcome_and_that_it_is_simulated(store) -> None:
+def test_analysis_and_the_runs_table_show_the_runs_outcome_and_that_it_is_simulated(
+        store) -> None:
     run_id = scored_run(store, correct=False)
     at = goto(new_app(), "analysis", run=run_id)
     assert any(e.value.startswith("Outcome: **wrong**") and "expected 246" in e.value
@@ -114,14 +114,10 @@ def test_analysis_shows_the_runs_outcome_and_that_it_is_simulated(store) -> None
                for m in at.markdown)
     assert any("1 of 1 runs are simulated" in c.value for c in at.caption)
 
-
-def test_the_runs_table_has_outcome_and_simulated_columns(store) -> None:
-    run_id = scored_run(store, correct=False)
-    table = runs_table(store.list_runs())
+    table = runs_table(store.list_runs())  # the Runs table's outcome and simulated columns
     row = table[table["run_id"] == run_id].iloc[0]
     assert (row["outcome"], row["scorer"], row["simulated"]) == ("wrong", "numeric", "simulated")
-    at = goto(new_app(), "runs")
-    shown = frame_with(at, "run_id")
+    shown = frame_with(goto(at, "runs"), "run_id")
     assert {"outcome", "answer", "scorer", "simulated"} <= set(shown.columns)
 
 
