@@ -88,8 +88,7 @@ def test_the_engine_refuses_what_the_form_refuses():
 
 
 def test_the_live_view_falls_back_to_the_engines_defaults():
-    """A job's config without the numbers (an older snapshot) draws the engine's room: the live
-    view used 0.0 for the penalty while the engine's default is 0.3."""
+    """An older snapshot's config lacks the numbers: the live view used 0.0 for a 0.3 penalty."""
     defaults = ChatConfig()
     assert run_logic.floor_settings({}) == (defaults.threshold, defaults.recency_penalty)
     assert run_logic.floor_settings({"threshold": 0.4, "recency_penalty": 0.1}) == (0.4, 0.1)
@@ -150,8 +149,7 @@ def test_the_dashboard_copies_no_default_of_a_chat_setting():
 
 
 def test_the_dashboard_masks_only_with_the_cores_function():
-    """One masking function (min length 8, in the core): no dashboard module defines its own or
-    replaces secrets itself."""
+    """One masking function (min length 8, in the core); the dashboard spells no mask."""
     own = []
     for path in (ROOT / "groupchat_ui").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text("utf-8"))):
@@ -167,8 +165,7 @@ def test_the_dashboard_masks_only_with_the_cores_function():
 
 
 def test_the_declarations_are_leaves_every_layer_may_import():
-    """_statuses.py and _bounds.py import only the standard library, so the store, the engine,
-    the sweeps and the dashboard can all read them without an import cycle."""
+    """Only the standard library, so every layer reads them without an import cycle."""
     for name in ("_statuses.py", "_bounds.py"):
         tree = ast.parse((ROOT / "groupchat_core" / name).read_text("utf-8"))
         imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}

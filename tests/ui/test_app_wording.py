@@ -140,8 +140,7 @@ def test_a_refused_delete_names_the_runs_in_good_grammar():
 
 
 def test_where_streaming_is_offered_it_says_sims_never_stream(app: AppTest):
-    """Settings and the README promised every candidate streams; sims never do. The toggle
-    (on by default) is what the Run page reads, and it survives page switches."""
+    """Settings and the README promised every candidate streams; sims never do."""
     toggle = goto(app, "settings").toggle(key="pref_stream_bids")
     assert toggle.value is True and "never stream" in toggle.help and "sim/" in toggle.help
     preset_run_form(app)  # the debate trio: three sims
@@ -163,8 +162,7 @@ def test_the_stream_note_counts_real_and_simulated_agents():
 
 
 def test_a_reload_keeps_the_sweep_form_and_its_agent_choice(app: AppTest, store: RunStore):
-    """The sweep's agent choice went back to the default on reload, so the estimate was for
-    other agents; the Run form's task and parameters (as last started) were reset too."""
+    """A reload reset the sweep's agents (an estimate for others) and the Run form."""
     sim_agents(store, *"ABCD")
     goto(app, "sweeps").selectbox(key="sw_room").set_value("Saved agents").run()
     assert app.multiselect(key="sw_saved").value == ["A", "B", "C"]  # the default

@@ -57,9 +57,7 @@ def test_candidate_rows_say_who_is_typing_who_is_in_and_who_has_not_started():
 
 
 def test_only_runs_with_a_real_model_show_candidates_forming():
-    """`may_stream` decides at Start whether to declare the forming fragment; the run's config
-    comes with its first event, so an empty config must not mean "no stream" (the panel then
-    never showed: tests/e2e/test_streaming.py failed)."""
+    """An empty config (it comes with the first event) meant "no stream": the panel never showed."""
     sims = {"A": ("sim/eager", None), "B": ("sim/reserved", None)}
     mixed = {**sims, "C": ("openai/x", "http://127.0.0.1:1/v1")}
     assert logic.streams({"stream_bids": True}, mixed) and logic.may_stream({}, mixed)
