@@ -5,6 +5,7 @@ Private imports (finished_cells, short_label, BidCache, cache_stats): no public 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import signal
@@ -246,8 +247,12 @@ def test_a_failing_cell_stops_the_sweep_with_an_error_that_names_it(store):
     assert outcome.cells_done == 2 and store.get_sweep(outcome.sweep_id)["status"] == "error"
 
 
-def test_resume_needs_the_same_cells(store):
-    outcome = run_sweep(spec(max_calls=5), store)
+def test_results_list_pending_cells_and_a_resume_needs_the_same_cells(store):
+    outcome = run_sweep(spec(max_calls=1, concurrency=1), store)
+    results = sweep_results(store, outcome.sweep_id)
+    assert len(results) == 12 and (results["status"] == "pending").sum() >= 10
+    assert results.loc[results["status"] == "pending", "run_id"].isna().all()
+    assert aggregate(results).empty  # no finished cell yet: nothing to aggregate
     with pytest.raises(ConfigError, match="does not match"):
         run_sweep(spec(repeats=3), store, resume=outcome.sweep_id)
     with pytest.raises(StoreError, match="no sweep"):
@@ -256,19 +261,8 @@ def test_resume_needs_the_same_cells(store):
                      resume=outcome.sweep_id).status == "finished"
 
 
-def test_results_list_pending_cells_before_they_run(store):
-    outcome = run_sweep(spec(max_calls=1, concurrency=1), store)
-    results = sweep_results(store, outcome.sweep_id)
-    assert len(results) == 12 and (results["status"] == "pending").sum() >= 10
-    assert results.loc[results["status"] == "pending", "run_id"].isna().all()
-    assert aggregate(results).empty  # no finished cell yet: nothing to aggregate
-
-
 def test_llm_prompts_state_the_threshold_so_only_other_parameters_share(monkeypatch, store):
-    """Temperature-0 LLM agents are cached, but a bid prompt names the threshold; cells that
-    differ only in max_loops send identical requests: the longest cell's calls are all made."""
-    import hashlib
-
+    """A bid prompt names the threshold; cells differing only in max_loops share requests."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
 
     def deterministic(body):  # the same request always gets the same answer

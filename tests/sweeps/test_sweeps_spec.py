@@ -28,6 +28,7 @@ from groupchat_core.sweeps import (
 from groupchat_core.sweeps._spec import MAX_CELLS
 from groupchat_core.testing import FakeOpenAIServer, tool_call
 from tests.helpers import ROOT
+from tests.helpers.cli import run_cli
 
 BASE = {"max_loops": 6, "seed": 10, "agents": [
     {"agent_name": "Optimist", "system_prompt": "You argue for the benefits.",
@@ -372,23 +373,21 @@ def test_a_capped_order_roster_random_sweep_stops_then_resumes_without_rerunning
     assert set(frame["agents"]) == {2, 3}
 
 
-def test_cli_estimate_shows_the_space_and_samples_override(tmp_path):
+@pytest.mark.usefixtures("fresh_engines")
+def test_cli_estimate_shows_the_space_and_samples_override(tmp_path, capsys):
     path = tmp_path / "s.yaml"
     path.write_text(json.dumps({"base": {"agents": agents()}, "tasks": ["t"],
                                 "grid": {"order": "all"},
                                 "random": {"samples": 4, "threshold": {"low": 0.2,
                                                                        "high": 0.8}}}))
-    cmd = [sys.executable, "-m", "groupchat_core", "--db", f"sqlite:///{tmp_path}/c.db",
-           "sweep", str(path), "--estimate", "--samples", "7"]
-    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert "6 order × 7 random samples × 1 task(s) × 1 repeat(s) = 42 cells" in done.stdout
+    code, out, err = run_cli(capsys, "sweep", str(path), "--estimate", "--samples", "7")
+    assert code == 0, err
+    assert "6 order × 7 random samples × 1 task(s) × 1 repeat(s) = 42 cells" in out
     path.write_text(json.dumps({"base": {"agents": agents([f"A{i}" for i in range(10)])},
                                 "tasks": ["t"], "grid": {"order": "all"}}))
-    bad = subprocess.run(cmd[:-2], capture_output=True, text=True, cwd=ROOT, timeout=120)
-    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    code, _, err = run_cli(capsys, "sweep", str(path), "--estimate")
     # 10 agents have 10! = 3,628,800 orders: "all" is refused, sampling is offered
-    assert "order: {sample: 100}" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    assert code == 2 and "order: {sample: 100}" in err and err.count("\n") == 1
 
 
 @pytest.mark.parametrize("name", ["sweep-order.yaml", "sweep-random.yaml"])
