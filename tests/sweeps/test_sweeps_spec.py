@@ -1,5 +1,5 @@
-"""Sweep specs (format, validation, cells), the estimate, search spaces (order, roster, models,
-random search) and rate limits as a floor on wall time (issue 42.2).
+"""Sweep specs (format, validation, cells; no people: docs/sweeps.md "People"), the estimate,
+search spaces (order, roster, models, random search), rate limits as a floor on wall time.
 Private imports (MAX_CELLS, litellm_module, RATE_LIMITS, `_cell_row`): no public name."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -396,6 +397,58 @@ def test_the_example_sweep_specs_load_and_estimate(name):
     result = estimate(spec)
     assert result.cells == spec.cell_count() > 0 and result.prompt_tokens_upper == 0
     assert "search space:" in result.summary()
+
+
+# --- a sweep runs agents only: people are refused, saying why -----------------------------
+
+PAIR = agents(("A", "B"))
+WHY = "a sweep runs its cells unattended, so nobody would be in the room to bid"
+SEATS = [
+    ({"agents": PAIR, "people": [{"name": "Ann"}]}, "base.people: a sweep cannot seat people"),
+    ({"agents": [*PAIR, {"agent_name": "Ann", "kind": "human"}]},
+     "base.agents[2]: 'Ann' is a person (kind: human); a sweep cannot seat people"),
+    ({"agents": PAIR, "human_selector": {"name": "Judge"}},
+     "base.human_selector: a sweep cannot have a person pick the speaker"),
+]
+
+
+def people_sweep(base: dict[str, Any]) -> dict[str, Any]:
+    return {"base": base, "tasks": ["Plan it."]}
+
+
+@pytest.mark.parametrize(("base", "says"), SEATS)
+def test_a_sweep_spec_cannot_carry_people_and_says_why_there_and_from_the_cli(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, base: dict[str, Any],
+        says: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_sweep(people_sweep(base))
+    assert str(caught.value) == f"invalid sweep spec: {says}: {WHY}; run a chat with people " \
+        "with GroupChat(...) or `groupchat-lab run --human NAME`"
+    assert "unknown" not in str(caught.value)
+    path = tmp_path / "people.yaml"
+    path.write_text(json.dumps(people_sweep(base)))
+    code, out, err = run_cli(capsys, "sweep", str(path), "--estimate")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith(f"error: invalid people.yaml: {says}: {WHY}")
+    assert "Traceback" not in err
+
+
+def test_people_at_the_top_of_a_sweep_file_are_refused_too(tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({**people_sweep({"agents": PAIR}), "people": [{"name": "Ann"}]}))
+    with pytest.raises(ConfigError, match=f"^invalid s.json: people: .*{WHY}"):
+        load_sweep(path)
+
+
+def test_an_agent_kind_is_no_seat_for_a_person() -> None:
+    """Only `kind: human` is a person; any other kind stays the generic unknown keyword."""
+    with pytest.raises(ConfigError, match="unknown keyword 'kind'"):
+        parse_sweep(people_sweep({"agents": [*PAIR, {"agent_name": "C", "kind": "agent"}]}))
+
+
+def test_a_sweep_without_people_builds_its_cells_from_the_agents() -> None:
+    spec = parse_sweep(people_sweep({"agents": PAIR}))
+    assert [a.agent_name for a in spec.base.agents] == ["A", "B"]
 
 
 # --- rate limits in the estimate (issue 42.2) -------------------------------------------------
