@@ -116,9 +116,7 @@ def test_agents_page_creates_edits_renames_and_deletes_an_agent(app: AppTest, st
 
 
 def test_agents_made_in_a_row_inline_errors_and_every_tool_mode(app: AppTest, store: RunStore):
-    """Issue 11: saving a new agent turned the form into "Edit <it>", so the next save renamed
-    it. A bad form saves nothing and says why inline. The tool-mode choice is the core's
-    declaration (json_schema: constrained bids), saved and shown again on edit."""
+    """Issue 11: saving a new agent turned the form into "Edit <it>": the next save renamed it."""
     goto(app, "agents")
     for name in ("Optimist", "Pessimist", "Realist"):
         fill_agent(app, name, f"You are the {name}.", "sim/eager")
@@ -184,8 +182,7 @@ def test_agents_duplicate_reorder_reload_import_and_export(app: AppTest, store: 
 
 
 def test_agents_saved_by_another_writer_show_on_the_next_rerun(app: AppTest, store: RunStore):
-    """Agents saved behind the dashboard's back (the CLI, another server) waited out a 10 s
-    cache; it follows the store's change token, so each change shows on the next rerun."""
+    """Agents saved by the CLI or another server waited out a 10 s cache."""
     goto(app, "run")
     assert app.multiselect(key="run_roster").options == []
     other = RunStore(store.url)  # another writer: nothing tells the dashboard's cache
@@ -402,8 +399,7 @@ def test_several_runs_at_once_and_coming_back_shows_the_job_you_were_watching(ap
 
 
 def test_a_reload_keeps_this_browsers_jobs_and_other_sessions_see_none(app: AppTest):
-    """Issue 11: after a reload the sidebar said "0 running, 0 in all"; the browser id in the
-    URL (`?sid=`) finds the session's jobs in the process-wide registry again."""
+    """Issue 11: after a reload the sidebar said "0 running, 0 in all"."""
     start(app, max_loops=60)
     app.button(key="start_run").click().run()
     owner, jobs = session(app).owner, list(session(app).job_ids)
@@ -499,8 +495,7 @@ def test_the_run_form_chooses_who_speaks_from_the_cores_strategies(
 
 
 def test_a_link_to_a_run_recorded_a_moment_ago_opens_it(app: AppTest, store: RunStore):
-    """The run list is cached for 2 s; a link to a run another writer recorded within them
-    opened nothing ("not listed yet")."""
+    """A link to a run recorded within the run list's 2 s cache opened "not listed yet"."""
     goto(app, "analysis")  # the (empty) list is read and cached
     assert app.button(key="demo_run")
     chat = GroupChat(agents=[Agent(agent_name=n, model_name="sim/eager") for n in "AB"],
@@ -558,8 +553,7 @@ def chart_turns(app: AppTest, key: str) -> list[int]:
 
 def test_analysis_pages_a_long_runs_per_turn_charts_by_windows_of_turns(app: AppTest,
                                                                         store: RunStore):
-    """Issue 11 §3: a long run's Bids tab opens on its latest 200 turns, and a picker reaches
-    every earlier window; the Speakers tab's timeline follows the window, its summaries do not."""
+    """Issue 11 §3: a long run's charts drew every turn at once (cost); nothing may be lost."""
     from groupchat_core import Agent, GroupChat
     from groupchat_core.testing import ScriptedBids
 
