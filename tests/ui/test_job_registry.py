@@ -183,9 +183,15 @@ def test_a_generic_job_reports_events_and_cancels_cleanly(reg: JobRegistry):
     wait_for(lambda: reg.task_snapshot(job).done, "the job to finish")
     snap = reg.task_snapshot(job)
     assert (snap.status, snap.events, snap.result) == ("finished", (0, 1, 2), "done")
-    slow = reg.start_job(forever, owner="ann")
+    slow = reg.start_job(forever, "ann", user="alice@example.org", user_name="Alice")
     wait_for(lambda: reg.task_snapshot(slow).events, "the slow job to start")
-    assert reg.cancel(slow)
+    assert not reg.cancel(slow, user="bob@example.org")  # only the user it runs for stops it
+    assert reg.task_snapshot(slow).status in ("queued", "running")
+    assert reg.task_snapshot(slow).user_name == "Alice"
+    assert reg.tasks_for("ann", "sweep", "bob@example.org") == []
+    assert [t.id for t in reg.tasks_for("ann", "sweep", "alice@example.org")] == [slow]
+    assert reg.cancel(slow, user="alice@example.org")
+    assert reg.task_snapshot(slow).status == "cancelled"
     wait_for(lambda: reg.task_snapshot(slow).done, "the cancel to settle")
     assert reg.task_snapshot(slow).status == "cancelled"
     assert [s.id for s in reg.tasks_for("ann", "sweep")] == [job, slow]

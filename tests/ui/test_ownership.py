@@ -81,28 +81,6 @@ def start_slow_run(at) -> str:
     return str(job_id)
 
 
-def test_only_the_user_a_job_runs_for_can_stop_it():
-    registry = job_registry.JobRegistry()
-
-    async def forever(emit):
-        import asyncio
-
-        await asyncio.sleep(3600)
-
-    job = registry.start_job(forever, "browser-1", user="alice@example.org", user_name="Alice")
-    try:
-        assert not registry.cancel(job, user="bob@example.org")
-        assert registry.task_snapshot(job).status in ("queued", "running")
-        assert registry.task_snapshot(job).user_name == "Alice"
-        assert registry.tasks_for("browser-1", "sweep", "bob@example.org") == []
-        assert [t.id for t in registry.tasks_for("browser-1", "sweep", "alice@example.org")] == [
-            job]
-        assert registry.cancel(job, user="alice@example.org")
-        assert registry.task_snapshot(job).status == "cancelled"
-    finally:
-        registry.shutdown()
-
-
 def test_signed_out_visitors_see_only_the_login(monkeypatch: pytest.MonkeyPatch,
                                                 store: RunStore):
     monkeypatch.setattr(state, "login_configured", lambda: True)  # as [auth] in secrets.toml
