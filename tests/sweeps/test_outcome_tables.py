@@ -15,7 +15,6 @@ import pytest
 from groupchat_core import ConfigError
 from groupchat_core.cli import main
 from groupchat_core.outcomes import du_math_tasks
-from groupchat_core.store import RunStore
 from groupchat_core.sweeps import (
     SweepSpec,
     accuracy_table,
@@ -172,13 +171,12 @@ def test_the_clustered_interval_covers_where_fisher_does_not() -> None:
     assert cluster_hits >= 34 > fisher_hits  # about 95 % vs far below
 
 
-def test_a_strategy_sweep_on_sims_exports_the_accuracy_table(capsys, store_url) -> None:
+def test_a_strategy_sweep_on_sims_exports_the_accuracy_table(capsys, store) -> None:
     """Three strategies on sims: the results carry the strategy, and `sweep export --table
     accuracy` gives one row per strategy, simulated."""
     agents = [{"agent_name": n, "model_name": m, "system_prompt": f"You are {n}."}
               for n, m in (("Solver", "sim/balanced"), ("Checker", "sim/reserved"))]
     spec = _du_spec("strategies", ["bidding", "round_robin", "all_speak"], agents, max_loops=3)
-    store = RunStore(store_url)
     outcome = run_sweep(spec, store)
     results = sweep_results(store, outcome.sweep_id)
     assert sorted(set(results["strategy"])) == ["all_speak", "bidding", "round_robin"]
@@ -191,32 +189,31 @@ def test_a_strategy_sweep_on_sims_exports_the_accuracy_table(capsys, store_url) 
         assert row.correct == right
 
     capsys.readouterr()
-    assert main(export(store_url, outcome.sweep_id)) == 0
+    assert main(export(store.url, outcome.sweep_id)) == 0
     rows = list(csv.DictReader(line for line in io.StringIO(capsys.readouterr().out)
                                if not line.startswith("# ")))  # past the `# ` header
     assert [r["strategy"] for r in rows] == ["all_speak", "bidding", "round_robin"]
     assert all(r["simulated"] == "True" and r["interval_method"] == "wilson" for r in rows)
-    assert main([*export(store_url, outcome.sweep_id), "--format", "json"]) == 0
+    assert main([*export(store.url, outcome.sweep_id), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["meta"]["sweep"]["simulated"] is True
 
 
-def test_accuracy_export_of_an_unscored_sweep_is_one_line(capsys, store_url) -> None:
+def test_accuracy_export_of_an_unscored_sweep_is_one_line(capsys, store) -> None:
     spec = SweepSpec.model_validate({
         "name": "plain", "tasks": ["Plan it."], "grid": {"threshold": [0.2, 0.4]},
         "base": {"max_loops": 2, "agents": [{"agent_name": n, "model_name": "sim/eager"}
                                             for n in ("A", "B")]}})
-    outcome = run_sweep(spec, RunStore(store_url))
+    outcome = run_sweep(spec, store)
     capsys.readouterr()
-    assert main(export(store_url, outcome.sweep_id)) != 0
+    assert main(export(store.url, outcome.sweep_id)) != 0
     err = capsys.readouterr().err
     assert "needs scored tasks" in err and "Traceback" not in err
 
 
-def test_stored_runs_give_the_same_rows_as_the_sweep_results(store_url) -> None:
+def test_stored_runs_give_the_same_rows_as_the_sweep_results(store) -> None:
     """runs_outcomes (for Analysis) gives the same verdicts, Gini, evenness and calls as
     sweep_results for the same runs, so the same table follows."""
-    store = RunStore(store_url)
     spec = _du_spec("pair", ["bidding", "round_robin"])
     results = sweep_results(store, run_sweep(spec, store).sweep_id)
     stored = runs_outcomes(store).set_index("run_id")
@@ -231,11 +228,9 @@ def test_stored_runs_give_the_same_rows_as_the_sweep_results(store_url) -> None:
     assert runs_outcomes(store, run_ids=["nope"]).empty
 
 
-def test_calls_needed_on_a_warm_cache_are_the_calls_made_on_a_cold_one(store_url) -> None:
+def test_calls_needed_on_a_warm_cache_are_the_calls_made_on_a_cold_one(store) -> None:
     """bid_then_speak's winner makes two calls a turn in one bid row, both cached on sims;
     calls_needed counts both: a warm cache needs exactly a cold one's calls, everywhere."""
-    store = RunStore(store_url)
-
     def calls(cache: bool) -> pd.DataFrame:
         spec = _du_spec(f"cache-{cache}", ["bidding", "bid_then_speak"], bid_cache=cache)
         results = sweep_results(store, run_sweep(spec, store).sweep_id)

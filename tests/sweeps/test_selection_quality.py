@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from groupchat_core.sweeps import (
@@ -23,7 +24,8 @@ from groupchat_core.sweeps import (
     summary_lines,
 )
 from groupchat_core.testing import FakeOpenAIServer, error, tool_call
-from tests.helpers.scripted_trio import trio_record
+from tests.helpers.cli import run_cli
+from tests.helpers.scripted_trio import trio_chat, trio_record
 
 JUDGED = {"A1": 0.4, "B1": 0.8, "A2": 0.5, "B2": 0.9, "C1": 0.9}
 
@@ -122,20 +124,13 @@ def test_a_failed_verdict_leaves_its_turn_out_and_is_counted() -> None:
 
 
 def test_the_cli_prints_the_summary_and_writes_a_self_describing_table(
-        tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    import pandas as pd
-
-    from groupchat_core.store import RunStore
-    from tests.helpers.cli import run_cli
-    from tests.helpers.scripted_trio import trio_chat
-
-    store = RunStore(f"sqlite:///{tmp_path / 'runs.db'}")
+        tmp_path: Any, capsys: pytest.CaptureFixture[str], sqlite_store: Any) -> None:
     chat, _ = trio_chat()
-    chat.add_observer(store.recorder(chat))
+    chat.add_observer(sqlite_store.recorder(chat))
     chat.run("Debate the plan.")
     assert chat.last_run is not None
     run_id = chat.last_run.run_id
-    db = ["--db", f"sqlite:///{tmp_path / 'runs.db'}"]
+    db = ["--db", sqlite_store.url]
     with FakeOpenAIServer() as server:
         server.set_responder("judge", _verdict)
         judge = ["--judge", "openai/judge", "--judge-api-base", server.base_url]
