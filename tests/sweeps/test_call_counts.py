@@ -1,6 +1,5 @@
-"""Issue 38 item 14: model calls counted once (from the recorded bids) and shown alike by the
-CLI, `sweep show`, the exports and the cells table; `total_calls` right for every strategy;
-all_speak asks no agent whose reply could never be posted (paid for, never recorded)."""
+"""Issue 38 item 14: model calls counted once (from the bids) and shown alike everywhere; right
+for every strategy; all_speak asks no agent whose reply could never be posted."""
 
 from __future__ import annotations
 
@@ -56,8 +55,7 @@ def test_bid_then_speak_counts_its_bids_and_its_speak_calls(cache):
 
 @pytest.mark.parametrize("max_loops", [2, 3, 4])
 def test_all_speak_asks_only_the_agents_that_can_still_post(max_loops):
-    """Every all_speak turn posts or ends the run: a run that reaches max_loops records every
-    bid it asked (a round used to ask all three agents for one or two turns left)."""
+    """A run that reaches max_loops records every bid it asked (a round asked all three)."""
     agents = [Agent(agent_name=a["agent_name"], model_name=a["model_name"]) for a in AGENTS]
     chat = GroupChat(agents=agents, max_loops=max_loops, strategy="all_speak",
                      bid_cache=False)
@@ -98,8 +96,7 @@ def test_the_cli_sweep_show_and_the_export_agree_on_calls(tmp_path, capsys):
 
 
 def test_the_session_counter_matches_the_store_for_every_strategy(tmp_path, capsys):
-    """The calls the sweep counted as they arrived (what max_calls caps) are the calls the
-    store holds: no strategy asks for a bid it never records."""
+    """The calls counted as they arrived (what max_calls caps) are the calls the store holds."""
     path = tmp_path / "calls.json"
     data = spec_data(bid_cache=False)
     data["grid"]["max_loops"] = [2, 3]  # no run here lulls mid-round (see docs/sweeps.md)
