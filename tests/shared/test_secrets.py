@@ -46,6 +46,7 @@ from groupchat_core._secrets import (
 )
 from groupchat_core.store import RunStore
 from tests.helpers import ROOT
+from tests.helpers.cli import run_cli
 
 ENV_KEY = "sk-env-key-must-not-leak-0123456789"
 AGENT_KEY = "sk-agent-key-must-not-leak-abcdef"
@@ -296,31 +297,32 @@ def test_a_one_character_dummy_key_leaves_the_error_text_intact(echo_server: str
 
 
 def test_cli_stderr_and_the_store_never_show_an_environment_key(
-        echo_server: str, tmp_path: Path) -> None:
+        echo_server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run in a process of its own (the key only in its real environment); what reads the
+    stored run back, in this one with the same environment."""
     spec = tmp_path / "chat.yaml"
     spec.write_text("agents:\n"
                     f"  - {{agent_name: A, model_name: openai/a, api_base: '{echo_server}', "
                     "num_retries: 0}\n"
                     f"  - {{agent_name: B, model_name: openai/b, api_base: '{echo_server}', "
                     "num_retries: 0}\n")
-    db = f"sqlite:///{tmp_path}/cli.db"
-    env = {**os.environ, "OPENAI_API_KEY": ENV_KEY, "GROUPCHAT_DB": db}
-    root = ROOT
-
-    def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "groupchat_core", *args], cwd=root,
-                              env=env, capture_output=True, text=True, timeout=120)
-
-    ran = cli("run", str(spec), "--task", "Say something.")
+    env = {"OPENAI_API_KEY": ENV_KEY, "GROUPCHAT_DB": f"sqlite:///{tmp_path}/cli.db"}
+    ran = subprocess.run([sys.executable, "-m", "groupchat_core", "run", str(spec), "--task",
+                          "Say something."], cwd=ROOT, env={**os.environ, **env},
+                         capture_output=True, text=True, timeout=120)
     assert ran.returncode == 1, ran.stderr
     assert "every bid failed" in ran.stderr and "AuthenticationError" in ran.stderr
     assert "Bearer ***" in ran.stderr
     _assert_clean(ran.stdout + ran.stderr, "CLI output of run")
     run_id = ran.stderr.split("run ", 1)[1].split()[0]
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
     for args in (("show", run_id, "--bids"), ("export", run_id, "--format", "json"),
                  ("export", run_id, "--format", "csv"), ("export", run_id, "--format", "md"),
                  ("list",)):
-        out = cli(*args)
-        assert out.returncode == 0, out.stderr
-        _assert_clean(out.stdout + out.stderr, f"CLI output of {args[0]}")
-    assert "AuthenticationError" in cli("show", run_id, "--bids").stdout
+        code, out, err = run_cli(capsys, *args)
+        assert code == 0, err
+        _assert_clean(out + err, f"CLI output of {args[0]}")
+        if args[0] == "show":
+            assert "AuthenticationError" in out
