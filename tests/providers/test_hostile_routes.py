@@ -39,6 +39,7 @@ from groupchat_core.providers._sse_coalesce import STREAM_TEXT_CAP
 from groupchat_core.store import RunStore
 from groupchat_core.testing import FakeOpenAIServer, HostileServer, tool_call
 from groupchat_core.testing._hostile import FLOOD_DELTAS, FLOOD_MESSAGE, _completion
+from tests.providers.conftest import Deltas, http_agent
 
 ROUTES = ["openai", "hosted_vllm", "lm_studio"]
 # Formats the hostile server does not speak: only the byte bounds (no format needed) apply.
@@ -55,21 +56,13 @@ def hostile() -> Iterator[HostileServer]:
         yield server
 
 
-class Seen:
+class Seen(Deltas):
     """Every event, deltas included."""
 
     wants = frozenset({"bid_delta", "bid_received", "message_posted", "run_finished"})
 
-    def __init__(self) -> None:
-        self.events: list[Any] = []
-        self.lock = threading.Lock()
-
-    def __call__(self, event: Any) -> None:
-        with self.lock:
-            self.events.append(event)
-
     def deltas(self, agent: str) -> list[str]:
-        return [e.message for e in self.events if e.kind == "bid_delta" and e.agent == agent]
+        return [e.message for e in self if e.kind == "bid_delta" and e.agent == agent]
 
 
 def agent(server: HostileServer, route: str, name: str, model: str, **kw: Any) -> Agent:
@@ -156,15 +149,10 @@ def held() -> Iterator[str]:
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                      daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    GroupChat(agents=[held_agent(base, "W1", "ok"), held_agent(base, "W2", "ok")]).run("warm")
+    GroupChat(agents=[http_agent(base, "W1", "ok"), http_agent(base, "W2", "ok")]).run("warm")
     yield base
     server.shutdown()
     server.server_close()
-
-
-def held_agent(base: str, name: str, model: str, **kw: Any) -> Agent:
-    return Agent(agent_name=name, model_name=f"openai/{model}", api_base=base,
-                 api_key=SecretStr(AGENT_KEY), **kw)
 
 
 @pytest.mark.parametrize("model, refusal", [
@@ -174,8 +162,8 @@ def test_a_10mb_body_fails_fast_without_blocking_the_loop_and_is_never_stored(
     Hold.midway.clear()
     Hold.go_on.clear()
     Hold.resumed.clear()
-    chat = GroupChat(agents=[held_agent(held, "A", model, num_retries=2),
-                             held_agent(held, "B", "ok", num_retries=0)], bid_timeout=2)
+    chat = GroupChat(agents=[http_agent(held, "A", model, num_retries=2),
+                             http_agent(held, "B", "ok", num_retries=0)], bid_timeout=2)
 
     async def probe() -> None:  # on the shared loop: once half the body is sent, let it go on
         await asyncio.get_running_loop().run_in_executor(None, Hold.midway.wait, 30)
@@ -199,8 +187,8 @@ def test_a_10mb_body_fails_fast_without_blocking_the_loop_and_is_never_stored(
 def test_a_long_message_is_cut_and_the_bid_says_so(server: FakeOpenAIServer) -> None:
     server.script("long", [tool_call(0.9, "z" * 100_000)])
     server.script("ok", [tool_call(0.9, "")])
-    chat = GroupChat(agents=[held_agent(server.base_url, "A", "long"),
-                             held_agent(server.base_url, "B", "ok")], max_loops=2)
+    chat = GroupChat(agents=[http_agent(server.base_url, "A", "long"),
+                             http_agent(server.base_url, "B", "ok")], max_loops=2)
     chat.run("t")
     bid = chat.last_run.bids[0]
     assert len(bid.message) == MAX_MESSAGE_CHARS and bid.winner
@@ -326,7 +314,7 @@ def test_a_key_echoed_in_the_reply_is_masked_everywhere(
     assert record.bids[0].message == posted
     if stream:
         assert seen.deltas("A")  # deltas were shown, each masked, no key in part either
-    _no_canary(json.dumps([e.model_dump(mode="json") for e in seen.events]))
+    _no_canary(json.dumps([e.model_dump(mode="json") for e in seen]))
     _no_canary(record.model_dump_json())
     _no_canary(bids_csv(store, record.run_id) + transcript_markdown(store, record.run_id))
     _no_canary((tmp_path / "runs.db").read_bytes().decode("latin-1"))

@@ -1,15 +1,8 @@
-"""Keys: checked before anything is spent, and sent only to the endpoint they belong to, by any
-door (issue 19 item 1; issue 44 point 1). A sweep with no key once made 90 failing calls.
-
-Anyone may point a shared `openai/...` agent at their own server, or hide another endpoint in
-`litellm_kwargs`: a loopback attacker records every header. Per key source (server env, Settings
-key for the trusted base, Settings provider key, own key, AWS and Azure credentials) the import
-is refused in one line, an agent built around validation is refused when it bids, and the
-attacker gets nothing; only GROUPCHAT_TRUSTED_API_BASES lets a server key go to another base.
-`python -m tests.providers.test_key_destinations` prints the matrix (refused? canaries received?).
-
-Private imports (`_kwargs_policy`, `providers._credentials`, `_endpoints`, `_requests`): units,
-and the allowlist the security model's docs list.
+"""Keys: checked before anything is spent (a sweep with no key once made 90 failing calls), and
+sent only where they belong, by any door (issue 19 item 1; issue 44 point 1): a loopback attacker
+records every header, per key source; a key hidden in `litellm_kwargs` is refused at import and
+at bid time. `python -m tests.providers.test_key_destinations` prints the matrix. Private
+imports (`_kwargs_policy`, `providers._credentials`, `_endpoints`, `_requests`): units.
 """
 
 from __future__ import annotations
@@ -436,17 +429,17 @@ def servers() -> Iterator[tuple[FakeOpenAIServer, FakeOpenAIServer]]:
         yield attacker, trusted
 
 
+SOURCE_ENV = {
+    "aws": {"AWS_ACCESS_KEY_ID": AWS_KEY_ID, "AWS_SECRET_ACCESS_KEY": AWS_SECRET,
+            "AWS_REGION_NAME": "us-east-1", "AWS_REGION": "us-east-1"},
+    "azure": {"AZURE_API_KEY": AZURE_KEY, "AZURE_AD_TOKEN": AZURE_AD,
+              "AZURE_API_VERSION": "2024-06-01"},
+    "anthropic": {"ANTHROPIC_API_KEY": ANTHROPIC_KEY}}
+
+
 def _environment(case: Case, trusted: str) -> dict[str, str]:
-    env = {TRUSTED_BASES_ENV: trusted, "OPENAI_API_KEY": ENV_KEY}
-    if case.source == "aws":
-        env |= {"AWS_ACCESS_KEY_ID": AWS_KEY_ID, "AWS_SECRET_ACCESS_KEY": AWS_SECRET,
-                "AWS_REGION_NAME": "us-east-1", "AWS_REGION": "us-east-1"}
-    if case.source == "azure":
-        env |= {"AZURE_API_KEY": AZURE_KEY, "AZURE_AD_TOKEN": AZURE_AD,
-                "AZURE_API_VERSION": "2024-06-01"}
-    if case.source == "anthropic":
-        env |= {"ANTHROPIC_API_KEY": ANTHROPIC_KEY}
-    return env
+    return {TRUSTED_BASES_ENV: trusted, "OPENAI_API_KEY": ENV_KEY,
+            **SOURCE_ENV.get(case.source, {})}
 
 
 def _with_keys(case: Case, agent: Agent, trusted: str) -> Agent:
@@ -462,20 +455,15 @@ def _with_keys(case: Case, agent: Agent, trusted: str) -> Agent:
 
 def _received(server: FakeOpenAIServer) -> list[str]:
     """Every canary found in any header the attacker was sent."""
-    found = []
-    for request in server.requests:
-        text = " ".join(f"{k}: {v}" for k, v in request.headers.items())
-        found += [c for c in CANARIES if c in text]
-    return sorted(set(found))
+    headers = [" ".join(f"{k}: {v}" for k, v in r.headers.items()) for r in server.requests]
+    return sorted({c for text in headers for c in CANARIES if c in text})
 
 
 def _bid_errors(agent: Agent) -> list[str]:
     """Run one turn; the bid errors, one line each."""
     chat = GroupChat(agents=[agent, agent.model_copy(update={"agent_name": "Bob"})], max_loops=2)
     chat.run("Say hello.")
-    record = chat.last_run
-    assert record is not None
-    return [b.error or "" for b in record.bids]
+    return [b.error or "" for b in chat.last_run.bids]
 
 
 def run_case(case: Case, attacker: FakeOpenAIServer, trusted: FakeOpenAIServer,
@@ -496,8 +484,7 @@ def run_case(case: Case, attacker: FakeOpenAIServer, trusted: FakeOpenAIServer,
 
 def _complete(fields: dict[str, Any]) -> dict[str, Any]:
     """Every field an Agent has, for model_construct (which validates nothing)."""
-    base = Agent(agent_name="x").__dict__.copy()
-    return {**base, **fields}
+    return {**Agent(agent_name="x").__dict__, **fields}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
