@@ -1,11 +1,6 @@
-"""The local Ray cluster a sweep starts (`sweep --executor ray` with no --ray-address; the
-Sweeps page's blank address) listens on loopback only (issue 19, row 10).
-
-Run in a fresh process: tests/conftest.py sets RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 for the whole
-test process before Ray is imported, which would hide the default (every interface). The child
-runs the real CLI on a small sim sweep; when the first worker says hello (the whole cluster is up:
-driver, GCS, raylet, agents and a worker), it lists the listening TCP sockets and bound UDP
-sockets of every process of the cluster (all of them descend from the driver) with psutil."""
+"""The local Ray cluster a sweep starts (no --ray-address) listens on loopback only (issue 19).
+In a fresh process (tests/conftest.py's RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 would hide the
+default): at the first worker's hello, psutil lists every cluster process's bound sockets."""
 
 from __future__ import annotations
 
