@@ -31,6 +31,7 @@ from groupchat_core import (
     terminal_text,
     transcript_markdown,
 )
+from groupchat_core.cli import main
 from groupchat_core.exports._tables import defuse_cell
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import frame_csv, parse_sweep, run_sweep, sweep_results
@@ -179,10 +180,21 @@ def test_terminal_text_escapes_controls_and_keeps_what_a_transcript_needs():
 
 
 def cli(url: str, *args: str, env: dict[str, str] | None = None) -> tuple[int, bytes, bytes]:
+    """The CLI in a process of its own: the bytes a terminal would get."""
     full = {**os.environ, "GROUPCHAT_DB": url, **(env or {})}
     done = subprocess.run([sys.executable, "-m", "groupchat_core", *args], cwd=ROOT, env=full,
                           capture_output=True, timeout=300)
     return done.returncode, done.stdout, done.stderr
+
+
+def cli_here(capfd: pytest.CaptureFixture[bytes], url: str, *args: str
+             ) -> tuple[int, bytes, bytes]:
+    """The CLI in this process, its file descriptors captured: the same bytes, no start-up."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("GROUPCHAT_DB", url)
+        code = main(list(args))
+    out, err = capfd.readouterr()
+    return code, out, err
 
 
 def assert_no_raw_controls(*streams: bytes) -> None:
@@ -192,7 +204,7 @@ def assert_no_raw_controls(*streams: bytes) -> None:
         assert not C1.findall(text), C1.findall(text)
 
 
-def test_the_cli_never_prints_a_raw_control_character(store, server, tmp_path):
+def test_the_cli_never_prints_a_raw_control_character(store, server, tmp_path, capfdbinary):
     hostile_replies(server)
     agents = [{"agent_name": n, "model_name": f"openai/{m}", "api_base": server.base_url}
               for n, m in (("Eve", "first"), ("Mallory", "second"))]
@@ -213,7 +225,7 @@ def test_the_cli_never_prints_a_raw_control_character(store, server, tmp_path):
     printed = {}
     for args in (("show", run_id[:10], "--bids"), ("list",), ("export", run_id, "--format",
                                                              "md")):
-        code, out, err = cli(store.url, *args)
+        code, out, err = cli_here(capfdbinary, store.url, *args)
         assert code == 0, (args, err)
         assert_no_raw_controls(out, err)
         printed[args[0]] = out.decode()
@@ -221,20 +233,20 @@ def test_the_cli_never_prints_a_raw_control_character(store, server, tmp_path):
     assert "\\x1b[31m" in printed["show"]  # the bid log's losing message, escaped
     assert "\\x1b]0;retit" in printed["list"]
 
-    code, out, err = cli(store.url, "show", "\x1b[2Jnope")  # untrusted text in an error
+    code, out, err = cli_here(capfdbinary, store.url, "show", "\x1b[2Jnope")  # untrusted
     assert code == 2 and out == b"" and err.count(b"\n") == 1
     assert_no_raw_controls(err)
     assert b"\\x1b[2Jnope" in err
 
 
-def test_the_sweep_cli_escapes_names_tasks_and_errors(store, tmp_path):
+def test_the_sweep_cli_escapes_names_tasks_and_errors(store, tmp_path, capfdbinary):
     spec = tmp_path / "sweep.json"
     spec.write_text(json.dumps({
         "name": "sweep \x1b]0;owned\x07 \u202eX", "tasks": ["Task \x1b[2J \x9b1m"],
         "base": {"max_loops": 2, "agents": [{"agent_name": "A", "model_name": "sim/balanced"},
                                             {"agent_name": "B", "model_name": "sim/eager"}]},
         "grid": {"threshold": [0.3, 0.6]}}))
-    code, out, err = cli(store.url, "sweep", str(spec))
+    code, out, err = cli_here(capfdbinary, store.url, "sweep", str(spec))
     assert code == 0, err
     assert_no_raw_controls(out, err)
     assert "sweep \\x1b]0;owned\\x07 \\u202eX" in err.decode()
@@ -252,7 +264,7 @@ def test_the_sweep_cli_escapes_names_tasks_and_errors(store, tmp_path):
     ("\x1b", "U+001B ESCAPE"),
     ("\u2066", "U+2066 LEFT-TO-RIGHT ISOLATE"),
 ])
-def test_names_reject_controls_naming_the_character(char, named, store, tmp_path):
+def test_names_reject_controls_naming_the_character(char, named, store, tmp_path, capfdbinary):
     message = f"contains {named}; remove it"
     with pytest.raises(ValueError, match=re.escape(f"agent_name {message}")):
         Agent(agent_name=f"Al{char}ice")
@@ -264,7 +276,7 @@ def test_names_reject_controls_naming_the_character(char, named, store, tmp_path
         {"agent_name": f"Al{char}ice", "model_name": "sim/balanced"},
         {"agent_name": "Bob", "model_name": "sim/balanced"}]}))
     before = len(store.list_runs())
-    code, out, err = cli(store.url, "run", str(spec), "--task", "t")
+    code, out, err = cli_here(capfdbinary, store.url, "run", str(spec), "--task", "t")
     assert code == 2 and out == b"" and err.count(b"\n") == 1, err
     assert f"agent_name {message}".encode() in err
     assert_no_raw_controls(err)
