@@ -5,7 +5,7 @@
 - Two people and three agents in one room (issue 22), signed in as alice and bob through the
   local OIDC provider, the agents on the fake OpenAI server (real HTTP from the app):
   turn 1: the bids arriving and the seconds left counting down; alice's hand in the queue on
-  bob's screen; bob lets the window expire (a pass); alice's hand wins, her message shows on
+  bob's screen; bob passes; alice's hand wins, her message shows on
   both screens and her hand goes down. Turn 2 (one agent slow, so the window stays open): bob's
   hand, then alice's, listed in that order on both screens; bob wins (alice's bid carries the
   recency penalty as an agent's would). Turn 3: alice closes her tab mid-window: the room
@@ -296,10 +296,11 @@ def test_two_people_and_three_agents_share_one_room(room_server, fake, open_cont
     expect(panel(bob)).to_contain_text(f"{names[0]} · agent · score 0.30", timeout=WAIT_MS)
     DOCS.mkdir(parents=True, exist_ok=True)
     bob.screenshot(path=str(DOCS / "room-1-turn-1-desktop.png"), full_page=True)
-    # bob does nothing: his window expires (a pass), alice's hand wins
+    # bob passes (a window that expires is a pass too: tests/engine/test_people.py, on a fake
+    # clock), so everyone has bid and the turn closes at once: alice's hand wins
+    act(bob, "room_pass_1", panel(bob), "Bob · person · passed")
     expect(fresh(alice, ".st-key-room_controls")).to_contain_text(
         "You won the floor", timeout=WAIT_MS)
-    expect(panel(bob)).to_contain_text("Bob · person · passed", timeout=WAIT_MS)
     post(alice, "Alice here: people can bid now.")
     for page in (alice, bob):
         shows(page, "Alice here: people can bid now.")
@@ -326,7 +327,7 @@ def test_two_people_and_three_agents_share_one_room(room_server, fake, open_cont
     bob.set_viewport_size(PHONE)
     bob.screenshot(path=str(DOCS / "room-3-away-phone.png"), full_page=True)
     # bob passes: with alice counted as passing, everyone has bid, so the turn closes
-    # now, not at its window's end (turn 1 already let a window expire)
+    # now, not at its window's end
     act(bob, "room_pass_3", status_line(bob), "status: finished")  # keyed by its turn
     assert bob.evaluate(f"() => [...document.images].every(i => i.src !== '{PIXEL}')")
 
@@ -335,7 +336,7 @@ def test_two_people_and_three_agents_share_one_room(room_server, fake, open_cont
     run_id = str(runs[runs["task"] == task]["run_id"].iloc[0])
     bids = store.bids(run_id)
     people = bids[bids["kind"] == "human"].set_index(["turn", "agent"])
-    assert people.loc[(1, "Bob"), "score"] == 0.0  # bob's window expired: a pass
+    assert people.loc[(1, "Bob"), "score"] == 0.0  # bob passed
     assert bool(people.loc[(1, "Alice"), "winner"])
     assert bool(people.loc[(2, "Bob"), "winner"])
     assert bool(people.loc[(2, "Alice"), "penalized"])  # alice spoke last: the same penalty
