@@ -27,6 +27,7 @@ from groupchat_core.store import RunStore
 from groupchat_ui.agents import logic as agent_logic
 from groupchat_ui.analysis import logic as analysis_logic
 from groupchat_ui.kit import jobs as job_registry
+from groupchat_ui.kit import store_access
 from groupchat_ui.kit.labels import row_label
 from groupchat_ui.runs import logic as runs_logic
 from tests.helpers.app_helpers import (
@@ -509,12 +510,18 @@ def test_a_link_to_a_run_recorded_a_moment_ago_opens_it(app: AppTest, store: Run
     assert app.selectbox(key="analysis_run").value == run_id
 
 
-def test_analysis_offers_a_demo_on_an_empty_store_then_shows_it(app: AppTest, store: RunStore):
+def test_analysis_offers_a_demo_until_a_run_has_ended_then_shows_it(app: AppTest,
+                                                                     store: RunStore):
     goto(app, "analysis")
-    assert store.list_runs().empty
+    assert store.list_runs().empty and app.button(key="demo_run")  # an empty store
+    running = analysis_logic.run_demo(store)
+    with store.write("test") as conn:
+        conn.exec_driver_sql("UPDATE runs SET status='running' WHERE run_id=?", (running,))
+    store_access.invalidate()
+    app.run()  # a run, but none has ended: the demo still
     app.button(key="demo_run").click().run()
     assert not app.exception
-    run_id = store.list_runs()["run_id"][0]
+    run_id = next(r for r in store.list_runs()["run_id"] if r != running)
     assert app.selectbox(key="analysis_run").value == run_id
     assert app.query_params["run"] == run_id
     labels = [m.label for m in app.metric]

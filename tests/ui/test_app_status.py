@@ -128,17 +128,6 @@ def test_analysis_opens_this_sessions_newest_finished_run_not_a_half_finished_on
     assert other.selectbox(key="analysis_run").value == newer
 
 
-def test_analysis_offers_the_demo_while_no_run_has_ended(app: AppTest, store: RunStore):
-    running = analysis_logic.run_demo(store)
-    with store.write("test") as conn:
-        conn.exec_driver_sql("UPDATE runs SET status='running' WHERE run_id=?", (running,))
-    store_access.invalidate()
-    goto(app, "analysis")
-    assert app.button(key="demo_run")
-    app.button(key="demo_run").click().run()
-    assert app.selectbox(key="analysis_run").value != running
-
-
 # --- Settings: lifetimes said, keys cleared ---------------------------------------------
 
 
