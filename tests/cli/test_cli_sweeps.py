@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -26,6 +25,7 @@ from groupchat_core.sweeps._results import METRICS
 from groupchat_core.sweeps._scheduler import STOPPED_ON_REQUEST
 from tests.helpers import ROOT
 from tests.helpers.cli import run_cli
+from tests.helpers.waits import eventually
 
 pytestmark = pytest.mark.usefixtures("fresh_engines")
 
@@ -120,15 +120,15 @@ def test_sweep_stop_ends_another_process_sweep_cleanly_and_it_resumes(capsys, tm
                               "--quiet"], env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 120
-        while True:  # wait for the first finished cell: the sweep is well under way
-            assert child.poll() is None, child.communicate()
-            assert time.monotonic() < deadline, "the sweep recorded no run in 120 s"
+        def a_run_recorded() -> str | None:  # the first finished cell: well under way
             sweeps = RunStore().list_sweeps() if db.exists() else None
-            if sweeps is not None and not sweeps.empty and sweeps["runs"].iloc[0] >= 1:
-                break
-            time.sleep(0.1)
-        sweep_id = sweeps["sweep_id"].iloc[0]
+            if sweeps is None or sweeps.empty or sweeps["runs"].iloc[0] < 1:
+                return None
+            return str(sweeps["sweep_id"].iloc[0])
+
+        sweep_id = eventually(a_run_recorded, "the sweep's first recorded run", step=0.1,
+                              alive=lambda: None if child.poll() is None
+                              else str(child.communicate()))
         code, _, err = run_cli(capsys, "sweep", "stop", sweep_id[:10])
         assert code == 0 and f"asked sweep {sweep_id[:12]}" in err
         out, err = child.communicate(timeout=120)

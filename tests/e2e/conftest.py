@@ -25,7 +25,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
 import uuid
 from collections.abc import Callable, Generator, Iterator, Sequence
@@ -39,6 +38,7 @@ from groupchat_core import Agent
 from groupchat_core.store import RunStore, dispose_engines
 from groupchat_ui.run.live_view import ENDING_KEY
 from tests.helpers import ROOT
+from tests.helpers.waits import HANG_GUARD_MS, eventually, retrying
 
 from . import evidence
 
@@ -49,7 +49,7 @@ CHROMIUM_ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
 VIEWPORT = {"width": 1280, "height": 1000}
-WAIT_MS = 60_000  # generous: a loaded 2-core machine, plotly's first load, a cold server
+WAIT_MS = HANG_GUARD_MS  # Playwright's waits for what must show: the suite's one hang guard
 STATUS = re.compile(r"^status: ")
 # Every plotly chart on the page has drawn its SVG with at least one trace layer in it.
 PLOTS_DRAWN = """(min) => {
@@ -67,18 +67,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_healthy(url: str, proc: subprocess.Popen[bytes], deadline_s: float = 60) -> None:
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited early with code {proc.returncode}")
+def wait_healthy(url: str, proc: subprocess.Popen[bytes]) -> None:
+    def healthy() -> bool:
         try:
             with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return
+                return bool(r.status == 200)
         except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"streamlit did not become healthy at {url}")
+            return False
+
+    eventually(healthy, f"streamlit answering at {url}", step=0.2, alive=lambda: None
+               if proc.poll() is None else f"streamlit exited with code {proc.returncode}")
 
 
 @contextmanager
@@ -314,18 +312,13 @@ def wait_idle(page: Any) -> None:
 def choose(page: Any, widget: Any, option: Any) -> None:
     """Open a selectbox/multiselect and click an option. A rerun that lands just after the
     click re-renders the widget and closes its list, so opening is retried until it stays."""
-    deadline = time.monotonic() + WAIT_MS / 1000
-    while True:
+    def attempt() -> None:
         wait_idle(page)
         if not option.is_visible():
             widget.click()
-        try:
-            option.click(timeout=3_000)
-            return
-        except Exception:  # playwright's TimeoutError: the list closed (or never opened)
-            if time.monotonic() > deadline:
-                raise
-            page.keyboard.press("Escape")
+        option.click(timeout=3_000)  # playwright's TimeoutError: the list closed (or never opened)
+
+    retrying(attempt, "choosing an option", recover=lambda: page.keyboard.press("Escape"))
 
 
 def open_list(page: Any, widget: Any) -> Any:
@@ -333,18 +326,15 @@ def open_list(page: Any, widget: Any) -> Any:
     landing just after the click re-renders the widget and closes the list, so opening is
     retried until the list is really open (CI once saw the list close before the first look)."""
     options = page.get_by_role("option")
-    deadline = time.monotonic() + WAIT_MS / 1000
-    while True:
+
+    def attempt() -> Any:
         wait_idle(page)
         if not options.first.is_visible():
             widget.click()
-        try:
-            expect(options.first).to_be_visible(timeout=3_000)
-            return options
-        except AssertionError:
-            if time.monotonic() > deadline:
-                raise
-            page.keyboard.press("Escape")
+        expect(options.first).to_be_visible(timeout=3_000)
+        return options
+
+    return retrying(attempt, "opening a list", recover=lambda: page.keyboard.press("Escape"))
 
 
 def create_agent(page: Any, name: str, model: str, role: str = "",
@@ -504,8 +494,7 @@ def type_and_choose(page: Any, field: Any, text: str, option: Any,
     A rerun that lands meanwhile redraws the widget, closing its list and clearing what was
     typed, so this types again until the option is clicked, or until `done` shows (a click
     that took late: a chosen option leaves the list, so typing again finds "No results")."""
-    deadline = time.monotonic() + WAIT_MS / 1000
-    while True:
+    def attempt() -> None:
         wait_idle(page)
         if done is not None and done.count() and done.first.is_visible():
             page.keyboard.press("Escape")
@@ -513,13 +502,9 @@ def type_and_choose(page: Any, field: Any, text: str, option: Any,
         if not option.is_visible():
             field.click()
             field.fill(text)
-        try:
-            option.click(timeout=3_000)
-            return
-        except Exception:  # playwright's TimeoutError: the list closed (or never opened)
-            if time.monotonic() > deadline:
-                raise
-            page.keyboard.press("Escape")
+        option.click(timeout=3_000)  # playwright's TimeoutError: the list closed (or never opened)
+
+    retrying(attempt, f"choosing {text!r}", recover=lambda: page.keyboard.press("Escape"))
 
 
 def pick_roster(page: Any, names: Sequence[str]) -> None:

@@ -14,11 +14,11 @@ turns: at least 100 s), where the test needs two turns before it stops the run.
 from __future__ import annotations
 
 import re
-import time
 from typing import Any
 
 from groupchat_core import CHAT_BOUNDS
 from groupchat_core.store import RunStore
+from tests.helpers.waits import eventually
 
 from .conftest import (
     WAIT_MS,
@@ -184,12 +184,12 @@ def stop(page: Any) -> None:
 def recorded_end(store: RunStore, run_id: str) -> Any:
     """The run once the store has recorded its end (the page can say cancelled a moment
     before the store's writer has written it)."""
-    deadline = time.monotonic() + WAIT_MS / 1000  # a wait for a condition, not a speed claim
-    while True:
-        row = store.list_runs().set_index("run_id").loc[run_id]
-        if row["status"] != "running" or time.monotonic() > deadline:
-            return row
-        time.sleep(0.2)
+    def row() -> Any:
+        return store.list_runs().set_index("run_id").loc[run_id]
+
+    eventually(lambda: row()["status"] != "running", f"the store recording {run_id}'s end",
+               step=0.2)
+    return row()
 
 
 def test_agents_runs_analysis_compare_sweep_then_a_live_run_reloaded_and_stopped(

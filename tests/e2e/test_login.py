@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,6 +38,7 @@ from groupchat_core import (
 from groupchat_core.store import RunStore, dispose_engines
 from groupchat_core.testing import FakeOpenAIServer, tool_call
 from groupchat_ui.analysis import logic as analysis_logic
+from tests.helpers.waits import eventually
 
 from .conftest import (
     USERS,
@@ -140,14 +140,13 @@ def start_slow_run(page: Any, task: str, agents: list[str]) -> str:
 def stored_run(db_url: str, task: str) -> dict[str, Any]:
     """The run with this task, once its start is recorded (right after it starts)."""
     store = RunStore(db_url)
-    deadline = time.monotonic() + WAIT_MS / 1000
-    while True:
+
+    def found() -> dict[str, Any] | None:
         runs = store.list_runs()
-        found = runs[runs["task"] == task]
-        if len(found):
-            return dict(found.iloc[0])
-        assert time.monotonic() < deadline, f"run {task!r} never reached the store"
-        time.sleep(0.2)
+        rows = runs[runs["task"] == task]
+        return dict(rows.iloc[0]) if len(rows) else None
+
+    return eventually(found, f"run {task!r} reaching the store", step=0.2)
 
 
 def stop(page: Any) -> str:
@@ -261,13 +260,13 @@ def test_sign_in_owns_runs_and_a_second_user_can_watch_but_not_stop_or_delete(
         rf"^status: running · job {alice_job} "), timeout=WAIT_MS)
     assert stop(alice) == "cancelled"
     store = RunStore(db_url)
-    deadline = time.monotonic() + WAIT_MS / 1000
-    while True:  # until the store has recorded both ends
+
+    def both_ends() -> dict[str, tuple[str, str]] | None:
         statuses = {r["task"]: (r["status"], r["owner"])
                     for r in store.list_runs().to_dict("records") if r["task"] in tasks.values()}
-        if "running" not in {s for s, _ in statuses.values()} or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
+        return None if "running" in {s for s, _ in statuses.values()} else statuses
+
+    statuses = eventually(both_ends, "the store recording both ends", step=0.2)
     assert statuses == {tasks["alice"]: ("cancelled", USERS["alice"][0]),  # her Stop
                         tasks["bob"]: ("cancelled", USERS["bob"][0])}
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ import pytest
 from groupchat_core import Agent, GroupChat
 from groupchat_core.store import RunStore
 from groupchat_core.testing import ScriptedBids
+from tests.helpers.waits import eventually
 
 from .conftest import (
     WAIT_MS,
@@ -104,10 +104,8 @@ def assert_inert(page: Any, beacon: Beacon, control: str) -> None:
         "pwned": None, "scripts": 0, "handlers": 0, "images": []}
     assert beacon.hits == []
     page.evaluate("(url) => { new Image().src = url; }", beacon.url(f"{control}.png"))
-    deadline = time.monotonic() + WAIT_MS / 1000
-    while f"/{control}.png" not in beacon.hits:  # a positive control: it was reachable
-        assert time.monotonic() < deadline, f"the control image never arrived: {beacon.hits}"
-        page.wait_for_timeout(50)
+    eventually(lambda: f"/{control}.png" in beacon.hits,  # a positive control: reachable
+               "the control image arriving", detail=lambda: f"; hits: {beacon.hits}")
     beacon.hits.remove(f"/{control}.png")
     assert beacon.hits == []
 

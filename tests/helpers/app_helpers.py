@@ -9,7 +9,6 @@ shut it down after each test (see the `app` fixtures).
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -23,8 +22,10 @@ from groupchat_ui.kit import state as ui_state
 from groupchat_ui.kit import store_access
 from groupchat_ui.kit.state import STATE_KEY, SessionState
 from tests.helpers import ROOT
+from tests.helpers.waits import HANG_GUARD_S, eventually
 
-DEADLINE_S = 30.0
+DEADLINE_S = HANG_GUARD_S  # TRANSITION: callers in tests/ui drop it, then this and deadline_s go
+
 WIDGETS = ("text_input", "text_area", "number_input", "selectbox", "multiselect", "checkbox",
            "toggle", "slider", "radio")
 
@@ -114,15 +115,16 @@ def query(at: AppTest, key: str) -> str | None:
 
 
 def poll(at: AppTest, check: Callable[[AppTest], bool], what: str,
-         deadline_s: float = DEADLINE_S, shown: Callable[[AppTest], str] = status) -> None:
-    """Rerun every 0.2 s until `check` holds; fail naming `what` and the last `shown` line."""
-    deadline = time.monotonic() + deadline_s
-    while not check(at):
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}; last status: {shown(at)!r}")
-        time.sleep(0.2)
+         deadline_s: float | None = None, shown: Callable[[AppTest], str] = status) -> None:
+    """Rerun every 0.2 s until `check` holds; a hang fails naming `what` and the last `shown`."""
+    def rerun() -> bool:
+        if check(at):
+            return True
         at.run()
         assert not at.exception, [e.value for e in at.exception]
+        return False
+
+    eventually(rerun, what, step=0.2, detail=lambda: f"; last status: {shown(at)!r}")
 
 
 def texts(elements: Any) -> str:
@@ -213,10 +215,6 @@ def sim_sweep(store: RunStore, name: str = "s", thresholds: tuple[float, ...] = 
     return sweep_id
 
 
-def wait_for(check: Callable[[], object], what: str, deadline_s: float = DEADLINE_S) -> None:
-    """Poll with short sleeps (no timing assertion): fail only if a generous deadline passes."""
-    deadline = time.monotonic() + deadline_s
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.02)
+def wait_for(check: Callable[[], object], what: str, deadline_s: float | None = None) -> None:
+    """Poll with short sleeps until `check` holds (no timing assertion)."""
+    eventually(check, what, step=0.02)

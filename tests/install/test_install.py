@@ -36,6 +36,7 @@ import pytest
 
 from groupchat_core.store import SCHEMA_VERSION
 from tests.helpers import ROOT
+from tests.helpers.waits import eventually
 
 CHROMIUM = "/usr/bin/chromium"
 SPEC = {
@@ -242,16 +243,19 @@ def _free_port() -> int:
 
 
 def _health(url: str, proc: subprocess.Popen[bytes], log: Path) -> str:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"serve exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+    def answer() -> str | None:
         try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as answer:
-                return answer.read().decode()
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as reply:
+                return str(reply.read().decode())
         except OSError:
-            time.sleep(0.2)
-    pytest.fail(f"serve did not answer at {url} in 120 s:\n{log.read_text()[-3000:]}")
+            return None
+
+    def exited() -> str | None:
+        if proc.poll() is None:
+            return None
+        return f"serve exited with {proc.returncode}:\n{log.read_text()[-3000:]}"
+
+    return eventually(answer, f"serve answering at {url}", step=0.2, alive=exited)
 
 
 def test_serve_starts_the_packaged_dashboard_from_anywhere(installed):

@@ -17,7 +17,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 
 import pytest
 from sqlalchemy import create_engine, inspect, select, text
@@ -28,6 +27,7 @@ from groupchat_core.store._schema import schema_version
 from groupchat_core.testing import FakeOpenAIServer, tool_call
 from tests.helpers import ROOT
 from tests.helpers.stores import release_store_engines
+from tests.helpers.waits import eventually
 
 pytestmark = pytest.mark.usefixtures("fresh_engines")
 
@@ -59,13 +59,12 @@ def _completed_turns(url: str) -> int:
 
 
 def _wait_for_turns(child: subprocess.Popen, url: str, turns: int) -> None:
-    deadline = time.monotonic() + 90
-    while _completed_turns(url) < turns:
-        if child.poll() is not None:
-            pytest.fail(f"the chat exited early: {child.stderr.read().decode()[-2000:]}")
-        if time.monotonic() > deadline:
-            pytest.fail("the chat recorded no turns in 90 s")
-        time.sleep(0.05)
+    def exited() -> str | None:
+        if child.poll() is None:
+            return None
+        return f"the chat exited early: {child.stderr.read().decode()[-2000:]}"
+
+    eventually(lambda: _completed_turns(url) >= turns, f"{turns} recorded turns", alive=exited)
 
 
 def test_sigkill_mid_run_keeps_every_completed_turn_and_reads_as_interrupted(store_url, tmp_path):
