@@ -725,11 +725,27 @@ def test_settings_keeps_a_key_in_this_session_only(app: AppTest, store: RunStore
     assert session(app).provider_keys == {}
 
 
-def test_settings_preferences(app: AppTest):
+def test_settings_preferences_live_as_said_and_keys_clear(app: AppTest):
+    goto(app, "settings")
+    captions = " ".join(c.value for c in app.caption)
+    assert "Not saved anywhere" in captions and "reload" in captions
+    assert "until the server restarts" in captions
     before = max_inflight_calls()
-    fill(goto(app, "settings"), pref_default_model="sim/eager", pref_inflight=8)
+    fill(app, pref_default_model="sim/eager", pref_inflight=8)
     app.button(key="save_preferences").click().run()
     try:
         assert session(app).default_model == "sim/eager" and max_inflight_calls() == 8
     finally:
         set_max_inflight_calls(before)
+    said = " ".join(s.value for s in app.success)
+    assert "Preferences saved" not in said and "not saved" in said
+
+    assert app.button(key="clear_keys").disabled
+    fill(app, key_OPENAI_API_KEY="sk-" + "a" * 24, key_GROQ_API_KEY="gsk-" + "b" * 24)
+    app.button(key="save_keys").click().run()
+    assert set(session(app).provider_keys) == {"OPENAI_API_KEY", "GROQ_API_KEY"}
+    app.button(key="forget_GROQ_API_KEY").click().run()
+    assert set(session(app).provider_keys) == {"OPENAI_API_KEY"}
+    app.button(key="clear_keys").click().run()
+    assert session(app).provider_keys == {}
+    assert any("Cleared every key" in s.value for s in app.success)

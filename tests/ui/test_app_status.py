@@ -1,5 +1,5 @@
 """Clear, consistent status (issue 11 §2, and the dashboard side of issue 9) through AppTest:
-labels that say which run it is, what Analysis opens, Settings' honest lifetimes and Clear,
+labels that say which run it is, what Analysis opens (Settings' lifetimes: test_app.py),
 feedback next to its control, "no agent produced a readable bid", remembered tool-choice modes
 and unknown cost. Real HTTP goes to the shipped fake OpenAI server."""
 
@@ -126,29 +126,6 @@ def test_analysis_opens_this_sessions_newest_finished_run_not_a_half_finished_on
 
     other = goto(new_app(), "analysis")  # no run of its own: anyone's newest ended run
     assert other.selectbox(key="analysis_run").value == newer
-
-
-# --- Settings: lifetimes said, keys cleared ---------------------------------------------
-
-
-def test_settings_say_how_long_preferences_live_and_clear_keys(app: AppTest):
-    goto(app, "settings")
-    captions = " ".join(c.value for c in app.caption)
-    assert "Not saved anywhere" in captions and "reload" in captions
-    assert "until the server restarts" in captions
-    app.button(key="save_preferences").click().run()
-    said = " ".join(s.value for s in app.success)
-    assert "Preferences saved" not in said and "not saved" in said
-
-    assert app.button(key="clear_keys").disabled
-    fill(app, key_OPENAI_API_KEY="sk-" + "a" * 24, key_GROQ_API_KEY="gsk-" + "b" * 24)
-    app.button(key="save_keys").click().run()
-    assert set(session(app).provider_keys) == {"OPENAI_API_KEY", "GROQ_API_KEY"}
-    app.button(key="forget_GROQ_API_KEY").click().run()
-    assert set(session(app).provider_keys) == {"OPENAI_API_KEY"}
-    app.button(key="clear_keys").click().run()
-    assert session(app).provider_keys == {}
-    assert any("Cleared every key" in s.value for s in app.success)
 
 
 # --- feedback next to its control ---------------------------------------------------------
