@@ -1,9 +1,6 @@
 """The litellm path against a real LLM: SmolLM2-135M behind llama.cpp's OpenAI-compatible server.
-
-Slow on purpose (seconds per bid, one request at a time): these tests keep chats short. They
-never skip: `make test` builds the server once per machine (`make llm-setup`), and a missing
-build fails here with the command that fixes it.
-"""
+Slow (seconds per bid, one request at a time): chats are short. Never skipped: `make llm-setup`
+builds the server once per machine, and a missing build fails here with that command."""
 
 from __future__ import annotations
 
@@ -15,15 +12,11 @@ import pytest
 
 from groupchat_core import Agent, GroupChat, RunRecord
 from groupchat_core.testing import LocalLLMServer
+from tests.providers.conftest import Deltas
 
-# Short replies keep each bid to a few seconds; long enough for a whole respond call.
-MAX_TOKENS = 160
-# The server answers one request at a time, so a bid may wait for the others' replies; on a
-# busy 2-core machine that is far beyond the 60 s default.
-TIMEOUT_S = 600.0
-# Under `make test` the other xdist workers keep both cores busy, and llama.cpp's two threads
-# spin waiting for each other: one thread did the small-window chat in 69-78 s of CPU against
-# 96 s for two, in the same wall time (beside two busy processes; BENCHMARKS.md).
+MAX_TOKENS = 160  # a bid in a few seconds, long enough for a whole respond call
+TIMEOUT_S = 600.0  # one request at a time: a bid may wait for the others' on a busy machine
+# beside other xdist workers llama.cpp's two threads spin waiting for each other (BENCHMARKS.md)
 THREADS = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 2
 
 
@@ -56,30 +49,19 @@ def one_turn(agents: list[Agent]) -> RunRecord:
     return chat.last_run
 
 
-def test_forced_tool_calls_reach_the_model_and_parse(llm: LocalLLMServer) -> None:
-    chat = GroupChat(agents=[llm_agent(llm, "Optimist", "You argue for the benefits."),
-                             llm_agent(llm, "Pessimist", "You argue for the risks.")],
-                     max_loops=2, threshold=0.0, bid_timeout=None)
-    chat.run("Should we adopt AI for medical diagnosis?")
-    record = chat.last_run
-    assert record is not None
-    first_turn = [b for b in record.bids if b.turn == 1]
-    assert [b.agent for b in first_turn] == ["Optimist", "Pessimist"]
-    for bid in first_turn:
-        assert bid.path == "tool_call", bid  # the forced respond call, no fallback needed
-        assert bid.calls == 1
-        assert bid.prompt_tokens and bid.prompt_tokens > 100  # system + bid prompt + tools
-        assert bid.completion_tokens and bid.completion_tokens > 0
-        assert 0.0 <= bid.score <= 1.0
-
-
-def test_bid_log_of_a_short_chat(llm: LocalLLMServer) -> None:
+def test_forced_tool_calls_parse_and_the_bid_log_of_a_short_chat(llm: LocalLLMServer) -> None:
     agents = [llm_agent(llm, "Ann", "You are curious and ask questions."),
               llm_agent(llm, "Ben", "You are practical and give examples.")]
     chat = GroupChat(agents=agents, max_loops=3, threshold=0.0, bid_timeout=None)
     chat.run("Plan a team offsite.")
     record = chat.last_run
     assert record is not None
+    for bid in [b for b in record.bids if b.turn == 1]:
+        assert bid.path == "tool_call", bid  # the forced respond call, no fallback needed
+        assert bid.calls == 1
+        assert bid.prompt_tokens and bid.prompt_tokens > 100  # system + bid prompt + tools
+        assert bid.completion_tokens and bid.completion_tokens > 0
+        assert 0.0 <= bid.score <= 1.0
     frame = record.bids_frame()
     turns = sorted(set(frame["turn"]))
     assert turns == list(range(1, len(record.turns) + 1))
@@ -94,17 +76,14 @@ def test_bid_log_of_a_short_chat(llm: LocalLLMServer) -> None:
             assert list(won["agent"]) == [turn.winner]
             assert float(won["adjusted"].iloc[0]) == turn.winning_adjusted
     assert record.stop_reason in ("max_loops", "lull", "error")
-    # every bid is at least one call; more is a documented retry (a transient server error, or
-    # the context-window retry: n_ctx is 2048). CI once saw 5 calls for 4 bids; which retry it
-    # was is not known. The run's total is the sum of its bids' calls either way.
+    # more than one call is a documented retry (transient error, or context window: n_ctx 2048)
     assert all(b.calls >= 1 for b in record.bids)
     assert record.total_calls == sum(b.calls for b in record.bids)
 
 
 def test_the_dashboard_preset_talks_on_the_local_server(llm: LocalLLMServer) -> None:
-    """The Local LLM preset needs no key (only the port differs from `make llm`'s), and at its
-    own settings its first turn posts a message: at threshold 0.5 every agent bid 0.30 and the
-    run lulled on turn 1 (issue 41). Seeded, so the model's sampling is the same each time."""
+    """The Local LLM preset needs no key, and at its own settings (seeded) its first turn posts
+    a message: at threshold 0.5 every agent bid 0.30 and the run lulled on turn 1 (issue 41)."""
     from groupchat_ui.kit.presets import LOCAL_LLM_DEBATE, LOCAL_LLM_URL
 
     agents = LOCAL_LLM_DEBATE.build_agents()[:2]
@@ -132,13 +111,10 @@ def test_auto_tool_choice_is_answered_with_a_respond_call(llm: LocalLLMServer) -
 
 
 def test_json_text_mode_sends_no_tools_and_reads_the_text(llm: LocalLLMServer) -> None:
-    """A 135M model rarely writes valid JSON: each bid is either read from the text or marked
-    unreadable with the reason, never silently taken for a quiet room."""
+    """A 135M model rarely writes valid JSON: each bid is read or unreadable with the reason."""
     agents = pair(llm, tool_choice_mode="json")
     record = one_turn(agents)
-    # One request per bid, plus the agent's retries: on a loaded machine this server now and
-    # then answers a request with a transient error, which the engine retries by design (fresh
-    # clone N: calls=2). The mode is pinned, so no fallback rung may add a request.
+    # the agent's retries (a transient error on a loaded machine); pinned: no fallback rung
     budget = {a.agent_name: a.num_retries + 1 for a in agents}
     for bid in record.bids:
         assert bid.path in ("json_text", "tool_call:json"), bid
@@ -150,9 +126,8 @@ def test_json_text_mode_sends_no_tools_and_reads_the_text(llm: LocalLLMServer) -
 
 
 def test_required_tool_choice_breaks_this_server_and_the_run_says_so(llm: LocalLLMServer) -> None:
-    """llama-cpp-python 0.3.36 answers tool_choice="required" with HTTP 500: with the mode
-    pinned, every bid fails (after its retries) and the run stops with an error naming each
-    agent's reason: a broken set-up never looks like a quiet room."""
+    """llama-cpp-python 0.3.36 answers tool_choice="required" with HTTP 500: pinned, every bid
+    fails and the run stops with an error naming each agent's reason, not a quiet room."""
     record = one_turn(pair(llm, tool_choice_mode="required", num_retries=0))
     assert record.stop_reason == "error"
     assert all(b.path == "none" and "InternalServerError" in (b.error or "") for b in record.bids)
@@ -165,10 +140,8 @@ def test_required_tool_choice_breaks_this_server_and_the_run_says_so(llm: LocalL
 
 
 def test_a_prompt_larger_than_the_window_is_an_error_not_a_lull() -> None:
-    """At n_ctx=400 even the first bid prompt (task, template, tools) does not fit. This server
-    answers with a numpy error (HTTP 500), read as a context overflow: not retried as a
-    transient error, the history cannot shrink (only the task is left), so each bid fails once
-    and the run stops with an error naming both agents."""
+    """At n_ctx=400 not even the first prompt fits: the server's numpy error (HTTP 500) is read
+    as a context overflow, not retried (nothing to trim), and the run stops with an error."""
     with local_server(400) as small:
         record = one_turn(pair(small))
     assert record.stop_reason == "error"
@@ -178,8 +151,7 @@ def test_a_prompt_larger_than_the_window_is_an_error_not_a_lull() -> None:
 
 
 def test_a_declared_small_window_keeps_a_long_chat_bidding() -> None:
-    """The reference's `context_length` declares the server's window: the history is trimmed
-    to fit with room for the reply, so a chat longer than the window keeps going."""
+    """A declared `context_length`: the history is trimmed to fit with room for the reply."""
     window = 640
     with local_server(window) as small:
         agents = pair(small, context_length=window, max_tokens=100)
@@ -196,23 +168,11 @@ def test_a_declared_small_window_keeps_a_long_chat_bidding() -> None:
 # --- streamed bids ---------------------------------------------------------------------------
 
 
-class _Deltas:
-    wants = frozenset({"bid_delta"})
-    thread_safe = True
-
-    def __init__(self) -> None:
-        self.events: list[Any] = []
-
-    def __call__(self, event: Any) -> None:
-        self.events.append(event)
-
-
 def test_bids_stream_from_the_real_model_into_the_same_bids(llm: LocalLLMServer) -> None:
-    """llama.cpp's server streams the respond call's arguments; at temperature 0 the streamed
-    bids are the bids the same requests give unstreamed."""
+    """At temperature 0 the streamed bids are the bids the same requests give unstreamed."""
     task = "Park or data centre for the old rail yard?"
     records = []
-    deltas = _Deltas()
+    deltas = Deltas()
     for stream in (False, True):  # no bid cache: the second run must reach the model
         chat = GroupChat(agents=pair(llm), max_loops=2, threshold=0.0, bid_timeout=None,
                          stream_bids=stream, on_event=[deltas], bid_cache=False)
@@ -227,7 +187,7 @@ def test_bids_stream_from_the_real_model_into_the_same_bids(llm: LocalLLMServer)
     assert [(b.score, b.message, b.error) for b in first] == [
         (b.score, b.message, b.error) for b in plain.bids if b.turn == 1]
     for bid in first:
-        mine = [e for e in deltas.events if e.agent == bid.agent and e.turn == 1]
+        mine = [e for e in deltas if e.agent == bid.agent and e.turn == 1]
         assert mine, f"no deltas from {bid.agent}"
         assert mine[-1].message.strip() == bid.message
         assert mine[-1].score == bid.score
@@ -238,24 +198,11 @@ def test_bids_stream_from_the_real_model_into_the_same_bids(llm: LocalLLMServer)
 # --- constrained bids and a slice of Du et al.'s arithmetic (issue 20 items 3 and 6) -----------
 
 
-def test_constrained_bids_are_read_from_the_real_model(llm: LocalLLMServer) -> None:
-    """tool_choice_mode="json_schema": the server's grammar (from response_format) makes the
-    135M model write the respond object itself; the engine reads it as JSON text. Not every
-    bid is read on this server yet (BENCHMARKS.md has the rate): one that is not says why."""
-    record = one_turn(pair(llm, tool_choice_mode="json_schema"))
-    assert [b.path for b in record.bids] == ["json_schema"] * 2, record.bids
-    assert all(b.calls == 1 for b in record.bids), record.bids
-    assert all(b.outcome == "read" or (b.outcome == "unreadable" and b.error)
-               for b in record.bids), record.bids
-
-
-def test_a_du_math_problem_runs_end_to_end_and_records_its_outcome(
-        llm: LocalLLMServer) -> None:
-    """One of Du et al.'s problems through the real pipeline: constrained bids, a numeric
-    scorer on the majority vote, an outcome recorded with the run. Whatever the 135M model's
-    accuracy: the assertion is that the pipeline scored what the agents said. (One problem:
-    a second ran the same checks again for about 60 s of CPU; the scorers and the vote are
-    covered over many answers by tests/outcomes.)"""
+def test_constrained_bids_and_a_du_math_problem_run_end_to_end(llm: LocalLLMServer) -> None:
+    """tool_choice_mode="json_schema": the server's grammar makes the model write the respond
+    object, read as JSON text (not every bid is read yet: BENCHMARKS.md; one that is not says
+    why). One of Du et al.'s problems: a numeric scorer on the majority vote, an outcome
+    recorded; whatever the accuracy, the pipeline scored what the agents said."""
     from groupchat_core.outcomes import du_math_tasks, extract
 
     task = du_math_tasks()[0]
@@ -268,6 +215,9 @@ def test_a_du_math_problem_runs_end_to_end_and_records_its_outcome(
     record = chat.last_run
     assert record is not None and record.task == task.prompt
     assert all(b.path == "json_schema" for b in record.bids), record.bids
+    first = [b for b in record.bids if b.turn == 1]
+    assert all(b.calls == 1 for b in first), first
+    assert all(b.outcome == "read" or (b.outcome == "unreadable" and b.error) for b in first)
     outcome = record.outcome
     assert outcome is not None, record
     assert (outcome.task_id, outcome.scorer, outcome.answer_from, outcome.expected) == (

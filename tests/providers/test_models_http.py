@@ -1,11 +1,8 @@
-"""Model calls over real HTTP to a local OpenAI-compatible server (FakeOpenAIServer): the
-request, the fallback ladder, retries, timeouts, errors, no key anywhere; and the direct path
-(issue 24): `openai/` models with an api_base and key are sent and read by the engine, not
-litellm, and nothing a bid records changes (each check runs both ways, GROUPCHAT_DIRECT_HTTP=0
-the litellm one; hostile cases: test_hostile_routes.py).
-
-Private imports (`providers._direct`, `providers._litellm`): the path's switch and litellm's
-module, to count which path a request took.
+"""Model calls over real HTTP to FakeOpenAIServer: the request, the fallback ladder, retries,
+timeouts, errors, no key anywhere; and the direct path (issue 24): `openai/` models with a base
+and key are sent and read by the engine, each bid recorded as litellm would (each check runs both
+ways; hostile cases: test_hostile_routes.py). Private imports (`providers._direct`, `_litellm`):
+the path's switch, and litellm's module to count which path a request took.
 """
 
 from __future__ import annotations
