@@ -220,6 +220,7 @@ def test_the_respond_schema_goes_as_response_format_and_the_text_is_read(
                                                                "The park.")
     assert record.messages[-1].content == "The park."
     # a token per character at worst, plus the JSON: closed before max_tokens; capped
+    assert schema_message_chars(160) == 160 - SCHEMA_OVERHEAD_TOKENS
     assert schema_message_chars(50) == 0
     assert schema_message_chars(100_000) == SCHEMA_MESSAGE_CAP
 

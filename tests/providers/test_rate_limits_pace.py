@@ -1,5 +1,5 @@
 """Retry-After is honoured (bounded, within the bid's deadline); rate limits pace and never fail
-a bid (issues 42): a wait for a limit is not the request's time, so a sweep over its rpm slows
+a bid (issue 42): a wait for a limit is not the request's time, so a sweep over its rpm slows
 down, every bid answered; the in-flight call limit holds across loops and cancellation.
 
 No upper bound on time: the waits the engine chose (`Waits`, an injected clock), or the server's
