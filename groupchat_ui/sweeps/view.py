@@ -443,7 +443,7 @@ def _render(registry: JobRegistry, store: RunStore, session: SessionState, snap:
     _workers(snap)
 
 
-def _workers(snap: Any) -> None:
+def _workers(snap: Any, key: str | None = None) -> None:
     """A sweep on Ray: where its cluster is, and cells per worker (nothing for a local one)."""
     ray = svc.ray_state(snap.events)
     if ray is None:
@@ -455,7 +455,7 @@ def _workers(snap: Any) -> None:
         return
     st.caption(f"Ray workers: {len(workers)} worker(s) ran "
                f"{int(workers['finished'].sum())} finished cell(s).")
-    st.dataframe(workers, hide_index=True, key=f"sw_workers_{snap.id}")
+    st.dataframe(workers, hide_index=True, key=key or f"sw_workers_{snap.id}")
 
 
 def ray_workers(registry: JobRegistry, sweep_id: str) -> None:
@@ -464,19 +464,8 @@ def ray_workers(registry: JobRegistry, sweep_id: str) -> None:
     only in the live panel of the session that started it. Nothing for a local sweep."""
     jobs = registry.find_tasks("sweep", lambda s: svc.progress(s.events).sweep_id == sweep_id
                                and svc.ray_state(s.events) is not None)
-    if not jobs:
-        return
-    snap = jobs[-1]
-    ray = svc.ray_state(snap.events)
-    assert ray is not None
-    st.caption(escape_markdown(ray_line(ray, snap.done)))
-    workers = svc.worker_table(snap.events)
-    if workers.empty:
-        st.caption("workers: none has finished a cell yet")
-        return
-    st.caption(f"Ray workers: {len(workers)} worker(s) ran "
-               f"{int(workers['finished'].sum())} finished cell(s).")
-    st.dataframe(workers, hide_index=True, key="sw_results_workers")
+    if jobs:
+        _workers(jobs[-1], key="sw_results_workers")
 
 
 def ray_line(ray: svc.RayState, done: bool) -> str:

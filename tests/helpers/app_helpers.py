@@ -22,9 +22,7 @@ from groupchat_ui.kit import state as ui_state
 from groupchat_ui.kit import store_access
 from groupchat_ui.kit.state import STATE_KEY, SessionState
 from tests.helpers import ROOT
-from tests.helpers.waits import HANG_GUARD_S, eventually
-
-DEADLINE_S = HANG_GUARD_S  # TRANSITION: callers in tests/ui drop it, then this and deadline_s go
+from tests.helpers.waits import eventually
 
 WIDGETS = ("text_input", "text_area", "number_input", "selectbox", "multiselect", "checkbox",
            "toggle", "slider", "radio")
@@ -115,7 +113,7 @@ def query(at: AppTest, key: str) -> str | None:
 
 
 def poll(at: AppTest, check: Callable[[AppTest], bool], what: str,
-         deadline_s: float | None = None, shown: Callable[[AppTest], str] = status) -> None:
+         shown: Callable[[AppTest], str] = status) -> None:
     """Rerun every 0.2 s until `check` holds; a hang fails naming `what` and the last `shown`."""
     def rerun() -> bool:
         if check(at):
@@ -215,6 +213,6 @@ def sim_sweep(store: RunStore, name: str = "s", thresholds: tuple[float, ...] = 
     return sweep_id
 
 
-def wait_for(check: Callable[[], object], what: str, deadline_s: float | None = None) -> None:
+def wait_for(check: Callable[[], object], what: str) -> None:
     """Poll with short sleeps until `check` holds (no timing assertion)."""
     eventually(check, what, step=0.02)

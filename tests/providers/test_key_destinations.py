@@ -1,8 +1,8 @@
 """Keys: checked before anything is spent (a sweep with no key once made 90 failing calls), and
 sent only where they belong, by any door (issue 19 item 1; issue 44 point 1): a loopback attacker
 records every header, per key source; a key hidden in `litellm_kwargs` is refused at import and
-at bid time. `python -m tests.providers.test_key_destinations` prints the matrix. Private
-imports (`_kwargs_policy`, `providers._credentials`, `_endpoints`, `_requests`): units.
+at bid time. `python -m tests.providers.test_key_destinations` prints the matrix.
+Private imports (`_kwargs_policy`, `providers._credentials`, `_endpoints`, `_requests`): units.
 """
 
 from __future__ import annotations

@@ -25,8 +25,8 @@ from groupchat_ui.sweeps import task_sets
 from groupchat_ui.sweeps.logic import page_behind, progress
 from tests.helpers.app_helpers import fill, goto, new_app, query, small_grid, sweep_status, wait_for
 from tests.helpers.app_helpers import poll as poll_app
+from tests.helpers.waits import HANG_GUARD_S
 
-DEADLINE_S = 60.0
 status = sweep_status  # the status line these tests read
 
 
@@ -37,7 +37,7 @@ def at() -> Iterator[AppTest]:
 
 
 def poll(at: AppTest, check: Callable[[AppTest], bool], what: str) -> None:
-    poll_app(at, check, what, deadline_s=DEADLINE_S, shown=sweep_status)
+    poll_app(at, check, what, shown=sweep_status)
 
 
 def test_the_page_renders_on_an_empty_store_and_bad_grid_input_starts_nothing(at: AppTest):
@@ -252,7 +252,7 @@ def test_the_live_panel_redraws_the_page_once_a_late_job_has_created_its_sweep()
     gate = threading.Event()
 
     async def late(emit):  # the job, held before it creates its sweep
-        await asyncio.to_thread(gate.wait, DEADLINE_S)
+        await asyncio.to_thread(gate.wait, HANG_GUARD_S)
         return await arun_sweep(spec, store, on_event=emit)
 
     job_id = registry.start_job(late, "me")
@@ -262,13 +262,13 @@ def test_the_live_panel_redraws_the_page_once_a_late_job_has_created_its_sweep()
         assert not page_behind(True, None, drawn)  # nothing new to show yet
         gate.set()
         wait_for(lambda: progress(registry.task_snapshot(job_id).events).sweep_id,
-                 "the job to create its sweep", DEADLINE_S)
+                 "the job to create its sweep")
         now = registry.task_snapshot(job_id)
         created = progress(now.events).sweep_id
         assert page_behind(True, None, now)  # drawn without it: redraw the page
         if not now.done:  # drawn with it: the panel alone redraws until the job ends
             assert not page_behind(True, created, now)
-        wait_for(lambda: registry.task_snapshot(job_id).done, "the sweep's end", DEADLINE_S)
+        wait_for(lambda: registry.task_snapshot(job_id).done, "the sweep's end")
         now = registry.task_snapshot(job_id)
         assert page_behind(True, created, now)  # it ended: redraw the charts and Resume
         assert not page_behind(False, created, now)  # drawn after the end: no timer

@@ -16,8 +16,9 @@ from groupchat_core.testing import ScriptedBid
 from groupchat_ui.kit import jobs, store_access
 from groupchat_ui.kit.jobs import JobRegistry, JobSnapshot, from_record
 from groupchat_ui.run.logic import default_params, start_run
-from tests.helpers.app_helpers import DEADLINE_S, goto, new_app, status, wait_for
+from tests.helpers.app_helpers import goto, new_app, status, wait_for
 from tests.helpers.chats import scripted_chat
+from tests.helpers.waits import HANG_GUARD_S
 
 
 @pytest.fixture
@@ -312,7 +313,7 @@ def test_the_run_page_shows_a_summarised_job_from_the_store(monkeypatch: pytest.
         old = finished(registry, store, "The old one", owner="someone")
         newer = finished(registry, store, "The newer one", owner="someone")
         wait_for(lambda: registry.snapshot(old.id).summary, "the old job to shrink")
-        assert store.flush(timeout=DEADLINE_S)
+        assert store.flush(timeout=HANG_GUARD_S)
         at = goto(new_app(), "run", job=old.id)
         assert status(at).startswith(f"status: finished · job {old.id} · turn 4 · messages 4")
         shown = " ".join(str(m.value) for m in at.markdown)
