@@ -1,8 +1,9 @@
 """Sweeps in a real browser: a small sim sweep from the form to its results, its one live
 status moving per turn and read the same in the caption, the progress bar, the Results header
-and the sidebar (issue 11); a sweep over strategies with its Outcomes tab drawn; a sweep on Ray
-showing its workers once it ended. The exploring views' figures are the AppTests'
-(tests/ui/test_from_e2e_sweep_views.py), how they fit a phone the phone journey's.
+and the sidebar (issue 11); a sweep over strategies with its Outcomes tab drawn. A sweep on Ray
+(its workers, live and after a reload) and the exploring views' figures are AppTests
+(tests/ui/test_app_sweeps_ray.py, tests/ui/test_app_sweeps.py); how they fit a phone is the
+phone journey's.
 
 Before, the caption sat at "0 / 12 cells" until the sweep ended, the bar said "2 of 24 cells
 done" while Results said "0 / 24 cells finished" and the sidebar "0 running" (and, later, a fast
@@ -242,35 +243,3 @@ def test_a_sweep_over_strategies_draws_accuracy_and_equality_on_its_outcomes_tab
                                                                timeout=WAIT_MS)
     page.wait_for_function(PLOTS_DRAWN, arg=2, timeout=WAIT_MS)
     screenshot(page, "sweep-outcomes")
-
-
-def test_a_ray_sweep_shows_its_workers_when_it_ends(app_server, page):
-    """Once it has ended the page says the cluster is disconnected and shows the cells each
-    worker finished, in the live panel and again after a reload (issue 21 item 5)."""
-    page.goto(f"{app_server}/sweeps")
-    expect(page.get_by_role("heading", name="Sweeps", exact=True)).to_be_visible(timeout=WAIT_MS)
-    wait_idle(page)
-    fill(page, "sw_threshold", "0.4, 0.6")
-    fill(page, "sw_max_loops", "3")
-    fill(page, "sw_repeats", "1")
-    page.locator(".st-key-sw_executor").get_by_text("a Ray cluster", exact=True).click()
-    wait_idle(page)
-    start_sweep(page)
-    ray_line = fresh(page, '[data-testid="stCaptionContainer"]').filter(
-        has_text=re.compile(r"^cells ran on Ray · .* · disconnected"))
-    expect(ray_line.first).to_be_visible(timeout=WAIT_MS * 4)  # a local cluster starts first
-    workers = re.compile(r"^Ray workers: [1-9]\d* worker\(s\) ran [1-9]\d* finished cell")
-    live = fresh(page, '[data-testid="stCaptionContainer"]').filter(has_text=workers)
-    expect(live.first).to_be_visible(timeout=WAIT_MS)
-    screenshot(page, "sweeps-ray-workers")
-    # after a reload (a new browser session: no live panel), Cells & runs still shows them
-    page.reload()
-    expect(page.get_by_role("heading", name="Results")).to_be_visible(timeout=WAIT_MS)
-    wait_idle(page)
-    tab = fresh(page, '[data-testid="stTab"]').filter(has_text=re.compile("^Cells & runs$"))
-    tab.click()
-    expect(tab).to_have_attribute("aria-selected", "true", timeout=WAIT_MS)
-    panel = fresh(page, '[data-testid="stTabPanel"]:visible')
-    expect(panel.get_by_text(workers)).to_be_visible(timeout=WAIT_MS)
-    expect(panel.get_by_text(re.compile(r"^cells ran on Ray · .* · disconnected"))
-           ).to_be_visible()

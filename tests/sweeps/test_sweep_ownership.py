@@ -33,6 +33,7 @@ from groupchat_core.sweeps import (
 from groupchat_core.sweeps._executor import CellResult
 from groupchat_core.testing import FakeOpenAIServer, tool_call
 from tests.helpers import ROOT
+from tests.helpers.waits import eventually
 
 pytestmark = pytest.mark.usefixtures("fresh_engines")
 
@@ -78,14 +79,12 @@ def finished_once(store: RunStore, sweep_id: str) -> None:
 
 
 def wait_until_owned_by(store: RunStore, sweep_id: str, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 60
-    while True:
+    def owned() -> bool:
         row = store.get_sweep(sweep_id)
-        if row["status"] == "running" and row["pid"] == proc.pid:
-            return
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "the resume never took the sweep over"
-        time.sleep(0.02)
+        return bool(row["status"] == "running" and row["pid"] == proc.pid)
+
+    eventually(owned, "the resume taking the sweep over", step=0.02,
+               alive=lambda: None if proc.poll() is None else str(proc.communicate()))
 
 
 def test_a_second_resume_of_a_running_sweep_is_refused_naming_its_owner(store, tmp_path):
@@ -193,8 +192,7 @@ RunStore.reopen_sweep = lambda self, sweep_id, take_over=False: None
 barrier, claim = Path(sys.argv[2]), RunStore.claim_cell
 def claim_when_both_are_here(self, sweep_id, cell):
     (barrier / sys.argv[3]).touch()
-    deadline = time.monotonic() + 120
-    while len(list(barrier.iterdir())) < 2 and time.monotonic() < deadline:
+    while len(list(barrier.iterdir())) < 2:  # the other process exists: it arrives
         time.sleep(0.01)
     return claim(self, sweep_id, cell)
 RunStore.claim_cell = claim_when_both_are_here

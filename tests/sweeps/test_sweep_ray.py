@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from groupchat_core.sweeps import (
     run_sweep,
 )
 from groupchat_core.testing import FakeOpenAIServer, tool_call
+from tests.helpers.waits import eventually
 from tests.sweeps import DEBATERS
 
 MB = 2**20
@@ -75,9 +75,8 @@ def killer(store, kill_index: int):
             turns = int(seen.get(f"turns:{job.cell}", 0)) + 1
             seen[f"turns:{job.cell}"] = turns
             if turns >= 3:
-                deadline = time.monotonic() + 5
-                while not in_store(store, item["run_id"]) and time.monotonic() < deadline:
-                    time.sleep(0.01)  # the worker's (or driver's) writer commits within 0.1 s
+                eventually(lambda: in_store(store, item["run_id"]),  # the writer commits it
+                           "the cell's run in the store", step=0.01)
                 seen["killed"] = seen[f"pid:{job.cell}"]
                 os.kill(int(seen[f"pid:{job.cell}"]), signal.SIGKILL)
     return watch, seen
@@ -137,7 +136,8 @@ def test_a_sweep_on_ray_survives_a_killed_worker(cluster, backend, request):
             == bids.groupby("run_id")["calls"].sum().reindex(finished["run_id"])).all()
     done = [e for e in events if isinstance(e, CellFinished)]
     workers = Counter(e.worker.split("/")[1] for e in done)  # by node
-    assert len(workers) == 2 and sum(workers.values()) == 4  # both worker nodes ran cells
+    _, nodes = cluster  # which worker node ran which cell is Ray's choice; never the head
+    assert set(workers) <= {n.node_id[:8] for n in nodes} and sum(workers.values()) == 4
     assert all(str(seen["killed"]) not in e.worker for e in done if e.cell == killed_cell)
     pids = writer_pids(store, outcome.sweep_id)
     if backend == "postgresql":

@@ -12,7 +12,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -41,6 +40,7 @@ from groupchat_core.sweeps import (
 from groupchat_core.sweeps._plan import finished_cells
 from groupchat_core.testing import FakeOpenAIServer, tool_call
 from tests.helpers import ROOT
+from tests.helpers.waits import eventually
 from tests.sweeps import DEBATERS as AGENTS
 
 SLOW = {"max_loops": 8, "agents": [{**a, "litellm_kwargs": {"sim_latency": 0.01}} for a in AGENTS]}
@@ -403,19 +403,18 @@ def test_a_sigkilled_sweep_resumes_without_running_a_finished_cell_twice(tmp_pat
     db = tmp_path / "sweeps.db"
     spec = write_spec(tmp_path / "sweep.json", latency=0.05)
     proc = sweep_process(db, str(spec))
-    deadline = time.monotonic() + 120
-    finished: list[tuple] = []
-    running: list[tuple] = []
-    while len(finished) < 3 or not running:  # kill with cells done and a cell mid-run
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "the sweep never got going"
-        time.sleep(0.02)
-        if db.exists():
-            try:
-                finished = query(db, "SELECT cell FROM runs WHERE status = 'finished'")
-                running = query(db, "SELECT cell FROM runs WHERE status = 'running'")
-            except sqlite3.OperationalError:  # the schema is being created
-                finished = []
+    def mid_way() -> bool:  # kill with cells done and a cell mid-run
+        if not db.exists():
+            return False
+        try:
+            finished = query(db, "SELECT cell FROM runs WHERE status = 'finished'")
+            running = query(db, "SELECT cell FROM runs WHERE status = 'running'")
+        except sqlite3.OperationalError:  # the schema is being created
+            return False
+        return len(finished) >= 3 and bool(running)
+
+    eventually(mid_way, "the sweep getting going", step=0.02,
+               alive=lambda: None if proc.poll() is None else str(proc.communicate()))
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate()
 
