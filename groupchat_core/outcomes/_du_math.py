@@ -11,7 +11,7 @@ agents' last answers (`most_frequent`).
 Why no numpy here: NumPy's legacy `seed(0)` is MT19937's `init_genrand(0)`, and its
 `randint(0, 30)` takes 32-bit outputs masked to 5 bits, rejecting values over 29. Python's own
 `random.Random` is the same MT19937, so loading that state into it and drawing
-`getrandbits(32) & 31` replays NumPy's stream bit for bit (tests/test_du_math.py checks it
+`getrandbits(32) & 31` replays NumPy's stream bit for bit (tests/outcomes/test_du_math.py checks it
 against NumPy itself).
 """
 

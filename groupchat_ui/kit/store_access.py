@@ -122,7 +122,7 @@ def _run_data(url: str, run_id: str, token: tuple[Any, ...]) -> RunData:
     """One object per run and change, shared by every session and never copied: a cache_data
     hit unpickled the whole record each script run (16,000 Bid models: 0.33 s of a big run's
     Analysis page, bench.analysis_cold). The token (status, end, turns) keys a changed run to a
-    new entry; readers treat it as read-only (tests/ui/test_run_data_cache.py)."""
+    new entry; readers treat it as read-only (tests/ui/test_page_reads.py)."""
     s = _opened(url)
     record = s.load_run(run_id)
     return RunData(s.run_info(run_id), record, record.bids_frame(), record.turns_frame(),
