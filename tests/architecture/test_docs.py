@@ -148,16 +148,21 @@ def test_the_unknown_keyword_error_lists_the_reference_keywords_itself() -> None
 
 
 DOC_FILES = ("README.md", "BENCHMARKS.md", "CONTRIBUTING.md", "CHANGELOG.md", "docs")
+CODE = ("groupchat_core", "groupchat_ui", "app_pages", "bench", "tests")  # docstrings cite too
 TEST_PATH = re.compile(r"(?<![\w/.])tests/[\w/]*?test_\w+\.py")
 
 
-def test_every_test_file_the_docs_cite_exists() -> None:
-    """A claim in the docs names the test that backs it; after the tests moved into folders by
-    area, a path left as `tests/test_x.py` pointed nowhere."""
-    cited = {(str(path.relative_to(ROOT)), m.group(0))
-             for name in DOC_FILES
-             for path in ([ROOT / name] if (ROOT / name).is_file()
-                          else sorted((ROOT / name).rglob("*.md")))
+def _citing() -> Iterator[Path]:
+    for name in DOC_FILES:
+        yield from [ROOT / name] if (ROOT / name).is_file() else sorted((ROOT / name).rglob("*.md"))
+    for name in CODE:
+        yield from (p for p in sorted((ROOT / name).rglob("*.py")) if p != Path(__file__))
+
+
+def test_every_test_file_the_docs_and_the_code_cite_exists() -> None:
+    """A claim names the test that backs it; after the tests moved into folders by area, and
+    merged, a path left as `tests/test_x.py` pointed nowhere."""
+    cited = {(str(path.relative_to(ROOT)), m.group(0)) for path in _citing()
              for m in TEST_PATH.finditer(path.read_text(encoding="utf-8"))}
     assert cited, "the pattern found no cited test at all"
     missing = sorted(f"{doc}: {test}" for doc, test in cited if not (ROOT / test).is_file())

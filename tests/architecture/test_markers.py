@@ -97,5 +97,5 @@ def test_the_parallel_run_keeps_each_slow_kind_in_one_work_unit_and_the_rest_per
         "tests/providers/test_local_llm.py")
     assert split("tests/e2e/test_journey.py::test_g") == "tests/e2e/test_journey.py"
     assert split("tests/store/test_store.py::test_h[user@host]") == "tests/store/test_store.py"
-    assert work_unit("tests/e2e/test_room_link.py::test_i") == "tests/e2e/test_room_link.py"
+    assert work_unit("tests/e2e/test_room.py::test_i") == "tests/e2e/test_room.py"
 

@@ -1,6 +1,6 @@
 """Links (issue 38, items 11 and 13): a run or sweep id or a unique prefix opens that item, an
 unknown one says so and opens none; copy links carry no session id; with login on, another
-user's `?sid=` gets a session of its own (real OIDC: tests/e2e/test_login_links.py)."""
+user's `?sid=` gets a session of its own (real OIDC: tests/e2e/test_login.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Outcomes on the dashboard (issue 20 items 4 and 5), through AppTest: the Sweeps page's
 Outcomes tab (accuracy per strategy with its interval, cost per correct answer, equality
 against outcome), the Analysis page's outcome panel, the Runs table's outcome columns, and
-"simulated" wherever sim results show (browser twin: tests/e2e/test_outcome_views.py); and
+"simulated" wherever sim results show (the Outcomes tab drawn in a browser:
+tests/e2e/test_sweeps.py); and
 distractors (issue 43.4): how many turns a run's distractor held, and the per-strategy report."""
 
 from __future__ import annotations
