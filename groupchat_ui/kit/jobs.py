@@ -507,6 +507,15 @@ class JobRegistry:
         with self._lock:
             return _task_snapshot(self._job(job_id, chat=False))
 
+    def wait(self, job_id: str, timeout: float | None = None) -> bool:
+        """Block until the job has settled (ended and cleaned up): True, or False on `timeout`.
+        For scripts and tests that must not poll; KeyError for an unknown id."""
+        with self._lock:
+            settled = self._jobs[job_id].settled if job_id in self._jobs else None
+        if settled is None:
+            raise KeyError(job_id)
+        return settled.wait(timeout)
+
     def events(self, job_id: str, since: int = 0) -> list[Event]:
         """A chat's events from index `since` on, for renderers that consume the stream (none
         once the job is a summary: its run is in the store)."""

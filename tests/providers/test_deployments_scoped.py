@@ -21,6 +21,7 @@ from groupchat_core.providers import _deployments as deployments
 from groupchat_core.store import dispose_engines
 from groupchat_core.sweeps import arun_sweep, parse_sweep, run_sweep
 from groupchat_core.testing import FakeOpenAIServer, error, tool_call
+from tests.helpers.waits import HANG_GUARD_S
 
 SWEEP_TASK, OTHER_TASK, CHAT_TASK = "Sweep task.", "Other sweep task.", "Chat task."
 CHAT_KEY = "sk-chat-own-key"
@@ -343,7 +344,7 @@ def test_the_sweeps_page_job_ends_with_the_same_one_line(store):
     registry = JobRegistry()
     try:
         job = logic.start_sweep(registry, store, "me", spec)
-        assert registry._jobs[job].settled.wait(60)  # the job's own event (no public wait)
+        assert registry.wait(job, HANG_GUARD_S)
         snap = registry.task_snapshot(job)
     finally:
         registry.shutdown()

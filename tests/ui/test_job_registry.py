@@ -66,7 +66,9 @@ def test_two_owners_see_only_their_own_jobs_and_progress_while_running(reg: JobR
     assert [s.id for s in reg.jobs_for("alice")] == [first]
     assert [s.id for s in reg.jobs_for("bob")] == [second]
     assert reg.jobs_for("carol") == []
-    wait_for(lambda: reg.snapshot(first).done, "the sim job to finish")
+    assert reg.wait(first, HANG_GUARD_S) and reg.snapshot(first).done  # the public wait
+    with pytest.raises(KeyError):
+        reg.wait("no-such-job")
     for job_id in (first, second):
         snap = reg.snapshot(job_id)
         assert snap.status == "finished" and snap.error is None
