@@ -375,8 +375,10 @@ class Case:
 
     def agent_data(self, attacker: str, trusted: str) -> dict[str, Any]:
         kwargs = {k: (attacker if v == ATTACKER else v) for k, v in self.kwargs.items()}
+        # the fake servers answer at once: the timeout only ends a hang (5 s once ran out on
+        # a loaded machine before litellm's first Azure call was sent, failing the case)
         data: dict[str, Any] = {"agent_name": "Mallory", "model_name": self.model,
-                                "num_retries": 0, "timeout": 5.0}
+                                "num_retries": 0, "timeout": 120.0}
         if kwargs:
             data["litellm_kwargs"] = kwargs
         if self.with_base:
