@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from .._bidding import format_decimal
@@ -76,6 +77,18 @@ def agent_order(bids: pd.DataFrame | None) -> list[str]:
     return list(dict.fromkeys(ordered["agent"]))
 
 
+def agent_orders(bids: pd.DataFrame) -> dict[str, list[str]]:
+    """`agent_order` of each run in a bids frame of many runs, keyed by run id."""
+    by_run: dict[str, list[tuple[int, str]]] = {}
+    if bids.empty:
+        return {}
+    for run_id, position, agent in zip(bids["run_id"], bids["position"], bids["agent"],
+                                       strict=True):
+        by_run.setdefault(run_id, []).append((position, agent))
+    return {run_id: list(dict.fromkeys(a for _, a in sorted(rows, key=lambda r: r[0])))
+            for run_id, rows in by_run.items()}
+
+
 def speakers(log: pd.DataFrame) -> list[str]:
     """Posted speakers in order, from a turns, bids or messages frame (the task excluded)."""
     if log.empty:
@@ -113,13 +126,6 @@ def _entropy(shares: Sequence[float]) -> float:
     return -sum(p * math.log2(p) for p in shares if p > 0) + 0.0  # + 0.0 turns -0.0 into 0.0
 
 
-def _first_lull(turns: pd.DataFrame) -> int | None:
-    if turns.empty or "lull" not in turns:
-        return None
-    lulls = turns[turns["lull"].astype(bool)]
-    return int(lulls["turn"].min()) if not lulls.empty else None
-
-
 def speaker_metrics(
     turns: pd.DataFrame,
     bids: pd.DataFrame | None = None,
@@ -127,17 +133,35 @@ def speaker_metrics(
     stop_reason: str | None = None,
 ) -> SpeakerMetrics:
     """Balance and dynamics of one run; agents come from the bids so the silent count too."""
-    order = speakers(turns)
-    agents = agent_order(bids)
-    agents += [s for s in dict.fromkeys(order) if s not in agents]
+    return _metrics_of_rows(turns.to_dict("records"), agent_order(bids), stop_reason)
+
+
+def speaker_metrics_by_run(turns: pd.DataFrame, agents: Mapping[str, Sequence[str]],
+                           stop_reasons: Mapping[str, str | None]) -> dict[str, SpeakerMetrics]:
+    """`speaker_metrics` of every run in a turns frame of many runs (its `run_id` column), by
+    the same rule, with each run's agents given in agent-list order. Why not a frame per run:
+    slicing a frame 1,200 times took most of a big sweep's page (5.2 s of its 8.3 s)."""
+    by_run: dict[str, list[dict[Any, Any]]] = {}
+    for row in turns.to_dict("records"):
+        by_run.setdefault(row["run_id"], []).append(row)
+    return {run_id: _metrics_of_rows(rows, list(agents.get(run_id, ())), stop_reasons.get(run_id))
+            for run_id, rows in by_run.items()}
+
+
+def _metrics_of_rows(rows: Sequence[Mapping[Any, Any]], agents: list[str],
+                     stop_reason: str | None) -> SpeakerMetrics:
+    """The rule of `speaker_metrics` over one run's turn rows (in the frame's order)."""
+    order = [w for r in sorted(rows, key=lambda r: r["turn"]) if isinstance(w := r["winner"], str)]
+    agents = [*agents, *(s for s in dict.fromkeys(order) if s not in agents)]
     posted = len(order)
     shares = {a: (order.count(a) / posted if posted else 0.0) for a in agents}
     entropy = _entropy(list(shares.values()))
     who, longest = _longest_run(order)
-    margins = turns["margin"].dropna() if "margin" in turns else pd.Series(dtype=float)
-    changed = int(turns["penalty_changed_winner"].astype(bool).sum()) if not turns.empty else 0
+    margins = [m for r in rows if pd.notna(m := r.get("margin"))]
+    changed = sum(bool(r["penalty_changed_winner"]) for r in rows)
+    lulls = [int(r["turn"]) for r in rows if bool(r.get("lull", False))]
     return SpeakerMetrics(
-        turns=len(turns),
+        turns=len(rows),
         messages_posted=posted,
         agents=tuple(agents),
         shares=shares,
@@ -146,11 +170,12 @@ def speaker_metrics(
         gini=gini(list(shares.values())) if posted else None,
         longest_monologue=longest,
         longest_monologue_agent=who,
-        mean_margin=float(margins.mean()) if not margins.empty else None,
+        # numpy's mean, as pandas' Series.mean sums: the same float to the last bit
+        mean_margin=float(np.mean(np.asarray(margins, dtype=float))) if margins else None,
         penalty_changed_winner=changed,
         penalty_changed_rate=changed / posted if posted else None,
-        failed_bids=int(turns["failed_bids"].sum()) if "failed_bids" in turns else 0,
-        lull_turn=_first_lull(turns),
+        failed_bids=int(sum(f for r in rows if pd.notna(f := r.get("failed_bids", 0)))),
+        lull_turn=min(lulls) if lulls else None,
         stop_reason=stop_reason,
     )
 

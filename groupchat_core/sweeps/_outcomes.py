@@ -258,7 +258,7 @@ def runs_outcomes(store: RunStore, run_ids: Sequence[str] | None = None) -> pd.D
     read: status, correct (0/1), score, calls_needed (calls made plus cached calls), tokens,
     cost, simulated, Gini and evenness of turns (over the run's agents, silent ones too), and
     the run's name, so Analysis asks the sweeps' questions of runs from anywhere."""
-    from ..analysis._metrics import speaker_metrics
+    from ..analysis._metrics import agent_orders, speaker_metrics_by_run
     from ..providers._sim import run_is_simulated
 
     runs = store.list_runs()
@@ -274,11 +274,9 @@ def runs_outcomes(store: RunStore, run_ids: Sequence[str] | None = None) -> pd.D
     hits = store.cache_stats(ids).set_index("run_id")["cached_calls"].to_dict()
     turns = store.turns(ids)
     bids = store.bids(ids)
-    gini: dict[str, float | None] = {}
-    evenness: dict[str, float | None] = {}
-    for run_id, group in turns.groupby("run_id", sort=False):
-        m = speaker_metrics(group, bids[bids["run_id"] == run_id])
-        gini[str(run_id)], evenness[str(run_id)] = m.gini, m.evenness
+    metrics = speaker_metrics_by_run(turns, agent_orders(bids), {})
+    gini = {str(run_id): m.gini for run_id, m in metrics.items()}
+    evenness = {str(run_id): m.evenness for run_id, m in metrics.items()}
     out = runs.assign(
         correct=[math.nan if c is None or c != c else float(bool(c)) for c in runs["correct"]],
         calls_needed=[int(c or 0) + int(hits.get(i, 0)) for c, i in

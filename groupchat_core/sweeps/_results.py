@@ -33,7 +33,7 @@ import pandas as pd
 from .._errors import ConfigError
 from .._statuses import RunStatus
 from ..analysis._distractors import distractor_turns
-from ..analysis._metrics import speaker_metrics
+from ..analysis._metrics import speaker_metrics_by_run
 from ..providers._sim import cell_is_simulated
 from . import _space
 from ._natures import feasible_range, metric_interval, min_n
@@ -101,10 +101,11 @@ def _metrics(store: RunStore, runs: pd.DataFrame, agents: dict[str, list[str]],
     stops = dict(zip(runs["run_id"], runs["stop_reason"], strict=True))
     cells = dict(zip(runs["run_id"], runs["cell"], strict=True))
     rows = []
-    for run_id, group in turns.groupby("run_id", sort=False):
-        names = agents.get(cells.get(run_id, ""), [])
-        order = pd.DataFrame({"agent": names, "position": range(len(names))})
-        m = speaker_metrics(group, order, stop_reason=stops.get(run_id))
+    named = {run_id: agents.get(cell, []) for run_id, cell in cells.items()}
+    by_run = speaker_metrics_by_run(turns, named, stops)
+    groups = dict(tuple(turns.groupby("run_id", sort=False))) if distractors else {}
+    for run_id, m in by_run.items():
+        names = named.get(run_id, [])
         rows.append({"run_id": run_id, "messages": m.messages_posted, "lull_turn": m.lull_turn,
                      "lulled": float(m.lull_turn is not None), "entropy_bits": m.entropy_bits,
                      "evenness": m.evenness, "gini": m.gini,
@@ -112,8 +113,8 @@ def _metrics(store: RunStore, runs: pd.DataFrame, agents: dict[str, list[str]],
                      "penalty_changed_winner": m.penalty_changed_winner,
                      "mean_margin": m.mean_margin})
         if distractors:
-            rows[-1]["distractor_turns"] = sum(
-                d.turns for d in distractor_turns(group, [n for n in distractors if n in names]))
+            held = distractor_turns(groups[run_id], [n for n in distractors if n in names])
+            rows[-1]["distractor_turns"] = sum(d.turns for d in held)
     return pd.DataFrame(rows, columns=["run_id", "messages", "lull_turn", "lulled",
                                        "entropy_bits", "evenness", "gini",
                                        "longest_monologue", "penalty_changed_winner",

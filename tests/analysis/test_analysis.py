@@ -17,6 +17,7 @@ from groupchat_core.analysis import (
     speakers,
     transition_matrix,
 )
+from groupchat_core.analysis._metrics import agent_orders, speaker_metrics_by_run
 from tests.helpers.chats import scripted_chat
 from tests.helpers.scripted_trio import trio_record
 
@@ -106,6 +107,31 @@ def test_metrics_of_an_empty_run_are_zero_or_undefined():
     assert m.entropy_bits is None and m.gini is None and m.evenness is None
     assert m.mean_margin is None
     assert m.lull_turn is None and m.as_dict()["shares"] == {}
+
+
+def test_many_runs_in_one_frame_get_each_runs_own_metrics_to_the_last_bit():
+    """The sweeps' one-pass path (speaker_metrics_by_run) against the per-run rule, over runs
+    with margins in no tidy order, a lull, failures, a silent agent, and an empty run."""
+    records = [
+        hand_record(["A", "B", "A", None], ["A", "B"], margin=[0.1, None, 0.7, None],
+                    penalty_changed_winner=[False, True, False, False], failed_bids=[0, 1, 0, 2]),
+        hand_record(["C", "C", "B"], ["A", "B", "C"], margin=[1 / 3, 0.2, 0.1],
+                    penalty_changed_winner=[True, True, False], failed_bids=[0, 0, 0]),
+        trio_record(),
+    ]
+    turns = pd.concat([r.turns_frame().assign(run_id=f"r{i}") for i, r in enumerate(records)])
+    bids = pd.concat([r.bids_frame().assign(run_id=f"r{i}") for i, r in enumerate(records)])
+    stops = {"r0": "lull", "r1": "max_loops", "r2": "lull"}
+    orders = agent_orders(bids.sample(frac=1, random_state=3))  # any row order: by position
+    got = speaker_metrics_by_run(turns, orders, stops)
+    assert list(got) == ["r0", "r1", "r2"]
+    for i, record in enumerate(records):
+        want = speaker_metrics(record.turns_frame(), record.bids_frame(),
+                               stop_reason=stops[f"r{i}"])
+        assert got[f"r{i}"] == want
+    assert got["r1"].agents == ("A", "B", "C") and got["r1"].shares["A"] == 0.0
+    assert speaker_metrics_by_run(turns.iloc[:0], orders, stops) == {}
+    assert agent_orders(bids.iloc[:0]) == {}
 
 
 # --- transitions --------------------------------------------------------------------------
