@@ -1,19 +1,19 @@
-"""Login and owners for real: the local OpenID Connect provider (`oidc_provider`), the
-dashboard with `[auth]` configured (`serve_with_login`, tests/e2e/conftest.py), two users in
-chromium who sign in by clicking their name at the provider, as a person picks an account.
+"""Login and owners for real, in one journey: the local OpenID Connect provider
+(`oidc_provider`), the dashboard with `[auth]` configured (`serve_with_login`,
+tests/e2e/conftest.py), two users in two chromium contexts (two cookie jars) who sign in by
+clicking their name at the provider, as a person picks an account.
 
-Owners: a signed-out visitor sees only the login. Every URL carries its browser's session id
-(`?sid=`): alice's Run form values survive her reloads, and bob opening her full URL sees the
-run it names with a session of his own, none of her values, and what he sends never reaches
-her form (issue 38 item 13). Alice starts a run, which the store records as hers; bob watches
-it through its link but cannot stop it (Stop disabled, with the reason) nor delete it
-(refused, naming why); he starts and stops a run of his own; alice stops hers.
+A signed-out visitor sees only the login. Alice types a key in Settings and starts a run, which
+the store records as hers; bob opens her full URL (her `?sid=` in it) and gets a session id of
+his own (issue 38 item 13), watching her run but unable to stop or delete it (Stop disabled,
+with the reason); she stops it. Keys (issue 19 item 1): the server holds a canary
+OPENAI_API_KEY and alice's Settings key is another; her agents point `openai/...` at a provider
+on loopback (not a trusted endpoint), which gets neither key, and the store, every export and
+the SQLite file hold neither.
 
-Keys (issue 19 item 1): the server holds a canary OPENAI_API_KEY; alice imports agents
-pointing `openai/...` at a hostile provider on loopback that echoes each request's
-Authorization header; bob types a second canary in Settings and runs them. The hostile server
-gets neither key, the store and every export hold neither; bob cannot edit or delete alice's
-agents (the buttons are disabled) but can duplicate one.
+What needs no browser is checked in AppTest with a simulated sign-in (tests/ui/): drafts kept
+per browser session (test_links.py), refused deletes on the Runs page, a user's own runs
+stopped by him, keys kept to one session and agents locked to their owner (test_ownership.py).
 """
 
 from __future__ import annotations
@@ -27,17 +27,9 @@ from typing import Any
 
 import pytest
 
-from groupchat_core import (
-    CHAT_BOUNDS,
-    Agent,
-    bids_csv,
-    bundle_json,
-    dump_agents,
-    transcript_markdown,
-)
+from groupchat_core import CHAT_BOUNDS, Agent, bids_csv, bundle_json, transcript_markdown
 from groupchat_core.store import RunStore, dispose_engines
 from groupchat_core.testing import FakeOpenAIServer, tool_call
-from groupchat_ui.analysis import logic as analysis_logic
 from tests.helpers.waits import eventually
 
 from .conftest import (
@@ -60,12 +52,11 @@ from .conftest import (
 )
 
 RUNNING = re.compile(r"^status: running · job [0-9a-f]{32}")
-
-
 SERVER_CANARY = "sk-canary-server-env-0123456789abcdef"
-SESSION_CANARY = "sk-canary-bobs-session-fedcba987654"
+SESSION_CANARY = "sk-canary-alices-session-fedcba987654"
 CANARIES = (SERVER_CANARY, SESSION_CANARY)
 SID = re.compile(r"[?&]sid=([0-9a-f]{32})")
+HOLD_S = 20.0  # each held reply: well inside the chat's 120 s bid_timeout
 
 
 @pytest.fixture
@@ -76,57 +67,52 @@ def login_server(oidc_provider: str, tmp_path: Path) -> Iterator[tuple[str, str]
         yield served
 
 
-def sid_of(page: Any) -> str:
-    found = SID.search(page.url)
-    assert found, page.url
-    return found.group(1)
-
-
-def send_run_form(page: Any, task: str, max_loops: int) -> None:
-    """Type the task and max_loops, then Start with no agents picked: the form's values reach
-    the server (they are remembered), and no run starts."""
-    expect(page.get_by_role("heading", name="Run", exact=True)).to_be_visible(timeout=WAIT_MS)
-    fill_task(page, task)
-    set_number(page, "run_param_max_loops", max_loops)
-    fresh(page, ".st-key-start_run button").click()
-    expect(page.get_by_text(re.compile(r"^The run did not start: "))).to_be_visible(
-        timeout=WAIT_MS)
-
-
-def run_form(page: Any) -> tuple[str, str]:
-    wait_idle(page)
-    task = fresh(page, ".st-key-run_task textarea")
-    expect(task).to_be_visible(timeout=WAIT_MS)
-    return task.input_value(), fresh(page, ".st-key-run_param_max_loops input").input_value()
-
-
-HOLD_S = 20.0  # each held reply: well inside the chat's 120 s bid_timeout
-
-
 @pytest.fixture
-def held_room(login_server: tuple[str, str]) -> Iterator[list[str]]:
-    """Two agents on a fake OpenAI server that holds every reply HOLD_S seconds (until the
-    test ends) and then always speaks: a run of theirs never tires and never lulls, so it
-    cannot end by itself while the test runs (the sims it replaces fell silent after 22 turns,
-    before bob looked). Yields the agents' names."""
+def held_room(login_server: tuple[str, str]) -> Iterator[tuple[list[str], list[str]]]:
+    """Two `openai/...` agents on a fake provider on loopback (an untrusted endpoint) that holds
+    every reply HOLD_S seconds (until the test ends) and then always speaks: a run of theirs
+    never tires and never lulls, so it cannot end by itself while the test runs. Yields the
+    agents' names and the Authorization header of every request the provider got (read as it
+    arrives, before the reply is held)."""
     done = threading.Event()
+    sent: list[str] = []
     tag = uuid.uuid4().hex[:6]
     with FakeOpenAIServer() as fake:
-        fake.set_responder(None, lambda body: (done.wait(HOLD_S),
-                                               tool_call(0.9, "I would hold it by the sea."))[1])
+        def hold(body: dict[str, Any]) -> Any:
+            sent.append(fake.request_headers().get("authorization", ""))
+            done.wait(HOLD_S)
+            return tool_call(0.9, "I would hold it by the sea.")
+
+        fake.set_responder(None, hold)
         names = [f"Hold-{who}-{tag}" for who in ("A", "B")]
         RunStore(login_server[1]).save_agents([
             Agent(agent_name=name, model_name=f"openai/hold{tag}", api_base=fake.base_url,
                   num_retries=0) for name in names])
         dispose_engines()
         try:
-            yield names
+            yield names, sent
         finally:
-            done.set()  # the held replies go out now; the runs were stopped before
+            done.set()  # the held replies go out now; the run was stopped before
+
+
+def sid_of(page: Any) -> str:
+    found = SID.search(page.url)
+    assert found, page.url
+    return found.group(1)
+
+
+def type_session_key(page: Any, key: str) -> None:
+    open_page(page, "Settings")
+    wait_idle(page)
+    page.locator(".st-key-key_OPENAI_API_KEY input").fill(key)
+    page.locator(".st-key-save_keys button").click()
+    expect(page.get_by_text(re.compile(r"^Set for this browser session .*OPENAI_API_KEY"))
+           ).to_be_visible(timeout=WAIT_MS)
 
 
 def start_slow_run(page: Any, task: str, agents: list[str]) -> str:
     """A run of the held room's agents (`held_room`), which only Stop ends."""
+    open_page(page, "Run")
     expect(status_line(page)).to_have_text(re.compile(r"^status: "), timeout=WAIT_MS)
     pick_roster(page, agents)
     fill_task(page, task)
@@ -137,14 +123,14 @@ def start_slow_run(page: Any, task: str, agents: list[str]) -> str:
     return job_id(page)
 
 
-def stored_run(db_url: str, task: str) -> dict[str, Any]:
-    """The run with this task, once its start is recorded (right after it starts)."""
-    store = RunStore(db_url)
-
+def stored_run(store: RunStore, task: str, ended: bool = False) -> dict[str, Any]:
+    """The run with this task, once its start is recorded (or, with `ended`, its end)."""
     def found() -> dict[str, Any] | None:
         runs = store.list_runs()
         rows = runs[runs["task"] == task]
-        return dict(rows.iloc[0]) if len(rows) else None
+        if not len(rows) or (ended and rows.iloc[0]["status"] == "running"):
+            return None
+        return dict(rows.iloc[0])
 
     return eventually(found, f"run {task!r} reaching the store", step=0.2)
 
@@ -171,48 +157,33 @@ def stop(page: Any) -> str:
     return status_line(page).inner_text().split(" ")[1]
 
 
-def test_sign_in_owns_runs_and_a_second_user_can_watch_but_not_stop_or_delete(
-        login_server, held_room, open_context):
+def no_canary(text: str, where: str) -> None:
+    for canary in CANARIES:
+        assert canary not in text, f"{canary!r} reached {where}"
+
+
+def test_sign_in_owns_a_run_a_second_user_watches_but_cannot_stop_and_keys_stay_home(
+        login_server, held_room, open_context, tmp_path):
     app, db_url = login_server
-    suffix = uuid.uuid4().hex[:6]
-    tasks = {"alice": f"Alice asks: where should the offsite be? {suffix}",
-             "bob": f"Bob asks: what should we eat? {suffix}"}
-    contexts = {who: open_context(viewport=VIEWPORT) for who in USERS}
-    alice, bob = (contexts[who].new_page() for who in USERS)
-    run_id = analysis_logic.run_demo(RunStore(db_url))  # a run to share a link to
-    dispose_engines()
+    agents, sent = held_room
+    task = f"Alice asks: where should the offsite be? {uuid.uuid4().hex[:6]}"
+    alice, bob = (open_context(viewport=VIEWPORT).new_page() for _ in USERS)
     sign_in(alice, app, "alice")
     screenshot(alice, "login-alice-signed-in")
-    plan = "Alice's unsent plan: a quiet offsite"
-    send_run_form(alice, plan, 7)
-    sid = sid_of(alice)
-    alice.goto(f"{app}/run?sid={sid}")  # a reload of her browser keeps her form
-    assert run_form(alice) == (plan, "7")
-    alice.goto(f"{app}/analysis?run={run_id}&sid={sid}")
-    expect(alice.get_by_text(f"Link to this run: analysis?run={run_id}")).to_be_visible(
-        timeout=WAIT_MS)
-    shared = alice.url
-    assert f"sid={sid}" in shared and f"run={run_id}" in shared
-    sign_in(bob, app, "bob")
-    bob.goto(shared)  # Alice's full URL, pasted: the run it names, a session id of his own
-    expect(bob.get_by_text(f"Link to this run: analysis?run={run_id}")).to_be_visible(
-        timeout=WAIT_MS)
-    expect(bob).to_have_url(re.compile(r"[?&]sid=(?!" + sid + r")[0-9a-f]{32}"),
-                            timeout=WAIT_MS)
-    bob.goto(f"{app}/run?sid={sid_of(bob)}")
-    task, loops = run_form(bob)
-    assert task != plan and loops != "7"
-    send_run_form(bob, "Bob was here", 9)
-    alice.goto(f"{app}/run?sid={sid}")  # her next reload: her values, not Bob's
-    assert run_form(alice) == (plan, "7")
-
-    alice_job = start_slow_run(alice, tasks["alice"], held_room)
-    row = stored_run(db_url, tasks["alice"])
+    type_session_key(alice, SESSION_CANARY)
+    alice_job = start_slow_run(alice, task, agents)
+    store = RunStore(db_url)
+    row = stored_run(store, task)
     assert (row["owner"], row["owner_name"]) == USERS["alice"]
+    shared, sid = alice.url, sid_of(alice)  # her full URL: the job and her browser's id
+    assert f"job={alice_job}" in shared
 
-    bob.goto(f"{app}/run?job={alice_job}")  # the job's link, shared
+    sign_in(bob, app, "bob")
+    bob.goto(shared)  # pasted: the job it names, with a session id of his own
     expect(status_line(bob)).to_have_text(re.compile(
         rf"^status: running · job {alice_job} "), timeout=WAIT_MS)
+    expect(bob).to_have_url(re.compile(r"[?&]sid=(?!" + sid + r")[0-9a-f]{32}"),
+                            timeout=WAIT_MS)
     # the status line is drawn before the rest of the panel: wait for each part, not 5 s
     expect(fresh(bob, ".st-key-stop_run button").first).to_be_disabled(timeout=WAIT_MS)
     expect(bob.get_by_text("Only Alice Liddell, who started this run, can stop or delete "
@@ -220,146 +191,22 @@ def test_sign_in_owns_runs_and_a_second_user_can_watch_but_not_stop_or_delete(
     expect(bob.get_by_text("Started by Alice Liddell")).to_be_visible(timeout=WAIT_MS)
     screenshot(bob, "login-bob-watches-alice")
 
-    open_page(bob, "Runs")  # alice's run alone in the table: select it, try to delete it
-    wait_idle(bob)
-    bob.locator(".st-key-filter_text input").fill(tasks["alice"])
-    bob.locator(".st-key-apply_filters button").click()
-    expect(bob.get_by_text("1 run(s)", exact=True)).to_be_visible(timeout=WAIT_MS)
-    grid = bob.locator(".st-key-runs_table [data-testid='stDataFrameResizable']")
-    expect(grid).to_be_visible(timeout=WAIT_MS)
-    delete = bob.locator(".st-key-delete_runs button")
-    for _ in range(5):
-        wait_idle(bob)
-        if delete.is_enabled():
-            break
-        box = grid.bounding_box()
-        bob.mouse.click(box["x"] + 14, box["y"] + 17)  # the header: select all
-        try:  # a second click before the rerun lands would select nothing again
-            expect(delete).to_be_enabled(timeout=10_000)
-            break
-        except AssertionError:
-            continue
-    delete.click()
-    expect(bob.get_by_text(re.compile(r"^Nothing was deleted: the run .+ was "
-                                      r"started by someone else"))
-           ).to_be_visible(timeout=WAIT_MS)
-    expect(bob.locator(".st-key-confirm_delete_yes")).to_have_count(0)
-    assert len(RunStore(db_url).list_runs()) == 2  # hers and the shared one
-
-    bob.goto(f"{app}/run")
-    expect(bob.get_by_role("heading", name="Run", exact=True)).to_be_visible(timeout=WAIT_MS)
-    bob_job = start_slow_run(bob, tasks["bob"], held_room)
-    assert bob_job != alice_job
-    assert (stored_run(db_url, tasks["bob"])["owner"]) == USERS["bob"][0]
-    expect(fresh(bob, ".st-key-stop_run button").first).to_be_enabled()
-    assert stop(bob) == "cancelled"  # his own: Stop is enabled and works
-
-    # bob's attempts left alice's run alone: it runs on, and she can stop it
+    # bob's look left her run alone: it runs on, and she can stop it
     alice.bring_to_front()
     expect(status_line(alice)).to_have_text(re.compile(
         rf"^status: running · job {alice_job} "), timeout=WAIT_MS)
     assert stop(alice) == "cancelled"
-    store = RunStore(db_url)
+    row = stored_run(store, task, ended=True)
+    assert (row["status"], row["owner"]) == ("cancelled", USERS["alice"][0])
 
-    def both_ends() -> dict[str, tuple[str, str]] | None:
-        statuses = {r["task"]: (r["status"], r["owner"])
-                    for r in store.list_runs().to_dict("records") if r["task"] in tasks.values()}
-        return None if "running" in {s for s, _ in statuses.values()} else statuses
-
-    statuses = eventually(both_ends, "the store recording both ends", step=0.2)
-    assert statuses == {tasks["alice"]: ("cancelled", USERS["alice"][0]),  # her Stop
-                        tasks["bob"]: ("cancelled", USERS["bob"][0])}
-
-
-@pytest.fixture
-def hostile() -> Iterator[FakeOpenAIServer]:
-    """A provider that answers every bid with the Authorization header it was sent."""
-    with FakeOpenAIServer() as server:
-        server.echo_keys()
-        yield server
-
-
-def _no_canary(text: str, where: str) -> None:
-    for canary in CANARIES:
-        assert canary not in text, f"{canary!r} reached {where}"
-
-
-def _import_agents(page: Any, agents: list[Agent]) -> None:
-    open_page(page, "Agents")
-    wait_idle(page)
-    page.locator(".st-key-agents_upload input[type=file]").set_input_files(files=[{
-        "name": "room.json", "mimeType": "application/json",
-        "buffer": dump_agents(agents, "json").encode()}])
-    expect(page.locator(".st-key-agents_upload").get_by_text("room.json")).to_be_visible(
-        timeout=WAIT_MS)
-    wait_idle(page)
-    page.locator(".st-key-import_agents button").click()
-    expect(page.get_by_test_id("stAlertContentSuccess").filter(
-        has_text="Imported 2 agents")).to_be_visible(timeout=WAIT_MS)
-
-
-def _type_session_key(page: Any, key: str) -> None:
-    open_page(page, "Settings")
-    wait_idle(page)
-    page.locator(".st-key-key_OPENAI_API_KEY input").fill(key)
-    page.locator(".st-key-save_keys button").click()
-    expect(page.get_by_text(re.compile(r"^Set for this browser session .*OPENAI_API_KEY"))
-           ).to_be_visible(timeout=WAIT_MS)
-
-
-def test_keys_stay_home_and_others_cannot_change_an_agent(login_server, hostile, open_context,
-                                                         tmp_path):
-    app, db_url = login_server
-    tag = uuid.uuid4().hex[:6]
-    names = [f"Mallory{tag}", f"Eve{tag}"]
-    agents = [Agent(agent_name=n, model_name="openai/x", api_base=hostile.base_url,
-                    num_retries=0) for n in names]
-    task = f"Bob asks the hostile room {tag}"
-    contexts = [open_context(viewport=VIEWPORT) for _ in range(2)]
-    alice, bob = (ctx.new_page() for ctx in contexts)
-    sign_in(alice, app, "alice")
-    _import_agents(alice, agents)
-
-    sign_in(bob, app, "bob")
-    _type_session_key(bob, SESSION_CANARY)
-    open_page(bob, "Agents")
-    wait_idle(bob)
-    for kind in ("edit", "delete"):
-        expect(fresh(bob, f".st-key-agent_{kind}_{names[0]} button").first).to_be_disabled(
-            timeout=WAIT_MS)
-    duplicate = fresh(bob, f".st-key-agent_dup_{names[0]} button").first
-    expect(duplicate).to_be_enabled()
-    duplicate.click()
-    expect(bob.get_by_text(f"Duplicated {names[0]} as {names[0]} (copy).")).to_be_visible(
-        timeout=WAIT_MS)
-
-    open_page(bob, "Run")
-    expect(status_line(bob)).to_have_text(re.compile(r"^status: "), timeout=WAIT_MS)
-    pick_roster(bob, names)
-    fill_task(bob, task)
-    set_number(bob, "run_param_max_loops", 3)
-    set_number(bob, "run_param_threshold", 0.0)
-    start_run(bob)
-    expect(status_line(bob)).to_have_text(re.compile(r"^status: finished"),
-                                          timeout=WAIT_MS)
-
-    sent = [r.headers.get("authorization", "") for r in hostile.requests]
-    assert sent, "the hostile server was never called"
-    for header in sent:
-        _no_canary(header, "the hostile server")
-    store = RunStore(db_url)
-    runs = store.list_runs()
-    run_id = str(runs[runs["task"] == task]["run_id"].iloc[0])
-    assert store.run_info(run_id)["owner"] == "bob@example.org"
-    contents = " ".join(m.content for m in store.load_run(run_id).messages)
-    assert "You sent me no-key" in contents  # the echo was recorded: it carried no key
-    _no_canary(bundle_json(store, run_id), "the json bundle")
-    _no_canary(bids_csv(store, run_id), "the bids csv")
-    _no_canary(transcript_markdown(store, run_id), "the md transcript")
-    owners = store.agent_owners()
-    assert owners[names[0]][0] == "alice@example.org"
-    assert owners[f"{names[0]} (copy)"][0] == "bob@example.org"
-    assert store.get_agent(names[0]).api_base == hostile.base_url  # unchanged by bob
+    # Keys stay home: the untrusted provider got the placeholder, never her key nor the
+    # server's; the store, its exports and the SQLite file hold neither.
+    assert sent, "the provider was never called"
+    assert set(sent) == {"Bearer no-key"}, sent
+    run_id = str(row["run_id"])
+    no_canary(bundle_json(store, run_id), "the json bundle")
+    no_canary(bids_csv(store, run_id), "the bids csv")
+    no_canary(transcript_markdown(store, run_id), "the md transcript")
     dispose_engines()
     raw = b"".join(p.read_bytes() for p in tmp_path.glob("groupchat.db*"))
     for canary in CANARIES:

@@ -1,6 +1,10 @@
-"""Sweeps in a real browser: a small sim sweep from the form to its results, its one live
-status moving per turn and read the same in the caption, the progress bar, the Results header
-and the sidebar (issue 11); a sweep over strategies with its Outcomes tab drawn. A sweep on Ray
+"""A sweep in a real browser, in one journey from the form to its results and export: a small
+sim sweep over a task set with answers, its one live status moving per turn and read the same in
+the caption, the progress bar, the Results header and the sidebar (issue 11), then its Outcomes
+tab drawn (accuracy with its count of right answers, equality against outcome) and its accuracy
+CSV downloaded. What needs no browser is in AppTest (tests/ui/test_app_sweeps.py: the estimate,
+the sidebar's job count, the four places after a rerun; tests/ui/test_outcome_pages.py and
+tests/ui/test_sweep_charts.py: accuracy per strategy, its table and tick labels). A sweep on Ray
 (its workers, live and after a reload) and the exploring views' figures are AppTests
 (tests/ui/test_app_sweeps_ray.py, tests/ui/test_app_sweeps.py); how they fit a phone is the
 phone journey's.
@@ -20,22 +24,22 @@ this test on a loaded machine), and all four read the same once the status stand
 (finished). It no longer waits for a moment when three timers happen to
 redraw within one turn: on a loaded machine such a moment may never come (issue 25).
 
-The four cells are four repeats (seeds) of one threshold. Cells that differ only in threshold
-send the sims the same bid requests, which the bid cache answers at once: such a cell ended
-within a redraw of the one before it, so two places were rightly two cells apart for a moment,
-which failed this test now and then (seen in the app's log: the last two cells ended within
-0.4 s). The test checks that the cache answered nothing.
+The four cells are four repeats (seeds) of one threshold and one task. Cells that differ only
+in threshold send the sims the same bid requests, which the bid cache answers at once: such a
+cell ended within a redraw of the one before it, so two places were rightly two cells apart for
+a moment, which failed this test now and then (seen in the app's log: the last two cells ended
+within 0.4 s). The test checks that the cache answered nothing.
 """
 
 from __future__ import annotations
 
+import csv
 import re
 
-from groupchat_core import Agent
-from groupchat_core.outcomes import du_math_tasks
 from groupchat_core.store import RunStore
-from groupchat_core.sweeps import accuracy_table, parse_sweep, run_sweep, sweep_results
+from groupchat_core.sweeps import accuracy_table, sweep_results
 from groupchat_ui.kit.presets import DEBATE_TRIO
+from groupchat_ui.sweeps import task_sets
 
 from .conftest import PLOTS_DRAWN, WAIT_MS, choose, expect, fresh, screenshot, wait_idle
 
@@ -149,12 +153,28 @@ def start_sweep(page, attempts: int = 3) -> None:
                 raise
 
 
-def test_a_sim_sweeps_status_moves_per_turn_and_reads_the_same_everywhere(
+def pick_radio(page, key: str, label: str, attempts: int = 3) -> None:
+    """Click a radio option; a rerun landing at that moment can swallow the click, so click
+    again while the option is not checked."""
+    option = page.locator(f".st-key-{key}").get_by_role("radio", name=label, exact=True)
+    for attempt in range(attempts):
+        wait_idle(page)
+        page.locator(f".st-key-{key}").get_by_text(label, exact=True).click()
+        try:
+            expect(option).to_be_checked(timeout=10_000)
+            return
+        except AssertionError:
+            if attempt == attempts - 1:
+                raise
+
+
+def test_a_sweep_from_the_form_through_its_live_status_to_its_outcomes_and_export(
         app_server, app_db_url, page):
     # A turn lasts a second: the status stands still between turns for longer than each place
     # takes to redraw (0.5 s), so the four places have a stable moment to agree while it runs.
     agents = DEBATE_TRIO.build_agents(latency_s=1.0)
-    RunStore(app_db_url).save_agents(agents)
+    store = RunStore(app_db_url)
+    store.save_agents(agents)
     page.goto(f"{app_server}/sweeps")
     expect(page.get_by_role("heading", name="Sweeps", exact=True)).to_be_visible(timeout=WAIT_MS)
     expect(fresh(page, '[data-testid="stCaptionContainer"]').filter(
@@ -165,6 +185,8 @@ def test_a_sim_sweeps_status_moves_per_turn_and_reads_the_same_everywhere(
     for agent in agents:  # saved by another writer, yet shown at once (no cache to outwait)
         expect(picker.get_by_text(agent.agent_name)).to_be_visible(timeout=WAIT_MS)
 
+    pick_radio(page, "sw_task_source", task_sets.SOURCES[task_sets.DU_MATH])  # with answers
+    fill(page, "sw_task_limit", "1")
     fill(page, "sw_threshold", "0.01")  # low: nobody lulls, every cell runs all turns
     fill(page, "sw_recency_penalty", "0")
     fill(page, "sw_max_loops", "4")  # 3 turns of a second per cell
@@ -172,15 +194,12 @@ def test_a_sim_sweeps_status_moves_per_turn_and_reads_the_same_everywhere(
     fill(page, "sw_concurrency", "1")
     estimate = fresh(page, '[data-testid="stMarkdownContainer"]').filter(has_text="4 cells")
     expect(estimate).to_contain_text("estimated wall time up to", timeout=WAIT_MS)
-    expect(estimate).to_contain_text("· 0 tokens ·")  # sims send no prompt
     page.evaluate(SAMPLE)
     start_sweep(page)
 
     # A turn is counted before any cell finished.
     seen = page.wait_for_function(RUNNING_WITH_TURNS, timeout=WAIT_MS).json_value()
     first = int(re.search(r"\((\d+) turns? so far\)", seen).group(1))
-    expect(page.get_by_test_id("stSidebar").get_by_text(
-        re.compile(r"^Jobs of this session: [1-9]\d* running"))).to_be_visible(timeout=WAIT_MS)
     screenshot(page, "sweep-status-running")
     page.set_viewport_size({"width": 390, "height": 844})  # a phone: the status still reads
     caption = fresh(page, '[data-testid="stCaptionContainer"]:not([data-testid="stSidebar"] *)'
@@ -210,26 +229,12 @@ def test_a_sim_sweeps_status_moves_per_turn_and_reads_the_same_everywhere(
     totals = fresh(page, '[data-testid="stCaptionContainer"]').filter(has_text=" runs · ").first
     expect(totals).to_contain_text("model calls")
     assert "the cache answered" not in totals.inner_text()
-    table = fresh(page, '[data-testid="stDataFrame"]').first
-    expect(table).to_be_visible()
     screenshot(page, "sweep-status-finished")
 
-
-def test_a_sweep_over_strategies_draws_accuracy_and_equality_on_its_outcomes_tab(
-        app_server, app_db_url, page):
-    """Accuracy per strategy with its interval and each one's count of right answers, and the
-    equality against outcome chart (issue 20; its table and words: tests/ui/
-    test_outcome_pages.py)."""
-    store = RunStore(app_db_url)
-    agents = [Agent(agent_name=n, model_name=m).to_spec()
-              for n, m in (("Solver", "sim/balanced"), ("Checker", "sim/reserved"))]
-    sweep_id = run_sweep(parse_sweep({
-        "name": "strategies", "base": {"max_loops": 3, "agents": agents},
-        "grid": {"strategy": ["bidding", "round_robin"]},
-        "tasks": [t.model_dump() for t in du_math_tasks(5)]}), store).sweep_id
-    expected = accuracy_table(sweep_results(store, sweep_id), by=["strategy"])
-
-    page.goto(f"{app_server}/sweeps?sweep={sweep_id}")
+    # Its Outcomes tab (issue 20): accuracy with its interval and its count of right answers
+    # by its point, and the equality against outcome chart, drawn.
+    sweep_id = re.search(r"[?&]sweep=([0-9a-f]+)", page.url).group(1)
+    [expected] = accuracy_table(sweep_results(store, sweep_id), by=[]).itertuples()
     tab = page.get_by_role("tab", name="Outcomes")
     expect(tab).to_be_visible(timeout=WAIT_MS)
     page.wait_for_function(PLOTS_DRAWN, arg=1, timeout=WAIT_MS)  # the first tab's heatmap
@@ -237,9 +242,18 @@ def test_a_sweep_over_strategies_draws_accuracy_and_equality_on_its_outcomes_tab
     tab.click()
     chart = page.locator(".st-key-sw_acc_chart")
     expect(chart).to_contain_text("accuracy with its 95% Wilson interval", timeout=WAIT_MS)
-    for row in expected.itertuples():  # each strategy's count of right answers, by its point
-        expect(chart).to_contain_text(f"{row.correct} of {row.n} right")
+    expect(chart).to_contain_text(f"{expected.correct} of 4 right")
     expect(page.locator(".st-key-sw_eq_chart")).to_contain_text("outcome (1: right)",
                                                                timeout=WAIT_MS)
     page.wait_for_function(PLOTS_DRAWN, arg=2, timeout=WAIT_MS)
     screenshot(page, "sweep-outcomes")
+
+    # Its export: the accuracy CSV downloads, its commented header first, then the numbers.
+    with page.expect_download(timeout=WAIT_MS) as download:
+        fresh(page, ".st-key-sw_acc_csv button").click()
+    assert download.value.suggested_filename == f"sweep-{sweep_id[:8]}-accuracy.csv"
+    with open(download.value.path(), encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    assert lines[0].startswith("# ")
+    [row] = csv.DictReader(line for line in lines if not line.startswith("#"))
+    assert (int(row["correct"]), int(row["n"])) == (expected.correct, 4)

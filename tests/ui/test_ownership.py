@@ -134,10 +134,15 @@ def test_a_second_user_watches_a_run_but_cannot_stop_or_delete_it(signed_in, sto
     poll(alice, lambda at: status(at).startswith("status: cancelled"), "alice's stop")
 
     bob_job = start_slow_run(bob)  # bob's own run: his to stop
+    wait_for(lambda: job_registry.registry().snapshot(bob_job).run_id, "bob's run's id")
+    bob_run = job_registry.registry().snapshot(bob_job).run_id
     assert not bob.button(key="stop_run").disabled
     bob.button(key="stop_run").click().run()
     poll(bob, lambda at: status(at).startswith("status: cancelled"), "bob's stop")
     assert job_registry.registry().snapshot(bob_job).user == "bob@example.org"
+    wait_for(lambda: {store.run_info(r)["status"] for r in (run_id, bob_run)} == {"cancelled"},
+             "the store recording both stops")
+    assert store.run_info(bob_run)["owner"] == USERS["bob"][0]
 
     store.flush()
     store_access.invalidate()
@@ -373,6 +378,7 @@ def test_others_cannot_edit_rename_delete_or_overwrite_by_import(alices: RunStor
     [agent] = alices.list_agents()  # nothing imported, nothing changed
     assert agent.system_prompt == "Alice's" and agent.api_base is None
     assert logic.import_agents(alices, hostile, "mine.json", ALICE) == ["Critic", "Fresh"]
+    assert alices.agent_owners()["Fresh"] == (ALICE.user, ALICE.user_name)  # the importer's
 
 
 def test_anyone_may_duplicate_and_the_copy_is_theirs(alices: RunStore) -> None:
