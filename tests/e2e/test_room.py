@@ -1,23 +1,17 @@
-"""Two people at once in a real browser: two browser contexts are two sessions of one server.
+"""Two people and three agents in one room (issue 22), in a real browser: two browser contexts
+are two sessions of one server, signed in as alice and bob through the local OIDC provider, the
+agents on the fake OpenAI server (real HTTP from the app). Turn 1: the bids arriving and the
+seconds left counting down; alice's hand in the queue on bob's screen; bob passes; alice's hand
+wins, her message shows on both screens and her hand goes down. Turn 2 (one agent slow, so the
+window stays open): bob's hand, then alice's, listed in that order on both screens; bob wins
+(alice's bid carries the recency penalty as an agent's would). Turn 3: alice closes her tab
+mid-window: the room counts her as passing, so once bob passes the turn closes before its window
+ends. Names, drafts and model output stay inert: no image in an agent's draft loads. No room
+link token reaches the server's log.
 
-- Two sessions run chats at the same time; each page (status line, sidebar, the whole page)
-  names only its own job, while running and after; both runs are recorded and overlapped.
-- Two people and three agents in one room (issue 22), signed in as alice and bob through the
-  local OIDC provider, the agents on the fake OpenAI server (real HTTP from the app):
-  turn 1: the bids arriving and the seconds left counting down; alice's hand in the queue on
-  bob's screen; bob passes; alice's hand wins, her message shows on
-  both screens and her hand goes down. Turn 2 (one agent slow, so the window stays open): bob's
-  hand, then alice's, listed in that order on both screens; bob wins (alice's bid carries the
-  recency penalty as an agent's would). Turn 3: alice closes her tab mid-window: the room
-  counts her as passing, so once bob passes the turn closes before its window ends. Names,
-  drafts and model output stay inert: no image in an agent's draft loads.
-- A room without login seats a person only by its link's token (256 bits): a second browser
-  opening Bo's link is seated as Bo, on a phone; a wrong token only watches; the same link in
-  a third browser does not take Bo's seat. A guest sees only the room, and another page asked
-  for by his browser is refused in one line. The token never reaches the server's log.
-- A person as selector (issue 22 item 3): agents with fixed bids (Ash 0.9, Bea 0.7, Cy 0.6);
-  Pia lets Bea speak on turn 1 and accepts the rule's pick on turn 2; the store records both
-  picks beside the rule's, and Analysis shows the agreement (1 of 2).
+What needs no browser is in AppTest (tests/ui/test_room_app.py): two sessions running at once,
+each seeing only its own job; room links, room guests, a wrong token and a link opened twice;
+a person picking who speaks and Analysis's agreement rate.
 
 What each page shows is waited for, never a time.
 """
@@ -27,7 +21,6 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Iterator
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,14 +34,11 @@ from .conftest import (
     SCREENSHOTS,
     VIEWPORT,
     WAIT_MS,
-    create_agent,
     expect,
     fill_task,
     fresh,
     job_id,
-    open_page,
     pick_roster,
-    screenshot,
     serve_with_login,
     set_number,
     sign_in,
@@ -62,8 +52,6 @@ from .conftest import (
 DOCS = SCREENSHOTS
 PHONE = {"width": 390, "height": 844}
 PIXEL = "http://127.0.0.1:9/pixel.png"
-STARTED = re.compile(r"^status: (running|finished) · job [0-9a-f]{32}")
-SCORES = {"Ash": 0.9, "Bea": 0.7, "Cy": 0.6}
 
 
 @pytest.fixture
@@ -177,76 +165,6 @@ def shows(page: Any, text: str) -> None:
         timeout=WAIT_MS)
 
 
-def prepare_run(page: Any, base: str, agents: list[str], task: str) -> None:
-    page.goto(base)
-    expect(status_line(page)).to_have_text(re.compile(r"^status: idle"), timeout=WAIT_MS)
-    pick_roster(page, agents)
-    fill_task(page, task)
-    set_number(page, "run_param_max_loops", 16)
-    set_number(page, "run_param_threshold", 0.2)
-
-
-def sees_only(page: Any, mine: str, other: str) -> None:
-    expect(status_line(page)).to_contain_text(f"job {mine}")
-    expect(page.get_by_text(re.compile(r"^Jobs of this session: \d running, 1 in all$"))
-           ).to_be_visible()
-    assert other not in page.content()
-    assert other not in page.url
-
-
-def test_two_sessions_run_at_once_and_see_only_their_own_job(app_server, app_db_url,
-                                                             open_context):
-    suffix = uuid.uuid4().hex[:6]
-    ann, bob = f"Ann-{suffix}", f"Bob-{suffix}"
-    tasks = {"A": f"Session A asks: should we adopt AI for medical diagnosis? {suffix}",
-             "B": f"Session B asks: should we adopt AI for medical billing? {suffix}"}
-    contexts = {s: open_context(viewport=VIEWPORT) for s in "AB"}
-    pages = {s: ctx.new_page() for s, ctx in contexts.items()}
-    a, b = pages["A"], pages["B"]
-    a.goto(app_server)
-    open_page(a, "Agents")
-    create_agent(a, ann, "sim/eager", "You argue for the benefits.", latency_s=0.8)
-    create_agent(a, bob, "sim/contrarian", "You argue for the risks.", latency_s=0.8)
-    for s, page in pages.items():
-        prepare_run(page, app_server, [ann, bob], tasks[s])
-
-    start_run(a)
-    start_run(b)
-    # Each page names its own job, running (or, if starting B took a loaded machine longer
-    # than A's 12 s of turns, already finished: the overlap is checked in the store below).
-    expect(status_line(a)).to_have_text(STARTED, timeout=WAIT_MS)
-    expect(status_line(b)).to_have_text(STARTED, timeout=WAIT_MS)
-    jobs = {s: job_id(page) for s, page in pages.items()}
-    assert jobs["A"] != jobs["B"]
-    sees_only(a, jobs["A"], jobs["B"])
-    sees_only(b, jobs["B"], jobs["A"])
-    for s, page in pages.items():
-        expect(page.get_by_test_id("stChatMessage").first).to_contain_text(tasks[s])
-        screenshot(page, f"two-sessions-{s}-running")
-
-    for s, page in pages.items():
-        expect(status_line(page)).to_have_text(
-            re.compile(rf"^status: finished · job {jobs[s]} "), timeout=WAIT_MS)
-    for s, page in pages.items():
-        other = jobs["B" if s == "A" else "A"]
-        sees_only(page, jobs[s], other)
-        expect(page.locator(".st-key-job_select")).to_have_count(0)  # one job: no picker
-        chat = page.get_by_test_id("stChatMessage")
-        expect(chat.first).to_contain_text(tasks[s])
-        expect(chat.filter(has_text=tasks["B" if s == "A" else "A"])).to_have_count(0)
-        screenshot(page, f"two-sessions-{s}-finished")
-
-    # Both runs were recorded, each with its own task, and they did run at the same time.
-    runs = RunStore(app_db_url).list_runs(agent=ann)
-    by_task = {row["task"]: row for row in runs.to_dict("records")}
-    assert set(by_task) == set(tasks.values()), list(by_task)
-    assert all(row["status"] == "finished" for row in by_task.values())
-    first, second = (by_task[tasks[s]] for s in "AB")
-    at = datetime.fromisoformat
-    assert at(first["started_at"]) < at(second["ended_at"])
-    assert at(second["started_at"]) < at(first["ended_at"])
-
-
 def test_two_people_and_three_agents_share_one_room(room_server, fake, open_context):
     app, db_url, data = room_server
     tag = uuid.uuid4().hex[:6]
@@ -345,220 +263,3 @@ def test_two_people_and_three_agents_share_one_room(room_server, fake, open_cont
     assert len(bids[bids["kind"] == "agent"]) == 9
     log = (data / "streamlit.log").read_text(encoding="utf-8", errors="replace")
     assert "seat=" not in log  # no room link (token) is ever logged
-
-
-
-# The room links shown now (in a code block each, not left over from a redraw), once both are.
-LINKS = """() => {
-  const codes = [...document.querySelectorAll('[data-testid="stCode"]')]
-    .filter(e => !e.closest('[data-stale="true"]'))
-    .map(e => e.innerText.trim()).filter(t => t.includes('seat='));
-  return codes.length === 2 ? codes : null;
-}"""
-
-
-def test_a_room_link_seats_its_holder_and_a_wrong_token_only_watches(app_server, app_db_url,
-                                                                     open_context):
-    tag = uuid.uuid4().hex[:6]
-    names = [f"Quill{tag}", f"Moss{tag}"]
-    RunStore(app_db_url).save_agents([
-        Agent(agent_name=n, model_name="sim/reserved", litellm_kwargs={"sim_latency": 0.5})
-        for n in names])
-    contexts = [open_context(viewport=v) for v in (VIEWPORT, PHONE, VIEWPORT)]
-    ann, bo, eve = (ctx.new_page() for ctx in contexts)
-    ann.goto(app_server)
-    open_page(ann, "Run")
-    pick_roster(ann, names)
-    open_people(ann)
-    add_person(ann, "Ann", me=True)
-    add_person(ann, "Bo")
-    set_number(ann, "room_window", 120)  # the test stops the room itself
-    fill_task(ann, f"A room by link {tag}")
-    start_run(ann)
-    expect(panel(ann)).to_contain_text("You are Ann in this room.", timeout=WAIT_MS)
-    fresh(ann, ".st-key-room_links_" + job_id(ann)).get_by_text("Room links").click()
-    # Ann's and Bo's, drawn one by one. Read both in the page at once: the room panel
-    # redraws every half second, and a count checked first, then read, once found one.
-    links = ann.wait_for_function(LINKS, timeout=WAIT_MS).json_value()
-    bo_link = links[1]  # the seats in the order they were added: Ann, Bo
-    assert re.search(r"/run\?job=[0-9a-f]{32}&seat=[A-Za-z0-9_-]{43}$", bo_link), bo_link
-
-    bo.goto(bo_link)
-    expect(panel(bo)).to_contain_text("You are Bo in this room.", timeout=WAIT_MS)
-    _only_the_room(bo)
-    eve.goto(bo_link[:-4] + ("AAAA" if not bo_link.endswith("AAAA") else "BBBB"))
-    expect(panel(eve)).to_contain_text("Turn 1", timeout=WAIT_MS)
-    expect(fresh(eve, ".st-key-room_watching")).to_contain_text(
-        "You are watching: this link's seat token opens no seat in this room.")
-    assert "You are Eve" not in panel(eve).inner_text()
-    assert "You are Bo" not in panel(eve).inner_text()
-    assert fresh(eve, ".st-key-room_raise").count() == 0  # watching: no controls
-    # Bo's own link in another browser: the seat stays Bo's first browser's; this one watches
-    twin = open_context(viewport=VIEWPORT).new_page()
-    twin.goto(bo_link)
-    expect(fresh(twin, ".st-key-room_watching")).to_contain_text(
-        "You are watching: the seat of Bo is held by the browser that opened this link first",
-        timeout=WAIT_MS)
-    expect(panel(twin)).to_contain_text("Turn 1", timeout=WAIT_MS)
-    assert "You are Bo" not in panel(twin).inner_text()
-    assert fresh(twin, ".st-key-room_raise").count() == 0
-
-    act(bo, "room_raise", hands(ann), "1. Bo")
-    act(ann, "room_raise", hands(ann), re.compile(r"1\. Bo\s+2\. Ann"))
-    for page in (ann, bo, eve, twin):
-        expect(hands(page)).to_contain_text(re.compile(r"1\. Bo\s+2\. Ann"),
-                                            timeout=WAIT_MS)
-    DOCS.mkdir(parents=True, exist_ok=True)
-    bo.screenshot(path=str(DOCS / "room-link-phone.png"), full_page=True)
-    # Bo's browser asks for the Agents page (its browser id kept, the link's seat= dropped,
-    # as a page switch or a hand-edited URL would): the server refuses it in one line
-    sid = re.search(r"[?&]sid=([0-9a-f]{32})", bo.url)
-    assert sid, bo.url
-    bo.goto(f"{app_server}/agents?sid={sid.group(1)}")
-    refusal = fresh(bo, '[data-testid="stAlertContentError"]')
-    expect(refusal).to_contain_text(re.compile(r"Not allowed: the Agents page is not open to a "
-                                               r"room guest\. [^\n]*ask whoever started the "
-                                               r"room\.$"), timeout=WAIT_MS)
-    assert bo.get_by_text("Saved agents").count() == 0
-    assert bo.locator(".stButton").count() == 0  # not one of the page's actions is drawn
-    bo.get_by_text("Back to the room").click()  # the seat is this browser's: Bo is back in it
-    expect(panel(bo)).to_contain_text("You are Bo in this room.", timeout=WAIT_MS)
-    _only_the_room(bo)
-    # nobody stopped it (it may have ended by itself, never cancelled)
-    expect(status_line(ann)).to_have_text(re.compile(r"^status: (running|finished)"))
-    fresh(ann, ".st-key-stop_run button").first.click()
-    expect(status_line(ann)).to_have_text(re.compile(r"^status: (cancelled|finished)"),
-                                          timeout=WAIT_MS)
-    log = Path(app_db_url.removeprefix("sqlite:///")).parent / "streamlit.log"
-    token = bo_link.rsplit("seat=", 1)[1]
-    assert token not in log.read_text(encoding="utf-8", errors="replace")
-
-
-def _only_the_room(page: Any) -> None:
-    """A room guest's Run page: the room and its controls, nothing else."""
-    hand = ".st-key-room_raise, .st-key-room_lower"  # the seat's hand, whichever way it is
-    expect(panel(page).locator(hand)).to_have_count(1, timeout=WAIT_MS)
-    expect(page.get_by_text("You joined through a room link")).to_be_visible()
-    assert page.get_by_test_id("stSidebarNav").count() == 0  # no menu: no other page
-    assert fresh(page, ".st-key-new_run_open").count() == 0  # no New run
-    assert fresh(page, ".st-key-start_run").count() == 0
-    stop = fresh(page, ".st-key-stop_run button")
-    assert stop.count() == 0 or stop.first.is_disabled()
-
-
-
-def _add_picker(page: Any, name: str) -> None:
-    """The person in the room who picks who speaks (and does not bid), seated in this session."""
-    wait_idle(page)
-    page.locator(".st-key-room_person_name input").fill(name)
-    page.locator(".st-key-room_person_name input").press("Tab")
-    for key in ("room_person_me", "room_person_picker"):
-        _check(page, key)
-    wait_idle(page)
-    page.locator(".st-key-room_add_person button").click()
-    expect(page.get_by_text(re.compile(rf"^{name} · person, picks who speaks"))).to_be_visible(
-        timeout=WAIT_MS)
-
-
-def _check(page: Any, key: str) -> None:
-    """Tick a keyed checkbox until it shows ticked (a rerun landing at the click, e.g. the one
-    the previous checkbox started, redraws it unticked; CI once lost the picker's tick)."""
-    box = page.locator(f".st-key-{key} input[type=checkbox]")
-    for attempt in range(3):
-        wait_idle(page)
-        if not box.is_checked():
-            page.locator(f".st-key-{key} label").click()
-        try:
-            expect(box).to_be_checked(timeout=5_000)
-            wait_idle(page)
-            if box.is_checked():
-                return
-        except AssertionError:
-            if attempt == 2:
-                raise
-    expect(box).to_be_checked()
-
-
-def _pick(page: Any, turn: int, button: str, effect: Any) -> None:
-    """Click turn `turn`'s pick button until its effect shows (a redraw of the room panel
-    landing at the click can swallow it; once it took, the button is gone). Only that turn's
-    button (its key carries the turn): a click that took late must not be followed by one on
-    the next turn's button of the same name (fresh clone L1 picked Bea twice so, and the room
-    ended at turn 2). The effect is a `.first`: while the transcript redraws, its old and new
-    copies of a message are both in the page."""
-    target = panel(page).locator(f'[class*="st-key-room_pick_{turn}_"]').get_by_role(
-        "button", name=button)
-    for attempt in range(3):
-        if target.count():
-            target.first.click()
-        try:
-            expect(effect).to_be_visible(timeout=WAIT_MS // 3)
-            return
-        except AssertionError:
-            if attempt == 2:
-                raise
-
-
-def test_a_person_picks_who_speaks_and_analysis_shows_the_agreement(app_server, app_db_url,
-                                                                    fake, open_context):
-    tag = uuid.uuid4().hex[:6]
-    names = {short: f"{short}{tag}" for short in SCORES}
-    for short, name in names.items():
-        fake.set_responder(f"pick{short}{tag}", lambda body, name=name, score=SCORES[short]:
-                           tool_call(score, f"{name}'s draft"))
-    RunStore(app_db_url).save_agents([
-        Agent(agent_name=name, model_name=f"openai/pick{short}{tag}", api_base=fake.base_url,
-              num_retries=0) for short, name in names.items()])
-    dispose_engines()
-    task = f"Who should speak? {tag}"
-    context = open_context(viewport={"width": 1280, "height": 1400})
-    page = context.new_page()
-    page.goto(app_server)
-    open_page(page, "Run")
-    pick_roster(page, list(names.values()))
-    open_people(page)
-    _add_picker(page, "Pia")
-    set_number(page, "room_window", 60)
-    set_number(page, "run_param_max_loops", 3)  # the task and two replies
-    fill_task(page, task)
-    start_run(page)
-    expect(status_line(page)).to_have_text(re.compile(r"^status: running"),
-                                           timeout=WAIT_MS)
-
-    # turn 1: the top bids with their drafts, the rule's pick named; Pia lets Bea speak
-    expect(panel(page)).to_contain_text(
-        f"Pick who speaks. The bidding rule would pick {names['Ash']}.", timeout=WAIT_MS)
-    for name in names.values():
-        expect(panel(page)).to_contain_text(f"{name}'s draft")
-    DOCS.mkdir(parents=True, exist_ok=True)
-    panel(page).screenshot(path=str(DOCS / "room-selector-desktop.png"))
-    expect(panel(page).get_by_role("button", name=f"Let {names['Bea']} speak")
-           ).to_be_visible()
-    _pick(page, 1, f"Let {names['Bea']} speak", page.get_by_test_id("stChatMessage").filter(
-        has_text=f"{names['Bea']}'s draft").first)
-
-    # turn 2: Bea's bid carries the recency penalty; Pia accepts the rule's pick (Ash)
-    expect(panel(page)).to_contain_text("Turn 2 ·", timeout=WAIT_MS)
-    expect(panel(page)).to_contain_text(
-        f"Pick who speaks. The bidding rule would pick {names['Ash']}.", timeout=WAIT_MS)
-    _pick(page, 2, "Accept the rule's pick", page.get_by_test_id("stChatMessage").filter(
-        has_text=f"{names['Ash']}'s draft").first)
-    expect(status_line(page)).to_have_text(re.compile(r"^status: finished"),
-                                           timeout=WAIT_MS)
-
-    store = RunStore(app_db_url)
-    runs = store.list_runs()
-    run_id = str(runs[runs["task"] == task]["run_id"].iloc[0])
-    turns = store.turns(run_id).set_index("turn")
-    assert turns.loc[1, "winner"] == names["Bea"] and turns.loc[1, "reason"] == "human_pick"
-    assert (turns.loc[1, "rule_winner"], turns.loc[1, "human_pick"]) == (names["Ash"],
-                                                                         names["Bea"])
-    assert turns.loc[2, "winner"] == names["Ash"]
-    assert (turns.loc[2, "rule_winner"], turns.loc[2, "human_pick"]) == (names["Ash"],
-                                                                         names["Ash"])
-
-    page.goto(f"{app_server}/analysis?run={run_id}")
-    expect(fresh(page, '[data-testid="stAlert"]').filter(
-        has_text="A person picked who speaks on 2 turns")).to_contain_text(
-        "the bidding rule would have picked the same speaker on 1 (agreement 50%)",
-        timeout=WAIT_MS)

@@ -1,15 +1,24 @@
 """People in the room: seats and room-link tokens, the room panel's logic, people joining and
 bidding through AppTest, guests (issue 44: a room link seats its holder in that room only), and
-people shown as people (issue 41: a face, "person", no hand once the room ended, missed posts)."""
+people shown as people (issue 41: a face, "person", no hand once the room ended, missed posts).
+Two AppTest sessions in one process share its job registry and store, as two browsers share a
+server: two sessions running at once each see only their own job. The one browser journey is
+tests/e2e/test_room.py."""
 
 from __future__ import annotations
 
 import inspect
+import json
+import logging
+import re
+import threading
+from datetime import datetime
 from types import ModuleType
 from typing import Any
 
 import pandas as pd
 import pytest
+import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from groupchat_core import (
@@ -23,6 +32,7 @@ from groupchat_core import (
     RoomSnapshot,
 )
 from groupchat_core.store import RunStore
+from groupchat_core.testing import FakeOpenAIServer, tool_call
 from groupchat_ui.agents import actions as agents_actions
 from groupchat_ui.analysis import actions as analysis_actions
 from groupchat_ui.analysis.view import run_people
@@ -30,6 +40,7 @@ from groupchat_ui.kit import access, store_access
 from groupchat_ui.kit import jobs as job_registry
 from groupchat_ui.kit import state as ui_state
 from groupchat_ui.kit.components import AGENT_AVATAR, PERSON_AVATAR
+from groupchat_ui.kit.safety import safe_markdown
 from groupchat_ui.kit.state import SessionState
 from groupchat_ui.run import actions as run_actions
 from groupchat_ui.run import people_view
@@ -46,10 +57,13 @@ from tests.helpers.app_helpers import (
     new_app,
     poll,
     preset_run_form,
+    rendered_text,
+    save_agents,
     session,
     status,
     texts,
 )
+from tests.helpers.waits import HANG_GUARD_S, eventually
 
 
 def snap(**fields: object) -> RoomSnapshot:
@@ -233,6 +247,67 @@ def markdown(at: AppTest) -> str:
     return texts(at.markdown) + " " + texts(at.caption)
 
 
+def test_two_sessions_run_at_once_and_each_sees_only_its_own_job(app: AppTest):
+    """Two browser sessions of one server, each with its own job: the fake model holds every
+    bid until the test lets go, so both are running at once. Each page (status line, sidebar,
+    chat, URL, everything it draws) names only its own job, while running and after; both runs
+    are recorded, each with its own task, and they overlapped."""
+    tasks = {"A": "Session A asks: should we adopt AI for medical diagnosis?",
+             "B": "Session B asks: should we adopt AI for medical billing?"}
+    asked: set[str] = set()
+    go = threading.Event()
+
+    def held(body: dict[str, Any]) -> Any:
+        sent = json.dumps(body.get("messages"))
+        asked.update(s for s, task in tasks.items() if task in sent)
+        go.wait(HANG_GUARD_S)
+        return tool_call(0.9, "A point.")
+
+    def sees_only(s: str, mine: str, other: str) -> None:
+        at = sessions[s]
+        assert re.match(rf"status: {mine} · job {jobs[s]}", status(at)), status(at)
+        shown = rendered_text(at)
+        assert jobs[s] in shown and jobs[other] not in shown
+        assert jobs[other] not in str(at.query_params)
+        assert re.search(r"Jobs of this session: \d running, 1 in all", texts(at.sidebar.caption))
+        assert not any(b.key == "job_select" for b in at.selectbox)  # one job: no picker
+        chat = [texts(c.markdown) for c in at.chat_message]
+        assert tasks[s] in chat[0] and not any(tasks[other] in c for c in chat)
+
+    with FakeOpenAIServer() as fake:
+        fake.set_responder(None, held)
+        save_agents(RunStore(), [
+            Agent(agent_name=n, model_name=f"openai/m{n}", api_base=fake.base_url,
+                  num_retries=0, timeout=HANG_GUARD_S) for n in ("Ann", "Bob")])
+        sessions = {"A": app, "B": new_app()}
+        try:
+            for s, at in sessions.items():
+                fill(goto(at, "run"), run_roster=["Ann", "Bob"]).run()
+                fill(at, run_task=tasks[s], run_param_max_loops=3)
+                at.button(key="start_run").click().run()
+                assert not at.error, [e.value for e in at.error]
+            jobs = {s: session(at).current_job for s, at in sessions.items()}
+            assert jobs["A"] != jobs["B"] and all(jobs.values())
+            eventually(lambda: asked == {"A", "B"}, "both runs to ask for bids at once")
+            for s, at in sessions.items():
+                at.run()
+                sees_only(s, "running", "B" if s == "A" else "A")
+        finally:
+            go.set()
+        for s, at in sessions.items():
+            poll(at, lambda a, s=s: status(a).startswith(f"status: finished · job {jobs[s]}"),
+                 f"session {s}'s run to finish")
+            sees_only(s, "finished", "B" if s == "A" else "A")
+    RunStore().flush()
+    by_task = {row["task"]: row for row in RunStore().list_runs(agent="Ann").to_dict("records")}
+    assert set(by_task) == set(tasks.values()) and all(
+        row["status"] == "finished" for row in by_task.values())
+    first, second = (by_task[tasks[s]] for s in "AB")
+    at = datetime.fromisoformat
+    assert at(first["started_at"]) < at(second["ended_at"])
+    assert at(second["started_at"]) < at(first["ended_at"])
+
+
 def test_people_join_the_next_run_and_a_taken_name_is_refused(app: AppTest):
     prepare(app)
     add_person(app, "Ann", me=True)
@@ -262,6 +337,8 @@ def test_a_signed_in_user_joins_the_seat_that_is_theirs(signed_in):
 
 
 def test_a_person_picks_who_speaks_and_analysis_shows_the_agreement_rate(app: AppTest):
+    """The picker sees the top bids with their drafts and the rule's pick, lets another speak
+    once, then accepts the rule's pick; the chosen draft is what is posted."""
     prepare(app)
     app.number_input(key="run_param_threshold").set_value(0.0)  # every sim bid can speak
     app.number_input(key="run_param_max_loops").set_value(3)
@@ -269,6 +346,7 @@ def test_a_person_picks_who_speaks_and_analysis_shows_the_agreement_rate(app: Ap
     app.button(key="start_run").click().run()
     assert not app.error, [e.value for e in app.error]
     job_id = session(app).current_job
+    room = seats.table().get(job_id).room
     picks = agreed = 0
     while not status(app).startswith(("status: finished", "status: error")):
         poll(app, lambda at: _rule_pick(at) is not None
@@ -279,18 +357,27 @@ def test_a_person_picks_who_speaks_and_analysis_shows_the_agreement_rate(app: Ap
         cands = [b for b in app.button if (b.key or "").startswith("room_pick_")
                  and not (b.key or "").endswith("_rule")]
         assert len(cands) >= 2, [b.label for b in cands]  # the top bids, each with a button
-        # the first pick goes against the rule, every later one names the rule's pick (a
-        # turn the rule gives nobody is accepted as such: no pick recorded)
-        if "**nobody**" in rule:
-            choice = _rule_pick(app)
-        else:
-            against = picks == 0
-            choice = next(b for b in cands if (f"**{b.label[4:-6]}**" in rule) != against)
-            picks, agreed = picks + 1, agreed + (not against)
+        drafts = {bid.name: bid.message for bid in room.snapshot().candidates}
+        assert sorted(drafts) == sorted(b.label[4:-6] for b in cands)  # "Let X speak"
+        assert all(safe_markdown(d[:1500]) in markdown(app) for d in drafts.values() if d)
+        named = re.search(r"\*\*(.+?)\*\*", rule)
+        rule_name = named.group(1) if named and named.group(1) != "nobody" else None
+        if rule_name is None or picks == 1:  # "Accept the rule's pick" (nobody: no pick)
+            choice, picked = _rule_pick(app), rule_name
+        else:  # the first pick goes against the rule, later ones name the rule's pick
+            choice = next(b for b in cands if (b.label[4:-6] == rule_name) != (picks == 0))
+            picked = choice.label[4:-6]
+        if picked is not None:
+            picks, agreed = picks + 1, agreed + (picked == rule_name)
         turn_now = status(app)
         choice.click().run()
         poll(app, lambda at, before=turn_now: status(at) != before or not any(
             (b.key or "").endswith("_rule") for b in at.button), "the pick to be taken")
+        if picked is not None:  # the chosen speaker's draft is the turn's post
+            post = safe_markdown(drafts[picked])
+            poll(app, lambda at, who=picked, post=post: any(
+                c.name == who and post in texts(c.markdown) for c in at.chat_message),
+                f"{picked}'s draft in the chat")
     run_id = job_registry.registry().snapshot(job_id).run_id
     RunStore().flush()
     goto(app, "analysis", run=str(run_id))
@@ -343,6 +430,11 @@ def test_a_seat_raises_and_lowers_its_hand_bids_with_a_draft_and_passes(app: App
     ann = logic.person_state(room.snapshot(), "Ann")
     assert ann is not None and not ann.hand_up and not ann.bid_in  # the hand's bid went too
     assert "No hand up." in markdown(app) and room.snapshot().hands == ()
+    bob.button(key="room_raise").click().run()  # the link guest's hand, on both screens
+    assert room.snapshot().hands == ("Bob",) and "1\\. Bob" in markdown(bob)
+    assert "1\\. Bob" in markdown(app.run())
+    bob.button(key="room_lower").click().run()
+    assert room.snapshot().hands == ()
 
     app.slider(key=f"room_score_{job_id}").set_value(0.35)  # under the 0.5 threshold: no post
     app.text_area(key=f"room_draft_{job_id}_1").set_value("  Costs first, then scope.  ")
@@ -501,55 +593,87 @@ def _keys(at: AppTest) -> set[str]:
     return {b.key for b in at.button if b.key}
 
 
-def test_a_link_guest_has_the_room_only_and_a_second_browser_watches(app: AppTest, monkeypatch):
+def test_a_link_guest_has_the_room_only_and_a_wrong_token_or_a_second_browser_watches(
+        app: AppTest, monkeypatch, caplog, capsys):
     monkeypatch.setattr(seats, "LEAVE_AFTER_S", 3600.0)  # no tab counts as closed here
+    caplog.set_level(logging.DEBUG)
+    menus: list[object] = []  # where each session's page menu is drawn (none for a guest)
+    navigation = st.navigation
+    monkeypatch.setattr(st, "navigation", lambda pages, **kw: menus.append(
+        kw.get("position")) or navigation(pages, **kw))
     job_id, tokens = _room(app)
     assert "You are **Ann** in this room." in markdown(app) and set(tokens) == {"Ann", "Bob"}
     # the starter sees the links to hand out; the tokens are never in the store's record
-    assert any(tokens["Bob"] in c.value for c in app.code)
+    assert re.fullmatch(r"[A-Za-z0-9_-]{43}", tokens["Bob"])
+    assert any(re.fullmatch(rf"\S*/run\?job={job_id}&seat={tokens['Bob']}", c.value)
+               for c in app.code), [c.value for c in app.code]
     app.button(key="room_raise").click().run()
     assert "1\\. Ann" in markdown(app)  # the hand queue (escaped: a name is never markup)
+    assert menus[-1] == "sidebar"
     bob = new_app(job=job_id, seat=tokens["Bob"])
+    assert menus[-1] == "hidden"  # no menu: no other page
     me = session(bob)
     assert me.guest and me.user == access.GUEST_USER
     assert "You are **Bob** in this room." in markdown(bob) and "1\\. Ann" in markdown(bob)
-    wrong = new_app(job=job_id, seat=tokens["Bob"][:-2] + "xx")
-    assert "You are" not in markdown(wrong)  # a wrong token watches, it never holds a seat
-    assert "room_raise" not in _keys(wrong)
-    keys = _keys(bob)
-    assert "room_raise" in keys  # the room's controls
-    assert not keys & {"start_run", "use_preset", "room_add_person"}  # no New run
-    stop = [b for b in bob.button if b.key == "stop_run"]
-    assert not stop or stop[0].disabled
+    only_the_room(bob)
     assert "You joined through a room link" in texts(bob.caption)
     # no sidebar either (no jobs, no data location), which the starter has
     assert "Data: " in texts(app.caption) and "Data: " not in texts(bob.caption)
 
+    # a wrong token, and Bob's link in a second browser, watch the room (its clock and hand
+    # queue), hold no seat, and say why in one line
+    wrong = new_app(job=job_id, seat=tokens["Bob"][:-2] + "xx")
+    other = new_app(job=job_id, seat=tokens["Bob"])
+    for watcher, why in ((wrong, "this link's seat token opens no seat in this room."),
+                         (other, "the seat of Bob is held by the browser that opened this "
+                                 "link first")):
+        assert "You are" not in markdown(watcher) and "room_raise" not in _keys(watcher)
+        assert any(i.value.startswith(f"You are watching: {why}") for i in watcher.info), \
+            [i.value for i in watcher.info]
+        assert any(re.match(r"(Turn \d+ · |Room · )", c.value) for c in watcher.caption)
+        assert "1\\. Ann" in markdown(watcher)
+
     # the other pages: refused on the server, one line, their script never runs
-    for page, heading in (("agents", "Saved agents"), ("runs", None), ("settings", None),
-                          ("sweeps", None), ("analysis", None)):
+    for page, title in (("agents", "Agents"), ("runs", "Runs"), ("settings", "Settings"),
+                        ("sweeps", "Sweeps"), ("analysis", "Analysis")):
         goto(bob, page)
-        assert any(e.value.startswith("Not allowed: the ") and "room guest" in e.value
-                   for e in bob.error), page
+        assert any(re.fullmatch(rf"Not allowed: the {title} page is not open to a room guest\. "
+                                r"[^\n]*ask whoever started the room\.", e.value)
+                   for e in bob.error), [e.value for e in bob.error]
         assert not _keys(bob), f"{page}: a guest was shown its buttons"
-        assert heading is None or heading not in markdown(bob)
+        assert page != "agents" or "Saved agents" not in markdown(bob)
+        assert [link.value for link in bob.page_link] == ["Back to the room"]
+        assert f"job={job_id}" in bob.page_link[0].proto.query_string
     goto(bob, "run")
     assert "You are **Bob** in this room." in markdown(bob)
     assert job_registry.registry().snapshot(job_id).done is False  # nothing stopped it
 
-    # a second browser with the same link watches, and says so in one line
-    other = new_app(job=job_id, seat=tokens["Bob"])
-    assert "You are" not in markdown(other) and "room_raise" not in _keys(other)
-    assert any(i.value.startswith("You are watching: the seat of Bob is held by the browser "
-                                  "that opened this link first") for i in other.info)
     # the guest's own browser (its ?sid=), reloaded without the link: a guest, in its seat
     again = new_app(job=job_id, sid=me.owner)
     assert session(again).guest and "You are **Bob** in this room." in markdown(again)
-    # and with no ?job= at all (the way back from a refused page): its room, its seat
+    # and with no ?job= at all: its room, its seat; another page asked for is refused there too
     back = new_app(sid=me.owner)
     assert session(back).current_job == job_id
     assert "You are **Bob** in this room." in markdown(back)
-    job_registry.registry().cancel(job_id)
+    only_the_room(back)
+    goto(back, "agents")
+    assert any(e.value.startswith("Not allowed: the Agents page") for e in back.error)
+    assert not _keys(back)
+    # the starter stops the room; no token ever reached a log line or the console
+    app.button(key="stop_run").click().run()
+    poll(app, lambda at: status(at).startswith(("status: cancelled", "status: finished")),
+         "the room to stop")
+    logged = caplog.text + "".join(capsys.readouterr())
+    assert not any(token in logged for token in tokens.values())
+
+
+def only_the_room(at: AppTest) -> None:
+    """A room guest's Run page: the seat's hand and the room's controls, nothing else."""
+    keys = _keys(at)
+    assert len(keys & {"room_raise", "room_lower"}) == 1  # the seat's hand, whichever way
+    assert not keys & {"start_run", "use_preset", "room_add_person"}  # no New run
+    stop = [b for b in at.button if b.key == "stop_run"]
+    assert not stop or stop[0].disabled
 
 
 def test_with_login_on_a_link_only_seats_and_the_owner_rules_hold(signed_in):
