@@ -13,7 +13,8 @@ here. The dependencies come from a wheelhouse outside the repo (the user cache d
 requirements.txt + constraints.txt), filled once by `pip download` from the registry; pip then
 resolves the wheel's declared dependencies against it offline (`--no-index`), so a dependency
 missing from the metadata still fails the install, and reruns skip the network. Durations are
-in BENCHMARKS.md, not asserted.
+in BENCHMARKS.md, not asserted. The venvs get no pip of their own (ensurepip is seconds per venv):
+the suite's pip installs into them (`pip --python`), with the same resolver a user's pip runs.
 """
 
 from __future__ import annotations
@@ -82,6 +83,11 @@ def _step(cmd: list[str], what: str, **kwargs: object) -> None:
     if done.returncode != 0:
         pytest.fail(f"{what} failed ({done.returncode}):\n{done.stdout[-3000:]}\n"
                     f"{done.stderr[-3000:]}")
+
+
+def _pip(venv: Path, *args: str) -> list[str]:
+    """pip (the suite's) acting on `venv`'s interpreter and site-packages."""
+    return [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), *args]
 
 
 REQUIREMENTS = ("requirements.txt", "requirements-dashboard.txt")
@@ -155,12 +161,13 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Installe
     venv, outside, data_dir = root / "venv", root / "elsewhere", root / "xdg-data"
     outside.mkdir()
     started = time.perf_counter()
-    _step([sys.executable, "-m", "venv", str(venv)], "creating the venv", timeout=300)
+    _step([sys.executable, "-m", "venv", "--without-pip", str(venv)], "creating the venv",
+          timeout=300)
     house = _wheelhouse(_env(data_dir))
     fetched = time.perf_counter()
-    _step([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-compile",
-           "--no-index", "--find-links", str(house), "-c", str(ROOT / "constraints.txt"),
-           f"{wheel}[dashboard]"], "pip install", cwd=outside, env=_env(data_dir), timeout=1200)
+    _step(_pip(venv, "install", "--quiet", "--no-compile", "--no-index", "--find-links",
+               str(house), "-c", str(ROOT / "constraints.txt"), f"{wheel}[dashboard]"),
+          "pip install", cwd=outside, env=_env(data_dir), timeout=1200)
     sys.stderr.write(f"\n[test_install] venv + wheelhouse in {fetched - started:.1f} s, pip "
                      f"install in {time.perf_counter() - fetched:.1f} s\n")
     return Installed(wheel, venv, outside, data_dir, _env(data_dir))
@@ -299,11 +306,12 @@ def engine_only(installed: Installed, tmp_path_factory: pytest.TempPathFactory) 
     wants the engine in a project pinned to another pandas gets."""
     root = tmp_path_factory.mktemp("engine")
     venv, data_dir = root / "venv", root / "xdg-data"
-    _step([sys.executable, "-m", "venv", str(venv)], "creating the venv", timeout=300)
+    _step([sys.executable, "-m", "venv", "--without-pip", str(venv)], "creating the venv",
+          timeout=300)
     house = _wheelhouse(_env(data_dir))
-    _step([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-compile",
-           "--no-index", "--find-links", str(house), "-c", str(constraints_but("pandas", root)),
-           str(installed.wheel), f"pandas=={OTHER_PANDAS}"], "pip install (engine only)",
+    _step(_pip(venv, "install", "--quiet", "--no-compile", "--no-index", "--find-links",
+               str(house), "-c", str(constraints_but("pandas", root)), str(installed.wheel),
+               f"pandas=={OTHER_PANDAS}"), "pip install (engine only)",
           cwd=installed.outside, env=_env(data_dir), timeout=1200)
     full, engine = site_size(installed.venv), site_size(venv)
     sys.stderr.write(f"\n[test_install] installed sizes: engine only {engine / 1e6:.0f} MB, "
@@ -317,10 +325,10 @@ def test_the_full_install_resolves_beside_another_pandas(installed, tmp_path):
     house = _wheelhouse(installed.env)
     report = tmp_path / "report.json"
     done = subprocess.run(
-        [str(installed.venv / "bin" / "python"), "-m", "pip", "install", "--dry-run",
-         "--ignore-installed", "--quiet", "--report", str(report), "--no-index",
-         "--find-links", str(house), "-c", str(constraints_but("pandas", tmp_path)),
-         f"{installed.wheel}[dashboard]", f"pandas=={OTHER_PANDAS}"],
+        _pip(installed.venv, "install", "--dry-run", "--ignore-installed", "--quiet", "--report",
+             str(report), "--no-index", "--find-links", str(house), "-c",
+             str(constraints_but("pandas", tmp_path)), f"{installed.wheel}[dashboard]",
+             f"pandas=={OTHER_PANDAS}"),
         cwd=installed.outside, env=installed.env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     chosen = {i["metadata"]["name"].lower(): i["metadata"]["version"]
