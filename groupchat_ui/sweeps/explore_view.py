@@ -9,8 +9,7 @@ this only lays out controls, charts and tables, and never changes the store.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable
 
 import pandas as pd
 import streamlit as st
@@ -151,15 +150,8 @@ def failures_tab(store: RunStore, frame: pd.DataFrame) -> None:
         st.caption(f"{len(errored)} cell run(s) ended in error: see Cells & runs.")
 
 
-def tabs(store: RunStore, frame: pd.DataFrame, places: Sequence[Any]) -> None:
-    """Draw the TABS into their places (the page's st.tabs, in TABS order)."""
-    with places[0]:
-        group_tab(frame)
-    with places[1]:
-        differs_tab(frame)
-    with places[2]:
-        matrix_tab(frame)
-    with places[3]:
-        stability_tab(store, frame)
-    with places[4]:
-        failures_tab(store, frame)
+def bodies(store: RunStore, frame: pd.DataFrame) -> dict[str, Callable[[], None]]:
+    """The TABS' bodies by name, in TABS order, for the page's lazy st.tabs."""
+    return dict(zip(TABS, [lambda: group_tab(frame), lambda: differs_tab(frame),
+                           lambda: matrix_tab(frame), lambda: stability_tab(store, frame),
+                           lambda: failures_tab(store, frame)], strict=True))

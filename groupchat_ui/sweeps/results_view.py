@@ -10,6 +10,7 @@ thresholds and penalties, with no model calls (groupchat_core.analysis, what-if)
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -125,40 +126,50 @@ def _tail(info: dict[str, Any]) -> dict[str, Any]:
 
 
 def results(store: RunStore, sweep_id: str, registry: JobRegistry | None = None) -> None:
-    """Tabs over one sweep's results."""
+    """Tabs over one sweep's results; only the open one runs (`on_change="rerun"`), so a big
+    sweep opens on its heatmaps without the run matrix, the bid stability over every bid and
+    the other tabs behind them (a 1,200-cell sweep: most of the page's time). The open tab is
+    kept across reruns and runs."""
     frame = sweep_results(store, sweep_id)
     by = [c for c in BY if c in frame]
     scored = outcome_view.is_scored(frame)
-    tabs = st.tabs(["Heatmaps", "95% intervals", "Importance", "Compare two cells",
-                    "Parallel coordinates", "Cells & runs", "What-if", *views_explore.TABS,
-                    *(["Outcomes"] if scored else [])])
-    meta = export_meta(store, sweep_id)  # every CSV below opens with its commented header
-    if scored:
-        with tabs[-1]:
-            outcome_view.outcomes_tab(frame, sweep_id, bool(frame["simulated"].any()), meta)
-    with tabs[0]:
-        agg = aggregate(frame, by=by, metrics=METRICS)
-        metric = st.selectbox("Metric", METRICS, key="sw_metric",
-                              format_func=charts.metric_label)
-        st.plotly_chart(charts.sweep_heatmaps(agg, metric), key="sw_heatmap")
-        st.caption("Mean over finished cells (all repeats, tasks and other axes) per "
-                   "threshold × penalty; one panel per recency_window.")
-    with tabs[1]:
-        _intervals(frame, sweep_id, meta)
-    with tabs[2]:
-        stats_view.importance_tab(frame)
-    with tabs[3]:
-        stats_view.compare_tab(frame)
-    with tabs[4]:
-        views_explore.parcoords_tab(frame, by)
-    with tabs[5]:
+
+    def meta() -> dict[str, Any]:  # every CSV opens with its commented header
+        return export_meta(store, sweep_id)
+
+    def cells() -> None:
         if registry is not None:
             ray_workers(registry, sweep_id)
-        _cells(frame, sweep_id, meta)
-        _meta_download(meta, sweep_id)
-    with tabs[6]:
-        whatif(store, frame)
-    views_explore.tabs(store, frame, tabs[7:7 + len(views_explore.TABS)])
+        info = meta()
+        _cells(frame, sweep_id, info)
+        _meta_download(info, sweep_id)
+
+    bodies: dict[str, Callable[[], None]] = {
+        "Heatmaps": lambda: _heatmaps(frame, by),
+        "95% intervals": lambda: _intervals(frame, sweep_id, meta()),
+        "Importance": lambda: stats_view.importance_tab(frame),
+        "Compare two cells": lambda: stats_view.compare_tab(frame),
+        "Parallel coordinates": lambda: views_explore.parcoords_tab(frame, by),
+        "Cells & runs": cells,
+        "What-if": lambda: whatif(store, frame),
+        **views_explore.bodies(store, frame),
+    }
+    if scored:
+        bodies["Outcomes"] = lambda: outcome_view.outcomes_tab(
+            frame, sweep_id, bool(frame["simulated"].any()), meta())
+    shown = st.tabs(list(bodies), key="sw_results_tab", on_change="rerun")
+    for tab, body in zip(shown, bodies.values(), strict=True):
+        if tab.open:
+            with tab:
+                body()
+
+
+def _heatmaps(frame: pd.DataFrame, by: list[str]) -> None:
+    metric = st.selectbox("Metric", METRICS, key="sw_metric", format_func=charts.metric_label)
+    agg = aggregate(frame, by=by, metrics=[metric])  # the shown one: no 13 metrics' intervals
+    st.plotly_chart(charts.sweep_heatmaps(agg, metric), key="sw_heatmap")
+    st.caption("Mean over finished cells (all repeats, tasks and other axes) per "
+               "threshold × penalty; one panel per recency_window.")
 
 
 def _intervals(frame: pd.DataFrame, sweep_id: str, meta: dict[str, Any]) -> None:

@@ -55,6 +55,14 @@ def goto(at: AppTest, page: str, **params: str) -> AppTest:
     return at
 
 
+def open_tab(at: AppTest, key: str, label: str) -> AppTest:
+    """Open a lazy st.tabs' tab (`key`: its widget key) and rerun: only the open tab runs."""
+    at.session_state[key] = label
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
 def signed_in_sessions(monkeypatch: pytest.MonkeyPatch, users: dict[str, tuple[str, str]]
                        ) -> Callable[[str], AppTest]:
     """A server with login on: `open_as(name)` opens the app in a new session signed in as

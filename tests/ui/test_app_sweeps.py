@@ -23,7 +23,16 @@ from groupchat_ui.kit import store_access
 from groupchat_ui.kit.presets import DEBATE_TRIO
 from groupchat_ui.sweeps import task_sets
 from groupchat_ui.sweeps.logic import page_behind, progress
-from tests.helpers.app_helpers import fill, goto, new_app, query, small_grid, sweep_status, wait_for
+from tests.helpers.app_helpers import (
+    fill,
+    goto,
+    new_app,
+    open_tab,
+    query,
+    small_grid,
+    sweep_status,
+    wait_for,
+)
 from tests.helpers.app_helpers import poll as poll_app
 from tests.helpers.waits import HANG_GUARD_S
 
@@ -67,6 +76,7 @@ def test_a_small_sim_sweep_finishes_and_its_heatmaps_render(at: AppTest):
     frame = sweep_results(store, at.selectbox(key="sw_pick").value)
     assert (frame["status"] == "finished").all() and len(frame) == 8
     # the downloads come with what makes them reproducible (issue 21)
+    open_tab(at, "sw_results_tab", "Cells & runs")  # only the open tab runs
     labels = {b.label for b in at.get("download_button")}
     assert "Download methods & metadata (JSON)" in labels
     assert any("Simulated: some agents of this sweep are sim/ models" in c.value
@@ -154,6 +164,7 @@ def test_strategies_chosen_on_the_page_are_an_axis_and_every_cell_records_its_ow
             assert record.config["selector_model"] == "sim/eager"
     # What-if of a round_robin cell's run says the parameters do not enter its speakers
     rr = frame.loc[frame["strategy"] == "round_robin", "run_id"].iloc[0]
+    open_tab(at, "sw_results_tab", "What-if")
     at.selectbox(key="sw_whatif_run").set_value(rr).run()
     assert not at.exception, [e.value for e in at.exception]
     assert any("strategy, round_robin, names its speakers" in c.value for c in at.caption)
@@ -227,15 +238,17 @@ def test_random_search_over_every_order_runs_and_its_statistics_tabs_render(at: 
     frame = sweep_results(RunStore(), at.selectbox(key="sw_pick").value)
     assert frame["order"].nunique() == 6 and frame["sample"].nunique() == 2
     assert (frame["status"] == "finished").all()
+    open_tab(at, "sw_results_tab", "95% intervals")
     assert "order" in at.selectbox(key="sw_ci_x").options
     at.selectbox(key="sw_ci_x").select("order").run()
     assert not at.exception, [e.value for e in at.exception]
-    tables = [d.value for d in at.dataframe]
-    ci = next(t for t in tables if "interval_method" in t.columns)
+    ci = next(d.value for d in at.dataframe if "interval_method" in d.value.columns)
     assert set(ci["order"].astype(str)) == set(frame["order"])
     assert set(ci["interval_method"]) <= {"wilson", "bootstrap-t", "bootstrap-t, cut to range"}
-    ranked = next(t for t in tables if "omega_squared" in t.columns)
+    open_tab(at, "sw_results_tab", "Importance")
+    ranked = next(d.value for d in at.dataframe if "omega_squared" in d.value.columns)
     assert set(ranked["parameter"]) == {"threshold", "recency_penalty", "order"}
+    open_tab(at, "sw_results_tab", "Compare two cells")
     assert any("Cell A" == s.label for s in at.selectbox)
     assert at.success or at.warning  # the comparison's verdict or its "too few" note
 
@@ -354,6 +367,10 @@ def test_the_exploring_views_of_a_sim_sweep(at: AppTest):
         "base": {"max_loops": 10, "agents": agents, "seed": 11},
         "grid": {"threshold": [0.4, 0.6], "recency_window": [1, 4, 16]}}), store).sweep_id
     goto(at, "sweeps", sweep=sweep_id)
+    # only the open tab runs: the page opens on its heatmaps, nothing of the tabs behind
+    assert [c.key for c in at.get("plotly_chart")] == ["sw_heatmap"]
+    open_tab(at, "sw_results_tab", "Parallel coordinates")
+    assert [c.key for c in at.get("plotly_chart")] == ["sw_parcoords"]
 
     # parallel coordinates: recency_window 1, 4, 16 spans a factor of 16, so its axis is
     # logarithmic and threshold's is not; the top-k % slider keeps the best cells
@@ -367,24 +384,29 @@ def test_the_exploring_views_of_a_sim_sweep(at: AppTest):
     assert "Top 25% on mean chat length (messages)" in shown_texts(at)
 
     # group by: a band per other parameter's value, seeds collapsed
+    open_tab(at, "sw_results_tab", "Group by")
     bands = figure(at, "sw_grp_chart")
     assert [t["name"] for t in bands["data"] if t.get("showlegend", True) and t.get("name")
             ][:3] == ["recency_window 1", "recency_window 4", "recency_window 16"]
     assert "seeds collapsed into 95% bands" in bands["layout"]["title"]["text"]
 
     # configurations: only the columns that differ, then all of them
+    open_tab(at, "sw_results_tab", "Configurations")
     assert "6 configuration(s); columns that differ: threshold, recency_window" in shown_texts(at)
     at.toggle(key="sw_diff_only").set_value(False).run()
     assert "6 configuration(s); all columns" in shown_texts(at)
 
     # the run matrix names its baseline; one row per task and repeat
+    open_tab(at, "sw_results_tab", "Run matrix")
     matrix = figure(at, "sw_mx_chart")["data"][0]
     assert str(matrix["x"][0]).startswith("baseline: threshold 0.4"), matrix["x"]
     assert sorted(set(matrix["y"])) == ["task 0 · repeat 0", "task 0 · repeat 1"]
 
     # stability: one line per agent
+    open_tab(at, "sw_results_tab", "Stability")
     names = {t["name"] for t in figure(at, "sw_stab_chart")["data"] if t.get("name")}
     assert names == {"Optimist", "Pessimist", "Realist"}
+    open_tab(at, "sw_results_tab", "Failures")
     assert "No failed bids: every bid of this sweep's runs was read." in shown_texts(at)
 
 
@@ -402,7 +424,7 @@ def test_failed_bids_are_grouped_by_reason(at: AppTest):
         script.assert_complete()
     finally:
         script.close()
-    goto(at, "sweeps", sweep=sweep_id)
+    open_tab(goto(at, "sweeps", sweep=sweep_id), "sw_results_tab", "Failures")
     warnings = [str(w.value) for w in at.warning]
     assert [w.split(". ")[0] for w in warnings if " bid(s) in " in w] == [
         "**unreadable**: 1 bid(s) in 1 run(s), by Ann",

@@ -26,7 +26,7 @@ from groupchat_core.testing import ScriptedBids
 from groupchat_ui.kit import jobs as job_registry
 from groupchat_ui.kit import store_access
 from groupchat_ui.runs.logic import runs_table
-from tests.helpers.app_helpers import goto, new_app
+from tests.helpers.app_helpers import goto, new_app, open_tab
 
 pytestmark = pytest.mark.usefixtures("fresh_engines")
 
@@ -58,6 +58,7 @@ def test_the_outcomes_tab_shows_accuracy_per_strategy_and_says_simulated(store) 
     sweep_id = strategy_sweep(store)
     at = goto(new_app(), "sweeps", sweep=sweep_id)
     assert "Outcomes" in [t.label for t in at.tabs]
+    open_tab(at, "sw_results_tab", "Outcomes")
     assert any(w.value.startswith("Simulated: sim/ agents answered") for w in at.warning)
     assert any("Simulated." in c.value for c in at.caption)  # the header's note
     shown = frame_with(at, "calls_per_correct")
@@ -164,7 +165,7 @@ def test_the_outcomes_tab_shows_the_distractor_report_per_strategy(store) -> Non
     sweep_id = run_sweep(spec, store).sweep_id
     store_access.invalidate()
     expected = distractor_report(sweep_results(store, sweep_id), by=["strategy"])
-    at = goto(new_app(), "sweeps", sweep=sweep_id)
+    at = open_tab(goto(new_app(), "sweeps", sweep=sweep_id), "sw_results_tab", "Outcomes")
     shown = next(d.value for d in at.dataframe if "accuracy_baseline" in d.value.columns)
     assert list(shown["strategy"]) == ["bidding", "round_robin"]
     assert list(shown["distractor_turns"]) == list(expected["distractor_turns"])
