@@ -29,6 +29,7 @@ import pytest
 from groupchat_core import Agent
 from groupchat_core.store import RunStore, dispose_engines
 from groupchat_core.testing import FakeOpenAIServer, tool_call
+from tests.helpers.waits import eventually
 
 from .conftest import (
     SCREENSHOTS,
@@ -122,6 +123,8 @@ def open_people(page: Any) -> None:
 
 
 def add_person(page: Any, name: str, *, me: bool = False, user: str = "") -> None:
+    """Add a person to the next run; `me`: this session takes the seat (the line says "you":
+    a tick lost to a rerun once added Alice as someone else, and the room never seated her)."""
     wait_idle(page)
     page.locator(".st-key-room_person_name input").fill(name)
     page.locator(".st-key-room_person_name input").press("Tab")
@@ -129,33 +132,62 @@ def add_person(page: Any, name: str, *, me: bool = False, user: str = "") -> Non
         page.locator(".st-key-room_person_user input").fill(user)
         page.locator(".st-key-room_person_user input").press("Tab")
     if me:
-        page.locator(".st-key-room_person_me label").click()
+        tick(page, "room_person_me")
     wait_idle(page)
     page.locator(".st-key-room_add_person button").click()
-    expect(page.get_by_text(re.compile(rf"^{name} · person, bids"))).to_be_visible(
-        timeout=WAIT_MS)
+    line = rf"^{name} · person, bids" + (r"( · \S+)? · you$" if me else "")  # (· email)
+    expect(page.get_by_text(re.compile(line))).to_be_visible(timeout=WAIT_MS)
+
+
+def tick(page: Any, key: str) -> None:
+    """Tick a keyed checkbox until it shows ticked (a rerun landing at the click, e.g. the one
+    the previous field started, redraws it unticked)."""
+    box = page.locator(f".st-key-{key} input[type=checkbox]")
+    for attempt in range(3):
+        wait_idle(page)
+        if not box.is_checked():
+            page.locator(f".st-key-{key} label").click()
+        try:
+            expect(box).to_be_checked(timeout=5_000)
+            wait_idle(page)
+            if box.is_checked():
+                return
+        except AssertionError:
+            if attempt == 2:
+                raise
+    expect(box).to_be_checked()
 
 
 def post(page: Any, text: str) -> None:
-    """Write and post the winner's message until it shows in this page's chat: a fragment
-    redraw landing at the fill or the click can swallow it, as with `act`. A post that
-    arrives empty is refused by the page (no draft to confirm), so the window stays open for
-    the next try."""
+    """Write and post the winner's message until it shows in this page's chat. A fragment
+    redraw landing at the fill or the click can lose the text (the post arrives empty and the
+    page refuses it, no draft to confirm: the window stays open) or swallow the click. The
+    retry has to land inside the post window: waiting up to a third of the hang guard for the
+    message before trying again once outlasted the 60 s window, and the floor went by unsaid
+    (a lull, turn 1). So the box is watched instead: there without the text, write and post
+    at once; still holding the text a few polls after a click, post again (a second post of
+    a turn the room already has is refused: Room.submit)."""
     box = fresh(page, ".st-key-room_controls textarea").first
     expect(box).to_be_visible(timeout=WAIT_MS)
     shown = page.get_by_test_id("stChatMessage").filter(has_text=text).first  # old + new copy
-    for attempt in range(3):
-        if box.is_visible():
-            box.fill(text)
-            if box.input_value() != text:  # a redraw took the text: type it again
-                box.fill(text)
-            click(page, "room_post")
+    since_click = [0]
+
+    def posted() -> bool:
+        if shown.is_visible():
+            return True
+        since_click[0] += 1
         try:
-            expect(shown).to_be_visible(timeout=WAIT_MS // 3)
-            return
-        except AssertionError:
-            if attempt == 2:  # what the page showed is in the failure's evidence (evidence.py)
-                raise
+            if box.input_value(timeout=1_000) != text:  # not written yet, or a redraw took it
+                box.fill(text, timeout=1_000)
+            elif since_click[0] < 3:
+                return False
+            panel(page).locator(".st-key-room_post button:visible").first.click(timeout=1_000)
+            since_click[0] = 0
+        except Exception:  # playwright's TimeoutError: the box is gone (posted) or redrawn
+            pass
+        return False
+
+    eventually(posted, f"{text!r} in the chat", step=1.0)
 
 
 def shows(page: Any, text: str) -> None:
