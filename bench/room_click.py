@@ -4,7 +4,7 @@ Measurement only: nothing here asserts on time.
     python -m bench.room_click [--reps 20]
 
 The dashboard served as `make run` starts it (login off), Debian's chromium, two browser
-contexts seated by room links (as tests/e2e/test_room.py). Each round Ann raises (or
+contexts seated by room links (as tests/ui/test_room_app.py seats them). Each round Ann raises (or
 lowers) her hand; the time runs from just before Playwright's click on Ann's page to the moment
 Bo's page shows the changed hand queue (a `requestAnimationFrame`-polled check in Bo's page).
 What it adds up to: Ann's click round trip and script run, the engine's Room update, and Bo's
