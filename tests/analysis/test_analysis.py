@@ -1,4 +1,7 @@
-"""Speaker metrics, transitions, explanations and counterfactuals, with known answers."""
+"""Speaker metrics, transitions, explanations and counterfactuals, with known answers.
+
+Private imports: the sweeps' one-pass metrics (`speaker_metrics_by_run`, `agent_orders` in
+analysis/_metrics.py) are no public names; they are tested against the public per-run rule."""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
 """The litellm path against a real LLM: SmolLM2-135M behind llama.cpp's OpenAI-compatible server.
 Slow (seconds per bid, one request at a time): chats are short. Never skipped: `make llm-setup`
-builds the server once per machine, and a missing build fails here with that command."""
+builds the server once per machine, and a missing build fails here with that command.
+
+Private imports: the window test spies on `Transcript.window` (engine/_transcript.py, no public
+name) to show the declared window really trimmed the history."""
 
 from __future__ import annotations
 

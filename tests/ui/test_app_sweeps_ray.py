@@ -15,7 +15,15 @@ from groupchat_core.store import RunStore
 from groupchat_core.sweeps import CellFinished, parse_sweep
 from groupchat_ui.kit import jobs as job_registry
 from groupchat_ui.sweeps import logic
-from tests.helpers.app_helpers import goto, new_app, poll, session, small_grid, sweep_status
+from tests.helpers.app_helpers import (
+    goto,
+    new_app,
+    open_tab,
+    poll,
+    session,
+    small_grid,
+    sweep_status,
+)
 
 MB = 2**20
 
@@ -156,7 +164,7 @@ def test_a_sweep_started_on_the_page_runs_on_ray_and_shows_its_workers(at: AppTe
     assert len(claims) == 4 and set(claims["state"]) == {"finished"}
     assert not ray.is_initialized()  # the executor was closed when the sweep ended
     # a reload (a new session, no live panel): Results still names the cluster and workers
-    again = goto(new_app(), "sweeps", sweep=sweep_id)
+    again = open_tab(goto(new_app(), "sweeps", sweep=sweep_id), "sw_results_tab", "Cells & runs")
     captions = [c.value for c in again.caption]
     assert any(c.startswith("cells ran on Ray") and "disconnected" in c for c in captions)
     assert "Ray workers: 1 worker(s) ran 4 finished cell(s)." in captions or any(
