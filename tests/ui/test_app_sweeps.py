@@ -359,6 +359,25 @@ def shown_texts(at: AppTest) -> str:
                     for e in getattr(at, kind))
 
 
+def test_every_tab_of_a_one_setting_sweep_says_what_it_cannot_show(at: AppTest):
+    """Only the open tab runs: each tab opened on a sweep of one parameter set says in a line
+    why it has nothing to rank, group or compare, instead of an error or a blank."""
+    agents = [a.to_spec() for a in DEBATE_TRIO.build_agents(latency_s=0.0)]
+    sweep_id = run_sweep(parse_sweep({
+        "name": "one", "repeats": 1, "tasks": ["Plan a picnic."],
+        "base": {"max_loops": 3, "agents": agents}, "grid": {"threshold": [0.4]}}),
+        RunStore()).sweep_id
+    goto(at, "sweeps", sweep=sweep_id)
+    said = {"Importance": "Only one parameter set was swept: nothing to rank.",
+            "Group by": "Only one parameter set was swept: nothing to group by.",
+            "Compare two cells": "Comparing needs a sweep with finished chats at two "
+                                 "parameter values."}
+    for tab in [t.label for t in at.tabs]:
+        open_tab(at, "sw_results_tab", tab)
+        if tab in said:
+            assert said[tab] in [i.value for i in at.info], (tab, [i.value for i in at.info])
+
+
 def test_the_exploring_views_of_a_sim_sweep(at: AppTest):
     store = RunStore()
     agents = [a.to_spec() for a in DEBATE_TRIO.build_agents(latency_s=0.0)]
