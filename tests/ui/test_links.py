@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from groupchat_core.store import RunStore
@@ -19,48 +20,38 @@ def copy_links(at: AppTest, what: str) -> list[str]:
     return [c.value for c in at.caption if c.value.startswith(f"Link to this {what}")]
 
 
-def test_a_run_prefix_opens_that_run_and_an_unknown_id_opens_none(app: AppTest):
+@pytest.mark.parametrize(("page", "param", "picker", "unknown"), [
+    ("analysis", "run", "analysis_run", "zzzz"), ("sweeps", "sweep", "sw_pick", "6e88a4da9a76")])
+def test_an_id_prefix_opens_that_item_and_an_unknown_id_opens_none(
+        app: AppTest, page: str, param: str, picker: str, unknown: str):
     store = RunStore()
-    first, newest = analysis_logic.run_demo(store), analysis_logic.run_demo(store)
-    store_access.invalidate()
-    goto(app, "analysis", run=first[:8])  # the id the app's own labels show
-    assert app.selectbox(key="analysis_run").value == first
-    assert query(app, "run") == first  # the same run's full id
+    if param == "run":
+        first, newest = analysis_logic.run_demo(store), analysis_logic.run_demo(store)
+        store_access.invalidate()
+        prefix, closest = first[:8], newest[:12]  # the id the app's own labels show
+    else:
+        first, newest = sim_sweep(store, "first"), sim_sweep(store, "newest")
+        prefix, closest = first[:12], first[:12]  # the id `sweep list` prints
+    goto(app, page, **{param: prefix})
+    assert app.selectbox(key=picker).value == first
+    assert query(app, param) == first  # the same item's full id
     assert not app.error
     assert query(app, "sid")  # the address bar keeps this browser's id (a reload keeps drafts)
-    assert copy_links(app, "run") == [f"Link to this run: `analysis?run={first}`"]  # no sid
+    assert copy_links(app, param) == [f"Link to this {param}: `{page}?{param}={first}`"]  # no sid
 
-    goto(app, "analysis", run="zzzz")
+    goto(app, page, **{param: unknown})
     said = errors(app)
-    assert "zzzz" in said and "closest: " in said and newest[:12] in said
-    assert app.selectbox(key="analysis_run").value is None  # neither the newest nor the last
-    assert query(app, "run") == "zzzz"
-    assert not app.get("plotly_chart") and not app.get("download_button")
+    assert unknown in said and "closest: " in said and closest in said
+    assert app.selectbox(key=picker).value is None  # neither the newest nor the last
+    assert query(app, param) == unknown
+    if param == "run":
+        assert not app.get("plotly_chart") and not app.get("download_button")
+    else:
+        assert not any(b.label == "Export sweep to MLflow" for b in app.button)
 
-    app.selectbox(key="analysis_run").set_value(newest).run()  # a pick leaves the bad link
-    assert query(app, "run") == newest and not app.error
-    assert app.selectbox(key="analysis_run").value == newest
-
-
-def test_a_sweep_prefix_opens_that_sweep_and_an_unknown_id_opens_none(app: AppTest):
-    store = RunStore()
-    first, newest = sim_sweep(store, "first"), sim_sweep(store, "newest")
-    goto(app, "sweeps", sweep=first[:12])  # the id `sweep list` prints
-    assert app.selectbox(key="sw_pick").value == first
-    assert query(app, "sweep") == first
-    assert not app.error
-    assert copy_links(app, "sweep") == [f"Link to this sweep: `sweeps?sweep={first}`"]
-
-    goto(app, "sweeps", sweep="6e88a4da9a76")
-    said = errors(app)
-    assert "6e88a4da9a76" in said and "closest: " in said and first[:12] in said
-    assert app.selectbox(key="sw_pick").value is None
-    assert query(app, "sweep") == "6e88a4da9a76"
-    assert not any(b.label == "Export sweep to MLflow" for b in app.button)
-
-    app.selectbox(key="sw_pick").set_value(newest).run()
-    assert query(app, "sweep") == newest and not app.error
-    assert app.selectbox(key="sw_pick").value == newest
+    app.selectbox(key=picker).set_value(newest).run()  # a pick leaves the bad link
+    assert query(app, param) == newest and not app.error
+    assert app.selectbox(key=picker).value == newest
 
 
 def _open_link(who: str, page: str, **params: str) -> AppTest:
