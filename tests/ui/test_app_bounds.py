@@ -33,33 +33,30 @@ from groupchat_ui.kit import jobs as job_registry
 from groupchat_ui.run import logic as run_logic
 from groupchat_ui.sweeps import logic as sweep_logic
 from tests.helpers import ROOT
-from tests.helpers.app_helpers import goto, preset_run_form, session
+from tests.helpers.app_helpers import fill, goto, preset_run_form, session
 
 STATUS_WORDS = {"queued", "running", "finished", "cancelled", "error", "interrupted",
                 "stopped_budget"}
 
 
-@pytest.mark.parametrize(("name", "value"), [("threshold", 5.0), ("threshold", -3.0),
-                                             ("recency_penalty", 5.0)])
-def test_the_run_form_refuses_a_value_outside_the_engines_range_in_one_line(
-        app: AppTest, name: str, value: float):
-    preset_run_form(app)
-    app.number_input(key=f"run_param_{name}").set_value(value)
-    app.button(key="start_run").click().run()
-    assert not app.exception, [e.value for e in app.exception]
-    errors = [e.value.replace("\\_", "_") for e in app.error]  # shown as markdown
-    assert any(f"{name} must be a number from -1 to 2, got {value}" in e for e in errors), errors
-    assert all("\n" not in e for e in errors)
-    assert RunStore().list_runs().empty  # nothing started
-    assert not session(app).job_ids, "a job was started"
-
-
-def test_the_run_forms_help_names_the_engines_range_and_default(app: AppTest):
+def test_the_run_form_names_the_engines_range_and_refuses_a_value_outside_it_in_one_line(
+        app: AppTest):
     preset_run_form(app)
     for name in ("threshold", "recency_penalty", "max_loops", "recency_window"):
         help_text = app.number_input(key=f"run_param_{name}").help
         assert CHAT_BOUNDS[name].text() in help_text, (name, help_text)
         assert f"default is {chat_default(name):g}" in help_text
+    for name, value in (("threshold", 5.0), ("threshold", -3.0), ("recency_penalty", 5.0)):
+        in_range = {"run_param_threshold": 0.5, "run_param_recency_penalty": 0.3}
+        fill(app, **{**in_range, f"run_param_{name}": value})  # one value out of range
+        app.button(key="start_run").click().run()
+        assert not app.exception, [e.value for e in app.exception]
+        errors = [e.value.replace("\\_", "_") for e in app.error]  # shown as markdown
+        assert any(f"{name} must be a number from -1 to 2, got {value}" in e for e in errors), \
+            errors
+        assert all("\n" not in e for e in errors)
+        assert RunStore().list_runs().empty  # nothing started
+        assert not session(app).job_ids, "a job was started"
 
 
 def test_the_runs_filter_sweep_agent_and_settings_forms_take_their_ranges_from_the_core(
