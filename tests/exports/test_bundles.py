@@ -1,4 +1,5 @@
-"""Portable files: run bundles (exact round trip), bid CSV, Markdown transcripts, agent files.
+"""Portable files: run bundles (exact round trip, saying which code wrote them), bid CSV, Markdown
+transcripts, agent files.
 
 Hostile input (unknown fields, wrong types, keys, object-building YAML tags, aliases, huge or
 deep files) is refused with one clear error and changes nothing. Tests taking `store` and
@@ -22,16 +23,18 @@ from groupchat_core import (
     ConfigError,
     GroupChat,
     StoreError,
+    app_version,
     bids_csv,
     bundle_json,
     dump_agents,
     import_bundle,
+    litellm_version,
     load_agents_text,
     transcript_markdown,
 )
 from groupchat_core.exports._bundle_model import MAX_BUNDLE_BYTES, BundleRun
 from groupchat_core.exports._bundles import export_bundle, read_bundle
-from groupchat_core.store import RUN_STATUSES, RunStore
+from groupchat_core.store import RUN_STATUSES, SCHEMA_VERSION, RunStore
 from groupchat_core.testing import ScriptedBids
 from tests.helpers.scripted_trio import trio_script
 
@@ -98,6 +101,43 @@ def test_a_run_exported_while_running_imports_as_interrupted(store, other_store)
     data["run"]["status"] = "running"
     run_id = import_bundle(other_store, data)
     assert other_store.run_info(run_id)["status"] == "interrupted"
+
+
+# --- `written_by`: the app, litellm and store schema versions; bundles from before 0.2.0,
+# without it, still import; a malformed one is one clear error
+
+
+def test_a_bundle_records_the_code_that_wrote_it(sqlite_store):
+    data = export_bundle(sqlite_store, recorded_run(sqlite_store))
+    assert data["written_by"] == {"app_version": app_version(),
+                                  "litellm_version": litellm_version(),
+                                  "store_schema_version": SCHEMA_VERSION}
+    assert read_bundle(json.dumps(data)).written_by.app_version == "0.2.0"
+
+
+def test_a_bundle_from_before_written_by_still_imports(sqlite_store, tmp_path):
+    run_id = recorded_run(sqlite_store)
+    old = export_bundle(sqlite_store, run_id)
+    del old["written_by"]
+    other = RunStore(f"sqlite:///{tmp_path}/b.db")
+    assert import_bundle(other, json.dumps(old)) == run_id
+    assert other.load_run(run_id) == sqlite_store.load_run(run_id)
+
+
+@pytest.mark.parametrize(("written_by", "message"), [
+    ({"app_version": "0.2.0", "litellm_version": "1", "store_schema_version": 5, "x": 1},
+     "written_by.x"),
+    ({"app_version": "", "litellm_version": "1", "store_schema_version": 5},
+     "written_by.app_version"),
+    ({"app_version": "0.2.0", "litellm_version": "1", "store_schema_version": "five"},
+     "written_by.store_schema_version"),
+    ("0.2.0", "written_by"),
+])
+def test_a_malformed_written_by_is_one_clear_error(sqlite_store, written_by, message):
+    data = {**export_bundle(sqlite_store, recorded_run(sqlite_store)), "written_by": written_by}
+    with pytest.raises(ConfigError, match=message) as error:
+        read_bundle(json.dumps(data), "old.json")
+    assert str(error.value).count("\n") == 0
 
 
 def test_bundle_run_statuses_match_the_store():
