@@ -35,6 +35,7 @@ from tests.helpers.app_helpers import (
     fill,
     goto,
     new_app,
+    open_tab,
     poll,
     preset_run_form,
     query,
@@ -357,10 +358,16 @@ def test_run_page_runs_a_sim_chat_live_and_ends_with_a_summary(app: AppTest, sto
     assert len(store.bids(run_id)) == 12
 
 
-def test_stop_cancels_a_slow_chat_and_keeps_what_was_posted(app: AppTest, store: RunStore):
+def test_a_run_needs_two_agents_and_stop_cancels_a_slow_chat_keeping_what_was_posted(
+        app: AppTest, store: RunStore):
     sim_agents(store, "Ann", "Ben", latency=0.5)
-    fill(goto(app, "run"), run_roster=["Ann", "Ben"], run_task="Talk about the weather.",
-         run_param_threshold=0.0, run_param_max_loops=60)
+    form = {"run_task": "Talk about the weather.", "run_param_threshold": 0.0,
+            "run_param_max_loops": 60}
+    fill(goto(app, "run"), run_roster=["Ann"], **form)
+    app.button(key="start_run").click().run()  # one agent: refused, nothing started
+    assert any("at least two agents" in e.value for e in app.error)
+    assert session(app).job_ids == []
+    fill(app, run_roster=["Ann", "Ben"], **form)
     app.button(key="start_run").click().run()
     poll(app, lambda at: turn(at) >= 2 or not status(at).startswith(("status: running",
                                                                     "status: queued")),
@@ -376,8 +383,10 @@ def test_stop_cancels_a_slow_chat_and_keeps_what_was_posted(app: AppTest, store:
     assert store.run_info(snap.run_id)["status"] == "cancelled"
 
 
-def test_several_runs_at_once_and_coming_back_shows_the_job_you_were_watching(app: AppTest):
-    """Issue 11: start A, start B (watching B), go to Analysis, come back: it showed A."""
+def test_several_runs_at_once_coming_back_shows_the_watched_job_and_a_reload_keeps_them(
+        app: AppTest):
+    """Issue 11: start A, start B (watching B), go to Analysis, come back: it showed A; after
+    a reload the sidebar said "0 running, 0 in all"."""
     start(app, max_loops=60)
     a = session(app).current_job
     app.button(key="start_run").click().run()
@@ -398,12 +407,7 @@ def test_several_runs_at_once_and_coming_back_shows_the_job_you_were_watching(ap
     goto(app, "run")
     assert a in status(app) and b not in status(app) and query(app, "job") == a
 
-
-def test_a_reload_keeps_this_browsers_jobs_and_other_sessions_see_none(app: AppTest):
-    """Issue 11: after a reload the sidebar said "0 running, 0 in all"."""
-    start(app, max_loops=60)
-    app.button(key="start_run").click().run()
-    owner, jobs = session(app).owner, list(session(app).job_ids)
+    owner, jobs = session(app).owner, [a, b]  # a reload keeps this browser's jobs
     assert app.query_params["sid"] in (owner, [owner])
     reloaded = new_app(sid=owner, job=jobs[0])
     assert session(reloaded).owner == owner and session(reloaded).job_ids == jobs
@@ -459,14 +463,6 @@ def test_run_page_warns_about_missing_keys_and_explains_provider_failures(
     assert "**Gpt**" in errors(app) and "**Claude**" in errors(app)
     assert "blocked" in errors(app)  # tests block real calls; the hint says what to do
     assert {m.label: m.value for m in app.metric}["Stop reason"] == "error"
-
-
-def test_run_needs_two_agents_and_a_task(app: AppTest, store: RunStore):
-    save_agents(store, [Agent(agent_name="Solo")])
-    fill(goto(app, "run"), run_roster=["Solo"], run_task="Hello?")
-    app.button(key="start_run").click().run()
-    assert any("at least two agents" in e.value for e in app.error)
-    assert session(app).job_ids == []
 
 
 @pytest.mark.parametrize("strategy, selector_model", [("round_robin", None),
@@ -531,25 +527,18 @@ def test_analysis_offers_a_demo_until_a_run_has_ended_then_shows_it(app: AppTest
     # Only the open tab runs: Bids first, then each tab as it is opened.
     assert [c.key for c in app.get("plotly_chart")] == ["bids_heatmap", "bid_lines"]
     assert not app.get("download_button") and not app.expander
-    open_tab(app, "Speakers")
+    open_tab(app, "analysis_tab", "Speakers")
     assert [c.key for c in app.get("plotly_chart")] == [
         "winner_timeline", "transitions", "turn_shares"]
-    open_tab(app, "Why?")
+    open_tab(app, "analysis_tab", "Why?")
     assert app.info[0].value.startswith("Turn 1:")  # the explainer
     app.selectbox(key="explain_turn").set_value(2).run()
     assert app.info[0].value.startswith("Turn 2:")
-    open_tab(app, "Files")
+    open_tab(app, "analysis_tab", "Files")
     assert {b.label for b in app.get("download_button")} == {
         "Bundle (JSON)", "Bids (CSV)", "Transcript (Markdown)"}
-    open_tab(app, "Transcript")
+    open_tab(app, "analysis_tab", "Transcript")
     assert len(app.expander) == len(store.turns(run_id))
-
-
-def open_tab(app: AppTest, label: str) -> None:
-    """Click an Analysis tab (its state is the label; only the open tab's content runs)."""
-    app.session_state["analysis_tab"] = label
-    app.run()
-    assert not app.exception
 
 
 def chart_turns(app: AppTest, key: str) -> list[int]:
@@ -580,7 +569,7 @@ def test_analysis_pages_a_long_runs_per_turn_charts_by_windows_of_turns(app: App
     picker.set_value((1, 200)).run()
     assert chart_turns(app, "bids_heatmap") == list(range(1, 201))
     assert chart_turns(app, "bid_lines") == list(range(1, 201))
-    open_tab(app, "Speakers")
+    open_tab(app, "analysis_tab", "Speakers")
     assert app.selectbox(key="bid_window").value == (1, 200)
     timeline = json.loads(next(c for c in app.get("plotly_chart")
                                if c.key == "winner_timeline").proto.spec)["data"]
@@ -591,7 +580,8 @@ def test_analysis_pages_a_long_runs_per_turn_charts_by_windows_of_turns(app: App
     assert abs(sum(shares["y"]) - 1) < 1e-9
 
 
-def test_runs_page_lists_compares_deletes_and_imports(app: AppTest, store: RunStore):
+def test_runs_page_lists_compares_deletes_imports_filters_and_opens_a_run_in_analysis(
+        app: AppTest, store: RunStore):
     first, second = analysis_logic.run_demo(store), analysis_logic.run_demo(store)
     table = goto(app, "runs").dataframe[0].value
     assert set(table["run_id"]) == {first, second}
@@ -622,10 +612,7 @@ def test_runs_page_lists_compares_deletes_and_imports(app: AppTest, store: RunSt
     app.button(key="import_bundle").click().run()
     assert list(store.list_runs()["run_id"]) == [first]
 
-
-def test_runs_page_filters_and_opens_a_run_in_analysis(app: AppTest, store: RunStore):
-    run_id = analysis_logic.run_demo(store)
-    goto(app, "runs")
+    run_id = first  # the filters, then a run opened in Analysis
     app.text_input(key="filter_text").set_value("no such words")
     app.button(key="apply_filters").click().run()
     assert app.dataframe[0].value.empty
@@ -645,7 +632,8 @@ def shown(at: AppTest) -> set[str]:
     return set(at.dataframe(key="runs_table").value["run_id"])
 
 
-def test_the_scope_sets_single_runs_apart_from_a_sweeps(app: AppTest, store: RunStore):
+def test_the_scope_sets_single_runs_apart_from_a_sweeps_and_a_link_names_it(app: AppTest,
+                                                                           store: RunStore):
     """Issue 41: single runs apart from a sweep's, and a link that shows the same runs."""
     single = analysis_logic.run_demo(store)
     sweep_id = sim_sweep(store, "big", thresholds=(0.01, 0.2, 0.4))
@@ -666,18 +654,13 @@ def test_the_scope_sets_single_runs_apart_from_a_sweeps(app: AppTest, store: Run
     app.button(key="apply_filters").click().run()
     assert shown(app) == set()
 
-
-def test_a_link_names_the_scope(app: AppTest, store: RunStore):
-    single = analysis_logic.run_demo(store)
-    sweep_id = sim_sweep(store, "linked", thresholds=(0.01, 0.2))
-    at = goto(app, "runs", sweep=sweep_id[:6])  # a unique prefix, as elsewhere
-    assert at.selectbox(key="filter_scope").value == sweep_id
-    assert shown(at) == set(store.list_runs(sweep_id=sweep_id)["run_id"])
+    at = goto(new_app(), "runs", sweep=sweep_id[:6])  # a unique prefix, as elsewhere
+    assert at.selectbox(key="filter_scope").value == sweep_id and shown(at) == swept
     at = goto(new_app(), "runs", runs="single")
     assert shown(at) == {single}
     at = goto(new_app(), "runs", sweep="nosuchsweep")  # names nothing here: every run
     assert at.selectbox(key="filter_scope").value == runs_logic.ALL_RUNS
-    assert len(shown(at)) == 3
+    assert shown(at) == swept | {single}
 
 
 def test_scopes_count_runs_and_keep_sweeps_without_runs_out():
@@ -696,9 +679,23 @@ def test_scopes_count_runs_and_keep_sweeps_without_runs_out():
     assert runs_logic.scope_query("s1") == {"sweep": "s1"} and runs_logic.scope_query("all") == {}
 
 
-def test_settings_keeps_a_key_in_this_session_only(app: AppTest, store: RunStore,
-                                                   tmp_path: Path):
+def test_settings_keep_keys_in_this_session_only_and_preferences_live_as_said(
+        app: AppTest, store: RunStore, tmp_path: Path):
     goto(app, "settings")
+    captions = " ".join(c.value for c in app.caption)
+    assert "Not saved anywhere" in captions and "reload" in captions
+    assert "until the server restarts" in captions
+    before = max_inflight_calls()
+    fill(app, pref_default_model="sim/eager", pref_inflight=8)
+    app.button(key="save_preferences").click().run()
+    try:
+        assert session(app).default_model == "sim/eager" and max_inflight_calls() == 8
+    finally:
+        set_max_inflight_calls(before)
+    said = " ".join(s.value for s in app.success)
+    assert "Preferences saved" not in said and "not saved" in said
+
+    assert app.button(key="clear_keys").disabled
     app.text_input(key="key_OPENAI_API_KEY").set_value(SECRET)
     app.button(key="save_keys").click().run()
     assert session(app).provider_keys == {"OPENAI_API_KEY": SECRET}
@@ -723,24 +720,6 @@ def test_settings_keeps_a_key_in_this_session_only(app: AppTest, store: RunStore
     goto(app, "settings")
     app.button(key="forget_OPENAI_API_KEY").click().run()
     assert session(app).provider_keys == {}
-
-
-def test_settings_preferences_live_as_said_and_keys_clear(app: AppTest):
-    goto(app, "settings")
-    captions = " ".join(c.value for c in app.caption)
-    assert "Not saved anywhere" in captions and "reload" in captions
-    assert "until the server restarts" in captions
-    before = max_inflight_calls()
-    fill(app, pref_default_model="sim/eager", pref_inflight=8)
-    app.button(key="save_preferences").click().run()
-    try:
-        assert session(app).default_model == "sim/eager" and max_inflight_calls() == 8
-    finally:
-        set_max_inflight_calls(before)
-    said = " ".join(s.value for s in app.success)
-    assert "Preferences saved" not in said and "not saved" in said
-
-    assert app.button(key="clear_keys").disabled
     fill(app, key_OPENAI_API_KEY="sk-" + "a" * 24, key_GROQ_API_KEY="gsk-" + "b" * 24)
     app.button(key="save_keys").click().run()
     assert set(session(app).provider_keys) == {"OPENAI_API_KEY", "GROQ_API_KEY"}
