@@ -27,6 +27,7 @@ from groupchat_core.store._schema import METADATA, messages, runs
 from groupchat_core.testing import ScriptedBid, ScriptedBids
 from tests.helpers import ROOT
 from tests.helpers.chats import scripted_chat as make_chat
+from tests.helpers.stores import release_store_engines
 
 KEY = "sk-store-test-never-stored-0123456789"
 
@@ -354,6 +355,38 @@ def test_saved_agents_and_presets(store):
         store.load_preset("nope")
     with pytest.raises(StoreError, match="name must be"):
         store.save_preset(" ", [a, b])
+
+
+def _names(store: RunStore) -> list[str]:
+    return [a.agent_name for a in store.list_agents()]
+
+
+def _agent(name: str, role: str = "") -> Agent:
+    return Agent(agent_name=name, system_prompt=role, model_name="sim/eager")
+
+
+def test_new_agents_go_last_and_the_order_survives_reopening(store, store_url):
+    """The saved order of agents (agents.position) survives a reload of the dashboard."""
+    for name in ("Zed", "Amy", "Mo"):
+        store.save_agent(_agent(name))
+    assert _names(store) == ["Zed", "Amy", "Mo"]  # the order they were made, not by name
+    store.set_agent_order(["Mo", "Zed"])  # the rest keep their order, after these
+    store.save_agent(_agent("Zed", "edited"))  # replacing keeps the place
+    release_store_engines()
+    assert _names(RunStore(store_url)) == ["Mo", "Zed", "Amy"]
+
+
+def test_a_rename_keeps_the_place_and_refuses_a_taken_name(store, store_url):
+    store.save_agents([_agent("A"), _agent("B"), _agent("C")])
+    store.rename_agent("B", _agent("Bee", "new role"))
+    assert _names(store) == ["A", "Bee", "C"]
+    assert store.get_agent("Bee").system_prompt == "new role"
+    with pytest.raises(StoreError, match="'C' already exists"):
+        store.rename_agent("A", _agent("C"))
+    with pytest.raises(StoreError, match="no saved agent named 'gone'"):
+        store.rename_agent("gone", _agent("D"))
+    release_store_engines()
+    assert _names(RunStore(store_url)) == ["A", "Bee", "C"]
 
 
 def test_sweeps_group_runs(store):

@@ -108,6 +108,10 @@ def _columns_and_indexes(url: str) -> tuple[list[str], list[str]]:
         engine.dispose()
 
 
+def _agent(name: str, role: str = "") -> Agent:
+    return Agent(agent_name=name, system_prompt=role, model_name="sim/eager")
+
+
 def _version(url: str) -> int:
     engine = create_engine(url)
     try:
@@ -183,10 +187,11 @@ def test_a_database_of_another_program_is_refused(new_database):
 # --- v4: sweeps.owned_at and sweep_cells (cell claims) ------------------------------------------
 
 
-def test_a_version_3_store_gets_cell_claims_for_its_finished_cells(store_url):
+def test_a_version_3_store_gets_cell_claims_and_agent_positions_keeping_its_agents(store_url):
     """v4 adds sweeps.owned_at and sweep_cells: every cell with a finished run gets a
     `finished` claim (the latest run, when an old double resume left two), so no finished cell
-    can be claimed again; other cells stay claimable."""
+    can be claimed again; other cells stay claimable. And agents.position, the saved order of
+    agents (issue 11 §1: "the agent order resets on reload"): old agents are kept, by name."""
     run = {"name": "old", "task": "t", "spec_json": json.dumps(SPEC), "agents": "A, B",
            "threshold": 0.5, "recency_penalty": 0.3, "recency_window": 1, "max_loops": 2,
            "sweep_id": "old-sweep"}
@@ -203,10 +208,20 @@ def test_a_version_3_store_gets_cell_claims_for_its_finished_cells(store_url):
         {**run, "run_id": "c3-run", "cell": "c3", "status": "interrupted",
          "started_at": "2025-01-01T00:00:01+00:00", "ended_at": None},
         {**run, "run_id": "lone", "cell": None, "sweep_id": None, "status": "finished",
-         "started_at": "2025-01-01T00:00:01+00:00", "ended_at": None}])
+         "started_at": "2025-01-01T00:00:01+00:00", "ended_at": None}], agents=[
+        {"name": name, "spec_json": json.dumps(_agent(name, f"{name} role").to_spec()),
+         "created_at": "2026-01-01T00:00:00+00:00", "updated_at": "2026-01-01T00:00:00+00:00"}
+        for name in ("Beta", "Alpha")])
+    assert "position" not in table_columns(store_url, "agents")
 
     store = RunStore(store_url)
     assert _version(store_url) == SCHEMA_VERSION == 13
+    assert [a.agent_name for a in store.list_agents()] == ["Alpha", "Beta"]  # no position yet
+    assert store.get_agent("Beta").system_prompt == "Beta role"
+    store.save_agent(_agent("Gamma"))
+    store.set_agent_order(["Gamma", "Beta"])
+    release_store_engines()
+    assert [a.agent_name for a in RunStore(store_url).list_agents()] == ["Gamma", "Beta", "Alpha"]
     claims = store.cell_claims("old-sweep").set_index("cell")
     assert claims["state"].to_dict() == {"c1": "finished", "c2": "finished"}
     assert claims["run_id"].to_dict() == {"c1": "c1-again", "c2": "c2-run"}
