@@ -236,9 +236,7 @@ def add_person(at: AppTest, name: str, *, me: bool = False, picker: bool = False
 
 
 def prepare(at: AppTest) -> None:
-    goto(at, "agents")
-    at.button(key="load_preset").click().run()
-    goto(at, "run")
+    preset_run_form(at)
     at.number_input(key="room_window").set_value(120.0)  # nothing expires during the test
     at.number_input(key="run_param_max_loops").set_value(4)
 
@@ -308,7 +306,8 @@ def test_two_sessions_run_at_once_and_each_sees_only_its_own_job(app: AppTest):
     assert at(second["started_at"]) < at(first["ended_at"])
 
 
-def test_people_join_the_next_run_and_a_taken_name_is_refused(app: AppTest):
+def test_people_join_the_next_run_a_taken_name_is_refused_and_a_refused_start_says_why(
+        app: AppTest):
     prepare(app)
     add_person(app, "Ann", me=True)
     assert "**Ann** · person, bids · you" in markdown(app)
@@ -318,6 +317,18 @@ def test_people_join_the_next_run_and_a_taken_name_is_refused(app: AppTest):
     assert "**Judge** · person, picks who speaks" in markdown(app)
     app.button(key="room_remove_Judge").click().run()
     assert "Judge" not in markdown(app)
+    # a room start refused says why in one line, and starts nothing
+    for widget, value, said in (
+            ("room_window", 0.0, "must be a number above 0"),
+            ("run_param_strategy", "round_robin",
+             "people take part only with strategy 'bidding', not 'round_robin'")):
+        fill(app, **{"room_window": 120.0, "run_param_strategy": "bidding", widget: value})
+        app.button(key="start_run").click().run()
+        assert not app.exception, [e.value for e in app.exception]
+        shown = texts(app.error).replace("\\_", "_")  # shown as markdown
+        assert shown.startswith("The run did not start:") and said in shown, shown
+        assert "\n" not in shown and "Traceback" not in shown
+        assert session(app).current_job is None
 
 
 def test_a_signed_in_user_joins_the_seat_that_is_theirs(signed_in):
@@ -386,23 +397,6 @@ def test_a_person_picks_who_speaks_and_analysis_shows_the_agreement_rate(app: Ap
     assert f"A person picked who speaks on {picks} turn{s}; the bidding rule would have picked "\
         f"the same speaker on {agreed} (agreement {agreed / picks:.0%})." in line, line
     assert picks >= 2 and agreed == picks - 1
-
-
-@pytest.mark.parametrize(("widget", "value", "said"), [
-    ("room_window", 0.0, "must be a number above 0"),
-    ("run_param_strategy", "round_robin",
-     "people take part only with strategy 'bidding', not 'round_robin'")])
-def test_a_room_start_refused_says_why_in_one_line(app: AppTest, widget: str, value: object,
-                                                   said: str):
-    prepare(app)
-    add_person(app, "Ann", me=True)
-    fill(app, **{widget: value})
-    app.button(key="start_run").click().run()
-    assert not app.exception, [e.value for e in app.exception]
-    shown = texts(app.error).replace("\\_", "_")  # shown as markdown
-    assert shown.startswith("The run did not start:") and said in shown, shown
-    assert "\n" not in shown and "Traceback" not in shown
-    assert session(app).current_job is None
 
 
 def seat_controls(at: AppTest, turn: int = 1) -> bool:
