@@ -49,7 +49,8 @@ def poll(at: AppTest, check: Callable[[AppTest], bool], what: str) -> None:
     poll_app(at, check, what, shown=sweep_status)
 
 
-def test_the_page_renders_on_an_empty_store_and_bad_grid_input_starts_nothing(at: AppTest):
+def test_the_page_renders_on_an_empty_store_bad_grid_input_starts_nothing_and_a_sim_sweep_runs(
+        at: AppTest):
     assert at.title[0].value == "Sweeps"
     assert any("simulations" in i.value for i in at.info)
     assert any("No sweeps in the store yet" in i.value for i in at.info)
@@ -63,9 +64,7 @@ def test_the_page_renders_on_an_empty_store_and_bad_grid_input_starts_nothing(at
     assert any("threshold: 5 is outside -1 to 2" in e.value for e in at.error)
     assert RunStore().list_sweeps().empty
 
-
-def test_a_small_sim_sweep_finishes_and_its_heatmaps_render(at: AppTest):
-    small_grid(at)
+    small_grid(at)  # then a small sim sweep finishes and its heatmaps render
     assert any("**8 cells**" in m.value for m in at.markdown)
     at.button(key="sw_start").click().run()
     poll(at, lambda a: status(a).startswith("sweep status: finished"), "the sweep to finish")
@@ -295,7 +294,13 @@ YAML_SET = b"""\
 """
 
 
-def test_a_shipped_task_set_starts_a_scored_sweep(at: AppTest):
+def test_an_uploaded_task_set_is_checked_in_one_line_and_a_shipped_one_starts_a_scored_sweep(
+        at: AppTest):
+    at.radio(key="sw_task_source").set_value(task_sets.UPLOADED).run()
+    errors = [e.value for e in at.error]
+    assert errors == ["Fix the tasks: choose a task-set file (.jsonl, .yaml or .json), or type "
+                      "the tasks"]
+    assert at.button(key="sw_start").disabled
     at.radio(key="sw_task_source").set_value(task_sets.DU_MATH).run()
     at.number_input(key="sw_task_limit").set_value(2).run()
     fill(at, sw_threshold="0.4", sw_recency_penalty="0.3", sw_recency_window="1", sw_repeats=1,
@@ -309,14 +314,6 @@ def test_a_shipped_task_set_starts_a_scored_sweep(at: AppTest):
     assert list(frame["task_id"]) == ["du-math-000", "du-math-001"]
     assert frame["scorer"].eq("numeric").all()
     assert frame["correct"].notna().all() and frame["answer"].notna().all()  # every run scored
-
-
-def test_an_uploaded_task_set_is_checked_in_one_line(at: AppTest):
-    at.radio(key="sw_task_source").set_value(task_sets.UPLOADED).run()
-    errors = [e.value for e in at.error]
-    assert errors == ["Fix the tasks: choose a task-set file (.jsonl, .yaml or .json), or type "
-                      "the tasks"]
-    assert at.button(key="sw_start").disabled
 
 
 def test_task_sets_read_shipped_and_uploaded_tasks():
