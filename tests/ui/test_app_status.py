@@ -69,10 +69,11 @@ def sim_pair(store: RunStore) -> None:
 # --- labels say which run it is -----------------------------------------------------------
 
 
-def test_labels_name_each_run_by_its_task_or_given_name(app: AppTest, store: RunStore):
+def test_labels_name_each_run_and_analysis_opens_this_sessions_newest_finished_run(
+        app: AppTest, store: RunStore):
     sim_pair(store)
     run_from_page(app, ["Ann", "Ben"], "Plan the offsite for the sales team")
-    run_from_page(app, ["Ann", "Ben"], "Pick a database", name="DB choice")
+    mine = run_from_page(app, ["Ann", "Ben"], "Pick a database", name="DB choice")
 
     def labels(at: AppTest) -> list[str]:
         return [p.label for p in at.sidebar.get("page_link")]
@@ -104,14 +105,7 @@ def test_labels_name_each_run_by_its_task_or_given_name(app: AppTest, store: Run
     assert not any(ISO_MICROS.search(o) for o in picker.options)
     assert not any("dynamic-groupchat" in o for o in picker.options)
 
-
-# --- Analysis opens this session's newest finished run ------------------------------------
-
-
-def test_analysis_opens_this_sessions_newest_finished_run_not_a_half_finished_one(
-        app: AppTest, store: RunStore):
-    sim_pair(store)
-    mine = run_from_page(app, ["Ann", "Ben"], "My own question")
+    # Analysis opens this session's newest finished run, not a newer one still running
     my_run = job_registry.registry().snapshot(mine).run_id
     newer = analysis_logic.run_demo(store)  # another session's, finished later
     running = analysis_logic.run_demo(store)  # and one still running (newest of all)
@@ -120,10 +114,8 @@ def test_analysis_opens_this_sessions_newest_finished_run_not_a_half_finished_on
                              "WHERE run_id=?", (running,))
     store_access.invalidate()
     assert store.list_runs().iloc[0]["run_id"] == running
-
     goto(app, "analysis")
     assert app.selectbox(key="analysis_run").value == my_run
-
     other = goto(new_app(), "analysis")  # no run of its own: anyone's newest ended run
     assert other.selectbox(key="analysis_run").value == newer
 
@@ -151,7 +143,7 @@ def _after(at: AppTest, key: str, kind: str) -> str:
     return found
 
 
-def test_import_errors_show_under_their_file_field_which_keeps_the_file(
+def test_import_errors_show_under_their_file_field_and_a_refused_start_under_its_button(
         app: AppTest, store: RunStore):
     goto(app, "agents")
     app.file_uploader(key="agents_upload").set_value(("bad.json", b"{not json", "x"))
@@ -170,9 +162,7 @@ def test_import_errors_show_under_their_file_field_which_keeps_the_file(
     assert "Nothing was imported from broken.json" in _after(app, "import_bundle", "error")
     assert app.file_uploader(key="bundle_upload").value is not None and store.list_runs().empty
 
-
-def test_a_refused_start_says_why_under_the_start_button(app: AppTest, store: RunStore):
-    sim_pair(store)
+    sim_pair(store)  # a refused start says why under the Start button
     fill(goto(app, "run"), run_roster=["Ann", "Ben"]).run()
     fill(app, run_task="   ")
     app.button(key="start_run").click().run()
@@ -213,16 +203,28 @@ def test_no_readable_bid_stops_the_run_and_both_pages_say_why(app: AppTest, stor
     assert any("no agent produced a readable bid" in o for o in outcomes), outcomes
 
 
-def test_unknown_cost_is_shown_as_unknown_everywhere(app: AppTest, store: RunStore,
-                                                     server: FakeOpenAIServer):
+def test_unknown_cost_shows_as_unknown_everywhere_and_settings_show_remembered_modes(
+        app: AppTest, store: RunStore, server: FakeOpenAIServer):
+    server.configure("picky", reject_forced_tool_choice=True)  # a mode to remember
     server.set_responder(None, lambda body: tool_call(0.9, "A word."))
-    save_agents(store, fake_agents(server, {"One": "unpriced-a", "Two": "unpriced-b"}))
-    run_from_page(app, ["One", "Two"], "Is this free?", max_loops=3)
+    save_agents(store, fake_agents(server, {"P1": "picky", "P2": "picky"}))  # unpriced
+    goto(app, "settings")
+    assert app.button(key="reprobe_modes").disabled
+    run_from_page(app, ["P1", "P2"], "Is this free?", max_loops=3)
     assert {m.label: m.value for m in app.metric}["Cost"] == "unknown"
     goto(app, "runs")
     assert list(app.dataframe[0].value["cost"]) == ["unknown"]
     goto(app, "analysis")
     assert any("cost unknown" in m.value for m in app.markdown)
+
+    goto(app, "settings")
+    table = next(d.value for d in app.dataframe if "mode" in d.value.columns)
+    row = table.iloc[0]
+    assert row["model"] == "openai/picky" and row["api_base"] == server.base_url
+    assert row["mode"] != "forced" and re.fullmatch(r"(\d+ min )?\d+ s", row["expires in"])
+    app.button(key="reprobe_modes").click().run()
+    assert not any("mode" in d.value.columns for d in app.dataframe)
+    assert any("probes from forced" in s.value for s in app.success)
 
     chat = GroupChat(agents=[Agent(agent_name="S1", model_name="sim/eager"),
                              Agent(agent_name="S2", model_name="sim/eager")],
@@ -232,21 +234,3 @@ def test_unknown_cost_is_shown_as_unknown_everywhere(app: AppTest, store: RunSto
     store_access.invalidate()
     goto(app, "runs")
     assert list(app.dataframe[0].value["cost"]) == ["$0.0000", "unknown"]
-
-
-def test_settings_show_remembered_modes_and_reprobe_forgets_them(app: AppTest, store: RunStore,
-                                                                 server: FakeOpenAIServer):
-    server.configure("picky", reject_forced_tool_choice=True)
-    server.set_responder(None, lambda body: tool_call(0.9, "Fine."))
-    save_agents(store, fake_agents(server, {"P1": "picky", "P2": "picky"}))
-    goto(app, "settings")
-    assert app.button(key="reprobe_modes").disabled
-    run_from_page(app, ["P1", "P2"], "Which mode?", max_loops=2)
-    goto(app, "settings")
-    table = next(d.value for d in app.dataframe if "mode" in d.value.columns)
-    row = table.iloc[0]
-    assert row["model"] == "openai/picky" and row["api_base"] == server.base_url
-    assert row["mode"] != "forced" and re.fullmatch(r"(\d+ min )?\d+ s", row["expires in"])
-    app.button(key="reprobe_modes").click().run()
-    assert not any("mode" in d.value.columns for d in app.dataframe)
-    assert any("probes from forced" in s.value for s in app.success)
