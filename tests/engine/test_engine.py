@@ -141,13 +141,6 @@ def test_unreadable_scripted_replies_stop_with_error_and_no_lull_event():
     fake.assert_complete()
 
 
-def test_a_clamped_score_is_read_so_the_quiet_turn_is_a_lull():
-    chat, _ = make_chat({"A": [{"score": -4, "message": "meh"}],
-                         "B": [{"score": float("nan"), "message": ""}]})
-    chat.run("t")
-    assert chat.last_run.stop_reason == "lull" and chat.last_run.error is None
-
-
 def test_one_agent_failing_never_fails_the_turn():
     chat, _ = make_chat({"A": [ValueError("bad key"), (0.1, "")], "B": [(0.9, "b"), (0.1, "")]})
     chat.run("t")

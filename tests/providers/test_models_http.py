@@ -7,12 +7,9 @@ the path's switch, and litellm's module to count which path a request took.
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import json
 import logging
-import subprocess
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -96,18 +93,6 @@ def test_text_reply_to_forced_call_is_parsed_or_silent(server):
     assert bids[2].path == "text_fallback" and bids[2].score == 0.0 and bids[2].error
 
 
-def test_malformed_arguments_are_unreadable_and_stop_with_error_not_lull(server):
-    chat = run_ab(server, [tool_call(None, None, arguments_raw="{not json")],
-                  [tool_call(None, None, arguments_raw="[1, 2]")])
-    a, b = chat.last_run.bids
-    assert a.score == 0.0 and a.error.startswith("unreadable: ") and "not JSON" in a.error
-    assert b.message == "" and "not a JSON object" in b.error
-    record = chat.last_run
-    assert record.stop_reason == "error" and record.turns[0].reason == "no_readable_bid"
-    assert record.error.startswith("no agent produced a readable bid on turn 1: A: unreadable")
-    assert "; B: unreadable: respond arguments are not a JSON object" in record.error
-
-
 def test_retries_on_429_and_500_then_succeeds(server):
     chat = run_ab(server, [error(429), error(500), tool_call(0.9, "after retries"),
                            tool_call(0, "")], [tool_call(0.1, ""), tool_call(0.1, "")])
@@ -144,6 +129,8 @@ def test_every_agent_failing_stops_with_error_naming_the_errors(server):
     chat = run_ab(server, [error(401, "bad key for a")], [error(404, "model b does not exist")])
     record = chat.last_run
     assert record.stop_reason == "error" and not record.turns[0].lull
+    assert record.turns[0].reason == "all_failed"
+    assert record.error.startswith("no agent produced a readable bid on turn 1: A: ")
     assert "AuthenticationError" in record.error and "bad key for a" in record.error
     assert "NotFoundError" in record.error and "model b does not exist" in record.error
 
@@ -192,32 +179,6 @@ def test_a_provider_error_echoing_the_key_is_scrubbed_and_not_retried(server):
     bid = chat.last_run.bids[0]
     assert KEY not in bid.error and "***" in bid.error
     assert bid.calls == 1 and len(server.requests_for("a")) == 1
-
-
-def test_litellm_is_never_imported_on_the_shared_loop_thread(server):
-    code = f"""
-import sys, threading
-import builtins
-real_import = builtins.__import__
-threads = set()
-def spy(name, *a, **k):
-    if name == "litellm" and "litellm" not in sys.modules:
-        threads.add(threading.current_thread().name)
-    return real_import(name, *a, **k)
-builtins.__import__ = spy
-from groupchat_core import Agent, GroupChat
-agents = [Agent(agent_name=n, model_name="openai/x", api_base="{server.base_url}", api_key="k")
-          for n in "AB"]
-GroupChat(agents=agents).run("t")
-print(sorted(threads))
-"""
-    server.set_responder(None, lambda body: tool_call(0.0, ""))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120, env={"GROUPCHAT_BLOCK_REMOTE_CALLS": "1", "PATH": "",
-                              "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
-    assert out.returncode == 0, out.stderr
-    threads = ast.literal_eval(out.stdout.strip().splitlines()[-1])
-    assert threads and "groupchat-loop" not in threads
 
 
 # --- the direct path --------------------------------------------------------------------------
