@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import random
 import selectors
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -290,33 +291,40 @@ def documented_winner(bids: Sequence[tuple[float, str, bool]], recent: Sequence[
     return best
 
 
-scores = st.one_of(st.sampled_from([0.0, 0.2, 0.5, 0.51, 0.8, 1.0]),
-                   st.floats(0.0, 1.0, allow_nan=False))
+def random_mix(rng: random.Random) -> tuple[list[tuple[float, str, bool]], list[int], float,
+                                             float]:
+    """1-8 bids (score, message, a person's?), recent positions, a threshold and a penalty, each
+    drawn half the time from values on the rule's edges, else anywhere in [0, 1]."""
+    def draw(edges: list[float]) -> float:
+        return rng.choice(edges) if rng.random() < 0.5 else rng.random()
+
+    bids = [(draw([0.0, 0.2, 0.5, 0.51, 0.8, 1.0]), rng.choice(["", "draft"]),
+             rng.random() < 0.5) for _ in range(rng.randint(1, 8))]
+    recent_at = [rng.randint(0, 7) for _ in range(rng.randint(0, 3))]
+    return bids, recent_at, draw([0.0, 0.5, 0.7]), draw([0.0, 0.3])
 
 
-@settings(max_examples=1500, deadline=None)
-@given(st.lists(st.tuples(scores, st.sampled_from(["", "draft"]), st.booleans()),
-                min_size=1, max_size=8),
-       st.lists(st.integers(0, 7), max_size=3),
-       st.one_of(st.sampled_from([0.0, 0.5, 0.7]), st.floats(0.0, 1.0, allow_nan=False)),
-       st.one_of(st.sampled_from([0.0, 0.3]), st.floats(0.0, 1.0, allow_nan=False)))
-def test_the_rule_is_the_documented_one_and_does_not_look_at_who_bid(
-        bids: list[tuple[float, str, bool]], recent_at: list[int], threshold: float,
-        penalty: float) -> None:
-    """Over random mixes of kinds: the winner is `documented_winner`'s (an oracle independent
-    of select_speaker), and a person's bid selects exactly as an agent's with its message."""
-    names = [f"P{i}" for i in range(len(bids))]
-    recent = [i for i in recent_at if i < len(bids)]
-    mixed = [Bid(turn=1, agent=n, position=i, score=s, message=m,
-                 kind="human" if human else "agent", path="human" if human else "scripted")
-             for i, (n, (s, m, human)) in enumerate(zip(names, bids, strict=True))]
-    chosen = select_speaker([candidate(b) for b in mixed], [names[i] for i in recent],
-                            threshold, penalty)
-    assert chosen.winner == documented_winner(bids, recent, threshold, penalty)
-    assert (chosen.reason == "lull") == (chosen.winner is None)
-    twins = [Candidate(n, s, (m or HUMAN_FLOOR) if human and s > 0 else ("" if human else m))
-             for n, (s, m, human) in zip(names, bids, strict=True)]
-    assert chosen == select_speaker(twins, [names[i] for i in recent], threshold, penalty)
+def test_the_rule_is_the_documented_one_and_does_not_look_at_who_bid() -> None:
+    """Over 1,500 seeded random mixes of kinds (hypothesis drew them at ~12 ms a case): the
+    winner is `documented_winner`'s (an oracle independent of select_speaker), and a person's
+    bid selects exactly as an agent's with its message."""
+    rng = random.Random(23)
+    for case in range(1500):
+        bids, recent_at, threshold, penalty = random_mix(rng)
+        names = [f"P{i}" for i in range(len(bids))]
+        recent = [i for i in recent_at if i < len(bids)]
+        mixed = [Bid(turn=1, agent=n, position=i, score=s, message=m,
+                     kind="human" if human else "agent", path="human" if human else "scripted")
+                 for i, (n, (s, m, human)) in enumerate(zip(names, bids, strict=True))]
+        chosen = select_speaker([candidate(b) for b in mixed], [names[i] for i in recent],
+                                threshold, penalty)
+        what = (case, bids, recent, threshold, penalty)
+        assert chosen.winner == documented_winner(bids, recent, threshold, penalty), what
+        assert (chosen.reason == "lull") == (chosen.winner is None), what
+        twins = [Candidate(n, s, (m or HUMAN_FLOOR) if human and s > 0 else ("" if human else m))
+                 for n, (s, m, human) in zip(names, bids, strict=True)]
+        assert chosen == select_speaker(twins, [names[i] for i in recent], threshold,
+                                        penalty), what
 
 
 @settings(max_examples=60, deadline=None,
