@@ -143,17 +143,9 @@ def test_a_tampered_pick_is_one_clear_error(store):  # type: ignore[no-untyped-d
 
 def test_a_version_2_bundle_without_people_still_imports(store, other_store):
     """A bundle written before people existed (v2: no `people`, no bid kind, no pick columns)."""
-    fake = ScriptedBids({"A": [(0.9, "a1"), (0.1, "")], "B": [(0.2, ""), (0.1, "")]},
-                        shared=False)
-    try:
-        chat = GroupChat(agents=[Agent(agent_name=n, model_name=fake.model_name) for n in "AB"],
-                         providers=fake.providers, bid_cache=False, max_loops=4)
-        store.attach(chat)
-        chat.run("Plan.")
-    finally:
-        fake.close()
-    assert chat.last_run is not None
-    data = export_bundle(store, chat.last_run.run_id)
+    data = export_bundle(store, _recorded(store, {"A": [(0.9, "a1"), (0.1, "")],
+                                                  "B": [(0.2, ""), (0.1, "")]}, [], "A B",
+                                          max_loops=4))
     data["schema_version"] = 2
     del data["people"]
     for bid in data["bids"]:

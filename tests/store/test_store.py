@@ -47,7 +47,7 @@ def sim_chat(**kwargs) -> GroupChat:
     personas = ("eager", "balanced", "contrarian")
     agents = [Agent(agent_name=f"Sim{p.title()}", model_name=f"sim/{p}",
                     system_prompt=f"You care about {p} budgets.") for p in personas]
-    return GroupChat(agents=agents, max_loops=8, seed=7, **kwargs)
+    return GroupChat(agents=agents, **{"max_loops": 8, "seed": 7, **kwargs})
 
 
 def test_values_bound_the_fast_way_read_back_exactly(sqlite_store):

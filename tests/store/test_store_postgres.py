@@ -22,17 +22,11 @@ import pandas as pd
 import pytest
 from sqlalchemy import inspect, select, text, update
 
-from groupchat_core import Agent, GroupChat, StoreError, import_bundle
+from groupchat_core import StoreError, import_bundle
 from groupchat_core.exports._bundles import export_bundle
 from groupchat_core.store import SCHEMA_VERSION, RunStore
 from groupchat_core.store._schema import METADATA, runs, schema_version
-
-
-def sim_chat(**kwargs) -> GroupChat:
-    personas = ("eager", "balanced", "contrarian")
-    agents = [Agent(agent_name=f"Sim{p.title()}", model_name=f"sim/{p}",
-                    system_prompt=f"You care about {p} budgets.") for p in personas]
-    return GroupChat(agents=agents, **{"max_loops": 8, "seed": 7, **kwargs})
+from tests.store.test_store import sim_chat  # the same three sim personas
 
 
 def test_the_store_really_is_on_postgresql(pg_store, pg_url):

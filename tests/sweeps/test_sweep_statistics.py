@@ -16,7 +16,6 @@ import pandas as pd
 import pytest
 
 from groupchat_core.analysis import speaker_metrics
-from groupchat_core.cli import main
 from groupchat_core.store import RunStore
 from groupchat_core.sweeps import (
     METHODS_VERSION,
@@ -51,6 +50,7 @@ from groupchat_core.sweeps._compare import (
 from groupchat_core.sweeps._importance import MIN_PER_LEVEL
 from groupchat_core.sweeps._intervals import clopper_pearson, t95
 from groupchat_core.sweeps._results import METRICS
+from tests.helpers.cli import run_cli
 from tests.helpers.stores import release_store_engines
 from tests.sweeps import PERSONAS as AGENTS
 
@@ -278,12 +278,6 @@ def test_calls_needed_and_made_are_apart_and_importance_skips_the_cache(edges):
     table = importance(five, permutations=199)
     assert "calls_needed" in set(table["metric"])
     assert not {"calls_made", "hit_rate", "total_cost_usd"} & set(table["metric"])
-
-
-def run_cli(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_exports_carry_spec_seeds_settings_models_and_a_methods_paragraph(edges):
