@@ -81,20 +81,17 @@ def start_slow_run(at) -> str:
     return str(job_id)
 
 
-def test_signed_out_visitors_see_only_the_login(monkeypatch: pytest.MonkeyPatch,
-                                                store: RunStore):
-    monkeypatch.setattr(state, "login_configured", lambda: True)  # as [auth] in secrets.toml
+def test_without_login_every_session_is_the_local_user_and_with_it_visitors_see_the_login(
+        monkeypatch: pytest.MonkeyPatch, store: RunStore):
     at = new_app()
+    assert (session(at).user, session(at).user_name) == (LOCAL_USER, LOCAL_USER)
+    assert not [b for b in at.sidebar.button if b.label == "Log out"]  # nobody signs in
+    monkeypatch.setattr(state, "login_configured", lambda: True)  # as [auth] in secrets.toml
+    at = new_app()  # signed out
     assert [t.value for t in at.title] == ["GroupChat Lab"]
     assert [b.label for b in at.button] == ["Log in"]
     assert not at.sidebar.caption and not at.dataframe  # no jobs, no data location, no runs
     assert session(at).job_ids == []
-
-
-def test_without_login_every_session_is_the_local_user(store: RunStore):
-    at = new_app()
-    assert (session(at).user, session(at).user_name) == (LOCAL_USER, LOCAL_USER)
-    assert not [b for b in at.sidebar.button if b.label == "Log out"]  # nobody signs in
 
 
 def test_a_second_user_watches_a_run_but_cannot_stop_or_delete_it(signed_in, store: RunStore):
@@ -231,7 +228,7 @@ def test_others_watch_a_sweep_and_its_owner_stops_and_resumes_it_from_another_se
     assert store.get_sweep(sweep_id)["owner"] == USERS["alice"][0]
 
 
-def test_the_owner_rule(monkeypatch: pytest.MonkeyPatch):
+def test_the_owner_rules_for_jobs_runs_sweeps_and_agents(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("GROUPCHAT_ADMINS", "root@example.org, ops@example.org")
     assert may_manage("alice@example.org", "alice@example.org")
     assert not may_manage("alice@example.org", "bob@example.org")
@@ -243,6 +240,18 @@ def test_the_owner_rule(monkeypatch: pytest.MonkeyPatch):
     assert may_manage(None, LOCAL_USER) and may_manage(LOCAL_USER, LOCAL_USER)
     assert may_manage(getpass.getuser(), LOCAL_USER)
     assert not may_manage("alice@example.org", LOCAL_USER)
+    # the agents' rule: the owner and admins; ownerless is read-only when signed in
+    monkeypatch.setenv(ADMINS_ENV, " Root@Example.org , ")
+    assert is_admin("root@example.org") and not is_admin("bob@example.org")
+    assert not is_admin("")
+    alice = "alice@example.org"
+    assert may_edit_agent(alice, alice, signed_in=True)
+    assert not may_edit_agent(alice, "bob@example.org", signed_in=True)
+    assert not may_edit_agent(None, alice, signed_in=True)  # ownerless: read-only
+    assert may_edit_agent(None, "root@example.org", signed_in=True)  # admins may
+    assert may_edit_agent(alice, "root@example.org", signed_in=True)
+    assert may_edit_agent(alice, "local", signed_in=False)  # no login: one local user
+    assert may_edit_agent(None, "local", signed_in=False)
 
 
 def test_a_signed_in_user_cannot_delete_an_ownerless_run_and_an_admin_can(signed_in, store):
@@ -267,10 +276,13 @@ def test_a_signed_in_user_cannot_delete_an_ownerless_run_and_an_admin_can(signed
     assert run_id not in store.run_ids()
 
 
-def test_a_sweeps_owner_deletes_it_from_the_sweeps_page_after_a_confirmation(signed_in, store):
+def test_a_sweeps_owner_deletes_it_after_a_confirmation_and_an_ownerless_one_is_read_only(
+        signed_in, store):
     sweep_id = sim_sweep(store, "alice's grid", (0.4, 0.6), 4, owner=USERS["alice"][0],
                          owner_name=USERS["alice"][1])
     assert len(store.list_runs(sweep_id=sweep_id)) == 2
+    ownerless = sim_sweep(store, "scripted grid", (0.4, 0.6), 4)  # nobody recorded
+    store.finish_sweep(ownerless, "cancelled")  # resumable
     alice, bob = signed_in("alice"), signed_in("bob")
 
     goto(bob, "sweeps", sweep=sweep_id)  # not his: the button is off and says whose it is
@@ -278,6 +290,17 @@ def test_a_sweeps_owner_deletes_it_from_the_sweeps_page_after_a_confirmation(sig
     assert "Only Alice Liddell, who started this sweep" in bob.button(key="sw_delete").help
     with pytest.raises(ConfigError, match="Only Alice Liddell"):
         sweeps_logic.delete_sweep(store, sweep_id, "bob@example.org")
+    goto(bob, "sweeps", sweep=ownerless)
+    assert bob.button(key="sw_delete").disabled and bob.button(key="sw_resume").disabled
+    assert "Nobody is recorded as having started this sweep" in texts(bob)
+    with pytest.raises(ConfigError, match="only an admin"):
+        sweeps_logic.start_sweep(job_registry.registry(), store, "b", resume=ownerless,
+                                 user="bob@example.org")
+    root = goto(signed_in("root"), "sweeps", sweep=ownerless)  # an admin deletes it
+    assert not root.button(key="sw_delete").disabled
+    root.button(key="sw_delete").click().run()
+    root.button(key="confirm_sweep_delete_yes").click().run()
+    assert list(store.list_sweeps()["sweep_id"]) == [sweep_id]
 
     goto(alice, "sweeps", sweep=sweep_id)
     delete = alice.button(key="sw_delete")
@@ -294,39 +317,6 @@ def test_a_sweeps_owner_deletes_it_from_the_sweeps_page_after_a_confirmation(sig
     assert f"Deleted sweep {sweep_id[:8]} and its 2 run(s)." in texts(alice)
     assert store.list_sweeps().empty and store.list_runs(sweep_id=sweep_id).empty
     assert "No sweeps in the store yet" in " ".join(i.value for i in alice.info)
-
-
-def test_an_ownerless_sweep_is_read_only_for_signed_in_users(signed_in, store):
-    sweep_id = sim_sweep(store, "scripted grid", (0.4, 0.6), 4)  # nobody recorded
-    store.finish_sweep(sweep_id, "cancelled")  # resumable
-    bob = goto(signed_in("bob"), "sweeps", sweep=sweep_id)
-    assert bob.button(key="sw_delete").disabled and bob.button(key="sw_resume").disabled
-    assert "Nobody is recorded as having started this sweep" in texts(bob)
-    with pytest.raises(ConfigError, match="only an admin"):
-        sweeps_logic.start_sweep(job_registry.registry(), store, "b", resume=sweep_id,
-                                 user="bob@example.org")
-    root = goto(signed_in("root"), "sweeps", sweep=sweep_id)
-    assert not root.button(key="sw_delete").disabled
-    root.button(key="sw_delete").click().run()
-    root.button(key="confirm_sweep_delete_yes").click().run()
-    assert store.list_sweeps().empty
-
-
-# --- the rule ---------------------------------------------------------------------------------
-
-
-def test_the_rule(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(ADMINS_ENV, " Root@Example.org , ")
-    assert is_admin("root@example.org") and not is_admin("bob@example.org")
-    assert not is_admin("")
-    alice = "alice@example.org"
-    assert may_edit_agent(alice, alice, signed_in=True)
-    assert not may_edit_agent(alice, "bob@example.org", signed_in=True)
-    assert not may_edit_agent(None, alice, signed_in=True)  # ownerless: read-only
-    assert may_edit_agent(None, "root@example.org", signed_in=True)  # admins may
-    assert may_edit_agent(alice, "root@example.org", signed_in=True)
-    assert may_edit_agent(alice, "local", signed_in=False)  # no login: one local user
-    assert may_edit_agent(None, "local", signed_in=False)
 
 
 def test_v7_store_upgrades_with_ownerless_agents(store_url: str) -> None:
