@@ -6,6 +6,7 @@ as `response_format`, no tools; the text is read as in json mode. Private import
 
 from __future__ import annotations
 
+import re
 from types import SimpleNamespace
 from typing import Any
 
@@ -238,31 +239,24 @@ def test_an_agents_own_respond_schema_is_sent_and_its_own_bound_kept(
     assert record.bids[0].outcome == "read" and record.bids[0].message == ""
 
 
-def test_unreadable_text_is_unreadable_not_a_quiet_room(server: FakeOpenAIServer) -> None:
-    """A server that ignores response_format may still write prose: same rules as json mode."""
-    server.script("small", [text("I think the park is best.")])
-    record = one_turn(server, constrained(server))
-    bid = record.bids[0]
-    assert bid.path == "json_schema" and bid.outcome == "unreadable"
-    assert bid.error and bid.error.startswith("unreadable")
-
-
-def test_a_streaming_chat_asks_constrained_bids_unstreamed(server: FakeOpenAIServer) -> None:
-    """The bid is content, not a respond call: asked once, unstreamed (nothing remembered)."""
-    server.script("small", [text('{"score": 0.6, "message": "Hi."}')])
-    record = one_turn(server, constrained(server), stream_bids=True, on_event=[Deltas()])
+@pytest.mark.parametrize("reply, streaming, outcome, says", [
+    # a server that ignores response_format may still write prose: same rules as json mode
+    (text("I think the park is best."), False, "unreadable", "^unreadable"),
+    # the bid is content, not a respond call: a streaming chat asks it once, unstreamed
+    (text('{"score": 0.6, "message": "Hi."}'), True, "read", None),
+    # the mode is pinned (opt-in): no step down the ladder, the reason is in the bid
+    (error(400, "response_format is not supported by this model"), False, "failed",
+     "response_format is not supported"),
+], ids=["prose is unreadable, not a quiet room", "streaming chat", "response_format refused"])
+def test_a_constrained_bid_is_asked_once_unstreamed_and_nothing_is_remembered(
+        server: FakeOpenAIServer, reply: Reply, streaming: bool, outcome: str,
+        says: str | None) -> None:
+    server.script("small", [reply])
+    streamed = {"stream_bids": True, "on_event": [Deltas()]} if streaming else {}
+    record = one_turn(server, constrained(server), **streamed)
     (request,) = server.requests_for("small")
     assert request.body.get("stream") is not True
-    assert record.bids[0].path == "json_schema" and record.bids[0].outcome == "read"
-    assert remembered_modes() == []
-
-
-def test_a_server_refusing_response_format_fails_the_bid_and_says_why(
-        server: FakeOpenAIServer) -> None:
-    """The mode is pinned (opt-in): no step down the ladder, the reason is in the bid."""
-    server.script("small", [error(400, "response_format is not supported by this model")])
-    record = one_turn(server, constrained(server))
     bid = record.bids[0]
-    assert bid.outcome == "failed" and "response_format is not supported" in (bid.error or "")
-    assert len(server.requests_for("small")) == 1
+    assert bid.outcome == outcome and (bid.path == "json_schema") == (outcome != "failed")
+    assert says is None or re.search(says, bid.error or ""), bid.error
     assert remembered_modes() == []
