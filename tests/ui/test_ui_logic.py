@@ -67,7 +67,8 @@ def test_key_need_names_the_providers_variable(model, api_base, need):
     assert (found.env, found.known) == need
 
 
-def test_missing_keys_counts_session_and_environment_keys():
+def test_missing_keys_counts_session_and_environment_keys_and_preflight_lists_them(
+        monkeypatch):
     agents = [Agent(agent_name="A", model_name="gpt-4o-mini"),
               Agent(agent_name="B", model_name="anthropic/claude-3"),
               Agent(agent_name="C", model_name="sim/balanced"),
@@ -78,6 +79,13 @@ def test_missing_keys_counts_session_and_environment_keys():
     assert "model string" in warnings[1].text
     assert providers.missing_keys(agents[:2], {}, {"OPENAI_API_KEY": "e",
                                                    "ANTHROPIC_API_KEY": "e"}) == []
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):  # the Run page's preflight
+        monkeypatch.delenv(name, raising=False)
+    problems, unknown = run_logic.preflight(agents, {}, {})
+    assert [p.split("'")[1] for p in problems] == ["A", "B"] and "OPENAI_API_KEY" in problems[0]
+    assert len(unknown) == 1 and "D" in unknown[0]
+    problems, _ = run_logic.preflight(agents[:1], {"OPENAI_API_KEY": "sk-" + "d" * 30}, {})
+    assert problems == []
 
 
 def test_session_keys_go_on_per_job_copies_for_trusted_endpoints_only(monkeypatch):
@@ -109,6 +117,9 @@ def test_a_key_typed_for_one_base_goes_to_that_base_only() -> None:
     assert providers.endpoint_key_name("https://user@llm.example.org/v1") is None
 
 
+CONNECTION = "litellm.APIConnectionError: APIConnectionError: OpenAIException - Connection error."
+
+
 @pytest.mark.parametrize("error, expected", [
     ("AuthenticationError: Incorrect API key provided", "Add OPENAI_API_KEY in Settings"),
     ("ModelCallError: real model calls are blocked (GROUPCHAT_BLOCK_REMOTE_CALLS is set): "
@@ -125,27 +136,18 @@ def test_a_key_typed_for_one_base_goes_to_that_base_only() -> None:
      "blocked"),
     ("Something else", "Check the agent's model string"),
     ("unreadable: reply had no respond call and no JSON bid in its text", "readable bid"),
+    ("UntrustedEndpoint: agent 'A' points at untrusted api_base http://x/v1: ... (it answered "
+     "AuthenticationError: 401)", "GROUPCHAT_TRUSTED_API_BASES"),  # names the fix in Settings
+    # connection advice matches whether an api_base was set
+    (CONNECTION, "server at http://127.0.0.1:1/v1"),
 ])
 def test_failure_hint_says_what_to_do(error, expected):
-    assert expected in providers.failure_hint(error, "gpt-4o-mini", "http://127.0.0.1:1/v1")
-
-
-def test_the_untrusted_hint_names_the_fix() -> None:
-    hint = providers.failure_hint("UntrustedEndpoint: agent 'A' points at untrusted api_base "
-                                  "http://x/v1: ... (it answered AuthenticationError: 401)",
-                                  "openai/x", "http://x/v1")
-    assert "Settings" in hint and "GROUPCHAT_TRUSTED_API_BASES" in hint
-
-
-@pytest.mark.parametrize("api_base, expected, absent", [
-    (None, "network", "api_base URL"),
-    ("http://127.0.0.1:1/v1", "server at http://127.0.0.1:1/v1", "network"),
-])
-def test_connection_advice_matches_whether_an_api_base_was_set(api_base, expected, absent):
-    hint = providers.failure_hint(
-        "litellm.APIConnectionError: APIConnectionError: OpenAIException - Connection error.",
-        "gpt-4o", api_base)
-    assert expected in hint and absent not in hint
+    hint = providers.failure_hint(error, "gpt-4o-mini", "http://127.0.0.1:1/v1")
+    assert expected in hint and (not error.startswith("Untrusted") or "Settings" in hint)
+    assert not error.startswith("litellm.APIConnection") or "network" not in hint
+    if error == CONNECTION:  # without an api_base: the network, no URL to check
+        bare = providers.failure_hint(error, "gpt-4o", None)
+        assert "network" in bare and "api_base URL" not in bare
 
 
 def test_model_labels_mark_simulations():
@@ -307,7 +309,8 @@ def test_run_demo_records_a_finished_offline_debate(store: RunStore):
     assert [a["model_name"].startswith("sim/") for a in info["spec"]["agents"]] == [True] * 3
 
 
-def test_dashboard_runs_ask_every_agent_afresh_unless_told_to_reuse_bids():
+def test_dashboard_runs_ask_every_agent_afresh_unless_told_to_reuse_bids_as_the_help_says():
+    assert "Off by default here" in run_logic.PARAM_HELP["bid_cache"]
     agents = [Agent(agent_name="A"), Agent(agent_name="B")]
     params = run_logic.default_params()
     assert params["bid_cache"] is False and params["threshold"] == 0.5
@@ -361,7 +364,7 @@ def test_a_session_key_reaches_the_provider_but_never_the_store(store: RunStore,
 # --- status: labels, times, hints, cost, what Analysis opens (issue 11 §2) ------------------
 
 
-def test_run_label_names_a_run_by_its_given_name_else_its_task():
+def test_run_label_names_a_run_by_its_given_name_else_its_task_and_times_read_locally():
     from groupchat_ui.kit import labels
 
     started = "2026-12-01T08:04:13.123456+00:00"
@@ -375,12 +378,7 @@ def test_run_label_names_a_run_by_its_given_name_else_its_task():
     assert len(labels.run_label(None, "x" * 200)) == labels.LABEL_CHARS
     assert labels.run_label("", "") == "untitled run"
     assert labels.run_label("dynamic-groupchat", "") == "dynamic-groupchat"  # nothing better
-
-
-def test_local_time_drops_the_T_and_the_microseconds():
-    from groupchat_ui.kit import labels
-
-    value = "2026-12-01T08:04:13.123456+00:00"
+    value = started  # local time drops the T and the microseconds
     shown = labels.local_time(value)
     assert shown == datetime.fromisoformat(value).astimezone().strftime("%Y-%m-%d %H:%M:%S")
     assert "T" not in shown and "." not in shown
@@ -447,13 +445,13 @@ def test_help_texts_say_what_the_limits_and_the_sims_really_are():
     assert "(retries + 4) × agent timeout + 8 s per retry" in providers.LIMITS_HELP
     assert providers.LIMITS_HELP in run_logic.PARAM_HELP["bid_timeout"]
     assert "word overlap" in groupchat_core.SIM_NOTE
-    assert "Off by default here" in run_logic.PARAM_HELP["bid_cache"]
-    assert run_logic.default_params()["bid_cache"] is False
 
 
-def test_who_speaks_round_trips_through_the_run_form():
+def test_who_speaks_and_the_selectors_endpoint_and_mode_round_trip_through_the_run_form():
     """A preset's, a stored run's or the form memory's strategy reaches the chat; a blank
     selector model or run name leaves the engine's default; the form starts at its defaults."""
+    from groupchat_ui.run.form import RunForm
+
     stored = {"strategy": "selector", "selector_model": "sim/eager", "threshold": 0.4}
     assert run_logic.chat_params(stored) == stored
     assert "name" not in run_logic.chat_params({"name": "  "})  # the engine's default name
@@ -465,19 +463,16 @@ def test_who_speaks_round_trips_through_the_run_form():
     assert defaults["selector_model"] == groupchat_core.chat_default("selector_model")
     with pytest.raises(ConfigError, match="strategy 'nope' is not one of"):
         run_logic.build_chat([], {"strategy": "nope"}, {})
-
-
-def test_preflight_lists_missing_keys_and_a_session_key_clears_them(monkeypatch):
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    agents = [Agent(agent_name="Gpt", model_name="gpt-4o-mini"),
-              Agent(agent_name="Odd", model_name="mystery-model-9"),
-              Agent(agent_name="Sim", model_name="sim/eager")]
-    problems, unknown = run_logic.preflight(agents, {}, {})
-    assert len(problems) == 1 and "agent 'Gpt'" in problems[0]
-    assert "OPENAI_API_KEY" in problems[0]
-    assert len(unknown) == 1 and "Odd" in unknown[0]
-    problems, _ = run_logic.preflight(agents, {"OPENAI_API_KEY": "sk-" + "d" * 30}, {})
-    assert problems == []
+    # the selector's endpoint and mode reach the chat, blanks do not
+    asked = RunForm.from_values({"strategy": "selector", "selector_model": "openai/picker",
+                                 "selector_api_base": " http://127.0.0.1:8080/v1 ",
+                                 "selector_tool_choice_mode": "json_schema"}).chat_kwargs()
+    assert (asked["selector_api_base"], asked["selector_tool_choice_mode"]) == (
+        "http://127.0.0.1:8080/v1", "json_schema")
+    groupchat_core.GroupChat(agents=[groupchat_core.Agent(agent_name=n, model_name="sim/eager")
+                                     for n in ("A", "B")], **asked)  # the engine takes them
+    blank = RunForm.from_values({"selector_api_base": "  ", "selector_tool_choice_mode": None})
+    assert not {"selector_api_base", "selector_tool_choice_mode"} & set(blank.chat_kwargs())
 
 
 def test_remembered_modes_table():
@@ -490,17 +485,3 @@ def test_remembered_modes_table():
                                        "tools": "abc"}
     assert settings_logic.expires_in(3.9) == "3 s"
     assert settings_logic.modes_table([]).empty
-
-
-def test_the_run_forms_selector_endpoint_and_mode_reach_the_chat_and_blanks_do_not():
-    from groupchat_ui.run.form import RunForm
-
-    asked = RunForm.from_values({"strategy": "selector", "selector_model": "openai/picker",
-                                 "selector_api_base": " http://127.0.0.1:8080/v1 ",
-                                 "selector_tool_choice_mode": "json_schema"}).chat_kwargs()
-    assert (asked["selector_api_base"], asked["selector_tool_choice_mode"]) == (
-        "http://127.0.0.1:8080/v1", "json_schema")
-    groupchat_core.GroupChat(agents=[groupchat_core.Agent(agent_name=n, model_name="sim/eager")
-                                     for n in ("A", "B")], **asked)  # the engine takes them
-    blank = RunForm.from_values({"selector_api_base": "  ", "selector_tool_choice_mode": None})
-    assert not {"selector_api_base", "selector_tool_choice_mode"} & set(blank.chat_kwargs())
