@@ -26,7 +26,7 @@ from groupchat_core import (
 from groupchat_core.providers._routing import in_process_provider
 from groupchat_core.testing import ScriptedBid, ScriptedBids, UnexpectedModelCall
 from tests.helpers.chats import scripted_chat_with_fake as make_chat
-from tests.helpers.scripted_trio import trio_chat, trio_record
+from tests.helpers.scripted_trio import trio_record
 
 # A speaks on turn 1, then a lull; B never clears the threshold
 A_THEN_LULL = {"A": [(0.9, "a"), (0.1, "")], "B": [(0.1, ""), (0.1, "")]}
@@ -39,7 +39,8 @@ def slow_second_turn(**settings):
 
 
 def test_three_agents_exact_speakers_stop_reason_and_bid_table():
-    record = trio_record("Debate the plan.")  # also checks every scripted bid was used
+    events: list = []
+    record = trio_record("Debate the plan.", on_event=events.append)  # every scripted bid used
     assert [m.role for m in record.messages] == ["User", "Alice", "Bob"]
     assert [m.content for m in record.messages] == ["Debate the plan.", "A1", "B2"]
     assert record.stop_reason == "lull"
@@ -68,6 +69,13 @@ def test_three_agents_exact_speakers_stop_reason_and_bid_table():
         "message", "latency_ms", "prompt_tokens", "completion_tokens", "cost_usd", "path",
         "error"]
     assert len(frame) == 9
+    # the live bids carry the standing selection later records (the penalty shows live)
+    live = [e.bid for e in events if isinstance(e, BidReceived)]
+    def standing(b):
+        return (b.turn, b.agent, b.penalized, round(b.adjusted, 10), b.eligible)
+
+    assert sorted(map(standing, live)) == sorted(map(standing, record.bids))
+    assert (2, "Alice", True, 0.6, True) in map(standing, live)
 
 
 def test_task_counts_toward_max_loops_and_one_loop_calls_no_model():
@@ -198,10 +206,29 @@ def test_every_agent_bids_on_the_same_snapshot_including_the_last_speaker():
     assert all("A: first" in p and "User: Opening question" in p for p in second_turn_prompts)
 
 
-def test_events_arrive_in_order():
+class Picky:
+    """An observer of two kinds, safe to call on the engine's loop thread."""
+
+    wants = frozenset({"run_finished", "turn_completed"})
+    thread_safe = True
+
+    def __init__(self):
+        self.seen: list[tuple[str, str]] = []
+
+    def __call__(self, event):
+        self.seen.append((event.kind, threading.current_thread().name))
+
+
+def test_events_arrive_in_order_wants_filters_them_and_a_failing_observer_breaks_nothing(caplog):
     chat, _ = make_chat(A_THEN_LULL)
     events: list = []
-    chat.add_observer(events.append)
+    picky = Picky()
+
+    def broken(event):
+        raise RuntimeError("observer bug")
+
+    for observer in (events.append, broken, picky):
+        chat.add_observer(observer)
     chat.run("t")
     kinds = [e.kind for e in events]
     assert kinds[:2] == ["run_started", "message_posted"]
@@ -210,6 +237,13 @@ def test_events_arrive_in_order():
     assert kinds[8] == "turn_started" and kinds[11:] == ["lull", "turn_completed", "run_finished"]
     assert {type(e) for e in events} == {RunStarted, TurnStarted, BidReceived, SpeakerSelected,
                                          MessagePosted, TurnCompleted, LullReached, RunFinished}
+    # wants filters the kinds; thread_safe runs it on the loop
+    assert [k for k, _ in picky.seen] == ["turn_completed", "turn_completed", "run_finished"]
+    assert {t for _, t in picky.seen} == {"groupchat-loop"}
+    chat.remove_observer(picky)
+    assert picky not in chat._observers
+    # the failing observer was logged, and the chat ran to its end
+    assert chat.last_run.stop_reason == "lull" and "observer bug" in caplog.text
 
 
 def test_streaming_callback_replays_posted_messages_on_the_calling_thread():
@@ -358,18 +392,6 @@ def test_verbose_prints_panels(capsys):
     assert "User task" in out and "the task" in out and "A (score 0.90)" in out
 
 
-def test_a_failing_observer_is_logged_and_never_breaks_the_chat(caplog):
-    chat, _ = make_chat(A_THEN_LULL)
-
-    def broken(event):
-        raise RuntimeError("observer bug")
-
-    chat.add_observer(broken)
-    chat.run("t")
-    assert chat.last_run.stop_reason == "lull"
-    assert "observer bug" in caplog.text
-
-
 @pytest.mark.parametrize("runner", ["run", "arun"])
 def test_cancel_keeps_what_was_posted_and_callbacks_run_on_the_callers_thread(runner):
     chat, fake = slow_second_turn(output_type="list")
@@ -396,28 +418,6 @@ def test_a_raising_streaming_callback_stops_the_run_and_propagates(runner):
     assert sorted(cancelled) == ["A", "B"]  # the slow second turn was cancelled
     assert chat.last_run.stop_reason == "cancelled"
     assert [m.role for m in chat.last_run.messages] == ["User", "A"]
-
-
-def test_observer_wants_filters_event_kinds_and_thread_safe_runs_on_the_loop():
-    chat, _ = make_chat(A_THEN_LULL)
-
-    class Picky:
-        wants = frozenset({"run_finished", "turn_completed"})
-        thread_safe = True
-
-        def __init__(self):
-            self.seen: list[tuple[str, str]] = []
-
-        def __call__(self, event):
-            self.seen.append((event.kind, threading.current_thread().name))
-
-    picky = Picky()
-    chat.add_observer(picky)
-    chat.run("t")
-    assert [k for k, _ in picky.seen] == ["turn_completed", "turn_completed", "run_finished"]
-    assert {t for _, t in picky.seen} == {"groupchat-loop"}
-    chat.remove_observer(picky)
-    assert picky not in chat._observers
 
 
 def test_observers_still_see_run_finished_after_the_caller_interrupts():
@@ -448,20 +448,6 @@ def test_agent_names_are_short_single_line_identifiers(name, problem):
     with pytest.raises(ValueError, match=problem):
         Agent(agent_name=name)
     Agent(agent_name="x" * 200)
-
-
-def test_live_bids_carry_the_standing_selection_later_records():
-    events: list = []
-    chat, fake = trio_chat(on_event=events.append)
-    chat.run("Debate the plan.")
-    fake.assert_complete()
-    live = [e.bid for e in events if isinstance(e, BidReceived)]
-
-    def standing(b):
-        return (b.turn, b.agent, b.penalized, round(b.adjusted, 10), b.eligible)
-
-    assert sorted(map(standing, live)) == sorted(map(standing, chat.last_run.bids))
-    assert (2, "Alice", True, 0.6, True) in map(standing, live)  # the penalty shows live
 
 
 @pytest.mark.usefixtures("fresh_engines")
