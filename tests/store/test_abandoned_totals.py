@@ -17,7 +17,7 @@ import asyncio
 import pytest
 
 from groupchat_core import Agent, Event, GroupChat, RunFinished, TurnCompleted
-from groupchat_core.store import RunStore
+from groupchat_core.store import RunStore, StoreRecorder
 
 pytestmark = pytest.mark.usefixtures("fresh_engines")
 
@@ -47,14 +47,20 @@ async def run_cancelled_after(chat: GroupChat, turns: int, forward: list[Event])
         await task
 
 
+def replayed(store: RunStore, chat: GroupChat, events: list[Event]) -> StoreRecorder:
+    """A recorder of `store` that was handed `events` (those it wants), as a driver's is."""
+    recorder = store.recorder(chat)
+    for event in events:
+        if event.kind in recorder.wants:
+            recorder(event)
+    return recorder
+
+
 def test_a_run_cancelled_mid_run_and_abandoned_records_its_calls(sqlite_store: RunStore):
     chat = sim_chat()
     events: list[Event] = []
     asyncio.run(run_cancelled_after(chat, 3, events))
-    recorder = sqlite_store.recorder(chat)  # the driver's recorder, fed the streamed events
-    for event in events:
-        if event.kind in recorder.wants:
-            recorder(event)
+    recorder = replayed(sqlite_store, chat, events)  # the driver's, fed the streamed events
     recorder.abandon("cancelled: a budget cap or the user stopped the sweep", status="cancelled")
 
     run_id = events[0].run_id
@@ -72,10 +78,7 @@ def test_an_abandoned_run_with_no_bids_totals_zero(sqlite_store: RunStore):
     chat = sim_chat()
     events: list[Event] = []
     asyncio.run(run_cancelled_after(chat, 1, events))
-    recorder = sqlite_store.recorder(chat)
-    for event in events[:2]:  # the start and the task: no turn reached the driver
-        if event.kind in recorder.wants:
-            recorder(event)
+    recorder = replayed(sqlite_store, chat, events[:2])  # the start and the task: no turn
     recorder.abandon("cancelled", status="cancelled")
     info = sqlite_store.run_info(events[0].run_id)
     assert (info["status"], info["total_calls"], info["total_cost_usd"]) == ("cancelled", 0, 0)
@@ -86,11 +89,7 @@ def recorded_without_end(store: RunStore) -> str:
     chat = sim_chat()
     events: list[Event] = []
     asyncio.run(run_cancelled_after(chat, 2, events))
-    recorder = store.recorder(chat)
-    for event in events:
-        if event.kind in recorder.wants:
-            recorder(event)
-    assert recorder.flush(timeout=30)
+    assert replayed(store, chat, events).flush(timeout=30)
     return events[0].run_id
 
 

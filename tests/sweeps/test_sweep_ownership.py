@@ -69,13 +69,17 @@ def resume(url: str, sweep_id: str) -> subprocess.Popen[bytes]:
     return python(url, "-m", "groupchat_core", "sweep", "--resume", sweep_id, "--quiet")
 
 
-def finished_once(store: RunStore, sweep_id: str) -> None:
+def every_cell_once(store: RunStore, sweep_id: str) -> None:
+    """Every cell of the stored spec finished exactly once, and its claim closed with that run
+    (as tests/sweeps/test_sweep_ray.py's check_every_cell_once)."""
+    keys = sorted(c.key for c in parse_sweep(store.get_sweep(sweep_id)["grid"]).cells())
     runs = store.list_runs(sweep_id=sweep_id)
-    done = runs[runs["status"] == "finished"]
-    assert len(done) == 12 and done["cell"].is_unique, runs[["cell", "status"]]
+    finished = runs[runs["status"] == "finished"]
+    assert sorted(finished["cell"]) == keys, runs[["cell", "status"]]
     claims = store.cell_claims(sweep_id)
-    assert len(claims) == 12 and set(claims["state"]) == {"finished"}
-    assert set(claims["run_id"]) == set(done["run_id"])
+    assert sorted(claims["cell"]) == keys and set(claims["state"]) == {"finished"}
+    assert dict(zip(claims["cell"], claims["run_id"], strict=True)) == dict(
+        zip(finished["cell"], finished["run_id"], strict=True))
 
 
 def wait_until_owned_by(store: RunStore, sweep_id: str, proc: subprocess.Popen[bytes]) -> None:
@@ -121,7 +125,7 @@ def test_a_second_resume_of_a_running_sweep_is_refused_naming_its_owner(store, t
         out, err = first.communicate(timeout=300)
     assert first.returncode == 0, err
     assert f"sweep {sweep_id} finished: 12/12 cells done" in out.decode()
-    finished_once(store, sweep_id)
+    every_cell_once(store, sweep_id)
 
 
 def test_two_resumes_started_at_once_run_every_cell_once(store, tmp_path):
@@ -133,7 +137,7 @@ def test_two_resumes_started_at_once_run_every_cell_once(store, tmp_path):
     (refused_err,) = [err.decode() for code, _, err in results if code == 2]
     (winner,) = [p for p, (code, _, _) in zip(procs, results, strict=True) if code == 0]
     assert refused_err.count("\n") == 1 and f"pid {winner.pid}" in refused_err
-    finished_once(store, sweep_id)
+    every_cell_once(store, sweep_id)
     assert store.get_sweep(sweep_id)["status"] == "finished"
 
 
@@ -210,7 +214,7 @@ def test_two_processes_forced_to_run_one_sweep_still_run_each_cell_once(store, t
     outs = [p.communicate(timeout=300) for p in procs]
     runs = store.list_runs(sweep_id=sweep_id)
     new = runs[~runs["run_id"].isin(before["run_id"])]
-    finished_once(store, sweep_id)
+    every_cell_once(store, sweep_id)
     assert len(new) == 12 - int((before["status"] == "finished").sum())  # no cell ran twice
     assert set(new["status"]) == {"finished"}
     skipped = sum(err.count("skipped: not run here") for _, err in outs)
@@ -238,7 +242,7 @@ def test_a_sweep_running_on_another_host_needs_an_explicit_take_over(store, tmp_
     outcome = run_sweep(store=store, plan=plan_sweep(None, store, resume=sweep_id,
                                                      take_over=True))
     assert outcome.status == "finished"
-    finished_once(store, sweep_id)
+    every_cell_once(store, sweep_id)
 
 
 def test_a_dead_owner_is_taken_over_and_its_running_claims_reopened(store, tmp_path):
@@ -254,7 +258,7 @@ def test_a_dead_owner_is_taken_over_and_its_running_claims_reopened(store, tmp_p
     assert store.sweep_owner(sweep_id) is None
     outcome = run_sweep(store=store, resume=sweep_id)
     assert outcome.status == "finished" and outcome.cells_done == 12
-    finished_once(store, sweep_id)
+    every_cell_once(store, sweep_id)
 
 
 def test_this_process_cannot_resume_a_sweep_it_is_running(store, tmp_path):
@@ -284,17 +288,6 @@ def spec():
     return parse_sweep({"name": "claims", "base": {"max_loops": 6, "agents": AGENTS},
                         "grid": {"threshold": [0.3, 0.5, 0.7]}, "tasks": ["Should we?"],
                         "repeats": 1, "concurrency": 1, "bid_cache": False})
-
-
-def every_cell_once(store: RunStore, sweep_id: str, keys: list[str]) -> None:
-    """As tests/sweeps/test_sweep_ray.py's check_every_cell_once: runs and claims agree."""
-    runs = store.list_runs(sweep_id=sweep_id)
-    finished = runs[runs["status"] == "finished"]
-    assert sorted(finished["cell"]) == sorted(keys)
-    claims = store.cell_claims(sweep_id)
-    assert sorted(claims["cell"]) == sorted(keys) and set(claims["state"]) == {"finished"}
-    assert dict(zip(claims["cell"], claims["run_id"], strict=True)) == dict(
-        zip(finished["cell"], finished["run_id"], strict=True))
 
 
 class CancelledAfterTheRun:
@@ -337,7 +330,7 @@ def test_a_claim_is_closed_with_its_finished_run_when_cancelled_in_between(store
 
     resumed = run_sweep(None, store, resume=sweep_id)
     assert (resumed.status, resumed.cells_done, resumed.cells_run) == ("finished", 3, 2)
-    every_cell_once(store, sweep_id, [c.key for c in sweep.cells()])
+    every_cell_once(store, sweep_id)
 
 
 @pytest.mark.parametrize("left", ["open", "running"])
@@ -355,6 +348,6 @@ def test_a_resume_closes_a_claim_left_beside_its_finished_run(store, left):
 
     resumed = run_sweep(None, store, resume=outcome.sweep_id)
     assert (resumed.status, resumed.cells_done, resumed.cells_run) == ("finished", 3, 0)
-    every_cell_once(store, outcome.sweep_id, [c.key for c in sweep.cells()])
+    every_cell_once(store, outcome.sweep_id)
     claims = store.cell_claims(outcome.sweep_id).set_index("cell")
     assert claims.loc[cell, "run_id"] == run_id
