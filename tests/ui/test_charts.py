@@ -98,7 +98,7 @@ def test_at_a_200_turn_window_winner_marks_do_not_merge():
     assert small.marker.size == charts.MARK_SIZE_MAX  # few turns: a mark big enough to see
 
 
-def test_heatmap_marks_failed_bids_apart_from_silent_ones():
+def test_failed_bids_are_marked_apart_from_silent_ones_on_the_heatmap_and_the_floor():
     bids = pd.DataFrame([
         {"turn": 1, "agent": "A", "score": 0.9, "adjusted": 0.9, "winner": True,
          "message": "hi", "error": None, "path": "tool"},
@@ -108,6 +108,10 @@ def test_heatmap_marks_failed_bids_apart_from_silent_ones():
     fig = charts.bids_heatmap(bids)
     names = [t.name for t in fig.data[1:]]
     assert names == [charts.WINNER_LABEL, charts.FAILED_LABEL]
+    record = scripted_chat({"A": [(0.9, "a"), (0.1, "")], "B": [RuntimeError("down"), (0.1, "")]},
+                           output_type="basemodel").run("t")
+    fig = charts.bidding_floor([b for b in record.bids if b.turn == 1], 0.5, 0.3)
+    assert list(fig.data[1].text) == ["", "failed"]
 
 
 def test_bid_lines_draw_one_line_per_agent_the_threshold_and_the_lull(record: RunRecord):
@@ -169,13 +173,6 @@ def test_bidding_floor_mid_turn_shows_who_is_still_thinking(record: RunRecord):
     assert list(fig.data[1].text) == ["", "waiting…", "waiting…"]
     silent = charts.bidding_floor(record.bids_frame().query("turn == 1"), 0.5, 0.3)
     assert list(silent.data[1].text) == ["", "", "silent"]
-
-
-def test_bidding_floor_labels_failed_bids():
-    record = scripted_chat({"A": [(0.9, "a"), (0.1, "")], "B": [RuntimeError("down"), (0.1, "")]},
-                           output_type="basemodel").run("t")
-    fig = charts.bidding_floor([b for b in record.bids if b.turn == 1], 0.5, 0.3)
-    assert list(fig.data[1].text) == ["", "failed"]
 
 
 def test_empty_inputs_give_a_figure_with_a_note():
@@ -253,8 +250,9 @@ def test_sixteen_agents_bid_lines_focus_on_the_top_and_keep_every_line():
     assert label.bgcolor is not None  # on its own ground, not struck through by the lines
 
 
-def test_the_legends_sit_under_the_plot_where_they_wrap_instead_of_scrolling():
-    """A side legend hid Agent14, Agent15 and 'winner' behind a scroll, on a third of a phone."""
+def test_on_a_phone_legends_wrap_under_the_plot_and_the_heatmap_leaves_it_the_width():
+    """A side legend hid Agent14, Agent15 and 'winner' behind a scroll, on a third of a phone;
+    the colour bar beside the cells left ~40% of a phone's width to the plot."""
     bids, turns = run(agents=8, turns=20)
     agents = AGENTS[:8]
     for fig in (charts.bid_lines(bids, turns, 0.5, "adjusted", agents),
@@ -264,6 +262,10 @@ def test_the_legends_sit_under_the_plot_where_they_wrap_instead_of_scrolling():
         assert fig.layout.margin.l <= 10 and fig.layout.margin.r <= 10
     lines = charts.bid_lines(bids, turns, 0.5, "adjusted", agents)
     assert [t.name for t in lines.data if t.showlegend is not False] == [*agents, "winner"]
+    heatmap = charts.bids_heatmap(bids, "adjusted", 0.5, agents)
+    bar = heatmap.data[0].colorbar
+    assert bar.orientation == "h" and bar.y >= 1 and bar.yanchor == "bottom"
+    assert heatmap.layout.height >= charts.ROW_PX * 8  # rows tall enough for a value and marks
 
 
 def test_the_heatmap_scale_does_not_invert_at_the_threshold():
@@ -287,15 +289,6 @@ def test_the_heatmap_scale_does_not_invert_at_the_threshold():
     assert all(a > b for a, b in itertools.pairwise(shades))  # strictly darker upwards
     assert lightness(0.31) < lightness(0.29)
     assert 0.3 in heat.colorbar.tickvals
-
-
-def test_the_heatmap_leaves_a_phone_the_plot_width():
-    """The colour bar beside the cells left ~40% of a phone's width to the plot."""
-    bids, _ = run(agents=4, turns=12)
-    fig = charts.bids_heatmap(bids, "adjusted", 0.5, AGENTS[:4])
-    bar = fig.data[0].colorbar
-    assert bar.orientation == "h" and bar.y >= 1 and bar.yanchor == "bottom"
-    assert fig.layout.height >= charts.ROW_PX * 4  # rows tall enough for a value and its marks
 
 
 @pytest.mark.parametrize("agents", [3, 16])
@@ -325,47 +318,44 @@ def test_turn_axes_start_at_the_first_turn_and_tick_whole_turns_in_round_steps()
     assert list(charts.bid_lines(bids, turns, 0.5).layout.xaxis.range) == [0.5, 4.5]
 
 
-def bids_frame(agents: int, turns: int) -> pd.DataFrame:
-    """One bid per agent per turn, the first agent winning every turn."""
-    rng = random.Random(3)
-    rows = [{"turn": t, "agent": f"A{a:02d}", "score": s, "adjusted": s, "winner": a == 0,
-             "message": "x"}
+def big_run(agents: int, turns: int, rotate: int = 0,
+            seed: int = 3) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Bids and turns of a big run, one bid per agent per turn: agent (t * rotate) % agents
+    wins turn t (the first agent every turn at rotate 0; every agent at rotate 7)."""
+    rng = random.Random(seed)
+    winner = {t: f"A{(t * rotate) % agents:02d}" for t in range(1, turns + 1)}
+    rows = [{"turn": t, "agent": f"A{a:02d}", "score": s, "adjusted": s,
+             "winner": winner[t] == f"A{a:02d}", "message": "x"}
             for t in range(1, turns + 1) for a in range(agents)
             for s in [round(rng.uniform(0.3, 1.0), 3)]]
-    return pd.DataFrame(rows)
+    turns_df = pd.DataFrame({"turn": list(winner), "winner": list(winner.values()),
+                             "lull": [False] * turns})
+    return pd.DataFrame(rows), turns_df
 
 
-def turns_frame(turns: int) -> pd.DataFrame:
-    return pd.DataFrame({"turn": range(1, turns + 1), "winner": ["A00"] * turns,
-                         "lull": [False] * turns})
-
-
-@pytest.mark.parametrize(("agents", "turns"), [(16, 1000), (16, 26), (3, 200), (4, 100)])
-def test_a_big_heatmap_has_no_cell_text(agents: int, turns: int):
+@pytest.mark.parametrize(("agents", "turns", "small"), [
+    (16, 1000, False), (16, 26, False), (3, 200, False), (4, 100, False),
+    (3, 3, True), (16, 25, True), (4, 30, True)])
+def test_only_a_small_heatmap_prints_its_cell_values(agents: int, turns: int, small: bool):
     """Big runs drew 16,000 SVG labels; cells too narrow to read (4 x 100 printed ~7 px)."""
-    fig = charts.bids_heatmap(bids_frame(agents, turns), "adjusted", 0.5)
+    fig = charts.bids_heatmap(big_run(agents, turns)[0], "adjusted", 0.5)
     heat = fig.data[0]
     assert heat.type == "heatmap" and len(heat.y) == agents and len(heat.x) == turns
-    assert agents * turns > charts.CELL_TEXT_MAX or turns > charts.CELL_TEXT_TURNS
-    assert heat.texttemplate is None and heat.text is None
+    assert (agents * turns <= charts.CELL_TEXT_MAX and turns <= charts.CELL_TEXT_TURNS) is small
+    assert heat.texttemplate == ("%{z:.2f}" if small else None) and heat.text is None
     assert "%{z:.3f}" in heat.hovertemplate  # every value is still there on hover
     assert len(fig.layout.annotations) == 0  # nor one annotation per cell instead
-    assert "texttemplate" not in fig.to_plotly_json()["data"][0]  # what st.plotly_chart sends
-
-
-@pytest.mark.parametrize(("agents", "turns"), [(3, 3), (16, 25), (4, 30)])
-def test_a_small_heatmap_keeps_its_cell_text(agents: int, turns: int):
-    assert agents * turns <= charts.CELL_TEXT_MAX and turns <= charts.CELL_TEXT_TURNS
-    heat = charts.bids_heatmap(bids_frame(agents, turns), "score", 0.5).data[0]
-    assert heat.texttemplate == "%{z:.2f}"
+    sent = fig.to_plotly_json()["data"][0]  # what st.plotly_chart sends
+    assert ("texttemplate" in sent) is small
 
 
 def test_big_bid_lines_are_lines_without_markers():
-    fig = charts.bid_lines(bids_frame(16, 1000), turns_frame(1000), 0.5)
+    bids, turns = big_run(16, 1000)
+    fig = charts.bid_lines(bids, turns, 0.5)
     lines = [t for t in fig.data if t.name != "winner" and t.x != (None,)]
     assert len(lines) == 16 and all(t.mode == "lines" for t in lines)
     assert all(len(t.x) == 1000 for t in lines)  # every point is still drawn, as a line
-    small = charts.bid_lines(bids_frame(3, 10), turns_frame(10), 0.5)
+    small = charts.bid_lines(*big_run(3, 10), 0.5)
     assert all(t.mode == "lines+markers" for t in small.data if t.name != "winner")
 
 
@@ -391,19 +381,6 @@ def test_the_served_app_watches_no_files():
         assert repr(folder) in blacklist
 
 
-def rotating_winners(agents: int, turns: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Bids and turns of a big run where agent (t * 7) % agents wins turn t: every agent wins."""
-    rng = random.Random(5)
-    winner = {t: f"A{(t * 7) % agents:02d}" for t in range(1, turns + 1)}
-    rows = [{"turn": t, "agent": f"A{a:02d}", "score": s, "adjusted": s,
-             "winner": winner[t] == f"A{a:02d}", "message": "x"}
-            for t in range(1, turns + 1) for a in range(agents)
-            for s in [round(rng.uniform(0.3, 1.0), 3)]]
-    turns_df = pd.DataFrame({"turn": list(winner), "winner": list(winner.values()),
-                             "lull": [False] * turns})
-    return pd.DataFrame(rows), turns_df
-
-
 @pytest.mark.parametrize(("turns", "expected"), [
     (1000, [(1, 200), (201, 400), (401, 600), (601, 800), (801, 1000)]),
     (450, [(1, 200), (201, 400), (401, 450)]),
@@ -419,7 +396,7 @@ def test_the_per_turn_charts_page_by_windows_that_cover_every_turn(turns: int, e
 
 def test_each_window_of_a_big_run_shows_every_agent_and_that_windows_winners():
     """Issue 11 §3: cheaper to draw, nothing lost; SVG marks (WebGL without a GPU cost more)."""
-    bids, turns = rotating_winners(16, 1000)
+    bids, turns = big_run(16, 1000, rotate=7, seed=5)
     agents = [f"A{a:02d}" for a in range(16)]
     colors = charts.agent_colors(agents)
     reached: list[tuple[int, str]] = []
