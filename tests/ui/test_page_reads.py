@@ -125,34 +125,28 @@ def captions(at: AppTest) -> list[str]:
     return [c.value for c in at.caption if "sweep status: " in c.value]
 
 
-def test_results_draws_the_live_panels_snapshot_of_its_sweep(finished):
+def test_results_draws_the_live_panels_snapshot_of_its_sweep_else_reads_the_store(finished):
     store = RunStore()
     stored = sweep_status(store, finished)
     # What the panel read a moment earlier: a cell fewer, other totals than the store's now.
     earlier = replace(stored, state="running", cells_done=1, cells_running=1, turns_running=2,
                       running_turns={"c": 2})
     summary = {**sweep_summary(store, finished), "runs": 1}
-    at = AppTest.from_function(_page)
-    at.session_state["test_sweep"] = finished
-    at.session_state[SNAPSHOT_KEY] = Snapshot(earlier, summary)
-    at.run(timeout=30)
-    assert not at.exception
-    [line] = captions(at)
-    assert "sweep status: running · 1 / 2 cells finished · 1 running (2 turns so far)" in line
-    assert " · 1 runs · " in line  # the panel's totals, from the same read
-
-
-def test_without_the_panel_results_reads_the_store_and_counts_calls_as_the_cli(finished):
-    store = RunStore()
-    at = AppTest.from_function(_page)
-    at.session_state["test_sweep"] = finished
-    at.session_state[SNAPSHOT_KEY] = Snapshot(  # the panel shows another sweep: ignored
-        SweepStatus("other", "other", "running", cells_done=0, cells_total=9), None)
-    at.run(timeout=30)
-    assert not at.exception
-    [line] = captions(at)
-    assert "sweep status: finished · 2 / 2 cells finished" in line
-    assert f" · 2 runs · {call_counts(store, finished).text()} · $0.0000" in line
+    other = SweepStatus("other", "other", "running", cells_done=0, cells_total=9)
+    for snapshot, said in (
+            (Snapshot(earlier, summary),  # the panel's totals, from the same read
+             ["sweep status: running · 1 / 2 cells finished · 1 running (2 turns so far)",
+              " · 1 runs · "]),
+            (Snapshot(other, None),  # the panel shows another sweep: ignored; counted as the CLI
+             ["sweep status: finished · 2 / 2 cells finished",
+              f" · 2 runs · {call_counts(store, finished).text()} · $0.0000"])):
+        at = AppTest.from_function(_page)
+        at.session_state["test_sweep"] = finished
+        at.session_state[SNAPSHOT_KEY] = snapshot
+        at.run(timeout=30)
+        assert not at.exception
+        [line] = captions(at)
+        assert all(part in line for part in said), (said, line)
 
 
 def _read(run_id: str) -> None:
@@ -183,16 +177,11 @@ def recorded() -> tuple[RunStore, str]:
     return store, str(chat.last_run.run_id)
 
 
-def test_two_sessions_opening_one_run_share_one_object(recorded):
-    _, run_id = recorded
-    first, second = _session_reads(run_id), _session_reads(run_id)
-    assert first is second
-    assert list(first.turns["turn"]) == [1, 2]
-
-
-def test_the_analysis_page_leaves_the_shared_data_as_it_was(recorded):
+def test_sessions_opening_one_run_share_one_object_that_the_analysis_page_leaves_as_it_was(
+        recorded):
     store, run_id = recorded
     data = _session_reads(run_id)
+    assert list(data.turns["turn"]) == [1, 2]
     before = (data.bids.copy(), data.turns.copy(), data.messages.copy(), dict(data.info))
     at = AppTest.from_file(str(ROOT / "app_pages" / "analysis.py"), default_timeout=60)
     at.query_params["run"] = run_id
@@ -202,7 +191,7 @@ def test_the_analysis_page_leaves_the_shared_data_as_it_was(recorded):
         at.session_state["analysis_tab"] = tab
         at.run()
         assert not at.exception, [e.value for e in at.exception]
-    assert _session_reads(run_id) is data
+    assert _session_reads(run_id) is data  # another session's read: the same object
     for now, then in zip((data.bids, data.turns, data.messages), before[:3], strict=True):
         assert now.equals(then)
     assert data.info == before[3]
