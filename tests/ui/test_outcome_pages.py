@@ -54,9 +54,16 @@ def strategy_sweep(store: RunStore) -> str:
     return sweep_id
 
 
-def test_the_outcomes_tab_shows_accuracy_per_strategy_and_says_simulated(store) -> None:
+def test_the_outcomes_tab_shows_accuracy_per_strategy_and_only_for_a_sweep_with_answers(
+        store) -> None:
+    spec = SweepSpec.model_validate({"name": "plain", "tasks": ["Plan it."],
+                                     "base": {"max_loops": 2, "agents": AGENTS},
+                                     "grid": {"threshold": [0.2, 0.4]}})
+    plain = run_sweep(spec, store).sweep_id
     sweep_id = strategy_sweep(store)
-    at = goto(new_app(), "sweeps", sweep=sweep_id)
+    at = goto(new_app(), "sweeps", sweep=plain)
+    assert "Outcomes" not in [t.label for t in at.tabs]  # no answers: no Outcomes tab
+    goto(at, "sweeps", sweep=sweep_id)
     assert "Outcomes" in [t.label for t in at.tabs]
     open_tab(at, "sw_results_tab", "Outcomes")
     assert any(w.value.startswith("Simulated: sim/ agents answered") for w in at.warning)
@@ -69,16 +76,6 @@ def test_the_outcomes_tab_shows_accuracy_per_strategy_and_says_simulated(store) 
     captions = " ".join(c.value for c in at.caption)
     assert "between gini and correct over 8 chats" in captions or \
         "No correlation of gini with correct" in captions
-
-
-def test_a_sweep_without_answers_has_no_outcomes_tab(store) -> None:
-    spec = SweepSpec.model_validate({"name": "plain", "tasks": ["Plan it."],
-                                     "base": {"max_loops": 2, "agents": AGENTS},
-                                     "grid": {"threshold": [0.2, 0.4]}})
-    sweep_id = run_sweep(spec, store).sweep_id
-    store_access.invalidate()
-    at = goto(new_app(), "sweeps", sweep=sweep_id)
-    assert "Outcomes" not in [t.label for t in at.tabs]
 
 
 def scored_run(store: RunStore, correct: bool) -> str:
@@ -123,7 +120,10 @@ def test_analysis_and_the_runs_table_show_the_runs_outcome_and_that_it_is_simula
     assert {"outcome", "answer", "scorer", "simulated"} <= set(shown.columns)
 
 
-def test_a_plain_run_adds_no_outcome_column_and_no_distractor_line(store) -> None:
+def test_analysis_says_how_many_turns_the_distractor_held_and_a_plain_run_adds_nothing(
+        store) -> None:
+    """Turns 1 and 3 go to `*Chatter*` (the highest bid), 2 and 4 to Solver: 2 of 4. A plain
+    run has no outcome column and no distractor line."""
     chat = GroupChat(agents=[Agent(agent_name="A", model_name="sim/eager"),
                              Agent(agent_name="B", model_name="sim/eager")], max_loops=2)
     store.attach(chat)
@@ -134,9 +134,6 @@ def test_a_plain_run_adds_no_outcome_column_and_no_distractor_line(store) -> Non
     at = goto(new_app(), "analysis", run=chat.last_run.run_id)
     assert not [i.value for i in at.info if "held the floor" in i.value]
 
-
-def test_analysis_says_how_many_turns_the_distractor_held(store) -> None:
-    """Turns 1 and 3 go to `*Chatter*` (the highest bid), 2 and 4 to Solver: 2 of 4."""
     script = ScriptedBids({
         "Solver": [(0.6, "Let us compute."), (0.9, "It is 42."), (0.6, "Yes."), (0.9, "42.")],
         "*Chatter*": [(0.95, "Nice weather!"), (0.2, ""), (0.95, "Ramen?"), (0.3, "")],
@@ -149,7 +146,7 @@ def test_analysis_says_how_many_turns_the_distractor_held(store) -> None:
     script.assert_complete()
     assert chat.last_run is not None
     store_access.invalidate()
-    at = goto(new_app(), "analysis", run=chat.last_run.run_id)
+    goto(at, "analysis", run=chat.last_run.run_id)
     lines = [i.value for i in at.info if "held the floor" in i.value]
     assert lines == [r"Distractor \*Chatter\* held the floor in 2 of 4 turns."]
 
