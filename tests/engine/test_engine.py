@@ -27,6 +27,7 @@ from groupchat_core.providers._routing import in_process_provider
 from groupchat_core.testing import ScriptedBid, ScriptedBids, UnexpectedModelCall
 from tests.helpers.chats import scripted_chat_with_fake as make_chat
 from tests.helpers.scripted_trio import trio_record
+from tests.helpers.waits import HANG_GUARD_S
 
 # A speaks on turn 1, then a lull; B never clears the threshold
 A_THEN_LULL = {"A": [(0.9, "a"), (0.1, "")], "B": [(0.1, ""), (0.1, "")]}
@@ -280,10 +281,12 @@ def test_run_batch_gives_fresh_independent_chats_in_order_even_concurrently():
     assert chat.run_batch(["x", "y", "z"]) == ["x", "y", "z"]
 
 
-def cancelled_bids(chat, fake, cancel_at_turn: int | None = None) -> list[str]:
+def cancelled_bids(chat, fake, cancel_at_turn: int | None = None,
+                   asked_all: threading.Event | None = None) -> list[str]:
     """The agents whose bid was cancelled in flight (not waited out), listed as it happens;
     with `cancel_at_turn`, the chat is cancelled as soon as every bid of that turn is asked
-    (a condition, not a timer: a loaded machine cannot make the cancel land in turn 1)."""
+    (a condition, not a timer: a loaded machine cannot make the cancel land in turn 1), or,
+    given `asked_all`, that event is set then instead."""
     cancelled: list[str] = []
     inner, asked = fake.bid, [0]
     agents = len(chat.agents)
@@ -291,7 +294,10 @@ def cancelled_bids(chat, fake, cancel_at_turn: int | None = None) -> list[str]:
     async def bid(request):
         asked[0] += 1
         if cancel_at_turn is not None and asked[0] == cancel_at_turn * agents:
-            chat.cancel()
+            if asked_all is not None:
+                asked_all.set()
+            else:
+                chat.cancel()
         try:
             return await inner(request)
         except asyncio.CancelledError:
@@ -407,10 +413,12 @@ def test_cancel_keeps_what_was_posted_and_callbacks_run_on_the_callers_thread(ru
 @pytest.mark.parametrize("runner", ["run", "arun"])
 def test_a_raising_streaming_callback_stops_the_run_and_propagates(runner):
     chat, fake = slow_second_turn()
-    cancelled = cancelled_bids(chat, fake)
+    turn_two = threading.Event()
+    cancelled = cancelled_bids(chat, fake, cancel_at_turn=2, asked_all=turn_two)
 
     def callback(agent, chunk, final):
-        if agent == "A":
+        if agent == "A":  # raised once the slow turn-2 bids are in flight (else none to cut)
+            assert turn_two.wait(HANG_GUARD_S)
             raise KeyError("stop")
 
     with pytest.raises(KeyError):
