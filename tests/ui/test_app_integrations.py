@@ -14,8 +14,9 @@ from streamlit.testing.v1 import AppTest
 
 from groupchat_core.integrations import tracer_provider_from_env
 from groupchat_core.store import RunStore
+from groupchat_ui.analysis import logic as analysis_logic
 from groupchat_ui.kit import jobs as job_registry
-from groupchat_ui.kit import mlflow_export, traces
+from groupchat_ui.kit import mlflow_export, store_access, traces
 from groupchat_ui.sweeps import export_view
 from tests.helpers.app_helpers import (
     fill,
@@ -67,7 +68,8 @@ def box_text(at: AppTest) -> str:
     return " ".join(str(getattr(e, "value", "")) for e in box.children.values())
 
 
-def test_the_traces_switch_traces_runs_started_here_and_says_where(app, monkeypatch):
+def test_the_traces_switch_traces_runs_and_sweep_cells_started_here_and_says_where(app,
+                                                                                  monkeypatch):
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
     monkeypatch.setenv("OTEL_SERVICE_NAME", "lab-test")
     spans = InMemorySpanExporter()
@@ -89,13 +91,7 @@ def test_the_traces_switch_traces_runs_started_here_and_says_where(app, monkeypa
     assert any(s.name.startswith("invoke_agent ") for s in finished)
     assert runs[0].attributes["user.id"] == "local"
 
-
-def test_the_traces_switch_traces_each_cell_of_a_sweep_started_here(app, monkeypatch):
-    spans = InMemorySpanExporter()
-    monkeypatch.setattr(traces, "server_tracer_provider", lambda: tracer_provider_from_env(
-        {"OTEL_TRACES_EXPORTER": "none"}, exporters=[spans]))
-    goto(app, "settings")
-    app.toggle(key="pref_trace_runs").set_value(True).run()
+    spans.clear()  # then each cell of a sweep started here
     small_grid(goto(app, "sweeps"), repeats=1, max_loops=3, penalties="0.3")  # 2 cells
     app.button(key="sw_start").click().run()
     assert not app.error, [e.value for e in app.error]
@@ -158,7 +154,8 @@ def test_without_the_sdk_or_mlflow_the_controls_say_how_to_install_them(app, mon
     goto(app, "settings")
     assert app.toggle(key="pref_trace_runs").disabled
     assert any("pip install 'groupchat-lab[traces]'" in c.value for c in app.caption)
-    run_a_chat(app)
+    analysis_logic.run_demo(RunStore())  # a run to export
+    store_access.invalidate()
     goto(app, "runs")
     select_rows(app, [0])
     app.button(key="runs_mlflow").click().run()
