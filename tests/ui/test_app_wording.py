@@ -57,14 +57,6 @@ def test_the_app_logo_names_the_app():
         'xmlns="http://www.w3.org/2000/svg"', "")
 
 
-def test_the_task_placeholder_is_an_instruction(app: AppTest):
-    goto(app, "run")
-    task = app.text_area(key=form.TASK_KEY)
-    assert task.placeholder == TASK_PLACEHOLDER and task.value in ("", None)
-    assert TASK_PLACEHOLDER.startswith("Type ") and not TASK_PLACEHOLDER.endswith("?")
-    assert all(TASK_PLACEHOLDER != p.task for p in PRESETS.values())
-
-
 def test_make_run_says_where_the_store_is(tmp_path: Path):
     """The recipe's echo, run as make runs it (BIN and PORT filled in, $$ as $)."""
     recipe = (ROOT / "Makefile").read_text().split("\nrun:", 1)[1]
@@ -97,7 +89,8 @@ def settings(monkeypatch, tmp_path) -> Iterator[Callable[[], AppTest]]:
     job_registry.registry().shutdown()
 
 
-def test_settings_names_the_store_and_why(settings, tmp_path, monkeypatch):
+def test_settings_names_the_store_why_and_an_older_one_not_in_use(settings, tmp_path,
+                                                                  monkeypatch):
     at = settings()
     data = next(m.value for m in at.markdown if "are stored at" in m.value)
     assert f"`sqlite:///{tmp_path}/groupchat.db`" in data
@@ -111,9 +104,7 @@ def test_settings_names_the_store_and_why(settings, tmp_path, monkeypatch):
     assert f"`sqlite:///{tmp_path / 'home' / 'groupchat.db'}`" in data
     assert "`GROUPCHAT_HOME` environment variable" in data
 
-
-def test_settings_names_an_older_store_that_is_not_in_use(settings, tmp_path):
-    old = tmp_path / "data" / "groupchat.db"
+    old = tmp_path / "data" / "groupchat.db"  # an older store, not in use
     old.parent.mkdir()
     old.write_bytes(b"")
     at = settings()
@@ -139,8 +130,14 @@ def test_a_refused_delete_names_the_runs_in_good_grammar():
     assert "1 of the selected runs were" not in one + two
 
 
-def test_where_streaming_is_offered_it_says_sims_never_stream(app: AppTest):
+def test_the_task_placeholder_instructs_and_where_streaming_is_offered_sims_never_stream(
+        app: AppTest):
     """Settings and the README promised every candidate streams; sims never do."""
+    goto(app, "run")
+    task = app.text_area(key=form.TASK_KEY)
+    assert task.placeholder == TASK_PLACEHOLDER and task.value in ("", None)
+    assert TASK_PLACEHOLDER.startswith("Type ") and not TASK_PLACEHOLDER.endswith("?")
+    assert all(TASK_PLACEHOLDER != p.task for p in PRESETS.values())
     toggle = goto(app, "settings").toggle(key="pref_stream_bids")
     assert toggle.value is True and "never stream" in toggle.help and "sim/" in toggle.help
     preset_run_form(app)  # the debate trio: three sims
