@@ -94,7 +94,7 @@ def test_a_scripted_fake_can_be_passed_in_without_being_shared():
     fake.assert_complete()
 
 
-def test_the_deadline_and_the_sink_reach_the_provider_as_arguments():
+def test_the_deadline_and_the_sink_reach_the_provider_as_arguments_the_sink_only_if_watched():
     provider = Recording("streamed line")
     deltas = Deltas()
     chat = GroupChat(agents=fake_agents(), max_loops=2, providers={"fake": provider},
@@ -106,6 +106,11 @@ def test_the_deadline_and_the_sink_reach_the_provider_as_arguments():
         assert request.sink is not None
     assert {d.agent for d in deltas} == {"A", "B"}
     assert all(d.message and PARTIAL.startswith(d.message) for d in deltas)
+    unwatched = Recording("quiet")  # stream_bids, but nobody watches bids form: no sink
+    GroupChat(agents=fake_agents(), max_loops=2, providers={"fake": unwatched},
+              stream_bids=True).run("t")
+    assert [r.sink for r, _ in unwatched.requests] == [None, None]
+    assert all(r.deadline is not None for r, _ in unwatched.requests)  # the default deadline
 
 
 def test_a_providers_deltas_are_masked_like_a_streamed_litellm_bid():
@@ -123,15 +128,6 @@ def test_a_providers_deltas_are_masked_like_a_streamed_litellm_bid():
     chat.run("t")
     assert len(deltas) == 2 and all(d.message.startswith("my key is ") for d in deltas)
     assert not [d for d in deltas if secret in d.message or secret[:12] in d.message]
-
-
-def test_no_sink_is_given_when_nobody_watches_bids_form():
-    provider = Recording("quiet")
-    chat = GroupChat(agents=fake_agents(), max_loops=2, providers={"fake": provider},
-                     stream_bids=True)
-    chat.run("t")
-    assert [r.sink for r, _ in provider.requests] == [None, None]
-    assert all(r.deadline is not None for r, _ in provider.requests)  # the default deadline
 
 
 @pytest.mark.parametrize("providers, problem", [
