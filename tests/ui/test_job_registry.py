@@ -214,7 +214,7 @@ def finished(reg: JobRegistry, store: RunStore, task: str, **kwargs: object) -> 
     return reg.snapshot(job_id)
 
 
-def test_finished_chats_beyond_the_kept_ones_become_summaries_running_ones_never(
+def test_finished_chats_beyond_the_kept_ones_become_summaries_read_back_whole_running_never(
         kept2: JobRegistry, sqlite_store: RunStore):
     slow = run(sqlite_store, kept2, "Slow", max_loops=400, latency=0.01)  # runs throughout
     wait_for(lambda: kept2.snapshot(slow).messages, "the slow chat to start")
@@ -236,6 +236,14 @@ def test_finished_chats_beyond_the_kept_ones_become_summaries_running_ones_never
         assert after.message_count == 5 and after.turn_count == 4
     for kept in snaps[3:]:
         assert kept.messages and kept.record is not None and kept2.events(kept.id)
+    first, summary = whole[0], snaps[0]  # a summary reads its run back from the store whole
+    assert summary.run_id == first.id
+    filled = from_record(summary, sqlite_store.load_run(summary.run_id))
+    assert not filled.summary and filled.status == "finished"
+    assert filled.messages == first.messages and filled.turns == first.turns
+    assert dict(filled.bids_by_turn) == dict(first.bids_by_turn)
+    assert filled.current_turn == first.current_turn and filled.record == first.record
+    assert filled.config["threshold"] == first.config["threshold"] == 0.0
 
     live = kept2.snapshot(slow)  # the oldest job of all, still running: whole
     assert not live.done and not live.summary and live.messages
@@ -247,22 +255,6 @@ def test_finished_chats_beyond_the_kept_ones_become_summaries_running_ones_never
     assert kept2.bounded(ids) == [slow, whole[3].id, whole[4].id]
     assert kept2.bounded(ids, also=whole[0].id) == [slow, whole[0].id, whole[3].id, whole[4].id]
     assert kept2.cancel(slow) is True
-
-
-def test_a_summary_reads_its_run_back_from_the_store_whole(kept2: JobRegistry,
-                                                           sqlite_store: RunStore):
-    first = finished(kept2, sqlite_store, "First")
-    for i in range(2):
-        finished(kept2, sqlite_store, f"Later {i}")
-    wait_for(lambda: kept2.snapshot(first.id).summary, "the oldest to shrink")
-    summary = kept2.snapshot(first.id)
-    assert summary.run_id == first.id
-    filled = from_record(summary, sqlite_store.load_run(summary.run_id))
-    assert not filled.summary and filled.status == "finished"
-    assert filled.messages == first.messages and filled.turns == first.turns
-    assert dict(filled.bids_by_turn) == dict(first.bids_by_turn)
-    assert filled.current_turn == first.current_turn and filled.record == first.record
-    assert filled.config["threshold"] == first.config["threshold"] == 0.0
 
 
 def test_summaries_are_bounded_too(kept2: JobRegistry, sqlite_store: RunStore,
