@@ -472,6 +472,7 @@ MODULES = [agents_actions, analysis_actions, run_actions, runs_actions, settings
 
 
 def test_a_session_that_arrived_by_a_room_link_is_a_guest_for_good_and_never_with_login():
+    """Its browser is remembered as a guest's, within a bound."""
     assert access.is_guest(login=False, was_guest=False, link_in_url=True, guest_browser=False)
     assert access.is_guest(login=False, was_guest=False, link_in_url=False, guest_browser=True)
     # sticky: the link gone from the URL (a page switch) does not make it the local user
@@ -482,18 +483,6 @@ def test_a_session_that_arrived_by_a_room_link_is_a_guest_for_good_and_never_wit
         was, link, browser = flags
         assert not access.is_guest(login=True, was_guest=was, link_in_url=link,
                                    guest_browser=browser)
-
-
-def test_a_guest_may_open_the_run_page_only_and_is_told_why_in_one_line():
-    assert access.guest_may_open("run") and access.guest_may_open("")
-    for slug in ("agents", "analysis", "runs", "sweeps", "settings", "home"):
-        assert not access.guest_may_open(slug)
-    text = access.guest_refusal("deleting runs")
-    assert text.startswith("Not allowed: deleting runs is not open to a room guest.")
-    assert "\n" not in text and "ask whoever started the room" in text
-
-
-def test_the_guest_browsers_are_remembered_within_a_bound():
     guests = access.GuestBrowsers(limit=3)
     for sid in ("a", "b", "c", "a", "d"):  # "a" seen again: the newest, so "b" goes first
         guests.remember(sid)
@@ -501,8 +490,14 @@ def test_the_guest_browsers_are_remembered_within_a_bound():
     assert all(s in guests for s in ("a", "c", "d"))
 
 
-def test_a_guest_acts_as_nobody_the_owner_rules_know():
-    """Under the refusals: a guest owns nothing and is no admin."""
+def test_a_guest_may_open_the_run_page_only_is_told_why_in_one_line_and_owns_nothing():
+    assert access.guest_may_open("run") and access.guest_may_open("")
+    for slug in ("agents", "analysis", "runs", "sweeps", "settings", "home"):
+        assert not access.guest_may_open(slug)
+    text = access.guest_refusal("deleting runs")
+    assert text.startswith("Not allowed: deleting runs is not open to a room guest.")
+    assert "\n" not in text and "ask whoever started the room" in text
+    # under the refusals: a guest owns nothing and is no admin
     assert not job_registry.may_manage(job_registry.LOCAL_USER, access.GUEST_USER)
     assert not job_registry.may_manage(None, access.GUEST_USER)
     assert job_registry.may_manage(job_registry.LOCAL_USER, job_registry.LOCAL_USER)
