@@ -70,7 +70,7 @@ def test_a_single_runs_bids_replay_under_other_parameters(app: AppTest, store: R
     assert "Turn 2 goes to Bo instead of Ann's" in info_text(app)
 
 
-def test_the_one_line_says_same_lull_or_divergence():
+def test_the_one_line_says_same_lull_or_divergence_and_joins_threshold_ranges_in_words():
     bids_of = {"Ann": [(0.6, "a"), (0.5, "b")], "Bo": [(0.4, "c"), (0.45, "d")]}
     fake = ScriptedBids(bids_of)
     chat = GroupChat(agents=[Agent(agent_name=n, model_name=fake.model_name) for n in bids_of],
@@ -90,9 +90,6 @@ def test_the_one_line_says_same_lull_or_divergence():
     grid = whatif_grid(bids, logic.WHATIF_THRESHOLDS, [0.0], [1])
     assert logic.same_run_thresholds(grid) == ("At this penalty and window, thresholds "
                                               "0.00–0.45 (of the grid) give the recorded run.")
-
-
-def test_threshold_ranges_are_joined_in_words():
     grid = pd.DataFrame({"threshold": [0.3, 0.1, 0.2, 0.4, 0.5],
                          "outcome": ["lull", "same", "same", "same", "diverges"]})
     grid.loc[0, "outcome"] = "diverges"

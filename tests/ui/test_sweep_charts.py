@@ -89,7 +89,7 @@ def _results(rows: list[tuple[float, float, float]], metric: str) -> pd.DataFram
                           "status": "finished", metric: v} for t, p, v in rows])
 
 
-def test_interval_axis_and_bars_stop_at_the_metrics_bounds():
+def test_interval_axis_and_bars_stop_at_the_metrics_bounds_and_lines_are_dodged():
     """A t-interval over chat lengths 0, 0, 3 runs to -10: the axis and the bar stop at 0."""
     agg = _agg([(0.4, 0.0, 1.0, -10.0, 15.0), (0.6, 0.0, 2.0, 1.0, 3.0)], "messages")
     fig = charts.ci_chart(agg, _results([(0.4, 0.0, 0.0), (0.4, 0.0, 3.0)], "messages"),
@@ -103,9 +103,7 @@ def test_interval_axis_and_bars_stop_at_the_metrics_bounds():
                            _results([(0.5, 0.0, 1.0)], "lulled"), "lulled", window=1)
     assert rate.layout.yaxis.range[1] == 1.0 and list(rate.data[0].error_y.array) == \
         pytest.approx([0.1])
-
-
-def test_interval_lines_are_dodged_and_see_through():
+    # lines at one threshold are dodged side by side and see-through
     same = (0.4, 0.0, 2.0, 1.0, 3.0), (0.4, 0.3, 2.0, 1.0, 3.0), (0.6, 0.0, 2.0, 1.0, 3.0), \
         (0.6, 0.3, 2.0, 1.0, 3.0)
     fig = charts.ci_chart(_agg(list(same), "messages"), _results([], "messages").reindex(
@@ -152,6 +150,10 @@ def test_a_sim_sweep_is_estimated_at_zero_tokens_and_its_wall_time_from_sim_late
     _, text, head = svc.preflight(spec, RunStore())
     assert "0 prompt + 0 completion tokens" in text and "wall time up to 9 s" in text
     assert head == "estimated wall time up to 9 s · 0 tokens · up to $0.0000"
+    from groupchat_core.sweeps import Estimate  # the wall time reads as text
+
+    texts = [Estimate(cells=1, wall_s_upper=s).wall_time() for s in (0, 0.4, 42.1, 200, 7500)]
+    assert texts == ["< 1 s", "< 1 s", "43 s", "3 min 20 s", "2 h 05 min"]
 
 
 def test_a_real_model_sweep_assumes_seconds_per_bid_and_the_inflight_limit():
@@ -257,13 +259,6 @@ def test_a_finished_job_reads_the_store_afresh_not_a_shared_running_read():
     Job.status, Job.done = "finished", True
     assert sweep_status(store, job=Job()).text() == \
         "sweep status: finished · 1 / 1 cells finished"
-
-
-def test_the_wall_time_reads_as_text():
-    from groupchat_core.sweeps import Estimate
-
-    texts = [Estimate(cells=1, wall_s_upper=s).wall_time() for s in (0, 0.4, 42.1, 200, 7500)]
-    assert texts == ["< 1 s", "< 1 s", "43 s", "3 min 20 s", "2 h 05 min"]
 
 
 def test_the_selector_fields_of_the_sweeps_form_reach_the_spec_and_blank_ones_do_not():
