@@ -61,12 +61,27 @@ def store() -> RunStore:
     return RunStore()  # GROUPCHAT_DB points into this test's tmp_path (tests/conftest.py)
 
 
-def test_every_page_renders_without_an_exception(app: AppTest):
+def test_every_page_renders_and_agents_saved_by_another_writer_show_on_the_next_rerun(
+        app: AppTest, store: RunStore):
+    """Agents saved by the CLI or another server waited out a 10 s cache."""
     assert app.title[0].value == "Run"  # the landing page
     for page in PAGES:
         goto(app, page)
         assert app.title[0].value == page.capitalize()
     assert any("Data:" in c.value for c in app.sidebar.caption)
+    goto(app, "run")
+    assert app.multiselect(key="run_roster").options == []
+    other = RunStore(store.url)  # another writer: nothing tells the dashboard's cache
+    other.save_agents([Agent(agent_name=n, model_name="sim/eager") for n in ("Ann", "Ben")])
+    app.run()
+    assert app.multiselect(key="run_roster").options == [
+        "Ann · sim/eager (simulated)", "Ben · sim/eager (simulated)"]
+    other.set_agent_order(["Ben"])
+    app.run()
+    assert app.multiselect(key="run_roster").options[0].startswith("Ben · ")
+    other.delete_agent("Ann")
+    app.run()
+    assert app.multiselect(key="run_roster").options == ["Ben · sim/eager (simulated)"]
 
 
 # --- agents -------------------------------------------------------------------------------
@@ -181,23 +196,6 @@ def test_agents_duplicate_reorder_reload_import_and_export(app: AppTest, store: 
                                                               "api_key": "x"}]}))
     assert any("Nothing was imported" in e.value for e in app.error)
     assert "Evil" not in names_in(store)
-
-
-def test_agents_saved_by_another_writer_show_on_the_next_rerun(app: AppTest, store: RunStore):
-    """Agents saved by the CLI or another server waited out a 10 s cache."""
-    goto(app, "run")
-    assert app.multiselect(key="run_roster").options == []
-    other = RunStore(store.url)  # another writer: nothing tells the dashboard's cache
-    other.save_agents([Agent(agent_name=n, model_name="sim/eager") for n in ("Ann", "Ben")])
-    app.run()
-    assert app.multiselect(key="run_roster").options == [
-        "Ann · sim/eager (simulated)", "Ben · sim/eager (simulated)"]
-    other.set_agent_order(["Ben"])
-    app.run()
-    assert app.multiselect(key="run_roster").options[0].startswith("Ben · ")
-    other.delete_agent("Ann")
-    app.run()
-    assert app.multiselect(key="run_roster").options == ["Ben · sim/eager (simulated)"]
 
 
 FILE = dump_agents([Agent(agent_name="Optimist", model_name="sim/eager",
@@ -491,23 +489,9 @@ def test_the_run_form_chooses_who_speaks_from_the_cores_strategies(
 # --- analysis and runs --------------------------------------------------------------------
 
 
-def test_a_link_to_a_run_recorded_a_moment_ago_opens_it(app: AppTest, store: RunStore):
+def test_analysis_offers_a_demo_until_a_run_has_ended_shows_it_and_opens_a_run_linked_at_once(
+        app: AppTest, store: RunStore):
     """A link to a run recorded within the run list's 2 s cache opened "not listed yet"."""
-    goto(app, "analysis")  # the (empty) list is read and cached
-    assert app.button(key="demo_run")
-    chat = GroupChat(agents=[Agent(agent_name=n, model_name="sim/eager") for n in "AB"],
-                     max_loops=3, seed=1)
-    store.attach(chat)
-    chat.run("Elsewhere.")
-    assert store.flush() and chat.last_run is not None
-    run_id = chat.last_run.run_id
-    goto(app, "analysis", run=run_id[:8])
-    assert not app.error, [e.value for e in app.error]
-    assert app.selectbox(key="analysis_run").value == run_id
-
-
-def test_analysis_offers_a_demo_until_a_run_has_ended_then_shows_it(app: AppTest,
-                                                                     store: RunStore):
     goto(app, "analysis")
     assert store.list_runs().empty and app.button(key="demo_run")  # an empty store
     running = analysis_logic.run_demo(store)
@@ -539,6 +523,16 @@ def test_analysis_offers_a_demo_until_a_run_has_ended_then_shows_it(app: AppTest
         "Bundle (JSON)", "Bids (CSV)", "Transcript (Markdown)"}
     open_tab(app, "analysis_tab", "Transcript")
     assert len(app.expander) == len(store.turns(run_id))
+
+    chat = GroupChat(agents=[Agent(agent_name=n, model_name="sim/eager") for n in "AB"],
+                     max_loops=3, seed=1)  # recorded elsewhere, after the list was read
+    store.attach(chat)
+    chat.run("Elsewhere.")
+    assert store.flush() and chat.last_run is not None
+    linked = chat.last_run.run_id
+    goto(app, "analysis", run=linked[:8])
+    assert not app.error, [e.value for e in app.error]
+    assert app.selectbox(key="analysis_run").value == linked
 
 
 def chart_turns(app: AppTest, key: str) -> list[int]:
