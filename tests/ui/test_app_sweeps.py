@@ -356,25 +356,6 @@ def shown_texts(at: AppTest) -> str:
                     for e in getattr(at, kind))
 
 
-def test_every_tab_of_a_one_setting_sweep_says_what_it_cannot_show(at: AppTest):
-    """Only the open tab runs: each tab opened on a sweep of one parameter set says in a line
-    why it has nothing to rank, group or compare, instead of an error or a blank."""
-    agents = [a.to_spec() for a in DEBATE_TRIO.build_agents(latency_s=0.0)]
-    sweep_id = run_sweep(parse_sweep({
-        "name": "one", "repeats": 1, "tasks": ["Plan a picnic."],
-        "base": {"max_loops": 3, "agents": agents}, "grid": {"threshold": [0.4]}}),
-        RunStore()).sweep_id
-    goto(at, "sweeps", sweep=sweep_id)
-    said = {"Importance": "Only one parameter set was swept: nothing to rank.",
-            "Group by": "Only one parameter set was swept: nothing to group by.",
-            "Compare two cells": "Comparing needs a sweep with finished chats at two "
-                                 "parameter values."}
-    for tab in [t.label for t in at.tabs]:
-        open_tab(at, "sw_results_tab", tab)
-        if tab in said:
-            assert said[tab] in [i.value for i in at.info], (tab, [i.value for i in at.info])
-
-
 def test_the_exploring_views_of_a_sim_sweep(at: AppTest):
     store = RunStore()
     agents = [a.to_spec() for a in DEBATE_TRIO.build_agents(latency_s=0.0)]
@@ -426,7 +407,10 @@ def test_the_exploring_views_of_a_sim_sweep(at: AppTest):
     assert "No failed bids: every bid of this sweep's runs was read." in shown_texts(at)
 
 
-def test_failed_bids_are_grouped_by_reason(at: AppTest):
+def test_failed_bids_are_grouped_by_reason_and_each_tab_of_a_one_setting_sweep_says_why_not(
+        at: AppTest):
+    """Only the open tab runs: each tab opened on a sweep of one parameter set says in a line
+    why it has nothing to rank, group or compare, instead of an error or a blank."""
     store = RunStore()
     script = ScriptedBids({"Ann": [(0.9, "hi"), {"score": "high?", "message": "x"}],
                            "Ben": [TimeoutError("request timed out"),
@@ -440,7 +424,18 @@ def test_failed_bids_are_grouped_by_reason(at: AppTest):
         script.assert_complete()
     finally:
         script.close()
-    open_tab(goto(at, "sweeps", sweep=sweep_id), "sw_results_tab", "Failures")
+    goto(at, "sweeps", sweep=sweep_id)  # one threshold: one parameter set
+    said = {"Importance": "Only one parameter set was swept: nothing to rank.",
+            "Group by": "Only one parameter set was swept: nothing to group by.",
+            "Compare two cells": "Comparing needs a sweep with finished chats at two "
+                                 "parameter values."}
+    tabs = [t.label for t in at.tabs]
+    assert set(said) <= set(tabs), tabs
+    for tab in tabs:
+        open_tab(at, "sw_results_tab", tab)
+        if tab in said:
+            assert said[tab] in [i.value for i in at.info], (tab, [i.value for i in at.info])
+    open_tab(at, "sw_results_tab", "Failures")
     warnings = [str(w.value) for w in at.warning]
     assert [w.split(". ")[0] for w in warnings if " bid(s) in " in w] == [
         "**unreadable**: 1 bid(s) in 1 run(s), by Ann",
