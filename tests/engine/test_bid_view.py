@@ -79,6 +79,9 @@ def test_defaults_leave_the_requests_byte_identical(explicit: bool) -> None:
     text = _requests_json(fake)
     assert len(fake.calls) == 9 and len(text) == 7422
     assert hashlib.sha256(text.encode()).hexdigest() == BEFORE_ISSUE_43
+    # readably: the roster gives the others, each with its description, never one's own
+    assert "with Bob (a careful checker), Cy." in _asked(fake, "Ann", 1)[-1]["content"]
+    assert "a careful checker" not in _asked(fake, "Bob", 1)[-1]["content"]
 
 
 def test_every_choice_defaults_to_its_first_and_a_bad_one_is_one_line() -> None:

@@ -18,7 +18,6 @@ from groupchat_core._agent import (
     ReferenceCompatibilityWarning,
 )
 from groupchat_core._bidding import describe_participant
-from groupchat_core.testing import FakeOpenAIServer, tool_call
 from tests.helpers import ROOT
 
 MODELS = ["sim/balanced", "sim/eager"]
@@ -354,7 +353,7 @@ def test_llm_api_key_in_a_spec_file_is_rejected() -> None:
     assert "sk-file-secret-123456" not in str(info.value)
 
 
-# --- the description in the roster, over real HTTP ---------------------------------------------
+# --- the description in the roster ---------------------------------------------------------------
 
 
 def test_describe_participant() -> None:
@@ -363,51 +362,6 @@ def test_describe_participant() -> None:
         "Bob (a cautious risk analyst)")
     long = describe_participant("Bob", "x" * 500)
     assert len(long) < 220 and long.endswith("…)")
-
-
-def test_descriptions_appear_in_the_other_agents_bid_prompt() -> None:
-    described = {"alice": {"agent_description": "an eager optimist"},
-                 "bob": {"description": "a cautious risk analyst"}, "cara": {}}
-    with FakeOpenAIServer() as server:
-        for m in described:
-            server.script(m, [tool_call(0.1, "")])
-        GroupChat(agents=[Agent(agent_name=m.title(), model_name=f"openai/{m}", api_key="x",
-                                api_base=server.base_url, **kw) for m, kw in described.items()],
-                  max_loops=3).run("Plan the launch.")
-        prompts = {m: server.requests_for(m)[0].body["messages"][-1]["content"]
-                   for m in ("alice", "bob", "cara")}
-    assert "with Bob (a cautious risk analyst), Cara." in prompts["alice"]
-    assert "with Alice (an eager optimist), Cara." in prompts["bob"]
-    assert "with Alice (an eager optimist), Bob (a cautious risk analyst)." in prompts["cara"]
-    assert "an eager optimist" not in prompts["alice"]  # the roster lists the others
-
-
-# --- context_length / context_window feeds the history budget, over real HTTP ------------------
-
-
-def _long_chat_prompt(context_window: int | None) -> str:
-    """Bid prompt of turn 4 after three long posted messages, for an unknown local model."""
-    with FakeOpenAIServer() as server:
-        words = " ".join(["lorem"] * 300)
-        server.script("local", [tool_call(0.9, f"first {words}"), tool_call(0.9, f"second {words}"),
-                                tool_call(0.9, f"third {words}"), tool_call(0.0, "")])
-        server.script("quiet", [tool_call(0.0, "")] * 4)
-        kw = {} if context_window is None else {"context_length": context_window}
-        talker = Agent(agent_name="Talker", model_name="openai/local", api_base=server.base_url,
-                       api_key="x", **kw)
-        quiet = Agent(agent_name="Quiet", model_name="openai/quiet", api_base=server.base_url,
-                      api_key="x")
-        GroupChat(agents=[talker, quiet], max_loops=10, recency_penalty=0.0).run("Go.")
-        return str(server.requests_for("local")[3].body["messages"][-1]["content"])
-
-
-def test_declared_context_window_trims_history_litellm_does_not_know() -> None:
-    full = _long_chat_prompt(None)  # unknown model: litellm's default budget, everything fits
-    assert "left out" not in full and "first lorem" in full and "third lorem" in full
-    trimmed = _long_chat_prompt(1200)
-    assert "earlier message" in trimmed and "left out" in trimmed
-    assert "first lorem" not in trimmed and "User: Go." in trimmed
-    assert "third lorem" in trimmed  # the latest message is always shown
 
 
 # --- the README's list -----------------------------------------------------------------------
