@@ -150,7 +150,8 @@ def test_a_second_user_watches_a_run_but_cannot_stop_or_delete_it(signed_in, sto
     assert run_id not in store.run_ids()
 
 
-def test_keys_typed_in_settings_stay_in_that_session(signed_in, store: RunStore):
+def test_keys_typed_in_settings_stay_in_that_session_and_one_may_be_for_one_api_base(
+        signed_in, store: RunStore):
     alice, bob = signed_in("alice"), signed_in("bob")
     fill(goto(alice, "settings"), key_OPENAI_API_KEY=SECRET)
     alice.button(key="save_keys").click().run()
@@ -164,6 +165,17 @@ def test_keys_typed_in_settings_stay_in_that_session(signed_in, store: RunStore)
     fill(goto(bob, "run"), run_roster=["Gpt", "Sim"]).run()
     assert bob.button(key="start_run").disabled  # alice's key does not count for bob
     assert "OPENAI\\_API\\_KEY" in errors(bob)
+
+    at = goto(bob, "settings")  # a key kept for one API base
+    fill(at, endpoint_key_base="https://user@llm.example.org/v1", endpoint_key_value=SECRET)
+    at.button(key="save_endpoint_key").click().run()
+    assert session(at).provider_keys == {}  # a URL with user info is never an endpoint to key
+    assert any("Give an http(s) API base URL" in e.value for e in at.error)
+    fill(at, endpoint_key_base="https://LLM.example.org/v1/", endpoint_key_value=SECRET)
+    at.button(key="save_endpoint_key").click().run()
+    assert session(at).provider_keys == {"https://llm.example.org:443/v1": SECRET}
+    assert at.text_input(key="endpoint_key_value").value == ""
+    assert not any(SECRET in m.value for m in [*at.markdown, *at.success, *at.caption])
 
 
 def test_only_the_owner_resumes_a_sweep_and_an_import_is_the_importers(store: RunStore):
@@ -254,7 +266,8 @@ def test_the_owner_rules_for_jobs_runs_sweeps_and_agents(monkeypatch: pytest.Mon
     assert may_edit_agent(None, "local", signed_in=False)
 
 
-def test_a_signed_in_user_cannot_delete_an_ownerless_run_and_an_admin_can(signed_in, store):
+def test_an_owner_deletes_a_sweep_after_a_confirmation_ownerless_ones_only_an_admin_deletes(
+        signed_in, store):
     chat = GroupChat(name="scripted", agents=DEBATE_TRIO.build_agents(latency_s=0.0),
                      **dict(DEBATE_TRIO.settings))
     store.attach(chat)  # a script: no owner named
@@ -262,28 +275,22 @@ def test_a_signed_in_user_cannot_delete_an_ownerless_run_and_an_admin_can(signed
     store.flush()
     run_id = chat.last_run.run_id
     assert store.run_info(run_id)["owner"] is None
-    for who in ("bob", "root"):  # bob is refused; root, an admin, deletes it
-        at = goto(signed_in(who), "runs")
-        table = at.dataframe[0].value
-        select_rows(at, [int(table.index[table["run_id"] == run_id][0])])
-        at.button(key="delete_runs").click().run()
-        if who == "bob":
-            assert "or by nobody recorded" in texts(at) and "or an admin" in texts(at)
-            assert not any(b.key == "confirm_delete_yes" for b in at.button)
-            assert runs_logic.delete_runs(store, [run_id], "bob@example.org") == 0
-            assert run_id in store.run_ids()
-    at.button(key="confirm_delete_yes").click().run()
-    assert run_id not in store.run_ids()
-
-
-def test_a_sweeps_owner_deletes_it_after_a_confirmation_and_an_ownerless_one_is_read_only(
-        signed_in, store):
     sweep_id = sim_sweep(store, "alice's grid", (0.4, 0.6), 4, owner=USERS["alice"][0],
                          owner_name=USERS["alice"][1])
     assert len(store.list_runs(sweep_id=sweep_id)) == 2
     ownerless = sim_sweep(store, "scripted grid", (0.4, 0.6), 4)  # nobody recorded
     store.finish_sweep(ownerless, "cancelled")  # resumable
-    alice, bob = signed_in("alice"), signed_in("bob")
+    alice, bob, root = signed_in("alice"), signed_in("bob"), signed_in("root")
+    for at in (bob, root):  # the ownerless run: bob is refused; root, an admin, deletes it
+        table = goto(at, "runs").dataframe[0].value
+        select_rows(at, [int(table.index[table["run_id"] == run_id][0])])
+        at.button(key="delete_runs").click().run()
+    assert "or by nobody recorded" in texts(bob) and "or an admin" in texts(bob)
+    assert not any(b.key == "confirm_delete_yes" for b in bob.button)
+    assert runs_logic.delete_runs(store, [run_id], "bob@example.org") == 0
+    assert run_id in store.run_ids()
+    root.button(key="confirm_delete_yes").click().run()
+    assert run_id not in store.run_ids()
 
     goto(bob, "sweeps", sweep=sweep_id)  # not his: the button is off and says whose it is
     assert bob.button(key="sw_delete").disabled
@@ -296,7 +303,7 @@ def test_a_sweeps_owner_deletes_it_after_a_confirmation_and_an_ownerless_one_is_
     with pytest.raises(ConfigError, match="only an admin"):
         sweeps_logic.start_sweep(job_registry.registry(), store, "b", resume=ownerless,
                                  user="bob@example.org")
-    root = goto(signed_in("root"), "sweeps", sweep=ownerless)  # an admin deletes it
+    goto(root, "sweeps", sweep=ownerless)  # an admin deletes it
     assert not root.button(key="sw_delete").disabled
     root.button(key="sw_delete").click().run()
     root.button(key="confirm_sweep_delete_yes").click().run()
@@ -423,16 +430,3 @@ def test_the_agents_page_locks_someone_elses_agent(alices: RunStore, signed_in) 
     alice = goto(signed_in("alice"), "agents")
     assert not alice.button(key="agent_edit_Critic").disabled
     assert alice.button(key="agent_edit_Critic (copy)").disabled
-
-
-def test_settings_keeps_a_key_for_one_api_base(signed_in) -> None:
-    at = goto(signed_in("bob"), "settings")
-    fill(at, endpoint_key_base="https://user@llm.example.org/v1", endpoint_key_value=SECRET)
-    at.button(key="save_endpoint_key").click().run()
-    assert session(at).provider_keys == {}  # a URL with user info is never an endpoint to key
-    assert any("Give an http(s) API base URL" in e.value for e in at.error)
-    fill(at, endpoint_key_base="https://LLM.example.org/v1/", endpoint_key_value=SECRET)
-    at.button(key="save_endpoint_key").click().run()
-    assert session(at).provider_keys == {"https://llm.example.org:443/v1": SECRET}
-    assert at.text_input(key="endpoint_key_value").value == ""
-    assert not any(SECRET in m.value for m in [*at.markdown, *at.success, *at.caption])
