@@ -17,15 +17,12 @@ from groupchat_core import (
     BidRequest,
     ConfigError,
     GroupChat,
-    bundle_json,
-    import_bundle,
 )
 from groupchat_core._bidding import SWARMS_16_BID_PROMPT, validate_bid_prompt
 from groupchat_core.engine._bidcache import request_key
 from groupchat_core.engine._transcript import TYPED_CONVERSATION, aliases, typed_turns
 from groupchat_core.engine._turn_loop import tally_note, view_key
 from groupchat_core.outcomes import Task
-from groupchat_core.store import RunStore
 from groupchat_core.testing import FakeOpenAIServer, ScriptedBids, tool_call
 from tests.helpers.chats import scripted_chat_with_fake
 
@@ -301,18 +298,3 @@ def test_vote_stops_at_max_loops_and_an_empty_answer_as_all_speak_does() -> None
     record = chat.run("task")
     assert [m.content for m in record.messages] == ["task", "7", "8"]
     assert len(short.calls) == 2  # only the agents that can still post are asked
-
-
-def test_a_vote_run_leaves_and_enters_the_store_as_a_bundle(tmp_path: Any,
-                                                             fresh_engines: None) -> None:
-    """The import check replays each turn by the run's own rule (vote: all_speak's)."""
-    agents = [Agent(agent_name=n, model_name="sim/balanced") for n in "ABC"]
-    chat = GroupChat(agents=agents, strategy="vote", max_loops=9, bid_cache=False)
-    store = RunStore(f"sqlite:///{tmp_path / 'one.db'}")
-    chat.add_observer(store.recorder(chat))
-    chat.run(VOTE_TASK)
-    assert chat.last_run is not None and len(chat.last_run.turns) == 3
-    text = bundle_json(store, chat.last_run.run_id)
-    other = RunStore(f"sqlite:///{tmp_path / 'two.db'}")
-    run_id = import_bundle(other, text)
-    assert other.load_run(run_id).config["strategy"] == "vote"

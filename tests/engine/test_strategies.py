@@ -291,8 +291,7 @@ def test_strategy_is_a_sweep_axis_and_the_estimate_counts_each_rules_calls() -> 
                      "grid": {"strategy": ["shouting"]}, "tasks": ["t"]})
 
 
-@pytest.mark.parametrize("strategy", ["bidding", "round_robin", "random", "selector",
-                                      "bid_then_speak", "all_speak"])
+@pytest.mark.parametrize("strategy", STRATEGIES)
 def test_every_strategy_is_stored_exactly_and_its_bundle_imports_back(
         store: object, other_store: object, strategy: str) -> None:
     """The store rebuilds the record; a bundle passes the import check (the strategy's rule)."""
@@ -307,6 +306,7 @@ def test_every_strategy_is_stored_exactly_and_its_bundle_imports_back(
     assert loaded == record and loaded.config["strategy"] == strategy
     data = export_bundle(store, record.run_id)  # type: ignore[arg-type]
     assert import_bundle(other_store, json.dumps(data)) == record.run_id  # type: ignore[arg-type]
+    assert other_store.load_run(record.run_id).config["strategy"] == strategy  # type: ignore
     if strategy != "bidding":  # a turn another rule would not have made is refused
         data["turns"][0]["reason"] = "highest_bid" if strategy != "bid_then_speak" else "lull"
         with pytest.raises(ConfigError):
