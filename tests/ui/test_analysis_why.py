@@ -20,11 +20,6 @@ from tests.helpers.app_helpers import goto
 SCORES = {"one": 0.2, "uno": 0.9, "two": 0.7, "dos": 0.3}
 
 
-@pytest.fixture
-def store() -> RunStore:
-    return RunStore()  # the SQLite file GROUPCHAT_DB names, which the app opens too
-
-
 def scripted_run(store: RunStore) -> str:
     """Ann bids 0.6 then 0.5, Bo 0.4 then 0.45; threshold 0.3, no penalty: Ann twice, a lull."""
     fake = ScriptedBids({"Ann": [(0.6, "one"), (0.5, "two"), (0.1, "")],

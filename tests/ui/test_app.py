@@ -56,11 +56,6 @@ PAGES = ("agents", "run", "analysis", "runs", "settings")
 SECRET = "sk-test-0123456789abcdefSECRET"
 
 
-@pytest.fixture
-def store() -> RunStore:
-    return RunStore()  # GROUPCHAT_DB points into this test's tmp_path (tests/conftest.py)
-
-
 def test_every_page_renders_and_agents_saved_by_another_writer_show_on_the_next_rerun(
         app: AppTest, store: RunStore):
     """Agents saved by the CLI or another server waited out a 10 s cache."""

@@ -34,11 +34,6 @@ ISO_MICROS = re.compile(r"\d{2}:\d{2}:\d{2}\.\d+|T\d{2}:")
 
 
 @pytest.fixture
-def store() -> RunStore:
-    return RunStore()  # GROUPCHAT_DB points into this test's tmp_path (tests/conftest.py)
-
-
-@pytest.fixture
 def server() -> Iterator[FakeOpenAIServer]:
     forget_remembered_modes()
     with FakeOpenAIServer() as fake:

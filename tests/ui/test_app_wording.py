@@ -112,11 +112,6 @@ def test_settings_names_the_store_why_and_an_older_one_not_in_use(settings, tmp_
     assert [c.value for c in at.code] == [f"GROUPCHAT_DB=sqlite:///{old.resolve()}"]
 
 
-@pytest.fixture
-def store() -> RunStore:
-    return RunStore()  # the SQLite file GROUPCHAT_DB names, which the app opens too
-
-
 def test_a_refused_delete_names_the_runs_in_good_grammar():
     """It said "1 of the selected runs were started by someone else"."""
     runs = pd.DataFrame([{"run_id": "abcdef0123", "name": "*my* run", "task": "t",

@@ -55,11 +55,6 @@ pytestmark = pytest.mark.usefixtures("fresh_engines")
 
 
 @pytest.fixture
-def store() -> RunStore:
-    return RunStore()  # the SQLite file GROUPCHAT_DB names, which the app opens too
-
-
-@pytest.fixture
 def any_store(store_url: str) -> Iterator[RunStore]:
     """A store on each backend (tests/conftest.py's `store`) for the agent-owner rules."""
     yield RunStore(store_url)

@@ -36,11 +36,6 @@ SECRET = "sk-unit-0123456789SECRET"
 
 
 @pytest.fixture
-def store() -> RunStore:
-    return RunStore()
-
-
-@pytest.fixture
 def record() -> RunRecord:
     """Alice wins, Bob wins (Alice penalised), then a lull on turn 3."""
     return trio_record("Debate.")
