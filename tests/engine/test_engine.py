@@ -328,8 +328,10 @@ def test_async_cancellation_records_cancelled_and_propagates():
 
 
 def test_a_scripted_fake_fails_loudly_past_its_script_and_once_closed_is_not_routed_to():
-    """close() drops it from the process-wide table; closing twice is harmless."""
-    chat, _ = make_chat({"A": [(0.9, "a")], "B": [(0.1, "")]})
+    """close() drops it from the process-wide table; closing twice is harmless. A fake passed
+    to the chat (make_chat, as every scripted test here) joins no table at all."""
+    chat, passed = make_chat({"A": [(0.9, "a")], "B": [(0.1, "")]})
+    assert in_process_provider(passed.model_name) is None
     with pytest.raises(UnexpectedModelCall):
         chat.run("t")
     fake = ScriptedBids({"A": [(0.9, "a")], "B": [(0.1, "")]})

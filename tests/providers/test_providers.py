@@ -84,16 +84,6 @@ def test_two_chats_use_their_own_providers_for_the_same_prefix_without_any_regis
     assert in_process_provider("fake/model") is None  # nothing joined a process-wide table
 
 
-def test_a_scripted_fake_can_be_passed_in_without_being_shared():
-    fake = ScriptedBids({"A": [(0.9, "scripted")], "B": [(0.1, "")]}, shared=False)
-    assert in_process_provider(fake.model_name) is None
-    agents = [Agent(agent_name=n, model_name=fake.model_name) for n in ("A", "B")]
-    chat = GroupChat(agents=agents, max_loops=2, providers=fake.providers)
-    chat.run("t")
-    assert chat.last_run.messages[-1].content == "scripted"
-    fake.assert_complete()
-
-
 def test_the_deadline_and_the_sink_reach_the_provider_as_arguments_the_sink_only_if_watched():
     provider = Recording("streamed line")
     deltas = Deltas()
