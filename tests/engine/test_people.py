@@ -31,6 +31,7 @@ from groupchat_core import (
     Pick,
     Post,
     RaiseHand,
+    Room,
     RunRecord,
     SetBid,
     select_speaker,
@@ -129,6 +130,23 @@ def _run(loop: FakeClockLoop, chat: GroupChat, task: str = "Plan it.") -> RunRec
     return loop.start(chat, task).result()
 
 
+def _bidding(snapshot: Any) -> bool:
+    return snapshot.phase == "bidding"
+
+
+def _held(loop: FakeClockLoop, chat: GroupChat, until: Callable[[Any], bool] = _bidding
+          ) -> tuple[Room, concurrent.futures.Future[RunRecord], Any]:
+    """The run started on a stopped clock (no window ends while this thread acts), once its
+    room shows `until`: (the room, the run, that snapshot)."""
+    room = chat.room
+    assert room is not None
+    loop.hold()
+    future = loop.start(chat)
+    seen = room.wait_for(until, HANG_S)
+    assert seen is not None
+    return room, future, seen
+
+
 def _player(answers: dict[tuple[str, int], HumanAction | None]) -> Play:
     async def play(prompt: HumanPrompt) -> HumanAction | None:
         return answers.get((prompt.phase, prompt.turn))
@@ -171,12 +189,8 @@ def test_a_person_in_another_thread_bids_and_posts_through_the_room(
     ann = Human("Ann", user="ann@example.org")
     chat = _room(fakes, {"A": [(0.6, "agent line")]}, [ann], human_window=HOUR,
                  human_post_window=HOUR)
-    room = chat.room
-    assert room is not None
-    loop.hold()  # no window ends while this thread acts
-    future = loop.start(chat)
-    seen = room.wait_for(lambda s: s.phase == "bidding" and len(s.bids) == 1, HANG_S)
-    assert seen is not None and seen.bids[0].name == "A" and seen.waiting_for == ("Ann",)
+    room, future, seen = _held(loop, chat, lambda s: s.phase == "bidding" and len(s.bids) == 1)
+    assert seen.bids[0].name == "A" and seen.waiting_for == ("Ann",)
     assert seen.time_left is not None and 0 < seen.time_left <= HOUR
     assert room.bid("Ann", 0.95, "my draft")
     posting = room.wait_for(lambda s: s.phase == "posting", HANG_S)
@@ -200,11 +214,7 @@ def test_an_action_bound_to_a_turn_that_is_over_is_refused(
     ann = Human("Ann")
     chat = _room(fakes, {"A": [(0.9, "a1"), (0.9, "a2")]}, [ann], max_loops=3,
                  human_window=HOUR)
-    room = chat.room
-    assert room is not None
-    loop.hold()
-    future = loop.start(chat)
-    assert room.wait_for(lambda s: s.phase == "bidding" and s.turn == 1, HANG_S) is not None
+    room, future, _ = _held(loop, chat, lambda s: s.phase == "bidding" and s.turn == 1)
     assert not room.submit("Ann", Pass(), turn=2)  # a turn not open yet
     assert room.submit("Ann", Pass(), turn=1)  # everyone has bid: turn 1 closes, A speaks
     assert room.wait_for(lambda s: s.phase == "bidding" and s.turn == 2, HANG_S) is not None
@@ -221,11 +231,7 @@ def test_an_action_bound_to_a_turn_that_is_over_is_refused(
 def test_leaving_mid_window_is_a_pass(loop: FakeClockLoop, fakes: list[ScriptedBids]) -> None:
     ann = Human("Ann")
     chat = _room(fakes, {"A": [(0.6, "agent line")]}, [ann], human_window=HOUR)
-    room = chat.room
-    assert room is not None
-    loop.hold()
-    future = loop.start(chat)
-    assert room.wait_for(lambda s: s.phase == "bidding", HANG_S) is not None
+    room, future, _ = _held(loop, chat)
     assert room.leave("Ann")  # closed the tab: an hour's window, and the room goes on
     loop.release()
     record = future.result()
@@ -434,16 +440,12 @@ def test_no_pick_in_the_window_leaves_the_rules_choice(
     (lambda: GroupChat(agents=[Agent(agent_name="A"), Human("B")], human_window=0),
      "human_window"),
     (lambda: Human(""), "a Human needs a name"),
+    (lambda: GroupChat(agents=[Agent(agent_name="A", model_name="sim/eager"), Human("B")])
+     .run_batch(["t"]), "run_batch"),  # a room runs one task at a time
 ])
 def test_bad_rooms_are_one_clear_error(build: Callable[[], object], says: str) -> None:
     with pytest.raises(ConfigError, match=says):
         build()
-
-
-def test_run_batch_refuses_a_room() -> None:
-    chat = GroupChat(agents=[Agent(agent_name="A", model_name="sim/eager"), Human("B")])
-    with pytest.raises(ConfigError, match="run_batch"):
-        chat.run_batch(["t"])
 
 
 def test_a_chat_without_people_has_no_room() -> None:
@@ -466,11 +468,7 @@ def test_a_room_is_read_and_acted_on_from_many_threads_at_once() -> None:
 def test_cancelling_mid_window_stops_the_run_and_closes_the_room(
         loop: FakeClockLoop, fakes: list[ScriptedBids]) -> None:
     chat = _room(fakes, {"A": [(0.6, "agent line")]}, [Human("Ann")], human_window=HOUR)
-    room = chat.room
-    assert room is not None
-    loop.hold()
-    future = loop.start(chat)
-    assert room.wait_for(lambda s: s.phase == "bidding", HANG_S) is not None
+    room, future, _ = _held(loop, chat)
     chat.cancel()
     with pytest.raises(concurrent.futures.CancelledError):
         future.result()
