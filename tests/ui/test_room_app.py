@@ -410,60 +410,6 @@ def _rule_pick(at: AppTest) -> Any:
                  and (b.key or "").endswith("_rule")), None)
 
 
-def test_a_seat_raises_and_lowers_its_hand_bids_with_a_draft_and_passes(app: AppTest):
-    """Lower leaves no standing bid; a draft is the bid taken; Pass scores 0 (starter, link)."""
-    job_id, tokens = _room(app, max_loops=3)  # the task and two turns
-    room = seats.table().get(job_id).room
-    bob = new_app(job=job_id, seat=tokens["Bob"])
-    poll(app, seat_controls, "Ann's first bid window")
-    assert room.snapshot().turn == 1
-
-    app.button(key="room_raise").click().run()
-    assert "1\\. Ann" in markdown(app) and room.snapshot().hands == ("Ann",)
-    app.button(key="room_lower").click().run()
-    ann = logic.person_state(room.snapshot(), "Ann")
-    assert ann is not None and not ann.hand_up and not ann.bid_in  # the hand's bid went too
-    assert "No hand up." in markdown(app) and room.snapshot().hands == ()
-    bob.button(key="room_raise").click().run()  # the link guest's hand, on both screens
-    assert room.snapshot().hands == ("Bob",) and "1\\. Bob" in markdown(bob)
-    assert "1\\. Bob" in markdown(app.run())
-    bob.button(key="room_lower").click().run()
-    assert room.snapshot().hands == ()
-
-    app.slider(key=f"room_score_{job_id}").set_value(0.35)  # under the 0.5 threshold: no post
-    app.text_area(key=f"room_draft_{job_id}_1").set_value("  Costs first, then scope.  ")
-    app.button(key="room_bid").click().run()
-    mine = next(b for b in room.snapshot().bids if b.name == "Ann")
-    assert (mine.score, mine.message, mine.hand, mine.passed) == (
-        0.35, "Costs first, then scope.", False, False)
-    assert "Your bid this turn: score 0.35" in markdown(app)
-
-    poll(bob, seat_controls, "Bob's first bid window")
-    bob.button(key="room_pass_1").click().run()  # everyone has bid: the window closes early
-    poll(app, lambda at: room.snapshot().turn == 2 and seat_controls(at, 2),
-         "Ann's second bid window")
-    snap = room.snapshot()
-    ann = logic.person_state(snap, "Ann")
-    assert ann is not None and not ann.hand_up and not ann.bid_in  # no standing hand bid
-    assert snap.hands == () and "Ann" in snap.waiting_for
-    app.button(key="room_pass_2").click().run()
-    poll(bob, lambda at: seat_controls(at, 2), "Bob's second bid window")
-    bob.button(key="room_pass_2").click().run()
-    poll(app, lambda at: room.snapshot().turn > 2 or status(at).startswith("status: "
-                                                                          "finished"),
-         "turn 2 to be recorded")
-    assert not status(app).startswith("status: error"), status(app)
-    job_registry.registry().cancel(job_id)  # a lull would open turn 3: not needed here
-
-    RunStore().flush()
-    bids = RunStore().bids(job_registry.registry().snapshot(job_id).run_id)
-    people = bids[(bids["kind"] == "human") & (bids["turn"] <= 2)]
-    got = {(r.turn, r.agent): (r.score, r.message) for r in people.itertuples()}
-    assert got == {(1, "Ann"): (0.35, "Costs first, then scope."), (1, "Bob"): (0.0, ""),
-                   (2, "Ann"): (0.0, ""), (2, "Bob"): (0.0, "")}
-    assert not people[people["score"] == 0.0]["eligible"].any()  # a pass can never speak
-
-
 # The only callbacks a guest may use: its room's, and picking which of its jobs it watches.
 ROOM_CALLBACKS = {"on_raise", "on_lower", "on_pass", "on_bid", "on_post", "on_pick", "on_join",
                   "on_job_selected"}
@@ -582,8 +528,10 @@ def _keys(at: AppTest) -> set[str]:
     return {b.key for b in at.button if b.key}
 
 
-def test_a_link_guest_has_the_room_only_and_a_wrong_token_or_a_second_browser_watches(
+def test_a_link_guest_has_the_room_only_a_wrong_token_or_second_browser_watches_seats_bid(
         app: AppTest, monkeypatch, caplog, capsys):
+    """The seats then raise and lower their hands, bid with a draft and pass: Lower leaves no
+    standing bid; a draft is the bid taken; Pass scores 0 (starter, link)."""
     monkeypatch.setattr(seats, "LEAVE_AFTER_S", 3600.0)  # no tab counts as closed here
     caplog.set_level(logging.DEBUG)
     menus: list[object] = []  # where each session's page menu is drawn (none for a guest)
@@ -648,10 +596,58 @@ def test_a_link_guest_has_the_room_only_and_a_wrong_token_or_a_second_browser_wa
     goto(back, "agents")
     assert any(e.value.startswith("Not allowed: the Agents page") for e in back.error)
     assert not _keys(back)
-    # the starter stops the room; no token ever reached a log line or the console
+
+    room = seats.table().get(job_id).room  # turn 1's bid window: Ann's hand is up from above
+    poll(app, seat_controls, "Ann's first bid window")
+    assert room.snapshot().turn == 1
+    app.button(key="room_lower").click().run()
+    app.button(key="room_raise").click().run()
+    assert "1\\. Ann" in markdown(app) and room.snapshot().hands == ("Ann",)
+    app.button(key="room_lower").click().run()
+    ann = logic.person_state(room.snapshot(), "Ann")
+    assert ann is not None and not ann.hand_up and not ann.bid_in  # the hand's bid went too
+    assert "No hand up." in markdown(app) and room.snapshot().hands == ()
+    bob.button(key="room_raise").click().run()  # the link guest's hand, on both screens
+    assert room.snapshot().hands == ("Bob",) and "1\\. Bob" in markdown(bob)
+    assert "1\\. Bob" in markdown(app.run())
+    bob.button(key="room_lower").click().run()
+    assert room.snapshot().hands == ()
+
+    app.slider(key=f"room_score_{job_id}").set_value(0.35)  # under the 0.5 threshold: no post
+    app.text_area(key=f"room_draft_{job_id}_1").set_value("  Costs first, then scope.  ")
+    app.button(key="room_bid").click().run()
+    mine = next(b for b in room.snapshot().bids if b.name == "Ann")
+    assert (mine.score, mine.message, mine.hand, mine.passed) == (
+        0.35, "Costs first, then scope.", False, False)
+    assert "Your bid this turn: score 0.35" in markdown(app)
+
+    poll(bob, seat_controls, "Bob's first bid window")
+    bob.button(key="room_pass_1").click().run()  # everyone has bid: the window closes early
+    poll(app, lambda at: room.snapshot().turn == 2 and seat_controls(at, 2),
+         "Ann's second bid window")
+    snap = room.snapshot()
+    ann = logic.person_state(snap, "Ann")
+    assert ann is not None and not ann.hand_up and not ann.bid_in  # no standing hand bid
+    assert snap.hands == () and "Ann" in snap.waiting_for
+    app.button(key="room_pass_2").click().run()
+    poll(bob, lambda at: seat_controls(at, 2), "Bob's second bid window")
+    bob.button(key="room_pass_2").click().run()
+    poll(app, lambda at: room.snapshot().turn > 2 or status(at).startswith("status: "
+                                                                          "finished"),
+         "turn 2 to be recorded")
+    assert not status(app).startswith("status: error"), status(app)
+    # the starter stops the room (a lull would open turn 3: not needed here)
     app.button(key="stop_run").click().run()
     poll(app, lambda at: status(at).startswith(("status: cancelled", "status: finished")),
          "the room to stop")
+    RunStore().flush()
+    bids = RunStore().bids(job_registry.registry().snapshot(job_id).run_id)
+    people = bids[(bids["kind"] == "human") & (bids["turn"] <= 2)]
+    got = {(r.turn, r.agent): (r.score, r.message) for r in people.itertuples()}
+    assert got == {(1, "Ann"): (0.35, "Costs first, then scope."), (1, "Bob"): (0.0, ""),
+                   (2, "Ann"): (0.0, ""), (2, "Bob"): (0.0, "")}
+    assert not people[people["score"] == 0.0]["eligible"].any()  # a pass can never speak
+    # no token ever reached a log line or the console
     logged = caplog.text + "".join(capsys.readouterr())
     assert not any(token in logged for token in tokens.values())
 
