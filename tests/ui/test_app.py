@@ -95,7 +95,8 @@ def names_in(store: RunStore) -> list[str]:
     return [a.agent_name for a in store.list_agents()]
 
 
-def test_agents_page_creates_edits_renames_and_deletes_an_agent(app: AppTest, store: RunStore):
+def test_agents_page_creates_edits_renames_deletes_makes_agents_in_a_row_with_every_tool_mode(
+        app: AppTest, store: RunStore):
     goto(app, "agents")
     fill_agent(app, "Ada", "You are a careful mathematician.", "sim/reserved")
     app.button(key="save_agent").click().run()
@@ -126,10 +127,7 @@ def test_agents_page_creates_edits_renames_and_deletes_an_agent(app: AppTest, st
     assert "Deleted agent Ada L." in texts(app.success)
     assert not app.exception
 
-
-def test_agents_made_in_a_row_inline_errors_and_every_tool_mode(app: AppTest, store: RunStore):
-    """Issue 11: saving a new agent turned the form into "Edit <it>": the next save renamed it."""
-    goto(app, "agents")
+    # Issue 11: saving a new agent turned the form into "Edit <it>": the next save renamed it.
     for name in ("Optimist", "Pessimist", "Realist"):
         fill_agent(app, name, f"You are the {name}.", "sim/eager")
         app.button(key="save_agent").click().run()
