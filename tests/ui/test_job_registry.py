@@ -276,21 +276,18 @@ def test_summaries_are_bounded_too(kept2: JobRegistry, sqlite_store: RunStore,
 
 @pytest.mark.parametrize(("raw", "expected"), [
     (None, jobs.DEFAULT_KEEP_FINISHED), ("", jobs.DEFAULT_KEEP_FINISHED), ("5", 5),
-    (" 7 ", 7), ("10000", 10_000),
+    (" 7 ", 7), ("10000", 10_000), *[(bad, None) for bad in ("0", "-3", "ten", "10001", "2.5")],
 ])
-def test_the_setting_is_read_from_the_environment(raw: str | None, expected: int):
+def test_the_setting_is_read_from_the_environment_and_a_bad_one_is_one_logged_line(
+        raw: str | None, expected: int | None, caplog: pytest.LogCaptureFixture):
     environ = {} if raw is None else {jobs.KEEP_FINISHED_ENV: raw}
-    assert jobs.keep_finished_setting(environ) == expected
-
-
-@pytest.mark.parametrize("raw", ["0", "-3", "ten", "10001", "2.5"])
-def test_a_bad_setting_is_one_logged_line_and_the_default(raw: str,
-                                                          caplog: pytest.LogCaptureFixture):
     with caplog.at_level(logging.WARNING, logger="groupchat_ui"):
-        assert jobs.keep_finished_setting({jobs.KEEP_FINISHED_ENV: raw}) == 20
-    [line] = [r.getMessage() for r in caplog.records]
-    assert jobs.KEEP_FINISHED_ENV in line and repr(raw) in line and "\n" not in line
-    assert "from 1 to 10,000" in line
+        assert jobs.keep_finished_setting(environ) == (expected or 20)  # bad: the default
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == (expected is None)
+    for line in lines:
+        assert jobs.KEEP_FINISHED_ENV in line and repr(raw) in line and "\n" not in line
+        assert "from 1 to 10,000" in line
 
 
 def test_the_registry_takes_the_setting(monkeypatch: pytest.MonkeyPatch):
