@@ -112,14 +112,6 @@ def test_a_cut_stream_ends_without_finish_or_done(server):
     assert "[DONE]" not in sse_payloads(pieces)
 
 
-def test_stream_rejection_is_configurable(server):
-    server.configure("m", reject_stream=True)
-    conn = http.client.HTTPConnection(server.host, server.port, timeout=5)
-    conn.request("POST", "/v1/chat/completions", json.dumps({"model": "m", "stream": True}))
-    response = conn.getresponse()
-    assert response.status == 400 and b"stream" in response.read()
-
-
 # --- the engine streams --------------------------------------------------------------------
 
 
@@ -215,6 +207,7 @@ def test_a_server_rejecting_stream_true_gets_a_non_streamed_bid_and_is_remembere
     assert (first.path, first.calls, first.message) == ("tool_call:unstreamed", 2, "first")
     assert (second.path, second.calls) == ("tool_call:unstreamed", 1)  # remembered: no retry
     assert [r.body.get("stream") for r in server.requests_for("a")] == [True, None, None]
+    assert server.requests_for("a")[0].status == 400  # the fake refused the stream
     assert [m.mode for m in remembered_modes()] == ["unstreamed"]
     assert chat.last_run.bids[1].path == "tool_call:stream"
 
