@@ -31,36 +31,28 @@ def two_turns(srv: FakeOpenAIServer, models: tuple[str, str], store: RunStore) -
     return record
 
 
-def test_a_local_unpriced_model_costs_unknown_not_zero(
-        server: FakeOpenAIServer, store: RunStore
-) -> None:
-    record = two_turns(server, ("local-llm", "local-llm-2"), store)
-    assert all(b.cost_usd is None and b.calls == 1 for b in record.bids)
-    assert record.total_cost_usd is None and record.unpriced_bids == len(record.bids) == 4
-    assert not record.cost_complete
+@pytest.mark.parametrize("models, priced, says, never", [
+    (("local-llm", "local-llm-2"), "", "completion tokens, cost unknown", "$0.0000"),
+    (("gpt-4o-mini", "gpt-4o-mini-2024-07-18"), "AB", "cost ${total:.4f}", "unknown"),
+    (("gpt-4o-mini", "local-llm"), "A", "${total:.4f} + unknown (2 unpriced bids)", None),
+], ids=["a local unpriced model costs unknown, not zero", "a priced model has a complete total",
+        "a partly priced run is flagged partial"])
+def test_only_priced_bids_have_a_cost_and_the_total_says_what_is_unknown(
+        server: FakeOpenAIServer, store: RunStore, models: tuple[str, str], priced: str,
+        says: str, never: str | None) -> None:
+    record = two_turns(server, models, store)
+    assert len(record.bids) == 4
+    assert all(b.calls == 1 and ((b.cost_usd or 0) > 0 if b.agent in priced
+                                 else b.cost_usd is None) for b in record.bids)
+    unpriced = sum(b.agent not in priced for b in record.bids)
+    assert record.unpriced_bids == unpriced and record.cost_complete == (unpriced == 0)
+    total = sum(b.cost_usd or 0 for b in record.bids)
+    assert record.total_cost_usd == (pytest.approx(total) if priced else None)
     loaded = store.load_run(record.run_id)  # the store keeps 0 in its column, reads unknown
-    assert loaded.total_cost_usd is None and loaded.unpriced_bids == 4
+    assert loaded.unpriced_bids == unpriced
+    assert loaded.total_cost_usd == (pytest.approx(total) if priced else None)
     md = transcript_markdown(store, record.run_id)
-    assert "completion tokens, cost unknown" in md and "$0.0000" not in md
-
-
-def test_a_priced_model_has_a_complete_total(server: FakeOpenAIServer, store: RunStore) -> None:
-    record = two_turns(server, ("gpt-4o-mini", "gpt-4o-mini-2024-07-18"), store)
-    assert all((b.cost_usd or 0) > 0 for b in record.bids)
-    assert record.unpriced_bids == 0 and record.cost_complete
-    assert record.total_cost_usd == pytest.approx(sum(b.cost_usd or 0 for b in record.bids))
-    assert store.load_run(record.run_id).total_cost_usd == pytest.approx(record.total_cost_usd)
-    md = transcript_markdown(store, record.run_id)
-    assert f"cost ${record.total_cost_usd:.4f}" in md and "unknown" not in md
-
-
-def test_a_partly_priced_run_is_flagged_partial(server: FakeOpenAIServer, store: RunStore) -> None:
-    record = two_turns(server, ("gpt-4o-mini", "local-llm"), store)
-    priced = [b for b in record.bids if b.agent == "A"]
-    assert record.total_cost_usd == pytest.approx(sum(b.cost_usd or 0 for b in priced))
-    assert (record.total_cost_usd or 0) > 0 and record.unpriced_bids == 2
-    md = transcript_markdown(store, record.run_id)
-    assert "+ unknown (2 unpriced bids)" in md
+    assert says.format(total=total) in md and (never is None or never not in md)
 
 
 def test_simulated_and_failed_bids_cost_nothing_known() -> None:
