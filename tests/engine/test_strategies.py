@@ -180,6 +180,10 @@ def test_round_robin_asks_only_the_next_agent_in_list_order() -> None:
     assert record.total_calls == 3 == len(record.bids)  # one call per turn, not one per agent
     assert "It is your turn to speak" in fake.calls[0].messages[-1]["content"]
     fake.assert_complete()
+    # analysis explains a turn named by the rule, not by its bid
+    text = explain_turn(record.bids_frame(), record.turns_frame(), 1, 0.5)
+    assert "A spoke because it was next in list order (round_robin)" in text
+    assert "above the threshold" not in text
 
 
 def test_a_silent_scheduled_speaker_is_a_lull() -> None:
@@ -312,14 +316,6 @@ def test_every_strategy_is_stored_exactly_and_its_bundle_imports_back(
         with pytest.raises(ConfigError):
             import_bundle(other_store, json.dumps({**data, "run": {**data["run"],
                                                                    "run_id": "x" * 32}}))
-
-
-def test_analysis_explains_a_turn_named_by_the_rule_not_by_its_bid() -> None:
-    chat, _ = _chat({"A": [(0.1, "a1")], "B": []}, strategy="round_robin", max_loops=2)
-    record = chat.run("task")
-    text = explain_turn(record.bids_frame(), record.turns_frame(), 1, 0.5)
-    assert "A spoke because it was next in list order (round_robin)" in text
-    assert "above the threshold" not in text
 
 
 def test_a_selector_is_asked_on_its_own_server_in_its_own_mode() -> None:
