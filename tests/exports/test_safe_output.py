@@ -255,16 +255,20 @@ def test_the_sweep_cli_escapes_names_tasks_and_errors(store, tmp_path, capfdbina
 # --- names ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("char", "named"), [
-    ("\u202e", "U+202E RIGHT-TO-LEFT OVERRIDE"),
-    ("\x9b", "U+009B CONTROL SEQUENCE INTRODUCER"),
-    ("\x7f", "U+007F DELETE"),
-    ("\u2028", "U+2028 LINE SEPARATOR"),
-    ("\u200b", "U+200B ZERO WIDTH SPACE"),
-    ("\x1b", "U+001B ESCAPE"),
-    ("\u2066", "U+2066 LEFT-TO-RIGHT ISOLATE"),
-])
-def test_names_reject_controls_naming_the_character(char, named, store, tmp_path, capfdbinary):
+NAMED = [("\u202e", "U+202E RIGHT-TO-LEFT OVERRIDE"),
+         ("\x9b", "U+009B CONTROL SEQUENCE INTRODUCER"), ("\x7f", "U+007F DELETE"),
+         ("\u2028", "U+2028 LINE SEPARATOR"), ("\u200b", "U+200B ZERO WIDTH SPACE"),
+         ("\x1b", "U+001B ESCAPE"), ("\u2066", "U+2066 LEFT-TO-RIGHT ISOLATE")]
+
+
+def test_names_reject_controls_naming_the_character(store, tmp_path, capfdbinary, subtests):
+    """Every character on one store, each a subtest of its own."""
+    for char, named in NAMED:
+        with subtests.test(named):
+            _names_reject(char, named, store, tmp_path, capfdbinary)
+
+
+def _names_reject(char, named, store, tmp_path, capfdbinary):
     message = f"contains {named}; remove it"
     with pytest.raises(ValueError, match=re.escape(f"agent_name {message}")):
         Agent(agent_name=f"Al{char}ice")

@@ -228,21 +228,21 @@ def test_yaml_aliases_and_deep_nesting_are_refused_on_either_loader(monkeypatch,
 # --- bundles -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("where", "value", "pattern"), [
-    ("total_calls", 10**30, r"Input should be less than or equal to 2147483647"),
-    ("total_prompt_tokens", 1e30, r"total_prompt_tokens must be an integer from 0 to "
-                                  r"2,147,483,647"),
-    ("total_cost_usd", "nan", r"NaN is not valid JSON"),
-])
-def test_bundle_numbers_beyond_the_store_are_refused(store, where, value, pattern):
-    data = trio_bundle(store)
-    data["run"][where] = value
-    text = json.dumps(data).replace('"nan"', "NaN")
+def test_bundle_numbers_beyond_the_store_are_refused(store, subtests):
+    data = trio_bundle(store)  # one recorded run, each number a subtest
     before = store_digest(store)
-    with pytest.raises(ConfigError, match=pattern) as caught:
-        import_bundle(store, text)
-    one_line(caught)
-    assert store_digest(store) == before
+    for where, value, pattern in [
+        ("total_calls", 10**30, r"Input should be less than or equal to 2147483647"),
+        ("total_prompt_tokens", 1e30, r"total_prompt_tokens must be an integer from 0 to "
+                                      r"2,147,483,647"),
+        ("total_cost_usd", "nan", r"NaN is not valid JSON"),
+    ]:
+        with subtests.test(where):
+            text = json.dumps({**data, "run": {**data["run"], where: value}})
+            with pytest.raises(ConfigError, match=pattern) as caught:
+                import_bundle(store, text.replace('"nan"', "NaN"))
+            one_line(caught)
+            assert store_digest(store) == before
 
 
 def test_a_yaml_bundle_with_nan_is_refused(store):

@@ -328,12 +328,13 @@ def test_a_bundle_says_who_owned_the_run_but_cannot_make_it_anyones(store, new_d
     assert other.run_info(bundle["run"]["run_id"])["owner"] is None
 
 
-@pytest.mark.parametrize("bad", ["", "   ", "x" * 321, "evil\nname", "\x1b[31m"])
-def test_an_owner_that_is_not_a_short_printable_text_is_refused(store, bad):
-    with pytest.raises(StoreError, match="owner must be 1-320 printable characters"):
-        store.recorder(_chat(), owner=bad)
-    with pytest.raises(StoreError, match="owner must be"):
-        store.create_sweep("s", {}, owner=bad)
+def test_an_owner_that_is_not_a_short_printable_text_is_refused(store, subtests):
+    for bad in ["", "   ", "x" * 321, "evil\nname", "\x1b[31m"]:
+        with subtests.test(repr(bad)):
+            with pytest.raises(StoreError, match="owner must be 1-320 printable characters"):
+                store.recorder(_chat(), owner=bad)
+            with pytest.raises(StoreError, match="owner must be"):
+                store.create_sweep("s", {}, owner=bad)
 
 
 # --- v9: a scored task's outcome on its run (issue 20 item 1) -----------------------------------
