@@ -79,6 +79,7 @@ def test_defaults_leave_the_requests_byte_identical(explicit: bool) -> None:
     # readably: the roster gives the others, each with its description, never one's own
     assert "with Bob (a careful checker), Cy." in _asked(fake, "Ann", 1)[-1]["content"]
     assert "a careful checker" not in _asked(fake, "Bob", 1)[-1]["content"]
+    assert "latest bids" not in _asked(fake, "Ann", 3)[-1]["content"]  # show_bids: hidden
 
 
 def test_every_choice_defaults_to_its_first_and_a_bad_one_is_one_line() -> None:
@@ -196,8 +197,6 @@ def test_show_bids_lists_the_others_latest_read_bids() -> None:
         "do not want to speak.\n\nThe other participants' latest bids: none yet.")
     assert _asked(fake, "Ann", 3)[-1]["content"].endswith(
         "\n\nThe other participants' latest bids: Bob 0.7 (turn 2), Cy 0.3 (turn 2).")
-    hidden = _run()[1]
-    assert "latest bids" not in _asked(hidden, "Ann", 3)[-1]["content"]
 
 
 VOTE_TASK = Task(id="q", prompt="What is 6*7?", answer="42", scorer="numeric",
