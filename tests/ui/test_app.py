@@ -206,40 +206,6 @@ def prompt(store: RunStore, name: str) -> str:
     return store.get_agent(name).system_prompt
 
 
-def test_an_import_over_saved_agents_asks_and_the_edit_form_follows(app: AppTest,
-                                                                    store: RunStore):
-    """Issue 38.12: it asks as a preset does; an open edit form then shows what was imported."""
-    goto(app, "agents")
-    app.button(key="load_preset").click().run()
-    saved = prompt(store, "Optimist")
-    app.button(key="agent_edit_Optimist").click().run()
-    assert app.text_area(key="agent_form_role").value == saved
-
-    _import(app)
-    assert "room.json would replace your saved Optimist" in texts(app.warning)
-    assert prompt(store, "Optimist") == saved and "Newcomer" not in names_in(store)
-    app.button(key="confirm_import_no").click().run()  # cancel: nothing imported
-    assert not app.warning and "Nothing was imported from room.json" in texts(app.info)
-    assert prompt(store, "Optimist") == saved and "Newcomer" not in names_in(store)
-
-    _import(app)
-    app.button(key="confirm_import_copies").click().run()  # keep mine
-    assert prompt(store, "Optimist") == saved
-    assert prompt(store, "Optimist (imported)") == "An imported optimist."
-    assert "Newcomer" in names_in(store)
-    assert app.text_area(key="agent_form_role").value == saved
-
-    _import(app)
-    app.button(key="confirm_import_yes").click().run()  # replace
-    assert prompt(store, "Optimist") == "An imported optimist."
-    assert app.text_area(key="agent_form_role").value == "An imported optimist."
-    app.button(key="save_agent").click().run()  # the open form saves what was imported
-    assert prompt(store, "Optimist") == "An imported optimist."
-
-    _import(app)  # the same agents again: nothing would change, nothing is asked
-    assert not app.warning and "Imported 2 agents" in texts(app.success)
-
-
 def test_copies_of_imported_agents_get_free_names(store: RunStore):
     store.save_agents([Agent(agent_name="A", model_name="sim/eager"),
                        Agent(agent_name="A (imported)", model_name="sim/eager")])
@@ -269,7 +235,8 @@ def picked(app: AppTest) -> list[str]:
     return [str(v).split(" · ")[0] for v in app.multiselect(key="run_roster").value]
 
 
-def test_a_preset_asks_before_replacing_edited_agents(app: AppTest, store: RunStore):
+def test_a_preset_or_an_import_asks_before_replacing_edited_agents_and_the_form_follows(
+        app: AppTest, store: RunStore):
     goto(app, "agents")
     app.button(key="load_preset").click().run()
     app.button(key="load_preset").click().run()  # unchanged agents: no question
@@ -304,6 +271,36 @@ def test_a_preset_asks_before_replacing_edited_agents(app: AppTest, store: RunSt
     app.button(key="confirm_preset_yes").click().run()
     assert store.get_agent("Optimist").system_prompt == "You argue for the benefits."
     assert app.multiselect(key="run_roster").value == ["Optimist", "Pessimist", "Realist"]
+
+    # Issue 38.12: an import asks as a preset does; an open edit form then shows what was imported
+    goto(app, "agents")
+    saved = prompt(store, "Optimist")
+    app.button(key="agent_edit_Optimist").click().run()
+    assert app.text_area(key="agent_form_role").value == saved
+
+    _import(app)
+    assert "room.json would replace your saved Optimist" in texts(app.warning)
+    assert prompt(store, "Optimist") == saved and "Newcomer" not in names_in(store)
+    app.button(key="confirm_import_no").click().run()  # cancel: nothing imported
+    assert not app.warning and "Nothing was imported from room.json" in texts(app.info)
+    assert prompt(store, "Optimist") == saved and "Newcomer" not in names_in(store)
+
+    _import(app)
+    app.button(key="confirm_import_copies").click().run()  # keep mine
+    assert prompt(store, "Optimist") == saved
+    assert prompt(store, "Optimist (imported)") == "An imported optimist."
+    assert "Newcomer" in names_in(store)
+    assert app.text_area(key="agent_form_role").value == saved
+
+    _import(app)
+    app.button(key="confirm_import_yes").click().run()  # replace
+    assert prompt(store, "Optimist") == "An imported optimist."
+    assert app.text_area(key="agent_form_role").value == "An imported optimist."
+    app.button(key="save_agent").click().run()  # the open form saves what was imported
+    assert prompt(store, "Optimist") == "An imported optimist."
+
+    _import(app)  # the same agents again: nothing would change, nothing is asked
+    assert not app.warning and "Imported 2 agents" in texts(app.success)
 
 
 @pytest.mark.parametrize("preset, names", [
