@@ -6,8 +6,8 @@
   chat the store cannot record, or a database error.
 
 Each is tried through the real entry points: GroupChat(...), load_spec_text, load_sweep_text,
-the CLI as a real process (exit 2, one line on stderr, no traceback, store unchanged) and
-bundle import.
+the CLI (exit 2, one line on stderr, no traceback, store unchanged; a real process where it reads
+a file, its flags' checks in this one) and bundle import.
 
 Private imports (`_safeload`, `exports._bundles`): units or test hooks with no public name;
 everything public comes from the public API.
@@ -33,6 +33,7 @@ from groupchat_core.sweeps import load_sweep_text
 from tests.exports.test_bundle_consistency import store_digest, trio_bundle
 from tests.helpers import ROOT
 from tests.helpers.chats import scripted_chat
+from tests.helpers.cli import run_cli
 
 NAN = float("nan")
 INF = float("inf")
@@ -263,6 +264,13 @@ def cli(*argv: str, url: str) -> subprocess.CompletedProcess[str]:
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
+def cli_here(capsys: pytest.CaptureFixture[str], *argv: str,
+             url: str) -> subprocess.CompletedProcess[str]:
+    """The CLI in this process, as `cli` gives it: a flag's check needs no process of its own."""
+    code, out, err = run_cli(capsys, "--db", url, *argv)
+    return subprocess.CompletedProcess(list(argv), code, out, err)
+
+
 def assert_refused(done: subprocess.CompletedProcess[str], pattern: str) -> None:
     assert done.returncode == 2, (done.returncode, done.stderr)
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
@@ -287,11 +295,12 @@ def test_cli_run_refuses_a_bad_spec_and_records_nothing(store, store_url, tmp_pa
     assert store_digest(store) == before
 
 
-def test_cli_list_limit_is_bounded(store, store_url):
-    assert_refused(cli("list", "--limit", "100000000000000000000", url=store_url),
+def test_cli_list_limit_is_bounded(store, store_url, capsys):
+    assert_refused(cli_here(capsys, "list", "--limit", "100000000000000000000", url=store_url),
                    r"argument --limit: must be from 1 to 1,000,000, got '100000000000000000000'")
-    assert_refused(cli("list", "--limit", "0", url=store_url), r"must be from 1 to 1,000,000")
-    done = cli("list", "--limit", "1000000", url=store_url)
+    assert_refused(cli_here(capsys, "list", "--limit", "0", url=store_url),
+                   r"must be from 1 to 1,000,000")
+    done = cli_here(capsys, "list", "--limit", "1000000", url=store_url)
     assert done.returncode == 0, done.stderr
 
 
@@ -316,8 +325,10 @@ def test_cli_import_refuses_huge_totals_and_big_yaml(store, store_url, tmp_path)
     ("--max-calls", "100000000000000000000", r"--max-calls must be positive and at most "
                                              r"1,000,000,000"),
 ])
-def test_cli_sweep_caps_are_finite_and_bounded(sqlite_store, tmp_path, flag, value, pattern):
+def test_cli_sweep_caps_are_finite_and_bounded(sqlite_store, tmp_path, capsys, flag, value,
+                                               pattern):
     path = tmp_path / "sweep.yaml"
     path.write_text(yaml.safe_dump(SWEEP))
-    assert_refused(cli("sweep", str(path), flag, value, url=sqlite_store.url), pattern)
+    assert_refused(cli_here(capsys, "sweep", str(path), flag, value, url=sqlite_store.url),
+                   pattern)
     assert sqlite_store.list_runs().empty
