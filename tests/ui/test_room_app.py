@@ -84,7 +84,7 @@ def test_a_room_link_token_has_256_bits_and_only_its_hash_is_kept():
     assert not seat.matches("")
 
 
-def test_a_seat_is_claimed_by_its_user_signed_in_or_by_its_link_token():
+def test_a_seat_is_claimed_by_its_user_signed_in_or_by_its_link_token_the_starters_held():
     table = seats.SeatTable()
     tok_ann, tok_bob = seats.new_token(), seats.new_token()
     table.register("job1", object(), [
@@ -100,6 +100,18 @@ def test_a_seat_is_claimed_by_its_user_signed_in_or_by_its_link_token():
     assert table.claim("nojob", user="ann@example.org", signed_in=True, browser="b1") == []
     assert table.invitations("ann@example.org") == [("job1", "Ann")]
     assert table.forget(lambda job_id: False) == 1 and table.get("job1") is None
+    # the starter holds their own seat, a signed-in user theirs in any browser
+    tok_ann, tok_cy = seats.new_token(), seats.new_token()
+    table.register("j", object(), [seats.Seat("Ann", None, seats.token_hash(tok_ann)),
+                                   seats.Seat("Cy", "cy@example.org", seats.token_hash(tok_cy))])
+    assert table.hold("j", "Ann", "starter") and table.hold("j", "Ann", "starter")
+    assert not table.hold("j", "Ann", "other") and not table.hold("j", "Nobody", "starter")
+    # Ann's own link, opened elsewhere, does not take her seat from the browser that started
+    assert table.claim("j", user="local", signed_in=False, token=tok_ann, browser="other") == []
+    assert table.claim("j", user="cy@example.org", signed_in=True, browser="cy1") == ["Cy"]
+    assert table.claim("j", user="cy@example.org", signed_in=True, browser="cy2") == ["Cy"]
+    assert table.claim("j", user="eve@example.org", signed_in=True, token=tok_cy,
+                       browser="eve") == []  # Cy's link, once Cy holds the seat
 
 
 def test_a_link_seat_belongs_to_the_first_browser_and_another_browser_watches():
@@ -125,22 +137,7 @@ def test_a_link_seat_belongs_to_the_first_browser_and_another_browser_watches():
     assert "not on this server" in logic.watching_note(False, None)
 
 
-def test_the_starter_holds_their_own_seat_and_a_signed_in_user_theirs_in_any_browser():
-    table = seats.SeatTable()
-    tok_ann, tok_cy = seats.new_token(), seats.new_token()
-    table.register("j", object(), [seats.Seat("Ann", None, seats.token_hash(tok_ann)),
-                                   seats.Seat("Cy", "cy@example.org", seats.token_hash(tok_cy))])
-    assert table.hold("j", "Ann", "starter") and table.hold("j", "Ann", "starter")
-    assert not table.hold("j", "Ann", "other") and not table.hold("j", "Nobody", "starter")
-    # Ann's own link, opened elsewhere, does not take her seat from the browser that started
-    assert table.claim("j", user="local", signed_in=False, token=tok_ann, browser="other") == []
-    assert table.claim("j", user="cy@example.org", signed_in=True, browser="cy1") == ["Cy"]
-    assert table.claim("j", user="cy@example.org", signed_in=True, browser="cy2") == ["Cy"]
-    assert table.claim("j", user="eve@example.org", signed_in=True, token=tok_cy,
-                       browser="eve") == []  # Cy's link, once Cy holds the seat
-
-
-def test_a_tab_silent_for_the_leave_time_is_reported_once_and_a_beat_brings_it_back():
+def test_a_tab_silent_for_the_leave_time_is_told_once_as_left_and_a_beat_brings_it_back():
     now = [100.0]
     table = seats.SeatTable(clock=lambda: now[0])
     table.register("j", object(), [seats.Seat("Ann", None, b"x"), seats.Seat("Bob", None, b"y")])
@@ -154,23 +151,19 @@ def test_a_tab_silent_for_the_leave_time_is_reported_once_and_a_beat_brings_it_b
     now[0] += 1.0
     assert table.silent("j") == []
 
-
-def test_a_closed_tab_is_told_to_the_room_as_left_by_another_viewers_refresh():
-    """seats.presence, run by every open tab's refresh: a silent tab left (a pass, hand down)."""
-    now = [100.0]
-    table = seats.SeatTable(clock=lambda: now[0])
+    # seats.presence, run by every open tab's refresh: a silent tab left (a pass, hand down)
     chat = GroupChat(agents=[Agent(agent_name="A", model_name="sim/eager"), Human("Ann")])
     room = chat.room
     assert room is not None
-    table.register("j", chat, [seats.Seat("Ann", None, b"x")])
-    assert seats.presence("j", room, "Ann", table) == []
+    table.register("k", chat, [seats.Seat("Ann", None, b"x")])
+    assert seats.presence("k", room, "Ann", table) == []
     room.raise_hand("Ann")
     now[0] += seats.LEAVE_AFTER_S + 0.1  # the tab closed: no refresh beats for Ann
-    assert seats.presence("j", room, None, table) == ["Ann"]
+    assert seats.presence("k", room, None, table) == ["Ann"]
     ann = logic.person_state(room.snapshot(), "Ann")
     assert ann is not None and ann.left and not ann.hand_up
-    assert seats.presence("j", room, None, table) == []  # told once
-    assert seats.presence("j", room, "Ann", table) == []  # the tab is back
+    assert seats.presence("k", room, None, table) == []  # told once
+    assert seats.presence("k", room, "Ann", table) == []  # the tab is back
     ann = logic.person_state(room.snapshot(), "Ann")
     assert ann is not None and not ann.left
 
