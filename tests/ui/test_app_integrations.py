@@ -111,7 +111,9 @@ def test_runs_and_sweeps_export_to_a_local_mlflow_store_and_say_where(app, monke
                                                                       tmp_path):
     uri = f"sqlite:///{tmp_path / 'tracking.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
-    run_id = run_a_chat(app)
+    store = RunStore()
+    run_id = analysis_logic.run_demo(store)  # a run to export
+    store_access.invalidate()
     goto(app, "runs")
     assert app.button(key="runs_mlflow").disabled  # nothing selected
     select_rows(app, [0])
@@ -125,7 +127,6 @@ def test_runs_and_sweeps_export_to_a_local_mlflow_store_and_say_where(app, monke
     assert logged.data.tags["groupchat.run_id"] == run_id
     assert logged.info.run_id in said
 
-    store = RunStore()
     sweep = sim_sweep(store, "tracked", (0.4, 0.6), 3)
     goto(app, "sweeps", sweep=sweep)
     assert not app.error, [e.value for e in app.error]
