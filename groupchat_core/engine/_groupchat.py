@@ -292,13 +292,14 @@ class GroupChat:
 
     async def arun_record(self, task: str | Task,
                           streaming_callback: StreamingCallback | None = None,
-                          *, run_id: str | None = None,
+                          *, run_id: str | None = None, observers: Iterable[Observer] = (),
                           _dispatch: Callable[..., None] | None = None) -> RunRecord:
         """Run one chat on the running loop and return its full typed record. A `Task` (a
         task with an answer, groupchat_core.outcomes) runs its prompt and the record gets its
         `outcome` (docs/outcomes.md). `run_id`: the id the run is recorded under (32 hex
         digits; default a new uuid4), so a caller that already named the work (the dashboard's
-        job) shows one id for it everywhere."""
+        job) shows one id for it everywhere. `observers`: watch this run only, after the
+        chat's own (several runs of one chat at once each tell their own watchers)."""
         scored = task if isinstance(task, Task) else None
         if scored is not None:
             task = scored.prompt
@@ -309,10 +310,10 @@ class GroupChat:
             raise ConfigError(f"run_id must be 32 lowercase hex digits (a uuid4 hex), got "
                               f"{run_id[:40]!r}")
         dispatch = _dispatch or _call_now
-        observers = [*self._observers, *self._console()]
+        watchers = [*self._observers, *observers, *self._console()]
 
         def emit(event: Event) -> None:
-            for observer in observers:
+            for observer in watchers:
                 if not observer_takes(observer, event.kind):
                     continue  # (bid_delta events go through emit_delta only)
                 if observer_thread_safe(observer):
@@ -320,7 +321,7 @@ class GroupChat:
                 else:
                     dispatch(_guarded, observer, event)
 
-        deltas = [o for o in observers if observer_takes(o, "bid_delta")]
+        deltas = [o for o in watchers if observer_takes(o, "bid_delta")]
 
         def emit_delta(event: BidDelta) -> None:
             for observer in deltas:

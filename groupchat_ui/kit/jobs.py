@@ -10,9 +10,10 @@ shutdown: a chat job (`start_chat`) folds engine events into a transcript, bids 
 live view (`snapshot`); a generic job (`start_job`, e.g. a sweep) is any coroutine that reports
 events through an `emit` callback (`task_snapshot`).
 
-Events reach a chat job through one router observer per GroupChat that looks up the job in a
-context variable set by the job's own task: the same chat can run several jobs at once (or one
-after another) without any job seeing another's events.
+Events reach a chat job through the observers of its own run (`GroupChat.arun_record(task,
+observers=...)`): the job's fold and the caller's watchers (the store's recorder, the streamed
+candidates). So the same chat can run several jobs at once (or one after another) without any
+job seeing another's events.
 
 Bounded: a finished chat keeps its whole live state (every event, the transcript, the record)
 only while it is among the newest GROUPCHAT_KEEP_FINISHED_JOBS finished chats (default 20);
@@ -26,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextvars
 import dataclasses
 import getpass
 import logging
@@ -34,7 +34,6 @@ import os
 import threading
 import time
 import uuid
-import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -135,10 +134,6 @@ class LiveCandidates(Protocol):
     def snapshot(self) -> tuple[int, Candidates]: ...
 
 
-_current_job: contextvars.ContextVar[Job | None] = contextvars.ContextVar(
-    "groupchat_current_job", default=None)
-_routed: weakref.WeakSet[GroupChat] = weakref.WeakSet()  # chats that carry the router observer
-_routed_lock = threading.Lock()
 _SETTLED = threading.Event()  # one set event for every summary, instead of one each (~1 KiB)
 _SETTLED.set()
 
@@ -339,24 +334,6 @@ def _task_snapshot(job: Job) -> TaskSnapshot:
                         job.user_name)
 
 
-def _install_router(chat: GroupChat) -> None:
-    """Add the router to a chat once, whichever registry runs it, so no event arrives twice."""
-    with _routed_lock:
-        if chat not in _routed:
-            chat.add_observer(_route)
-            _routed.add(chat)
-
-
-def _route(event: Event) -> None:
-    """The one observer installed on a chat: forwards to the job whose task emitted the event."""
-    job = _current_job.get()
-    if job is None:
-        return  # a run of this chat outside the registry (e.g. chat.run() elsewhere)
-    job.receive(event)
-    for observer in job.extra_observers:
-        observer(event)  # an exception here fails the run, and the job shows it as an error
-
-
 class JobRegistry:
     """Process-wide, thread-safe table of jobs with a time-to-live for finished ones."""
 
@@ -375,14 +352,14 @@ class JobRegistry:
                    extra_observers: Iterable[Observer] = (), *, user: str = LOCAL_USER,
                    user_name: str | None = None, forming: LiveCandidates | None = None) -> str:
         """Submit `chat.arun_record(task)` to the background loop; returns the new job id.
-        `owner`: the browser session; `user`: who it runs for (who may stop it); `forming`:
-        the chat's streamed candidates (an observer the caller added to the chat), kept with
-        the job and on its snapshots, so they expire with it."""
+        `extra_observers` watch this run only (beside the job's own fold); `owner`: the
+        browser session; `user`: who it runs for (who may stop it); `forming`: the run's
+        streamed candidates (one of the extra observers when it streams), kept with the job
+        and on its snapshots, so they expire with it."""
         models = {a.agent_name: (a.model_name, a.api_base) for a in chat.agents}
         job = Job(id=uuid.uuid4().hex, owner=owner, kind="chat", lock=self._lock, chat=chat,
                   task=task, extra_observers=tuple(extra_observers), forming=forming,
                   models=MappingProxyType(models), user=user, user_name=user_name or user)
-        _install_router(chat)
         return self._submit(job, lambda: self._run_chat(job))
 
     def start_job(self, coro_factory: CoroFactory, owner: str, kind: str = "sweep", *,
@@ -403,9 +380,10 @@ class JobRegistry:
 
     async def _run_chat(self, job: Job) -> RunRecord:
         assert job.chat is not None
-        _current_job.set(job)  # this task's context only; child bid tasks inherit it
-        # the run is recorded under the job's id: one id for it on every page (issue 21)
-        record = await job.chat.arun_record(job.task, run_id=job.id)
+        # the run is recorded under the job's id: one id for it on every page (issue 21); its
+        # events go to this job's fold and watchers only, whoever else runs the same chat
+        record = await job.chat.arun_record(job.task, run_id=job.id,
+                                            observers=(job.receive, *job.extra_observers))
         with self._lock:
             job.record = job.record or record
         return record

@@ -177,16 +177,15 @@ def start_run(store: RunStore, registry: JobRegistry, owner: str, agents: Sequen
         raise ConfigError("the task must not be empty: it is the first message of the chat")
     chat = build_chat(agents, as_form(params).model_copy(update={"stream": stream}),
                       session_keys)
-    forming = FormingBids(list(session_keys.values()))
-    if stream:
-        chat.add_observer(forming)
+    forming = FormingBids(list(session_keys.values()))  # watches this run only, if streamed
     if trace:
         from groupchat_ui.kit.traces import trace_run
 
         trace_run(chat, user)
     recorder = redacting(store.recorder(chat, owner=user, owner_name=user_name or user),
                          list(session_keys.values()))
-    return registry.start_chat(chat, task, owner=owner, extra_observers=[recorder], user=user,
+    watchers = [forming, recorder] if stream else [recorder]
+    return registry.start_chat(chat, task, owner=owner, extra_observers=watchers, user=user,
                                user_name=user_name, forming=forming)
 
 

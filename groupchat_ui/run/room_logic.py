@@ -80,13 +80,12 @@ def start_room(store: RunStore, registry: JobRegistry, owner: str, agents: Seque
         extra["human_selector"] = Human(name=pickers[0].name, user=pickers[0].user)
     chat = GroupChat(agents=[*with_session_keys(agents, session_keys), *humans],
                      **form.chat_kwargs(), **extra)
-    forming = FormingBids(list(session_keys.values()))
-    if stream:
-        chat.add_observer(forming)
+    forming = FormingBids(list(session_keys.values()))  # watches this run only, if streamed
     recorder = redacting(store.recorder(chat, owner=user, owner_name=user_name or user),
                          list(session_keys.values()))
     tokens = {p.name: seats.new_token() for p in people}
-    job_id = registry.start_chat(chat, task, owner=owner, extra_observers=[recorder],
+    watchers = [forming, recorder] if stream else [recorder]
+    job_id = registry.start_chat(chat, task, owner=owner, extra_observers=watchers,
                                  user=user, user_name=user_name, forming=forming)
     (table or seats.table()).register(job_id, chat, [
         seats.Seat(p.name, p.user, seats.token_hash(tokens[p.name]), p.picker)
