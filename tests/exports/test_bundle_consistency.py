@@ -300,18 +300,18 @@ def _scripted_run(store: RunStore, script: dict[str, list[Any]], **settings: Any
     return chat.last_run.run_id
 
 
-@pytest.mark.parametrize("settings", [
-    {"max_loops": 4, "recency_window": 2, "recency_penalty": 0.5},
-    {"max_loops": 5, "recency_window": 0, "threshold": -1.0},
-    {"max_loops": 5, "recency_window": 3, "recency_penalty": 0.0, "threshold": 0.0},
-])
-def test_runs_the_engine_records_import_back_exactly(store, other_store, settings):
+def test_runs_the_engine_records_import_back_exactly(store, other_store, subtests):
     script = {"A": [(0.9, "a1"), (0.8, "a2"), (0.8, "a3"), (0.7, "a4"), (0.6, "a5")],
               "B": [(0.8, "b1"), (0.8, "b2"), (0.3, ""), (0.7, "b4"), (0.6, "b5")],
               "C": [(0.8, "c1"), (0.9, "c2"), (0.95, "c3"), (0.7, "c4"), (0.6, "c5")]}
-    run_id = _scripted_run(store, script, **settings)
-    assert import_bundle(other_store, json.dumps(export_bundle(store, run_id))) == run_id
-    assert other_store.load_run(run_id) == store.load_run(run_id)
+    for settings in [{"max_loops": 4, "recency_window": 2, "recency_penalty": 0.5},
+                     {"max_loops": 5, "recency_window": 0, "threshold": -1.0},
+                     {"max_loops": 5, "recency_window": 3, "recency_penalty": 0.0,
+                      "threshold": 0.0}]:
+        with subtests.test(str(settings)):  # each run its own, on the same two stores
+            run_id = _scripted_run(store, script, **settings)
+            assert import_bundle(other_store, json.dumps(export_bundle(store, run_id))) == run_id
+            assert other_store.load_run(run_id) == store.load_run(run_id)
 
 
 def test_a_run_that_stopped_because_every_bid_failed_imports_back(store, other_store):
