@@ -21,11 +21,10 @@ import pytest
 from sqlalchemy import insert, select, text
 
 from groupchat_core import Agent, Bid, GroupChat, Message, StoreError, Turn, TurnCompleted
-from groupchat_core.store import RunStore, default_url, dispose_engines
+from groupchat_core.store import RunStore, dispose_engines
 from groupchat_core.store._process import this_writer
 from groupchat_core.store._schema import METADATA, messages, runs
 from groupchat_core.testing import ScriptedBid, ScriptedBids
-from tests.helpers import ROOT
 from tests.helpers.chats import scripted_chat as make_chat
 from tests.helpers.stores import release_store_engines
 
@@ -420,14 +419,6 @@ def test_a_failed_write_changes_nothing(store):
             conn.execute(messages.delete().where(messages.c.run_id == run_id))
             conn.execute(text("INSERT INTO no_such_table VALUES (1)"))
     assert len(store.messages(run_id)) == 3
-
-
-def test_default_location_is_the_repo_data_folder(monkeypatch):
-    monkeypatch.delenv("GROUPCHAT_DB")
-    repo = ROOT
-    assert default_url() == f"sqlite:///{repo / 'data' / 'groupchat.db'}"
-    monkeypatch.setenv("GROUPCHAT_DB", "postgresql+psycopg://u:p@db/lab")
-    assert default_url() == "postgresql+psycopg://u:p@db/lab"
 
 
 def test_the_sqlite_folder_is_created_and_memory_urls_work(tmp_path):
