@@ -303,21 +303,22 @@ def test_a_preset_or_an_import_asks_before_replacing_edited_agents_and_the_form_
     assert not app.warning and "Imported 2 agents" in texts(app.success)
 
 
-@pytest.mark.parametrize("preset, names", [
-    ("Debate trio", ["Optimist", "Pessimist", "Realist"]),
-    ("Five-expert panel", ["Economist", "Ethicist", "Engineer", "Clinician", "Lawyer"]),
-])
-def test_presets_save_their_agents_and_prepare_the_run(app: AppTest, store: RunStore,
-                                                       preset: str, names: list[str]):
-    goto(app, "agents")
-    app.selectbox(key="preset_choice").set_value(preset)
-    app.button(key="load_preset").click().run()
-    assert sorted(names_in(store)) == sorted(names)
-    assert store.list_presets() == [preset]
-    goto(app, "run")
-    assert app.multiselect(key="run_roster").value == names
-    assert app.text_area(key="run_task").value
-    assert app.text_input(key="run_param_name").value == ""  # labelled by its task
+def test_presets_save_their_agents_and_prepare_the_run(app: AppTest, store: RunStore):
+    saved: list[str] = []
+    presets: list[str] = []
+    for preset, names in (
+            ("Debate trio", ["Optimist", "Pessimist", "Realist"]),
+            ("Five-expert panel", ["Economist", "Ethicist", "Engineer", "Clinician", "Lawyer"])):
+        goto(app, "agents")
+        app.selectbox(key="preset_choice").set_value(preset)
+        app.button(key="load_preset").click().run()
+        saved, presets = saved + names, [*presets, preset]
+        assert sorted(names_in(store)) == sorted(saved)
+        assert sorted(store.list_presets()) == sorted(presets)
+        goto(app, "run")
+        assert app.multiselect(key="run_roster").value == names
+        assert app.text_area(key="run_task").value
+        assert app.text_input(key="run_param_name").value == ""  # labelled by its task
 
 
 # --- run ----------------------------------------------------------------------------------
@@ -453,27 +454,27 @@ def test_run_page_warns_about_missing_keys_and_explains_provider_failures(
     assert {m.label: m.value for m in app.metric}["Stop reason"] == "error"
 
 
-@pytest.mark.parametrize("strategy, selector_model", [("round_robin", None),
-                                                      ("selector", "sim/contrarian")])
-def test_the_run_form_chooses_who_speaks_from_the_cores_strategies(
-        app: AppTest, store: RunStore, strategy: str, selector_model: str | None):
+def test_the_run_form_chooses_who_speaks_from_the_cores_strategies(app: AppTest,
+                                                                    store: RunStore):
     sim_agents(store, "Ann", "Ben")
     goto(app, "run")
     box = app.selectbox(key="run_param_strategy")
     assert list(box.options) == list(STRATEGIES) and box.value == chat_default("strategy")
     assert all(name in (box.help or "") for name in STRATEGIES)
-    fill(app, run_roster=["Ann", "Ben"], run_task="Talk about the weather.",
-         run_param_max_loops=3, run_param_strategy=strategy,
-         **({"run_param_selector_model": selector_model} if selector_model else {}))
-    app.button(key="start_run").click().run()
-    assert not app.error, [e.value for e in app.error]
-    poll(app, lambda at: status(at).startswith("status: finished"), "the run to finish")
-    store.flush()
-    config = store.load_run(job_registry.registry().snapshot(session(app).current_job).run_id
-                            ).config
-    assert config["strategy"] == strategy
-    if selector_model:
-        assert config["selector_model"] == selector_model
+    for strategy, selector_model in (("round_robin", None), ("selector", "sim/contrarian")):
+        fill(app, run_roster=["Ann", "Ben"], run_task="Talk about the weather.",
+             run_param_max_loops=3, run_param_strategy=strategy,
+             **({"run_param_selector_model": selector_model} if selector_model else {}))
+        app.button(key="start_run").click().run()
+        assert not app.error, [e.value for e in app.error]
+        job = session(app).current_job
+        poll(app, lambda at, job=job: status(at).startswith(f"status: finished · job {job}"),
+             "the run to finish")
+        store.flush()
+        config = store.load_run(job_registry.registry().snapshot(job).run_id).config
+        assert config["strategy"] == strategy
+        if selector_model:
+            assert config["selector_model"] == selector_model
 
 
 # --- analysis and runs --------------------------------------------------------------------
