@@ -43,27 +43,6 @@ def four_cells(at: AppTest) -> None:
     assert any("**4 cells**" in m.value for m in at.markdown)
 
 
-def test_the_choice_defaults_to_this_server_and_a_bad_address_starts_nothing(at: AppTest):
-    choice = at.radio(key="sw_executor")
-    assert choice.value == "local" and choice.options == ["this server", "a Ray cluster"]
-    assert at.text_input(key="sw_ray_address").disabled  # only for a Ray cluster
-    four_cells(at)
-    choice.set_value("ray").run()
-    assert not at.text_input(key="sw_ray_address").disabled
-    for address, said in (("127.0.0.1:1", "no Ray cluster answers at 127.0.0.1:1"),
-                          ("nonsense", "the Ray address 'nonsense' is not host:port")):
-        at.text_input(key="sw_ray_address").input(address).run()
-        at.button(key="sw_start").click().run()
-        assert not at.exception, [e.value for e in at.exception]
-        shown = [e.value.replace("\\", "") for e in at.error]  # as read: unescaped
-        assert len(shown) == 1 and said in shown[0], shown
-        assert shown[0].startswith("Cannot start the sweep:") and "\n" not in shown[0]
-        assert "Traceback" not in shown[0]
-        assert "sweep status: idle" in sweep_status(at)
-        assert session(at).sweep_jobs == []  # no job was started
-    assert RunStore().list_sweeps().empty  # nor a sweep recorded
-
-
 def two_sim_spec(name: str, max_loops: int):
     return parse_sweep({"name": name, "base": {"max_loops": max_loops, "agents": [
         {"agent_name": n, "system_prompt": "Speak.", "model_name": "sim/balanced"}
@@ -132,11 +111,31 @@ def cluster() -> Iterator[str]:
         made.shutdown()
 
 
-def test_a_sweep_started_on_the_page_runs_on_ray_and_shows_its_workers(at: AppTest, cluster):
+def test_a_bad_address_starts_nothing_and_a_sweep_started_on_the_page_runs_on_ray(
+        at: AppTest, cluster):
+    """The choice defaults to this server; nothing answering, a malformed address: one line
+    each, nothing started; then the cluster's address: the sweep runs there and shows its
+    workers."""
     import ray
 
+    choice = at.radio(key="sw_executor")
+    assert choice.value == "local" and choice.options == ["this server", "a Ray cluster"]
+    assert at.text_input(key="sw_ray_address").disabled  # only for a Ray cluster
     four_cells(at)
-    at.radio(key="sw_executor").set_value("ray").run()
+    choice.set_value("ray").run()
+    assert not at.text_input(key="sw_ray_address").disabled
+    for address, said in (("127.0.0.1:1", "no Ray cluster answers at 127.0.0.1:1"),
+                          ("nonsense", "the Ray address 'nonsense' is not host:port")):
+        at.text_input(key="sw_ray_address").input(address).run()
+        at.button(key="sw_start").click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        shown = [e.value.replace("\\", "") for e in at.error]  # as read: unescaped
+        assert len(shown) == 1 and said in shown[0], shown
+        assert shown[0].startswith("Cannot start the sweep:") and "\n" not in shown[0]
+        assert "Traceback" not in shown[0]
+        assert "sweep status: idle" in sweep_status(at)
+        assert session(at).sweep_jobs == []  # no job was started
+    assert RunStore().list_sweeps().empty  # nor a sweep recorded
     at.text_input(key="sw_ray_address").input(cluster).run()
     at.button(key="sw_start").click().run()
     assert not at.error, [e.value for e in at.error]
