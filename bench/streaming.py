@@ -7,15 +7,15 @@ Against FakeOpenAIServer in a spawned process (its CPU never counts against the 
 
 (a) first token to first character: for each streamed bid, from the server's flush of the
     first SSE write that carries message text (FakeOpenAIServer.stream_writes, CLOCK_MONOTONIC,
-    shared by both processes) to the moment the dashboard's own observer
-    (groupchat_ui.run.logic.FormingBids, what the Run page renders from) holds that text. The
+    shared by both processes) to the moment the dashboard's own observer (the job's
+    groupchat_core.LiveRun, what the Run page renders from) holds that text. The
     browser is not in the loop: the Run page's live fragment polls every REFRESH_S (0.5 s), so
     the screen adds 0-500 ms (mean 250 ms) plus Streamlit's delta round trip on top.
 (b) CPU per bid, streamed vs not, each on the direct OpenAI-compatible path and through
     litellm (GROUPCHAT_DIRECT_HTTP=0, before issue 24), in the same rounds: one-turn chats of
     8 agents, each reply a 60-word message (about 55 deltas of 8 characters when streamed),
     zero latency; process CPU per bid of the
-    chat with stream_bids on and a FormingBids observer, of the same chat with stream_bids off,
+    chat with stream_bids on and a LiveRun observer, of the same chat with stream_bids off,
     and of stream_bids on with no observer asking for deltas (nothing streams). Pairs
     alternate order so other tenants' load hits every side alike.
 """
@@ -61,12 +61,12 @@ def _chat(base_url: str, n: int, stream: bool, observer: Any) -> Any:
 
 
 class TimedForming:
-    """The Run page's FormingBids observer, noting when each agent's first text arrived."""
+    """The Run page's job fold (LiveRun), noting when each agent's first text arrived."""
 
     def __init__(self) -> None:
-        from groupchat_ui.run.logic import FormingBids
+        from groupchat_core import LiveRun
 
-        self.inner = FormingBids()
+        self.inner = LiveRun()
         self.wants, self.thread_safe = self.inner.wants, True
         self.first: dict[str, float] = {}
 
@@ -77,7 +77,7 @@ class TimedForming:
 
 
 def first_char_latencies(server: h.ServerProcess, runs: int, n: int) -> list[float]:
-    """Milliseconds from the first message-bearing SSE write to FormingBids holding it."""
+    """Milliseconds from the first message-bearing SSE write to the LiveRun holding it."""
     server.ask("setup", (0.02,))
     out: list[float] = []
     for _ in range(runs):
@@ -100,7 +100,7 @@ def cpu_per_bid(server: h.ServerProcess, pairs: int, n: int) -> dict[str, list[f
     variant runs on the direct OpenAI-compatible path (providers/_direct.py) and through
     litellm (GROUPCHAT_DIRECT_HTTP=0, the path before issue 24), in the same rounds."""
     base: dict[str, Callable[[], Any]] = {
-        "streamed (stream_bids on, FormingBids observer)":
+        "streamed (stream_bids on, LiveRun observer)":
             lambda: _chat(server.base_url, n, True, TimedForming()),
         "not streamed (stream_bids off)": lambda: _chat(server.base_url, n, False, None),
         "stream_bids on, no delta observer (nothing streams)":

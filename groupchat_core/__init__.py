@@ -93,6 +93,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
         RaiseHand,
         SetBid,
     )
+    from .engine._live import LiveRun, LiveState
     from .engine._loop import BackgroundLoop, background_loop
     from .engine._participant import Human, HumanCallback, HumanPrompt
     from .engine._room import Room
@@ -185,6 +186,8 @@ _LAZY = {
     "RunStatus": "._statuses",
     "SweepStatus": "._statuses",
     "GroupChat": ".engine._groupchat",
+    "LiveRun": ".engine._live",
+    "LiveState": ".engine._live",
     "warm_up": ".engine._warm_up",
     "BackgroundLoop": ".engine._loop",
     "background_loop": ".engine._loop",
@@ -331,6 +334,8 @@ __all__ = [
     "ConfigError",
     "Event",
     "GroupChat",
+    "LiveRun",
+    "LiveState",
     "GroupChatError",
     "LullReached",
     "Message",

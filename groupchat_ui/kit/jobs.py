@@ -37,25 +37,21 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any
 
 from groupchat_core import (
     JOB_TERMINAL,
     BackgroundLoop,
     Bid,
-    BidReceived,
     Event,
     GroupChat,
     JobStatus,
+    LiveRun,
+    LiveState,
     Message,
-    MessagePosted,
     Observer,
-    RunFinished,
     RunRecord,
-    RunStarted,
     Turn,
-    TurnCompleted,
-    TurnStarted,
     background_loop,
 )
 
@@ -122,17 +118,7 @@ def not_yours(owner_name: str | None, what: str) -> str:
             "watch.")
 
 
-Candidates = dict[str, tuple[float | None, str, bool]]  # agent -> (score, message so far, in)
-
-
-class LiveCandidates(Protocol):
-    """A chat job's streamed candidates (the Run page's FormingBids): an engine observer of
-    the job's chat, read by the live view through `snapshot()` from any thread."""
-
-    def __call__(self, event: Event, /) -> None: ...
-
-    def snapshot(self) -> tuple[int, Candidates]: ...
-
+Candidates = Mapping[str, tuple[float | None, str, bool]]  # agent -> (score, so far, bid in)
 
 _SETTLED = threading.Event()  # one set event for every summary, instead of one each (~1 KiB)
 _SETTLED.set()
@@ -161,19 +147,12 @@ class Job:
     chat: GroupChat | None = None
     task: str = ""
     extra_observers: tuple[Observer, ...] = ()
-    forming: LiveCandidates | None = None  # streamed candidates, kept as long as the job
     models: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
-    run_id: str | None = None
-    agents: tuple[str, ...] = ()
-    config: Mapping[str, Any] = field(default_factory=dict)
-    current_turn: int = 0
-    current_bids: list[Bid] = field(default_factory=list)
-    bids_by_turn: dict[int, list[Bid]] = field(default_factory=dict)
-    turns: list[Turn] = field(default_factory=list)
-    messages: list[Message] = field(default_factory=list)
-    record: RunRecord | None = None
+    live: LiveRun = field(default_factory=LiveRun)  # the run's one fold (groupchat_core)
+    record: RunRecord | None = None  # as the run returned it (the fold has it from its end)
     # a finished chat beyond the kept ones: only its summary is left (compact)
     summary: bool = False
+    kept: LiveState = field(default_factory=LiveState)  # a summary's: run id, name, counts
     counts: tuple[int, int, int] = (0, 0, 0)  # events, messages, turns, when it was compacted
 
     @property
@@ -187,13 +166,15 @@ class Job:
         the store holds; the label and error cut to LABEL_CHARS."""
         if self.summary:
             return
-        self.counts = (len(self.events), len(self.messages), len(self.turns))
-        self.events, self.messages, self.turns, self.current_bids = [], [], [], []
-        self.bids_by_turn, self.record, self.result, self.future = {}, None, None, None
-        self.chat, self.extra_observers, self.forming = None, (), None
+        state = self.live.state()
+        self.counts = (state.events, len(state.messages), len(state.turns))
+        name = state.config.get("name")
+        self.kept = LiveState(run_id=state.run_id, agents=state.agents,
+                              config=MappingProxyType({"name": name} if name else {}))
+        self.live, self.events, self.record, self.result, self.future = LiveRun(), [], None, \
+            None, None
+        self.chat, self.extra_observers = None, ()
         self.settled = _SETTLED  # compacted only once settled, so this changes nothing
-        name = self.config.get("name")
-        self.config = MappingProxyType({"name": name} if name else {})
         self.task = self.task[:LABEL_CHARS]
         self.error = self.error[:LABEL_CHARS] if self.error else self.error
         self.summary = True
@@ -205,27 +186,11 @@ class Job:
             self.updated_at = time.time()
 
     def receive(self, event: Event) -> None:
-        """Fold one chat event into the job; runs on the loop thread, so it only appends."""
+        """Keep one chat event (the run's `live` fold is the next observer: what is kept here
+        is never behind it); runs on the loop thread, so it only appends under lock."""
         with self.lock:
             self.events.append(event)
             self.updated_at = time.time()
-            if isinstance(event, RunStarted):
-                self.run_id, self.agents = event.run_id, tuple(event.agents)
-                self.config = MappingProxyType(dict(event.config))
-            elif isinstance(event, TurnStarted):
-                self.current_turn, self.current_bids = event.turn, []
-            elif isinstance(event, BidReceived):
-                self.current_bids.append(event.bid)
-                self.bids_by_turn.setdefault(event.bid.turn, []).append(event.bid)
-            elif isinstance(event, TurnCompleted):
-                final = [b.model_copy() for b in event.bids]  # with winner flags set
-                self.current_bids = list(final)
-                self.bids_by_turn[event.turn.turn] = final
-                self.turns.append(event.turn.model_copy())
-            elif isinstance(event, MessagePosted):
-                self.messages.append(event.message.model_copy())
-            elif isinstance(event, RunFinished):
-                self.record = event.record
 
     def expired(self, cutoff: float) -> bool:
         """Over and idle since `cutoff`. A chat is over once its status is final; a generic job
@@ -258,7 +223,8 @@ class JobSnapshot:
     models: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)  # (model, base)
     user: str = "local"  # who it runs for (may_manage)
     user_name: str = "local"
-    forming: LiveCandidates | None = None  # a streamed chat's candidates (thread-safe, live)
+    candidates: Candidates = field(default_factory=dict)  # streamed, this turn
+    deltas: int = 0  # streamed deltas seen, over the whole run
     # only the summary is left (a finished chat beyond the kept ones): no messages, turns, bids
     # or record here; read the recorded run from the store (from_record)
     summary: bool = False
@@ -299,16 +265,16 @@ class TaskSnapshot:
 
 
 def _chat_snapshot(job: Job) -> JobSnapshot:
-    by_turn = {turn: tuple(bids) for turn, bids in job.bids_by_turn.items()}
+    state = job.kept if job.summary else job.live.state()
     events, messages, turns = job.counts if job.summary else (
-        len(job.events), len(job.messages), len(job.turns))
+        state.events, len(state.messages), len(state.turns))
     return JobSnapshot(
-        id=job.id, owner=job.owner, task=job.task, status=job.status, run_id=job.run_id,
-        agents=job.agents, config=job.config, messages=tuple(job.messages), turns=tuple(job.turns),
-        bids_by_turn=MappingProxyType(by_turn), current_turn=job.current_turn,
-        current_bids=tuple(job.current_bids), event_count=events, record=job.record,
-        error=job.error, created_at=job.created_at, updated_at=job.updated_at,
-        models=job.models, user=job.user, user_name=job.user_name, forming=job.forming,
+        id=job.id, owner=job.owner, task=job.task, status=job.status, run_id=state.run_id,
+        agents=state.agents, config=state.config, messages=state.messages, turns=state.turns,
+        bids_by_turn=state.bids_by_turn, current_turn=state.turn, current_bids=state.bids,
+        event_count=events, record=state.record or job.record, error=job.error,
+        created_at=job.created_at, updated_at=job.updated_at, models=job.models, user=job.user,
+        user_name=job.user_name, candidates=state.candidates, deltas=state.deltas,
         summary=job.summary, message_count=messages, turn_count=turns,
     )
 
@@ -350,15 +316,14 @@ class JobRegistry:
 
     def start_chat(self, chat: GroupChat, task: str, owner: str,
                    extra_observers: Iterable[Observer] = (), *, user: str = LOCAL_USER,
-                   user_name: str | None = None, forming: LiveCandidates | None = None) -> str:
+                   user_name: str | None = None) -> str:
         """Submit `chat.arun_record(task)` to the background loop; returns the new job id.
-        `extra_observers` watch this run only (beside the job's own fold); `owner`: the
-        browser session; `user`: who it runs for (who may stop it); `forming`: the run's
-        streamed candidates (one of the extra observers when it streams), kept with the job
-        and on its snapshots, so they expire with it."""
+        `extra_observers` watch this run only, beside the job's own fold (`LiveRun`, which
+        also holds the streamed candidates); `owner`: the browser session; `user`: who it
+        runs for (who may stop it)."""
         models = {a.agent_name: (a.model_name, a.api_base) for a in chat.agents}
         job = Job(id=uuid.uuid4().hex, owner=owner, kind="chat", lock=self._lock, chat=chat,
-                  task=task, extra_observers=tuple(extra_observers), forming=forming,
+                  task=task, extra_observers=tuple(extra_observers),
                   models=MappingProxyType(models), user=user, user_name=user_name or user)
         return self._submit(job, lambda: self._run_chat(job))
 
@@ -383,7 +348,8 @@ class JobRegistry:
         # the run is recorded under the job's id: one id for it on every page (issue 21); its
         # events go to this job's fold and watchers only, whoever else runs the same chat
         record = await job.chat.arun_record(job.task, run_id=job.id,
-                                            observers=(job.receive, *job.extra_observers))
+                                            observers=(job.receive, job.live,
+                                                       *job.extra_observers))
         with self._lock:
             job.record = job.record or record
         return record

@@ -215,8 +215,8 @@ def _folded(turn: int, losers: Sequence[Bid]) -> None:
 def _candidates(snap: JobSnapshot) -> None:
     """Streamed runs: every candidate's reply forming under the transcript while the turn is
     open; once it settles the winner is posted and the others fold under it (_folded)."""
-    turn, bids = (snap.forming.snapshot() if snap.forming is not None else (0, {}))
-    if _turn_open(snap, turn):
+    turn, bids = snap.current_turn, snap.candidates
+    if logic.streams(snap.config, snap.models) and _turn_open(snap):
         with st.container(key=f"forming_{snap.id}", border=True):
             st.caption(f"Turn {turn}: the candidates are writing")
             people = people_of(snap)
@@ -230,10 +230,9 @@ def _candidates(snap: JobSnapshot) -> None:
                         st.markdown(safe_markdown(text) + (" ▌" if typing else ""))
 
 
-def _turn_open(snap: JobSnapshot, turn: int | None = None) -> bool:
+def _turn_open(snap: JobSnapshot) -> bool:
     """A streamed turn is under way: its candidates are writing (not yet settled)."""
-    if turn is None:
-        turn = snap.forming.snapshot()[0] if snap.forming is not None else 0
+    turn = snap.current_turn
     last = snap.turns[-1] if snap.turns else None
     return bool(not snap.done and turn and (last is None or last.turn < turn))
 

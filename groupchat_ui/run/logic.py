@@ -18,15 +18,12 @@ from groupchat_core import (
     CHAT_SETTINGS,
     Agent,
     Bid,
-    BidDelta,
-    BidReceived,
     ConfigError,
     Event,
     GroupChat,
     Observer,
     RunRecord,
     Turn,
-    TurnStarted,
     chat_default,
     check_credentials,
     format_cost,
@@ -37,7 +34,7 @@ from groupchat_core import (
 )
 from groupchat_core.store import RunStore
 from groupchat_ui.kit.access import Actor, may_edit_agent
-from groupchat_ui.kit.jobs import LOCAL_USER, Candidates, JobRegistry
+from groupchat_ui.kit.jobs import LOCAL_USER, JobRegistry
 from groupchat_ui.kit.labels import changed_agents, unused_name
 from groupchat_ui.kit.presets import Preset
 from groupchat_ui.kit.providers import LIMITS_HELP, missing_keys, with_session_keys
@@ -169,66 +166,26 @@ def start_run(store: RunStore, registry: JobRegistry, owner: str, agents: Sequen
     run is recorded as `user`'s (who alone may stop or delete it).
 
     `stream` (the Settings page's "Stream bids live", on by default) streams every bid so the
-    live view shows the candidates forming (see FormingBids); `trace` (the Settings page's
-    "Trace runs") exports the run's OpenTelemetry spans as `run --trace` does (kit/traces.py)."""
+    live view shows the candidates forming (the job's `LiveRun` folds them); `trace` (the
+    Settings page's "Trace runs") exports the run's OpenTelemetry spans as `run --trace`
+    does (kit/traces.py)."""
     if len(agents) < 2:
         raise ConfigError("pick at least two agents for a chat")
     if not task.strip():
         raise ConfigError("the task must not be empty: it is the first message of the chat")
     chat = build_chat(agents, as_form(params).model_copy(update={"stream": stream}),
                       session_keys)
-    forming = FormingBids(list(session_keys.values()))  # watches this run only, if streamed
     if trace:
         from groupchat_ui.kit.traces import trace_run
 
         trace_run(chat, user)
     recorder = redacting(store.recorder(chat, owner=user, owner_name=user_name or user),
                          list(session_keys.values()))
-    watchers = [forming, recorder] if stream else [recorder]
-    return registry.start_chat(chat, task, owner=owner, extra_observers=watchers, user=user,
-                               user_name=user_name, forming=forming)
+    return registry.start_chat(chat, task, owner=owner, extra_observers=[recorder], user=user,
+                               user_name=user_name)
 
 
 # --- candidates forming (streamed bids) ----------------------------------------------------
-
-FORMING_CHARS = 4_000  # of a forming message shown live; the bid log has the whole reply
-
-
-class FormingBids:
-    """The current turn's streamed candidates: agent -> (score or None, message so far, done).
-
-    An engine observer asking for bid deltas (so the chat streams), called on the engine's
-    loop thread (`thread_safe`): it only replaces a small dict under a lock. The live view
-    reads `snapshot()`; deltas are model text, redacted here and rendered inert there."""
-
-    wants = frozenset({"bid_delta", "turn_started", "bid"})
-    thread_safe = True
-
-    def __init__(self, secrets: Sequence[str] = ()) -> None:
-        self._secrets = [s for s in secrets if s]
-        self._lock = threading.Lock()
-        self._turn = 0
-        self._bids: dict[str, tuple[float | None, str, bool]] = {}
-        self.deltas = 0
-
-    def __call__(self, event: Event) -> None:
-        with self._lock:
-            if isinstance(event, TurnStarted):
-                self._turn, self._bids = event.turn, {}
-            elif isinstance(event, BidDelta) and event.turn == self._turn:
-                self.deltas += 1
-                text = mask_secrets(event.message[:FORMING_CHARS], self._secrets)
-                self._bids[event.agent] = (event.score, text, False)
-            elif isinstance(event, BidReceived) and event.bid.turn == self._turn:
-                bid = event.bid
-                text = mask_secrets(bid.message[:FORMING_CHARS], self._secrets)
-                self._bids[bid.agent] = (bid.score, text, True)
-
-    def snapshot(self) -> tuple[int, Candidates]:
-        """(turn, agent -> (score, message so far, bid in)) as of now."""
-        with self._lock:
-            return self._turn, dict(self._bids)
-
 
 def streams(config: Mapping[str, Any], models: Mapping[str, tuple[str, str | None]]) -> bool:
     """Whether a run's candidates can be watched forming: stream_bids on and some agent on a

@@ -19,7 +19,7 @@ from groupchat_ui.kit.providers import with_session_keys
 
 from . import room_seats as seats
 from .form import RunForm
-from .logic import FormingBids, as_form, redacting
+from .logic import as_form, redacting
 
 NAME_CHARS = 60
 
@@ -80,13 +80,11 @@ def start_room(store: RunStore, registry: JobRegistry, owner: str, agents: Seque
         extra["human_selector"] = Human(name=pickers[0].name, user=pickers[0].user)
     chat = GroupChat(agents=[*with_session_keys(agents, session_keys), *humans],
                      **form.chat_kwargs(), **extra)
-    forming = FormingBids(list(session_keys.values()))  # watches this run only, if streamed
     recorder = redacting(store.recorder(chat, owner=user, owner_name=user_name or user),
                          list(session_keys.values()))
     tokens = {p.name: seats.new_token() for p in people}
-    watchers = [forming, recorder] if stream else [recorder]
-    job_id = registry.start_chat(chat, task, owner=owner, extra_observers=watchers,
-                                 user=user, user_name=user_name, forming=forming)
+    job_id = registry.start_chat(chat, task, owner=owner, extra_observers=[recorder],
+                                 user=user, user_name=user_name)
     (table or seats.table()).register(job_id, chat, [
         seats.Seat(p.name, p.user, seats.token_hash(tokens[p.name]), p.picker)
         for p in people])

@@ -119,6 +119,8 @@ def test_the_package_api_is_pinned():
         "Bid", "Message", "RunRecord", "Turn", "Event", "RunStarted", "TurnStarted",
         "BidReceived", "BidDelta", "SpeakerSelected", "LullReached", "MessagePosted", "Observer",
         "TurnCompleted", "RunFinished", "format_cost",  # "unknown" cost is not zero
+        # one fold of a run's live events (issue 40)
+        "LiveRun", "LiveState",
         # errors
         "GroupChatError", "ConfigError", "CliError", "ModelCallError", "StoreError",
         # the shared background loop and the in-flight call limit

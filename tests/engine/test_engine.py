@@ -12,9 +12,12 @@ import pytest
 from groupchat_core import (
     RESPOND_TOOL,
     Agent,
+    Bid,
+    BidDelta,
     BidReceived,
     ConfigError,
     GroupChat,
+    LiveRun,
     LullReached,
     MessagePosted,
     RunFinished,
@@ -465,3 +468,28 @@ def test_a_run_is_recorded_under_the_id_given_and_a_bad_id_is_refused():
     with pytest.raises(ConfigError, match="32 lowercase hex"):
         record(run_id="../etc")
     assert record().run_id != wanted  # default: a new one
+
+
+def test_a_live_fold_follows_the_turn_and_its_streamed_candidates_then_the_whole_run():
+    """`LiveRun`, the one fold the dashboard's job shows: deltas of the open turn only, a bid in
+    replaces its preview, a new turn starts empty; every event counted, the record at the end.
+    (Keys are masked before any observer: tests/providers/test_hostile_routes.py.)"""
+    live = LiveRun()
+    live(TurnStarted(run_id="r", turn=1))
+    live(BidDelta(run_id="r", turn=1, agent="A", score=None, message="Hi"))
+    live(BidDelta(run_id="r", turn=0, agent="B", message="stale turn"))  # not this turn's
+    assert (live.state().turn, dict(live.state().candidates)) == (1, {"A": (None, "Hi", False)})
+    bid = Bid(turn=1, agent="A", position=0, score=0.7, message="Hi there!")
+    live(BidReceived(run_id="r", bid=bid))
+    assert dict(live.state().candidates) == {"A": (0.7, "Hi there!", True)}
+    whole = LiveRun()
+    record = asyncio.run(make_chat(A_THEN_LULL)[0].arun_record("t", observers=[whole]))
+    state = whole.state()
+    assert (state.run_id, state.messages, state.turns) == (record.run_id, tuple(record.messages),
+                                                          tuple(record.turns))
+    assert state.record is record and state.deltas == 0
+    assert [b.winner for b in state.bids_by_turn[1]] == [b.winner for b in record.bids
+                                                         if b.turn == 1]
+    live(TurnStarted(run_id="r", turn=2))
+    assert (live.state().turn, dict(live.state().candidates), live.state().bids) == (2, {}, ())
+    assert (live.state().events, live.state().deltas) == (3, 1)  # the stale delta not folded

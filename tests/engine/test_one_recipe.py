@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from groupchat_core import Agent, ConfigError, Event, GroupChat, Observer
+from groupchat_core import Agent, ConfigError, Event, GroupChat, LiveRun, Observer
 from groupchat_core.sweeps import CellJob, _executor, _ray_executor, parse_sweep, run_sweep
 from groupchat_ui.kit.jobs import JobRegistry
 from groupchat_ui.run import logic
@@ -100,10 +100,10 @@ def test_a_runs_streamed_candidates_live_in_the_job_table_and_expire_with_the_jo
     job = logic.start_run(store, registry, "me", agents, "t", {"max_loops": 2}, {})
     assert registry._job(job, True).settled.wait(600), "the run never ended"  # a hang only
     assert registry.snapshot(job).done
-    forming = registry.snapshot(job).forming
-    assert isinstance(forming, logic.FormingBids)
+    live = registry._job(job, True).live  # the run's one fold, candidates and all
+    assert isinstance(live, LiveRun) and registry.snapshot(job).record == live.state().record
     tables = [name for name, value in vars(logic).items() if isinstance(value, dict)
-              and any(v is forming for v in value.values())]
+              and any(v is live for v in value.values())]
     assert tables == [], f"a second job table in run/logic: {tables}"
     registry.cleanup(now=time.time() + 1)  # the job expires: its candidates go with it
     with pytest.raises(KeyError):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from groupchat_core import Agent, Bid, BidDelta, BidReceived, TurnStarted, forget_remembered_modes
+from groupchat_core import Agent, Bid, forget_remembered_modes
 from groupchat_core.cli import main
 from groupchat_core.store import RunStore, dispose_engines
 from groupchat_core.testing import FakeOpenAIServer, tool_call
@@ -32,20 +32,6 @@ def server():
     with FakeOpenAIServer() as srv:
         yield srv
     assert srv.unexpected == []
-
-
-def test_forming_bids_follow_the_current_turn_and_redact_keys():
-    forming = logic.FormingBids(["sk-secret-123"])
-    forming(TurnStarted(run_id="r", turn=1))
-    forming(BidDelta(run_id="r", turn=1, agent="A", score=None, message="Hi sk-secret-123"))
-    assert forming.snapshot() == (1, {"A": (None, "Hi ***", False)})
-    forming(BidDelta(run_id="r", turn=1, agent="A", score=0.7, message="Hi there"))
-    forming(BidReceived(run_id="r", bid=Bid(turn=1, agent="A", position=0, score=0.7,
-                                            message="Hi there!")))
-    assert forming.snapshot() == (1, {"A": (0.7, "Hi there!", True)})
-    forming(BidDelta(run_id="r", turn=0, agent="B", message="stale turn"))  # ignored
-    forming(TurnStarted(run_id="r", turn=2))
-    assert forming.snapshot() == (2, {})
 
 
 def test_candidate_rows_say_who_is_typing_who_is_in_and_who_has_not_started():
@@ -92,10 +78,9 @@ def test_a_dashboard_run_streams_by_default_and_keeps_the_candidates(server, tmp
     assert ("stream" in server.requests_for("a")[0].body) is stream
     if stream:
         assert server.requests_for("a")[0].body["stream"] is True
-        assert snap.forming is not None and snap.forming.deltas >= 2
-        assert snap.forming.snapshot()[1]["A"] == (0.8, "Hello", True)
+        assert snap.deltas >= 2 and snap.candidates["A"] == (0.8, "Hello", True)
     else:
-        assert snap.forming.deltas == 0
+        assert snap.deltas == 0
 
 
 def _spec(srv: FakeOpenAIServer, tmp_path: Path) -> str:
