@@ -41,6 +41,9 @@ FOCUS_MAX, FOCUS = 8, 6
 LEGEND_BELOW: dict[str, Any] = {"orientation": "h", "yanchor": "top", "xanchor": "left", "x": 0,
                                 "y": -0.18, "itemsizing": "constant"}
 BELOW_AXIS_PX = 62  # the turn ticks and the axis title, between the plot and that legend
+# Thin side margins, the axes' labels pushing them as far as they need (automargin): Plotly's
+# default 80 px a side left a 390 px phone's speaker charts ~55% of the width for the plot.
+SIDE_MARGIN: dict[str, int] = {"l": 10, "r": 10}
 # Heatmap marks sit on the cell's top or bottom edge (in rows, on an overlaid numeric axis), never
 # beside the value: a mark left or right of the centre covered the value's last digit ("0.9*" for
 # 0.93) or its minus sign once the cells were narrow. The winner's mark at the top, a silent or
@@ -58,10 +61,11 @@ _NICE_STEPS = (1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000)
 # label in every heatmap cell (16,000 SVG texts for 1,000 turns x 16 agents kept Chromium busy
 # for seconds), a marker on every point of every bid line. Hover still gives each value.
 CELL_TEXT_MAX = 400
-# ... and past CELL_TEXT_TURNS turns a cell is too narrow for its value: at 100 turns Plotly
-# shrank the text to ~7 px to fit it (its size is left to Plotly: a fixed one spills over
-# its neighbours on a phone).
-CELL_TEXT_TURNS = 30
+# ... and past CELL_TEXT_TURNS turns a cell is too narrow for its value on a phone: Plotly shrinks
+# the text to fit its cell (its size is left to Plotly: a fixed one spills over its neighbours),
+# and a 390 px phone leaves 16 agents' cells ~285 px: "0.42" drew at 12 px for 8 turns, 8 px for
+# 10, 3 px for 24 (the limit was 30; tests/e2e/test_chart_pictures.py measures it).
+CELL_TEXT_TURNS = 8
 ROW_PX = 34  # heatmap row height: the value's text and a mark above and below it
 LINE_MARKERS_MAX = 400
 
@@ -311,8 +315,10 @@ def winner_timeline(turns: pd.DataFrame, agents: Sequence[str] | None = None) ->
                                  name=agent, marker={"color": colors[agent], "size": 12}))
     _mark_stops(fig, turns)
     turn_ticks(fig, turns["turn"])
-    fig.update_yaxes(categoryorder="array", categoryarray=order, autorange="reversed")
-    fig.update_layout(title="Speakers over time", xaxis_title="turn", showlegend=False)
+    fig.update_yaxes(categoryorder="array", categoryarray=order, autorange="reversed",
+                     automargin=True)
+    fig.update_layout(title="Speakers over time", xaxis_title="turn", showlegend=False,
+                      margin=SIDE_MARGIN)
     return fig
 
 
@@ -324,10 +330,13 @@ def transition_heatmap(matrix: pd.DataFrame) -> go.Figure:
         z=matrix.to_numpy(), x=list(matrix.columns), y=list(matrix.index), colorscale="Blues",
         texttemplate="%{z}", zmin=0,
         hovertemplate="%{y} then %{x}: %{z}<extra></extra>",
+        # above the cells, as in bids_heatmap: beside them it left a phone's cells 56% of the width
+        colorbar={"orientation": "h", "thickness": 10, "len": 1, "lenmode": "fraction", "x": 0,
+                  "xanchor": "left", "y": 1.0, "yanchor": "bottom"},
     ))
-    fig.update_yaxes(autorange="reversed")
+    fig.update_yaxes(autorange="reversed", automargin=True)
     fig.update_layout(title="Who follows whom", xaxis_title="next speaker",
-                      yaxis_title="speaker")
+                      yaxis_title="speaker", margin=SIDE_MARGIN)
     return fig
 
 
@@ -349,11 +358,14 @@ def turn_shares(shares: SpeakerMetrics | Mapping[str, float] | pd.Series) -> go.
     fig.add_hline(y=equal, line_dash="dot", line_color="grey")
     fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=f"equal share {equal:.0%}",
                              line={"dash": "dot", "color": "grey"}))
+    # one line per label: 16 two-line labels, turned upright on a phone, were 30 px wide each
+    # for 21 px per bar and overlapped their neighbours; the legend's one entry above the plot
+    # (under it, upright labels ran into it and were cut: "Agent01 21" without its "%")
     fig.update_xaxes(tickmode="array", tickvals=order,
-                     ticktext=[f"{a}<br>{data[a]:.0%}" for a in order])
-    fig.update_yaxes(range=[0, 1.05], tickformat=".0%")
+                     ticktext=[f"{a} {data[a]:.0%}" for a in order], automargin=True)
+    fig.update_yaxes(range=[0, 1.05], tickformat=".0%", automargin=True)
     fig.update_layout(title="Turn shares", yaxis_title="share of messages", showlegend=True,
-                      legend=LEGEND_BELOW | {"y": -0.3})
+                      legend=LEGEND_BELOW | {"y": 1.02, "yanchor": "bottom"}, margin=SIDE_MARGIN)
     return fig
 
 
