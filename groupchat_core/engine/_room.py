@@ -246,15 +246,20 @@ class Room:
 
     def _start(self, run_id: str, roster: Sequence[tuple[str, ParticipantKind]],
                picker: str | None) -> None:
-        """A run starts on the running loop: fresh turn state, hands down."""
+        """A run starts on the running loop: fresh turn state. A hand raised while the room
+        waited for its first run stays up (a page shows the room as soon as the job is
+        started, before the job's thread gets here: that hand was lowered unseen); a hand
+        left up by an earlier run goes down (a finished room takes no actions)."""
         self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
         with self._lock:
-            people = self._state.people
+            before = self._state
+            waited = before.phase == "idle"  # no run yet: its hands are this run's
+            people = before.people
             for p in people.values():
-                p.hand_up, p.bid = False, None
+                p.hand_up, p.bid = p.hand_up and waited, None
             self._state = State(run_id=run_id, roster=list(roster), people=people,
-                                 picker=picker)
+                                 picker=picker, hands=list(before.hands) if waited else [])
             self._touch()
 
     def _open_bidding(self, turn: int, window: float) -> None:

@@ -259,6 +259,21 @@ def test_a_hand_stays_up_across_turns_and_lowers_when_its_person_wins(
     assert record.messages[2].content == "my turn now"
 
 
+def test_a_hand_raised_before_the_first_run_starts_bids_and_one_left_from_a_run_is_down(
+        loop: FakeClockLoop, fakes: list[ScriptedBids]) -> None:
+    """The dashboard shows a room as soon as its job is started, before the job's thread starts
+    the run: a hand raised then is for this run (it was lowered unseen, issue 39's flaky room
+    test). A hand still up when a run ends is down when the next run starts."""
+    chat = _room(fakes, {"A": [(0.9, "a1"), (0.9, "a2")]}, [Human("Ann")], human_window=0.2)
+    room = chat.room
+    assert room is not None and room.raise_hand("Ann")  # idle: no run has started
+    first = _run(loop, chat)
+    assert [b.score for b in first.bids if b.agent == "Ann"] == [HAND_SCORE]  # lost to 0.9
+    assert room.snapshot().hands == ("Ann",)  # still up when the run ended
+    second = _run(loop, chat)
+    assert [b.score for b in second.bids if b.agent == "Ann"] == [0.0]  # no input: a pass
+
+
 def test_hands_are_queued_in_the_order_they_went_up() -> None:
     chat = GroupChat(agents=[Agent(agent_name="A", model_name="sim/eager"), Human("Ann"),
                              Human("Bo")])
