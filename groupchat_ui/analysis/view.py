@@ -10,10 +10,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from groupchat_core import Message, StoreError, format_cost
 from groupchat_core.analysis import (
+    SpeakerMetrics,
     charts,
     distractor_turns,
     explain_turn,
@@ -171,7 +173,7 @@ def unreadable(data: RunData) -> None:
 
 def metrics(data: RunData) -> None:
     """The metric cards: a row of five on a wide screen, a compact grid on a phone."""
-    m = speaker_metrics(data.turns, data.bids, stop_reason=data.record.stop_reason)
+    m = _run_metrics(str(data.info["run_id"]), _version(data), id(data), data)
     st.html(PHONE_CSS)  # layout only
     with st.container(key="cards_metrics"):
         cards(metric_cards(m))
@@ -222,16 +224,41 @@ def turn_window(data: RunData) -> tuple[int, int] | None:
 
 def bid_charts(data: RunData) -> None:
     window = turn_window(data)
-    bids, turns = logic.in_window(data.bids, window), logic.in_window(data.turns, window)
     # options that name themselves, no label line: the first chart within a phone's first screen
     value = st.segmented_control("Heatmap values", ["score", "adjusted"], default="adjusted",
                                  key="heatmap_value", label_visibility="collapsed",
                                  format_func=lambda v: {"score": "raw scores",
                                                         "adjusted": "adjusted scores"}[v])
-    st.plotly_chart(charts.bids_heatmap(bids, value or "adjusted", data.threshold,
-                                        data.agents), key="bids_heatmap", config=_CHART)
-    st.plotly_chart(charts.bid_lines(bids, turns, data.threshold, "adjusted", data.agents),
-                    key="bid_lines", config=_CHART)
+    heatmap, lines = _bid_figures(str(data.info["run_id"]), _version(data), id(data), window,
+                                  value or "adjusted", data)
+    st.plotly_chart(heatmap, key="bids_heatmap", config=_CHART)
+    st.plotly_chart(lines, key="bid_lines", config=_CHART)
+
+
+def _version(data: RunData) -> tuple[Any, ...]:
+    """What changes when a stored run does (the store cache's token: status, end, turns)."""
+    return data.info.get("status"), data.info.get("ended_at"), data.info.get("turns")
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _run_metrics(run_id: str, version: tuple[Any, ...], data_id: int, _data: RunData
+                 ) -> SpeakerMetrics:
+    """The metric cards' numbers of one run, once for every session (as `_bid_figures`)."""
+    return speaker_metrics(_data.turns, _data.bids, stop_reason=_data.record.stop_reason)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _bid_figures(run_id: str, version: tuple[Any, ...], data_id: int,
+                 window: tuple[int, int] | None, value: str, _data: RunData
+                 ) -> tuple[go.Figure, go.Figure]:
+    """The Bids tab's two figures of one run's window, built once and shared by every session
+    (`st.plotly_chart` copies a figure to send it, never changes it). Why: a fresh tab on a
+    16,000-bid run built them again on every visit, 0.2 s of the server's CPU while the browser
+    waited for its first chart (bench/analysis_cold.py). Keyed by the run, its version and the
+    RunData object the store cache holds (a re-read run is another object: a new entry)."""
+    bids, turns = logic.in_window(_data.bids, window), logic.in_window(_data.turns, window)
+    return (charts.bids_heatmap(bids, value, _data.threshold, _data.agents),
+            charts.bid_lines(bids, turns, _data.threshold, "adjusted", _data.agents))
 
 
 def speaker_charts(data: RunData) -> None:
