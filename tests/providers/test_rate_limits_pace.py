@@ -30,6 +30,7 @@ from groupchat_core import (
 )
 from groupchat_core.providers import _deployments as deployments
 from groupchat_core.providers import _ratelimit as ratelimit
+from groupchat_core.providers import _requests as request_layer
 from groupchat_core.providers import _retries as retries
 from groupchat_core.providers._bodies import REQUEST_DEADLINE
 from groupchat_core.providers._limiter import CallLimiter
@@ -362,15 +363,56 @@ def test_a_process_wide_rpm_wait_is_neither_the_requests_time_nor_the_bids(
     assert times[2] - start >= 2.0  # it did wait for the limit
 
 
+class QueueSpy(CallLimiter):
+    """One in-flight slot; `queued` is set once `waiting` calls wait behind its holder."""
+
+    def __init__(self, waiting: int) -> None:
+        super().__init__(1)
+        self.asked, self.waiting = 0, waiting
+        self.queued = asyncio.Event()
+
+    async def acquire(self) -> None:
+        self.asked += 1
+        if self.asked > self.waiting:  # this call queues before it next yields
+            self.queued.set()
+        await super().acquire()
+
+
 def test_a_wait_for_the_in_flight_limit_is_not_the_requests_time(
-        server: FakeOpenAIServer, one_in_flight: None) -> None:
-    """Replies held 0.3 s, one at a time: the third bid waits 0.6 s (> its 0.5 s) and answers."""
-    server.script("held", [tool_call(0.9, "first", latency=0.3),
-                           *[tool_call(0.0, "", latency=0.3)] * 2])
-    bids = one_turn_of(server, "held", bid_timeout=120.0)
-    times = sorted(r.received_at for r in server.requests_for("held"))
-    assert [b.error for b in bids] == [None] * 3
-    assert times[2] - times[0] >= 0.6 - 0.01  # one at a time: the third waited for two
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three requests with a 0.5 s timeout queue for the one slot, which the test holds 0.6 s:
+    each is sent once it has the slot, one at a time, and answers. The reply never yields to
+    the loop, so only a wait counted as the request's time could time a request out. (Replies
+    a server held 0.3 s against that 0.5 s timeout left 0.2 s for the request itself: on a
+    loaded machine it took longer, and the test failed for the request's time, issue 39.)"""
+    limiter = QueueSpy(waiting=3)
+    monkeypatch.setattr(retries, "CALL_LIMITER", limiter)
+    sent: list[tuple[str, int, float]] = []
+
+    async def reply(kwargs: dict[str, Any]) -> str:  # no await: no timeout fires in here
+        sent.append((kwargs["tag"], limiter.in_use, asyncio.get_running_loop().time()))
+        return "reply"
+
+    monkeypatch.setattr(request_layer, "routed_call", reply)  # one_request sends it here
+
+    async def three() -> tuple[float, list[Any]]:
+        await limiter.acquire()  # the test holds the only slot
+        calls = [asyncio.ensure_future(retries.call_with_retries(
+            {"model": "openai/held", "messages": [], "timeout": 0.5, "tag": tag},
+            retries.Attempts())) for tag in "ABC"]
+        queued = asyncio.ensure_future(limiter.queued.wait())  # all three wait for the slot
+        await asyncio.wait([queued, *calls], return_when=asyncio.FIRST_COMPLETED)
+        queued.cancel()
+        queued_at = asyncio.get_running_loop().time()
+        await asyncio.sleep(0.6)  # the wait: longer than each request's timeout
+        limiter.release()
+        return queued_at, await asyncio.gather(*calls)
+
+    queued_at, replies = asyncio.run(three())
+    assert replies == ["reply"] * 3
+    assert sorted(tag for tag, _, _ in sent) == ["A", "B", "C"]
+    assert [in_use for _, in_use, _ in sent] == [1] * 3  # one at a time
+    assert all(at - queued_at > 0.5 for _, _, at in sent)  # each waited past its timeout
 
 
 def test_a_bid_slower_than_its_deadline_still_fails_after_a_wait(
