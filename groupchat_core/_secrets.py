@@ -27,7 +27,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 
@@ -151,6 +151,17 @@ def mask_secrets(text: str | None, secrets: Iterable[str]) -> str:
     for pattern, replacement in _PATTERNS:
         text = pattern.sub(replacement, text)
     return text
+
+
+def mask_values(value: Any, secrets: Sequence[str]) -> Any:
+    """`mask_secrets` over every string inside plain data (dicts, lists, tuples)."""
+    if isinstance(value, str):
+        return mask_secrets(value, secrets) if value else value
+    if isinstance(value, dict):
+        return {k: mask_values(v, secrets) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(mask_values(v, secrets) for v in value)
+    return value
 
 
 def scrub(text: str, agents: Iterable[Agent] = (), extra: Iterable[str] = ()) -> str:

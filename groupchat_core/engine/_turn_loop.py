@@ -41,7 +41,14 @@ from .._records import (
     cost_totals,
     utc_now,
 )
-from .._secrets import agent_secrets, held_secrets, hold_secrets, mask_secrets, scrub
+from .._secrets import (
+    agent_secrets,
+    held_secrets,
+    hold_secrets,
+    mask_secrets,
+    mask_values,
+    scrub,
+)
 from ..providers._delta_gate import gated_sink
 from ..providers._limit_waits import pausing
 from ..providers._model_calls import LITELLM, default_bid_deadline, provider_for
@@ -172,6 +179,11 @@ class TurnLoop:
     async def execute(self) -> RunRecord:
         record = self.record
         hold_secrets(s for a in self.agents for s in agent_secrets(a))  # masked in every chat
+        # What the caller typed is masked here, once, like every reply: no observer, store,
+        # export or prompt gets a key from the task or a setting's text
+        secrets = held_secrets(self.agents)
+        record.task = mask_secrets(record.task, secrets)
+        record.config = mask_values(record.config, secrets)
         self.emit(RunStarted(run_id=record.run_id, task=record.task, config=record.config,
                              agents=[_name(p) for p in self.roster],
                              started_at=record.started_at))

@@ -19,16 +19,13 @@ from groupchat_core import (
     Agent,
     Bid,
     ConfigError,
-    Event,
     GroupChat,
-    Observer,
     RunRecord,
     Turn,
     chat_default,
     check_credentials,
     format_cost,
     is_sim_model,
-    mask_secrets,
     prepare_litellm,
     runs_in_process,
 )
@@ -144,20 +141,6 @@ def warm_up_litellm(agents: Iterable[Agent]) -> bool:
     return True
 
 
-def redacting(observer: Observer, secrets: Sequence[str]) -> Observer:
-    """Wrap an observer so no event it sees contains a session key (e.g. echoed in an error)."""
-    secrets = [s for s in secrets if s]
-
-    def scrubbed(event: Event) -> None:
-        if secrets:
-            text = event.model_dump_json()
-            if any(s in text for s in secrets):
-                event = type(event).model_validate_json(mask_secrets(text, secrets))
-        observer(event)
-
-    return scrubbed
-
-
 def start_run(store: RunStore, registry: JobRegistry, owner: str, agents: Sequence[Agent],
               task: str, params: Mapping[str, Any] | RunForm, session_keys: Mapping[str, str], *,
               user: str = LOCAL_USER, user_name: str | None = None, stream: bool = True,
@@ -179,8 +162,8 @@ def start_run(store: RunStore, registry: JobRegistry, owner: str, agents: Sequen
         from groupchat_ui.kit.traces import trace_run
 
         trace_run(chat, user)
-    recorder = redacting(store.recorder(chat, owner=user, owner_name=user_name or user),
-                         list(session_keys.values()))
+    # no key needs masking here: the engine has masked every text of every event
+    recorder = store.recorder(chat, owner=user, owner_name=user_name or user)
     return registry.start_chat(chat, task, owner=owner, extra_observers=[recorder], user=user,
                                user_name=user_name)
 

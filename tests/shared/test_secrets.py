@@ -326,3 +326,25 @@ def test_cli_stderr_and_the_store_never_show_an_environment_key(
         _assert_clean(out + err, f"CLI output of {args[0]}")
         if args[0] == "show":
             assert "AuthenticationError" in out
+
+
+def test_a_key_typed_into_the_task_or_a_settings_text_is_masked_once_in_the_engine(
+        tmp_path: Path):
+    """The dashboard's session key sits on the agents (kit/providers.with_session_keys); typed
+    into the task, the chat's name or its bid prompt, it reaches no event, record or store: the
+    engine masks it before any observer, so the recorder needs no wrapper of its own."""
+    session_key = "session-key-typed-by-mistake-31415926"
+    agents = [Agent(agent_name=n, model_name="sim/eager", api_key=session_key) for n in "AB"]
+    chat = GroupChat(agents=agents, max_loops=2, name=f"debate {session_key}",
+                     bid_prompt=f"Bid. {session_key} {{threshold}}")
+    seen: list = []
+    chat.add_observer(seen.append)
+    store = RunStore(f"sqlite:///{tmp_path}/runs.db")
+    store.attach(chat)
+    chat.run(f"Discuss this key: {session_key}")
+    record = chat.last_run
+    assert record.task == "Discuss this key: ***" and record.config["name"] == "debate ***"
+    texts = [e.model_dump_json() for e in seen] + [record.model_dump_json(),
+                                                   bundle_json(store, record.run_id)]
+    assert seen and not [t for t in texts if session_key in t]
+    assert store.load_run(record.run_id).task == "Discuss this key: ***"
