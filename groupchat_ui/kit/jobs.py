@@ -169,7 +169,7 @@ class Job:
         state = self.live.state()
         self.counts = (state.events, len(state.messages), len(state.turns))
         name = state.config.get("name")
-        self.kept = LiveState(run_id=state.run_id, agents=state.agents,
+        self.kept = LiveState(run_id=state.run_id, agents=state.agents, turn=state.turn,
                               config=MappingProxyType({"name": name} if name else {}))
         self.live, self.events, self.record, self.result, self.future = LiveRun(), [], None, \
             None, None

@@ -227,6 +227,7 @@ def test_finished_chats_beyond_the_kept_ones_become_summaries_read_back_whole_ru
     for before, after in zip(whole[:3], snaps[:3], strict=True):
         assert after.messages == () and after.turns == () and after.record is None
         assert dict(after.bids_by_turn) == {} and dict(after.candidates) == {}
+        assert after.current_turn == before.current_turn  # the status line keeps its turn
         assert kept2.events(after.id) == []
         assert (after.status, after.task, after.run_id, after.owner, after.user,
                 after.created_at) == (before.status, before.task, before.run_id, before.owner,
