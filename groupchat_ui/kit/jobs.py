@@ -11,9 +11,9 @@ live view (`snapshot`); a generic job (`start_job`, e.g. a sweep) is any corouti
 events through an `emit` callback (`task_snapshot`).
 
 Events reach a chat job through the observers of its own run (`GroupChat.arun_record(task,
-observers=...)`): the job's fold and the caller's watchers (the store's recorder, the streamed
-candidates). So the same chat can run several jobs at once (or one after another) without any
-job seeing another's events.
+observers=...)`): the job's fold (`groupchat_core.LiveRun`, the streamed candidates included)
+and the caller's watchers (the store's recorder). So the same chat can run several jobs at once
+(or one after another) without any job seeing another's events.
 
 Bounded: a finished chat keeps its whole live state (every event, the transcript, the record)
 only while it is among the newest GROUPCHAT_KEEP_FINISHED_JOBS finished chats (default 20);
