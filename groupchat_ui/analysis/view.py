@@ -31,7 +31,7 @@ from groupchat_ui.kit.metrics import PHONE_CSS, metric_cards
 from groupchat_ui.kit.providers import model_label
 from groupchat_ui.kit.safety import escape_markdown
 from groupchat_ui.kit.state import SessionState
-from groupchat_ui.kit.store_access import RunData, downloads
+from groupchat_ui.kit.store_access import RunData, downloads, run_token
 
 from . import actions, logic, outcome_view, selection_view, whatif_view
 from . import permalink_view as permalink
@@ -173,7 +173,7 @@ def unreadable(data: RunData) -> None:
 
 def metrics(data: RunData) -> None:
     """The metric cards: a row of five on a wide screen, a compact grid on a phone."""
-    m = _run_metrics(str(data.info["run_id"]), _version(data), id(data), data)
+    m = _run_metrics(str(data.info["run_id"]), run_token(data.info), id(data), data)
     st.html(PHONE_CSS)  # layout only
     with st.container(key="cards_metrics"):
         cards(metric_cards(m))
@@ -229,15 +229,10 @@ def bid_charts(data: RunData) -> None:
                                  key="heatmap_value", label_visibility="collapsed",
                                  format_func=lambda v: {"score": "raw scores",
                                                         "adjusted": "adjusted scores"}[v])
-    heatmap, lines = _bid_figures(str(data.info["run_id"]), _version(data), id(data), window,
+    heatmap, lines = _bid_figures(str(data.info["run_id"]), run_token(data.info), id(data), window,
                                   value or "adjusted", data)
     st.plotly_chart(heatmap, key="bids_heatmap", config=_CHART)
     st.plotly_chart(lines, key="bid_lines", config=_CHART)
-
-
-def _version(data: RunData) -> tuple[Any, ...]:
-    """What changes when a stored run does (the store cache's token: status, end, turns)."""
-    return data.info.get("status"), data.info.get("ended_at"), data.info.get("turns")
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)

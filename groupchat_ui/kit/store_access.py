@@ -129,14 +129,16 @@ def _run_data(url: str, run_id: str, token: tuple[Any, ...]) -> RunData:
                    s.messages(run_id))
 
 
-def _token(info: dict[str, Any]) -> tuple[Any, ...]:
+def run_token(info: dict[str, Any]) -> tuple[Any, ...]:
+    """What changes when a stored run does (status, end, turns): the key of what is cached
+    per run, here and on the pages."""
     return info["status"], info["ended_at"], info["turns"]
 
 
 def run_data(run_id: str) -> RunData:
     """A stored run (StoreError if it is gone), re-read whenever it has changed."""
     info = store().run_info(run_id)
-    return _run_data(default_url(), run_id, _token(info))
+    return _run_data(default_url(), run_id, run_token(info))
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -148,7 +150,7 @@ def _downloads(url: str, run_id: str, token: tuple[Any, ...]) -> dict[str, str]:
 
 def downloads(run_id: str) -> dict[str, str]:
     """The bundle JSON, bids CSV and Markdown transcript of a run (built once per change)."""
-    return _downloads(default_url(), run_id, _token(store().run_info(run_id)))
+    return _downloads(default_url(), run_id, run_token(store().run_info(run_id)))
 
 
 def invalidate() -> None:
