@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from ._statuses import RunStatus as RunStatus  # declared once, there
 
@@ -68,18 +68,6 @@ READ_OUTCOMES: frozenset[str] = frozenset({"read", "cached"})
 UNREADABLE = "unreadable: "
 """Prefix of the error of a bid whose reply could not be read: the note for people; the field
 that says so is Bid.outcome."""
-
-
-def outcome_of(error: str | None, path: str, cached: bool) -> BidOutcome:
-    """The outcome a bid recorded before outcomes were stored must have had (old store rows,
-    old bundles, hand-built bids): exact, because the turn loop set error, path and cached by
-    the same rule. New bids get their outcome from the turn loop, not from here."""
-    if error and path == "none":
-        return "failed"
-    if error and error.startswith(UNREADABLE):
-        return "unreadable"
-    return "cached" if cached else "read"
-
 
 
 def utc_now() -> str:
@@ -201,22 +189,12 @@ class Bid(_Record):
         description="What became of the bid: read (its score was read from a reply), cached "
         "(read, from the bid cache), unreadable (a reply came back, no score could be read: "
         "the bid counts as score 0.0 and cannot make a lull), failed (the call produced no "
-        "reply). Set by the turn loop; bids recorded before it was stored get it from error, "
-        "path and cached, which is exact.")
+        "reply). Set by the turn loop; the store's v10 upgrade and the import of a version 1 "
+        "bundle fill it in for bids recorded before it existed.")
     kind: Literal["agent", "human"] = Field(
         default="agent",
         description="Who bid: agent (a model) or human (a person in the room, path human, "
         "calls 0). Both go through the same selection rule.")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _derive_outcome(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("outcome") is None:
-            data = {**data, "outcome": outcome_of(
-                data.get("error"), data.get("path", "none"), bool(data.get("cached")))}
-        if isinstance(data, dict) and data.get("cached_calls") is None:  # before it was stored
-            data = {**data, "cached_calls": int(bool(data.get("cached")))}
-        return data
 
     @property
     def read(self) -> bool:

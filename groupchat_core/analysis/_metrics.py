@@ -20,7 +20,7 @@ import pandas as pd
 
 from .._bidding import format_decimal
 from .._errors import ConfigError
-from .._records import BidOutcome, outcome_of
+from .._records import BidOutcome
 from ..engine._selection import (
     NO_READ_BID_REASONS,
     Candidate,
@@ -203,23 +203,25 @@ def _num(value: float) -> str:
     return f"{round(float(value), 4):g}"
 
 
+NO_OUTCOME = ("these bids have no outcome column (a table written before bids stored one): "
+              "read them from the store, or export them again, to get it")
+
+
 def bid_outcome(row: Any) -> BidOutcome:
-    """A bid row's `outcome` (the field the turn loop set). A frame from before the field was
-    stored (an old CSV export) has none: its outcome follows from error, path and cached."""
-    value = row.get("outcome")
-    if isinstance(value, str) and value:
-        return value  # type: ignore[return-value]  # a BidOutcome, as the store holds it
-    error = row.get("error")
-    return outcome_of(error if isinstance(error, str) else None, str(row.get("path", "none")),
-                      bool(row.get("cached", False)))
+    """A bid row's `outcome`, the field the turn loop set (the store's v10 upgrade filled it in
+    for older bids)."""
+    if "outcome" not in row:
+        raise ConfigError(NO_OUTCOME)
+    return row["outcome"]  # type: ignore[no-any-return]  # a BidOutcome, as the store holds it
 
 
 def bid_outcomes(bids: pd.DataFrame) -> pd.Series:
     """Every bid row's outcome (see `bid_outcome`), for masks such as `== "failed"`."""
-    if "outcome" in bids and bids["outcome"].notna().all():
-        return bids["outcome"]
-    return pd.Series([bid_outcome(r) for r in bids.to_dict("records")], index=bids.index,
-                     dtype=object)
+    if "outcome" not in bids:
+        if bids.empty:
+            return pd.Series(dtype=object, index=bids.index)
+        raise ConfigError(NO_OUTCOME)
+    return bids["outcome"]
 
 
 def _failed(row: Any) -> bool:

@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 
 from .._config import ChatSpec
 from .._errors import ConfigError
-from .._records import RunRecord, Turn, outcome_of
+from .._records import RunRecord, Turn
 from ..engine._strategies import message_cap
 from ..engine.strategies import recent_speakers, rules_note, strategy_for, turn_row
 from ..store import status_for
@@ -24,6 +24,7 @@ from ._bundle_model import (
     BundleBid,
     BundleMessage,
     BundleRun,
+    engine_outcome,
 )
 
 Fail = Callable[[str], NoReturn]  # raises a ConfigError naming the bundle
@@ -191,7 +192,7 @@ def _check_turns(bundle: Bundle, spec: ChatSpec, names: list[str], fail: Fail) -
             if bid.cached and not bid.cached_calls:
                 fail(f"turn {t}, agent {bid.agent!r}: the bid is cached, so the cache answered "
                      "at least one of its calls, but cached_calls is 0")
-            expected_outcome = outcome_of(bid.error, bid.path, bid.cached)
+            expected_outcome = engine_outcome(bid.error, bid.path, bid.cached)
             if bid.outcome != expected_outcome:
                 fail(f"turn {t}, agent {bid.agent!r}: outcome is recorded as {bid.outcome!r}, "
                      f"but its error, path and cached make it {expected_outcome!r}")

@@ -11,25 +11,38 @@ import math
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .._records import Bid, Message, Outcome, StopReason, Turn
+from .._records import UNREADABLE, Bid, BidOutcome, Message, Outcome, StopReason, Turn
 from .._safeload import MAX_STORED_INT
 from .._statuses import RunStatus
 
 BUNDLE_FORMAT = "groupchat-run"
 BUNDLE_VERSION = 4
 """2: bids carry `outcome` (read / cached / unreadable / failed). Version 1 bundles, written
-before it, import all the same: each bid's outcome follows from its error, path and cached.
+before it, import all the same: `Bundle` fills each bid's in by `engine_outcome`.
 3: `people` (issue 22): the seats of the run's people in the roster (the spec lists agents
 only), bids carry `kind`, turns `rule_winner` / `human_pick`. Version 1 and 2 bundles have no
 people: every bid is an agent's, no turn was picked by a person.
 4: bids carry `cached_calls` (calls the bid cache answered; bid_then_speak's row may hold two)
 and turns `selector_reason` (the selector model's reply). Older bundles read cached_calls as 1
-for a cached bid, 0 otherwise, and have no selector reason."""
+for a cached bid, 0 otherwise (filled in by `Bundle`), and have no selector reason."""
 READABLE_BUNDLE_VERSIONS = frozenset({1, 2, 3, BUNDLE_VERSION})
 MAX_BUNDLE_BYTES = 64 * 1024 * 1024
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+
+
+def engine_outcome(error: str | None, path: str, cached: bool) -> BidOutcome:
+    """The outcome the turn loop gives a bid with this error, path and cached (docs/engine.md
+    §9): failed when the call raised (error, no reply path), unreadable when no score could be
+    read, else read or cached. Why here: a version 1 bundle has no outcome and gets this one,
+    and the consistency checks refuse a bundle whose recorded outcome contradicts it (the
+    store's v10 upgrade has its SQL twin, frozen like every migration)."""
+    if error and path == "none":
+        return "failed"
+    if error and error.startswith(UNREADABLE):
+        return "unreadable"
+    return "cached" if cached else "read"
 
 
 _STORED: dict[str, Any] = {"ge": -MAX_STORED_INT, "le": MAX_STORED_INT}  # an INTEGER column
@@ -102,7 +115,8 @@ class BundleBid(Bid):
     completion_tokens: int | None = Field(default=None, **_COUNT)
     cost_usd: float | None = Field(default=None, ge=0)
     calls: int = Field(default=0, **_COUNT)
-    cached_calls: int = Field(default=0, **_COUNT)
+    cached_calls: int = Field(**_COUNT)  # required: Bundle fills it in for versions 1-3
+    outcome: BidOutcome  # required: Bundle fills it in for version 1
 
     _ints = field_validator("turn", "position", "prompt_tokens", "completion_tokens", "calls",
                             "cached_calls", mode="before")(_whole)
@@ -165,3 +179,24 @@ class Bundle(_Strict):
             raise ValueError(f"bundle schema_version {v} is not supported (expected one of "
                              f"{sorted(READABLE_BUNDLE_VERSIONS)})")
         return v
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade(cls, data: Any) -> Any:
+        """An older bundle's bids as a version 4 bundle holds them: outcome (version 1) and
+        cached_calls (versions 1-3) filled in as the store's v10 and v12 upgrades do. A newer
+        bundle missing either is refused by BundleBid, not guessed."""
+        version = data.get("schema_version") if isinstance(data, dict) else None
+        if not (isinstance(version, int) and version < BUNDLE_VERSION
+                and isinstance(data.get("bids"), list)):
+            return data
+        return {**data, "bids": [_upgraded_bid(b, version) if isinstance(b, dict) else b
+                                 for b in data["bids"]]}
+
+
+def _upgraded_bid(bid: dict[str, Any], version: int) -> dict[str, Any]:
+    filled: dict[str, Any] = {"cached_calls": int(bool(bid.get("cached")))}
+    if version == 1:
+        filled["outcome"] = engine_outcome(bid.get("error"), bid.get("path", "none"),
+                                           bool(bid.get("cached")))
+    return {**filled, **bid}

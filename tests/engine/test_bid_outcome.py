@@ -1,7 +1,7 @@
 """A bid's outcome (issue 25 item 1): set once by the turn loop, stored (v10 fills old bids),
 bundled and read by every reader; a turn with no readable bid is an error, never a lull (issue 9).
-Private imports (BidCache, Candidate, TurnPrinter, outcome_of, parse_response, store internals):
-units with no public name."""
+Private imports (BidCache, Candidate, TurnPrinter, engine_outcome, parse_response, store
+internals): units with no public name."""
 
 from __future__ import annotations
 
@@ -28,11 +28,11 @@ from groupchat_core import (
     select_speaker,
     transcript_markdown,
 )
-from groupchat_core._records import outcome_of
 from groupchat_core.analysis import bid_outcomes, charts, counterfactual, explain_turn
 from groupchat_core.cli._main import TurnPrinter
 from groupchat_core.engine._bidcache import BidCache
 from groupchat_core.engine._selection import Candidate
+from groupchat_core.exports._bundle_model import engine_outcome
 from groupchat_core.providers._replies import parse_response
 from groupchat_core.store import SCHEMA_VERSION, RunStore, dispose_engines
 from groupchat_core.store._connect import get_engine
@@ -109,7 +109,7 @@ def test_the_v10_upgrade_fills_in_the_outcome_of_old_bids(store_url: str, versio
     finally:
         engine.dispose()
     assert [r.outcome for r in stored] == [o for *_, o in OLD_BIDS]
-    assert [outcome_of(e, p, c) for e, p, c, _ in OLD_BIDS] == [o for *_, o in OLD_BIDS]
+    assert [engine_outcome(e, p, c) for e, p, c, _ in OLD_BIDS] == [o for *_, o in OLD_BIDS]
 
 
 # --- bundles ----------------------------------------------------------------------------------
@@ -135,12 +135,17 @@ def test_outcomes_are_stored_and_bundled_old_bundles_import_and_contradicting_on
     assert [b.outcome for b in store.load_run(run_id).bids] == expected
     assert data["schema_version"] == 4 and [b["outcome"] for b in data["bids"]] == expected
     old = {**data, "schema_version": 1, "bids": [
-        {k: v for k, v in b.items() if k != "outcome"} for b in data["bids"]]}
+        {k: v for k, v in b.items() if k not in ("outcome", "cached_calls")}
+        for b in data["bids"]]}
     other = RunStore(new_database())
     run_id = import_bundle(other, old)
     assert other.bids(run_id)["outcome"].tolist() == expected
+    assert other.bids(run_id)["cached_calls"].tolist() == [int(o == "cached") for o in expected]
     data["bids"][0]["outcome"] = "failed"
     with pytest.raises(ConfigError, match="outcome is recorded as 'failed'"):
+        import_bundle(RunStore(new_database()), data)
+    del data["bids"][0]["outcome"]  # only a version 1 bundle gets it filled in
+    with pytest.raises(ConfigError, match=r"bids\.0\.outcome: Field required"):
         import_bundle(RunStore(new_database()), data)
 
 
@@ -166,10 +171,14 @@ def test_metrics_charts_and_cli_read_the_outcome_field() -> None:
     assert "B 0.00 (failed)" in out.getvalue()
 
 
-def test_a_frame_from_before_the_field_gets_the_old_rule() -> None:
+def test_a_frame_from_before_the_field_is_refused_naming_the_fix() -> None:
     bids = pd.DataFrame([{"error": "x", "path": "none"}, {"error": "unreadable: y",
                                                           "path": "text_fallback"}])
-    assert bid_outcomes(bids).tolist() == ["failed", "unreadable"]
+    with pytest.raises(ConfigError, match="no outcome column .* read them from the store"):
+        bid_outcomes(bids)
+    with pytest.raises(ConfigError, match="no outcome column"):
+        charts._floor_label(bids.iloc[0], 0.3)
+    assert bid_outcomes(pd.DataFrame()).empty  # no bids yet: nothing to read
 
 
 # --- Selection names the runner-up and the raw-score winner ----------------------------------

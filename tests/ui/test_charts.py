@@ -101,9 +101,9 @@ def test_at_a_200_turn_window_winner_marks_do_not_merge():
 def test_failed_bids_are_marked_apart_from_silent_ones_on_the_heatmap_and_the_floor():
     bids = pd.DataFrame([
         {"turn": 1, "agent": "A", "score": 0.9, "adjusted": 0.9, "winner": True,
-         "message": "hi", "error": None, "path": "tool"},
+         "message": "hi", "error": None, "path": "tool", "outcome": "read"},
         {"turn": 1, "agent": "B", "score": 0.0, "adjusted": 0.0, "winner": False,
-         "message": "", "error": "Timeout: no answer", "path": "none"},
+         "message": "", "error": "Timeout: no answer", "path": "none", "outcome": "failed"},
     ])
     fig = charts.bids_heatmap(bids)
     names = [t.name for t in fig.data[1:]]
@@ -215,7 +215,7 @@ def run(agents: int = 16, turns: int = 149) -> tuple[pd.DataFrame, pd.DataFrame]
         best = max(scores, key=lambda a: scores[a])
         winner = best if scores[best] > 0.5 else None
         rows += [{"turn": turn, "agent": a, "score": s, "adjusted": s, "winner": a == winner,
-                  "message": "x"} for a, s in scores.items()]
+                  "message": "x", "outcome": "read"} for a, s in scores.items()]
         turn_rows.append({"turn": turn, "winner": winner, "lull": winner is None})
     return pd.DataFrame(rows), pd.DataFrame(turn_rows)
 
@@ -325,7 +325,7 @@ def big_run(agents: int, turns: int, rotate: int = 0,
     rng = random.Random(seed)
     winner = {t: f"A{(t * rotate) % agents:02d}" for t in range(1, turns + 1)}
     rows = [{"turn": t, "agent": f"A{a:02d}", "score": s, "adjusted": s,
-             "winner": winner[t] == f"A{a:02d}", "message": "x"}
+             "winner": winner[t] == f"A{a:02d}", "message": "x", "outcome": "read"}
             for t in range(1, turns + 1) for a in range(agents)
             for s in [round(rng.uniform(0.3, 1.0), 3)]]
     turns_df = pd.DataFrame({"turn": list(winner), "winner": list(winner.values()),
