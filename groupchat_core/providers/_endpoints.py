@@ -134,10 +134,16 @@ def explain_refusal(agent_name: str, kwargs: Mapping[str, object],
                     exc: BaseException) -> BaseException:
     """`exc`, or an UntrustedEndpoint naming the fix when an endpoint that got the
     placeholder key answered 401/403: its own error ("invalid api key") would hide why."""
-    status = getattr(exc, "status_code", None)
+    status = exc.status if isinstance(exc, ModelCallError) else None
     base = request_base(kwargs)
     if status in (401, 403) and base and kwargs.get("api_key") == PLACEHOLDER_KEY:
         said = " ".join(str(exc).split())[:200]
         return UntrustedEndpoint(f"{untrusted_message(agent_name, base)} (it answered "
-                                 f"{type(exc).__name__}: {said})")
+                                 f"{error_kind(exc)}: {said})")
     return exc
+
+
+def error_kind(exc: BaseException) -> str:
+    """The name a failure shows in a bid's error: a ModelCallError's kind (the class litellm
+    raised, "RateLimitError"), else the exception's class name."""
+    return exc.kind if isinstance(exc, ModelCallError) else type(exc).__name__

@@ -6,6 +6,7 @@ from typing import Any
 
 from .._bidding import ParsedBid, parse_text_reply, parse_tool_calls
 from .._records import BidPath
+from ._endpoints import error_kind
 from ._litellm import litellm_module
 from ._tool_modes import PATHS, TEXT_MODES
 
@@ -55,6 +56,6 @@ class ModelCallFailed(Exception):
     """A bid call that failed for good; carries how many HTTP calls it took."""
 
     def __init__(self, cause: BaseException, calls: int) -> None:
-        super().__init__(f"{type(cause).__name__}: {cause}")
+        super().__init__(f"{error_kind(cause)}: {cause}")
         self.cause = cause
         self.calls = calls

@@ -11,6 +11,7 @@ from .._bidding import FORCED_RESPOND_CHOICE
 from .._errors import ModelCallError
 from .._kwargs_policy import kwargs_problem
 from ._bodies import REQUEST_DEADLINE, ResponseTooLarge, deadline_error, in_chain
+from ._call_errors import from_litellm
 from ._deployments import routed_bases, routed_call
 from ._direct import direct_completion, direct_route
 from ._endpoints import (
@@ -136,7 +137,7 @@ async def one_request(litellm: Any, kwargs: dict[str, Any]) -> Any:
         raise deadline_exceeded(litellm, kwargs) from exc
     except Exception as exc:
         raise_if_bounded(litellm, kwargs, exc)
-        raise
+        raise from_litellm(exc) from exc  # the litellm provider's edge: one error class
     finally:
         REQUEST_DEADLINE.reset(token)
 
@@ -148,11 +149,11 @@ def set_request_deadline(limit: Any) -> Any:
 
 
 def deadline_exceeded(litellm: Any, kwargs: dict[str, Any]) -> Exception:
-    """What a request past its whole deadline raises, streamed or not: litellm's Timeout, so it
-    is retried and reported like a read timeout."""
-    return litellm.Timeout(  # type: ignore[no-any-return]
-        message=f"no complete reply within {kwargs.get('timeout')} s (Agent.timeout bounds "
-        "each request, first byte to last)", model=kwargs.get("model"), llm_provider="")
+    """What a request past its whole deadline raises, streamed or not: code "timeout", reported
+    like a read timeout (a bid's error "Timeout: ...")."""
+    said = (f"no complete reply within {kwargs.get('timeout')} s (Agent.timeout bounds each "
+            "request, first byte to last)")
+    return ModelCallError(said, code="timeout", kind="Timeout")
 
 
 def raise_if_bounded(litellm: Any, kwargs: dict[str, Any], exc: BaseException) -> None:

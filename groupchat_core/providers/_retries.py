@@ -4,19 +4,18 @@ Retry-After, else jittered exponential backoff), the bid's deadline, and context
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
 import random
 import re
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._errors import ModelCallError
+from ._call_errors import RETRYABLE_CODES, code_of
 from ._deployments import pace_routed
 from ._limit_waits import queued, queued_seconds
 from ._limiter import CALL_LIMITER
-from ._litellm import litellm_module
 from ._ratelimit import RATE_LIMITS
 from ._requests import one_request
 from ._tokens import count_tokens
@@ -26,57 +25,22 @@ RETRY_MAX_DELAY = 8.0
 MAX_RETRY_AFTER = 30.0  # seconds: the longest a server's Retry-After is honoured
 
 
-def is_retryable(exc: Exception) -> bool:
-    litellm = litellm_module()
+def is_retryable(exc: BaseException) -> bool:
+    """A failure worth another try, read from the ModelCallError every provider raises
+    (_call_errors.py): its code says the server was busy or failing or the connection broke."""
+    if not isinstance(exc, ModelCallError):
+        return False  # not a model call's failure (a body over its cap, a bug): never retried
     text = str(exc).lower()
     if "api_key" in text or "credentials" in text or "api key" in text:
         return False  # a missing or bad key is reported as a server error; retrying cannot help
     if _LLAMA_CPP_OVERFLOW in text:
         return False  # the same prompt overflows the same window again (see below)
-    return isinstance(
-        exc,
-        litellm.RateLimitError
-        | litellm.InternalServerError
-        | litellm.ServiceUnavailableError
-        | litellm.APIConnectionError
-        | litellm.BadGatewayError,
-    )
+    return exc.code in RETRYABLE_CODES
 
 
 def _retry_delay(attempt: int) -> float:
     delay: float = min(RETRY_MAX_DELAY, RETRY_BASE_DELAY * 2.0**attempt)
     return delay * (0.5 + random.random() / 2)
-
-
-def _header_sources(exc: BaseException) -> list[Any]:
-    """Where litellm keeps a failed response's headers (1.106: `litellm_response_headers`; its
-    RateLimitError rebuilds `response` without them, so that is only a fallback)."""
-    response = getattr(exc, "response", None)
-    sources = [getattr(exc, "litellm_response_headers", None), getattr(exc, "headers", None),
-               getattr(response, "headers", None)]
-    return [s for s in sources if s]
-
-
-def retry_after_seconds(exc: BaseException) -> float | None:
-    """The wait a failed response asked for (`retry-after-ms`, else `Retry-After` in seconds or
-    as an HTTP date), or None when it named none."""
-    for headers in _header_sources(exc):
-        try:
-            millis = headers.get("retry-after-ms")
-            if millis is not None:
-                return max(0.0, float(millis) / 1000.0)
-            raw = headers.get("retry-after")
-        except (AttributeError, TypeError, ValueError):
-            continue
-        if raw is None:
-            continue
-        try:
-            return max(0.0, float(raw))
-        except ValueError:
-            parsed = email.utils.parsedate_tz(str(raw))
-            if parsed is not None:
-                return max(0.0, email.utils.mktime_tz(parsed) - time.time())
-    return None
 
 
 def _time_left(deadline: float | None) -> float | None:
@@ -117,7 +81,6 @@ async def call_with_retries(kwargs: dict[str, Any], attempts: Attempts,
     backoff. Per-model rate limits (_ratelimit.py), a routed model's deployments' rpm and the
     in-flight cap are waited for before each attempt; those waits stop the bid's deadline
     (_limit_waits.py). `send` makes the request (one_request, or a streamed one: _streaming.py)."""
-    litellm = litellm_module()
     model = str(kwargs.get("model", ""))
     while True:
         tokens = _request_tokens(kwargs) if RATE_LIMITS.wants_tokens(model) else 0
@@ -131,13 +94,15 @@ async def call_with_retries(kwargs: dict[str, Any], attempts: Attempts,
                 async with queued():
                     await CALL_LIMITER.acquire()
                 try:
-                    response = await send(litellm, kwargs)
+                    response = await send(_litellm(), kwargs)
                 finally:
                     CALL_LIMITER.release()
         except Exception as exc:
             RATE_LIMITS.settle(model, reserved, 0)  # a refused request used no tokens
+            if isinstance(exc, ModelCallError):
+                exc.attempts = attempts.calls
             retryable = is_retryable(exc)
-            asked = retry_after_seconds(exc) if retryable else None
+            asked = exc.retry_after if retryable and isinstance(exc, ModelCallError) else None
             if asked is not None:  # every bid on this model waits, not only this one
                 RATE_LIMITS.pause(model, min(asked, MAX_RETRY_AFTER))
             if not retryable or attempts.retries_left <= 0:
@@ -170,13 +135,14 @@ _LLAMA_CPP_OVERFLOW = "could not broadcast input array from shape"
 
 def is_context_window_error(exc: BaseException) -> bool:
     """A request refused because the prompt (plus the reply's room) exceeds the context window:
-    litellm's ContextWindowExceededError, a 400 whose text says so, or llama-cpp-python's 500."""
-    litellm = litellm_module()
-    if isinstance(exc, litellm.ContextWindowExceededError):
+    code "context_window", a 400 whose text says so, or llama-cpp-python's 500."""
+    code = code_of(exc)
+    if code == "context_window":
         return True
     if _LLAMA_CPP_OVERFLOW in str(exc).lower():
         return True
-    if not (isinstance(exc, litellm.BadRequestError) or getattr(exc, "status_code", None) == 400):
+    status = exc.status if isinstance(exc, ModelCallError) else getattr(exc, "status_code", None)
+    if not (code in ("bad_request", "unsupported_params") or status == 400):
         return False
     text = str(exc).lower()
     return any(phrase in text for phrase in _CONTEXT_PHRASES)
@@ -188,3 +154,10 @@ def stated_context_window(text: str) -> int | None:
     if match is None:
         return None
     return int(next(g for g in match.groups() if g is not None))
+
+
+def _litellm() -> Any:
+    """litellm, for a `send` that may call it (already loaded by the provider)."""
+    from ._litellm import litellm_module
+
+    return litellm_module()

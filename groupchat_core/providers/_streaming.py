@@ -22,9 +22,9 @@ from .._bidding import MAX_MESSAGE_CHARS, MAX_TEXT_SCAN_CHARS, ParsedBid, parse_
 from .._records import BidPath
 from .._secrets import held_secrets, kwargs_secrets
 from ._bodies import REQUEST_DEADLINE
+from ._call_errors import REFUSING_CODES, code_of, from_litellm
 from ._delta_gate import DeltaGate
 from ._direct import direct_route, direct_stream, estimated_usage
-from ._litellm import litellm_module
 from ._providers import DeltaSink
 from ._requests import deadline_exceeded, raise_if_bounded, set_request_deadline
 from ._retries import is_context_window_error
@@ -202,7 +202,7 @@ async def streamed_request(litellm: Any, kwargs: dict[str, Any], sink: DeltaSink
     except Exception as exc:
         raise_if_bounded(litellm, kwargs, exc)
         if not reply.has_respond:
-            raise
+            raise from_litellm(exc) from exc  # the litellm provider's edge: one error class
         reply.cut = f"{type(exc).__name__}"
         reply.finish_reason = None
     finally:
@@ -249,9 +249,6 @@ def cut_note(parsed: ParsedBid, reply: StreamedReply) -> ParsedBid:
 def stream_refused(exc: BaseException) -> bool:
     """A provider saying it cannot stream: a 400/422-class rejection whose text names streaming
     (not a context-window error, which has its own handling)."""
-    litellm = litellm_module()
-    rejecting = (litellm.BadRequestError, litellm.UnsupportedParamsError,
-                 litellm.UnprocessableEntityError)
-    if not isinstance(exc, rejecting) or is_context_window_error(exc):
+    if code_of(exc) not in REFUSING_CODES or is_context_window_error(exc):
         return False
     return "stream" in str(exc)[:16_000].lower()

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from .._bidding import RESPOND_TOOL
 from .._records import BidPath
 from ._bodies import ERROR_BODY_CAP
-from ._litellm import litellm_module
+from ._call_errors import REJECTING_CODES, code_of
 
 if TYPE_CHECKING:
     from .._agent import Agent
@@ -185,10 +185,7 @@ def rejection_kind(text: str) -> str | None:
 
 def rejection(exc: Exception, mode: str) -> str | None:
     """The next mode when a provider clearly rejected this one at call time, else None."""
-    litellm = litellm_module()
-    rejecting = (litellm.BadRequestError, litellm.UnsupportedParamsError,
-                 litellm.UnprocessableEntityError, litellm.InternalServerError)
-    if mode in TEXT_MODES or not isinstance(exc, rejecting):
+    if mode in TEXT_MODES or code_of(exc) not in REJECTING_CODES:
         return None
     kind = rejection_kind(str(exc)[:ERROR_BODY_CAP])
     if kind is None:

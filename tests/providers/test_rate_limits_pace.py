@@ -4,7 +4,7 @@ down, every bid answered; the in-flight call limit holds across loops and cancel
 
 No upper bound on time: the waits the engine chose (`Waits`, an injected clock), or the server's
 arrival times (lower bounds, counts). Private imports (`providers._deployments`, `_ratelimit`,
-`_retries`, `_bodies`, `_limiter`): units or test hooks with no public name.
+`_retries`, `_call_errors`, `_bodies`, `_limiter`): units or test hooks with no public name.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from groupchat_core import (
     set_max_inflight_calls,
     set_rate_limit,
 )
+from groupchat_core.providers import _call_errors as call_errors
 from groupchat_core.providers import _deployments as deployments
 from groupchat_core.providers import _ratelimit as ratelimit
 from groupchat_core.providers import _requests as request_layer
@@ -239,7 +240,7 @@ def test_retry_after_forms_are_read() -> None:
     def read(headers: dict[str, str]) -> float | None:  # where litellm 1.106 keeps them
         refused = Exception("429")
         refused.litellm_response_headers = headers  # type: ignore[attr-defined]
-        return retries.retry_after_seconds(refused)
+        return call_errors.retry_after_seconds(refused)
 
     assert read({"retry-after": "5"}) == 5.0
     assert read({"retry-after": "0.25"}) == 0.25
@@ -247,7 +248,40 @@ def test_retry_after_forms_are_read() -> None:
     when = email.utils.formatdate(time.time() + 20, usegmt=True)
     assert 17 <= (read({"retry-after": when}) or 0) <= 20
     assert read({"retry-after": "soon"}) is None
-    assert read({}) is None and retries.retry_after_seconds(ValueError("no headers")) is None
+    assert read({}) is None and call_errors.retry_after_seconds(ValueError("no headers")) is None
+
+
+def test_litellm_errors_become_one_model_call_error_at_the_edge() -> None:
+    """Converted once (status, code, retry_after, cause, kind); the Router's own refusal of a
+    deployment at its rpm count ("retry-after: 60", no request sent) asks for no wait: it used
+    to pause the model 30 s (test_deployments_scoped's rpm test then took 30 s)."""
+    import httpx
+    import litellm
+
+    def refused(text: str, headers: dict[str, str]) -> Exception:
+        response = httpx.Response(429, headers=headers,
+                                  request=httpx.Request("POST", "http://127.0.0.1:9"))
+        return litellm.RateLimitError(message=text, llm_provider="openai", model="m",
+                                      response=response)
+
+    server = call_errors.from_litellm(refused("slow down", {"retry-after": "5"}))
+    assert (server.status, server.code, server.retry_after, server.kind) == (
+        429, "rate_limited", 5.0, "RateLimitError")
+    assert isinstance(server.cause, litellm.RateLimitError) and retries.is_retryable(server)
+    router = call_errors.from_litellm(refused(
+        "Deployment over defined rpm limit=2. current usage=2", {"retry-after": "60"}))
+    assert (router.code, router.retry_after) == ("deployment_at_limit", None)
+    assert retries.is_retryable(router)
+    down = call_errors.from_litellm(litellm.APIConnectionError(
+        message="down", llm_provider="openai", model="m"))
+    assert (down.status, down.code) == (None, "connection") and retries.is_retryable(down)
+    window = call_errors.from_litellm(litellm.ContextWindowExceededError(
+        message="maximum context length is 5", model="m", llm_provider="openai"))
+    assert window.code == "context_window" and not retries.is_retryable(window)
+    assert retries.is_context_window_error(window)
+    other = call_errors.from_litellm(ValueError("a bug"))
+    assert (other.code, other.kind) == ("error", "ValueError") and not retries.is_retryable(other)
+    assert not retries.is_retryable(ValueError("not converted: never retried"))
 
 
 # --- pacing -----------------------------------------------------------------------
