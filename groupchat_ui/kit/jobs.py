@@ -56,6 +56,7 @@ from groupchat_core import (
 )
 
 from .access import is_admin
+from .live_feed import LiveFeed
 
 TERMINAL: frozenset[str] = JOB_TERMINAL  # the statuses, like every status, live in the core
 DEFAULT_TTL_S = 3600.0
@@ -149,6 +150,7 @@ class Job:
     extra_observers: tuple[Observer, ...] = ()
     models: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
     live: LiveRun = field(default_factory=LiveRun)  # the run's one fold (groupchat_core)
+    feed: LiveFeed = field(default_factory=LiveFeed)  # its live channel (kit/live_feed.py)
     record: RunRecord | None = None  # as the run returned it (the fold has it from its end)
     # a finished chat beyond the kept ones: only its summary is left (compact)
     summary: bool = False
@@ -348,7 +350,7 @@ class JobRegistry:
         # the run is recorded under the job's id: one id for it on every page (issue 21); its
         # events go to this job's fold and watchers only, whoever else runs the same chat
         record = await job.chat.arun_record(job.task, run_id=job.id,
-                                            observers=(job.receive, job.live,
+                                            observers=(job.receive, job.live, job.feed,
                                                        *job.extra_observers))
         with self._lock:
             job.record = job.record or record
@@ -372,6 +374,7 @@ class JobRegistry:
                 job.result = result
             self._set(job, "finished")
         finally:
+            job.feed.close()  # the pages watching it settle, however it ended
             job.settled.set()
             with self._lock:
                 self._shrink()
@@ -399,6 +402,7 @@ class JobRegistry:
         if not future.cancel():
             return False
         self._set(job, "cancelled")
+        job.feed.close()  # what watches it sees the Stop at once, not when the run unwinds
         if not job.started:
             job.settled.set()  # never ran, so nothing to clean up
             with self._lock:
@@ -445,6 +449,12 @@ class JobRegistry:
         """A chat job's immutable copy for one render; KeyError for unknown (or expired) ids."""
         with self._lock:
             return _chat_snapshot(self._job(job_id, chat=True))
+
+    def feed(self, job_id: str) -> LiveFeed:
+        """A chat job's live channel (kit/live_feed.py); KeyError for unknown (or expired)
+        ids. Whoever asks must have checked that the asker may watch it (kit/live_routes.py)."""
+        with self._lock:
+            return self._job(job_id, chat=True).feed
 
     def task_snapshot(self, job_id: str) -> TaskSnapshot:
         """A generic job's immutable snapshot; KeyError for unknown (or expired) ids."""

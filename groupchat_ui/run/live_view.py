@@ -13,6 +13,14 @@ sibling ones (fresh clone P5; likely n2 and L1 too, whose failures printed no pa
 `python -m bench.blank_page`: the view's shape with
 three sibling timed fragments crashed at 18 of 60 job ends under load, with one fragment at none
 (BENCHMARKS.md, "A page that went blank").
+
+Push, not polling (issue 41, point 1): where the app serves its live channel (kit/live_view.py,
+kit/live_routes.py), a running job's fragment has no timer at all. The channel's component
+draws the candidates forming and the bids coming in as the engine has them, and asks for a
+rerun of this fragment only when the turn opens or ends; on the job's end, the fragment sees
+it done and asks for the full run as before. The timer stays only where the channel is not
+served (AppTest, the app embedded some other way) and for a job with a room, whose panel and
+presence beat still ride on it (the room's own stream is the next step of point 1).
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import streamlit as st
 
 from groupchat_core import Bid, Message, RunRecord, StoreError, mask_secrets
 from groupchat_core.analysis import charts
+from groupchat_ui.kit import live_view as channel
 from groupchat_ui.kit import store_access
 from groupchat_ui.kit.components import bubble, cards, refresh_every
 from groupchat_ui.kit.jobs import JobRegistry, JobSnapshot, from_record, may_manage, not_yours
@@ -100,8 +109,10 @@ def job_panel(registry: JobRegistry, session: SessionState, job_id: str) -> None
         return
     running = not first.done
     streams = logic.may_stream(first.config, first.models)
+    pushed = running and room_seats.table().get(job_id) is None and channel.served()
 
-    @st.fragment(run_every=refresh_every("run-live", REFRESH_S if running else None))
+    @st.fragment(run_every=refresh_every("run-live", REFRESH_S if running and not pushed
+                                         else None))
     def live() -> None:
         snap = _snapshot(registry, job_id)
         if snap is None:  # expired: the full run draws the page without it
@@ -116,8 +127,11 @@ def job_panel(registry: JobRegistry, session: SessionState, job_id: str) -> None
         _head(session, snap)
         left, right = st.columns([5, 4])
         with left, st.container(height=560, autoscroll=True, border=False):
-            _chat(snap)
-            if streams:
+            _chat(snap, replay=not pushed)
+            if pushed and not snap.done:
+                channel.stream(job_id, snap.agents or tuple(snap.models), sorted(people_of(snap)),
+                               streams=streams, person_word=PERSON_DECIDING)
+            elif streams:
                 _candidates(snap)
         with right:
             _floor(snap)
@@ -158,11 +172,13 @@ def _head(session: SessionState, snap: JobSnapshot) -> None:
     room_view.panel(session, snap.id, list(snap.agents), snap.done)  # people in the room
 
 
-def _chat(snap: JobSnapshot) -> None:
+def _chat(snap: JobSnapshot, *, replay: bool = True) -> None:
     """The transcript; a streamed run was watched forming, so its winner is posted whole, not
-    replayed, with the turn's other candidates folded under it."""
+    replayed, with the turn's other candidates folded under it. `replay=False` (a pushed
+    view, which reruns only when a turn opens or ends): every reply whole, never a replay
+    frozen half-way until the next rerun."""
     streamed = logic.streams(snap.config, snap.models)
-    _transcript(snap.messages, snap.models, live=not snap.done and not streamed,
+    _transcript(snap.messages, snap.models, live=replay and not snap.done and not streamed,
                 now=datetime.now(UTC), folded=snap.bids_by_turn if streamed else None,
                 people=people_of(snap))
 
