@@ -109,17 +109,21 @@ def seconds_left(page: Any) -> int:
 
 
 def open_people(page: Any) -> None:
-    """Open the "People in the room" expander (again, if a rerun landed on the click)."""
+    """Open the "People in the room" expander: a rerun landing at the click redraws it closed,
+    so click again whenever the idle page shows it closed (never while it is open: a click
+    would close it), until its first field shows."""
     field = page.locator(".st-key-room_person_name input")
-    for _ in range(3):
+    expander = page.locator(".st-key-room_people_open")
+
+    def opened() -> bool:
         wait_idle(page)
-        page.locator(".st-key-room_people_open summary").click()
-        try:
-            expect(field).to_be_visible(timeout=10_000)
-            return
-        except AssertionError:
-            continue
-    expect(field).to_be_visible()
+        if field.is_visible():
+            return True
+        if not expander.locator("details[open]").count():
+            expander.locator("summary").click()
+        return False
+
+    eventually(opened, "the people in the room to show", step=0.5)
 
 
 def add_person(page: Any, name: str, *, me: bool = False, user: str = "") -> None:
