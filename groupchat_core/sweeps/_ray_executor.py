@@ -1,14 +1,23 @@
-"""Running sweep cells on a Ray cluster: each cell is one Ray task (docs/sweeps.md, "Sweeps on
-Ray").
+"""Running sweep cells on a Ray cluster: cells run as coroutines inside long-lived async actors
+(docs/sweeps.md, "Sweeps on Ray").
 
 Why Ray and not something home-made: scheduling over machines, worker processes, failure
 detection and cancellation are solved there. The runner (scheduler.py) stays the only one that
 decides which cells run: it claims each cell in the store *before* submitting it here, so
 claim-once cells and resume hold however many workers there are (the driver owns every claim).
 
-Each cell is a streaming-generator task. The worker runs the cell's chat and streams back, turn
-by turn: who it is (node, host, pid), the usage of each bid (calls, cost), and (SQLite) the
-engine's events. Where the run is recorded depends on the store:
+Why actors: the cells users scale out wait on providers (I/O), and a Ray task runs one cell per
+worker process, each process importing litellm (~4.5 s, ~200 MB) to hold one cell's few bids.
+A `CellWorker` actor imports it once and runs many cells on its own event loop, the same
+`CellRun` the local executor uses; Ray's own guidance for I/O-bound work. An actor reserves
+`cpus_per_cell` x its slots CPUs and runs up to `slots = max(1, floor(1 / cpus_per_cell))`
+cells at once (0.25: four cells share one CPU; 1, the default: one cell per CPU, as CPU-bound
+sim cells want); the driver adds an actor when every one is full, so actors grow to
+`concurrency / slots` at most, and Ray places them where CPUs are free.
+
+Each cell is a streaming call of its actor's async generator method. The worker runs the
+cell's chat and streams back, turn by turn: who it is (node, host, pid), the usage of each bid
+(calls, cost), and (SQLite) the engine's events. Where the run is recorded depends on the store:
 
 - PostgreSQL (a server every worker reaches): the worker records its run turn by turn into the
   shared store itself, exactly as the local executor would.
@@ -19,10 +28,11 @@ engine's events. Where the run is recorded depends on the store:
   StoreRecorder the local executor uses (identical rows, turn by turn, as batches arrive).
 
 Budget caps are global: usage reaches the driver's runner as each turn's batch arrives, and the
-runner stops launching and cancels every cell in flight once a cap is reached (force-kills the
-tasks). Guarantee: calls over the cap are bounded by the bids already in flight when the cap is
-crossed plus those in the turn batches not yet delivered, i.e. at most `concurrency` cells x
-(agents + one turn's bids) calls; nothing new starts after the crossing is seen.
+runner stops launching and cancels every cell in flight once a cap is reached (Ray cancels
+their coroutines on the actors). Guarantee: calls over the cap are bounded by the bids already
+in flight when the cap is crossed plus those in the turn batches not yet delivered, i.e. at
+most `concurrency` cells x (agents + one turn's bids) calls; nothing new starts after the
+crossing is seen.
 
 Keys: provider keys never travel in the CellJob (it holds no secrets). Workers get them from the
 driver's environment, only the variables the cells' agents need (and GROUPCHAT_DB for a server
@@ -30,12 +40,15 @@ store), as a separate small task argument (`Secrets`): inline in the task, in me
 through runtime_env `env_vars`: Ray's runtime-env agent writes those into its log files (the
 tests check the cluster's session folder for a key).
 
-Faults: when a worker dies mid-cell (its process killed, its node lost), the driver flags the
-partial run `error` ("its Ray worker died"), keeps the cell's claim (the driver still owns it)
-and submits the cell again as a new run, up to `retries` times; after that the cell's result is
+Faults: when a worker dies mid-cell (its process killed, its node lost), every cell it ran
+fails on the driver: the driver drops the actor, flags each partial run `error` ("its Ray
+worker died"), keeps the cell's claim (the driver still owns it) and submits the cell again as
+a new run (on a new actor), up to `retries` times; after that the cell's result is
 an `error` and its claim is reopened, so a resume runs it. A finished cell is finished in the
-store before the task ends, so a death afterwards can never lose or double it. Ray's own task
-retries are off (max_retries=0): a blind re-execution could not flag the partial run first.
+store before the call ends, so a death afterwards can never lose or double it. Ray's own
+restarts and retries are off (max_restarts=0, max_task_retries=0): a blind re-execution could
+not flag the partial run first. A cancelled cell (budget cap, stop) is `ray.cancel`led: Ray
+cancels its coroutine on the actor, which closes its run as `cancelled`.
 """
 
 from __future__ import annotations
@@ -43,8 +56,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import queue
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,6 +76,14 @@ NO_RAY = ("--executor ray needs Ray, which is not installed: "
           "pip install 'groupchat-lab[ray]' (a clone's make setup has it)")
 
 
+@dataclass(eq=False)
+class _Actor:
+    """One CellWorker actor of the pool and how many cells it runs now."""
+
+    handle: Any
+    running: int = 0
+
+
 @dataclass
 class _Attempt:
     """What the driver knows of one attempt of a cell (from the stream)."""
@@ -78,12 +98,13 @@ class _Attempt:
 
 
 class RayExecutor:
-    """Executor running each cell as a Ray task (see the module docstring).
+    """Executor running cells in long-lived async Ray actors (see the module docstring).
 
     `address`: a running cluster ("auto", "ray://..." or host:port); None starts a local one
     (and stops it on close). `cpus_per_cell`: Ray CPUs a cell reserves (1 suits CPU-bound sim
-    cells; a fraction lets I/O-bound cells share a CPU). `retries`: new attempts after a
-    worker dies. `env`: the environment keys are read from (the driver's by default).
+    cells; a fraction lets I/O-bound cells share a CPU, and one actor runs them together).
+    `retries`: new attempts after a worker dies. `env`: the environment keys are read from
+    (the driver's by default).
     `watch(job, item)`: called on the driver with every item a worker streams."""
 
     def __init__(self, store: RunStore, *, address: str | None = None,
@@ -109,7 +130,9 @@ class RayExecutor:
         self.tracing = tracing  # pickled to each worker, which traces the cell's chat there
         self.workers_record = store.engine.dialect.name != "sqlite"
         self._started_ray = False
-        self._remote: Any = None
+        self._remote: Any = None  # the CellWorker actor class, once started
+        self.slots = max(1, int(1 / cpus_per_cell + 1e-9))  # cells one actor runs at once
+        self._actors: list[_Actor] = []
 
     # --- the cluster ------------------------------------------------------------------------
 
@@ -137,7 +160,7 @@ class RayExecutor:
                 raise ConfigError(ray_start_error(self.address, exc)) from None
             self._started_ray = True
         if self._remote is None:
-            self._remote = ray.remote(num_returns="streaming", max_retries=0)(run_cell_stream)
+            self._remote = ray.remote(max_restarts=0, max_task_retries=0)(CellWorker)
 
     def check(self) -> None:
         """Refuse at once, with start()'s one line, what start() would refuse before it
@@ -157,6 +180,7 @@ class RayExecutor:
             ray.shutdown()
             self._started_ray = False
         self._remote = None
+        self._actors = []
 
     def __enter__(self) -> RayExecutor:
         self.start()
@@ -181,6 +205,35 @@ class RayExecutor:
 
     # --- one cell ---------------------------------------------------------------------------
 
+    def _actor(self) -> _Actor:
+        """The actor with the most free slots; a new one when every actor is full and the
+        cluster has CPUs for another; else the least busy (the call waits for a slot there).
+
+        Why a cap: an actor holds its CPUs for the whole sweep, so actors the cluster cannot
+        place would wait for CPUs the others never give back."""
+        free = [a for a in self._actors if a.running < self.slots]
+        if free:
+            return min(free, key=lambda a: a.running)
+        if self._actors and len(self._actors) >= self._max_actors():
+            return min(self._actors, key=lambda a: a.running)
+        handle = self._remote.options(num_cpus=self.cpus_per_cell * self.slots,
+                                      max_concurrency=self.slots).remote()
+        actor = _Actor(handle)
+        self._actors.append(actor)
+        return actor
+
+    def _max_actors(self) -> int:
+        """How many actors the cluster's CPUs hold (at least one)."""
+        import ray
+
+        cpus = float(ray.cluster_resources().get("CPU", 0.0))  # type: ignore[no-untyped-call]
+        return max(1, int(cpus / (self.cpus_per_cell * self.slots) + 1e-9))
+
+    def _drop(self, actor: _Actor) -> None:
+        """A dead actor leaves the pool (its cells fail one by one; each is retried)."""
+        if actor in self._actors:
+            self._actors.remove(actor)
+
     async def submit(self, job: CellJob, usage: UsageHook) -> CellResult:
         import ray
 
@@ -188,14 +241,16 @@ class RayExecutor:
         failures: list[str] = []
         for attempt in range(self.retries + 1):
             state = _Attempt()
-            stream = self._remote.options(num_cpus=self.cpus_per_cell).remote(
+            actor = self._actor()
+            actor.running += 1
+            stream = actor.handle.run_cell.remote(
                 job.model_dump(), self.workers_record, self.bid_cache,
                 Secrets(self._env_vars(job)), self.tracing)
             try:
                 async for ref in stream:
                     self._take(job, state, await ref, usage)
             except asyncio.CancelledError:
-                ray.cancel(stream, force=True)
+                ray.cancel(stream)  # Ray cancels the cell's coroutine on its actor
                 self._cleanup(job, state, "cancelled", "cancelled: a budget cap or the user "
                               "stopped the sweep")
                 raise
@@ -209,6 +264,7 @@ class RayExecutor:
                                  f"{type(cause).__name__}: {str(cause).splitlines()[0]}"
                                  ) from None
             except ray.exceptions.RayError as exc:  # the worker or its node died
+                self._drop(actor)
                 reason = (f"its Ray worker {state.worker or '(not started)'} died mid-cell "
                           f"({type(exc).__name__})")
                 failures.append(reason)
@@ -216,6 +272,8 @@ class RayExecutor:
                                job.cell, reason, attempt + 1, self.retries + 1)
                 self._cleanup(job, state, "error", reason + "; the cell was run again")
                 continue
+            finally:
+                actor.running -= 1
             if state.result is None:
                 raise StoreError(f"cell {job.cell}: its Ray task ended without a result")
             return state.result
@@ -362,17 +420,18 @@ class Secrets:
 
 
 class _Collector:
-    """Engine observer on the worker: hands events to the streaming task's thread."""
+    """Engine observer on the worker: hands events to the cell's streaming call."""
 
     thread_safe = True
 
-    def __init__(self, events: queue.SimpleQueue[Any], record: bool) -> None:
+    def __init__(self, events: asyncio.Queue[Any], record: bool) -> None:
         self.events = events
+        self.loop = asyncio.get_running_loop()
         self.wants = frozenset({"bid", "turn_completed", "run_finished", "run_started"}
                                | ({"message_posted"} if record else set()))
 
     def __call__(self, event: Event) -> None:
-        self.events.put(event)
+        self.loop.call_soon_threadsafe(self.events.put_nowait, event)
 
 
 _END = object()
@@ -389,49 +448,77 @@ def worker_label() -> tuple[str, int, str]:
     return f"{host}/{node}/pid {pid}", pid, host
 
 
-def run_cell_stream(job_data: dict[str, Any], workers_record: bool, bid_cache: bool | None,
-                    secrets: Secrets, tracing: CellTracing | None = None
-                    ) -> Iterator[dict[str, Any]]:
-    """The Ray task of one cell: runs its chat, streaming what the driver needs turn by turn.
+class CellWorker:
+    """A long-lived async Ray actor running sweep cells as coroutines on its own event loop.
 
-    Items: {"kind": "hello"} first (who runs it), then one {"kind": "turn"} per completed turn
-    (its bids' calls and cost; with a driver-recorded store, the engine events to record), then
-    {"kind": "result"}."""
-    from ..engine._loop import background_loop
+    Why one import for many cells: the engine and litellm load once per actor, not per cell.
+    A store for workers that record (PostgreSQL) is opened once too."""
 
-    job = CellJob.model_validate(job_data)
-    os.environ.update(secrets.values)  # litellm reads keys from the environment
-    label, pid, host = worker_label()
-    yield {"kind": "hello", "worker": label, "pid": pid, "host": host}
+    def __init__(self) -> None:
+        from ..engine._groupchat import GroupChat  # noqa: F401  # the engine, litellm: once
 
-    store: RunStore | None = None
-    cache: Any = False
-    if workers_record:
-        from ..engine._bidcache import BidCache
+        self._stores: dict[str, RunStore] = {}
+
+    def _store(self, url: str) -> RunStore:
         from ..store import RunStore
 
-        store = RunStore(secrets.values[DB_ENV])
-        if bid_cache is not False:
-            cache = BidCache(store, cache_all=bid_cache is True)
-    events: queue.SimpleQueue[Any] = queue.SimpleQueue()
-    cell = CellRun(job, store=store, bid_cache=cache,
-                   observers=[_Collector(events, record=store is None)], tracing=tracing)
-    future = background_loop().submit(cell.run())
-    future.add_done_callback(lambda _: events.put(_END))
+        if url not in self._stores:
+            self._stores[url] = RunStore(url)
+        return self._stores[url]
 
+    async def run_cell(self, job_data: dict[str, Any], workers_record: bool,
+                       bid_cache: bool | None, secrets: Secrets,
+                       tracing: CellTracing | None = None) -> AsyncIterator[dict[str, Any]]:
+        """One cell: runs its chat, streaming what the driver needs turn by turn.
+
+        Items: {"kind": "hello"} first (who runs it), then one {"kind": "turn"} per completed
+        turn (its bids' calls and cost; with a driver-recorded store, the engine events to
+        record), then {"kind": "result"}."""
+        job = CellJob.model_validate(job_data)
+        os.environ.update(secrets.values)  # litellm reads keys from the environment
+        label, pid, host = worker_label()
+        yield {"kind": "hello", "worker": label, "pid": pid, "host": host}
+
+        store: RunStore | None = None
+        cache: Any = False
+        if workers_record:
+            from ..engine._bidcache import BidCache
+
+            store = self._store(secrets.values[DB_ENV])
+            if bid_cache is not False:
+                cache = BidCache(store, cache_all=bid_cache is True)
+        events: asyncio.Queue[Any] = asyncio.Queue()
+        cell = CellRun(job, store=store, bid_cache=cache,
+                       observers=[_Collector(events, record=store is None)], tracing=tracing)
+        task = asyncio.ensure_future(cell.run())
+        task.add_done_callback(lambda _: events.put_nowait(_END))
+        try:
+            async for item in _turn_items(events, send_events=store is None):
+                yield item
+            result = await task  # the partial run of a cell that raised is flagged (CellRun)
+        finally:
+            if not task.done():  # the call was cancelled: so is its chat
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        if cache is not False:
+            cache.flush()
+        yield {"kind": "result", "result": result.model_dump()}
+
+
+async def _turn_items(events: asyncio.Queue[Any], send_events: bool
+                      ) -> AsyncIterator[dict[str, Any]]:
+    """A cell's events as the driver's items: one per completed turn (and start and end), with
+    the events themselves when the driver records the run (`send_events`)."""
     pending: list[Event] = []
     calls, cost, run_id = 0, 0.0, None
-    while True:
-        event = events.get()
-        if event is _END:
-            break
+    while (event := await events.get()) is not _END:
         if isinstance(event, BidReceived):
             calls += event.bid.calls
             cost += event.bid.cost_usd or 0.0
             continue
         if isinstance(event, RunStarted):
             run_id = event.run_id
-        if store is None:
+        if send_events:
             pending.append(event)
         if isinstance(event, (TurnCompleted, RunStarted, RunFinished)):
             yield {"kind": "turn", "run_id": run_id, "calls": calls, "cost": cost,
@@ -440,7 +527,3 @@ def run_cell_stream(job_data: dict[str, Any], workers_record: bool, bid_cache: b
     if pending or calls:
         yield {"kind": "turn", "run_id": run_id, "calls": calls, "cost": cost,
                "events": pending}
-    result = future.result()  # the partial run of a cell that raised is flagged (CellRun)
-    if cache is not False:
-        cache.flush()
-    yield {"kind": "result", "result": result.model_dump()}

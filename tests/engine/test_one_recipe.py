@@ -3,7 +3,9 @@ a typed model for the Run form. Private imports (the registry's job): to wait on
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -79,13 +81,18 @@ def test_the_local_executor_runs_each_cell_through_the_shared_recipe(store, cell
     assert outcome.status == "finished" and outcome.cells_run == len(cell_runs)
 
 
+async def collect(items: AsyncIterator[dict]) -> list[dict]:
+    return [item async for item in items]
+
+
 def test_the_ray_worker_runs_its_cell_through_the_same_recipe(monkeypatch, cell_runs) -> None:
-    """The worker's task body, run here without a cluster: it builds and runs a CellRun."""
+    """The worker actor's cell, run here without a cluster: it builds and runs a CellRun."""
     monkeypatch.setattr(_ray_executor, "worker_label", lambda: ("here/node/pid 1", 1, "here"))
     spec = {"max_loops": 3, "agents": SIMS}
     job = CellJob(sweep_id="s", cell="c1", index=0, spec=spec, task="t")
-    items = list(_ray_executor.run_cell_stream(job.model_dump(), False, False,
-                                               _ray_executor.Secrets({})))
+    calls = _ray_executor.CellWorker().run_cell(job.model_dump(), False, False,
+                                                _ray_executor.Secrets({}))
+    items = asyncio.run(collect(calls))
     assert cell_runs == ["c1"]
     assert items[0]["kind"] == "hello" and items[-1]["kind"] == "result"
     assert items[-1]["result"]["status"] == "finished"

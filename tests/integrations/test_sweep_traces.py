@@ -4,6 +4,7 @@ local executor and the Ray worker share; `sweep run` turns it on like `run`."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import pickle
 
@@ -66,7 +67,7 @@ def test_sweep_run_traces_its_cells_through_the_otel_environment(capsys, monkeyp
 
 
 def test_the_ray_workers_cell_function_traces_its_cell_too(monkeypatch):
-    """What a Ray task runs (run_cell_stream) goes through the same CellRun: its chat's trace
+    """What a Ray worker runs (CellWorker.run_cell) goes through the same CellRun: its chat's trace
     names the sweep and the cell (called in-process here: no cluster needed for the wiring)."""
     from groupchat_core.sweeps import CellJob
     from groupchat_core.sweeps import _ray_executor as ray_cells
@@ -77,8 +78,11 @@ def test_the_ray_workers_cell_function_traces_its_cell_too(monkeypatch):
     monkeypatch.setattr(ray_cells, "worker_label", lambda: ("here", 1, "host"))
     job = CellJob(sweep_id="s-ray", cell="threshold=0.3", index=0, task="Go?",
                   spec={"max_loops": 3, "threshold": 0.3, "agents": AGENTS})
-    items = list(ray_cells.run_cell_stream(job.model_dump(), False, False,
-                                           ray_cells.Secrets({}), CellTracer(provider)))
+    async def collect():
+        return [item async for item in ray_cells.CellWorker().run_cell(
+            job.model_dump(), False, False, ray_cells.Secrets({}), CellTracer(provider))]
+
+    items = asyncio.run(collect())
     assert items[-1]["kind"] == "result"
     (root,) = [s for s in exporter.get_finished_spans() if s.parent is None]
     assert root.attributes["groupchat.sweep.id"] == "s-ray"

@@ -281,22 +281,27 @@ def test_an_address_where_no_cluster_answers_is_one_line_at_once(tmp_path, capsy
     assert "is not host:port" in capsys.readouterr().err
 
 
-def test_half_a_cpu_per_cell_is_what_each_cell_asks_ray_for(cluster, sqlite_store):
-    """The spec's fraction is what each cell's task reserves (the overlap is a timing, not
-    asserted: bench/sweep_ray.py)."""
+def test_half_a_cpu_per_cell_puts_two_cells_on_one_actors_cpu(cluster, sqlite_store):
+    """The spec's fraction is what each cell reserves: an actor of one CPU runs two cells at
+    once, and actors are added only when every one is full (the overlap's speed is a timing,
+    not asserted: bench/sweep_http_ray.py)."""
     sweep = spec(base={"max_loops": 3, "agents": slow(0.05)}, grid={"threshold": [0.3, 0.7]},
                  concurrency=4, cpus_per_cell=0.5)
     executor = RayExecutor(sqlite_store, address="auto", cpus_per_cell=sweep.cpus_per_cell or 1)
     executor.start()
-    asked: list[float] = []
+    asked: list[dict] = []
     remote = executor._remote
 
     class Spy:
         def options(self, **options):
-            asked.append(options["num_cpus"])
+            asked.append(options)
             return remote.options(**options)
 
     executor._remote = Spy()
+    pids: set[int] = set()
+    executor.watch = lambda job, item: pids.add(item["pid"]) if item["kind"] == "hello" else None
     outcome = run_sweep(sweep, sqlite_store, executor=executor)
     assert outcome.status == "finished" and outcome.cells_done == 4
-    assert asked == [0.5] * 4
+    assert executor.slots == 2 and len(asked) == 2  # four cells in flight: two actors
+    assert all(o["num_cpus"] == 1.0 for o in asked) and len(pids) == 2
+    executor.close()  # its actors go, and with them the CPUs they hold
