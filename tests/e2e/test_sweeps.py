@@ -189,7 +189,7 @@ def test_a_sweep_from_the_form_through_its_live_status_to_its_outcomes_and_expor
     fill(page, "sw_task_limit", "1")
     fill(page, "sw_threshold", "0.01")  # low: nobody lulls, every cell runs all turns
     fill(page, "sw_recency_penalty", "0")
-    fill(page, "sw_max_loops", "4")  # 3 turns of a second per cell
+    fill(page, "sw_max_loops", "3")  # 2 turns of a second per cell: a turn counted, then more
     fill(page, "sw_repeats", "4")  # 4 seeds: no cell can be answered from another's bids
     fill(page, "sw_concurrency", "1")
     estimate = fresh(page, '[data-testid="stMarkdownContainer"]').filter(has_text="4 cells")
