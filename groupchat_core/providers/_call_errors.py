@@ -73,6 +73,37 @@ def from_litellm(exc: Exception) -> ModelCallError:
                           kind=type(exc).__name__)
 
 
+# A status's code and the name a bid's error shows for it: the class litellm's openai route
+# reports, so a bid reads the same on either path (it names a 403 and any other 4xx a bad
+# request, a 504 a timeout).
+_BY_STATUS: dict[int, tuple[str, str]] = {
+    400: ("bad_request", "BadRequestError"), 401: ("auth", "AuthenticationError"),
+    403: ("permission", "BadRequestError"), 404: ("not_found", "NotFoundError"),
+    408: ("timeout", "Timeout"), 422: ("unprocessable", "BadRequestError"),
+    429: ("rate_limited", "RateLimitError"), 500: ("server_error", "InternalServerError"),
+    502: ("bad_gateway", "BadGatewayError"), 503: ("unavailable", "ServiceUnavailableError"),
+    504: ("timeout", "Timeout"),
+}
+# A 400 saying the prompt does not fit (OpenAI, vLLM, llama.cpp, LM Studio wordings).
+CONTEXT_PHRASES = (
+    "maximum context length", "context length exceeded", "context_length_exceeded",
+    "context window", "exceeds the available context size", "maximum context limit",
+    "longer than the model's context length",
+)
+
+
+def for_status(status: int, message: str, *, retry_after: float | None = None,
+               cause: BaseException | None = None) -> ModelCallError:
+    """The ModelCallError for an HTTP status of 400 or more (a provider that reads the
+    response itself: _direct.py)."""
+    code, kind = _BY_STATUS.get(status, ("bad_request", "BadRequestError") if status < 500
+                                else ("error", "APIError"))
+    if code == "bad_request" and any(p in message.lower() for p in CONTEXT_PHRASES):
+        code, kind = "context_window", "ContextWindowExceededError"
+    return ModelCallError(message, status=status, code=code, retry_after=retry_after,
+                          cause=cause, kind=kind)
+
+
 def _litellm() -> Any:
     from ._litellm import litellm_module
 

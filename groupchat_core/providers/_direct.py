@@ -10,8 +10,9 @@ own httpx client and reads the JSON reply or the SSE stream itself.
 
 What stays as it was: the client's transport is the bounded one (_bodies.py: body caps, the
 request's whole deadline, SSE coalescing, the stream text cap); a failed request raises
-litellm's own exception, mapped by litellm from the same OpenAI SDK error its handler sees, so
-retries, Retry-After, the fallback ladder and stream refusal read it as before; usage comes
+ModelCallError itself (its status, the engine's code for it, the server's Retry-After and
+words: _call_errors.for_status), which retries, the fallback ladder and stream refusal read
+as they read litellm's converted errors; usage comes
 from the reply and cost from litellm's price map (`cost_per_token`, as for a streamed bid).
 Everything else (other prefixes, routed models, a reasoning model whose parameters litellm
 rewrites, an agent with its own litellm_kwargs) goes through litellm. GROUPCHAT_DIRECT_HTTP=0
@@ -29,7 +30,9 @@ from collections.abc import AsyncGenerator
 from types import SimpleNamespace
 from typing import Any
 
-from ._litellm import async_transport, litellm_module, openai_error_class
+from .._errors import ModelCallError
+from ._call_errors import for_status, retry_after_from
+from ._litellm import async_transport, litellm_module
 
 DIRECT_ENV = "GROUPCHAT_DIRECT_HTTP"
 # The request settings the direct path knows how to send; any other key (an agent's own
@@ -116,62 +119,40 @@ def _close_clients() -> None:
             continue
 
 
-def _status_error(response: Any, text: str) -> Exception:
-    """The OpenAI SDK's error for a failed response, with the message it builds."""
-    import openai
-
+def _said(text: str) -> str:
+    """What a failed response says: its JSON body's `error.message` (or `message`), else the
+    body as it came (already cut to the error body cap by the transport)."""
     try:
         body: Any = json.loads(text)
     except ValueError:
-        body = text or None
-    message = f"Error code: {response.status_code}" + (f" - {body}" if body else "")
-    data = body.get("error", body) if isinstance(body, dict) else body
-    kinds = {400: openai.BadRequestError, 401: openai.AuthenticationError,
-             403: openai.PermissionDeniedError, 404: openai.NotFoundError,
-             409: openai.ConflictError, 422: openai.UnprocessableEntityError,
-             429: openai.RateLimitError}
-    kind = kinds.get(response.status_code, openai.InternalServerError
-                     if response.status_code >= 500 else openai.APIStatusError)
-    return kind(message, response=response, body=data)
+        return text
+    error = body.get("error", body) if isinstance(body, dict) else body
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return str(error["message"])
+    return str(error) if error else text
 
 
-def _mapped(kwargs: dict[str, Any], error: Exception) -> Exception:
-    """litellm's exception for an OpenAI SDK error, as its openai route raises it: wrapped in
-    OpenAIError (a 422 as it is), then mapped by litellm.exception_type."""
-    import openai
-
-    litellm = litellm_module()
-    OpenAIError = openai_error_class()  # noqa: N806 (a class)
-    original: Exception = error
-    if not isinstance(error, openai.UnprocessableEntityError):
-        response = getattr(error, "response", None)
-        original = OpenAIError(
-            status_code=getattr(error, "status_code", 500),
-            message=getattr(error, "message", str(error)),
-            headers=getattr(response, "headers", None), body=getattr(error, "body", None))
-    try:
-        litellm.exception_type(model=kwargs.get("model"), original_exception=original,
-                               custom_llm_provider="openai", completion_kwargs={},
-                               extra_kwargs={})
-    except Exception as exc:
-        return exc
-    return original  # exception_type always raises; kept for the type checker
+def _status_failure(response: Any, text: str) -> ModelCallError:
+    """A status of 400 or more: the server's own words, its status and Retry-After."""
+    return for_status(response.status_code, f"OpenAIException - {_said(text)}",
+                      retry_after=retry_after_from(response.headers))
 
 
-def _transport_error(exc: BaseException) -> Exception:
-    """What the OpenAI SDK raises for an httpx failure: a timeout, or a connection error."""
+def _transport_failure(exc: BaseException) -> ModelCallError:
+    """An httpx failure: a timeout, or a connection error (no status: no response came; named
+    InternalServerError in the bid's error, as litellm's openai route names it)."""
     import httpx
-    import openai
 
-    request = getattr(exc, "_request", None) or httpx.Request("POST", "http://unknown")
     if isinstance(exc, httpx.TimeoutException):
-        return openai.APITimeoutError(request=request)
-    return openai.APIConnectionError(request=request)
+        return ModelCallError("OpenAIException - Request timed out.", code="timeout",
+                              kind="Timeout", cause=exc)
+    return ModelCallError("OpenAIException - Connection error.", code="connection",
+                          kind="InternalServerError", cause=exc)
 
 
 async def _send(kwargs: dict[str, Any], body: dict[str, Any]) -> Any:
     """POST the body; the response with its body still to read (bounded by the transport).
-    A status of 400 or more raises litellm's exception for it, read from the capped body."""
+    A status of 400 or more raises ModelCallError for it, read from the capped body."""
     import httpx
 
     from ._bodies import ResponseTooLarge, in_chain
@@ -189,15 +170,15 @@ async def _send(kwargs: dict[str, Any], body: dict[str, Any]) -> Any:
     except httpx.HTTPError as exc:
         if in_chain(exc, ResponseTooLarge) is not None:
             raise
-        raise _mapped(kwargs, _transport_error(exc)) from exc
+        raise _transport_failure(exc) from exc
     if response.status_code >= 400:
         try:
             text = (await response.aread()).decode("utf-8", "replace")
         except httpx.HTTPError as exc:
-            raise _mapped(kwargs, _transport_error(exc)) from exc
+            raise _transport_failure(exc) from exc
         finally:
             await response.aclose()
-        raise _mapped(kwargs, _status_error(response, text))
+        raise _status_failure(response, text)
     return response
 
 
@@ -206,11 +187,10 @@ def _namespace(data: str) -> Any:
     return json.loads(data, object_hook=lambda d: SimpleNamespace(**d))
 
 
-def _not_json(kwargs: dict[str, Any], what: str) -> Exception:
-    litellm = litellm_module()
-    return litellm.APIError(  # type: ignore[no-any-return]
-        status_code=500, message=f"the server's {what} is not a chat completion",
-        llm_provider="openai", model=kwargs.get("model"))
+def _not_json(kwargs: dict[str, Any], what: str) -> ModelCallError:
+    """A 200 whose body is no chat completion: code "bad_reply" (not retried)."""
+    return ModelCallError(f"the server's {what} is not a chat completion", code="bad_reply",
+                          kind="APIError")
 
 
 def _reply(value: Any, kwargs: dict[str, Any]) -> Any:
@@ -265,7 +245,7 @@ async def direct_completion(kwargs: dict[str, Any]) -> Any:
 
         if in_chain(exc, ResponseTooLarge) is not None:
             raise
-        raise _mapped(kwargs, _transport_error(exc)) from exc
+        raise _transport_failure(exc) from exc
     finally:
         await response.aclose()
     try:
@@ -291,7 +271,7 @@ def estimated_usage(kwargs: dict[str, Any], completion_text: str) -> SimpleNames
 async def direct_stream(kwargs: dict[str, Any]) -> AsyncGenerator[Any, None]:
     """One stream=true request: its SSE chunks, parsed, until `[DONE]` or the body's end.
 
-    A chunk carrying an `error` raises litellm's APIError, as the OpenAI SDK's stream does; a
+    A chunk carrying an `error` raises ModelCallError (code "error", not retried); a
     `[DONE]` before any finish reason ends with "stop", as litellm's stream wrapper reports it
     (a body that just stops has none: the stream was cut)."""
     import httpx
@@ -317,9 +297,7 @@ async def direct_stream(kwargs: dict[str, Any]) -> AsyncGenerator[Any, None]:
             if getattr(chunk, "error", None) is not None:
                 error = chunk.error
                 said = getattr(error, "message", None) or str(error)
-                raise litellm_module().APIError(status_code=500, message=str(said)[:2_000],
-                                                llm_provider="openai",
-                                                model=kwargs.get("model"))
+                raise ModelCallError(str(said)[:2_000], code="error", kind="APIError")
             choices = getattr(chunk, "choices", None)
             if isinstance(choices, list) and choices and getattr(choices[0], "finish_reason",
                                                                   None):
@@ -330,6 +308,6 @@ async def direct_stream(kwargs: dict[str, Any]) -> AsyncGenerator[Any, None]:
 
         if in_chain(exc, ResponseTooLarge) is not None:
             raise
-        raise _mapped(kwargs, _transport_error(exc)) from exc
+        raise _transport_failure(exc) from exc
     finally:
         await response.aclose()

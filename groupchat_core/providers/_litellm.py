@@ -32,14 +32,6 @@ def litellm_module() -> Any:
     return litellm
 
 
-def openai_error_class() -> Any:
-    """litellm's OpenAIError, what its openai route raises before mapping (_direct.py)."""
-    litellm_module()
-    from litellm.llms.openai.common_utils import OpenAIError
-
-    return OpenAIError
-
-
 def async_transport() -> Any:
     """A new httpx transport as litellm builds them (aiohttp by default), already bounded
     (_bodies.install), for the engine's own OpenAI-compatible client (_direct.py)."""

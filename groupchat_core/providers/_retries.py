@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._errors import ModelCallError
-from ._call_errors import RETRYABLE_CODES, code_of
+from ._call_errors import CONTEXT_PHRASES, RETRYABLE_CODES, code_of
 from ._deployments import pace_routed
 from ._limit_waits import queued, queued_seconds
 from ._limiter import CALL_LIMITER
@@ -119,11 +119,6 @@ async def call_with_retries(kwargs: dict[str, Any], attempts: Attempts,
         return response
 
 
-_CONTEXT_PHRASES = (
-    "maximum context length", "context length exceeded", "context_length_exceeded",
-    "context window", "exceeds the available context size", "maximum context limit",
-    "longer than the model's context length",
-)
 _STATED_WINDOW = re.compile(
     r"maximum context length is (\d+)|context window of (\d+)|context size \((\d+)", re.I)
 
@@ -145,7 +140,7 @@ def is_context_window_error(exc: BaseException) -> bool:
     if not (code in ("bad_request", "unsupported_params") or status == 400):
         return False
     text = str(exc).lower()
-    return any(phrase in text for phrase in _CONTEXT_PHRASES)
+    return any(phrase in text for phrase in CONTEXT_PHRASES)
 
 
 def stated_context_window(text: str) -> int | None:

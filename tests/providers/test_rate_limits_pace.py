@@ -284,6 +284,22 @@ def test_litellm_errors_become_one_model_call_error_at_the_edge() -> None:
     assert not retries.is_retryable(ValueError("not converted: never retried"))
 
 
+@pytest.mark.parametrize("status, text, code, kind, retryable", [
+    (429, "slow down", "rate_limited", "RateLimitError", True),
+    (503, "busy", "unavailable", "ServiceUnavailableError", True),
+    (400, "maximum context length is 5", "context_window", "ContextWindowExceededError", False),
+    (422, "stream is not supported", "unprocessable", "BadRequestError", False),
+    (418, "teapot", "bad_request", "BadRequestError", False),
+    (599, "odd", "error", "APIError", False)])
+def test_a_provider_reading_its_own_responses_raises_by_status(status, text, code, kind,
+                                                               retryable) -> None:
+    """The direct path's errors (providers/_direct.py): status, code, the server's Retry-After."""
+    failed = call_errors.for_status(status, text, retry_after=1.5)
+    assert (failed.status, failed.code, failed.kind, failed.retry_after) == (
+        status, code, kind, 1.5)
+    assert retries.is_retryable(failed) == retryable
+
+
 # --- pacing -----------------------------------------------------------------------
 
 
