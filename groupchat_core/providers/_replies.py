@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._bidding import ParsedBid, parse_text_reply, parse_tool_calls
+from .._errors import ModelCallError
 from .._records import BidPath
 from ._endpoints import error_kind
 from ._litellm import litellm_module
@@ -52,10 +53,24 @@ def cap_text(text: str, limit: int = MAX_ERROR_CHARS) -> str:
     return f"{text[:limit]}… ({len(text) - limit:,} characters cut)"
 
 
-class ModelCallFailed(Exception):
-    """A bid call that failed for good; carries how many HTTP calls it took."""
+class ModelCallFailed(ModelCallError):
+    """A bid call that failed for good: the ModelCallError of its last request (status, code,
+    retry_after, cause) with `attempts` the HTTP calls the whole bid took (`calls`, the same
+    count), its text the bid's error ("RateLimitError: ...")."""
+
+    cause: BaseException  # always set: the failure that ended the bid
 
     def __init__(self, cause: BaseException, calls: int) -> None:
-        super().__init__(f"{error_kind(cause)}: {cause}")
-        self.cause = cause
-        self.calls = calls
+        last = cause if isinstance(cause, ModelCallError) else None
+        super().__init__(f"{error_kind(cause)}: {cause}", attempts=calls, cause=cause,
+                         status=None if last is None else last.status,
+                         code=None if last is None else last.code,
+                         retry_after=None if last is None else last.retry_after)
+
+    @property
+    def calls(self) -> int:
+        return self.attempts
+
+    @calls.setter
+    def calls(self, value: int) -> None:
+        self.attempts = value

@@ -307,6 +307,25 @@ def test_a_retryable_error_is_retried_the_same_both_ways(server, monkeypatch):
     assert recorded(bids[0]) == recorded(bids[1])
 
 
+@pytest.mark.parametrize("direct", [False, True])
+def test_a_failed_bid_is_one_model_call_error_either_way(server, monkeypatch, direct):
+    """What a provider raises for a bid that failed for good: a ModelCallError with the status,
+    code and Retry-After of its last request and every HTTP call the bid made."""
+    from groupchat_core import ModelCallError, background_loop
+    from groupchat_core.providers._model_calls import call_litellm
+
+    monkeypatch.setenv(DIRECT_ENV, "1" if direct else "0")
+    server.set_responder(None, lambda body: error(429, "slow down", retry_after_ms=1))
+    agent = http_agent(server, "A", model="gpt-4o-mini", num_retries=1)
+    with pytest.raises(ModelCallError) as failed:
+        background_loop().submit(call_litellm(agent, [{"role": "user", "content": "Hi"}])
+                                 ).result()
+    got = failed.value
+    assert (got.status, got.code, got.attempts) == (429, "rate_limited", 2)
+    assert got.retry_after == 0.001 and str(got).startswith("RateLimitError: ")
+    assert isinstance(got.cause, ModelCallError) and "slow down" in str(got.cause)
+
+
 def test_a_server_refusing_streams_falls_back_the_same_both_ways(server, monkeypatch):
     reply = error(400, "stream is not supported by this server")
 
