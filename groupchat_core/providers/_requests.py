@@ -134,9 +134,9 @@ async def one_request(litellm: Any, kwargs: dict[str, Any]) -> Any:
                 return await direct_completion(kwargs)
             return await litellm.acompletion(**kwargs)
     except TimeoutError as exc:
-        raise deadline_exceeded(litellm, kwargs) from exc
+        raise deadline_exceeded(kwargs) from exc
     except Exception as exc:
-        raise_if_bounded(litellm, kwargs, exc)
+        raise_if_bounded(kwargs, exc)
         raise from_litellm(exc) from exc  # the litellm provider's edge: one error class
     finally:
         REQUEST_DEADLINE.reset(token)
@@ -148,7 +148,7 @@ def set_request_deadline(limit: Any) -> Any:
     return REQUEST_DEADLINE.set(deadline)
 
 
-def deadline_exceeded(litellm: Any, kwargs: dict[str, Any]) -> Exception:
+def deadline_exceeded(kwargs: dict[str, Any]) -> ModelCallError:
     """What a request past its whole deadline raises, streamed or not: code "timeout", reported
     like a read timeout (a bid's error "Timeout: ...")."""
     said = (f"no complete reply within {kwargs.get('timeout')} s (Agent.timeout bounds each "
@@ -156,12 +156,12 @@ def deadline_exceeded(litellm: Any, kwargs: dict[str, Any]) -> Exception:
     return ModelCallError(said, code="timeout", kind="Timeout")
 
 
-def raise_if_bounded(litellm: Any, kwargs: dict[str, Any], exc: BaseException) -> None:
+def raise_if_bounded(kwargs: dict[str, Any], exc: BaseException) -> None:
     """A bound of the HTTP layer, whatever error litellm wrapped it in ("Connection error.",
-    an APIConnectionError): a reply over the body cap is ResponseTooLarge (no litellm error,
+    an APIConnectionError): a reply over the body cap is ResponseTooLarge (no ModelCallError,
     so neither retried nor a rung); a body still arriving at the deadline is the deadline."""
     too_large = in_chain(exc, ResponseTooLarge)
     if too_large is not None:
         raise too_large from None
     if in_chain(exc, deadline_error()) is not None:
-        raise deadline_exceeded(litellm, kwargs) from None
+        raise deadline_exceeded(kwargs) from None

@@ -198,9 +198,9 @@ async def streamed_request(litellm: Any, kwargs: dict[str, Any], sink: DeltaSink
                         gate.send(partial.score, partial.message)
                     await gate.pause()
     except TimeoutError as exc:
-        raise deadline_exceeded(litellm, kwargs) from exc
+        raise deadline_exceeded(kwargs) from exc
     except Exception as exc:
-        raise_if_bounded(litellm, kwargs, exc)
+        raise_if_bounded(kwargs, exc)
         if not reply.has_respond:
             raise from_litellm(exc) from exc  # the litellm provider's edge: one error class
         reply.cut = f"{type(exc).__name__}"
