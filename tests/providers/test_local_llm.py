@@ -150,7 +150,10 @@ def test_auto_tool_choice_is_answered_with_a_respond_call_and_json_text_is_read(
     are sent and the text is read; a 135M model rarely writes valid JSON, so the bid is read
     or unreadable with the reason (a run whose every bid is unreadable stops with an error:
     test_a_prompt_larger_than_the_window_is_an_error_not_a_lull)."""
-    json_agent = llm_agent(llm, "Ben", "You argue for the data centre.", tool_choice_mode="json")
+    # "json" sends no tools, so a 135M model writes prose to the cap: 64 tokens hold a bid's
+    # JSON object, and whatever it writes is read or unreadable all the same
+    json_agent = llm_agent(llm, "Ben", "You argue for the data centre.", tool_choice_mode="json",
+                           max_tokens=64)
     record = one_turn([llm_agent(llm, "Ann", "You argue for the park.", tool_choice_mode="auto"),
                        json_agent])
     by_agent = {b.agent: b for b in record.bids}
