@@ -344,9 +344,9 @@ def test_a_person_picks_who_speaks_and_analysis_shows_the_agreement_rate(app: Ap
     """The picker sees the top bids with their drafts and the rule's pick, lets another speak
     once, then accepts the rule's pick; the chosen draft is what is posted."""
     prepare(app)
+    add_person(app, "Judge", me=True, picker=True)
     app.number_input(key="run_param_threshold").set_value(0.0)  # every sim bid can speak
     app.number_input(key="run_param_max_loops").set_value(3)
-    add_person(app, "Judge", me=True, picker=True)
     app.button(key="start_run").click().run()
     assert not app.error, [e.value for e in app.error]
     job_id = session(app).current_job
