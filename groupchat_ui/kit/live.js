@@ -101,6 +101,7 @@ function apply(s, seq, entry, trigger) {
         ([agent, [score, text, bid]]) => [agent, { score, text, bid }]));
       draw(s);
       if (s.ended) finish(s, trigger, seq);
+      else if (s.open) trigger("turn", seq); // a turn the page was drawn before: its head
       return;
     case "turn":
       s.turn = entry.turn;
