@@ -5,13 +5,26 @@ app server showed."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from urllib.parse import urlparse
 
+import pytest
+
 from . import evidence
-from .conftest import VIEWPORT, WAIT_MS, expect, open_page, screenshot, wait_idle
+from .conftest import VIEWPORT, WAIT_MS, expect, open_page, screenshot, serve_app, wait_idle
 
 SLUGS = {"run": "Run", "agents": "Agents", "analysis": "Analysis", "runs": "Runs",
          "sweeps": "Sweeps", "settings": "Settings"}
+
+
+@pytest.fixture(scope="module")
+def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One app server and store for this module's two tests: neither writes to the store (the
+    import is refused, nothing is saved) and each opens its own browser sessions, so each still
+    sees an empty store and a session of its own, in either order; one start less (~7 s)."""
+    data = tmp_path_factory.mktemp("smoke-app")
+    with serve_app(f"sqlite:///{data}/groupchat.db", data / "streamlit.log") as url:
+        yield url
 
 
 def test_a_first_visit_stays_offline_and_every_page_answers_at_its_slug(app_server, page):
