@@ -8,8 +8,9 @@ For this tree and a commit or another checkout (before: the Run page's fragment 
 temporary SQLite store with two agents on a scripted OpenAI-compatible server in this process,
 on loopback): one agent streams a reply of `--words` words, one write per word every 0.15 s
 (the other answers at once with a weaker bid); twice on the same server and page: the first
-run after the start ("cold": the process's first chat, first chart, first stream; a stall of
-about a second early in it showed in both trees) and the next ("warm"). A MutationObserver,
+run after the start ("cold": the process's first chat, the tab's first chart, first stream; a
+stall of about a second early in it showed in both trees, with the app's threads idle: the
+browser's main thread busy) and the next ("warm"). A MutationObserver,
 installed before each Start,
 records `Date.now()` whenever the first candidate's text on the page changes (before: the
 fragment's `.st-key-cand_0`; after: the live channel's row, kit/live.js). For each word, the
