@@ -27,6 +27,9 @@ is the model's pace (`pace_routed`, a WindowLimit shared like the Router): a req
 a permit before its own timeout starts (_requests.one_request), so a sweep asking for more
 than its deployments allow slows down and finishes, instead of the Router finding them all full
 and its retries running out the request's timeout (issue 42: 17 bids of 32 lost at rpm 20).
+Where permits come from is one seam (`Pacing`), chosen once per process: this process's own
+windows (LocalPacing), or, in a Ray sweep's worker, one limiter actor for the whole sweep
+(sweeps/_ray_limits.py), so N workers together still send no more than the rpm.
 
 The seam: `routed_call(kwargs)` returns an awaitable completion for a model with deployments in
 the running chat, else None (the model-call code then calls litellm.acompletion as before).
@@ -39,11 +42,12 @@ import json
 import os
 import re
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -60,7 +64,7 @@ COOLDOWN_S = 30.0
 # The span a deployment's rpm counts over. 60 s: the Router's own calendar minute; with several
 # deployments the Router keeps their rpm too (it spreads calls so none passes its own). A test
 # may shorten it (rpm per that window); the Router, whose count is per minute only, then gets
-# none.
+# none. On Ray the driver's value is the sweep's (its limiter actor counts over it).
 RPM_WINDOW_S = 60.0
 # Per-request settings of the model-call seam that name one endpoint: a routed call drops them
 # (they would override the deployment the Router picked).
@@ -247,7 +251,7 @@ def _shared_router(deployments: Deployments) -> Any:
         # pace_routed alone paces a lone deployment (the Router's own count, per calendar
         # minute, refused requests the window had granted, and its waits ran out their
         # timeouts), and every deployment when the window is not the Router's minute
-        if len(items) == 1 or RPM_WINDOW_S != 60.0:
+        if len(items) == 1 or _pacing.window_s != 60.0:
             for item in params:
                 if item["model_name"] == group:
                     item["litellm_params"].pop("rpm", None)
@@ -371,39 +375,85 @@ def group_rpm(items: list[Deployment]) -> int | None:
     return sum(d.rpm or 0 for d in items)
 
 
-def _pacer(group: str, items: list[Deployment]) -> WindowLimit | None:
-    """One window per model and set of deployments (and window), shared by every chat that
-    declares the same ones, as their Router is: a sweep's cells queue in one line."""
-    rpm = group_rpm(items)
-    if rpm is None:
-        return None
+def pace_key(group: str, items: list[Deployment]) -> str:
+    """Names one model's set of deployments for its pace: deployment ids and rpm only (an id is
+    a name plus a digest of where it points: no key is ever in it)."""
     ids = sorted(f"{deployment_id(group, d)}:{d.rpm}" for d in items)
-    key = json.dumps([group, ids, RPM_WINDOW_S])
-    with _pacers_lock:
-        pacer = _pacers.get(key)
-        if pacer is None:
-            pacer = _pacers[key] = WindowLimit(rpm, RPM_WINDOW_S)
+    return json.dumps([group, ids])
+
+
+class Pacing(Protocol):
+    """Where a process's requests for paced deployments get their permits: this process's own
+    windows (LocalPacing, the default) or one limiter for a whole Ray sweep (ClusterPacing in
+    sweeps/_ray_limits.py, installed by its CellWorker actors). Chosen once per process
+    (`install_pacing`); `window_s` is the span each rpm counts over."""
+
+    @property
+    def window_s(self) -> float: ...
+
+    async def acquire(self, group: str, items: list[Deployment], rpm: int) -> Any:
+        """Wait for a permit for one request of `group` (its deployments take `rpm` per
+        window); the permit, to hand back to `release` when the request ends."""
+        ...
+
+    def release(self, permit: Any) -> None: ...
+
+
+class LocalPacing:
+    """One WindowLimit per model and set of deployments (and window) in this process, shared
+    by every chat that declares the same ones, as their Router is: a sweep's cells queue in one
+    line."""
+
+    @property
+    def window_s(self) -> float:
+        return RPM_WINDOW_S
+
+    async def acquire(self, group: str, items: list[Deployment], rpm: int) -> Any:
+        key = json.dumps([pace_key(group, items), RPM_WINDOW_S])
+        with _pacers_lock:
+            pacer = _pacers.get(key)
+            if pacer is None:
+                pacer = _pacers[key] = WindowLimit(rpm, RPM_WINDOW_S)
+        await pacer.acquire()
         return pacer
+
+    def release(self, permit: Any) -> None:
+        permit.release()
+
+
+_pacing: Pacing = LocalPacing()
+
+
+def install_pacing(pacing: Pacing | None) -> None:
+    """Make `pacing` this process's (None: back to the local one)."""
+    global _pacing
+    _pacing = LocalPacing() if pacing is None else pacing
+
+
+def current_pacing() -> Pacing:
+    return _pacing
 
 
 @asynccontextmanager
 async def pace_routed(kwargs: dict[str, Any]) -> AsyncIterator[float]:
     """Hold one of the running chat's deployments' requests for this model (the sum of their
-    rpm per RPM_WINDOW_S) while the request runs; yields the seconds waited, 0.0 for a model not
+    rpm per window) while the request runs; yields the seconds waited, 0.0 for a model not
     routed or not limited. The caller starts the request's timeout inside, after the wait."""
     model = str(kwargs.get("model", ""))
     routes = ROUTES.get()
-    pacer = None if routes is None or not routes.serves(model) else _pacer(
-        model, routes.deployments[model])
-    if pacer is None:
+    items = None if routes is None or not routes.serves(model) else routes.deployments[model]
+    rpm = None if items is None else group_rpm(items)
+    if items is None or rpm is None:
         yield 0.0
         return
+    pacing = _pacing
+    start = time.monotonic()
     async with queued():  # the bid's deadline stands still while it waits (_limit_waits.py)
-        waited = await pacer.acquire()
+        permit = await pacing.acquire(model, items, rpm)
     try:
-        yield waited
+        yield max(0.0, time.monotonic() - start)
     finally:
-        pacer.release()
+        pacing.release(permit)
 
 
 def deployment_of(response: Any) -> str | None:

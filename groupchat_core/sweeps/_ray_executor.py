@@ -34,6 +34,11 @@ in flight when the cap is crossed plus those in the turn batches not yet deliver
 most `concurrency` cells x (agents + one turn's bids) calls; nothing new starts after the
 crossing is seen.
 
+Limits: a deployment's rpm is paced by one limiter actor per sweep (_ray_limits.py), made by
+the driver on the sweep's first cell whose deployments declare rpm and handed to each cell's
+call; the worker paces its requests through it (the Pacing seam of providers/_deployments.py),
+so N workers together send no more than the rpm (each pacing alone sent up to N times it).
+
 Keys: provider keys never travel in the CellJob (it holds no secrets). Workers get them from the
 driver's environment, only the variables the cells' agents need (and GROUPCHAT_DB for a server
 store), as a separate small task argument (`Secrets`): inline in the task, in memory. Not
@@ -65,6 +70,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import ConfigError, StoreError
 from .._records import BidReceived, Event, RunFinished, RunStarted, TurnCompleted
 from ._executor import CellJob, CellResult, CellRun, CellTracing, UsageHook
+from ._ray_limits import ClusterLimits, ClusterPacing, start_limits
 
 if TYPE_CHECKING:
     from ..store import RunStore
@@ -133,6 +139,7 @@ class RayExecutor:
         self._remote: Any = None  # the CellWorker actor class, once started
         self.slots = max(1, int(1 / cpus_per_cell + 1e-9))  # cells one actor runs at once
         self._actors: list[_Actor] = []
+        self._limits: dict[str, ClusterLimits] = {}  # per sweep with paced deployments
 
     # --- the cluster ------------------------------------------------------------------------
 
@@ -174,6 +181,12 @@ class RayExecutor:
 
     def close(self) -> None:
         """Disconnect (and stop the local cluster if this executor started it)."""
+        if self._limits:
+            import ray
+
+            for limits in self._limits.values():
+                ray.kill(limits.handle)
+            self._limits = {}
         if self._started_ray:
             import ray
 
@@ -202,6 +215,19 @@ class RayExecutor:
         if self.workers_record:
             found[DB_ENV] = self.store.url
         return found
+
+    def _limits_for(self, job: CellJob) -> ClusterLimits | None:
+        """The sweep's limiter actor, made on its first cell whose deployments declare rpm
+        (one per sweep: every worker's requests for them are paced by it, _ray_limits.py);
+        None when nothing is paced. Its window is this process's RPM_WINDOW_S."""
+        from ..providers import _deployments
+
+        deployments = _deployments.parse_deployments(job.deployments)
+        if not any(_deployments.group_rpm(items) for items in deployments.values()):
+            return None
+        if job.sweep_id not in self._limits:
+            self._limits[job.sweep_id] = start_limits(job.sweep_id, _deployments.RPM_WINDOW_S)
+        return self._limits[job.sweep_id]
 
     # --- one cell ---------------------------------------------------------------------------
 
@@ -245,7 +271,7 @@ class RayExecutor:
             actor.running += 1
             stream = actor.handle.run_cell.remote(
                 job.model_dump(), self.workers_record, self.bid_cache,
-                Secrets(self._env_vars(job)), self.tracing)
+                Secrets(self._env_vars(job)), self.tracing, self._limits_for(job))
             try:
                 async for ref in stream:
                     self._take(job, state, await ref, usage)
@@ -458,6 +484,16 @@ class CellWorker:
         from ..engine._groupchat import GroupChat  # noqa: F401  # the engine, litellm: once
 
         self._stores: dict[str, RunStore] = {}
+        self._limits: str | None = None  # the sweep limiter this process paces through
+
+    def _pace_through(self, limits: ClusterLimits | None) -> None:
+        """Pace this process's deployments' rpm through the sweep's limiter (the Pacing seam
+        of providers/_deployments.py, chosen once per process, again only for a new sweep)."""
+        from ..providers._deployments import install_pacing
+
+        if limits is not None and limits.name != self._limits:
+            install_pacing(ClusterPacing(limits))
+            self._limits = limits.name
 
     def _store(self, url: str) -> RunStore:
         from ..store import RunStore
@@ -468,7 +504,8 @@ class CellWorker:
 
     async def run_cell(self, job_data: dict[str, Any], workers_record: bool,
                        bid_cache: bool | None, secrets: Secrets,
-                       tracing: CellTracing | None = None) -> AsyncIterator[dict[str, Any]]:
+                       tracing: CellTracing | None = None, limits: ClusterLimits | None = None
+                       ) -> AsyncIterator[dict[str, Any]]:
         """One cell: runs its chat, streaming what the driver needs turn by turn.
 
         Items: {"kind": "hello"} first (who runs it), then one {"kind": "turn"} per completed
@@ -476,6 +513,7 @@ class CellWorker:
         record), then {"kind": "result"}."""
         job = CellJob.model_validate(job_data)
         os.environ.update(secrets.values)  # litellm reads keys from the environment
+        self._pace_through(limits)
         label, pid, host = worker_label()
         yield {"kind": "hello", "worker": label, "pid": pid, "host": host}
 

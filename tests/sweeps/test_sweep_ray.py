@@ -1,10 +1,12 @@
 """Sweeps on a real local Ray cluster (a head, two worker nodes): SQLite and PostgreSQL, a worker
-killed mid-cell, global budget caps, keys never in the store or logs, the CLI.
+killed mid-cell, global budget caps, keys never in the store or logs, the CLI, a deployment's rpm
+held across workers.
 Private imports (`store._schema`): no public name."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import signal
 from collections import Counter
@@ -305,3 +307,69 @@ def test_half_a_cpu_per_cell_puts_two_cells_on_one_actors_cpu(cluster, sqlite_st
     assert executor.slots == 2 and len(asked) == 2  # four cells in flight: two actors
     assert all(o["num_cpus"] == 1.0 for o in asked) and len(pids) == 2
     executor.close()  # its actors go, and with them the CPUs they hold
+
+
+def most_in_a_window(times, window):
+    """The most of `times` that any half-open span [t, t + window) holds."""
+    ordered = sorted(times)
+    return max(sum(1 for u in ordered[i:] if u < t + window) for i, t in enumerate(ordered))
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_deployments_rpm_holds_across_every_worker_of_the_sweep(cluster, sqlite_store,
+                                                                  monkeypatch, workers):
+    """Issue 42.2: each worker process paced on its own, so N workers sent N times the rpm.
+    Every worker asks the sweep's one limiter actor: the server never sees more than the rpm
+    in any window, and every bid still answers (the waits fail none)."""
+    from groupchat_core.providers import _deployments
+
+    monkeypatch.setattr(_deployments, "RPM_WINDOW_S", 1.0)  # the driver's: the limiter's
+    rpm, count = 4, itertools.count()
+    with FakeOpenAIServer() as server:  # a new message every time: a chat never stops early
+        server.set_responder(None, lambda body: tool_call(0.6, f"Point {next(count)}."))
+        agents = [{"agent_name": n, "system_prompt": "Speak.", "model_name": "openai/fake",
+                   "api_base": "http://127.0.0.1:9/v1", "num_retries": 0} for n in ("Ann", "Bob")]
+        sweep = spec(base={"agents": agents, "max_loops": 3, "recency_penalty": 0.0},
+                     grid={"threshold": [0.1, 0.2]}, repeats=2 * workers,
+                     concurrency=4 * workers, cpus_per_cell=0.25,  # four cells an actor
+                     deployments={"openai/fake": [{"name": "only", "api_base": server.base_url,
+                                                   "rpm": rpm}]})
+        pids: set[int] = set()
+        with RayExecutor(sqlite_store, cpus_per_cell=0.25, watch=lambda job, item: pids.add(
+                item["pid"]) if item["kind"] == "hello" else None) as executor:
+            outcome = run_sweep(sweep, sqlite_store, executor=executor)
+        arrivals = [r.received_at for r in server.requests]
+    assert (outcome.status, outcome.cells_done) == ("finished", 4 * workers), outcome.reason
+    assert len(pids) == workers  # that many worker processes sent requests
+    runs = check_every_cell_once(sqlite_store, sweep, outcome)
+    bids = sqlite_store.bids(list(runs["run_id"]))
+    assert len(bids) == len(arrivals) >= 3 * workers * rpm
+    assert bids["error"].isna().all()  # every bid answered: the waits failed none
+    # one pace for the sweep: never more than the rpm in any 1 s window, by the server's clock
+    assert most_in_a_window(arrivals, 1.0) == rpm
+    assert max(arrivals) - min(arrivals) >= (len(arrivals) // rpm - 1) * 1.0
+
+
+def test_the_sweep_limiter_gives_back_exactly_what_a_cancelled_wait_took():
+    """A worker cancelled while it waits sends `abandon`, which may reach the limiter before
+    its `acquire`, during the wait, or after the grant: each way the permit count stays whole
+    (the class itself, no cluster: Ray only carries its calls)."""
+    from groupchat_core.sweeps._ray_limits import SweepLimits
+
+    async def scenario():
+        limits = SweepLimits(window_s=0.05)
+        await limits.abandon("early")  # before its acquire arrives: that acquire takes nothing
+        assert await limits.acquire("k", 1, "early") is False
+        assert await limits.acquire("k", 1, "a") is True  # the one permit
+        waiting = asyncio.ensure_future(limits.acquire("k", 1, "b"))
+        await asyncio.sleep(0.01)
+        await limits.abandon("b")  # cancelled mid-wait
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        await limits.release("a")
+        assert await limits.acquire("k", 1, "c") is True  # back a window after "a" ended
+        await limits.abandon("c")  # granted, then abandoned: given back as a request that ended
+        assert await limits.acquire("k", 1, "d") is True
+        return await limits.stats()
+
+    assert asyncio.run(scenario()) == {"window_s": 0.05, "granted": 3, "held": 1}
