@@ -27,6 +27,7 @@ from .conftest import (
     WAIT_MS,
     expect,
     fresh,
+    set_number,
     start_run,
     status_line,
     wait_idle,
@@ -146,6 +147,7 @@ def test_every_page_fits_a_phone(app_server: str, app_db_url: str, phone: Any):
     wait_idle(phone)
     phone.locator(".st-key-use_preset button").click()
     expect(phone.get_by_text(re.compile("^Loaded the"))).to_be_visible(timeout=WAIT_MS)
+    set_number(phone, "run_param_max_loops", 3)  # two turns show the cards as well as eleven
     start_run(phone)
     expect(status_line(phone)).to_have_text(re.compile(r"^status: finished"), timeout=WAIT_MS)
     # The run's six summary cards: three per row on a phone (two rows), not six rows.
