@@ -170,9 +170,10 @@ def pick_radio(page, key: str, label: str, attempts: int = 3) -> None:
 
 def test_a_sweep_from_the_form_through_its_live_status_to_its_outcomes_and_export(
         app_server, app_db_url, page):
-    # A turn lasts a second: the status stands still between turns for longer than each place
-    # takes to redraw (0.5 s), so the four places have a stable moment to agree while it runs.
-    agents = DEBATE_TRIO.build_agents(latency_s=1.0)
+    # A turn lasts a second (the three sims answer after 0.5, 0.75 and 1 s; at latency_s=1.0 it
+    # was 2 s): the status stands still between turns for longer than each place takes to
+    # redraw (0.5 s), so the four places have a stable moment to agree while it runs.
+    agents = DEBATE_TRIO.build_agents(latency_s=0.5)
     store = RunStore(app_db_url)
     store.save_agents(agents)
     page.goto(f"{app_server}/sweeps")
