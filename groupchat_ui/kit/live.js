@@ -4,13 +4,15 @@
 //
 // Everything a model or a person wrote is set with textContent / appendData, never as HTML.
 // The stream resumes where it stopped: the browser's own reconnect sends Last-Event-ID; a
-// component drawn again (a rerun) reopens with ?last= the number it saw last.
+// component drawn again (a rerun) reopens with ?last= the number it saw last. Where the stream
+// cannot be had at all, the page asks for a rerun once a second instead (the fallback).
 
 const streams = new Map(); // job id -> what this page has seen of it
 
 function fresh(data) {
   return { job: data.job, token: data.token, last: null, turn: 0, open: false, ended: false,
-           cands: new Map(), es: null, nodes: null, connects: 0 };
+           cands: new Map(), es: null, nodes: null, connects: 0, failing: 0, fallback: null,
+           fallbacks: 0 };
 }
 
 function el(tag, cls, text) {
@@ -143,8 +145,13 @@ function apply(s, seq, entry, trigger) {
   }
 }
 
+function stopFallback(s) {
+  if (s.fallback) { clearTimeout(s.fallback); s.fallback = null; }
+}
+
 function finish(s, trigger, seq) {
   s.ended = true;
+  stopFallback(s);
   if (s.es) { s.es.close(); s.es = null; }
   draw(s);
   trigger("ended", seq);
@@ -158,7 +165,25 @@ function connect(s, trigger) {
   s.es = es;
   es.onopen = () => {
     s.connects += 1;
+    s.failing = 0;
     if (s.root) s.root.dataset.connects = String(s.connects);
+  };
+  // A stream that cannot be had (refused, or blocked on the way: a proxy, a network) must not
+  // leave the page showing a run that has moved on: after two failures in a row, the page
+  // falls back to asking for a rerun once a second until the stream opens again.
+  es.onerror = () => {
+    if (s.es !== es || s.ended) return;
+    s.failing += 1;
+    if (es.readyState === EventSource.CLOSED) s.es = null; // no reconnect of its own
+    if (s.failing < 2 && s.es) return; // one drop: the browser reconnects by itself
+    if (s.fallback) return;
+    s.fallback = setTimeout(() => {
+      s.fallback = null;
+      s.fallbacks += 1;
+      if (s.root) s.root.dataset.fallbacks = String(s.fallbacks);
+      trigger("retry", s.fallbacks);
+      connect(s, trigger);
+    }, 1000);
   };
   es.onmessage = (event) => {
     const seq = Number(event.lastEventId);
@@ -167,7 +192,7 @@ function connect(s, trigger) {
     if (entry.t !== "reset" && s.last !== null && seq <= s.last) return;
     apply(s, seq, entry, trigger);
   };
-  // A refused or finished stream (403, 204) closes for good; a dropped one reconnects by itself.
+  // A dropped stream reconnects by itself; a refused or finished one (403, 204) closes.
 }
 
 export default function (component) {
@@ -192,6 +217,7 @@ export default function (component) {
   const trigger = (name, seq) => setTriggerValue(name, seq);
   connect(s, trigger);
   return () => {
+    stopFallback(s);
     if (s.es) { s.es.close(); s.es = null; }
     if (s.root === root) s.root = null;
     root.remove();

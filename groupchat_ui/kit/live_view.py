@@ -9,7 +9,9 @@ job's stream grants that job to the token, so the route serves it to this sessio
 `served()` says whether this process serves the channel's route (the app was started by
 `streamlit run`, which finds the `st.App` in streamlit_app.py). Where it is not (AppTest, or
 the app embedded some other way), or the component's script did not ship, `stream` draws
-nothing and returns False: the page keeps its timed fragment as a fallback.
+nothing and returns False: the page keeps its timed fragment as a fallback. Where the route is
+served but the browser cannot have the stream (refused, or blocked by a proxy or a network),
+the script falls back to asking for a rerun once a second until it can.
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ def token() -> str:
 
 
 def _settled() -> None:
-    """A turn began or ended, or the job ended: the rerun the trigger asks for is all."""
+    """A turn began or ended, the job ended, or the stream cannot be had (`retry`): the rerun
+    the trigger asks for is all."""
 
 
 def stream(job_id: str, agents: Sequence[str], people: Sequence[str], *, streams: bool,
@@ -70,5 +73,5 @@ def stream(job_id: str, agents: Sequence[str], people: Sequence[str], *, streams
         "job": job_id, "url": live_routes.PATH.format(job_id=job_id), "token": secret,
         "agents": list(agents), "people": list(people), "streams": streams,
         "person_word": person_word}, on_turn_change=_settled, on_settled_change=_settled,
-        on_ended_change=_settled)
+        on_ended_change=_settled, on_retry_change=_settled)
     return True

@@ -169,3 +169,19 @@ def test_a_dropped_stream_resumes_without_losing_or_repeating_a_word(app_db_url,
             hold.set()
         expect(status_line(page)).to_have_text(re.compile(r"^status: finished"),
                                                timeout=WAIT_MS)
+
+
+def test_a_page_whose_stream_is_blocked_still_follows_the_run(app_server, app_db_url, page,
+                                                              fake):
+    # A proxy or a network that will not carry the stream: the page falls back to a rerun a
+    # second (kit/live.js), so the run still settles on screen without a click.
+    slow, quick = two_agents(fake, app_db_url, lambda index: None)
+    page.route("**/live/job/**", lambda route: route.abort())
+    try:
+        start(page, app_server, [slow, quick])
+        expect(status_line(page)).to_have_text(re.compile(r"^status: finished"),
+                                               timeout=WAIT_MS)
+        expect(page.get_by_test_id("stChatMessage").filter(has_text="Streaming words").first
+               ).to_be_visible()
+    finally:
+        page.unroute("**/live/job/**")
