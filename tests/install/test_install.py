@@ -182,6 +182,9 @@ def test_the_wheel_holds_engine_and_dashboard_under_their_own_names(installed):
     packages = {str(p.parent.relative_to(ROOT)) for top in ("groupchat_core", "groupchat_ui")
                 for p in (ROOT / top).rglob("__init__.py")}
     assert {p for p in packages if f"{p}/__init__.py" not in names} == set()  # none forgotten
+    data = {str(p.relative_to(ROOT)) for top in ("groupchat_core", "groupchat_ui")
+            for p in (ROOT / top).rglob("*") if p.is_file() and p.suffix not in (".py", ".pyc")}
+    assert data and data - set(names) == set()  # no type marker or page script left behind
     pages = {f"groupchat_ui/_app/app_pages/{p.name}" for p in (ROOT / "app_pages").glob("*.py")}
     assert pages and pages <= set(names)
     assert {"groupchat_ui/_app/streamlit_app.py",
