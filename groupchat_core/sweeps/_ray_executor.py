@@ -70,7 +70,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import ConfigError, StoreError
 from .._records import BidReceived, Event, RunFinished, RunStarted, TurnCompleted
 from ._executor import CellJob, CellResult, CellRun, CellTracing, UsageHook
-from ._ray_limits import ClusterLimits, ClusterPacing, start_limits
+from ._ray_limits import ClusterLimits, ClusterPacing, lease_owner, start_limits
 
 if TYPE_CHECKING:
     from ..store import RunStore
@@ -291,6 +291,7 @@ class RayExecutor:
                                  ) from None
             except ray.exceptions.RayError as exc:  # the worker or its node died
                 self._drop(actor)
+                self._forget(job, state)
                 reason = (f"its Ray worker {state.worker or '(not started)'} died mid-cell "
                           f"({type(exc).__name__})")
                 failures.append(reason)
@@ -307,6 +308,14 @@ class RayExecutor:
                           messages=0, turns=0, calls=0, bids=0, cache_hits=0, cost_usd=0.0,
                           error=f"gave up after {len(failures)} attempts: {failures[-1]}",
                           worker=None)
+
+    def _forget(self, job: CellJob, state: _Attempt) -> None:
+        """A dead worker's rpm permits and waits go back to the sweep's limiter (it would hold
+        them for good: a sweep at its rpm would wait forever)."""
+        limits = self._limits.get(job.sweep_id)
+        if limits is not None and state.pid is not None and state.hostname is not None:
+            limits.handle.forget.remote(
+                lease_owner(state.hostname, state.pid))
 
     def _take(self, job: CellJob, state: _Attempt, item: dict[str, Any],
               usage: UsageHook) -> None:
@@ -491,9 +500,10 @@ class CellWorker:
         of providers/_deployments.py, chosen once per process, again only for a new sweep)."""
         from ..providers._deployments import install_pacing
 
-        if limits is not None and limits.name != self._limits:
-            install_pacing(ClusterPacing(limits))
-            self._limits = limits.name
+        name = None if limits is None else limits.name
+        if name != self._limits:  # a sweep without one paces locally (nothing to share)
+            install_pacing(None if limits is None else ClusterPacing(limits))
+            self._limits = name
 
     def _store(self, url: str) -> RunStore:
         from ..store import RunStore

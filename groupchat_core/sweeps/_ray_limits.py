@@ -16,8 +16,10 @@ plus the window, whatever the network delays (they only add).
 
 Only deployment names, digests of where they point, and counts travel to the actor: never a
 key. Not yet cluster-wide: tpm (the Router's, per process) and the in-flight cap (per process).
-A worker that dies holding permits takes them with it until the sweep ends (its requests may
-have reached the server; the window counts them as never ended: the pace only gets slower).
+A worker that dies holding permits (or waiting for them) would keep them for good, and a sweep
+whose rpm it held would wait forever: the driver, which sees the death first, tells the limiter
+to `forget` that process's leases (a held permit comes back as a request that ended then; a
+wait is cancelled).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import socket
 from typing import Any
 
 from ..providers._deployments import Deployment, pace_key
@@ -33,6 +36,12 @@ from ..providers._ratelimit import WindowLimit
 
 def limiter_name(sweep_id: str) -> str:
     return f"groupchat-limits-{sweep_id}"
+
+
+def lease_owner(host: str, pid: int) -> str:
+    """The prefix of every lease a worker process takes (its host and pid, as its cells' hello
+    names it to the driver)."""
+    return f"{host}/{pid}/"
 
 
 class SweepLimits:
@@ -81,14 +90,31 @@ class SweepLimits:
         permit granted meanwhile (as a request that ended now), or refuse the lease later."""
         task = self._waiting.pop(lease, None)
         if task is not None:
-            task.cancel()
+            await _cancelled([task])
         elif lease in self._held:
             await self.release(lease)
         else:
             self._abandoned.add(lease)
 
+    async def forget(self, owner: str) -> None:
+        """A worker process died: its waits end and its permits come back (as requests that
+        ended now: whatever it sent reached the server before)."""
+        await _cancelled([self._waiting.pop(lease) for lease in list(self._waiting)
+                          if lease.startswith(owner)])
+        for lease in [lease for lease in self._held if lease.startswith(owner)]:
+            await self.release(lease)
+
     async def stats(self) -> dict[str, Any]:
         return {"window_s": self.window_s, "granted": self.granted, "held": len(self._held)}
+
+
+async def _cancelled(tasks: list[asyncio.Task[Any]]) -> None:
+    """Cancel waits and let each leave its window's queue before anything is given back (a
+    permit handed to a wait cancelled but still queued would wake no one)."""
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.wait(tasks)
 
 
 class ClusterLimits:
@@ -108,7 +134,7 @@ class ClusterPacing:
     def __init__(self, limits: ClusterLimits) -> None:
         self.limits = limits
         self._leases = itertools.count()
-        self._prefix = f"{os.getpid()}-{id(self):x}-"
+        self._prefix = lease_owner(socket.gethostname(), os.getpid()) + f"{id(self):x}-"
 
     @property
     def window_s(self) -> float:
@@ -120,18 +146,19 @@ class ClusterPacing:
         try:
             await handle.acquire.remote(pace_key(group, items), rpm, lease)
         except asyncio.CancelledError:
-            handle.abandon.options(concurrency_group=RETURNS).remote(lease)
+            handle.abandon.remote(lease)
             raise
         return lease
 
     def release(self, permit: Any) -> None:
-        self.limits.handle.release.options(concurrency_group=RETURNS).remote(permit)
+        self.limits.handle.release.remote(permit)
 
 
-# Permits come back in their own concurrency group: waits filling the default one (every
-# request of the sweep may be queued there) must never keep a release from running.
-RETURNS = "returns"
-MAX_WAITS = 100_000
+# Calls the actor runs at once. Every method runs on its one event loop (one thread: no locks,
+# and a cancel reaches its wait; a concurrency group of its own would run releases on another
+# loop's thread). Waits never fill it: one per request in flight, at most the sweep's
+# concurrency x its agents; were it full, releases would queue behind the waits.
+MAX_CALLS = 100_000
 
 
 def start_limits(sweep_id: str, window_s: float) -> ClusterLimits:
@@ -140,8 +167,7 @@ def start_limits(sweep_id: str, window_s: float) -> ClusterLimits:
     import ray
 
     name = limiter_name(sweep_id)
-    options: dict[str, Any] = {"num_cpus": 0, "max_restarts": 0, "max_concurrency": MAX_WAITS,
-                               "concurrency_groups": {RETURNS: 8}}
+    options: dict[str, Any] = {"num_cpus": 0, "max_restarts": 0, "max_concurrency": MAX_CALLS}
     actor: Any = ray.remote(**options)(SweepLimits)
     handle = actor.options(name=name, get_if_exists=True).remote(window_s)
     return ClusterLimits(handle, name, window_s)

@@ -350,11 +350,12 @@ def test_a_deployments_rpm_holds_across_every_worker_of_the_sweep(cluster, sqlit
     assert max(arrivals) - min(arrivals) >= (len(arrivals) // rpm - 1) * 1.0
 
 
-def test_the_sweep_limiter_gives_back_exactly_what_a_cancelled_wait_took():
+def test_the_sweep_limiter_gives_back_what_a_cancelled_wait_or_a_dead_worker_took():
     """A worker cancelled while it waits sends `abandon`, which may reach the limiter before
-    its `acquire`, during the wait, or after the grant: each way the permit count stays whole
-    (the class itself, no cluster: Ray only carries its calls)."""
-    from groupchat_core.sweeps._ray_limits import SweepLimits
+    its `acquire`, during the wait, or after the grant; a worker that dies is `forget`-ten by
+    the driver: each way the permit count stays whole (the class itself, no cluster: Ray only
+    carries its calls)."""
+    from groupchat_core.sweeps._ray_limits import SweepLimits, lease_owner
 
     async def scenario():
         limits = SweepLimits(window_s=0.05)
@@ -369,7 +370,15 @@ def test_the_sweep_limiter_gives_back_exactly_what_a_cancelled_wait_took():
         await limits.release("a")
         assert await limits.acquire("k", 1, "c") is True  # back a window after "a" ended
         await limits.abandon("c")  # granted, then abandoned: given back as a request that ended
-        assert await limits.acquire("k", 1, "d") is True
+        assert await limits.acquire("k", 1, "h/1/d") is True
+        # a dead worker (host h, pid 1): its wait ends, its permit comes back; others stay
+        dead_wait = asyncio.ensure_future(limits.acquire("k", 1, "h/1/e"))
+        other = asyncio.ensure_future(limits.acquire("k", 1, "h/12/f"))
+        await asyncio.sleep(0.01)
+        await limits.forget(lease_owner("h", 1))
+        with pytest.raises(asyncio.CancelledError):
+            await dead_wait
+        assert await other is True
         return await limits.stats()
 
-    assert asyncio.run(scenario()) == {"window_s": 0.05, "granted": 3, "held": 1}
+    assert asyncio.run(scenario()) == {"window_s": 0.05, "granted": 4, "held": 1}
