@@ -56,6 +56,8 @@ class SweepLimits:
         self._held: dict[str, str] = {}  # lease -> key, granted and not given back
         self._abandoned: set[str] = set()  # abandoned before their acquire arrived
         self.granted = 0
+        self.cancelled = 0  # waits cancelled
+        self._gone: set[str] = set()  # leases whose wait was cancelled, before their abandon
 
     def _window(self, key: str, limit: int) -> WindowLimit:
         if key not in self._windows:
@@ -73,6 +75,10 @@ class SweepLimits:
         self._waiting[lease] = task
         try:
             await self._window(key, limit).acquire()
+        except asyncio.CancelledError:  # by abandon/forget, or by Ray (its caller's cell was
+            self.cancelled += 1  # cancelled: Ray cancels the calls it made too)
+            self._gone.add(lease)  # its abandon may still come
+            raise
         finally:
             self._waiting.pop(lease, None)
         self._held[lease] = key
@@ -89,8 +95,11 @@ class SweepLimits:
         """The caller stopped waiting (its cell was cancelled): cancel the wait, or give back a
         permit granted meanwhile (as a request that ended now), or refuse the lease later."""
         task = self._waiting.pop(lease, None)
-        if task is not None:
+        if lease in self._gone:  # Ray cancelled its wait already
+            self._gone.discard(lease)
+        elif task is not None:
             await _cancelled([task])
+            self._gone.discard(lease)
         elif lease in self._held:
             await self.release(lease)
         else:
@@ -101,11 +110,13 @@ class SweepLimits:
         ended now: whatever it sent reached the server before)."""
         await _cancelled([self._waiting.pop(lease) for lease in list(self._waiting)
                           if lease.startswith(owner)])
+        self._gone = {lease for lease in self._gone if not lease.startswith(owner)}
         for lease in [lease for lease in self._held if lease.startswith(owner)]:
             await self.release(lease)
 
     async def stats(self) -> dict[str, Any]:
-        return {"window_s": self.window_s, "granted": self.granted, "held": len(self._held)}
+        return {"window_s": self.window_s, "granted": self.granted, "held": len(self._held),
+                "waiting": len(self._waiting), "cancelled": self.cancelled}
 
 
 async def _cancelled(tasks: list[asyncio.Task[Any]]) -> None:

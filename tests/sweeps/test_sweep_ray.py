@@ -309,6 +309,19 @@ def test_half_a_cpu_per_cell_puts_two_cells_on_one_actors_cpu(cluster, sqlite_st
     executor.close()  # its actors go, and with them the CPUs they hold
 
 
+def paced_sweep(server, rpm, workers, **changes):
+    """Cells of two agents on one deployment taking `rpm` a window, four cells an actor."""
+    count = itertools.count()  # a new message every time: a chat never stops early
+    server.set_responder(None, lambda body: tool_call(0.6, f"Point {next(count)}."))
+    agents = [{"agent_name": n, "system_prompt": "Speak.", "model_name": "openai/fake",
+               "api_base": "http://127.0.0.1:9/v1", "num_retries": 0} for n in ("Ann", "Bob")]
+    return spec(base={"agents": agents, "max_loops": 3, "recency_penalty": 0.0},
+                grid={"threshold": [0.1, 0.2]}, repeats=2 * workers,
+                concurrency=4 * workers, cpus_per_cell=0.25,
+                deployments={"openai/fake": [{"name": "only", "api_base": server.base_url,
+                                              "rpm": rpm}]}, **changes)
+
+
 def most_in_a_window(times, window):
     """The most of `times` that any half-open span [t, t + window) holds."""
     ordered = sorted(times)
@@ -324,16 +337,9 @@ def test_a_deployments_rpm_holds_across_every_worker_of_the_sweep(cluster, sqlit
     from groupchat_core.providers import _deployments
 
     monkeypatch.setattr(_deployments, "RPM_WINDOW_S", 1.0)  # the driver's: the limiter's
-    rpm, count = 4, itertools.count()
-    with FakeOpenAIServer() as server:  # a new message every time: a chat never stops early
-        server.set_responder(None, lambda body: tool_call(0.6, f"Point {next(count)}."))
-        agents = [{"agent_name": n, "system_prompt": "Speak.", "model_name": "openai/fake",
-                   "api_base": "http://127.0.0.1:9/v1", "num_retries": 0} for n in ("Ann", "Bob")]
-        sweep = spec(base={"agents": agents, "max_loops": 3, "recency_penalty": 0.0},
-                     grid={"threshold": [0.1, 0.2]}, repeats=2 * workers,
-                     concurrency=4 * workers, cpus_per_cell=0.25,  # four cells an actor
-                     deployments={"openai/fake": [{"name": "only", "api_base": server.base_url,
-                                                   "rpm": rpm}]})
+    rpm = 4
+    with FakeOpenAIServer() as server:
+        sweep = paced_sweep(server, rpm, workers)
         pids: set[int] = set()
         with RayExecutor(sqlite_store, cpus_per_cell=0.25, watch=lambda job, item: pids.add(
                 item["pid"]) if item["kind"] == "hello" else None) as executor:
@@ -379,6 +385,51 @@ def test_the_sweep_limiter_gives_back_what_a_cancelled_wait_or_a_dead_worker_too
         with pytest.raises(asyncio.CancelledError):
             await dead_wait
         assert await other is True
+        by_ray = asyncio.ensure_future(limits.acquire("k", 1, "g"))  # Ray cancels it first
+        await asyncio.sleep(0.01)
+        by_ray.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await by_ray
+        await limits.abandon("g")  # then its abandon arrives: nothing left to do or keep
+        assert limits._gone == limits._abandoned == set()
         return await limits.stats()
 
-    assert asyncio.run(scenario()) == {"window_s": 0.05, "granted": 4, "held": 1}
+    assert asyncio.run(scenario()) == {"window_s": 0.05, "granted": 4, "held": 1, "waiting": 0,
+                                       "cancelled": 3}
+
+
+def test_cells_cancelled_while_they_wait_for_the_sweeps_rpm_give_their_permits_back(
+        cluster, sqlite_store, monkeypatch):
+    """The sweep is stopped while bids of both workers queue at the limiter: their waits end
+    there and their permits come back (none held or waiting once the sweep stopped)."""
+    import ray
+
+    from groupchat_core.providers import _deployments
+
+    monkeypatch.setattr(_deployments, "RPM_WINDOW_S", 1.0)
+
+    async def stop_while_bids_wait(executor, sweep):
+        sweep_task = asyncio.ensure_future(arun_sweep(sweep, sqlite_store, executor=executor))
+        while not sweep_task.done():
+            limits = next(iter(executor._limits.values()), None)
+            if limits is not None and (await limits.handle.stats.remote())["waiting"] >= 4:
+                break
+            await asyncio.sleep(0.05)
+        sweep_task.cancel()  # Ctrl-C
+        with pytest.raises(asyncio.CancelledError):
+            await sweep_task
+        return limits.handle
+
+    with FakeOpenAIServer() as server:
+        with RayExecutor(sqlite_store, cpus_per_cell=0.25) as executor:
+            limiter = background_loop().submit(stop_while_bids_wait(
+                executor, paced_sweep(server, 2, workers=2))).result(timeout=300)
+            stats = {}
+
+            def settled():
+                stats.update(ray.get(limiter.stats.remote()))
+                return stats["held"] == stats["waiting"] == 0
+
+            eventually(settled, "every permit back at the limiter", step=0.05)
+    assert stats["cancelled"] >= 1  # the workers' cancelled waits reached the limiter
+    assert stats["granted"] >= len(server.requests)
