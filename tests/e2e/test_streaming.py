@@ -146,10 +146,14 @@ def test_a_dropped_stream_resumes_without_losing_or_repeating_a_word(app_db_url,
     # The server ends every stream after two events (GROUPCHAT_LIVE_STREAM_EVENTS): the
     # browser reconnects again and again, each time from the last event it saw. Held before
     # the reply's last write, so the panel is read while the turn is still open.
+    # The words wait until the page's stream is open: a page that connected only after the
+    # reply had formed got it whole in one `reset` event and never needed to reconnect.
     last = len(WORDS) + 1  # write 0 is the role chunk; the last write closes the reply
-    hold = threading.Event()
+    hold, opened = threading.Event(), threading.Event()
 
     def pace(index: int) -> None:
+        if index == 1:
+            opened.wait(timeout=WAIT_MS / 1000)
         if index == last:
             hold.wait(timeout=WAIT_MS / 1000)
 
@@ -158,6 +162,9 @@ def test_a_dropped_stream_resumes_without_losing_or_repeating_a_word(app_db_url,
                    extra_env={"GROUPCHAT_LIVE_STREAM_EVENTS": "2"}) as app:
         start(page, app, [slow, quick])
         try:
+            expect(fresh(page, ".gc-live")).to_have_attribute(
+                "data-connects", re.compile(r"^[1-9]"), timeout=WAIT_MS)
+            opened.set()
             shown = " ".join(WORDS[:-1])  # the trailing word waits for the reply's end
             words = fresh(page, f"{CANDIDATE} .gc-cand-text")
             expect(words).to_contain_text(shown, timeout=WAIT_MS)
@@ -166,6 +173,7 @@ def test_a_dropped_stream_resumes_without_losing_or_repeating_a_word(app_db_url,
             connects = fresh(page, ".gc-live").get_attribute("data-connects")
             assert int(connects or 0) >= 3  # dropped and resumed, more than once
         finally:
+            opened.set()
             hold.set()
         expect(status_line(page)).to_have_text(re.compile(r"^status: finished"),
                                                timeout=WAIT_MS)

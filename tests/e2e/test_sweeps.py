@@ -75,11 +75,13 @@ RUNNING_WITH_TURNS = "() => { const s = (" + FOUR_PLACES + """)();
   const m = s.caption && s.caption.match(
     /^sweep status: running · (\\d+) \\/ 4 cells finished · 1 running \\((\\d+) turns? so far\\)$/);
   return m !== null && Number(m[2]) > 0 ? s.caption : null; }"""
-# More turns in the running cell, or a cell finished, since `first` turns were counted.
-MOVED_ON = "(first) => { const s = (" + FOUR_PLACES + """)();
+# More cells finished, or more turns in the running cell, than `[cells, turns]` counted first
+# (the first reading may already count a finished cell).
+MOVED_ON = "([cells, turns]) => { const s = (" + FOUR_PLACES + """)();
   const m = s.caption && s.caption.match(
     /(\\d+) \\/ 4 cells finished(?: · 1 running \\((\\d+))?/);
-  return m && (Number(m[1]) > 0 || Number(m[2]) > first) ? s.caption : null; }"""
+  return m && (Number(m[1]) > cells || (Number(m[1]) === cells && Number(m[2]) > turns))
+    ? s.caption : null; }"""
 # Samples the four places every 0.1 s into window.__places (the page's own clock, so a busy
 # test process cannot thin the samples out).
 SAMPLE = "() => { window.__places = []; window.__sampler = setInterval(() => " \
@@ -198,9 +200,11 @@ def test_a_sweep_from_the_form_through_its_live_status_to_its_outcomes_and_expor
     page.evaluate(SAMPLE)
     start_sweep(page)
 
-    # A turn is counted before any cell finished.
+    # A turn of the running cell is counted (a cell may have finished already).
     seen = page.wait_for_function(RUNNING_WITH_TURNS, timeout=WAIT_MS).json_value()
-    first = int(re.search(r"\((\d+) turns? so far\)", seen).group(1))
+    counted = RUNNING_LINE.match(seen)
+    assert counted is not None, seen
+    first = [int(counted.group(1)), int(counted.group(2))]  # cells finished, turns so far
     screenshot(page, "sweep-status-running")
     page.set_viewport_size({"width": 390, "height": 844})  # a phone: the status still reads
     caption = fresh(page, '[data-testid="stCaptionContainer"]:not([data-testid="stSidebar"] *)'
