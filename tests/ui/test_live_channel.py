@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 from starlette.applications import Starlette
+from starlette.routing import Route
 from starlette.testclient import TestClient
 from streamlit.testing.v1 import AppTest
 
@@ -87,6 +88,25 @@ def test_the_route_serves_a_job_only_to_the_session_it_was_granted_to(reg):
     # a stream that saw the end: nothing more, and no reconnect (204 stops the browser's)
     assert client.get(f"/live/job/{mine}?token={alice}",
                       headers={"Last-Event-ID": str(seq)}).status_code == 204
+
+
+def test_grants_stay_bounded_and_a_granted_job_gone_from_the_table_ends_its_stream(
+        reg, monkeypatch):
+    monkeypatch.setattr(live_routes, "MAX_JOBS_PER_TOKEN", 2)
+    monkeypatch.setattr(live_routes, "MAX_TOKENS", 2)
+    grants = live_routes.Grants()
+    first, second, third = (grants.new_token() for _ in range(3))
+    for job in ("a", "b", "c"):
+        grants.allow(first, job)
+    assert [grants.may_watch(first, job) for job in "abc"] == [False, True, True]  # oldest out
+    grants.allow(second, "a")
+    grants.allow(third, "a")  # a third session: the least recently granted token is forgotten
+    assert (grants.may_watch(first, "c"), grants.may_watch(second, "a"),
+            grants.may_watch(third, "a")) == (False, True, True)
+    # a job granted, since gone from the job table: 204, so the browser stops reconnecting
+    client = TestClient(Starlette(routes=[
+        Route(live_routes.PATH, live_routes.job_stream_endpoint(reg, grants))]))
+    assert client.get(f"/live/job/a?token={third}").status_code == 204
 
 
 def bid(agent: str, score: float, message: str) -> Bid:
