@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from groupchat_core import Agent, ConfigError, Event, GroupChat, LiveRun, Observer
-from groupchat_core.sweeps import CellJob, _executor, _ray_executor, parse_sweep, run_sweep
+from groupchat_core.sweeps import CellJob, _executor, _ray_worker, parse_sweep, run_sweep
 from groupchat_ui.kit.jobs import JobRegistry
 from groupchat_ui.run import logic
 from groupchat_ui.run.form import RunForm
@@ -87,11 +87,11 @@ async def collect(items: AsyncIterator[dict]) -> list[dict]:
 
 def test_the_ray_worker_runs_its_cell_through_the_same_recipe(monkeypatch, cell_runs) -> None:
     """The worker actor's cell, run here without a cluster: it builds and runs a CellRun."""
-    monkeypatch.setattr(_ray_executor, "worker_label", lambda: ("here/node/pid 1", 1, "here"))
+    monkeypatch.setattr(_ray_worker, "worker_label", lambda: ("here/node/pid 1", 1, "here"))
     spec = {"max_loops": 3, "agents": SIMS}
     job = CellJob(sweep_id="s", cell="c1", index=0, spec=spec, task="t")
-    calls = _ray_executor.CellWorker().run_cell(job.model_dump(), False, False,
-                                                _ray_executor.Secrets({}))
+    calls = _ray_worker.CellWorker().run_cell(job.model_dump(), False, False,
+                                              _ray_worker.Secrets({}))
     items = asyncio.run(collect(calls))
     assert cell_runs == ["c1"]
     assert items[0]["kind"] == "hello" and items[-1]["kind"] == "result"

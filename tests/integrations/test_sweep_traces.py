@@ -70,7 +70,7 @@ def test_the_ray_workers_cell_function_traces_its_cell_too(monkeypatch):
     """What a Ray worker runs (CellWorker.run_cell) goes through the same CellRun: its chat's trace
     names the sweep and the cell (called in-process here: no cluster needed for the wiring)."""
     from groupchat_core.sweeps import CellJob
-    from groupchat_core.sweeps import _ray_executor as ray_cells
+    from groupchat_core.sweeps import _ray_worker as ray_cells
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
